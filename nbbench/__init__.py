@@ -1,0 +1,45 @@
+"""nbbench: Jupyter-native benchmarks for GPU training containers.
+
+``%load_ext nbbench`` registers ``%iobench``; the same probes are plain functions
+in :mod:`nbbench.probes` and a terminal CLI (``nbbench``).  Importing this package
+is cheap: torch, pynvml, matplotlib and ipywidgets load only when used.
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from .results import ProbeError, Result  # noqa: E402  (light: stdlib only)
+
+__all__ = ["__version__", "Result", "ProbeError", "load_ipython_extension", "store", "panel", "monitor"]
+
+
+def load_ipython_extension(ipython) -> None:
+    """``%load_ext nbbench``."""
+    from .magics import load_ipython_extension as _load
+
+    _load(ipython)
+
+
+def store():
+    """The default results store (see :mod:`nbbench.store`)."""
+    from .store import default_store
+
+    return default_store()
+
+
+def panel(path=None, **kwargs):
+    """Open the control panel (a notebook widget)."""
+    from .ui.panel import panel as _panel
+
+    return _panel(path, **kwargs)
+
+
+def __getattr__(name):
+    # submodules on first use, so `nbbench.monitor(...)`, `nbbench.probes.disk` work
+    import importlib
+
+    if name in ("monitor", "probes", "env", "datasets", "doctor", "ui", "units", "store_module"):
+        mod = importlib.import_module(f".{name}", __name__)
+        return mod
+    raise AttributeError(f"module 'nbbench' has no attribute {name!r}")

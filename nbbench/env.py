@@ -1,0 +1,366 @@
+"""The environment fingerprint: what machine, container and packages a result came from.
+
+:func:`fingerprint` returns a JSON-compatible dict with a stable ``id`` (a hash of
+the parts that identify the environment, not of volatile readings like free
+memory), so the store keeps each distinct environment once.
+
+The cgroup and CPU helpers here (:func:`usable_cpus`, :func:`cgroup_cpu_limit`,
+:func:`cgroup_memory_limit`, :func:`container_kind`) take a ``root`` argument so
+they can be tested on fixture trees; the doctor and the DataLoader sweep reuse them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import socket
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "fingerprint", "packages", "usable_cpus", "cgroup_cpu_limit", "cgroup_memory_limit",
+    "container_kind", "cpu_model", "torch_info", "export_requirements", "export_conda",
+    "in_conda", "ExportError",
+]
+
+
+class ExportError(Exception):
+    """An export that cannot be made here; the message says why."""
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+# ------------------------------------------------------------------ containers
+def container_kind(root: str | os.PathLike = "/") -> str | None:
+    """'docker', 'podman', 'kubernetes', 'containerd', 'lxc', 'container' or None."""
+    r = Path(root)
+    if (r / ".dockerenv").exists():
+        return "docker"
+    if (r / "run/.containerenv").exists():
+        return "podman"
+    env_container = os.environ.get("container") if str(r) == "/" else None
+    if env_container:
+        return env_container
+    if str(r) == "/" and os.environ.get("KUBERNETES_SERVICE_HOST"):
+        return "kubernetes"
+    cg = _read(r / "proc/1/cgroup") or ""
+    for needle, kind in (("kubepods", "kubernetes"), ("docker", "docker"), ("containerd", "containerd"),
+                         ("lxc", "lxc"), ("libpod", "podman")):
+        if needle in cg:
+            return kind
+    return None
+
+
+# ------------------------------------------------------------------------ CPUs
+def cgroup_cpu_limit(root: str | os.PathLike = "/") -> float | None:
+    """CPUs allowed by the cgroup quota (v2 ``cpu.max`` or v1 cfs quota), None if unlimited."""
+    r = Path(root)
+    text = _read(r / "sys/fs/cgroup/cpu.max")
+    if text:
+        parts = text.split()
+        if parts and parts[0] != "max" and len(parts) >= 2:
+            try:
+                return int(parts[0]) / int(parts[1])
+            except (ValueError, ZeroDivisionError):
+                return None
+        return None
+    for base in ("sys/fs/cgroup/cpu,cpuacct", "sys/fs/cgroup/cpu"):
+        q = _read(r / base / "cpu.cfs_quota_us")
+        p = _read(r / base / "cpu.cfs_period_us")
+        if q and p:
+            try:
+                quota, period = int(q), int(p)
+            except ValueError:
+                return None
+            if quota > 0 and period > 0:
+                return quota / period
+            return None
+    return None
+
+
+def usable_cpus(root: str | os.PathLike = "/") -> dict[str, Any]:
+    """CPU counts: logical (os.cpu_count), affinity, cgroup quota, and the usable minimum."""
+    logical = os.cpu_count() or 1
+    try:
+        affinity = len(os.sched_getaffinity(0)) if str(root) == "/" else logical
+    except (AttributeError, OSError):
+        affinity = logical
+    quota = cgroup_cpu_limit(root)
+    usable = float(affinity)
+    if quota is not None:
+        usable = min(usable, quota)
+    return {
+        "logical": logical,
+        "affinity": affinity,
+        "cgroup_quota": quota,
+        "usable": usable,
+        "usable_int": max(1, int(usable)),
+    }
+
+
+def cpu_model(root: str | os.PathLike = "/") -> str:
+    text = _read(Path(root) / "proc/cpuinfo") or ""
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in ("model name", "Model", "Hardware", "cpu model"):
+            return value.strip()
+    return platform.processor() or platform.machine()
+
+
+# ---------------------------------------------------------------------- memory
+def cgroup_memory_limit(root: str | os.PathLike = "/") -> int | None:
+    """Bytes allowed by the cgroup (v2 ``memory.max`` or v1 limit), None if unlimited."""
+    r = Path(root)
+    text = _read(r / "sys/fs/cgroup/memory.max")
+    if text is not None:
+        text = text.strip()
+        if text and text != "max":
+            try:
+                return int(text)
+            except ValueError:
+                return None
+        return None
+    text = _read(r / "sys/fs/cgroup/memory/memory.limit_in_bytes")
+    if text:
+        try:
+            v = int(text.strip())
+        except ValueError:
+            return None
+        # v1 reports "unlimited" as a huge page-aligned number
+        return v if v < 2**60 else None
+    return None
+
+
+def _memory() -> dict[str, Any]:
+    try:
+        import psutil
+
+        total = psutil.virtual_memory().total
+    except Exception:  # noqa: BLE001
+        total = None
+    return {"total_bytes": total, "cgroup_limit_bytes": cgroup_memory_limit()}
+
+
+# -------------------------------------------------------------------- packages
+def packages() -> list[tuple[str, str]]:
+    """Every installed distribution as (name, version), sorted by normalised name."""
+    from importlib import metadata
+
+    seen: dict[str, tuple[str, str]] = {}
+    for dist in metadata.distributions():
+        name = dist.metadata.get("Name") if dist.metadata else None
+        if not name:
+            continue
+        key = name.lower().replace("_", "-").replace(".", "-")
+        seen.setdefault(key, (name, dist.version))
+    return [seen[k] for k in sorted(seen)]
+
+
+def _editable(name: str) -> bool:
+    """True for a distribution installed from a local checkout (pip -e)."""
+    from importlib import metadata
+
+    try:
+        dist = metadata.distribution(name)
+        text = dist.read_text("direct_url.json")
+    except Exception:  # noqa: BLE001
+        return False
+    if not text:
+        return False
+    try:
+        info = json.loads(text)
+    except ValueError:
+        return False
+    return bool(info.get("dir_info", {}).get("editable")) or info.get("url", "").startswith("file:")
+
+
+def export_requirements(path: str | os.PathLike | None = None) -> str:
+    """An exact ``name==version`` list of this environment (pip-installable).
+
+    Packages installed from a local checkout are written as comments, since their
+    version alone cannot be installed elsewhere.  Returns the text; writes it to
+    ``path`` when given.
+    """
+    lines = [
+        f"# exact package versions of {socket.gethostname()}, Python {platform.python_version()}",
+        "# install with: pip install -r THIS_FILE",
+    ]
+    torch_local = None
+    for name, version in packages():
+        if _editable(name):
+            lines.append(f"# {name}=={version}  (installed from a local checkout)")
+            continue
+        if name.lower() == "torch" and "+" in version:
+            torch_local = version
+        lines.append(f"{name}=={version}")
+    if torch_local:
+        lines.insert(2, f"# torch {torch_local} is a local build tag: install it from the index it came from, "
+                        "e.g. --index-url https://download.pytorch.org/whl/<cuda tag>")
+    text = "\n".join(lines) + "\n"
+    if path is not None:
+        Path(path).write_text(text)
+    return text
+
+
+def in_conda() -> str | None:
+    """The conda environment's prefix when running in one, else None."""
+    prefix = os.environ.get("CONDA_PREFIX")
+    if prefix and (Path(prefix) / "conda-meta").is_dir():
+        return prefix
+    if (Path(sys.prefix) / "conda-meta").is_dir():
+        return sys.prefix
+    return None
+
+
+def export_conda(path: str | os.PathLike | None = None, runner=None) -> str:
+    """``conda list --explicit`` of the running environment; ExportError outside conda."""
+    prefix = in_conda()
+    if prefix is None:
+        raise ExportError(
+            "not running inside a conda environment (no conda-meta/ under sys.prefix and no "
+            "CONDA_PREFIX): use --export requirements for this pip environment"
+        )
+    import shutil
+    import subprocess
+
+    exe = os.environ.get("CONDA_EXE") or shutil.which("conda") or shutil.which("mamba")
+    if exe is None:
+        raise ExportError(f"{prefix} is a conda environment but no conda/mamba executable is on PATH")
+    run = runner or subprocess.run
+    proc = run([exe, "list", "--explicit", "--prefix", prefix], capture_output=True, text=True, timeout=120)
+    if proc.returncode != 0:
+        raise ExportError(f"conda list --explicit failed: {proc.stderr.strip()[:300]}")
+    if path is not None:
+        Path(path).write_text(proc.stdout)
+    return proc.stdout
+
+
+# ----------------------------------------------------------------------- torch
+def torch_info(import_torch: bool = True) -> dict[str, Any] | None:
+    """torch / CUDA / cuDNN build versions; None when torch does not import.
+
+    With ``import_torch=False`` only an already-imported torch is described.
+    """
+    if "torch" not in sys.modules and not import_torch:
+        return None
+    try:
+        import torch
+    except Exception:  # noqa: BLE001 - a broken torch is "no torch" here
+        return None
+    info: dict[str, Any] = {"version": getattr(torch, "__version__", None)}
+    info["cuda_build"] = getattr(getattr(torch, "version", None), "cuda", None)
+    info["hip_build"] = getattr(getattr(torch, "version", None), "hip", None)
+    try:
+        info["cudnn"] = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+    except Exception:  # noqa: BLE001
+        info["cudnn"] = None
+    return info
+
+
+def _gpus() -> list[dict[str, Any]]:
+    from .nvml import get_nvml, is_na
+
+    nv = get_nvml()
+    if not nv.available:
+        return []
+    out = []
+    driver = nv.call("nvmlSystemGetDriverVersion")
+    for h in nv.handles():
+        name = nv.call("nvmlDeviceGetName", h)
+        mem = nv.call("nvmlDeviceGetMemoryInfo", h)
+        out.append({
+            "name": None if is_na(name) else str(name),
+            "memory_total_bytes": None if is_na(mem) else int(mem.total),
+            "driver": None if is_na(driver) else str(driver),
+        })
+    return out
+
+
+# ------------------------------------------------------------------ fingerprint
+_cache: dict[str, Any] | None = None
+_cache_lock = threading.Lock()
+
+# keys that identify an environment; everything else is context
+_IDENTITY = ("host", "os", "kernel", "machine", "container", "cpu_model", "cpus", "memory",
+             "python", "packages_sha256", "torch", "gpus")
+
+
+def fingerprint(refresh: bool = False, import_torch: bool = True) -> dict[str, Any]:
+    """This process's environment, computed once (``refresh=True`` recomputes)."""
+    global _cache
+    with _cache_lock:
+        if _cache is not None and not refresh:
+            return _cache
+        pk = packages()
+        pk_text = "\n".join(f"{n}=={v}" for n, v in pk)
+        cpus = usable_cpus()
+        fp: dict[str, Any] = {
+            "host": socket.gethostname(),
+            "os": _os_name(),
+            "kernel": platform.release(),
+            "machine": platform.machine(),
+            "container": container_kind(),
+            "cpu_model": cpu_model(),
+            "cpus": {k: cpus[k] for k in ("logical", "affinity", "cgroup_quota", "usable")},
+            "memory": _memory(),
+            "python": {"version": platform.python_version(), "implementation": platform.python_implementation(),
+                       "executable": sys.executable},
+            "packages_sha256": hashlib.sha256(pk_text.encode()).hexdigest(),
+            "packages": [[n, v] for n, v in pk],
+            "torch": torch_info(import_torch=import_torch),
+            "gpus": _gpus(),
+            "nbbench": _nbbench_version(),
+            "git_commit": _git_commit(),
+        }
+        ident = json.dumps({k: fp[k] for k in _IDENTITY}, sort_keys=True, default=str)
+        fp["id"] = hashlib.sha256(ident.encode()).hexdigest()[:16]
+        _cache = fp
+        return fp
+
+
+def _os_name() -> str:
+    text = _read(Path("/etc/os-release")) or ""
+    for line in text.splitlines():
+        if line.startswith("PRETTY_NAME="):
+            return line.split("=", 1)[1].strip().strip('"')
+    return f"{platform.system()} {platform.release()}"
+
+
+def _nbbench_version() -> str:
+    from . import __version__
+
+    return __version__
+
+
+def _git_commit() -> str | None:
+    """The commit of the nbbench checkout in use, when it runs from one."""
+    root = Path(__file__).resolve().parent.parent
+    head = _read(root / ".git" / "HEAD")
+    if not head:
+        return None
+    head = head.strip()
+    if head.startswith("ref: "):
+        ref = _read(root / ".git" / head[5:])
+        if ref:
+            return ref.strip()
+        packed = _read(root / ".git" / "packed-refs") or ""
+        for line in packed.splitlines():
+            if line.endswith(head[5:]):
+                return line.split()[0]
+        return None
+    return head
+
+
+def summary(fp: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The fingerprint without the package list (for display)."""
+    fp = fp or fingerprint()
+    return {k: v for k, v in fp.items() if k != "packages"}

@@ -1,0 +1,105 @@
+"""Option types shared by the magics and the CLI.
+
+Each turns a string into a value or raises ``argparse.ArgumentTypeError`` with a
+sentence; IPython's ``MagicArgumentParser`` then raises a one-line ``UsageError``
+and the CLI's parser prints it and exits with code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from . import units
+
+__all__ = ["size", "duration", "positive_int", "nonneg_int", "int_list", "bool_list",
+           "size_list", "fraction", "choice_list"]
+
+
+def size(text: str) -> int:
+    try:
+        return units.parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def duration(text: str) -> float:
+    try:
+        return units.parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {v}")
+    return v
+
+
+def nonneg_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {v}")
+    return v
+
+
+def fraction(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 <= v <= 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, not {v}")
+    return v
+
+
+def int_list(text: str) -> list[int]:
+    """'0,2,4,8' -> [0, 2, 4, 8]."""
+    try:
+        vals = [int(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a comma-separated list of whole numbers: {text!r}") from None
+    if not vals or any(v < 0 for v in vals):
+        raise argparse.ArgumentTypeError(f"need one or more whole numbers >= 0, like 0,2,4: {text!r}")
+    return vals
+
+
+def size_list(text: str) -> list[int]:
+    return [size(t.strip()) for t in text.split(",") if t.strip()]
+
+
+_TRUE = {"1", "true", "yes", "on", "y", "t"}
+_FALSE = {"0", "false", "no", "off", "n", "f"}
+
+
+def bool_list(text: str) -> list[bool]:
+    """'true,false' -> [True, False]."""
+    out = []
+    for t in text.split(","):
+        t = t.strip().lower()
+        if t in _TRUE:
+            out.append(True)
+        elif t in _FALSE:
+            out.append(False)
+        elif t:
+            raise argparse.ArgumentTypeError(f"not true/false: {t!r}")
+    if not out:
+        raise argparse.ArgumentTypeError("need one or more of true,false")
+    return out
+
+
+def choice_list(choices):
+    def parse(text: str) -> list[str]:
+        vals = [t.strip() for t in text.split(",") if t.strip()]
+        bad = [v for v in vals if v not in choices]
+        if bad or not vals:
+            raise argparse.ArgumentTypeError(f"choose from {', '.join(choices)}: {text!r}")
+        return vals
+
+    return parse

@@ -1,0 +1,308 @@
+"""The result model shared by every probe.
+
+A :class:`Result` keeps what was asked (``params``), what was measured (``metrics``
+in base units, the unit in the key), how it was measured (``labels``: engine, cache
+mode, device, path…), what the user should do about it (``warnings``, each a
+sentence), the raw ``samples`` (never only summaries), timestamps, a status and the
+environment fingerprint id.  Probe-specific subclasses add derived properties, the
+way IPython's ``TimeitResult`` keeps the runs and derives statistics.
+
+Results know nothing of IPython or widgets; the ``_repr_*_`` hooks are plain
+methods any front end may call.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as _dt
+import html
+import json
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from .units import format_metric, metric_label, unit_of
+
+__all__ = ["Result", "register", "result_class", "STATUSES", "ProbeError"]
+
+STATUSES = ("ok", "interrupted", "failed")
+_REGISTRY: dict[str, type["Result"]] = {}
+
+
+class ProbeError(Exception):
+    """A probe cannot run as asked (bad path, no space, missing tool).
+
+    The message is a sentence for the user; front ends show it without a traceback.
+    """
+
+
+def register(kind: str):
+    """Class decorator: results of ``kind`` are rebuilt as this class by from_dict."""
+
+    def deco(cls):
+        cls.KIND = kind
+        _REGISTRY[kind] = cls
+        return cls
+
+    return deco
+
+
+def result_class(kind: str) -> type["Result"]:
+    """The registered class for ``kind`` (the base class when none is registered)."""
+    if kind not in _REGISTRY:
+        # subclasses are registered when their probe module is imported
+        _import_result_modules()
+    return _REGISTRY.get(kind, Result)
+
+
+def _import_result_modules() -> None:
+    import importlib
+
+    for mod in ("nbbench.probes.gpu", "nbbench.probes.disk", "nbbench.probes.files",
+                "nbbench.probes.loader", "nbbench.monitor", "nbbench.doctor", "nbbench.env"):
+        try:
+            importlib.import_module(mod)
+        except Exception:  # a module not built yet or broken must not stop loading data
+            pass
+
+
+def _now() -> float:
+    return time.time()
+
+
+@dataclass
+class Result:
+    """One probe run."""
+
+    kind: str = "result"
+    params: dict[str, Any] = field(default_factory=dict)
+    metrics: dict[str, Any] = field(default_factory=dict)
+    labels: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    samples: dict[str, Any] = field(default_factory=dict)
+    started_at: float = field(default_factory=_now)
+    ended_at: float | None = None
+    status: str = "ok"
+    reason: str | None = None
+    env_id: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    run_id: int | None = None
+
+    KIND: ClassVar[str] = "result"
+    # metrics shown in the one-line summary, in order (None: all, up to four)
+    SUMMARY: ClassVar[tuple[str, ...] | None] = None
+
+    def __post_init__(self):
+        if self.kind == "result" and self.KIND != "result":
+            self.kind = self.KIND
+        if self.status not in STATUSES:
+            raise ValueError(f"status must be one of {STATUSES}, not {self.status!r}")
+
+    # ----------------------------------------------------------------- building
+    def warn(self, sentence: str) -> None:
+        """Add a warning (a sentence telling the user what to do), once."""
+        if sentence not in self.warnings:
+            self.warnings.append(sentence)
+
+    def finish(self, status: str = "ok", reason: str | None = None) -> "Result":
+        """Stamp the end time and status; returns self."""
+        if status not in STATUSES:
+            raise ValueError(f"status must be one of {STATUSES}, not {status!r}")
+        self.status = status
+        if reason is not None:
+            self.reason = reason
+        self.ended_at = _now()
+        return self
+
+    def fail(self, reason: str) -> "Result":
+        return self.finish("failed", reason)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def duration_s(self) -> float | None:
+        if self.ended_at is None:
+            return None
+        return self.ended_at - self.started_at
+
+    # ---------------------------------------------------------- serialisation
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-compatible dict; ``from_dict(to_dict())`` gives an equal result."""
+        return {
+            "kind": self.kind,
+            "status": self.status,
+            "reason": self.reason,
+            "params": copy.deepcopy(self.params),
+            "metrics": copy.deepcopy(self.metrics),
+            "labels": copy.deepcopy(self.labels),
+            "warnings": list(self.warnings),
+            "samples": copy.deepcopy(self.samples),
+            "started_at": self.started_at,
+            "ended_at": self.ended_at,
+            "env_id": self.env_id,
+            "extra": copy.deepcopy(self.extra),
+            "run_id": self.run_id,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Result":
+        kind = data.get("kind", "result")
+        target = cls if cls is not Result else result_class(kind)
+        return target(
+            kind=kind,
+            params=copy.deepcopy(data.get("params", {})),
+            metrics=copy.deepcopy(data.get("metrics", {})),
+            labels=copy.deepcopy(data.get("labels", {})),
+            warnings=list(data.get("warnings", [])),
+            samples=copy.deepcopy(data.get("samples", {})),
+            started_at=data.get("started_at", 0.0),
+            ended_at=data.get("ended_at"),
+            status=data.get("status", "ok"),
+            reason=data.get("reason"),
+            env_id=data.get("env_id"),
+            extra=copy.deepcopy(data.get("extra", {})),
+            run_id=data.get("run_id"),
+        )
+
+    def to_json(self, **kw) -> str:
+        return json.dumps(self.to_dict(), default=_json_default, allow_nan=True, **kw)
+
+    @classmethod
+    def from_json(cls, text: str) -> "Result":
+        return cls.from_dict(json.loads(text))
+
+    def __eq__(self, other):
+        if not isinstance(other, Result):
+            return NotImplemented
+        return _canon(self.to_dict()) == _canon(other.to_dict())
+
+    # ------------------------------------------------------------- tabular views
+    def to_frame(self):
+        """Metrics as a pandas DataFrame: metric, value (base unit), unit, display."""
+        import pandas as pd
+
+        rows = [
+            {"metric": k, "value": v, "unit": unit_of(k), "display": format_metric(k, v)}
+            for k, v in self.metrics.items()
+        ]
+        return pd.DataFrame(rows, columns=["metric", "value", "unit", "display"])
+
+    def samples_frame(self, name: str | None = None):
+        """Raw samples as a DataFrame (``name``: which series; default the first)."""
+        import pandas as pd
+
+        if not self.samples:
+            return pd.DataFrame()
+        if name is None:
+            name = next(iter(self.samples))
+        data = self.samples[name]
+        if isinstance(data, dict):
+            return pd.DataFrame(data)
+        if data and isinstance(data[0], dict):
+            return pd.DataFrame.from_records(data)
+        return pd.DataFrame({name: data})
+
+    # ------------------------------------------------------------------ display
+    def summary_metrics(self) -> list[str]:
+        if self.SUMMARY is not None:
+            return [k for k in self.SUMMARY if k in self.metrics]
+        return [k for k, v in self.metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)][:4]
+
+    def headline(self) -> str:
+        """What the result is about, e.g. 'dd /dataset'."""
+        target = self.params.get("path") or self.labels.get("device") or ""
+        return f"{self.kind} {target}".strip()
+
+    def __str__(self) -> str:
+        parts = [f"{metric_label(k)} {format_metric(k, self.metrics[k])}" for k in self.summary_metrics()]
+        tags = [str(v) for k, v in self.labels.items() if k in ("engine", "cache", "mode")]
+        s = self.headline() + ": " + (", ".join(parts) if parts else "no metrics")
+        if tags:
+            s += " [" + ", ".join(tags) + "]"
+        if self.status != "ok":
+            s += f" — {self.status.upper()}" + (f": {self.reason}" if self.reason else "")
+        if self.warnings:
+            s += f" ({len(self.warnings)} warning{'s' if len(self.warnings) > 1 else ''})"
+        return s
+
+    def __repr__(self) -> str:
+        rid = f" run_id={self.run_id}" if self.run_id is not None else ""
+        return f"<{type(self).__name__} {self}{rid}>"
+
+    def _repr_pretty_(self, p, cycle):
+        if cycle:
+            p.text(f"{type(self).__name__}(...)")
+            return
+        p.text(self.text_table())
+
+    def text_table(self) -> str:
+        """A small plain-text table: headline, labels, metrics, warnings."""
+        lines = [str(self)]
+        if self.labels:
+            lines.append("  " + "  ".join(f"{k}={v}" for k, v in self.labels.items()))
+        width = max((len(metric_label(k)) for k in self.metrics), default=0)
+        for k, v in self.metrics.items():
+            lines.append(f"  {metric_label(k):<{width}}  {format_metric(k, v)}")
+        for w in self.warnings:
+            lines.append(f"  warning: {w}")
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        esc = html.escape
+        colour = {"ok": "#2e7d32", "interrupted": "#ef6c00", "failed": "#c62828"}[self.status]
+        head = (
+            f"<b>{esc(self.headline())}</b> "
+            f"<span style='color:{colour};font-weight:bold'>{esc(self.status)}</span>"
+        )
+        if self.reason:
+            head += f" — {esc(self.reason)}"
+        labels = " · ".join(f"{esc(str(k))}: <code>{esc(str(v))}</code>" for k, v in self.labels.items())
+        rows = "".join(
+            f"<tr><td style='text-align:left'>{esc(metric_label(k))}</td>"
+            f"<td style='text-align:right'>{esc(format_metric(k, v))}</td></tr>"
+            for k, v in self.metrics.items()
+        )
+        warns = "".join(f"<li>{esc(w)}</li>" for w in self.warnings)
+        out = f"<div class='nbbench-result'>{head}"
+        if labels:
+            out += f"<div style='font-size:90%'>{labels}</div>"
+        if rows:
+            out += f"<table class='nbbench-metrics'>{rows}</table>"
+        if warns:
+            out += f"<ul style='color:#ef6c00'>{warns}</ul>"
+        when = _dt.datetime.fromtimestamp(self.started_at).isoformat(timespec="seconds")
+        extra = f"run {self.run_id} · " if self.run_id is not None else ""
+        out += f"<div style='font-size:80%;color:#666'>{extra}{esc(when)}"
+        if self.env_id:
+            out += f" · env {esc(self.env_id[:12])}"
+        out += "</div></div>"
+        return out
+
+
+def _json_default(o):
+    try:
+        import numpy as np
+
+        if isinstance(o, np.generic):
+            return o.item()
+        if isinstance(o, np.ndarray):
+            return o.tolist()
+    except ImportError:  # pragma: no cover
+        pass
+    if isinstance(o, (set, tuple)):
+        return list(o)
+    return str(o)
+
+
+def _canon(obj):
+    """Normalise for equality: NaN == NaN, tuples == lists."""
+    if isinstance(obj, dict):
+        return {k: _canon(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_canon(v) for v in obj]
+    if isinstance(obj, float) and math.isnan(obj):
+        return "NaN"
+    return obj
