@@ -1,0 +1,201 @@
+"""A synthetic ImageNet-like dataset, to try the storage and DataLoader probes
+without a real one.
+
+:func:`make_image_folder` writes ``root/class_XXX/img_XXXXXXX.bin`` (random bytes)
+or ``.jpg`` (real JPEGs of random noise, made with Pillow, sized so the encoded file
+is about the size asked for).  The same ``seed`` gives the same bytes.
+
+Safety: files are created with ``O_CREAT|O_EXCL`` and never overwritten.  A
+non-empty ``root`` is refused unless it holds a previous nbbench dataset (its
+marker file ``.nbbench-dataset.json``) made with the same parameters; then only
+the missing files are written, so an interrupted run can be resumed.  A file
+being written when an error or Ctrl-C strikes is removed.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+from .progress import call_progress
+from .results import ProbeError
+from .units import format_bytes, parse_size
+
+__all__ = ["make_image_folder", "MARKER", "jpeg_dimensions"]
+
+MARKER = ".nbbench-dataset.json"
+_JPEG_QUALITY = 85
+
+
+def _params(files: int, size: int, classes: int, jpeg: bool, seed: int) -> dict[str, Any]:
+    return {"nbbench_dataset": 1, "files": files, "size_bytes": size, "classes": classes,
+            "jpeg": bool(jpeg), "seed": seed}
+
+
+def _file_rng(seed: int, index: int) -> random.Random:
+    return random.Random(seed * 1_000_003 + index)
+
+
+def jpeg_dimensions(size: int, rng: random.Random | None = None) -> tuple[int, int]:
+    """Width and height (4:3) of a random-noise JPEG whose encoded size is about ``size``.
+
+    Calibrated by encoding: noise compresses little, so the encoded size grows
+    with the pixel count; two rounds of correction land within a few percent.
+    """
+    from PIL import Image
+
+    rng = rng or random.Random(12345)
+    bpp = 0.77  # bytes per pixel of RGB noise at quality 85 (first guess)
+    w = h = 8
+    for _ in range(3):
+        pixels = max(64.0, (size - 700) / bpp)
+        w = max(8, int(round((pixels * 4 / 3) ** 0.5)))
+        h = max(8, int(round(w * 3 / 4)))
+        im = Image.frombytes("RGB", (w, h), rng.randbytes(w * h * 3))
+        buf = io.BytesIO()
+        im.save(buf, "JPEG", quality=_JPEG_QUALITY)
+        got = len(buf.getvalue())
+        if abs(got - size) <= 0.02 * size:
+            break
+        bpp = max(0.05, (got - 700) / (w * h)) if got > 700 else bpp / 2
+    return w, h
+
+
+def _jpeg_bytes(rng: random.Random, w: int, h: int) -> bytes:
+    from PIL import Image
+
+    im = Image.frombytes("RGB", (w, h), rng.randbytes(w * h * 3))
+    buf = io.BytesIO()
+    im.save(buf, "JPEG", quality=_JPEG_QUALITY)
+    return buf.getvalue()
+
+
+def _check_root(root: Path, params: dict[str, Any]) -> None:
+    if root.exists() and not root.is_dir():
+        raise ProbeError(f"{root} exists and is not a directory; give a new or empty directory")
+    if not root.exists():
+        return
+    marker = root / MARKER
+    try:
+        entries = [e.name for e in os.scandir(root)]
+    except PermissionError:
+        raise ProbeError(f"no permission to list {root}") from None
+    if not entries:
+        return
+    if MARKER not in entries:
+        raise ProbeError(
+            f"{root} is not empty and holds no nbbench dataset; give a new or empty directory "
+            "(nbbench never writes into a directory it did not make)")
+    try:
+        old = json.loads(marker.read_text())
+    except (OSError, ValueError):
+        raise ProbeError(f"{marker} cannot be read; remove it or give another directory") from None
+    if old != params:
+        diff = ", ".join(f"{k}={old.get(k)!r} (asked {v!r})" for k, v in params.items() if old.get(k) != v)
+        raise ProbeError(f"{root} holds an nbbench dataset made with other parameters: {diff}; "
+                         "give another directory")
+
+
+def make_image_folder(root, files=1000, size="110k", classes=10, jpeg=False, seed=0, progress=None,
+                      *, cancel=None) -> Path:
+    """Make an ImageNet-like tree ``root/class_XXX/img_XXXXXXX.(jpg|bin)`` and return ``root``.
+
+    Parameters
+    ----------
+    root : path
+        A new or empty directory (or one holding a previous nbbench dataset with
+        the same parameters: missing files are added, existing ones kept).
+    files : int
+        Number of files in all, spread evenly over the classes.
+    size : int or str
+        About how large each file is (``"110k"`` = 110 KiB, dd semantics).
+    classes : int
+        Number of class folders.
+    jpeg : bool
+        Real JPEG images (random noise, Pillow) instead of random bytes.
+    seed : int
+        Same seed, same bytes.
+    progress : callable ``(fraction, metrics)``, optional
+    cancel : threading.Event, optional
+        Set it to stop early; the files written so far are kept (complete ones only).
+    """
+    files = int(files)
+    classes = int(classes)
+    if files < 1:
+        raise ProbeError(f"files must be 1 or more, not {files}")
+    if classes < 1:
+        raise ProbeError(f"classes must be 1 or more, not {classes}")
+    classes = min(classes, files)
+    try:
+        nbytes = parse_size(size)
+    except ValueError as exc:
+        raise ProbeError(str(exc)) from None
+    if nbytes < 1:
+        raise ProbeError("size must be at least 1 byte")
+    root = Path(os.path.expanduser(str(root))).absolute()
+    params = _params(files, nbytes, classes, jpeg, int(seed))
+    _check_root(root, params)
+
+    from .probes.pathcheck import check_free_space
+
+    parent = root if root.exists() else root.parent
+    if not parent.is_dir():
+        raise ProbeError(f"{parent} does not exist; create it first")
+    check_free_space(parent, files * (nbytes + 4096))
+
+    root.mkdir(parents=True, exist_ok=True)
+    marker = root / MARKER
+    if not marker.exists():
+        marker.write_text(json.dumps(params, indent=1) + "\n")
+
+    dims = jpeg_dimensions(nbytes, random.Random(seed)) if jpeg else None
+    ext = "jpg" if jpeg else "bin"
+    per_class = -(-files // classes)
+    t0 = time.monotonic()
+    written = 0
+    last = 0.0
+    for i in range(files):
+        if cancel is not None and cancel.is_set():
+            break
+        cdir = root / f"class_{i // per_class:03d}"
+        if i % per_class == 0 or not cdir.exists():
+            cdir.mkdir(exist_ok=True)
+        path = cdir / f"img_{i:07d}.{ext}"
+        if path.exists():
+            continue
+        rng = _file_rng(int(seed), i)
+        data = _jpeg_bytes(rng, *dims) if jpeg else rng.randbytes(nbytes)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                n = os.write(fd, view)
+                view = view[n:]
+        except BaseException:
+            os.close(fd)
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+            raise
+        os.close(fd)
+        written += 1
+        now = time.monotonic()
+        if progress is not None and now - last > 0.2:
+            last = now
+            el = max(now - t0, 1e-9)
+            call_progress(progress, (i + 1) / files, {"files_per_s": written / el})
+    call_progress(progress, 1.0, None)
+    return root
+
+
+def describe(root) -> str:
+    """One line about a dataset made here: '1000 files of ~110 KiB in 10 classes'."""
+    p = json.loads((Path(root) / MARKER).read_text())
+    kind = "JPEGs" if p["jpeg"] else "files"
+    return f"{p['files']} {kind} of ~{format_bytes(p['size_bytes'], binary=True)} in {p['classes']} classes"
