@@ -21,6 +21,8 @@ class NAValue:
 
     reason: str
     hint: str = ""
+    #: the NVML error constant's name (``NVML_ERROR_NOT_FOUND``…) when NVML raised one, else ""
+    error: str = ""
 
     def __bool__(self) -> bool:
         return False
@@ -32,7 +34,10 @@ class NAValue:
         return f"N/A({self.reason})"
 
     def to_dict(self) -> dict:
-        return {"na": True, "reason": self.reason, "hint": self.hint}
+        d = {"na": True, "reason": self.reason, "hint": self.hint}
+        if self.error:
+            d["error"] = self.error
+        return d
 
 
 def is_na(value: Any) -> bool:
@@ -100,7 +105,7 @@ class Nvml:
                     except Exception as exc:  # noqa: BLE001 - every NVML error becomes N/A
                         name = _error_name(mod, exc)
                         self._init = NAValue(f"NVML unavailable: {exc or name}",
-                                             _HINTS.get(name, "is an NVIDIA driver present?"))
+                                             _HINTS.get(name, "is an NVIDIA driver present?"), error=name)
             return self._init
 
     @property
@@ -120,7 +125,7 @@ class Nvml:
             value = f(*args, **kwargs)
         except Exception as exc:  # noqa: BLE001 - every NVML error becomes N/A
             name = _error_name(mod, exc)
-            return NAValue(f"{fn}: {exc or name}", _HINTS.get(name, ""))
+            return NAValue(f"{fn}: {exc or name}", _HINTS.get(name, ""), error=name)
         if isinstance(value, bytes):
             value = value.decode(errors="replace")
         return value
