@@ -165,22 +165,26 @@ def packages() -> list[tuple[str, str]]:
     return [seen[k] for k in sorted(seen)]
 
 
-def _editable(name: str) -> bool:
-    """True for a distribution installed from a local checkout (pip -e)."""
+def _local_installs() -> set[str]:
+    """Normalised names of distributions installed from a local checkout (pip -e, file: URLs)."""
     from importlib import metadata
 
-    try:
-        dist = metadata.distribution(name)
-        text = dist.read_text("direct_url.json")
-    except Exception:  # noqa: BLE001
-        return False
-    if not text:
-        return False
-    try:
-        info = json.loads(text)
-    except ValueError:
-        return False
-    return bool(info.get("dir_info", {}).get("editable")) or info.get("url", "").startswith("file:")
+    out = set()
+    for dist in metadata.distributions():
+        try:
+            text = dist.read_text("direct_url.json")
+            name = dist.metadata.get("Name")
+        except Exception:  # noqa: BLE001
+            continue
+        if not text or not name:
+            continue
+        try:
+            info = json.loads(text)
+        except ValueError:
+            continue
+        if info.get("dir_info", {}).get("editable") or info.get("url", "").startswith("file:"):
+            out.add(name.lower().replace("_", "-").replace(".", "-"))
+    return out
 
 
 def export_requirements(path: str | os.PathLike | None = None) -> str:
@@ -195,8 +199,9 @@ def export_requirements(path: str | os.PathLike | None = None) -> str:
         "# install with: pip install -r THIS_FILE",
     ]
     torch_local = None
+    local = _local_installs()
     for name, version in packages():
-        if _editable(name):
+        if name.lower().replace("_", "-").replace(".", "-") in local:
             lines.append(f"# {name}=={version}  (installed from a local checkout)")
             continue
         if name.lower() == "torch" and "+" in version:

@@ -222,6 +222,8 @@ def metric_label(key: str) -> str:
     unit = unit_of(key)
     name = key
     for suffix, u in _UNITS:
+        if u == "count":
+            continue
         if u == unit and key.endswith(suffix) and key != suffix.lstrip("_"):
             name = key[: -len(suffix)]
             break

@@ -1,0 +1,76 @@
+"""``%iobench env`` / ``nbbench env``: the environment fingerprint and exact-version exports."""
+
+from __future__ import annotations
+
+import sys
+
+from ..results import ProbeError, Result, register
+from . import Command
+
+
+@register("env")
+class EnvResult(Result):
+    """The fingerprint as a result (metrics: counts; extra: the fingerprint itself)."""
+
+    SUMMARY = ("packages_count", "cpus_usable_count", "memory_total_bytes")
+
+    def headline(self) -> str:
+        fp = self.extra.get("fingerprint", {})
+        return f"env {fp.get('host', '')} ({self.env_id or fp.get('id', '')})"
+
+    def text_table(self) -> str:
+        fp = self.extra.get("fingerprint", {})
+        lines = [self.headline()]
+        for k in ("os", "kernel", "machine", "container", "cpu_model", "cpus", "memory", "python",
+                  "torch", "gpus", "packages_sha256", "nbbench", "git_commit"):
+            lines.append(f"  {k:<16} {fp.get(k)}")
+        lines.append(f"  {'packages':<16} {len(fp.get('packages', []))} installed "
+                     "(nbbench env --export requirements lists them)")
+        return "\n".join(lines)
+
+
+class EnvCommand(Command):
+    help = "environment fingerprint; export exact package versions"
+    description = ("The fingerprint stored with every result: host, OS, container, CPUs and memory "
+                   "(with cgroup limits), Python, every installed package, torch/CUDA/cuDNN, GPUs. "
+                   "--export writes an exact package list a colleague can install from.")
+    saves = False
+
+    def add_arguments(self, p) -> None:
+        p.add_argument("--export", choices=["requirements", "conda"],
+                       help="write exact package versions: requirements (name==version) or conda (explicit list)")
+        p.add_argument("--out", metavar="FILE", help="file to write the export to (default: print it)")
+
+    def run(self, args, ctx):
+        from .. import env
+
+        if args.export:
+            try:
+                if args.export == "requirements":
+                    text = env.export_requirements(args.out)
+                else:
+                    text = env.export_conda(args.out)
+            except env.ExportError as exc:
+                raise ProbeError(str(exc)) from None
+            except OSError as exc:
+                raise ProbeError(f"cannot write {args.out}: {exc.strerror}") from None
+            return {"export": args.export, "out": args.out, "text": text,
+                    "packages": sum(1 for ln in text.splitlines() if ln and not ln.startswith(("#", "@")))}
+        fp = env.fingerprint()
+        res = EnvResult(env_id=fp["id"], extra={"fingerprint": fp})
+        res.metrics["packages_count"] = len(fp["packages"])
+        res.metrics["cpus_usable_count"] = fp["cpus"]["usable"]
+        if fp["memory"]["total_bytes"]:
+            res.metrics["memory_total_bytes"] = fp["memory"]["total_bytes"]
+        if fp["memory"]["cgroup_limit_bytes"]:
+            res.metrics["memory_cgroup_limit_bytes"] = fp["memory"]["cgroup_limit_bytes"]
+        return res.finish()
+
+    def show(self, value, args, ctx):
+        if isinstance(value, dict) and "export" in value:
+            if value["out"]:
+                ctx.echo(f"wrote {value['packages']} exact package versions to {value['out']}")
+            else:
+                sys.stdout.write(value["text"])
+            return
+        ctx.display(value)

@@ -1,0 +1,25 @@
+"""``%iobench gpu`` / ``nbbench gpu``."""
+
+from __future__ import annotations
+
+from . import Command
+
+
+class GpuCommand(Command):
+    help = "check the GPU stack: CUDA, driver, versions, a short benchmark"
+    description = ("Is CUDA usable from torch, on which devices, do torch's CUDA build and the driver fit "
+                   "together — and why not when it isn't. When CUDA works, a short sanity benchmark: "
+                   "matmul FLOP/s (fp32, tf32, bf16) and host↔device copies, pageable vs pinned.")
+
+    def add_arguments(self, p) -> None:
+        p.add_argument("--no-bench", dest="bench", action="store_false",
+                       help="skip the matmul/copy sanity benchmark")
+        p.add_argument("--size", type=int, default=4096, metavar="N",
+                       help="matmul size N (N×N by N×N; default 4096)")
+        p.add_argument("--repeats", type=int, default=10, metavar="R",
+                       help="timed repeats per benchmark, median reported (default 10)")
+
+    def run(self, args, ctx):
+        from ..probes.gpu import check
+
+        return check(benchmark=args.bench, matmul_size=args.size, repeats=args.repeats)

@@ -1,0 +1,412 @@
+"""GPU stack check: can torch use CUDA, on which devices, and if not, why not.
+
+:func:`check` takes the ``torch`` module and an :class:`~nbbench.nvml.Nvml` wrapper
+at its boundary, so the GPU-present logic is tested with fakes on machines without
+a GPU; by default it imports the real ones.  It never raises for a missing GPU:
+the result says ``available: false`` and why.
+
+Verdicts are a list of ``{"check", "status" (ok|warn|fail), "message"}``, each
+message one sentence saying what to do.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+from typing import Any, Mapping
+
+from ..nvml import NAValue, Nvml, get_nvml, is_na
+from ..results import Result, register
+
+__all__ = ["check", "GpuCheckResult", "cuda_version_str", "parse_version"]
+
+_IMPORT = object()  # sentinel: import the real module
+
+
+@register("gpu")
+class GpuCheckResult(Result):
+    """The outcome of :func:`check`.  ``available``, ``reason``, ``devices``, ``verdicts``."""
+
+    SUMMARY = ("device_count", "matmul_bf16_flop_per_s", "matmul_tf32_flop_per_s", "h2d_pinned_bytes_per_s")
+
+    @property
+    def available(self) -> bool:
+        return bool(self.extra.get("available"))
+
+    @property
+    def devices(self) -> list[dict]:
+        return self.extra.get("devices", [])
+
+    @property
+    def verdicts(self) -> list[dict]:
+        return self.extra.get("verdicts", [])
+
+    @property
+    def versions(self) -> dict:
+        return self.extra.get("versions", {})
+
+    def headline(self) -> str:
+        if self.available:
+            names = ", ".join(d.get("name") or "?" for d in self.devices)
+            return f"gpu: CUDA available — {names}"
+        return "gpu: CUDA not available"
+
+    def __str__(self) -> str:
+        if not self.available:
+            return f"{self.headline()}: {self.reason}"
+        return super().__str__()
+
+    def to_dict(self) -> dict[str, Any]:
+        d = super().to_dict()
+        d["available"] = self.available
+        return d
+
+    def text_table(self) -> str:
+        lines = [self.headline()]
+        if not self.available and self.reason:
+            lines.append(f"  why: {self.reason}")
+        v = self.versions
+        lines.append("  " + "  ".join(f"{k}={v.get(k) if v.get(k) is not None else 'N/A'}"
+                                       for k in ("torch", "cuda_build", "cudnn", "driver", "driver_cuda")))
+        for dev in self.devices:
+            lines.append(f"  [{dev.get('index')}] {_device_line(dev)}")
+        from ..units import format_metric, metric_label
+
+        for k, val in self.metrics.items():
+            lines.append(f"  {metric_label(k):<22}  {format_metric(k, val)}")
+        for ver in self.verdicts:
+            lines.append(f"  {ver['status'].upper():<4}  {ver['check']}: {ver['message']}")
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        import html
+
+        esc = html.escape
+        colour = {"ok": "#2e7d32", "warn": "#ef6c00", "fail": "#c62828"}
+        out = [f"<div class='nbbench-result'><b>{esc(self.headline())}</b>"]
+        if not self.available and self.reason:
+            out.append(f"<div>why: {esc(self.reason)}</div>")
+        v = self.versions
+        out.append("<div style='font-size:90%'>" + " · ".join(
+            f"{k}: <code>{esc(str(v.get(k)) if v.get(k) is not None else 'N/A')}</code>"
+            for k in ("torch", "cuda_build", "cudnn", "driver", "driver_cuda")) + "</div>")
+        if self.devices:
+            out.append("<ul>" + "".join(f"<li>[{d.get('index')}] {esc(_device_line(d))}</li>"
+                                        for d in self.devices) + "</ul>")
+        base = Result._repr_html_(self)
+        if self.metrics:
+            start = base.find("<table")
+            end = base.find("</table>") + len("</table>")
+            out.append(base[start:end])
+        out.append("<table>" + "".join(
+            f"<tr><td style='color:{colour.get(x['status'], '#000')};font-weight:bold'>{esc(x['status'])}</td>"
+            f"<td style='text-align:left'>{esc(x['check'])}</td><td style='text-align:left'>{esc(x['message'])}</td></tr>"
+            for x in self.verdicts) + "</table></div>")
+        return "".join(out)
+
+
+def _fmt(v, fn=str):
+    return "N/A" if v is None or is_na(v) else fn(v)
+
+
+def _device_line(d: dict) -> str:
+    from ..units import format_bytes
+
+    parts = [d.get("name") or "unknown"]
+    if d.get("compute_capability"):
+        parts.append(f"sm_{d['compute_capability'].replace('.', '')}")
+    if d.get("memory_total_bytes"):
+        parts.append(f"{format_bytes(d.get('memory_free_bytes'), True)} free of "
+                     f"{format_bytes(d['memory_total_bytes'], True)}")
+    if d.get("pcie_gen") is not None:
+        parts.append(f"PCIe gen{d['pcie_gen']} x{d.get('pcie_width')}"
+                     + (f" (max gen{d.get('pcie_gen_max')} x{d.get('pcie_width_max')})"
+                        if d.get("pcie_width_max") else ""))
+    if d.get("mig_mode") is not None:
+        parts.append(f"MIG {'on' if d['mig_mode'] else 'off'}")
+    for key, unit in (("utilization_pct", "% busy"), ("temperature_c", " °C"), ("power_w", " W")):
+        if d.get(key) is not None:
+            parts.append(f"{d[key]:.0f}{unit}")
+    return ", ".join(parts)
+
+
+# ------------------------------------------------------------------ versions
+def parse_version(text: str | None) -> tuple[int, ...] | None:
+    if not text:
+        return None
+    out = []
+    for piece in str(text).split("+")[0].split("."):
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        if not digits:
+            break
+        out.append(int(digits))
+    return tuple(out) or None
+
+
+def cuda_version_str(v: int | None) -> str | None:
+    """NVML's CUDA driver version (12020) as '12.2'."""
+    if v is None or is_na(v):
+        return None
+    v = int(v)
+    return f"{v // 1000}.{(v % 1000) // 10}"
+
+
+def _hidden_by_env(env: Mapping[str, str]) -> bool:
+    cvd = env.get("CUDA_VISIBLE_DEVICES")
+    if cvd is None:
+        return False
+    v = cvd.strip()
+    return v == "" or v.startswith("-1") or v.lower() in ("none", "nodevfiles", "void")
+
+
+# --------------------------------------------------------------------- check
+def check(torch: Any = _IMPORT, nvml: Nvml | None = None, benchmark: bool = True,
+          env: Mapping[str, str] | None = None, matmul_size: int = 4096, copy_bytes: int = 256 * 2**20,
+          repeats: int = 10) -> GpuCheckResult:
+    """Check the GPU stack.
+
+    ``torch``: the torch module (default: import it; ``None`` = not installed).
+    ``nvml``: an :class:`~nbbench.nvml.Nvml` (default: the real one).
+    ``benchmark``: when CUDA works, time matmuls and host↔device copies.
+    """
+    env = os.environ if env is None else env
+    nv = nvml if nvml is not None else get_nvml()
+    res = GpuCheckResult(params={"benchmark": benchmark, "matmul_size": matmul_size,
+                                 "copy_bytes": copy_bytes, "repeats": repeats})
+    verdicts: list[dict] = []
+
+    def verdict(name: str, status: str, message: str) -> None:
+        verdicts.append({"check": name, "status": status, "message": message})
+
+    # torch
+    torch_error = None
+    if torch is _IMPORT:
+        try:
+            import torch as _torch
+
+            torch = _torch
+        except Exception as exc:  # noqa: BLE001 - a broken torch is reported, not raised
+            torch, torch_error = None, exc
+    versions: dict[str, Any] = {"torch": None, "cuda_build": None, "hip_build": None, "cudnn": None,
+                                "driver": None, "driver_cuda": None}
+    if torch is not None:
+        versions["torch"] = getattr(torch, "__version__", None)
+        versions["cuda_build"] = getattr(getattr(torch, "version", None), "cuda", None)
+        versions["hip_build"] = getattr(getattr(torch, "version", None), "hip", None)
+        try:
+            versions["cudnn"] = torch.backends.cudnn.version()
+        except Exception:  # noqa: BLE001
+            versions["cudnn"] = None
+
+    # NVML
+    nv_ok = nv.init()
+    if nv_ok is True:
+        drv = nv.call("nvmlSystemGetDriverVersion")
+        versions["driver"] = None if is_na(drv) else str(drv)
+        cv = nv.call("nvmlSystemGetCudaDriverVersion_v2")
+        if is_na(cv):
+            cv = nv.call("nvmlSystemGetCudaDriverVersion")
+        versions["driver_cuda"] = cuda_version_str(None if is_na(cv) else cv)
+    res.extra["versions"] = versions
+    res.labels["torch"] = versions["torch"] or "not installed"
+
+    # can torch use CUDA?
+    cuda_ok = False
+    count = 0
+    if torch is not None and versions["cuda_build"]:
+        try:
+            cuda_ok = bool(torch.cuda.is_available())
+            count = int(torch.cuda.device_count()) if cuda_ok else 0
+        except Exception as exc:  # noqa: BLE001
+            cuda_ok, torch_error = False, exc
+
+    reason = None
+    if torch is None:
+        reason = ("torch is not installed: pip install torch (inside a PyTorch image, use the image's python)"
+                  if torch_error is None or isinstance(torch_error, ImportError)
+                  else f"torch fails to import: {torch_error}")
+        verdict("torch", "fail", reason)
+    elif versions["hip_build"] and not versions["cuda_build"]:
+        reason = f"this torch ({versions['torch']}) is a ROCm build: CUDA is not used (AMD GPUs only)"
+        verdict("torch build", "fail", reason)
+    elif not versions["cuda_build"]:
+        reason = (f"this torch ({versions['torch']}) is a CPU-only build: install a CUDA build, e.g. "
+                  "pip install torch --index-url https://download.pytorch.org/whl/cu128")
+        verdict("torch build", "fail", reason)
+    else:
+        verdict("torch build", "ok", f"torch {versions['torch']} is built for CUDA {versions['cuda_build']}.")
+
+    if nv_ok is not True:
+        na: NAValue = nv_ok
+        msg = f"{na.reason}" + (f": {na.hint}" if na.hint else "")
+        if reason is None:
+            reason = (f"no NVIDIA driver found ({na.reason}): run the container with --gpus all "
+                      "(NVIDIA container toolkit) on a host with the driver installed")
+        verdict("driver", "fail", msg)
+    else:
+        verdict("driver", "ok", f"NVIDIA driver {versions['driver']} supports CUDA up to {versions['driver_cuda']}.")
+
+    if _hidden_by_env(env):
+        msg = (f"CUDA_VISIBLE_DEVICES={env.get('CUDA_VISIBLE_DEVICES')!r} hides every GPU: unset it "
+               "or list the devices to use, e.g. CUDA_VISIBLE_DEVICES=0")
+        verdict("CUDA_VISIBLE_DEVICES", "fail", msg)
+        if reason is None:
+            reason = msg
+
+    # build vs driver CUDA
+    build = parse_version(versions["cuda_build"])
+    drv_cuda = parse_version(versions["driver_cuda"])
+    if build and drv_cuda:
+        if drv_cuda[0] < build[0] or (drv_cuda < build and not cuda_ok):
+            msg = (f"torch was built for CUDA {versions['cuda_build']} but the driver supports up to "
+                   f"{versions['driver_cuda']}: update the driver or install a torch built for "
+                   f"{versions['driver_cuda']}")
+            verdict("CUDA version fit", "fail", msg)
+            if reason is None and not cuda_ok:
+                reason = msg
+        elif drv_cuda < build:
+            verdict("CUDA version fit", "warn",
+                    f"torch was built for CUDA {versions['cuda_build']} and the driver supports "
+                    f"{versions['driver_cuda']}: it runs under minor-version compatibility, but PTX JIT and "
+                    f"newer features need a driver for CUDA {versions['cuda_build']}: update the driver when you can")
+        else:
+            verdict("CUDA version fit", "ok",
+                    f"the driver (CUDA {versions['driver_cuda']}) is new enough for torch's CUDA "
+                    f"{versions['cuda_build']}.")
+
+    if reason is None and not cuda_ok and torch is not None:
+        reason = "torch.cuda.is_available() is False although a driver and a CUDA build are present: " \
+                 "check the container's device files (/dev/nvidia*) and dmesg"
+        verdict("CUDA runtime", "fail", reason)
+
+    # devices
+    devices = _devices(torch if cuda_ok else None, nv, count)
+    res.extra["devices"] = devices
+    for d in devices:
+        w, wmax = d.get("pcie_width"), d.get("pcie_width_max")
+        if w is not None and wmax is not None and w < wmax:
+            verdict(f"PCIe link [{d['index']}]", "warn",
+                    f"{d.get('name')} runs on x{w} lanes of x{wmax}: reseat the card or move it to a full "
+                    "slot — a narrow link starves host↔device copies")
+        elif w is not None and w <= 4:
+            verdict(f"PCIe link [{d['index']}]", "warn",
+                    f"{d.get('name')} is on a x{w} link: host↔device copies will be slow")
+        elif w is not None:
+            verdict(f"PCIe link [{d['index']}]", "ok", f"x{w} link (gen{d.get('pcie_gen')}; "
+                    "the generation drops at idle to save power).")
+        if d.get("mig_mode"):
+            verdict(f"MIG [{d['index']}]", "warn",
+                    "MIG is on: this process sees one slice, and utilisation/PCIe figures are N/A under MIG")
+
+    res.extra["available"] = cuda_ok
+    res.reason = None if cuda_ok else reason
+    res.metrics["device_count"] = len(devices) if cuda_ok else 0
+    res.labels["device"] = devices[0]["name"] if cuda_ok and devices else "none"
+
+    if cuda_ok and benchmark:
+        try:
+            res.metrics.update(_benchmark(torch, matmul_size, copy_bytes, repeats, res.samples))
+            res.labels["benchmark"] = f"median of {repeats} after warm-up, CUDA events"
+        except Exception as exc:  # noqa: BLE001 - a failed benchmark is a verdict
+            verdict("sanity benchmark", "fail", f"the matmul/copy benchmark failed: {exc}")
+    res.extra["verdicts"] = verdicts
+    return res.finish("ok")
+
+
+def _devices(torch, nv: Nvml, count: int) -> list[dict]:
+    """Per-device facts from torch (when CUDA works) and NVML (when the driver answers)."""
+    handles = nv.handles() if nv.available else []
+    n = max(count, len(handles))
+    driver = nv.call("nvmlSystemGetDriverVersion") if nv.available else None
+    out = []
+    for i in range(n):
+        d: dict[str, Any] = {"index": i}
+        h = handles[i] if i < len(handles) else None
+        if h is not None:
+            def val(fn, *args, conv=lambda x: x):
+                v = nv.call(fn, h, *args)
+                return None if is_na(v) else conv(v)
+
+            d["name"] = val("nvmlDeviceGetName", conv=str)
+            mem = val("nvmlDeviceGetMemoryInfo")
+            if mem is not None:
+                d["memory_total_bytes"], d["memory_free_bytes"] = int(mem.total), int(mem.free)
+            cc = val("nvmlDeviceGetCudaComputeCapability")
+            if cc is not None:
+                d["compute_capability"] = f"{cc[0]}.{cc[1]}"
+            d["driver"] = None if driver is None or is_na(driver) else str(driver)
+            d["pcie_gen"] = val("nvmlDeviceGetCurrPcieLinkGeneration", conv=int)
+            d["pcie_width"] = val("nvmlDeviceGetCurrPcieLinkWidth", conv=int)
+            d["pcie_gen_max"] = val("nvmlDeviceGetMaxPcieLinkGeneration", conv=int)
+            d["pcie_width_max"] = val("nvmlDeviceGetMaxPcieLinkWidth", conv=int)
+            mig = val("nvmlDeviceGetMigMode")
+            d["mig_mode"] = None if mig is None else bool(mig[0] if isinstance(mig, (list, tuple)) else mig)
+            util = val("nvmlDeviceGetUtilizationRates")
+            d["utilization_pct"] = None if util is None else float(util.gpu)
+            d["temperature_c"] = val("nvmlDeviceGetTemperature", nv.constant("NVML_TEMPERATURE_GPU", 0),
+                                     conv=float)
+            d["power_w"] = val("nvmlDeviceGetPowerUsage", conv=lambda mw: mw / 1000.0)
+        if torch is not None and i < count:
+            try:
+                props = torch.cuda.get_device_properties(i)
+                d["name"] = d.get("name") or props.name
+                d["compute_capability"] = f"{props.major}.{props.minor}"
+                d.setdefault("memory_total_bytes", int(props.total_memory))
+                d["multiprocessors"] = getattr(props, "multi_processor_count", None)
+                free, total = torch.cuda.mem_get_info(i)
+                d["memory_free_bytes"], d["memory_total_bytes"] = int(free), int(total)
+            except Exception:  # noqa: BLE001 - keep what NVML gave
+                pass
+        out.append(d)
+    return out
+
+
+def _median_ms(torch, fn, repeats: int, warmup: int = 3) -> tuple[float, list[float]]:
+    """Median time of ``fn()`` in ms, timed with CUDA events (one sync per repeat)."""
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(repeats):
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(float(start.elapsed_time(end)))
+    return statistics.median(times), times
+
+
+def _benchmark(torch, n: int, copy_bytes: int, repeats: int, samples: dict) -> dict[str, float]:
+    metrics: dict[str, float] = {}
+    dev = "cuda"
+    flops = 2.0 * n ** 3
+    old_tf32 = torch.backends.cuda.matmul.allow_tf32
+    try:
+        kinds = [("fp32", torch.float32, False), ("tf32", torch.float32, True)]
+        bf16 = getattr(torch.cuda, "is_bf16_supported", lambda: False)()
+        if bf16:
+            kinds.append(("bf16", torch.bfloat16, False))
+        for name, dtype, tf32 in kinds:
+            torch.backends.cuda.matmul.allow_tf32 = tf32
+            a = torch.randn(n, n, device=dev, dtype=dtype)
+            b = torch.randn(n, n, device=dev, dtype=dtype)
+            ms, times = _median_ms(torch, lambda: a @ b, repeats)
+            metrics[f"matmul_{name}_flop_per_s"] = flops / (ms / 1e3)
+            samples[f"matmul_{name}_ms"] = times
+            del a, b
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = old_tf32
+    elems = copy_bytes // 4
+    gpu = torch.empty(elems, device=dev, dtype=torch.float32)
+    for pinned in (False, True):
+        host = torch.empty(elems, dtype=torch.float32, pin_memory=pinned)
+        tag = "pinned" if pinned else "pageable"
+        ms, times = _median_ms(torch, lambda: gpu.copy_(host, non_blocking=pinned), repeats)
+        metrics[f"h2d_{tag}_bytes_per_s"] = copy_bytes / (ms / 1e3)
+        samples[f"h2d_{tag}_ms"] = times
+        ms, times = _median_ms(torch, lambda: host.copy_(gpu, non_blocking=pinned), repeats)
+        metrics[f"d2h_{tag}_bytes_per_s"] = copy_bytes / (ms / 1e3)
+        samples[f"d2h_{tag}_ms"] = times
+    return metrics
