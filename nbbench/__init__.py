@@ -11,7 +11,8 @@ __version__ = "0.1.0"
 
 from .results import ProbeError, Result  # noqa: E402  (light: stdlib only)
 
-__all__ = ["__version__", "Result", "ProbeError", "load_ipython_extension", "store", "panel", "monitor"]
+__all__ = ["__version__", "Result", "ProbeError", "load_ipython_extension", "default_store", "history", "panel",
+           "monitor"]
 
 
 def load_ipython_extension(ipython) -> None:
@@ -21,11 +22,16 @@ def load_ipython_extension(ipython) -> None:
     _load(ipython)
 
 
-def store():
+def default_store():
     """The default results store (see :mod:`nbbench.store`)."""
-    from .store import default_store
+    from .store import default_store as _default
 
-    return default_store()
+    return _default()
+
+
+def history(kind=None, label=None):
+    """Stored runs as a pandas DataFrame (see :meth:`nbbench.store.Store.history`)."""
+    return default_store().history(kind=kind, label=label)
 
 
 def panel(path=None, **kwargs):
@@ -39,7 +45,8 @@ def __getattr__(name):
     # submodules on first use, so `nbbench.monitor(...)`, `nbbench.probes.disk` work
     import importlib
 
-    if name in ("monitor", "probes", "env", "datasets", "doctor", "ui", "units", "store_module"):
+    if name in ("monitor", "probes", "env", "datasets", "doctor", "ui", "units", "store", "results",
+                "commands", "compare", "report"):
         mod = importlib.import_module(f".{name}", __name__)
         return mod
     raise AttributeError(f"module 'nbbench' has no attribute {name!r}")

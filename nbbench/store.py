@@ -256,7 +256,8 @@ class Store:
         frame = pd.DataFrame.from_records(records)
         if frame.empty:
             return pd.DataFrame(columns=base)
-        return frame.set_index("run_id", drop=False)
+        frame.index = pd.Index(frame["run_id"].to_list())  # look runs up by id: frame.loc[run_id]
+        return frame
 
     def delete(self, run_ids: Iterable[int]) -> int:
         ids = [int(i) for i in run_ids]
