@@ -1,0 +1,207 @@
+"""The environment doctor: the settings behind fast numbers, and what is exposed.
+
+:func:`doctor` runs every check and returns a :class:`DoctorResult`; each check is a
+small function over a ``root`` directory (``"/"`` live, a fixture tree in tests) that
+returns :class:`Check` findings with a status (ok / warn / fail / n/a), the evidence
+(the value and where it was read) and the fix (the command or setting).
+"""
+
+from __future__ import annotations
+
+import html
+import os
+from typing import Any, Callable
+
+from ..results import Result, register
+from .base import CHECK_STATUSES, Check, Unreadable, na
+
+__all__ = ["doctor", "DoctorResult", "Check", "CHECK_STATUSES", "CHECKS"]
+
+# check group names, in run order (select with doctor(checks=[...]))
+CHECKS = ("shm", "nofile", "mount", "block", "vm", "cpu", "memory", "gpu", "jupyter", "ssh")
+
+_BADGE = {"ok": "#2e7d32", "warn": "#ef6c00", "fail": "#c62828", "n/a": "#757575"}
+
+
+@register("doctor")
+class DoctorResult(Result):
+    """The doctor's findings: ``checks`` (a list of :class:`Check`), counts as metrics."""
+
+    SUMMARY = ("fail_count", "warn_count", "ok_count", "na_count")
+
+    @property
+    def checks(self) -> list[Check]:
+        return [Check.from_dict(d) for d in self.samples.get("checks", [])]
+
+    def by_status(self, status: str) -> list[Check]:
+        return [c for c in self.checks if c.status == status]
+
+    def get(self, name: str) -> Check:
+        for c in self.checks:
+            if c.name == name:
+                return c
+        raise KeyError(name)
+
+    def checks_frame(self):
+        import pandas as pd
+
+        return pd.DataFrame([{k: c.to_dict()[k] for k in ("status", "name", "evidence", "fix", "group")}
+                             for c in self.checks], columns=["status", "name", "evidence", "fix", "group"])
+
+    def headline(self) -> str:
+        return f"doctor {self.params.get('path') or ''}".strip()
+
+    def __str__(self) -> str:
+        m = self.metrics
+        return (f"{self.headline()}: {m.get('fail_count', 0)} fail, {m.get('warn_count', 0)} warn, "
+                f"{m.get('ok_count', 0)} ok, {m.get('na_count', 0)} n/a")
+
+    def text_table(self, width: int | None = None) -> str:
+        """status, check, evidence, fix — wrapped to the terminal width."""
+        import shutil
+        import textwrap
+
+        width = width or max(80, shutil.get_terminal_size((120, 24)).columns)
+        checks = self.checks
+        nw = max([len(c.name) for c in checks] + [5])
+        lead = 6 + 2 + nw + 2
+        body = max(30, width - lead)
+        lines = [str(self), ""]
+        order = {"fail": 0, "warn": 1, "ok": 2, "n/a": 3}
+        for c in sorted(checks, key=lambda c: order[c.status]):
+            ev = textwrap.wrap(c.evidence, body) or [""]
+            lines.append(f"{c.status.upper():<6}  {c.name:<{nw}}  {ev[0]}")
+            lines += [" " * lead + e for e in ev[1:]]
+            if c.fix and c.status in ("warn", "fail"):
+                fx = textwrap.wrap("fix: " + c.fix, body)
+                lines += [" " * lead + f for f in fx]
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        return self.html_table()
+
+    def html_table(self) -> str:
+        esc = html.escape
+        order = {"fail": 0, "warn": 1, "ok": 2, "n/a": 3}
+        rows = []
+        for c in sorted(self.checks, key=lambda c: order[c.status]):
+            fix = esc(c.fix) if c.status in ("warn", "fail") else ""
+            rows.append(
+                f"<tr><td><span style='background:{_BADGE[c.status]};color:#fff;padding:1px 6px;"
+                f"border-radius:3px;font-weight:bold'>{esc(c.status)}</span></td>"
+                f"<td style='text-align:left;white-space:nowrap'><b>{esc(c.name)}</b></td>"
+                f"<td style='text-align:left'>{esc(c.evidence)}</td>"
+                f"<td style='text-align:left'><code>{fix}</code></td></tr>")
+        return (f"<div class='nbbench-doctor'><b>{esc(str(self))}</b>"
+                "<table class='nbbench-doctor-table'><thead><tr><th>status</th><th style='text-align:left'>check</th>"
+                "<th style='text-align:left'>evidence</th><th style='text-align:left'>fix</th></tr></thead>"
+                f"<tbody>{''.join(rows)}</tbody></table></div>")
+
+
+def _safe(name: str, fn: Callable[[], Any]) -> list[Check]:
+    try:
+        out = fn()
+    except Unreadable as exc:
+        return [na(name, str(exc))]
+    except Exception as exc:  # noqa: BLE001 - one broken check must not stop the others
+        return [na(name, f"the check itself failed: {type(exc).__name__}: {exc}")]
+    if isinstance(out, Check):
+        return [out]
+    return list(out)
+
+
+def doctor(path: str | os.PathLike | None = None, root: str | os.PathLike = "/", checks=None,
+           runtime_dir: str | None = None, workers: int | None = None, gpu_check=None,
+           try_o_direct: bool | None = None, progress=None) -> DoctorResult:
+    """Run the checks (``checks``: names from :data:`CHECKS`, default all) for ``path``.
+
+    ``root``: the filesystem root to read (a fixture tree in tests).  ``runtime_dir``:
+    the Jupyter runtime directory (default jupyter's own).  ``workers``: the DataLoader
+    workers /dev/shm must serve (default min(8, usable CPUs)).  ``try_o_direct``: try an
+    O_DIRECT write/read at ``path`` (default: only when ``root`` is "/").
+    """
+    from ..progress import call_progress
+    from . import exposure, gpu, storage, system
+    from .mounts import read_mounts
+
+    root = str(root)
+    live = root == "/"
+    if path is None:
+        path = os.getcwd() if live else "/"
+    path = os.path.abspath(os.path.expanduser(os.fspath(path))) if live else os.fspath(path)
+    real = os.path.realpath(path) if live else path
+    if live and not os.path.exists(path):
+        from ..results import ProbeError
+
+        raise ProbeError(f"{path} does not exist")
+    selected = list(CHECKS) if checks is None else [c for c in CHECKS if c in set(checks)]
+    unknown = set(checks or ()) - set(CHECKS)
+    if unknown:
+        raise ValueError(f"unknown doctor checks {sorted(unknown)}; choose from {', '.join(CHECKS)}")
+    if try_o_direct is None:
+        try_o_direct = live
+
+    res = DoctorResult(params={"path": path, "root": root, "checks": selected, "workers": workers})
+    res.labels = {"path": path}
+    found: list[Check] = []
+    try:
+        mounts = read_mounts(root)
+        mount_error = None
+    except Unreadable as exc:
+        mounts, mount_error = None, str(exc)
+    ctx: dict[str, Any] = {}
+
+    def run_mount():
+        if mounts is None:
+            return [na("mount", mount_error, "storage"), na("atime", mount_error, "storage")]
+        c, m = storage.check_mount(real, mounts)
+        ctx["mount"] = m
+        out = [c, storage.check_atime(m)]
+        if try_o_direct:
+            out.append(storage.check_o_direct(path))
+        return out
+
+    def run_block():
+        if mounts is None:
+            return [na("block device", mount_error, "block device")]
+        m = ctx.get("mount")
+        if m is None:
+            from .mounts import find_mount
+
+            m = find_mount(real, mounts)
+        return storage.check_block(root, m)
+
+    def run_memory():
+        shm = next((c for c in found if c.name == "/dev/shm size"), None)
+        return system.check_memory(root, shm_bytes=(shm.data.get("size_bytes") if shm else None))
+
+    def run_jupyter():
+        if not live and runtime_dir is None:
+            return [na("jupyter servers", "not looked for: a fixture root without a runtime_dir", "exposure")]
+        return exposure.check_jupyter(runtime_dir)
+
+    table: dict[str, Callable[[], Any]] = {
+        "shm": lambda: system.check_shm(root, mounts, workers=workers) if mounts is not None
+        else na("/dev/shm size", mount_error, "memory"),
+        "nofile": lambda: system.check_nofile(root),
+        "mount": run_mount,
+        "block": run_block,
+        "vm": lambda: [system.check_dirty(root), system.check_swap(root)],
+        "cpu": lambda: system.check_cpus(root),
+        "memory": run_memory,
+        "gpu": lambda: gpu.check_gpu(gpu_check) if (live or gpu_check) else
+        [na("gpu", "not checked on a fixture root", "gpu")],
+        "jupyter": run_jupyter,
+        "ssh": lambda: exposure.check_sshd(root),
+    }
+    for i, key in enumerate(selected):
+        call_progress(progress, i / max(1, len(selected)), None)
+        found += _safe(key, table[key])
+    call_progress(progress, 1.0, None)
+    res.samples["checks"] = [c.to_dict() for c in found]
+    for s in CHECK_STATUSES:
+        res.metrics[f"{s.replace('/', '')}_count"] = sum(1 for c in found if c.status == s)
+    for c in found:
+        if c.status in ("fail", "warn") and c.fix:
+            res.warn(f"{c.name}: {c.fix}")
+    return res.finish("ok")

@@ -1,0 +1,36 @@
+"""The GPU stack's fit, from the GPU check's own verdicts (no second copy of its logic)."""
+
+from __future__ import annotations
+
+from .base import Check, na
+
+__all__ = ["check_gpu", "from_verdicts"]
+
+_STATUS = {"ok": "ok", "warn": "warn", "fail": "fail"}
+
+
+def from_verdicts(verdicts: list[dict]) -> list[Check]:
+    out = []
+    for v in verdicts:
+        status = _STATUS.get(str(v.get("status")), "warn")
+        name = f"gpu: {v.get('check', '?')}"
+        fix = "" if status == "ok" else "see %iobench gpu / nbbench gpu for the details"
+        out.append(Check(name, status, f"{v.get('message', '')} (nbbench.probes.gpu.check)", fix, "gpu", dict(v)))
+    return out
+
+
+def check_gpu(check=None) -> list[Check]:
+    """``check``: the GPU check function (default ``nbbench.probes.gpu.check``), called with benchmark=False."""
+    if check is None:
+        try:
+            from ..probes.gpu import check
+        except ImportError as exc:
+            return [na("gpu", f"the GPU check is not available: {exc}", "gpu")]
+    try:
+        res = check(benchmark=False)
+    except Exception as exc:  # noqa: BLE001 - one broken check must not stop the doctor
+        return [na("gpu", f"the GPU check failed to run: {type(exc).__name__}: {exc}", "gpu")]
+    verdicts = list(getattr(res, "verdicts", None) or [])
+    if not verdicts:
+        return [na("gpu", "the GPU check gave no verdicts", "gpu")]
+    return from_verdicts(verdicts)

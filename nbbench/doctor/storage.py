@@ -1,0 +1,232 @@
+"""Checks for a PATH: its mount, atime options, O_DIRECT, and the block device behind it."""
+
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+
+from .base import Check, Unreadable, na, read_text
+from .mounts import Mount, block_device, find_mount, parse_scheduler
+
+__all__ = ["check_mount", "check_atime", "check_o_direct", "check_block", "FS_CAVEATS"]
+
+_LOCAL = {"ext4", "ext3", "ext2", "xfs", "btrfs", "zfs", "f2fs", "bcachefs", "jfs", "reiserfs"}
+_NETWORK = {"nfs", "nfs4", "cifs", "smb3", "smbfs", "ceph", "glusterfs", "lustre", "beegfs", "gpfs", "afs"}
+_MEMORY = {"tmpfs", "ramfs"}
+_HOSTSHARE = {"9p", "virtiofs", "vboxsf", "vmhgfs", "fuse.vmhgfs-fuse"}
+
+FS_CAVEATS = {
+    "overlay": ("the container's writable layer (overlayfs): the first write to an image file copies it up "
+                "whole, and reads pass through the image layers — not where datasets or checkpoints belong",
+                "mount a volume or host directory for data: docker run -v /fast/disk/data:/dataset … "
+                "(Kubernetes: a PersistentVolume or hostPath)"),
+    "network": ("a network filesystem: every open and small read costs a round trip, and throughput is the "
+                "network's",
+                "for NFS mount with nconnect=8,rsize=1048576,wsize=1048576; copy hot data to local NVMe "
+                "or pack small files into shards (WebDataset, TFRecord)"),
+    "fuse": ("a FUSE filesystem (s3fs, gcsfuse, sshfs, …): every read crosses a user-space daemon; O_DIRECT "
+             "and large reads are often unsupported and small files are slow",
+             "copy the dataset to local disk, or enable the FUSE driver's file cache and larger read sizes"),
+    "memory": ("RAM-backed (tmpfs): figures here measure memory, not storage; the files count against the "
+               "container's memory limit and are gone on restart",
+               "benchmark the directory where the dataset really lives"),
+    "hostshare": ("a host-shared filesystem of a VM (9p / virtiofs): metadata and small reads are slow",
+                  "put the dataset on a disk attached to the VM"),
+}
+
+
+def _caveat_key(fstype: str) -> str | None:
+    if fstype == "overlay":
+        return "overlay"
+    if fstype in _NETWORK or fstype.startswith("nfs"):
+        return "network"
+    if fstype in _HOSTSHARE:
+        return "hostshare"
+    if fstype == "fuse" or fstype.startswith("fuse."):
+        return "fuse"
+    if fstype in _MEMORY:
+        return "memory"
+    return None
+
+
+def _where(m: Mount) -> str:
+    return f"/proc/self/mountinfo line {m.line}"
+
+
+def check_mount(path: str, mounts: list[Mount]) -> tuple[Check, Mount | None]:
+    name, group = "mount", "storage"
+    m = find_mount(path, mounts)
+    if m is None:
+        return na(name, f"no mount in /proc/self/mountinfo covers {path}", group), None
+    data = {"path": path, "mount_point": m.mount_point, "fstype": m.fstype, "source": m.source,
+            "options": m.options, "super_options": m.super_options, "device": m.devno}
+    ev = (f"{path} is on {m.mount_point}: {m.fstype} from {m.source}, options {','.join(m.options)} "
+          f"({_where(m)})")
+    extra = []
+    if m.fstype.startswith("nfs"):
+        for k in ("vers", "rsize", "wsize", "nconnect", "proto"):
+            v = m.option(k)
+            if v:
+                extra.append(f"{k}={v}")
+        if extra:
+            ev += "; " + ",".join(extra)
+    key = _caveat_key(m.fstype)
+    if key:
+        what, fix = FS_CAVEATS[key]
+        return Check(name, "warn", ev + f" — {what}", fix, group, data), m
+    return Check(name, "ok", ev, "", group, data), m
+
+
+def check_atime(m: Mount | None) -> Check:
+    """noatime (the seed's advice) / relatime / strict atime."""
+    name, group = "atime", "storage"
+    if m is None:
+        return na(name, "the mount is unknown", group)
+    opts = set(m.options)
+    ev_opts = ",".join(o for o in m.options if "atime" in o or o in ("ro", "rw")) or "none"
+    ev = f"{m.mount_point} mounted {ev_opts} ({_where(m)})"
+    data = {"options": m.options}
+    fix = (f"mount -o remount,noatime {m.mount_point} (on the host for a bind mount or volume; "
+           "add noatime to its /etc/fstab line)")
+    if "ro" in opts:
+        return Check(name, "ok", ev + ": read-only, so reads write no access times", "", group, data)
+    if m.fstype in _MEMORY or m.fstype in ("proc", "sysfs", "devtmpfs"):
+        return Check(name, "ok", ev + f": {m.fstype} keeps access times in memory", "", group, data)
+    if "noatime" in opts:
+        return Check(name, "ok", ev, "", group, data)
+    if "relatime" in opts:
+        return Check(name, "warn", ev + ": relatime still writes each file's access time when first read after "
+                     "a change and then once a day — an inode write per dataset file per epoch-day; noatime "
+                     "writes none", fix, group, data)
+    return Check(name, "warn", ev + ": strict atime — every read of a file also writes its inode", fix, group, data)
+
+
+def check_o_direct(path: str) -> Check:
+    """Try O_DIRECT at ``path`` (a new temporary file in a directory; a read of a file or device)."""
+    from ..probes.pathcheck import check_free_space, direct_io_supported, open_read
+    from ..results import ProbeError
+
+    name, group = "O_DIRECT", "storage"
+    fix = ("direct-I/O figures cannot be taken here: use the buffered cache modes with a file larger than "
+           "RAM, or drop the page cache between runs on the host (echo 3 > /proc/sys/vm/drop_caches)")
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        return na(name, f"cannot look at {path}: {exc.strerror or exc}", group)
+    if stat.S_ISDIR(st.st_mode):
+        if not os.access(path, os.W_OK | os.X_OK):
+            return na(name, f"not tried: no permission to create a file in {path}", group)
+        try:
+            check_free_space(path, 4096)
+        except ProbeError as exc:
+            return na(name, f"not tried: {exc}", group)
+        fd, tmp = tempfile.mkstemp(prefix=".nbbench-doctor-", dir=path)
+        try:
+            ok, why = direct_io_supported(fd, write=True)
+        finally:
+            os.close(fd)
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+        how = f"tried: a 4 KiB O_DIRECT write to a new temporary file in {path}"
+    elif stat.S_ISREG(st.st_mode) or stat.S_ISBLK(st.st_mode):
+        if st.st_size == 0 and stat.S_ISREG(st.st_mode):
+            return na(name, f"not tried: {path} is empty", group)
+        try:
+            fd = open_read(path)
+        except ProbeError as exc:
+            return na(name, f"not tried: {exc}", group)
+        try:
+            ok, why = direct_io_supported(fd, write=False)
+        finally:
+            os.close(fd)
+        how = f"tried: a 4 KiB O_DIRECT read of {path}"
+    else:
+        return na(name, f"not tried: {path} is not a directory, file or block device", group)
+    if ok:
+        return Check(name, "ok", f"works ({how})", "", group, {"supported": True})
+    return Check(name, "warn", f"{why} ({how})", fix, group, {"supported": False, "reason": why})
+
+
+def _q(root, disk: str, f: str) -> str:
+    return read_text(root, f"/sys/block/{disk}/queue/{f}").strip()
+
+
+def check_block(root: str, m: Mount | None, want_read_ahead_kb: int = 2048) -> list[Check]:
+    """read-ahead, scheduler, rotational flag and queue depth of the disk behind ``m``."""
+    group = "block device"
+    names = ("read-ahead", "I/O scheduler", "rotational", "queue depth")
+    if m is None:
+        return [na(n, "the mount is unknown", group) for n in names]
+    try:
+        bd = block_device(root, m)
+    except Unreadable as exc:
+        return [na(n, str(exc), group) for n in names]
+    dev = f"/dev/{bd.disk}"
+    desc = bd.name + (f" (dm over {', '.join(bd.slaves)})" if bd.slaves else "") + f" [{bd.how}]"
+    out: list[Check] = []
+    base = {"device": bd.name, "disk": bd.disk, "slaves": bd.slaves}
+
+    # read-ahead: the seed's `blockdev --setra 4096` counts 512-byte sectors = 2048 KiB
+    try:
+        ra = int(_q(root, bd.disk, "read_ahead_kb"))
+        ev = f"{ra} KiB ({bd.queue_dir}/read_ahead_kb) for {desc}"
+        fix = (f"blockdev --setra {want_read_ahead_kb * 2} {dev}  ({want_read_ahead_kb * 2} × 512-byte sectors "
+               f"= {want_read_ahead_kb} KiB; as root on the host, or echo {want_read_ahead_kb} > "
+               f"{bd.queue_dir}/read_ahead_kb)")
+        status = "ok" if ra >= want_read_ahead_kb else "warn"
+        if status == "warn":
+            ev += f": below {want_read_ahead_kb} KiB, so sequential reads of large files arrive in small pieces"
+        out.append(Check("read-ahead", status, ev, fix if status == "warn" else "", group,
+                         {**base, "read_ahead_kb": ra}))
+    except (Unreadable, ValueError) as exc:
+        out.append(na("read-ahead", str(exc), group))
+
+    rot = None
+    try:
+        rot = int(_q(root, bd.disk, "rotational"))
+    except (Unreadable, ValueError):
+        pass
+
+    try:
+        text = _q(root, bd.disk, "scheduler")
+        sched = parse_scheduler(text)
+        ev = f"{sched} ({bd.queue_dir}/scheduler: {text})"
+        data = {**base, "scheduler": sched, "available": text}
+        if rot == 1 and sched == "none":
+            out.append(Check("I/O scheduler", "warn", ev + ": a rotational disk without a scheduler seeks more",
+                             f"echo mq-deadline > {bd.queue_dir}/scheduler (on the host)", group, data))
+        elif rot == 0 and sched == "bfq":
+            out.append(Check("I/O scheduler", "warn", ev + ": bfq costs CPU per request on fast SSD/NVMe",
+                             f"echo none > {bd.queue_dir}/scheduler (on the host)", group, data))
+        else:
+            out.append(Check("I/O scheduler", "ok", ev, "", group, data))
+    except Unreadable as exc:
+        out.append(na("I/O scheduler", str(exc), group))
+
+    if rot is None:
+        out.append(na("rotational", f"{bd.queue_dir}/rotational could not be read", group))
+    elif rot == 1:
+        ev = f"1 ({bd.queue_dir}/rotational): the kernel treats {bd.disk} as a spinning disk"
+        if bd.disk.startswith(("vd", "xvd")):
+            ev += " (virtual disks often report 1 whatever the host's storage is: trust the randread figures)"
+        out.append(Check("rotational", "warn", ev,
+                         "random reads of many small files are slow on spinning disks: keep datasets on SSD/NVMe, "
+                         "or pack them into large sequential shards", group, {**base, "rotational": 1}))
+    else:
+        out.append(Check("rotational", "ok", f"0 ({bd.queue_dir}/rotational): solid-state", "", group,
+                         {**base, "rotational": 0}))
+
+    try:
+        nr = int(_q(root, bd.disk, "nr_requests"))
+        ev = f"{nr} requests ({bd.queue_dir}/nr_requests)"
+        if nr < 64:
+            out.append(Check("queue depth", "warn", ev + ": a short queue limits parallel reads from many workers",
+                             f"echo 256 > {bd.queue_dir}/nr_requests (on the host)", group, {**base, "nr_requests": nr}))
+        else:
+            out.append(Check("queue depth", "ok", ev, "", group, {**base, "nr_requests": nr}))
+    except (Unreadable, ValueError) as exc:
+        out.append(na("queue depth", str(exc), group))
+    return out
