@@ -1,0 +1,101 @@
+"""What every tab of the panel shares.
+
+A tab draws its own parameter widgets and, when Run is pressed, turns them into a
+:class:`~nbbench.ui.panel.runner.Job` — usually a subcommand line such as
+``["dd", PATH, "--bs", "1M", "--size", "16M"]`` that the subcommand's own parser
+checks, exactly as ``%iobench dd`` and ``nbbench dd`` would.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ....results import ProbeError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..app import ControlPanel
+    from ..pathfield import PathInfo
+    from ..runner import Job
+
+__all__ = ["Tab", "command_defaults", "size_text", "unavailable_reason", "need_path"]
+
+
+class Tab:
+    title: str = ""
+    #: subcommands this tab runs (for "not available" notes)
+    commands: tuple[str, ...] = ()
+
+    def __init__(self, panel: "ControlPanel"):
+        self.panel = panel
+        self.widget = self.build()
+
+    # --------------------------------------------------------------- override
+    def build(self):
+        import ipywidgets as w
+
+        return w.VBox([])
+
+    def run_label(self) -> str | None:
+        """Text of the Run button on this tab (None: this tab has no Run)."""
+        return None
+
+    def job(self, path: "PathInfo", label: str | None) -> "Job":
+        raise ProbeError(f"nothing to run on the {self.title} tab")
+
+    def on_path(self, info: "PathInfo") -> None:
+        """The path field changed (called from the checking thread)."""
+
+    def on_shown(self) -> None:
+        """The tab was selected."""
+
+    def on_run_finished(self, record) -> None:
+        """A run (of any tab) ended."""
+
+
+def unavailable_reason(name: str) -> str | None:
+    """None when subcommand ``name`` imports, else why not (one line)."""
+    from .... import commands
+
+    try:
+        commands.get_command(name)
+        return None
+    except (ImportError, AttributeError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+
+
+def command_defaults(name: str) -> dict[str, Any]:
+    """The defaults the subcommand's parser declares (dest -> default), {} when not available."""
+    try:
+        from ..runner import _Parser
+        from .... import commands
+
+        cmd = commands.get_command(name)
+        parser = _Parser(prog=name, add_help=False)
+        commands.add_common_options(parser, "api", saves=cmd.saves)
+        cmd.add_arguments(parser)
+    except Exception:  # noqa: BLE001 - a subcommand not built yet: the tab's own fallbacks
+        return {}
+    return {a.dest: a.default for a in parser._actions if a.dest not in ("help",)}
+
+
+def size_text(value: Any, fallback: str) -> str:
+    """A size default as the user would type it: 1073741824 -> '1G', '4k' -> '4k'."""
+    if value is None:
+        return fallback
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool) or not isinstance(value, int):
+        return fallback
+    for shift, suffix in ((40, "T"), (30, "G"), (20, "M"), (10, "k")):
+        if value >= 1 << shift and value % (1 << shift) == 0:
+            return f"{value >> shift}{suffix}"
+    return str(value)
+
+
+def need_path(info: "PathInfo", what: str = "this probe") -> str:
+    """The checked path, or a ProbeError saying why it cannot be used."""
+    if info is None or not info.path:
+        raise ProbeError(f"type a PATH for {what} in the field at the top of the panel")
+    if not info.ok:
+        raise ProbeError(info.error or f"{info.path} cannot be used")
+    return info.path

@@ -1,0 +1,39 @@
+"""GPU tab: ``nbbench gpu`` — is CUDA usable, which devices, verdicts, a short benchmark."""
+
+from __future__ import annotations
+
+from ..runner import command_job
+from .base import Tab, command_defaults, unavailable_reason
+
+
+class GpuTab(Tab):
+    title = "GPU"
+    commands = ("gpu",)
+
+    def build(self):
+        import ipywidgets as w
+
+        d = command_defaults("gpu")
+        style = {"description_width": "initial"}
+        self.bench = w.Checkbox(value=bool(d.get("bench", True)), description="sanity benchmark when CUDA works "
+                                "(matmul FLOP/s, host↔device copies)", indent=False, layout=w.Layout(width="auto"))
+        self.size = w.BoundedIntText(value=int(d.get("size", 4096) or 4096), min=64, max=65536, step=64,
+                                     description="matmul N", style=style, layout=w.Layout(width="160px"))
+        self.repeats = w.BoundedIntText(value=int(d.get("repeats", 10) or 10), min=1, max=1000,
+                                        description="repeats", style=style, layout=w.Layout(width="140px"))
+        note = unavailable_reason("gpu")
+        help_ = w.HTML("<span style='color:#555'>Checks torch's CUDA build against the driver, lists the devices "
+                       "(PCIe link, MIG, memory) and gives a verdict per check. Without a GPU it says why.</span>")
+        kids = [help_, self.bench, w.HBox([self.size, self.repeats])]
+        if note:
+            kids.append(w.HTML(f"<span style='color:#c62828'>not available: {note}</span>"))
+        return w.VBox(kids)
+
+    def run_label(self) -> str:
+        return "Run GPU check"
+
+    def job(self, path, label):
+        opts = ["--size", self.size.value, "--repeats", self.repeats.value]
+        if not self.bench.value:
+            opts.append("--no-bench")
+        return command_job("gpu check", "gpu", *opts, label=label)

@@ -1,0 +1,142 @@
+"""Storage tab: dd, randread, files and the disk presets on the PATH at the top.
+
+Each probe's widgets become the options of its subcommand (``nbbench dd PATH --bs
+1M --size 1G …``); the defaults shown are the subcommand parser's own.
+"""
+
+from __future__ import annotations
+
+from ..runner import command_job
+from .base import Tab, command_defaults, need_path, size_text, unavailable_reason
+
+PROBES = {
+    "dd": "sequential write then read (dd-style)",
+    "randread": "random reads at a block size and queue depth: IOPS, latency percentiles",
+    "files": "read many small files of the tree, as an image dataset is read",
+    "disk": "a preset set of tests (CrystalDiskMark, MLPerf sample sizes)",
+}
+PRESETS = ("cdm", "mlperf-resnet50", "mlperf-unet3d")
+ENGINES = ("builtin", "dd", "fio")
+CACHE = (("auto: direct where the filesystem accepts it", "auto"), ("direct (O_DIRECT)", "direct"),
+         ("buffered (page cache)", "buffered"))
+
+
+def _cache_opts(mode: str) -> list[str]:
+    return {"direct": ["--direct"], "buffered": ["--buffered"]}.get(mode, [])
+
+
+class StorageTab(Tab):
+    title = "Storage"
+    commands = tuple(PROBES)
+
+    def build(self):
+        import ipywidgets as w
+
+        st = {"description_width": "initial"}
+        small = w.Layout(width="150px")
+        dd = command_defaults("dd")
+        rr = command_defaults("randread")
+        fl = command_defaults("files")
+        dk = command_defaults("disk")
+
+        self.probe = w.ToggleButtons(options=[(k, k) for k in PROBES], value="dd",
+                                     tooltips=list(PROBES.values()), style={"button_width": "90px"})
+        self.probe.add_class("nbbench-storage-probe")
+        self.about = w.HTML()
+
+        # dd
+        self.dd_bs = w.Text(value=size_text(dd.get("bs"), "1M"), description="block size", style=st, layout=small)
+        self.dd_size = w.Text(value=size_text(dd.get("size"), "1G"), description="size", style=st, layout=small)
+        self.dd_cache = w.Dropdown(options=CACHE, value="auto", description="cache", style=st,
+                                   layout=w.Layout(width="330px"))
+        self.dd_engine = w.Dropdown(options=ENGINES, value=dd.get("engine") or "builtin", description="engine",
+                                    style=st, layout=w.Layout(width="170px"))
+        for x, c in ((self.dd_bs, "bs"), (self.dd_size, "size")):
+            x.add_class(f"nbbench-dd-{c}")
+        dd_box = w.VBox([w.HBox([self.dd_bs, self.dd_size, self.dd_engine]), self.dd_cache])
+
+        # randread
+        self.rr_bs = w.Text(value=size_text(rr.get("bs"), "4k"), description="block size", style=st, layout=small)
+        self.rr_qd = w.BoundedIntText(value=int(rr.get("qd") or 1), min=1, max=4096, description="queue depth",
+                                      style=st, layout=w.Layout(width="160px"))
+        self.rr_runtime = w.Text(value=_dur(rr.get("runtime"), "10s"), description="runtime", style=st,
+                                 layout=small)
+        self.rr_ramp = w.Text(value=_dur(rr.get("ramp"), "1s"), description="ramp", style=st, layout=small)
+        self.rr_size = w.Text(value=size_text(rr.get("size"), ""), description="region", style=st, layout=small,
+                              placeholder="auto")
+        self.rr_cache = w.Dropdown(options=CACHE, value="auto", description="cache", style=st,
+                                   layout=w.Layout(width="330px"))
+        self.rr_engine = w.Dropdown(options=ENGINES, value=rr.get("engine") or "builtin", description="engine",
+                                    style=st, layout=w.Layout(width="170px"))
+        for x, c in ((self.rr_bs, "bs"), (self.rr_runtime, "runtime"), (self.rr_size, "size")):
+            x.add_class(f"nbbench-randread-{c}")
+        rr_box = w.VBox([w.HBox([self.rr_bs, self.rr_qd, self.rr_runtime, self.rr_ramp]),
+                         w.HBox([self.rr_size, self.rr_engine]), self.rr_cache])
+
+        # files
+        self.fl_sample = w.BoundedIntText(value=int(fl.get("sample") or 1000), min=1, max=10**8,
+                                          description="sample files", style=st, layout=w.Layout(width="190px"))
+        self.fl_threads = w.BoundedIntText(value=int(fl.get("threads") or 8), min=1, max=1024,
+                                           description="threads", style=st, layout=w.Layout(width="150px"))
+        self.fl_cold = w.Checkbox(value=bool(fl.get("cold", False)), indent=False,
+                                  description="cold: drop the page cache first (else labelled warm)")
+        files_box = w.VBox([w.HBox([self.fl_sample, self.fl_threads]), self.fl_cold])
+
+        # disk presets
+        self.dk_preset = w.Dropdown(options=PRESETS, value=dk.get("preset") if dk.get("preset") in PRESETS
+                                    else "cdm", description="preset", style=st, layout=w.Layout(width="260px"))
+        self.dk_size = w.Text(value=size_text(dk.get("size"), ""), description="size", style=st, layout=small,
+                              placeholder="default")
+        disk_box = w.VBox([w.HBox([self.dk_preset, self.dk_size]),
+                           w.HTML("<span style='color:#555'>cdm: SEQ1M Q8T1, SEQ1M Q1T1, RND4K Q32T1, RND4K Q1T1, "
+                                  "read and (in a directory) write, as one table.</span>")])
+
+        self.boxes = {"dd": dd_box, "randread": rr_box, "files": files_box, "disk": disk_box}
+        self.params = w.Box([dd_box])
+        self.missing = w.HTML()
+        self.probe.observe(self._switch, names="value")
+        self._switch()
+        return w.VBox([self.probe, self.about, self.params, self.missing])
+
+    def _switch(self, change=None) -> None:
+        name = self.probe.value
+        self.params.children = (self.boxes[name],)
+        self.about.value = f"<span style='color:#555'>{PROBES[name]}</span>"
+        note = unavailable_reason(name)
+        self.missing.value = f"<span style='color:#c62828'>not available: {note}</span>" if note else ""
+        self.panel.tab_changed()
+
+    def run_label(self) -> str:
+        return f"Run {self.probe.value}"
+
+    def job(self, path, label):
+        name = self.probe.value
+        target = need_path(path, name)
+        if name == "dd":
+            opts = ["--bs", self.dd_bs.value.strip(), "--size", self.dd_size.value.strip(),
+                    "--engine", self.dd_engine.value, *_cache_opts(self.dd_cache.value)]
+        elif name == "randread":
+            opts = ["--bs", self.rr_bs.value.strip(), "--qd", self.rr_qd.value,
+                    "--runtime", self.rr_runtime.value.strip(), "--ramp", self.rr_ramp.value.strip(),
+                    "--engine", self.rr_engine.value, *_cache_opts(self.rr_cache.value)]
+            if self.rr_size.value.strip():
+                opts += ["--size", self.rr_size.value.strip()]
+        elif name == "files":
+            opts = ["--sample", self.fl_sample.value, "--threads", self.fl_threads.value]
+            if self.fl_cold.value:
+                opts.append("--cold")
+        else:
+            opts = ["--preset", self.dk_preset.value]
+            if self.dk_size.value.strip():
+                opts += ["--size", self.dk_size.value.strip()]
+        return command_job(f"{name} {target}", name, target, *opts, label=label)
+
+
+def _dur(value, fallback: str) -> str:
+    if value is None:
+        return fallback
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f"{value:g}s"
+    return fallback
