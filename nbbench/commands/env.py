@@ -29,6 +29,21 @@ class EnvResult(Result):
         return "\n".join(lines)
 
 
+    def _repr_html_(self) -> str:
+        import html
+
+        fp = self.extra.get("fingerprint", {})
+        rows = "".join(
+            f"<tr><td style='text-align:left'><b>{html.escape(k)}</b></td>"
+            f"<td style='text-align:left'><code>{html.escape(str(fp.get(k)))}</code></td></tr>"
+            for k in ("host", "os", "kernel", "machine", "container", "cpu_model", "cpus", "memory",
+                      "python", "torch", "gpus", "packages_sha256", "nbbench", "git_commit"))
+        n = len(fp.get("packages", []))
+        return (f"<div class='nbbench-result'><b>{html.escape(self.headline())}</b><table>{rows}</table>"
+                f"<div style='font-size:90%'>{n} packages installed — "
+                "<code>%iobench env --export requirements --out FILE</code> writes them as name==version</div></div>")
+
+
 class EnvCommand(Command):
     help = "environment fingerprint; export exact package versions"
     description = ("The fingerprint stored with every result: host, OS, container, CPUs and memory "
