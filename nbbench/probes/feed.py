@@ -1,0 +1,302 @@
+"""How many accelerators can this storage and CPU feed?
+
+:func:`feed` reads an image folder with the built-in
+:class:`~nbbench.probes.imagefolder.ImageFolderDataset` through a DataLoader
+(loader alone: the input pipeline's ceiling) twice, DS-Analyzer's differential way:
+
+* **cold**: the files' pages are first evicted from the page cache (per file
+  ``posix_fadvise(POSIX_FADV_DONTNEED)``, or ``/proc/sys/vm/drop_caches`` when asked
+  and root), so every file comes from storage: fetch + preparation;
+* **warm**: every file is read once first, so they come from memory: preparation only.
+
+If the cold rate is clearly below the warm one, fetching from storage limits the
+pipeline; if they are about equal, CPU preparation (decoding, cropping) does.  The
+measured rate against each accelerator's need at AU >= 90 % answers how many such
+accelerators it can keep fed.  Files are only ever opened read-only.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+
+from ..accelerators import ACCELERATORS, AU_TARGET_PCT, get_accelerator
+from ..progress import call_progress
+from ..results import ProbeError, Result, register
+from ..units import format_bytes, format_metric
+from .loader import bench_loader, close_loader
+
+__all__ = ["feed", "FeedResult", "evict_files", "warm_files", "COLD_METHODS"]
+
+COLD_METHODS = ("auto", "fadvise", "drop_caches", "none")
+#: cold slower than warm by more than this share means storage fetch is the limit
+STORAGE_LIMIT_SHARE = 0.10
+
+
+def evict_files(paths, method: str = "fadvise", cancel=None) -> dict:
+    """Drop the page cache of ``paths``; returns what was done.
+
+    ``fadvise``: per file POSIX_FADV_DONTNEED (opened read-only; its dirty pages, if
+    any, are written back first with fdatasync so they can be dropped).
+    ``drop_caches``: ``sync`` then ``echo 1 > /proc/sys/vm/drop_caches`` (root only;
+    drops every clean page on the machine).
+    """
+    if method == "drop_caches":
+        if os.geteuid() != 0:
+            raise ProbeError("cold='drop_caches' needs root; use cold='fadvise' (per file, no root needed)")
+        os.sync()
+        try:
+            with open("/proc/sys/vm/drop_caches", "w") as f:
+                f.write("1\n")
+        except OSError as exc:
+            raise ProbeError(f"cannot write /proc/sys/vm/drop_caches ({exc}): in a container it is usually "
+                             "read-only; use cold='fadvise'") from None
+        return {"method": "drop_caches", "files": len(paths), "failed": 0}
+    if not hasattr(os, "posix_fadvise"):
+        raise ProbeError("posix_fadvise is not available on this system: use cold='none'")
+    failed = 0
+    for i, p in enumerate(paths):
+        if cancel is not None and i % 256 == 0 and cancel.is_set():
+            break
+        try:
+            fd = os.open(p, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except OSError:
+            failed += 1
+            continue
+        try:
+            try:
+                os.fdatasync(fd)
+            except OSError:
+                pass
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        except OSError:
+            failed += 1
+        finally:
+            os.close(fd)
+    return {"method": "fadvise", "files": len(paths), "failed": failed}
+
+
+def warm_files(paths, cancel=None) -> int:
+    """Read every file once (read-only) so it sits in the page cache; returns bytes read."""
+    total = 0
+    for i, p in enumerate(paths):
+        if cancel is not None and i % 256 == 0 and cancel.is_set():
+            break
+        try:
+            with open(p, "rb", buffering=0) as f:
+                while True:
+                    chunk = f.read(1 << 20)
+                    if not chunk:
+                        break
+                    total += len(chunk)
+        except OSError:
+            pass
+    return total
+
+
+def _epochs(loader):
+    """Batches of ``loader``, epoch after epoch."""
+    while True:
+        n = 0
+        for batch in loader:
+            n += 1
+            yield batch
+        if n == 0:
+            return
+
+
+# --------------------------------------------------------------------- result
+@register("feed")
+class FeedResult(Result):
+    """Storage + CPU against accelerators' appetite: how many can be fed at AU >= 90 %."""
+
+    SUMMARY = ("accelerators_fed_count", "cold_samples_per_s", "warm_samples_per_s", "needed_samples_per_s")
+
+    def headline(self) -> str:
+        return f"feed {self.params.get('path', '')} → {self.labels.get('accelerator', '')}".strip()
+
+    @property
+    def accelerators_fed(self) -> int | None:
+        return self.metrics.get("accelerators_fed_count")
+
+    @property
+    def limiter(self) -> str | None:
+        return self.labels.get("limiter")
+
+    @property
+    def answer(self) -> str:
+        return self.labels.get("answer", "")
+
+    def accelerators_frame(self):
+        """Every emulated accelerator of the same workload: need and how many are fed."""
+        return self.samples_frame("accelerators")
+
+    def text_table(self) -> str:
+        return super().text_table() + "\n  " + self.answer
+
+    def _repr_html_(self) -> str:
+        import html
+
+        return super()._repr_html_() + f"<p><b>{html.escape(self.answer)}</b></p>"
+
+
+# ----------------------------------------------------------------------- feed
+def feed(path, accelerator: str = "h100-resnet50", batch_size: int = 64, num_workers: int | None = None,
+         decode: str = "auto", duration: float = 5.0, warmup: int = 2, cold: str = "auto", size: int = 224,
+         pin_memory: bool = False, prefetch_factor: int = 2, max_files: int | None = 20000,
+         au_target_pct: float = AU_TARGET_PCT, seed: int = 0, progress=None, cancel=None,
+         dataset=None) -> FeedResult:
+    """How many ``accelerator`` s can the storage under ``path`` and this CPU feed at AU >= 90 %?
+
+    path: an image folder (root/CLASS/IMAGE).  decode: "auto" (Pillow when the files are
+        images), "pil" or "none" (bytes only).
+    num_workers: DataLoader workers (default: the usable CPUs).
+    duration: each run's measured window (s); the cold run also ends after one pass over
+        the files, since a second pass would be warm.
+    cold: "auto"/"fadvise" (per-file page-cache eviction), "drop_caches" (root; the whole
+        machine's page cache) or "none" (warm run only, no limiter verdict).
+    max_files: a seeded random subset of a larger folder, so warming it fits in memory.
+    """
+    from ..env import usable_cpus
+    from .imagefolder import ImageFolderDataset
+
+    try:
+        acc = get_accelerator(accelerator)
+    except ValueError as exc:
+        raise ProbeError(str(exc)) from None
+    if cold not in COLD_METHODS:
+        raise ProbeError(f"cold must be one of {', '.join(COLD_METHODS)}, not {cold!r}")
+    method = "fadvise" if cold == "auto" else cold
+    if batch_size < 1:
+        raise ProbeError(f"batch_size must be 1 or more, not {batch_size}")
+    ds = dataset if dataset is not None else ImageFolderDataset(path, decode=decode, size=size)
+    total_files = len(ds)
+    if max_files is not None and len(ds.samples) > max_files:
+        rng = random.Random(seed)
+        ds.samples = rng.sample(ds.samples, int(max_files))
+    cpus = usable_cpus()
+    nw = cpus["usable_int"] if num_workers is None else int(num_workers)
+    paths = ds.paths()
+    nbytes = ds.total_bytes()
+    batches_per_pass = len(ds) // batch_size
+    if batches_per_pass < warmup + 2:
+        raise ProbeError(f"{len(ds)} files make only {batches_per_pass} batches of {batch_size}: "
+                         f"use a smaller batch size (at most {max(1, len(ds) // (warmup + 2))}) or more files")
+
+    res = FeedResult(params={"path": str(path), "accelerator": acc.name, "batch_size": batch_size,
+                             "num_workers": nw, "decode": ds.decode, "duration_s": duration, "warmup": warmup,
+                             "cold": cold, "size": size, "pin_memory": pin_memory,
+                             "prefetch_factor": prefetch_factor, "max_files": max_files,
+                             "au_target_pct": au_target_pct})
+    res.labels.update({"accelerator": acc.name, "decode": ds.decode, "num_workers": nw,
+                       "cold_method": "none" if method == "none" else method})
+    res.metrics["files_count"] = len(ds)
+    res.metrics["dataset_bytes"] = nbytes
+    if len(ds) < total_files:
+        res.labels["subset"] = f"{len(ds)} of {total_files} files (seed {seed})"
+    res.metrics["needed_samples_per_s"] = acc.needed_samples_per_s(au_target_pct)
+    res.metrics["accelerator_samples_per_s"] = acc.samples_per_s
+
+    def run(label, frac0, frac1, steps=None, epochs=False):
+        from .sweep import make_loader
+
+        dl = make_loader(ds, batch_size, nw, pin_memory, prefetch_factor, persistent_workers=epochs and nw > 0,
+                         shuffle=True)
+        sub = None if progress is None else (
+            lambda f, m: call_progress(progress, frac0 + (frac1 - frac0) * (f or 0), m))
+        # the warm run may go round the files several times (persistent workers); the cold one once
+        it = _epochs(dl) if epochs else dl
+        try:
+            r = bench_loader(it, steps=steps, duration=duration, warmup=warmup, progress=sub, cancel=cancel,
+                             monitor=False, accelerator=acc, close=False)
+        finally:
+            close_loader(dl, force=True)
+        if r.metrics.get("measured_s") is not None and r.metrics["measured_s"] < 1.0 and r.status == "ok":
+            r.warn(f"measured over {r.metrics['measured_s']:.2f} s only (one pass over {len(ds)} files): "
+                   "a larger folder gives a steadier figure")
+        return r
+
+    runs = {}
+    status, reason = "ok", None
+    if method != "none":
+        t = time.perf_counter()
+        info = evict_files(paths, method, cancel)
+        res.extra["evict"] = dict(info, seconds=time.perf_counter() - t)
+        if info["failed"]:
+            res.warn(f"{info['failed']} of {info['files']} files could not be evicted from the page cache: "
+                     "the cold figure is partly warm")
+        runs["cold"] = run("cold", 0.0, 0.45, steps=max(1, batches_per_pass - warmup - 1))
+    if not (cancel is not None and cancel.is_set()):
+        t = time.perf_counter()
+        warm_bytes = warm_files(paths, cancel)
+        res.extra["warm_read"] = {"bytes": warm_bytes, "seconds": time.perf_counter() - t}
+        runs["warm"] = run("warm", 0.5, 1.0, epochs=True)
+    for k, r in runs.items():
+        res.samples[k] = {"steps": r.samples.get("steps"), "windows": r.samples.get("windows")}
+        for mk in ("samples_per_s", "bytes_per_s", "startup_s", "data_wait_p50_s", "measured_s", "steps_count"):
+            res.metrics[f"{k}_{mk}"] = r.metrics.get(mk)
+        if r.status != "ok":
+            status, reason = r.status, f"{k} run: {r.reason}"
+        for w in r.warnings:
+            res.warn(f"{k} run: {w}")
+
+    cold_rate = res.metrics.get("cold_samples_per_s")
+    warm_rate = res.metrics.get("warm_samples_per_s")
+    rate = cold_rate if cold_rate else warm_rate
+    res.metrics["samples_per_s"] = rate
+    res.metrics["accelerators_fed_count"] = acc.how_many(rate, au_target_pct) if rate else None
+    if warm_rate:
+        res.metrics["accelerators_fed_warm_count"] = acc.how_many(warm_rate, au_target_pct)
+    if rate:
+        res.metrics["au_one_accelerator_pct"] = min(100.0, 100.0 * rate / acc.samples_per_s)
+
+    limiter = None
+    if cold_rate and warm_rate:
+        res.metrics["cold_vs_warm_pct"] = 100.0 * cold_rate / warm_rate
+        limiter = "storage fetch" if cold_rate < (1 - STORAGE_LIMIT_SHARE) * warm_rate else "CPU preparation"
+        res.labels["limiter"] = limiter
+        if method == "fadvise" and cold_rate >= 0.97 * warm_rate:
+            res.warn("the cold run was as fast as the warm one: either the CPU limits (likely with "
+                     f"{nw} workers) or the storage serves from a cache fadvise cannot drop (a network file "
+                     "system's client cache, a RAID controller); cold='drop_caches' as root is stricter")
+    per_acc = {"accelerator": [], "needed_samples_per_s": [], "fed_count": [], "fed_warm_count": []}
+    for a in ACCELERATORS.values():
+        if a.workload != acc.workload:
+            continue
+        per_acc["accelerator"].append(a.name)
+        per_acc["needed_samples_per_s"].append(a.needed_samples_per_s(au_target_pct))
+        per_acc["fed_count"].append(a.how_many(rate, au_target_pct) if rate else None)
+        per_acc["fed_warm_count"].append(a.how_many(warm_rate, au_target_pct) if warm_rate else None)
+    res.samples["accelerators"] = per_acc
+    res.labels["answer"] = _answer(res, acc, rate, cold_rate, warm_rate, limiter, nw, ds.decode, nbytes, method,
+                                   au_target_pct)
+    res.finish(status, reason)
+    return res
+
+
+def _answer(res, acc, rate, cold_rate, warm_rate, limiter, nw, decode, nbytes, method, au) -> str:
+    if not rate:
+        return "No rate was measured: nothing to answer."
+    n = acc.how_many(rate, au)
+    need = acc.needed_samples_per_s(au)
+    what = "read and decoded" if decode == "pil" else "read (no decoding)"
+    src = "from storage (cold cache)" if cold_rate else "from the page cache (warm)"
+    s = (f"This storage and CPU ({nw} workers) deliver {format_metric('samples_per_s', rate)} {what} {src}; "
+         f"one {acc.name} needs {format_metric('samples_per_s', need)} for AU >= {au:g} %, so they can feed "
+         f"{n} such accelerator{'s' if n != 1 else ''}")
+    if n == 0:
+        s += f" (one would run at AU {min(100.0, 100 * rate / acc.samples_per_s):.0f} %)"
+    s += "."
+    if limiter == "storage fetch":
+        s += (f" Storage fetch limits it: the cold run reached {100 * cold_rate / warm_rate:.0f} % of the warm run "
+              f"({format_metric('samples_per_s', warm_rate)}, {acc.how_many(warm_rate, au)} fed once the files are "
+              "cached) — faster storage or caching the dataset in memory helps more than CPUs.")
+    elif limiter == "CPU preparation":
+        s += (f" CPU preparation limits it: cold and warm runs are within {100 * STORAGE_LIMIT_SHARE:.0f} % "
+              f"({format_metric('samples_per_s', cold_rate)} vs {format_metric('samples_per_s', warm_rate)}) — "
+              "more CPU cores / workers, cheaper decoding (smaller or pre-resized images, DALI on the GPU) "
+              "help; faster storage does not.")
+    if method == "fadvise" and cold_rate:
+        s += " (Cold cache by per-file fadvise.)"
+    return s

@@ -1,0 +1,519 @@
+"""Sweep DataLoader settings and recommend one.
+
+:func:`sweep` builds a ``torch.utils.data.DataLoader`` for every combination of
+``num_workers`` × ``batch_size`` × ``pin_memory`` × ``prefetch_factor``, measures each
+with :func:`~nbbench.probes.loader.bench_loader` on a short window after warm-up, and
+recommends the smallest configuration within 3 % of the best throughput — or, with an
+emulated accelerator as the step, the first that keeps it at AU >= 90 %.
+
+Before running, a preflight checks what would crash: the bytes in flight
+(workers × prefetch factor × batch bytes) against free ``/dev/shm`` (workers hand
+batches over in shared memory: too little is a bus error), the open-file limit
+(torch's default sharing strategy holds a file descriptor per tensor in flight), and
+the usable CPUs (affinity and cgroup quota).  Configurations that would crash are
+skipped with the reason; a worker that crashes anyway (bus error, killed, out of
+file descriptors) is that configuration's failure, and the sweep goes on.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+from typing import Any, Iterable
+
+from ..accelerators import AU_TARGET_PCT
+from ..progress import call_progress
+from ..results import ProbeError, Result, register
+from ..units import format_bytes, format_metric
+from .batches import batch_info, leaves
+from .loader import bench_loader, close_loader, worker_failure_reason
+
+__all__ = ["sweep", "SweepResult", "preflight", "default_workers", "make_loader"]
+
+
+def _as_list(v, name) -> list:
+    if v is None:
+        return []
+    if isinstance(v, (list, tuple, set)):
+        out = list(v)
+    else:
+        out = [v]
+    if not out:
+        raise ProbeError(f"{name} needs at least one value")
+    return out
+
+
+def default_workers(usable: int | None = None) -> list[int]:
+    """0, 1, 2, 4, 8 … up to the usable CPUs (and the usable count itself)."""
+    if usable is None:
+        from ..env import usable_cpus
+
+        usable = usable_cpus()["usable_int"]
+    out = [0, 1]
+    w = 2
+    while w <= usable:
+        out.append(w)
+        w *= 2
+    if usable not in out:
+        out.append(usable)
+    return sorted(set(out))
+
+
+def _shm_free(path: str = "/dev/shm") -> int | None:
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return None
+    return st.f_bavail * st.f_frsize
+
+
+def _nofile_limit() -> int | None:
+    try:
+        import resource
+
+        soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    except (ImportError, OSError, ValueError):
+        return None
+    return None if soft == resource.RLIM_INFINITY else int(soft)
+
+
+def _sharing_strategy() -> str | None:
+    try:
+        import torch.multiprocessing as tmp
+
+        return tmp.get_sharing_strategy()
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def preflight(configs: list[dict], sample_bytes: int | None, tensors_per_batch, shm_free=None,
+              nofile=None, usable=None, sharing=None) -> list[dict]:
+    """Mark each config ``skip`` (with ``reason``) or add ``warnings`` for what would crash.
+
+    ``tensors_per_batch(config)`` gives how many tensors one batch holds.
+    """
+    for cfg in configs:
+        cfg.setdefault("warnings", [])
+        nw, pf, bs = cfg["num_workers"], cfg["prefetch_factor"] or 0, cfg["batch_size"]
+        if nw == 0:
+            continue
+        if sample_bytes is not None and shm_free is not None:
+            in_flight = nw * pf * bs * sample_bytes
+            cfg["shm_in_flight_bytes"] = in_flight
+            if in_flight > shm_free:
+                cfg["skip"] = True
+                cfg["reason"] = (f"skipped: {nw} workers × prefetch {pf} × batch {format_bytes(bs * sample_bytes)} "
+                                 f"= {format_bytes(in_flight)} in flight, more than the {format_bytes(shm_free)} "
+                                 "free in /dev/shm (a bus error): give the container more shared memory "
+                                 "(docker run --shm-size=16g) or lower workers, prefetch or batch size")
+                continue
+            if in_flight > 0.5 * shm_free:
+                cfg["warnings"].append(f"{format_bytes(in_flight)} in flight uses over half of the "
+                                       f"{format_bytes(shm_free)} free in /dev/shm")
+        if nofile is not None and sharing == "file_descriptor":
+            fds = nw * pf * tensors_per_batch(cfg) + 16 * nw + 64
+            cfg["fds_estimate"] = fds
+            if fds > nofile:
+                cfg["skip"] = True
+                cfg["reason"] = (f"skipped: about {fds} file descriptors in flight, over the open-file limit "
+                                 f"{nofile} (too many open files): raise it (ulimit -n 65536) or call "
+                                 "torch.multiprocessing.set_sharing_strategy('file_system')")
+                continue
+            if fds > 0.5 * nofile:
+                cfg["warnings"].append(f"about {fds} file descriptors in flight, over half the limit {nofile}")
+        if usable is not None and nw > usable:
+            cfg["warnings"].append(f"{nw} workers on {usable:g} usable CPUs: they share cores")
+    return configs
+
+
+def make_loader(dataset, batch_size: int, num_workers: int, pin_memory: bool = False,
+                prefetch_factor: int | None = 2, persistent_workers: bool = True, shuffle: bool = True,
+                collate_fn=None, **kwargs):
+    """A ``torch.utils.data.DataLoader`` with these settings (prefetch/persistence only with workers)."""
+    from torch.utils.data import DataLoader
+
+    if collate_fn is None:
+        collate_fn = getattr(dataset, "collate_fn", None)
+    kw: dict[str, Any] = dict(batch_size=batch_size, num_workers=num_workers, pin_memory=pin_memory,
+                              collate_fn=collate_fn)
+    if not _is_iterable_dataset(dataset):
+        kw["shuffle"] = shuffle
+    if num_workers > 0:
+        kw["prefetch_factor"] = prefetch_factor
+        kw["persistent_workers"] = persistent_workers
+    kw.update(kwargs)
+    return DataLoader(dataset, **kw)
+
+
+def _is_iterable_dataset(ds) -> bool:
+    try:
+        from torch.utils.data import IterableDataset
+
+        return isinstance(ds, IterableDataset)
+    except ImportError:  # pragma: no cover
+        return False
+
+
+def _sample_facts(dataset) -> tuple[int | None, int]:
+    """(bytes per sample, tensors per sample) from the first item, if it can be read."""
+    try:
+        item = dataset[0]
+    except Exception:  # noqa: BLE001 - iterable datasets, odd datasets: unknown
+        return None, 1
+    _, nb = batch_info(item)
+    return (nb or None), max(1, sum(1 for _ in leaves(item)))
+
+
+def _order_key(c: dict):
+    return (c["num_workers"], c["batch_size"], c["prefetch_factor"] or 0, bool(c["pin_memory"]))
+
+
+def _config_text(c: dict) -> str:
+    s = f"num_workers={c['num_workers']}, batch_size={c['batch_size']}, pin_memory={c['pin_memory']}"
+    if c["num_workers"] > 0:
+        s += f", prefetch_factor={c['prefetch_factor']}"
+    return s
+
+
+# --------------------------------------------------------------------- result
+@register("sweep")
+class SweepResult(Result):
+    """A DataLoader settings sweep: one row per configuration, and a recommendation."""
+
+    SUMMARY = ("best_samples_per_s", "recommended_samples_per_s", "configs_count", "failed_count")
+
+    def headline(self) -> str:
+        return f"sweep {self.labels.get('dataset', '')}".strip()
+
+    @property
+    def configs(self) -> list[dict]:
+        return list(self.samples.get("configs", []))
+
+    @property
+    def recommendation(self) -> str:
+        return self.labels.get("recommendation", "")
+
+    @property
+    def recommended(self) -> dict | None:
+        return self.extra.get("recommended")
+
+    @property
+    def table(self):
+        """One row per configuration (a pandas DataFrame)."""
+        import pandas as pd
+
+        cols = ["num_workers", "batch_size", "pin_memory", "prefetch_factor", "status", "samples_per_s",
+                "bytes_per_s", "au_pct", "data_wait_pct", "startup_s", "reason"]
+        rows = [{k: c.get(k) for k in cols} for c in self.configs]
+        return pd.DataFrame(rows, columns=cols)
+
+    def plot(self, ax=None):
+        """Throughput against num_workers, one line per batch size (matplotlib object API)."""
+        from matplotlib.figure import Figure
+
+        fig = None
+        if ax is None:
+            fig = Figure(figsize=(6.4, 3.6), dpi=100)
+            ax = fig.add_subplot(1, 1, 1)
+        configs = self.configs
+        extra_keys = [k for k in ("pin_memory", "prefetch_factor")
+                      if len({c[k] for c in configs if c["num_workers"] > 0 or k == "pin_memory"}) > 1]
+        groups: dict[tuple, list[dict]] = {}
+        for c in configs:
+            key = (c["batch_size"],) + tuple(c[k] for k in extra_keys if not (k == "prefetch_factor"))
+            groups.setdefault(key, []).append(c)
+        for key, cs in sorted(groups.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
+            ok = sorted((c for c in cs if c.get("status") == "ok" and c.get("samples_per_s")),
+                        key=lambda c: c["num_workers"])
+            label = f"batch {key[0]}" + "".join(
+                f", {k.replace('_memory', '')}={v}" for k, v in zip([k for k in extra_keys if k != 'prefetch_factor'],
+                                                                     key[1:]))
+            if ok:
+                # several prefetch factors at one worker count: show the best of them
+                best: dict[int, dict] = {}
+                for c in ok:
+                    if c["num_workers"] not in best or c["samples_per_s"] > best[c["num_workers"]]["samples_per_s"]:
+                        best[c["num_workers"]] = c
+                xs = sorted(best)
+                line, = ax.plot(xs, [best[x]["samples_per_s"] for x in xs], marker="o", label=label)
+            bad = [c for c in cs if c.get("status") != "ok"]
+            if bad:
+                ax.plot([c["num_workers"] for c in bad], [0] * len(bad), linestyle="none", marker="x",
+                        color="#c62828", markersize=9,
+                        label=f"{label}: failed/skipped")
+        rec = self.recommended
+        if rec and rec.get("samples_per_s"):
+            ax.plot([rec["num_workers"]], [rec["samples_per_s"]], marker="*", markersize=16, color="#f9a825",
+                    markeredgecolor="black", linestyle="none", label="recommended", zorder=5)
+        need = self.metrics.get("needed_samples_per_s")
+        if need:
+            ax.axhline(need, color="#2e7d32", linestyle="--", linewidth=1,
+                       label=f"{self.labels.get('accelerator')} at AU 90%")
+        ax.set_xlabel("num_workers")
+        ax.set_ylabel("samples/s")
+        ax.set_title("DataLoader throughput by num_workers")
+        ax.grid(True, alpha=0.3)
+        ax.set_ylim(bottom=0)
+        xs_all = sorted({c["num_workers"] for c in configs})
+        if xs_all:
+            ax.set_xticks(xs_all)
+        ax.legend(fontsize=8, loc="best")
+        if fig is not None:
+            fig.tight_layout()
+        return fig if fig is not None else ax.figure
+
+    def plot_png(self) -> bytes:
+        import io
+
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        fig = self.plot()
+        FigureCanvasAgg(fig)
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png")
+        return buf.getvalue()
+
+    def text_table(self) -> str:
+        lines = [str(self)]
+        t = self.table.copy()
+        if not t.empty:
+            t["samples_per_s"] = [format_metric("samples_per_s", v) if v is not None else "" for v in t["samples_per_s"]]
+            t["bytes_per_s"] = [format_metric("bytes_per_s", v) if v is not None else "" for v in t["bytes_per_s"]]
+            for k in ("au_pct", "data_wait_pct"):
+                t[k] = [format_metric(k, v) if v is not None and not (isinstance(v, float) and math.isnan(v))
+                        else "" for v in t[k]]
+            t["startup_s"] = [format_metric("startup_s", v) if v is not None else "" for v in t["startup_s"]]
+            t["reason"] = [(r or "")[:70] for r in t["reason"]]
+            lines.append(t.to_string(index=False))
+        lines.append(self.recommendation)
+        for w in self.warnings:
+            lines.append(f"  warning: {w}")
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        import base64
+        import html
+
+        head = super()._repr_html_()
+        out = head + f"<p><b>{html.escape(self.recommendation)}</b></p>"
+        try:
+            out += self.table.to_html(index=False, na_rep="", float_format=lambda v: f"{v:,.1f}")
+        except Exception:  # noqa: BLE001
+            pass
+        try:
+            png = base64.b64encode(self.plot_png()).decode()
+            out += f"<img src='data:image/png;base64,{png}' alt='throughput by num_workers'/>"
+        except Exception:  # noqa: BLE001 - no matplotlib: the table is enough
+            pass
+        return out
+
+
+# ---------------------------------------------------------------------- sweep
+def sweep(dataset, num_workers: Iterable[int] | None = None, batch_size=(64,), pin_memory=(False,),
+          prefetch_factor=(2,), persistent_workers: bool = True, step=None, duration: float = 2.0,
+          warmup: int = 2, accelerator=None, shuffle: bool = True, collate_fn=None, within_pct: float = 3.0,
+          au_target_pct: float = AU_TARGET_PCT, skip_unsafe: bool = True, decode: str = "auto",
+          progress=None, cancel=None, monitor=False, device=None, loader_kwargs: dict | None = None,
+          on_config=None) -> SweepResult:
+    """Measure a DataLoader over ``dataset`` for each combination of the settings.
+
+    dataset: a map-style or iterable dataset, or a folder path (the built-in
+        :class:`~nbbench.probes.imagefolder.ImageFolderDataset`, ``decode`` as given).
+    num_workers: default 0, 1, 2, 4 … up to the usable CPUs.
+    step: as for bench_loader (None, a callable, "gpu", "emulate:h100-resnet50").
+    duration / warmup: each configuration's measured window (s) and warm-up steps.
+    within_pct: the recommendation is the smallest configuration within this much of the best.
+    skip_unsafe: skip configurations the preflight says would crash (else warn and run them).
+    on_config: called with each configuration's row as it finishes (live tables).
+    """
+    from ..env import usable_cpus
+
+    if isinstance(dataset, (str, os.PathLike)):
+        from .imagefolder import ImageFolderDataset
+
+        dataset = ImageFolderDataset(dataset, decode=decode)
+    cpus = usable_cpus()
+    usable = cpus["usable"]
+    workers = _as_list(num_workers, "num_workers") if num_workers is not None else default_workers(cpus["usable_int"])
+    batches = _as_list(batch_size, "batch_size")
+    pins = _as_list(pin_memory, "pin_memory")
+    prefetches = _as_list(prefetch_factor, "prefetch_factor")
+    for name, vals, lo in (("num_workers", workers, 0), ("batch_size", batches, 1), ("prefetch_factor", prefetches, 1)):
+        for v in vals:
+            if not isinstance(v, int) or isinstance(v, bool) or v < lo:
+                raise ProbeError(f"{name} values must be whole numbers >= {lo}, not {v!r}")
+    if duration <= 0:
+        raise ProbeError(f"duration must be positive, not {duration}")
+
+    from .steps import resolve_step
+
+    stepper_probe = resolve_step(step, cancel=cancel, device=device)  # validates the step early
+    acc_name = accelerator
+    if acc_name is None and stepper_probe is not None and getattr(stepper_probe, "kind", "") == "emulate":
+        acc_name = stepper_probe.accelerator.name
+
+    configs: list[dict] = []
+    seen = set()
+    for bs, pin, pf, nw in itertools.product(batches, pins, prefetches, workers):
+        pfv = pf if nw > 0 else None
+        key = (nw, bs, bool(pin), pfv)
+        if key in seen:
+            continue
+        seen.add(key)
+        configs.append({"num_workers": nw, "batch_size": bs, "pin_memory": bool(pin), "prefetch_factor": pfv})
+    configs.sort(key=_order_key)
+
+    sample_bytes, tensors_per_sample = _sample_facts(dataset)
+    cf = collate_fn or getattr(dataset, "collate_fn", None)
+
+    def tensors_per_batch(cfg):
+        # the default collate stacks each field into one tensor; a list collate keeps every sample's
+        return cfg["batch_size"] + 1 if cf is not None else tensors_per_sample
+
+    shm = _shm_free()
+    nofile = _nofile_limit()
+    sharing = _sharing_strategy()
+    preflight(configs, sample_bytes, tensors_per_batch, shm_free=shm, nofile=nofile, usable=usable, sharing=sharing)
+    if not skip_unsafe:
+        for c in configs:
+            if c.pop("skip", False):
+                c["warnings"].append(c.pop("reason"))
+
+    res = SweepResult(params={
+        "num_workers": workers, "batch_size": batches, "pin_memory": [bool(p) for p in pins],
+        "prefetch_factor": prefetches, "persistent_workers": persistent_workers,
+        "step": step if isinstance(step, str) or step is None else "callable", "duration_s": duration,
+        "warmup": warmup, "within_pct": within_pct, "au_target_pct": au_target_pct, "shuffle": shuffle,
+    })
+    res.labels["dataset"] = repr(dataset) if type(dataset).__name__ == "ImageFolderDataset" else type(dataset).__name__
+    res.labels["step"] = "none" if stepper_probe is None else stepper_probe.label
+    if acc_name:
+        from ..accelerators import get_accelerator
+
+        acc = get_accelerator(acc_name)
+        res.labels["accelerator"] = acc.name
+        res.metrics["needed_samples_per_s"] = acc.needed_samples_per_s(au_target_pct)
+    res.labels["usable_cpus"] = f"{usable:g}"
+    res.extra["preflight"] = {"shm_free_bytes": shm, "nofile_soft_limit": nofile, "sharing_strategy": sharing,
+                              "sample_bytes": sample_bytes, "usable_cpus": cpus}
+
+    status, reason = "ok", None
+    n = len(configs)
+    for i, cfg in enumerate(configs):
+        if cancel is not None and cancel.is_set():
+            status, reason = "interrupted", f"cancelled after {i} of {n} configurations"
+            break
+        row = dict(cfg)
+        row.setdefault("warnings", [])
+        if row.pop("skip", False):
+            row["status"] = "skipped"
+        else:
+            _measure(row, dataset, persistent_workers, shuffle, collate_fn, step, duration, warmup, acc_name,
+                     au_target_pct, cancel, monitor, device, loader_kwargs or {})
+            if row.get("status") == "interrupted":
+                res.samples.setdefault("configs", []).append(row)
+                status, reason = "interrupted", f"cancelled during configuration {i + 1} of {n}"
+                break
+        res.samples.setdefault("configs", []).append(row)
+        if on_config is not None:
+            try:
+                on_config(dict(row))
+            except Exception:  # noqa: BLE001
+                pass
+        call_progress(progress, (i + 1) / n, {k: row[k] for k in ("samples_per_s",) if row.get(k)})
+
+    _recommend(res, within_pct, au_target_pct)
+    rows = res.configs
+    res.metrics["configs_count"] = len(rows)
+    res.metrics["failed_count"] = sum(1 for r in rows if r["status"] == "failed")
+    res.metrics["skipped_count"] = sum(1 for r in rows if r["status"] == "skipped")
+    for r in rows:
+        if r["status"] in ("failed", "skipped"):
+            res.warn(f"{_config_text(r)}: {r.get('reason')}")
+    if all(r["status"] != "ok" for r in rows) and rows and status == "ok":
+        status, reason = "failed", "no configuration could be measured (see the table's reasons)"
+    res.finish(status, reason)
+    return res
+
+
+def _measure(row, dataset, persistent_workers, shuffle, collate_fn, step, duration, warmup, acc_name,
+             au_target_pct, cancel, monitor, device, loader_kwargs) -> None:
+    """Measure one configuration into ``row``; worker crashes become its failure."""
+    dl = None
+    try:
+        try:
+            dl = make_loader(dataset, row["batch_size"], row["num_workers"], row["pin_memory"],
+                             row["prefetch_factor"], persistent_workers, shuffle, collate_fn, **loader_kwargs)
+            r = bench_loader(dl, duration=duration, warmup=warmup, step=step, cancel=cancel, monitor=monitor,
+                             device=device, accelerator=acc_name, au_target_pct=au_target_pct)
+        finally:
+            if dl is not None:
+                close_loader(dl, force=True)
+    except ProbeError:
+        raise
+    except RuntimeError as exc:  # a worker death reported outside bench_loader's loop (SIGCHLD)
+        row["status"] = "failed"
+        row["reason"] = worker_failure_reason(exc) or f"{type(exc).__name__}: {exc}"
+        return
+    except Exception as exc:  # noqa: BLE001 - the dataset's own error: this configuration fails
+        row["status"] = "failed"
+        row["reason"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")
+        return
+    m = r.metrics
+    row["status"] = r.status
+    row["reason"] = r.reason
+    for k in ("samples_per_s", "batches_per_s", "bytes_per_s", "au_pct", "data_wait_pct", "startup_s",
+              "measured_s", "steps_count", "gpu_util_mean_pct"):
+        row[k] = m.get(k)
+    row["input_bound"] = r.labels.get("input_bound")
+    row["warnings"] = list(row.get("warnings", [])) + list(r.warnings)
+
+
+def _recommend(res: SweepResult, within_pct: float, au_target_pct: float) -> None:
+    ok = [c for c in res.configs if c.get("status") == "ok" and c.get("samples_per_s")]
+    if not ok:
+        res.labels["recommendation"] = "No configuration was measured: nothing to recommend (see the reasons)."
+        return
+    ok.sort(key=_order_key)
+    best = max(ok, key=lambda c: c["samples_per_s"])
+    res.metrics["best_samples_per_s"] = best["samples_per_s"]
+    acc = res.labels.get("accelerator")
+    has_au = any(c.get("au_pct") is not None for c in ok)
+    chosen, why = None, ""
+    if has_au:
+        fed = [c for c in ok if c.get("au_pct") is not None and c["au_pct"] >= au_target_pct]
+        if fed:
+            chosen = fed[0]
+            who = acc or "the step"
+            why = (f"the first configuration that keeps {who} at AU >= {au_target_pct:g} % "
+                   f"(AU {chosen['au_pct']:.1f} %, {format_metric('samples_per_s', chosen['samples_per_s'])})")
+        else:
+            top = max(ok, key=lambda c: (c.get("au_pct") or 0))
+            chosen = top
+            need = res.metrics.get("needed_samples_per_s")
+            why = (f"no configuration reaches AU {au_target_pct:g} %; this one comes closest at AU "
+                   f"{top['au_pct']:.1f} % ({format_metric('samples_per_s', top['samples_per_s'])}")
+            why += (f", against the {format_metric('samples_per_s', need)} {acc} needs)" if need else ")")
+            why += ": the input pipeline is the bottleneck — more CPUs, cheaper decoding or faster storage"
+    if chosen is None:
+        floor = best["samples_per_s"] * (1 - within_pct / 100.0)
+        chosen = next(c for c in ok if c["samples_per_s"] >= floor)
+        if chosen is best:
+            why = f"the best throughput ({format_metric('samples_per_s', best['samples_per_s'])})"
+        else:
+            why = (f"the smallest configuration within {within_pct:g} % of the best "
+                   f"({format_metric('samples_per_s', chosen['samples_per_s'])} against "
+                   f"{format_metric('samples_per_s', best['samples_per_s'])} with {_config_text(best)})")
+    res.extra["recommended"] = dict(chosen)
+    res.metrics["recommended_samples_per_s"] = chosen["samples_per_s"]
+    res.metrics["recommended_num_workers"] = chosen["num_workers"]
+    res.metrics["recommended_batch_size"] = chosen["batch_size"]
+    sentence = f"Use {_config_text(chosen)}: {why}."
+    usable = res.extra.get("preflight", {}).get("usable_cpus", {}).get("usable")
+    if usable is not None and chosen["num_workers"] > usable:
+        sentence += f" It runs more workers than the {usable:g} usable CPUs: worth it only when loading waits on I/O."
+    if chosen["num_workers"] == max(c["num_workers"] for c in res.configs) and len(
+            {c["num_workers"] for c in res.configs}) > 1 and chosen["num_workers"] > 0 and not has_au:
+        sentence += " It is the largest num_workers tried: more workers may go further."
+    res.labels["recommendation"] = sentence
