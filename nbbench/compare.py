@@ -1,0 +1,431 @@
+"""Like-for-like comparison of stored runs: % deltas against the first, and a bar chart.
+
+:func:`compare` takes run ids, labels or :class:`~nbbench.results.Result` objects.
+Runs are compared within one kind (a ``dd`` run with ``dd`` runs); parameters or a
+cache mode that differ are compared anyway, with a warning saying so, because the
+delta then mixes the settings with the environment.  The plain data is
+:attr:`Comparison.rows`; :attr:`Comparison.frame` is a DataFrame of it;
+:func:`bar_chart` draws it with matplotlib's object API (Figure + Agg, no pyplot).
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+from .results import ProbeError, Result
+from .units import format_metric, metric_label, unit_of
+
+__all__ = ["compare", "Comparison", "ComparisonGroup", "bar_chart", "figure_png", "better", "resolve",
+           "HIDDEN_PARAMS", "MODE_LABELS"]
+
+# parameters that name the thing measured rather than how: differing is the point of a comparison
+HIDDEN_PARAMS = ("path", "target", "device", "label")
+# labels that say how it was measured: differing makes the delta partly the method's
+MODE_LABELS = ("cache", "engine", "mode", "direct")
+
+
+def better(key: str) -> str | None:
+    """'higher' / 'lower' when one direction of this metric is better, else None."""
+    unit = unit_of(key)
+    if unit in ("bytes/s", "iops", "flop/s", "samples/s", "files/s", "batches/s", "1/s"):
+        return "higher"
+    if unit in ("ns", "us", "ms", "s") or "lat" in key:
+        return "lower"
+    return None
+
+
+def _num(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and not (isinstance(v, float) and math.isnan(v))
+
+
+def _fmt_param(v) -> str:
+    if isinstance(v, (dict, list)):
+        return json.dumps(v, sort_keys=True, default=str)
+    return str(v)
+
+
+@dataclass
+class ComparisonGroup:
+    """The runs of one kind, one per reference, the first being the baseline."""
+
+    kind: str
+    names: list[str]
+    runs: list[Result]
+    metrics: list[str]
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def value(self, metric: str, i: int):
+        v = self.runs[i].metrics.get(metric)
+        return v if _num(v) else None
+
+    def delta_pct(self, metric: str, i: int) -> float | None:
+        v0, v = self.value(metric, 0), self.value(metric, i)
+        if v0 in (None, 0) or v is None:
+            return None
+        return (v - v0) / abs(v0) * 100.0
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        out = []
+        for m in self.metrics:
+            for i, (name, r) in enumerate(zip(self.names, self.runs)):
+                out.append({"kind": self.kind, "metric": m, "unit": unit_of(m), "better": better(m),
+                            "ref": name, "run_id": r.run_id, "value": self.value(m, i),
+                            "delta_pct": None if i == 0 else self.delta_pct(m, i),
+                            "display": format_metric(m, self.value(m, i))})
+        return out
+
+    def frame(self):
+        """metric × (value per reference, Δ% per later reference), base units."""
+        import pandas as pd
+
+        recs = []
+        for m in self.metrics:
+            rec: dict[str, Any] = {"metric": m, "unit": unit_of(m)}
+            for i, name in enumerate(self.names):
+                rec[name] = self.value(m, i)
+            for i, name in enumerate(self.names[1:], 1):
+                rec[f"Δ% {name}"] = self.delta_pct(m, i)
+            recs.append(rec)
+        cols = ["metric", "unit"] + self.names + [f"Δ% {n}" for n in self.names[1:]]
+        return pd.DataFrame.from_records(recs, columns=cols).set_index("metric")
+
+    def text_table(self) -> str:
+        head = ["metric"] + self.names + [f"Δ% {n}" for n in self.names[1:]]
+        body = []
+        for m in self.metrics:
+            row = [_row_label(m)]
+            row += [format_metric(m, self.value(m, i)) for i in range(len(self.runs))]
+            for i in range(1, len(self.runs)):
+                d = self.delta_pct(m, i)
+                row.append("—" if d is None else f"{d:+.1f} %")
+            body.append(row)
+        widths = [max(len(str(r[c])) for r in [head] + body) for c in range(len(head))]
+        line = lambda r: "  ".join(str(x).ljust(w) if j == 0 else str(x).rjust(w)  # noqa: E731
+                                   for j, (x, w) in enumerate(zip(r, widths)))
+        runs = ", ".join(f"{n} = {_run_desc(r)}" for n, r in zip(self.names, self.runs))
+        out = [f"{self.kind}: {runs}", line(head), line(["-" * w for w in widths])] + [line(r) for r in body]
+        out += [f"warning: {w}" for w in self.warnings] + [f"note: {n}" for n in self.notes]
+        return "\n".join(out)
+
+
+def _row_label(m: str) -> str:
+    """'read [bytes/s] ↑': the name, the unit (two metrics may share a name) and which way is better."""
+    unit = unit_of(m)
+    arrow = {"higher": " ↑", "lower": " ↓"}.get(better(m) or "", "")
+    return metric_label(m) + (f" [{unit}]" if unit else "") + arrow
+
+
+def _run_desc(r: Result) -> str:
+    bits = []
+    if r.run_id is not None:
+        bits.append(f"run {r.run_id}")
+    tags = [str(r.labels[k]) for k in MODE_LABELS if k in r.labels]
+    if r.params.get("path"):
+        tags.insert(0, str(r.params["path"]))
+    if tags:
+        bits.append(" ".join(tags))
+    return " ".join(bits) or r.kind
+
+
+@dataclass
+class Comparison:
+    """One :class:`ComparisonGroup` per kind the references share."""
+
+    refs: list[str]
+    groups: list[ComparisonGroup]
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def all_warnings(self) -> list[str]:
+        return self.warnings + [w for g in self.groups for w in g.warnings]
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        return [r for g in self.groups for r in g.rows]
+
+    @property
+    def frame(self):
+        """All groups' tables stacked, indexed by (kind, metric)."""
+        import pandas as pd
+
+        frames = [g.frame().assign(kind=g.kind).set_index("kind", append=True).reorder_levels(["kind", "metric"])
+                  for g in self.groups]
+        return pd.concat(frames) if frames else pd.DataFrame()
+
+    def figure(self, group: int | str = 0):
+        g = self.groups[group] if isinstance(group, int) else next(x for x in self.groups if x.kind == group)
+        return bar_chart(g)
+
+    def figures(self) -> list:
+        return [bar_chart(g) for g in self.groups]
+
+    def text_table(self) -> str:
+        parts = [g.text_table() for g in self.groups]
+        parts += [f"warning: {w}" for w in self.warnings] + [f"note: {n}" for n in self.notes]
+        return "\n\n".join(parts)
+
+    __str__ = text_table
+
+    def _repr_pretty_(self, p, cycle):
+        p.text(self.text_table())
+
+    def html(self, images: bool = True) -> str:
+        esc = html.escape
+        out = ["<div class='nbbench-compare'>"]
+        for g in self.groups:
+            out.append(f"<h4>{esc(g.kind)}: " + ", ".join(
+                f"<b>{esc(n)}</b> = {esc(_run_desc(r))}" for n, r in zip(g.names, g.runs)) + "</h4>")
+            head = "".join(f"<th>{esc(n)}</th>" for n in g.names) + "".join(
+                f"<th>Δ% {esc(n)}</th>" for n in g.names[1:])
+            rows = []
+            for m in g.metrics:
+                cells = "".join(f"<td style='text-align:right'>{esc(format_metric(m, g.value(m, i)))}</td>"
+                                for i in range(len(g.runs)))
+                for i in range(1, len(g.runs)):
+                    d = g.delta_pct(m, i)
+                    colour = "#444"
+                    if d is not None and better(m) and abs(d) >= 1:
+                        good = (d > 0) == (better(m) == "higher")
+                        colour = "#2e7d32" if good else "#c62828"
+                    txt = "—" if d is None else f"{d:+.1f} %"
+                    cells += f"<td style='text-align:right;color:{colour};font-weight:bold'>{txt}</td>"
+                rows.append(f"<tr><td style='text-align:left'>{esc(_row_label(m))}</td>{cells}</tr>")
+            out.append(f"<table class='nbbench-compare-table'><thead><tr><th style='text-align:left'>metric</th>"
+                       f"{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
+            if images:
+                import base64
+
+                png = base64.b64encode(figure_png(bar_chart(g))).decode("ascii")
+                out.append(f"<img alt='{esc(g.kind)} comparison' src='data:image/png;base64,{png}'>")
+            out += [f"<div style='color:#ef6c00'>warning: {esc(w)}</div>" for w in g.warnings]
+            out += [f"<div style='color:#666'>note: {esc(n)}</div>" for n in g.notes]
+        out += [f"<div style='color:#ef6c00'>warning: {esc(w)}</div>" for w in self.warnings]
+        out += [f"<div style='color:#666'>note: {esc(n)}</div>" for n in self.notes]
+        out.append("</div>")
+        return "".join(out)
+
+    def _repr_html_(self) -> str:
+        return self.html(images=True)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"refs": self.refs, "warnings": self.all_warnings, "notes": self.notes,
+                "groups": [{"kind": g.kind, "names": g.names, "run_ids": [r.run_id for r in g.runs],
+                            "metrics": g.metrics, "warnings": g.warnings, "notes": g.notes, "rows": g.rows}
+                           for g in self.groups]}
+
+    def to_json(self, **kw) -> str:
+        kw.pop("orient", None)
+        return json.dumps(self.to_dict(), default=str, **kw)
+
+
+# ------------------------------------------------------------------ resolving
+def resolve(refs: Sequence[Any], store=None) -> list[tuple[str, list[Result]]]:
+    """Each reference (id, label or Result) with the runs it names."""
+    out = []
+    for i, ref in enumerate(refs):
+        if isinstance(ref, Result):
+            name = str(ref.labels.get("label") or (f"#{ref.run_id}" if ref.run_id is not None else f"run {i + 1}"))
+            out.append((name, [ref]))
+            continue
+        if store is None:
+            from .store import default_store
+
+            store = default_store()
+        try:
+            runs = store.find(ref)
+        except KeyError:
+            raise ProbeError(f"no stored run has id or label {str(ref)!r} (see %iobench history)") from None
+        name = f"#{ref}" if isinstance(ref, int) or str(ref).isdigit() else str(ref)
+        out.append((name, runs))
+    names = [n for n, _ in out]
+    if len(set(names)) < len(names):  # the same label twice: keep them apart
+        seen: dict[str, int] = {}
+        fixed = []
+        for n, runs in out:
+            seen[n] = seen.get(n, 0) + 1
+            fixed.append((n if seen[n] == 1 else f"{n} ({seen[n]})", runs))
+        out = fixed
+    return out
+
+
+def _env_diff(runs: list[Result], store) -> list[str]:
+    ids = [r.env_id for r in runs]
+    if len(set(ids)) <= 1 or store is None:
+        return []
+    envs = []
+    for i in ids:
+        try:
+            envs.append(store.environment(i) if i else {})
+        except KeyError:
+            envs.append({})
+    keys = ("host", "container", "kernel", "os", "cpu_model", "cpus", "memory", "python", "torch", "gpus",
+            "packages_sha256")
+    differ = [k for k in keys if len({json.dumps(e.get(k), sort_keys=True, default=str) for e in envs}) > 1]
+    if not differ:
+        return []
+    return [f"the runs come from different environments ({', '.join(differ)} differ): "
+            "that is what this comparison measures"]
+
+
+def compare(refs: Iterable[Any], store=None, metrics: Sequence[str] | None = None) -> Comparison:
+    """Compare runs like for like; the first reference is the baseline.
+
+    ``refs``: run ids, labels (all runs with that label; the latest of each kind is
+    used) or Result objects.  ``metrics``: only these metric keys.
+    """
+    refs = list(refs)
+    if len(refs) < 2:
+        raise ProbeError("compare needs two or more runs or labels, e.g. compare baseline 12")
+    if any(not isinstance(r, Result) for r in refs) and store is None:
+        from .store import default_store
+
+        store = default_store()
+    resolved = resolve(refs, store)
+    cmp = Comparison(refs=[n for n, _ in resolved], groups=[])
+    # per reference: the latest run of each kind
+    per_ref: list[dict[str, Result]] = []
+    for name, runs in resolved:
+        by_kind: dict[str, Result] = {}
+        counts: dict[str, int] = {}
+        for r in runs:
+            counts[r.kind] = counts.get(r.kind, 0) + 1
+            cur = by_kind.get(r.kind)
+            if cur is None or (r.run_id or 0) >= (cur.run_id or 0):
+                by_kind[r.kind] = r
+        for kind, n in counts.items():
+            if n > 1:
+                cmp.notes.append(f"{name} names {n} {kind} runs; the latest (run {by_kind[kind].run_id}) is used — "
+                                 "give a run id to pick another")
+        per_ref.append(by_kind)
+    kinds: list[str] = []
+    for d in per_ref:
+        for k in d:
+            if k not in kinds:
+                kinds.append(k)
+    for kind in kinds:
+        idx = [i for i, d in enumerate(per_ref) if kind in d]
+        if len(idx) < 2:
+            continue
+        names = [cmp.refs[i] for i in idx]
+        runs = [per_ref[i][kind] for i in idx]
+        g = ComparisonGroup(kind=kind, names=names, runs=runs, metrics=[])
+        keys: list[str] = []
+        for r in runs:
+            for k, v in r.metrics.items():
+                if _num(v) and k not in keys and (metrics is None or k in metrics):
+                    keys.append(k)
+        g.metrics = keys
+        missing = [cmp.refs[i] for i in range(len(per_ref)) if i not in idx]
+        if missing:
+            g.notes.append(f"{', '.join(missing)} {'has' if len(missing) == 1 else 'have'} no {kind} run")
+        _like_for_like(g)
+        g.notes += _env_diff(runs, store)
+        cmp.groups.append(g)
+    if not cmp.groups:
+        desc = "; ".join(f"{n}: {', '.join(sorted(d)) or 'nothing'}" for n, d in zip(cmp.refs, per_ref))
+        raise ProbeError(f"nothing to compare like for like — the runs are of different kinds ({desc}); "
+                         "compare runs of the same probe")
+    return cmp
+
+
+def _like_for_like(g: ComparisonGroup) -> None:
+    pkeys: list[str] = []
+    for r in g.runs:
+        for k in r.params:
+            if k not in pkeys:
+                pkeys.append(k)
+    diffs = []
+    for k in pkeys:
+        vals = [_fmt_param(r.params.get(k)) for r in g.runs]
+        if len(set(vals)) > 1:
+            shown = ", ".join(f"{v} ({n})" for v, n in zip(vals, g.names))
+            if k in HIDDEN_PARAMS:
+                g.notes.append(f"{k}: {shown}")
+            else:
+                diffs.append(f"{k} {shown}")
+    if diffs:
+        g.warnings.append("parameters differ — " + "; ".join(diffs) +
+                          ": the deltas mix the effect of the settings with that of the environment; "
+                          "rerun with the same parameters for a like-for-like figure")
+    for k in MODE_LABELS:
+        vals = [str(r.labels.get(k, "—")) for r in g.runs]
+        if len(set(vals)) > 1:
+            shown = ", ".join(f"{v} ({n})" for v, n in zip(vals, g.names))
+            what = "cache mode" if k == "cache" else k
+            g.warnings.append(f"{what} differs — {shown}: "
+                              + ("page-cache hits are memory speed, not storage speed; compare direct with direct"
+                                 if k in ("cache", "direct") else "the figures were taken differently"))
+    for n, r in zip(g.names, g.runs):
+        if r.status != "ok":
+            g.warnings.append(f"{n} (run {r.run_id}) is {r.status}" + (f": {r.reason}" if r.reason else "")
+                              + " — its figures cover only part of the run")
+
+
+# ---------------------------------------------------------------------- chart
+_COLOURS = ["#607d8b", "#1e88e5", "#43a047", "#fb8c00", "#8e24aa", "#e53935", "#00897b", "#6d4c41"]
+
+
+def bar_chart(g: ComparisonGroup, max_metrics: int = 8):
+    """One horizontal bar panel per metric, a bar per reference, labelled with value and Δ%."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    metrics = [m for m in g.metrics if any(g.value(m, i) is not None for i in range(len(g.runs)))][:max_metrics]
+    n = max(1, len(metrics))
+    per = 0.38 * len(g.runs) + 0.75
+    fig = Figure(figsize=(8.0, 0.6 + per * n), dpi=100, layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(n, 1, squeeze=False)[:, 0]
+    fig.suptitle(f"{g.kind}: " + " vs ".join(g.names), fontsize=11, fontweight="bold")
+    for ax, m in zip(axes, metrics):
+        vals = [g.value(m, i) for i in range(len(g.runs))]
+        ys = list(range(len(vals)))[::-1]
+        ax.barh(ys, [v or 0 for v in vals], color=[_COLOURS[i % len(_COLOURS)] for i in range(len(vals))],
+                height=0.7)
+        ax.set_yticks(ys, labels=g.names, fontsize=9)
+        arrow = {"higher": "  (higher is better)", "lower": "  (lower is better)"}.get(better(m) or "", "")
+        ax.set_title(metric_label(m) + (f" [{unit_of(m)}]" if unit_of(m) else "") + arrow, fontsize=9, loc="left")
+        top = max([v for v in vals if v is not None] + [0]) or 1
+        ax.set_xlim(0, top * 1.45)
+        ax.tick_params(axis="x", labelsize=8)
+        ax.xaxis.set_major_formatter(_formatter(m))
+        for i, (y, v) in enumerate(zip(ys, vals)):
+            txt = format_metric(m, v)
+            d = None if i == 0 else g.delta_pct(m, i)
+            if d is not None:
+                txt += f"  ({d:+.1f} %)"
+            colour = "#333"
+            if d is not None and better(m) and abs(d) >= 1:
+                colour = "#2e7d32" if (d > 0) == (better(m) == "higher") else "#c62828"
+            ax.text((v or 0) + top * 0.02, y, txt, va="center", fontsize=8.5, color=colour)
+        for side in ("top", "right"):
+            ax.spines[side].set_visible(False)
+    if not metrics:
+        axes[0].text(0.5, 0.5, "no numeric metrics", ha="center", va="center", transform=axes[0].transAxes)
+        axes[0].set_axis_off()
+    return fig
+
+
+def _formatter(metric: str):
+    from matplotlib.ticker import FuncFormatter
+
+    return FuncFormatter(lambda x, _pos: format_metric(metric, x) if x else "0")
+
+
+def figure_png(fig, dpi: int = 100) -> bytes:
+    """A Figure as PNG bytes (Agg)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    if not isinstance(fig.canvas, FigureCanvasAgg):
+        FigureCanvasAgg(fig)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi)
+    return buf.getvalue()
