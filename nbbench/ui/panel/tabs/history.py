@@ -1,14 +1,173 @@
-"""History tab: stored runs, filtered by kind and label."""
+"""History tab: the stored runs, filtered by kind and label; select two or more to compare.
+
+The comparison (metric table with % deltas against the first selected run, the
+warnings about unlike runs, the bar chart) is :mod:`nbbench.compare`'s — the same
+one ``%iobench compare`` and ``nbbench compare`` show.
+"""
 
 from __future__ import annotations
 
+import datetime as _dt
+
+from ....results import ProbeError
 from .base import Tab
+
+ALL = "all kinds"
 
 
 class HistoryTab(Tab):
     title = "History"
+    limit = 500
 
     def build(self):
         import ipywidgets as w
 
-        return w.VBox([w.HTML("history")])
+        st = {"description_width": "initial"}
+        self.kind = w.Dropdown(options=[ALL], value=ALL, description="kind", style=st,
+                               layout=w.Layout(width="200px"))
+        self.label_filter = w.Combobox(value="", options=[], description="label", placeholder="any label",
+                                       ensure_option=False, style=st, layout=w.Layout(width="230px"))
+        self.refresh_button = w.Button(description="Refresh", icon="refresh", layout=w.Layout(width="auto"))
+        self.runs = w.SelectMultiple(options=[], rows=8, layout=w.Layout(width="100%"))
+        self.runs.add_class("nbbench-history-runs")
+        self.compare_button = w.Button(description="Compare selected", icon="bar-chart", disabled=True,
+                                       button_style="info", layout=w.Layout(width="auto"),
+                                       tooltip="select two or more runs (ctrl/shift-click): % against the first")
+        self.compare_button.add_class("nbbench-compare")
+        self.show_button = w.Button(description="Show selected", icon="eye", disabled=True,
+                                    layout=w.Layout(width="auto"))
+        self.hint = w.HTML("<span style='color:#555'>Select runs with ctrl/shift-click. The first selected is "
+                           "the baseline.</span>")
+        self.out = w.HTML("")
+        self.out.add_class("nbbench-history-out")
+        self.chart = w.Image(format="png", layout=w.Layout(display="none", max_width="100%"))
+        self.chart.add_class("nbbench-history-chart")
+        self.kind.observe(lambda c: self.refresh(), names="value")
+        self.label_filter.observe(lambda c: self.refresh(), names="value")
+        self.refresh_button.on_click(lambda b: self.refresh())
+        self.runs.observe(self._selected, names="value")
+        self.compare_button.on_click(lambda b: self.compare())
+        self.show_button.on_click(lambda b: self.show_selected())
+        self._frame = None
+        self.refresh()
+        return w.VBox([w.HBox([self.kind, self.label_filter, self.refresh_button]), self.runs,
+                       w.HBox([self.compare_button, self.show_button, self.hint]), self.out, self.chart])
+
+    # ----------------------------------------------------------------- data
+    def store(self):
+        if self.panel.store is not None:
+            return self.panel.store
+        from ....store import default_store
+
+        return default_store()
+
+    def refresh(self) -> None:
+        """Re-read the store with the current filters."""
+        try:
+            st = self.store()
+            everything = st.history(limit=self.limit)
+            kind = None if self.kind.value == ALL else self.kind.value
+            label = self.label_filter.value.strip() or None
+            frame = st.history(kind=kind, label=label, limit=self.limit)
+        except Exception as exc:  # noqa: BLE001 - shown, not swallowed
+            self.out.value = _error(f"cannot read the store: {type(exc).__name__}: {exc}")
+            return
+        kinds = sorted({k for k in everything.get("kind", []) if k}) if len(everything) else []
+        opts = [ALL] + kinds
+        if list(self.kind.options) != opts:
+            keep = self.kind.value if self.kind.value in opts else ALL
+            self.kind.options = opts
+            self.kind.value = keep
+        labels = sorted({str(x) for x in everything.get("label", []) if isinstance(x, str) and x}) \
+            if len(everything) else []
+        self.label_filter.options = labels
+        self._frame = frame
+        selected = set(self.runs.value)
+        options = []
+        for rec in frame.iloc[::-1].to_dict("records"):   # newest first
+            options.append((_row_text(rec), int(rec["run_id"])))
+        self.runs.options = options
+        self.runs.value = tuple(v for _, v in options if v in selected)
+        self._selected()
+
+    def selected_ids(self) -> list[int]:
+        """Selected run ids, oldest first (the first is the baseline)."""
+        return sorted(int(v) for v in self.runs.value)
+
+    def _selected(self, change=None) -> None:
+        n = len(self.runs.value)
+        self.compare_button.disabled = n < 2
+        self.show_button.disabled = n < 1
+
+    # -------------------------------------------------------------- actions
+    def show_selected(self) -> None:
+        from ..views import to_html
+
+        st = self.store()
+        self.chart.layout.display = "none"
+        try:
+            self.out.value = to_html([st.get(i) for i in self.selected_ids()])
+        except Exception as exc:  # noqa: BLE001
+            self.out.value = _error(f"{type(exc).__name__}: {exc}")
+
+    def compare(self, ids: list[int] | None = None):
+        """Compare the selected runs (or ``ids``); shows and returns the comparison."""
+        ids = ids or self.selected_ids()
+        try:
+            if len(ids) < 2:
+                raise ProbeError("select two or more runs to compare (ctrl/shift-click)")
+            from .... import compare as cmp
+
+            st = self.store()
+            comparison = cmp.compare([st.get(i) for i in ids])
+        except ProbeError as exc:
+            self.out.value = _error(str(exc))
+            self.chart.layout.display = "none"
+            return None
+        except Exception as exc:  # noqa: BLE001 - shown, never swallowed
+            self.out.value = _error(f"{type(exc).__name__}: {exc}")
+            self.chart.layout.display = "none"
+            return None
+        self.show_comparison(comparison)
+        return comparison
+
+    def show_comparison(self, comparison) -> None:
+        from ..views import to_html
+
+        self.out.value = to_html(comparison)
+        png = None
+        try:
+            png = comparison.chart_png()
+        except Exception as exc:  # noqa: BLE001
+            self.out.value += _error(f"bar chart: {type(exc).__name__}: {exc}")
+        if png:
+            self.chart.value = png
+            self.chart.layout.display = ""
+        else:
+            self.chart.layout.display = "none"
+
+    # ---------------------------------------------------------------- hooks
+    def on_shown(self) -> None:
+        self.refresh()
+
+    def on_run_finished(self, record) -> None:
+        self.refresh()
+
+
+def _row_text(rec: dict) -> str:
+    when = rec.get("started")
+    try:
+        when = _dt.datetime.fromtimestamp(when.timestamp()).strftime("%m-%d %H:%M")   # naive UTC -> local
+    except Exception:  # noqa: BLE001
+        when = str(when)[:16]
+    label = rec.get("label")
+    label = f"[{label}] " if isinstance(label, str) and label else ""
+    summary = str(rec.get("summary") or rec.get("kind"))   # str(Result): says INTERRUPTED / FAILED itself
+    return f"#{int(rec['run_id'])}  {when}  {label}{summary}"
+
+
+def _error(msg: str) -> str:
+    from ..views import error_html
+
+    return error_html(msg)
+
