@@ -455,6 +455,9 @@ def bench_loader(loader, steps: int | None = None, duration: float | None = None
     if exhausted and steps is not None and len(waits) < steps and status == "ok":
         res.warn(f"the loader ran out after {len(waits)} measured steps (of {steps}): use a longer loader "
                  "or fewer steps for a steadier figure")
+    elif exhausted and steps is None and duration is not None and status == "ok" and waits:
+        res.warn(f"the loader ran out after {res.metrics['measured_s']:.2f} s of the {duration:g} s asked "
+                 "(one epoch): a longer loader gives a steadier figure")
     if status == "ok" and len(waits) < 3:
         if len(waits) == 0:
             status, reason = "failed", ("the loader yielded no batch after the warm-up: it has "

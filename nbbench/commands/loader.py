@@ -1,0 +1,262 @@
+"""``loader``, ``sweep`` and ``feed``: the input-pipeline subcommands.
+
+``%iobench loader LOADER_VAR [--steps N] [--emulate h100-resnet50]`` benchmarks a
+DataLoader from the notebook's namespace; ``%iobench sweep DATASET_VAR --workers
+0,2,4,8 --batch-size 64,256`` sweeps its settings; ``%iobench feed DIR --accelerator
+h100-resnet50`` answers how many accelerators a folder's storage and this CPU feed.
+In a terminal a directory takes the variable's place (the built-in image-folder
+dataset).  Module-level imports stay light: torch loads when a command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from .. import options
+from ..results import ProbeError
+from . import Command
+
+__all__ = ["LoaderCommand", "SweepCommand", "FeedCommand"]
+
+
+def _accelerator(text: str) -> str:
+    from ..accelerators import get_accelerator
+
+    try:
+        return get_accelerator(text).name
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _step_of(args) -> object:
+    if getattr(args, "emulate", None):
+        return f"emulate:{args.emulate}"
+    step = getattr(args, "step", "none")
+    return None if step in (None, "none") else step
+
+
+def _add_step_options(parser) -> None:
+    parser.add_argument("--emulate", metavar="ACCEL", type=_accelerator, default=None,
+                        help="compute step: sleep like this accelerator (MLPerf Storage): h100-resnet50, "
+                             "a100-resnet50, h100-unet3d, a100-unet3d, h100-cosmoflow")
+    parser.add_argument("--step", choices=("none", "gpu"), default="none",
+                        help="compute step when not emulating: none (the loader alone) or gpu "
+                             "(a real CUDA step: non-blocking copy + matmuls)")
+
+
+def _add_dir_loader_options(parser, workers_default_help: str) -> None:
+    parser.add_argument("--decode", choices=("auto", "pil", "none"), default="auto",
+                        help="for a directory: decode with Pillow (random-resized crop + flip), bytes only, "
+                             "or auto (Pillow when the files are images)")
+    parser.add_argument("--size", type=options.positive_int, default=224, help="crop size in pixels (224)")
+
+
+def _is_dir_arg(ctx, name: str) -> bool:
+    in_ns = ctx.user_ns is not None and name in ctx.user_ns
+    return not in_ns and os.path.isdir(os.path.expanduser(name))
+
+
+def _resolve(ctx, name: str, what: str):
+    """The notebook variable ``name``; else a directory; else a ProbeError."""
+    if ctx.user_ns is not None and name in ctx.user_ns:
+        return ctx.lookup(name), False
+    path = os.path.expanduser(name)
+    if os.path.isdir(path):
+        return path, True
+    if ctx.frontend == "cli":
+        raise ProbeError(f"{name} is not a directory (in a terminal give a dataset folder, root/CLASS/IMAGE)")
+    raise ProbeError(f"no variable named {name!r} in the notebook's namespace and no directory {name!r}: "
+                     f"give the name of a {what} or a dataset folder")
+
+
+def _progress_and_run(ctx, desc, fn):
+    from ..runner import run_cancellable
+
+    p = ctx.progress(desc)
+    try:
+        res = run_cancellable(lambda cancel: fn(p, cancel), ctx.cancel)
+    except BaseException:
+        p.close("failed")
+        raise
+    p.close(getattr(res, "status", "ok"))
+    return res
+
+
+class LoaderCommand(Command):
+    name = "loader"
+    description = ("Benchmark a DataLoader (any iterable of batches): time each next() (data) and each step "
+                   "(compute); samples/s, AU = compute / wall time against the 90% line, the data-wait share "
+                   "and its input-bound band, GPU utilisation from the monitor. Worker start-up (first batch) "
+                   "and warm-up are reported apart.")
+    epilog = ("examples:  %iobench loader train_loader --emulate h100-resnet50 --steps 200\n"
+              "           nbbench loader /dataset/train --workers 8 --batch-size 256 --emulate a100-resnet50")
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("loader", metavar="LOADER",
+                            help="a DataLoader variable in the notebook, or a dataset folder")
+        parser.add_argument("--steps", type=options.positive_int, default=None, help="measured steps")
+        parser.add_argument("--duration", type=options.duration, default=None,
+                            help="measured seconds (default 10 s when --steps is not given)")
+        parser.add_argument("--warmup", type=options.nonneg_int, default=2,
+                            help="steps after the first batch run but not measured (2)")
+        _add_step_options(parser)
+        parser.add_argument("--accelerator", type=_accelerator, default=None,
+                            help="for the loader alone: whose need to compare with (default h100-resnet50 "
+                                 "for a folder)")
+        parser.add_argument("--workers", type=options.nonneg_int, default=None,
+                            help="for a folder: num_workers (default the usable CPUs)")
+        parser.add_argument("--batch-size", dest="batch_size", type=options.positive_int, default=64,
+                            help="for a folder: batch size (64)")
+        _add_dir_loader_options(parser, "")
+        parser.add_argument("--no-plot", dest="no_plot", action="store_true", help="no live plot")
+
+    def run(self, args, ctx):
+        from ..probes.loader import bench_loader
+
+        target, is_dir = _resolve(ctx, args.loader, "DataLoader")
+        dl = None
+        accelerator = args.accelerator
+        if is_dir:
+            from ..env import usable_cpus
+            from ..probes.imagefolder import ImageFolderDataset
+            from ..probes.sweep import make_loader
+
+            ds = ImageFolderDataset(target, decode=args.decode, size=args.size)
+            nw = usable_cpus()["usable_int"] if args.workers is None else args.workers
+            dl = make_loader(ds, args.batch_size, nw, persistent_workers=nw > 0)
+            from ..probes.feed import _epochs
+
+            loader = _epochs(dl)  # a small folder is read round and round, as epochs are
+            if accelerator is None and not args.emulate:
+                accelerator = "h100-resnet50"
+        else:
+            loader = target
+            if not hasattr(loader, "__iter__"):
+                raise ProbeError(f"{args.loader} is a {type(loader).__name__}, not an iterable of batches "
+                                 "(a DataLoader); for a dataset use %iobench sweep")
+        step = _step_of(args)
+        plot = _live_plot(ctx, args)
+        try:
+            res = _progress_and_run(
+                ctx, f"loader {args.loader}",
+                lambda p, cancel: bench_loader(loader, steps=args.steps, duration=args.duration,
+                                               warmup=args.warmup, step=step, progress=p, cancel=cancel,
+                                               accelerator=accelerator,
+                                               monitor=plot.monitor if plot is not None and plot.monitor else "auto",
+                                               on_window=plot.on_window if plot is not None else None))
+        finally:
+            if dl is not None:
+                from ..probes.loader import close_loader
+
+                close_loader(dl, force=True)
+            if plot is not None:
+                plot.stop()
+        if plot is not None:
+            plot.finish(res)
+        if is_dir:
+            res.params["path"] = str(target)
+        return res
+
+
+def _live_plot(ctx, args):
+    if ctx.frontend != "magic" or ctx.quiet or getattr(args, "no_plot", False):
+        return None
+    try:
+        from ..ui.loaderplot import LoaderPlot
+
+        return LoaderPlot.start()
+    except Exception:  # noqa: BLE001 - no plot is better than no benchmark
+        return None
+
+
+class SweepCommand(Command):
+    name = "sweep"
+    description = ("Sweep DataLoader settings (num_workers × batch size × pin_memory × prefetch factor) on a "
+                   "dataset, measure each on a short window after warm-up, and recommend the smallest "
+                   "configuration within 3% of the best (or the first reaching AU >= 90% with --emulate). "
+                   "Configurations that would crash (/dev/shm, open files) are skipped with the reason; "
+                   "a crashing worker fails its configuration only.")
+    epilog = ("examples:  %iobench sweep train_ds --workers 0,2,4,8 --batch-size 64,256\n"
+              "           nbbench sweep /dataset/train --workers 0,4,8 --emulate h100-resnet50")
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("dataset", metavar="DATASET", help="a dataset variable in the notebook, or a folder")
+        parser.add_argument("--workers", type=options.int_list, default=None,
+                            help="num_workers values, e.g. 0,2,4,8 (default 0,1,2,4… up to the usable CPUs)")
+        parser.add_argument("--batch-size", dest="batch_size", type=options.int_list, default=[64],
+                            help="batch sizes, e.g. 64,256 (64)")
+        parser.add_argument("--pin-memory", dest="pin_memory", type=options.bool_list, default=[False],
+                            help="pin_memory values, e.g. false,true (false)")
+        parser.add_argument("--prefetch", dest="prefetch", type=options.int_list, default=[2],
+                            help="prefetch_factor values (2)")
+        parser.add_argument("--no-persistent", dest="persistent", action="store_false",
+                            help="persistent_workers=False")
+        parser.add_argument("--duration", type=options.duration, default=2.0,
+                            help="measured seconds per configuration (2)")
+        parser.add_argument("--warmup", type=options.nonneg_int, default=2, help="warm-up steps (2)")
+        _add_step_options(parser)
+        _add_dir_loader_options(parser, "")
+
+    def run(self, args, ctx):
+        from ..probes.sweep import sweep
+
+        target, is_dir = _resolve(ctx, args.dataset, "dataset")
+        if is_dir:
+            from ..probes.imagefolder import ImageFolderDataset
+
+            target = ImageFolderDataset(target, decode=args.decode, size=args.size)
+        if 0 in args.prefetch:
+            raise ProbeError("--prefetch values must be 1 or more")
+        if 0 in args.batch_size:
+            raise ProbeError("--batch-size values must be 1 or more")
+        step = _step_of(args)
+        res = _progress_and_run(
+            ctx, f"sweep {args.dataset}",
+            lambda p, cancel: sweep(target, num_workers=args.workers, batch_size=args.batch_size,
+                                    pin_memory=args.pin_memory, prefetch_factor=args.prefetch,
+                                    persistent_workers=args.persistent, step=step, duration=args.duration,
+                                    warmup=args.warmup, progress=p, cancel=cancel))
+        if is_dir:
+            res.params["path"] = str(target.root)
+        return res
+
+
+class FeedCommand(Command):
+    name = "feed"
+    description = ("How many accelerators can the storage under DIR and this CPU feed at AU >= 90%? Reads "
+                   "the image folder through a DataLoader (Pillow decode, random-resized crop, flip) with a "
+                   "cold page cache and a warm one: the difference says whether storage fetch or CPU "
+                   "preparation limits it (DS-Analyzer's differential method).")
+    epilog = "example:  nbbench feed /dataset/train --accelerator h100-resnet50 --json"
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("path", metavar="DIR", help="an image folder (root/CLASS/IMAGE)")
+        parser.add_argument("--accelerator", type=_accelerator, default="h100-resnet50",
+                            help="h100-resnet50 (default), a100-resnet50, h100-unet3d, a100-unet3d, h100-cosmoflow")
+        parser.add_argument("--batch-size", dest="batch_size", type=options.positive_int, default=64,
+                            help="batch size (64)")
+        parser.add_argument("--workers", type=options.nonneg_int, default=None,
+                            help="num_workers (default the usable CPUs)")
+        parser.add_argument("--duration", type=options.duration, default=5.0,
+                            help="measured seconds per run (5); the cold run stops after one pass")
+        parser.add_argument("--warmup", type=options.nonneg_int, default=2, help="warm-up steps (2)")
+        parser.add_argument("--cold", choices=("auto", "fadvise", "drop_caches", "none"), default="auto",
+                            help="how to make the cache cold: per-file fadvise (auto), drop_caches (root, "
+                                 "whole machine) or none (warm run only)")
+        parser.add_argument("--max-files", dest="max_files", type=options.positive_int, default=20000,
+                            help="a random subset of a larger folder (20000)")
+        _add_dir_loader_options(parser, "")
+
+    def run(self, args, ctx):
+        from ..probes.feed import feed
+
+        path = os.path.expanduser(args.path)
+        if not os.path.isdir(path):
+            raise ProbeError(f"{args.path} is not a directory: give an image folder (root/CLASS/IMAGE)")
+        return _progress_and_run(
+            ctx, f"feed {args.path}",
+            lambda p, cancel: feed(path, accelerator=args.accelerator, batch_size=args.batch_size,
+                                   num_workers=args.workers, decode=args.decode, duration=args.duration,
+                                   warmup=args.warmup, cold=args.cold, size=args.size, max_files=args.max_files,
+                                   progress=p, cancel=cancel))
