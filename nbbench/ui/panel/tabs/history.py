@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as _dt
 
 from ....results import ProbeError
+from ....units import metric_label
 from .base import Tab
 
 ALL = "all kinds"
@@ -40,8 +41,8 @@ class HistoryTab(Tab):
                            "the baseline.</span>")
         self.out = w.HTML("")
         self.out.add_class("nbbench-history-out")
-        self.chart = w.Image(format="png", layout=w.Layout(display="none", max_width="100%"))
-        self.chart.add_class("nbbench-history-chart")
+        self.charts = w.VBox([])
+        self.charts.add_class("nbbench-history-chart")
         self.kind.observe(lambda c: self.refresh(), names="value")
         self.label_filter.observe(lambda c: self.refresh(), names="value")
         self.refresh_button.on_click(lambda b: self.refresh())
@@ -51,7 +52,7 @@ class HistoryTab(Tab):
         self._frame = None
         self.refresh()
         return w.VBox([w.HBox([self.kind, self.label_filter, self.refresh_button]), self.runs,
-                       w.HBox([self.compare_button, self.show_button, self.hint]), self.out, self.chart])
+                       w.HBox([self.compare_button, self.show_button, self.hint]), self.out, self.charts])
 
     # ----------------------------------------------------------------- data
     def store(self):
@@ -104,47 +105,53 @@ class HistoryTab(Tab):
         from ..views import to_html
 
         st = self.store()
-        self.chart.layout.display = "none"
+        self._clear_charts()
         try:
             self.out.value = to_html([st.get(i) for i in self.selected_ids()])
         except Exception as exc:  # noqa: BLE001
             self.out.value = _error(f"{type(exc).__name__}: {exc}")
 
     def compare(self, ids: list[int] | None = None):
-        """Compare the selected runs (or ``ids``); shows and returns the comparison."""
+        """Compare the selected runs (or ``ids``) with :func:`nbbench.compare.compare`; shows and returns it."""
         ids = ids or self.selected_ids()
         try:
             if len(ids) < 2:
                 raise ProbeError("select two or more runs to compare (ctrl/shift-click)")
-            from .... import compare as cmp
+            from ....compare import compare
 
             st = self.store()
-            comparison = cmp.compare([st.get(i) for i in ids])
+            comparison = compare([st.get(i) for i in ids], store=st)
         except ProbeError as exc:
+            self._clear_charts()
             self.out.value = _error(str(exc))
-            self.chart.layout.display = "none"
             return None
         except Exception as exc:  # noqa: BLE001 - shown, never swallowed
-            self.out.value = _error(f"{type(exc).__name__}: {exc}")
-            self.chart.layout.display = "none"
+            import traceback
+
+            from ..views import error_html
+
+            self._clear_charts()
+            self.out.value = error_html(f"{type(exc).__name__}: {exc}", traceback.format_exc())
             return None
         self.show_comparison(comparison)
         return comparison
 
     def show_comparison(self, comparison) -> None:
-        from ..views import to_html
+        """The sentences, the table (% against the first) and one bar chart per kind."""
+        import ipywidgets as w
 
-        self.out.value = to_html(comparison)
-        png = None
-        try:
-            png = comparison.chart_png()
-        except Exception as exc:  # noqa: BLE001
-            self.out.value += _error(f"bar chart: {type(exc).__name__}: {exc}")
-        if png:
-            self.chart.value = png
-            self.chart.layout.display = ""
-        else:
-            self.chart.layout.display = "none"
+        from ....compare import figure_png
+
+        self.out.value = headline_html(comparison) + comparison.html(images=False)
+        images = []
+        for fig in comparison.figures():
+            img = w.Image(value=figure_png(fig), format="png", layout=w.Layout(max_width="100%"))
+            img.add_class("nbbench-history-chart-png")
+            images.append(img)
+        self.charts.children = images
+
+    def _clear_charts(self) -> None:
+        self.charts.children = ()
 
     # ---------------------------------------------------------------- hooks
     def on_shown(self) -> None:
@@ -171,3 +178,34 @@ def _error(msg: str) -> str:
 
     return error_html(msg)
 
+
+
+def headline_html(comparison) -> str:
+    """'#13: read 943 MB/s, +18.0 % against the baseline (#12: 800 MB/s)' — one line per later run.
+
+    Taken from the comparison's rows (values already formatted by ``units.format_metric``),
+    for the first metric of each kind that has a better direction.
+    """
+    import html
+
+    lines = []
+    for g in comparison.groups:
+        rows = [r for r in g.rows if r["better"] and r["value"] is not None]
+        if not rows:
+            continue
+        metric = rows[0]["metric"]
+        mine = [r for r in rows if r["metric"] == metric]
+        base = mine[0]
+        for r in mine[1:]:
+            if r["delta_pct"] is None:
+                continue
+            good = (r["delta_pct"] > 0) == (r["better"] == "higher")
+            colour = "#2e7d32" if good else "#c62828"
+            if abs(r["delta_pct"]) < 1:
+                colour = "#444"
+            lines.append(
+                f"<div class='nbbench-compare-headline'><b>{html.escape(r['ref'])}</b>: "
+                f"{html.escape(metric_label(metric))} {html.escape(r['display'])}, "
+                f"<span style='color:{colour};font-weight:bold'>{r['delta_pct']:+.1f} %</span> against the "
+                f"baseline ({html.escape(base['ref'])}: {html.escape(base['display'])})</div>")
+    return "".join(lines)
