@@ -1,0 +1,467 @@
+"""The background sampler: one thread, pluggable sources, a bounded ring buffer.
+
+A :class:`Monitor` calls every source's ``sample(now)`` at a fixed interval on its
+own thread, merges the returned fields into one *record* (a flat dict keyed
+``"<namespace>.<field>_<unit>"``, e.g. ``"gpu0.util_pct"``, ``"cpu.util_pct"``,
+``"disk.read_bytes_per_s"``, plus ``"t"``: :func:`time.monotonic` seconds), keeps
+the newest ``capacity`` records in a ring buffer, keeps running statistics of every
+field over the *whole* run (so summaries stay right after the buffer wraps) and
+hands each record to the subscribers.
+
+Per-sample work is kept small (no pandas, no allocation beyond the record): at
+10 Hz the thread costs well under 1 % of one core (``bench/monitor_overhead.py``
+measures it; :attr:`Monitor.sampler_cpu_s` is the thread's own CPU time).
+
+A *source* is any object with::
+
+    name: str                       # "host", "gpu", ...
+    sample(now: float) -> dict      # field -> number or None (None: no value this time)
+    close() -> None
+
+and optionally ``open()`` (called once by :meth:`Monitor.start`), ``notes``
+(a list of sentences: what is N/A and why), ``na`` (field -> reason),
+``labels`` (dict: how it measures) and ``summary()`` (dict of result metrics
+computed from counters, e.g. total bytes read).  A source must not raise from
+``sample``; if it does, the monitor notes it and stops calling that source.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections import deque
+from typing import Any, Callable, Iterable, Protocol, runtime_checkable
+
+__all__ = ["Monitor", "Source", "FieldStats", "IDLE_THRESHOLD_PCT", "DEFAULT_CAPACITY"]
+
+#: a GPU sample whose kernel-active % is below this counts as idle
+IDLE_THRESHOLD_PCT = 5.0
+#: ring-buffer length: 2 hours at the default 0.2 s interval
+DEFAULT_CAPACITY = 36_000
+
+
+@runtime_checkable
+class Source(Protocol):
+    name: str
+
+    def sample(self, now: float) -> dict:  # pragma: no cover - protocol
+        ...
+
+    def close(self) -> None:  # pragma: no cover - protocol
+        ...
+
+
+class FieldStats:
+    """Running statistics of one field over the whole run (None values skipped)."""
+
+    __slots__ = ("n", "total", "min", "max", "n_below", "first_t", "last_t", "last")
+
+    def __init__(self):
+        self.n = 0
+        self.total = 0.0
+        self.min = math.inf
+        self.max = -math.inf
+        self.n_below = 0  # samples below IDLE_THRESHOLD_PCT
+        self.first_t = None
+        self.last_t = None
+        self.last = None
+
+    def add(self, t: float, v: float) -> None:
+        self.n += 1
+        self.total += v
+        if v < self.min:
+            self.min = v
+        if v > self.max:
+            self.max = v
+        if v < IDLE_THRESHOLD_PCT:
+            self.n_below += 1
+        if self.first_t is None:
+            self.first_t = t
+        self.last_t = t
+        self.last = v
+
+    @property
+    def mean(self) -> float | None:
+        return self.total / self.n if self.n else None
+
+    def to_dict(self) -> dict:
+        if not self.n:
+            return {"n": 0}
+        return {"n": self.n, "mean": self.mean, "min": self.min, "max": self.max,
+                "below_idle_share": self.n_below / self.n}
+
+
+def _parse_gpus(gpus) -> list[int] | str | None:
+    """'all' | 'none' | None | int | '0,1' | [0, 1] -> 'all' | [] | [ints]."""
+    if gpus is None or gpus == "all":
+        return "all"
+    if gpus in ("none", "", False):
+        return []
+    if isinstance(gpus, int) and not isinstance(gpus, bool):
+        return [gpus]
+    if isinstance(gpus, str):
+        try:
+            return [int(x) for x in gpus.split(",") if x.strip()]
+        except ValueError:
+            raise ValueError(f"gpus must be 'all', 'none' or indices like 0,1, not {gpus!r}") from None
+    return [int(x) for x in gpus]
+
+
+class Monitor:
+    """Sample sources in the background.
+
+    ``Monitor(interval=0.2, sources=None, gpus="all", path=None, capacity=36000)``
+
+    - ``interval``: seconds between samples (0.2 s default; 0.1 s = 10 Hz).
+    - ``sources``: a list of source objects; default the host source (psutil: CPU,
+      memory, the disk behind ``path``, this process tree's I/O) and the NVML GPU
+      source for ``gpus`` (``"all"``, ``"none"``, ``[0, 1]`` or ``"0,1"``).
+    - ``path``: a directory whose block device is watched (default: the current
+      directory); system-wide disk figures are always sampled too.
+    - ``capacity``: records kept in the ring buffer (older ones are dropped; running
+      statistics still cover the whole run).
+
+    Use as a context manager (``with Monitor() as m: ...``) or ``start()`` / ``stop()``.
+    After (or during) the run: :meth:`frame` (pandas DataFrame of the records),
+    :meth:`mean` / :meth:`stats` over a monotonic-time window, :meth:`latest`,
+    :meth:`records`, :meth:`result` (a :class:`~nbbench.monitor.result.MonitorResult`).
+    :meth:`subscribe` registers ``callback(record)``, called on the sampler thread
+    for every record — keep it short; it must not modify the record.
+    """
+
+    def __init__(self, interval: float = 0.2, sources: Iterable[Any] | None = None, gpus="all",
+                 path=None, capacity: int = DEFAULT_CAPACITY, nvml=None):
+        interval = float(interval)
+        if not interval > 0 or not math.isfinite(interval):
+            raise ValueError(f"interval must be a positive number of seconds, not {interval!r}")
+        if interval < 0.01:
+            raise ValueError(f"interval {interval} s is too short: use 0.01 s or more")
+        self.interval = interval
+        self.capacity = max(2, int(capacity))
+        self.gpus = _parse_gpus(gpus)
+        self.path = path
+        self._nvml = nvml
+        self._given_sources = list(sources) if sources is not None else None
+        self.sources: list[Any] = []
+        self._buf: deque = deque(maxlen=self.capacity)
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._stats: dict[str, FieldStats] = {}
+        self._subs: list[Callable[[dict], Any]] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._dead_sources: set[str] = set()
+        self.notes: list[str] = []
+        self.n_samples = 0
+        self.n_dropped = 0
+        self.n_late = 0
+        self.t_start: float | None = None  # monotonic
+        self.t_stop: float | None = None
+        self.started_at: float | None = None  # wall clock (time.time())
+        self.ended_at: float | None = None
+        self.sampler_cpu_s = 0.0
+        self._running = False
+
+    # ----------------------------------------------------------------- sources
+    def _default_sources(self) -> list[Any]:
+        from .host import HostSource
+
+        out: list[Any] = [HostSource(path=self.path)]
+        if self.gpus != []:
+            from .gpu import NvmlGpuSource
+
+            out.append(NvmlGpuSource(gpus=self.gpus, nvml=self._nvml))
+        return out
+
+    def _note(self, sentence: str) -> None:
+        if sentence not in self.notes:
+            self.notes.append(sentence)
+
+    # ------------------------------------------------------------ start / stop
+    def start(self) -> "Monitor":
+        """Open the sources, take a first sample and start the sampler thread."""
+        if self._running:
+            return self
+        self.sources = self._given_sources if self._given_sources is not None else self._default_sources()
+        for src in self.sources:
+            opener = getattr(src, "open", None)
+            if opener is not None:
+                try:
+                    opener()
+                except Exception as exc:  # noqa: BLE001 - a source that cannot open is N/A
+                    self._note(f"source {getattr(src, 'name', src)!r} could not start: {exc}")
+                    self._dead_sources.add(getattr(src, "name", repr(src)))
+        self._stop.clear()
+        self.started_at = time.time()
+        self.t_start = time.monotonic()
+        self.t_stop = None
+        self._take(self.t_start)  # baseline: levels now, rates from the next sample on
+        self._running = True
+        self._thread = threading.Thread(target=self._loop, name="nbbench-monitor", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> "Monitor":
+        """Stop the thread, take a last sample (so the tail of the run is covered), close sources."""
+        if not self._running:
+            return self
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self._running = False
+        now = time.monotonic()
+        self._take(now)
+        self.t_stop = now
+        self.ended_at = time.time()
+        for src in self.sources:
+            try:
+                src.close()
+            except Exception:  # noqa: BLE001
+                pass
+        with self._cond:
+            self._cond.notify_all()
+        return self
+
+    @property
+    def running(self) -> bool:
+        return self._running
+
+    def __enter__(self) -> "Monitor":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def __del__(self):  # a forgotten monitor must not keep a thread sampling forever
+        try:
+            self._stop.set()
+        except Exception:  # noqa: BLE001
+            pass
+
+    # ------------------------------------------------------------------ thread
+    def _loop(self) -> None:
+        cpu0 = time.thread_time()
+        interval = self.interval
+        nxt = self.t_start + interval
+        stop = self._stop
+        try:
+            while True:
+                delay = nxt - time.monotonic()
+                if delay > 0 and stop.wait(delay):
+                    break
+                if stop.is_set():
+                    break
+                now = time.monotonic()
+                self._take(now)
+                nxt += interval
+                if nxt < now:  # fell behind (a busy machine): skip, do not burst
+                    self.n_late += 1
+                    nxt = now + interval
+        finally:
+            self.sampler_cpu_s += time.thread_time() - cpu0
+
+    def _take(self, now: float) -> dict:
+        rec: dict[str, Any] = {"t": now}
+        for src in self.sources:
+            name = getattr(src, "name", None) or repr(src)
+            if name in self._dead_sources:
+                continue
+            try:
+                fields = src.sample(now)
+            except Exception as exc:  # noqa: BLE001 - a broken source is dropped, never fatal
+                self._dead_sources.add(name)
+                self._note(f"source {name!r} failed and was stopped: {type(exc).__name__}: {exc}")
+                continue
+            if fields:
+                rec.update(fields)
+        stats = self._stats
+        for k, v in rec.items():
+            if k == "t" or v is None or v.__class__ not in (float, int):
+                continue
+            st = stats.get(k)
+            if st is None:
+                st = stats[k] = FieldStats()
+            st.add(now, v)
+        with self._cond:
+            if len(self._buf) == self.capacity:
+                self.n_dropped += 1
+            self._buf.append(rec)
+            self.n_samples += 1
+            self._cond.notify_all()
+        for cb in tuple(self._subs):
+            try:
+                cb(rec)
+            except Exception as exc:  # noqa: BLE001 - a broken subscriber is removed
+                self.unsubscribe(cb)
+                self._note(f"subscriber {getattr(cb, '__qualname__', cb)!r} raised "
+                           f"{type(exc).__name__}: {exc} and was removed")
+        return rec
+
+    # ------------------------------------------------------------- subscribers
+    def subscribe(self, callback: Callable[[dict], Any]) -> Callable[[], None]:
+        """Call ``callback(record)`` for each new record (on the sampler thread).
+
+        Returns a function that unsubscribes.  A callback that raises is removed.
+        """
+        self._subs.append(callback)
+        return lambda: self.unsubscribe(callback)
+
+    def unsubscribe(self, callback) -> None:
+        try:
+            self._subs.remove(callback)
+        except ValueError:
+            pass
+
+    # ------------------------------------------------------------------ access
+    def records(self, t0: float | None = None, t1: float | None = None) -> list[dict]:
+        """A copy of the buffered records with ``t0 <= t <= t1`` (monotonic seconds)."""
+        with self._lock:
+            recs = list(self._buf)
+        if t0 is None and t1 is None:
+            return recs
+        lo = -math.inf if t0 is None else t0
+        hi = math.inf if t1 is None else t1
+        return [r for r in recs if lo <= r["t"] <= hi]
+
+    def latest(self) -> dict | None:
+        """The newest record (or None before the first)."""
+        with self._lock:
+            return self._buf[-1] if self._buf else None
+
+    def fields(self) -> list[str]:
+        """Names of the numeric fields seen so far."""
+        return list(self._stats)
+
+    def wait_for(self, t: float, timeout: float | None = None) -> bool:
+        """Block until a record with ``record["t"] >= t`` exists (or the monitor stops)."""
+        if timeout is None:
+            timeout = 3 * self.interval + 1.0
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while not (self._buf and self._buf[-1]["t"] >= t):
+                left = deadline - time.monotonic()
+                if left <= 0 or not self._running:
+                    return bool(self._buf and self._buf[-1]["t"] >= t)
+                self._cond.wait(left)
+        return True
+
+    def values(self, field: str, t0: float | None = None, t1: float | None = None) -> tuple[list, list]:
+        """``(times, values)`` of one field within the window, None values left out.
+
+        A record at time ``t`` describes the interval that ends at ``t`` (rates,
+        NVML utilisation), so the window takes records with ``t0 < t <= t1``; the
+        record closing the window may come up to one interval after ``t1`` (use
+        ``wait=True`` in :meth:`stats` / :meth:`mean` to wait for it).
+        """
+        lo = -math.inf if t0 is None else t0
+        hi = math.inf if t1 is None else t1
+        ts, vs = [], []
+        with self._lock:
+            recs = list(self._buf)
+        for r in recs:
+            t = r["t"]
+            if lo < t <= hi:
+                v = r.get(field)
+                if v is not None:
+                    ts.append(t)
+                    vs.append(v)
+        return ts, vs
+
+    def stats(self, field: str, t0: float | None = None, t1: float | None = None,
+              wait: bool = False) -> dict:
+        """``{"n", "mean", "min", "max"}`` of ``field`` over ``(t0, t1]`` (monotonic s).
+
+        Without a window the whole run is described (running statistics, not limited
+        by the ring buffer).  ``wait=True`` first waits for the record covering ``t1``
+        (plus one interval), so a window that just ended is complete.
+        """
+        if t0 is None and t1 is None:
+            st = self._stats.get(field)
+            return st.to_dict() if st else {"n": 0}
+        if wait and t1 is not None and self._running:
+            self.wait_for(t1 + self.interval * 0.999)
+        _, vs = self.values(field, t0, None if t1 is None else t1 + self.interval * 0.999)
+        # the record just after t1 covers the end of the window
+        if not vs:
+            return {"n": 0, "mean": None, "min": None, "max": None}
+        return {"n": len(vs), "mean": sum(vs) / len(vs), "min": min(vs), "max": max(vs)}
+
+    def mean(self, field: str, t0: float | None = None, t1: float | None = None,
+             wait: bool = False) -> float | None:
+        """Mean of ``field`` (e.g. ``"gpu0.util_pct"``) over ``(t0, t1]``; None without data."""
+        return self.stats(field, t0, t1, wait=wait).get("mean")
+
+    def frame(self, per_core: bool = False):
+        """The buffered records as a pandas DataFrame.
+
+        Columns: ``t`` (monotonic s), ``t_s`` (seconds since start), then every field.
+        Per-core CPU (``cpu.cores_pct``, a tuple per record) is left out unless
+        ``per_core=True``, which expands it into ``cpu.core0_pct``, ``cpu.core1_pct``…
+        """
+        import pandas as pd
+
+        recs = self.records()
+        rows = []
+        t0 = self.t_start if self.t_start is not None else (recs[0]["t"] if recs else 0.0)
+        for r in recs:
+            row = {k: v for k, v in r.items() if k != "cpu.cores_pct"}
+            row["t_s"] = r["t"] - t0
+            if per_core and r.get("cpu.cores_pct") is not None:
+                for i, v in enumerate(r["cpu.cores_pct"]):
+                    row[f"cpu.core{i}_pct"] = v
+            rows.append(row)
+        df = pd.DataFrame.from_records(rows)
+        if not df.empty:
+            cols = ["t", "t_s"] + [c for c in df.columns if c not in ("t", "t_s")]
+            df = df[cols]
+        return df
+
+    # ------------------------------------------------------------------ labels
+    def na(self) -> dict[str, str]:
+        """field -> why it is N/A, over all sources."""
+        out: dict[str, str] = {}
+        for src in self.sources:
+            out.update(getattr(src, "na", None) or {})
+        return out
+
+    def all_notes(self) -> list[str]:
+        out = []
+        for src in self.sources:
+            for n in getattr(src, "notes", None) or []:
+                if n not in out:
+                    out.append(n)
+        for n in self.notes:
+            if n not in out:
+                out.append(n)
+        return out
+
+    @property
+    def wall_s(self) -> float | None:
+        if self.t_start is None:
+            return None
+        end = self.t_stop if self.t_stop is not None else time.monotonic()
+        return end - self.t_start
+
+    @property
+    def sampler_cpu_pct(self) -> float | None:
+        """CPU time of the sampler thread(s) as % of one core over the run so far."""
+        wall = self.wall_s
+        if not wall:
+            return None
+        cpu = self.sampler_cpu_s
+        for src in self.sources:
+            cpu += getattr(src, "thread_cpu_s", 0.0) or 0.0
+        return 100.0 * cpu / wall
+
+    def result(self, status: str = "ok", reason: str | None = None, params: dict | None = None):
+        """A :class:`~nbbench.monitor.result.MonitorResult` of the run (stops the monitor first)."""
+        from .result import build_result
+
+        if self._running:
+            self.stop()
+        return build_result(self, status=status, reason=reason, params=params)
+
+    def __repr__(self) -> str:
+        state = "running" if self._running else "stopped"
+        return f"<Monitor {state} interval={self.interval}s samples={self.n_samples}>"

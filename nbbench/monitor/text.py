@@ -1,0 +1,47 @@
+"""One-line status of a monitor record, for terminals and plot titles."""
+
+from __future__ import annotations
+
+from ..units import format_bytes, format_si
+
+__all__ = ["format_status"]
+
+
+def _gpu_indices(rec: dict) -> list[int]:
+    out = []
+    for k in rec:
+        if k.startswith("gpu") and k.endswith(".mem_used_bytes"):
+            idx = k[3:k.index(".")]
+            if idx.isdigit():
+                out.append(int(idx))
+    return sorted(out)
+
+
+def format_status(rec: dict | None, t0: float | None = None, max_gpus: int = 4) -> str:
+    """``'12.3 s  CPU 45%  GPU0 87% 12.1 GiB  disk R 320 MB/s W 0 B/s'``; '' without a record."""
+    if not rec:
+        return ""
+    parts = []
+    if t0 is not None:
+        parts.append(f"{rec['t'] - t0:6.1f} s")
+    cpu = rec.get("cpu.util_pct")
+    if cpu is not None:
+        parts.append(f"CPU {cpu:3.0f}%")
+    proc = rec.get("proc.cpu_pct")
+    if proc is not None:
+        parts.append(f"proc {proc:4.0f}%")
+    gpus = _gpu_indices(rec)
+    for i in gpus[:max_gpus]:
+        u = rec.get(f"gpu{i}.util_pct")
+        mem = rec.get(f"gpu{i}.mem_used_bytes")
+        txt = f"GPU{i} " + ("  -" if u is None else f"{u:3.0f}%")
+        if mem is not None:
+            txt += " " + format_bytes(mem, binary=True)
+        parts.append(txt)
+    if len(gpus) > max_gpus:
+        parts.append(f"+{len(gpus) - max_gpus} GPUs")
+    r = rec.get("disk.read_bytes_per_s")
+    w = rec.get("disk.write_bytes_per_s")
+    if r is not None or w is not None:
+        parts.append(f"disk R {format_si(r or 0, 'B/s')} W {format_si(w or 0, 'B/s')}")
+    return "  ".join(parts)
