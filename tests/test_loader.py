@@ -1,0 +1,270 @@
+"""bench_loader: the data-wait / compute split, AU against the arithmetic, batch inspection,
+emulated accelerators, the CUDA event timeline (fake events: there is no GPU here) and
+the monitor's GPU utilisation over the window.  Torch is imported inside the tests."""
+
+import threading
+import time
+
+import pytest
+
+from nbbench.accelerators import ACCELERATORS, get_accelerator
+from nbbench.probes.batches import batch_info
+from nbbench.probes.loader import (LoaderResult, bench_loader, input_bound_band, predicted_au_pct,
+                                   worker_failure_reason)
+from nbbench.probes.steps import EventTimeline, resolve_step
+from nbbench.results import ProbeError, Result
+
+
+class SleepyBatches:
+    """A map-style dataset whose every item is a whole batch that costs ``data_s`` to make."""
+
+    def __init__(self, n, data_s, batch=8):
+        self.n, self.data_s, self.batch = n, data_s, batch
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        import torch
+
+        time.sleep(self.data_s)
+        return torch.zeros(self.batch, 16), torch.arange(self.batch)
+
+
+def _loader(data_s, workers, n=400):
+    from torch.utils.data import DataLoader
+
+    return DataLoader(SleepyBatches(n, data_s), batch_size=None, num_workers=workers)
+
+
+@pytest.mark.parametrize("data_s,compute_s,workers", [(0.020, 0.030, 0), (0.045, 0.030, 1)])
+def test_au_matches_the_arithmetic(data_s, compute_s, workers):
+    expected = predicted_au_pct(data_s, compute_s, workers)
+    res = bench_loader(_loader(data_s, workers), duration=1.2, warmup=2,
+                       step=lambda batch: time.sleep(compute_s))
+    assert res.ok, res.reason
+    assert abs(res.metrics["au_pct"] - expected) <= 3.0, (res.metrics["au_pct"], expected)
+    # the split adds up: compute share + data-wait share is the whole wall time (minus bookkeeping)
+    assert res.metrics["au_pct"] + res.metrics["data_wait_pct"] == pytest.approx(100.0, abs=1.5)
+    assert res.metrics["batch_size"] == 8
+    assert res.metrics["batch_bytes"] == 8 * 16 * 4 + 8 * 8
+    assert res.labels["input_bound"] == "highly input-bound"
+    # warm-up and start-up are kept apart from the measured steps
+    assert len(res.samples["warmup"]["wait_s"]) == 3
+    assert res.metrics["steps_count"] == len(res.samples["steps"]["wait_s"])
+    assert res.metrics["startup_s"] == res.samples["warmup"]["wait_s"][0]
+
+
+def test_predicted_au_arithmetic():
+    assert predicted_au_pct(0.02, 0.03, 0) == pytest.approx(60.0)
+    assert predicted_au_pct(0.045, 0.03, 1) == pytest.approx(100 * 30 / 45)
+    assert predicted_au_pct(0.045, 0.03, 2) == pytest.approx(100.0)  # two workers keep up
+
+
+def test_bands():
+    assert input_bound_band(4.99) == "not input-bound"
+    assert input_bound_band(5.0) == "moderately input-bound"
+    assert input_bound_band(19.9) == "moderately input-bound"
+    assert input_bound_band(20.0) == "highly input-bound"
+    assert input_bound_band(None) is None
+
+
+def test_batch_info_nested_structures():
+    import numpy as np
+    import torch
+
+    batch = {"image": torch.zeros(4, 3, 8, 8, dtype=torch.uint8), "meta": [torch.zeros(4), (np.zeros((4, 2)),)],
+             "name": "ignored"}
+    n, b = batch_info(batch)
+    assert n == 4
+    assert b == 4 * 3 * 8 * 8 + 4 * 4 + 4 * 2 * 8
+    # a list of variable-length per-sample records counts its length
+    recs = [torch.zeros(k) for k in (3, 5, 7, 9)]
+    assert batch_info(recs) == (4, 4 * (3 + 5 + 7 + 9))
+    assert batch_info(np.zeros((6, 2), dtype=np.float32)) == (6, 48)
+    assert batch_info(b"abc") == (None, 3)
+
+
+def test_plain_iterable_and_batch_size_override():
+    batches = [b"x" * 100 for _ in range(30)]
+    res = bench_loader(batches, warmup=1, batch_size=10)
+    assert res.ok
+    assert res.metrics["steps_count"] == 28
+    assert res.metrics["samples_count"] == 280
+    assert res.metrics["bytes_per_s"] > 0
+    assert res.metrics["au_pct"] is None  # the loader alone has no compute
+    assert any("ran out" in w for w in res.warnings)
+
+
+def test_emulated_step_scales_with_batch_size_and_reports_the_need():
+    acc = get_accelerator("h100-resnet50")
+    assert acc.step_s(400) == pytest.approx(0.224)
+    assert acc.step_s(40) == pytest.approx(0.0224)
+    assert get_accelerator("resnet50-a100").step_s(400) == pytest.approx(0.435)
+    assert ACCELERATORS["h100-unet3d"].step_s(7) == pytest.approx(0.323)
+    assert ACCELERATORS["a100-unet3d"].step_s(14) == pytest.approx(1.272)
+    assert ACCELERATORS["h100-cosmoflow"].step_s(4) == pytest.approx(0.014)
+    assert acc.how_many(2 * acc.needed_samples_per_s()) == 2
+    assert acc.how_many(0.99 * acc.needed_samples_per_s()) == 0
+
+    import torch
+
+    batches = [torch.zeros(40, 4) for _ in range(12)]
+    res = bench_loader(batches, warmup=1, step="emulate:h100-resnet50")
+    steps = res.samples["steps"]["compute_s"]
+    assert min(steps) >= 0.0224  # a sleep never returns early
+    assert res.metrics["au_pct"] > 90  # in-memory batches keep the emulated H100 fed
+    assert res.metrics["needed_samples_per_s"] == pytest.approx(0.9 * 400 / 0.224)
+    assert res.labels["accelerator"] == "h100-resnet50"
+    with pytest.raises(ProbeError, match="unknown accelerator"):
+        bench_loader(batches, step="emulate:tpu-bert")
+
+
+def test_cancel_gives_an_interrupted_result():
+    cancel = threading.Event()
+    calls = []
+
+    def step(batch):
+        calls.append(1)
+        if len(calls) == 6:
+            cancel.set()
+
+    res = bench_loader(iter(range(10_000)), warmup=1, step=step, cancel=cancel, batch_size=1)
+    assert res.status == "interrupted"
+    assert res.metrics["steps_count"] == 4
+
+
+def test_result_round_trip_and_verdict():
+    res = bench_loader([b"a" * 10] * 20, warmup=1, batch_size=2, accelerator="a100-resnet50")
+    back = Result.from_dict(res.to_dict())
+    assert isinstance(back, LoaderResult)
+    assert back == res
+    assert "a100-resnet50" in res.verdict()
+    assert res.metrics["accelerators_fed_count"] >= 0
+
+
+def test_gpu_util_na_with_reason_without_a_gpu():
+    res = bench_loader([b"a"] * 10, warmup=1, batch_size=1)
+    assert res.metrics["gpu_util_mean_pct"] is None
+    assert res.labels["gpu_util"].startswith("N/A")
+
+
+def test_gpu_util_from_a_monitor_over_the_window():
+    class FakeMonitor:
+        def __init__(self):
+            self.asked = []
+
+        def fields(self):
+            return ["cpu.util_pct", "gpu0.util_pct", "gpu1.util_pct"]
+
+        def mean(self, field, t0, t1, wait=False):
+            self.asked.append((field, t0, t1))
+            return {"gpu0.util_pct": 80.0, "gpu1.util_pct": 60.0}[field]
+
+    mon = FakeMonitor()
+    t_before = time.monotonic()
+    res = bench_loader([b"a"] * 10, warmup=1, batch_size=1, monitor=mon)
+    assert res.metrics["gpu_util_mean_pct"] == pytest.approx(70.0)
+    (f0, t0, t1), _ = mon.asked
+    assert t_before <= t0 <= t1 <= time.monotonic()  # the measured window, warm-up excluded
+
+
+def test_gpu_step_needs_cuda_here():
+    step = resolve_step("gpu")
+    with pytest.raises(ProbeError, match="CUDA"):
+        step.setup()
+
+
+def test_worker_failure_reasons():
+    assert "died" in worker_failure_reason(RuntimeError("DataLoader worker (pid 12) is killed by signal: Killed."))
+    assert "shm" in worker_failure_reason(RuntimeError("DataLoader worker (pid 3) is killed by signal: Bus error."))
+    assert "ulimit" in worker_failure_reason(RuntimeError("received 0 items of ancdata"))
+    assert worker_failure_reason(RuntimeError("shape mismatch")) is None
+    assert worker_failure_reason(ValueError("x")) is None
+
+
+# ------------------------------------------------------------------ CUDA events
+class FakeGpu:
+    """A device clock: work is queued at host time and finishes in order."""
+
+    def __init__(self):
+        self.busy_until = 0.0
+        self.host = 0.0
+        self.synchronized = 0
+        self.behind = False
+
+    def event(self):
+        return FakeEvent(self)
+
+
+class FakeEvent:
+    def __init__(self, gpu):
+        self.gpu = gpu
+        self.t = None
+
+    def record(self):
+        # the event completes when the device reaches it: after queued work, not before the host queues it
+        self.t = max(self.gpu.host, self.gpu.busy_until)
+
+    def query(self):
+        return not self.gpu.behind
+
+    def synchronize(self):
+        self.gpu.synchronized += 1
+
+    def elapsed_time(self, other):
+        return (other.t - self.t) * 1e3
+
+
+def test_event_timeline_reads_late_and_never_synchronises_each_step():
+    gpu = FakeGpu()
+    tl = EventTimeline(gpu.event, lookahead=3)
+    for i in range(10):
+        gpu.host = i * 0.05          # the host queues a step every 50 ms
+        tl.begin()
+        gpu.busy_until = max(gpu.host, gpu.busy_until) + 0.03   # 30 ms of device work
+        tl.end()
+        assert len(tl.busy_s) == max(0, i + 1 - 3)  # read three steps late
+    assert gpu.synchronized == 0
+    out = tl.finish()
+    assert gpu.synchronized == 1     # once, at the end
+    assert out["gpu_busy_s"] == pytest.approx([0.03] * 10)
+    assert out["gpu_gap_s"] == pytest.approx([0.0] + [0.02] * 9)  # 20 ms starved before each step
+
+
+def test_event_timeline_bounds_the_queue_when_the_device_is_behind():
+    gpu = FakeGpu()
+    gpu.behind = True
+    tl = EventTimeline(gpu.event, lookahead=3)
+    for i in range(10):
+        tl.begin()
+        tl.end()
+        if i < 6:
+            assert gpu.synchronized == 0   # up to 2 × lookahead steps queued without waiting
+    assert gpu.synchronized == 4 and tl.waits == 4
+    tl.finish()
+    assert len(tl.busy_s) == 10
+
+
+def test_bench_loader_uses_device_timings_from_a_step_object():
+    class DeviceStep:
+        label = "fake-gpu"
+
+        def __init__(self):
+            self.n = 0
+
+        def setup(self):
+            pass
+
+        def __call__(self, batch, samples=None):
+            self.n += 1
+
+        def finish(self):
+            return {"gpu_busy_s": [0.001] * self.n, "gpu_gap_s": [0.0] * self.n}
+
+    step = DeviceStep()
+    res = bench_loader([b"a"] * 20, warmup=1, batch_size=1, step=step)
+    assert res.labels["step"] == "fake-gpu"
+    assert len(res.samples["gpu"]["busy_s"]) == res.metrics["steps_count"] == 18
+    assert res.metrics["compute_s"] == pytest.approx(0.018)
+    assert "gpu_starvation_pct" in res.metrics
