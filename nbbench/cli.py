@@ -81,6 +81,10 @@ def _to_json(value) -> str:
 
 
 def exit_code(value) -> int:
+    # a command that ran a program (nbbench monitor -- CMD) returns that program's exit code
+    code = getattr(value, "exit_code", None)
+    if isinstance(code, int) and not isinstance(code, bool):
+        return code
     results = value if isinstance(value, (list, tuple)) else [value]
     statuses = {r.status for r in results if isinstance(r, Result)}
     if "failed" in statuses:

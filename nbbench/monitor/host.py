@@ -404,9 +404,9 @@ class HostSource:
                 out["disk_write_bytes"] = out["sys_write_bytes"]
         if self._proc_first is not None and self._proc_prev is not None:
             a, b = self._proc_first, self._proc_prev
-            out["proc_cpu_s"] = max(0.0, b[0] - a[0])
-            out["proc_read_bytes"] = max(0.0, b[1] - a[1])
-            out["proc_read_syscall_bytes"] = max(0.0, b[2] - a[2])
+            out["proc_cpu_s"] = round(max(0.0, b[0] - a[0]), 3)
+            out["proc_read_bytes"] = int(max(0.0, b[1] - a[1]))
+            out["proc_read_syscall_bytes"] = int(max(0.0, b[2] - a[2]))
         return out
 
     def close(self) -> None:

@@ -43,7 +43,9 @@ class MonitorResult(Result):
     def headline(self) -> str:
         what = self.params.get("command") or self.params.get("what") or "cell"
         if isinstance(what, (list, tuple)):
-            what = " ".join(str(w) for w in what)
+            import shlex
+
+            what = shlex.join(str(w) for w in what)
         if len(what) > 60:
             what = what[:57] + "..."
         return f"monitor {what}"
