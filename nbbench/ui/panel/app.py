@@ -83,7 +83,7 @@ class ControlPanel(RunnerHost):
 
         self.progress_box = w.Box([])
         self.progress_box.add_class("nbbench-progress")
-        self.plot = w.Image(format="png", layout=w.Layout(display="none", max_width="100%"))
+        self.plot = w.Box([], layout=w.Layout(max_width="100%"))
         self.plot.add_class("nbbench-plot")
         self.error = w.HTML("")
         self.error.add_class("nbbench-errors")
@@ -229,7 +229,7 @@ class ControlPanel(RunnerHost):
         self.clear_error()
         self.results.value = ""
         self.progress_box.children = ()
-        self.plot.layout.display = "none"
+        self.plot.children = ()
         self.run_button.disabled = True
         self.stop_button.disabled = False
         self.set_status("running", f"running {record.title}…")
@@ -247,15 +247,16 @@ class ControlPanel(RunnerHost):
         self.show(text)
 
     def live_plot(self, **kwargs):
+        """A :class:`~nbbench.ui.liveplot.LivePlot` drawing into the panel (started; the caller closes it)."""
         try:
             from ..liveplot import LivePlot
         except ImportError:
             return None
-        try:
-            lp = LivePlot(image=self.plot, **kwargs)
-        except TypeError:
-            return None
-        self.plot.layout.display = ""
+        kwargs.update(target="widget", show=False)
+        lp = LivePlot(**kwargs).start()
+        if lp.widget is not None:
+            lp.widget.add_class("nbbench-plot-png")
+            self.plot.children = (lp.widget,)
         self.live = lp
         return lp
 

@@ -1,0 +1,107 @@
+"""Each tab turns its widgets into the subcommand line the magic and CLI would run."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from nbbench.results import ProbeError
+from nbbench.store import Store
+from nbbench.ui.panel.runner import parse_command
+
+pytest.importorskip("ipywidgets")
+
+
+@pytest.fixture
+def store(tmp_path_factory):
+    return Store(tmp_path_factory.mktemp("store") / "results.sqlite")
+
+
+@pytest.fixture
+def panel(tmp_path, store):
+    from nbbench.ui.panel import panel as make
+
+    return make(str(tmp_path), store=store)
+
+
+def test_gpu_tab_options(panel):
+    g = panel.tab("GPU")
+    g.bench.value = False
+    g.size.value = 1024
+    job = g.job(panel.path_field.current(), "lbl")
+    assert job.argv == ["gpu", "--size", "1024", "--repeats", "10", "--no-bench", "--label", "lbl"]
+    _, args = parse_command(job.argv)
+    assert args.bench is False and args.size == 1024 and args.label == "lbl"
+
+
+def test_loader_tab_feed_and_sweep_lines_parse(panel, tmp_path):
+    panel.select("DataLoader")
+    L = panel.tab("DataLoader")
+    assert panel.run_button.description == "Run feed"
+    info = panel.path_field.current()
+    job = L.job(info, None)
+    assert job.argv[:2] == ["feed", str(tmp_path)]
+    _, args = parse_command(job.argv)
+    assert args.accelerator == "h100-resnet50" and args.workers is None
+    L.action.value = "sweep"
+    assert panel.run_button.description == "Run sweep"
+    L.sw_workers.value = "0,2"
+    L.sw_batch.value = "16,64"
+    L.sw_emulate.value = "a100-resnet50"
+    _, args = parse_command(L.job(info, None).argv)
+    assert args.workers == [0, 2] and args.batch_size == [16, 64] and args.emulate == "a100-resnet50"
+    L.sw_workers.value = "two"
+    with pytest.raises(ProbeError, match="comma-separated"):
+        parse_command(L.job(info, None).argv)
+
+
+def test_loader_tab_refuses_a_file(panel, tmp_path):
+    f = tmp_path / "x.bin"
+    f.write_bytes(b"1" * 4096)
+    panel.path = str(f)
+    panel.path_field.wait(5)
+    panel.select("DataLoader")
+    panel.run()
+    assert "is not a directory" in panel.error.value and not panel.runner.running
+
+
+def test_bad_option_value_is_shown_red_and_nothing_runs(panel, store):
+    panel.select("DataLoader")
+    L = panel.tab("DataLoader")
+    L.action.value = "sweep"
+    L.sw_batch.value = "lots"
+    assert panel.run() is None
+    assert "nbbench-error" in panel.error.value and "lots" in panel.error.value
+    assert store.count() == 0
+
+
+def test_monitor_tab_samples_plots_and_saves(panel, store):
+    panel.select("Monitor")
+    m = panel.tab("Monitor")
+    m.duration.value = 0.6
+    m.interval.value = 0.1
+    m.gpus.value = "none"
+    panel.label.value = "mon"
+    panel.run()
+    rec = panel.wait(30)
+    assert rec.status == "ok", rec.error
+    (img,) = panel.plot.children
+    assert img.value[:4] == b"\x89PNG"
+    (row,) = store.history(kind="monitor").to_dict("records")
+    assert row["label"] == "mon" and row["status"] == "ok"
+    assert "cpu" in panel.progress.label.value
+
+
+def test_monitor_until_stop_ends_ok_on_stop(panel, store):
+    panel.select("Monitor")
+    m = panel.tab("Monitor")
+    m.until_stop.value = True
+    assert m.duration.disabled
+    m.gpus.value = "none"
+    panel.run()
+    time.sleep(0.5)
+    panel.stop()
+    rec = panel.wait(10)
+    assert rec.status == "ok" and rec.stop_latency_s < 0.5
+    assert store.history(kind="monitor")["status"].tolist() == ["ok"]
