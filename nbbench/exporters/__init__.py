@@ -1,0 +1,20 @@
+"""Report exporters, one small module per format: ``html`` (self-contained, embedded PNGs),
+``markdown``, ``json``; ``fio`` turns disk results into fio-shaped JSON; ``plots`` draws
+a result's samples.  They take a :class:`nbbench.report.ReportData` and return text.
+"""
+
+from __future__ import annotations
+
+__all__ = ["FORMATS", "exporter"]
+
+FORMATS = ("html", "md", "json")
+
+
+def exporter(fmt: str):
+    """The ``export(data, ...)`` function for ``fmt``."""
+    import importlib
+
+    mod = {"html": "html", "md": "markdown", "markdown": "markdown", "json": "jsonfmt"}.get(fmt)
+    if mod is None:
+        raise ValueError(f"unknown report format {fmt!r}: choose from {', '.join(FORMATS)}")
+    return importlib.import_module(f".{mod}", __name__).export

@@ -1,0 +1,121 @@
+"""The report as one self-contained HTML file: inline CSS, PNGs embedded as base64, no scripts."""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+
+__all__ = ["export", "png_img"]
+
+esc = html.escape
+
+_CSS = """
+body{font-family:-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif;color:#222;margin:0;background:#f5f6f8}
+main{max-width:1100px;margin:0 auto;padding:24px 28px 48px;background:#fff;min-height:100vh;box-sizing:border-box}
+h1{font-size:24px;margin:0 0 4px}h2{font-size:18px;margin:32px 0 10px;padding-bottom:4px;border-bottom:2px solid #e3e6ea}
+h3{font-size:15px;margin:18px 0 6px}h4{font-size:14px;margin:12px 0 6px}
+.meta{color:#666;font-size:13px}
+.chips{margin:14px 0 0}.chip{display:inline-block;border-radius:12px;padding:3px 10px;margin:0 6px 6px 0;font-size:13px;font-weight:600;color:#fff}
+table{border-collapse:collapse;font-size:13px;margin:6px 0 10px}
+th,td{border:1px solid #e3e6ea;padding:4px 8px;vertical-align:top}th{background:#f0f2f5;text-align:left}
+td code,.fix code{font-size:12px;white-space:pre-wrap;word-break:break-word}
+.env td:first-child{color:#555;white-space:nowrap}
+.card{border:1px solid #e3e6ea;border-radius:6px;padding:10px 14px;margin:12px 0;background:#fff}
+.card img,.nbbench-compare img{max-width:100%;height:auto;display:block;margin:8px 0}
+.nbbench-doctor-table td:nth-child(3){max-width:520px}
+details pre{background:#f7f7f9;border:1px solid #e3e6ea;padding:10px;overflow:auto;font-size:12px;max-height:480px}
+.note{color:#666;font-size:13px}.warn{color:#b35c00;font-size:13px}
+footer{margin-top:40px;color:#888;font-size:12px}
+"""
+
+_CHIP = {"fail": "#c62828", "warn": "#ef6c00", "ok": "#2e7d32", "n/a": "#757575"}
+
+
+def png_img(fig, alt: str) -> str:
+    from ..compare import figure_png
+
+    data = base64.b64encode(figure_png(fig)).decode("ascii")
+    return f"<img alt='{esc(alt)}' src='data:image/png;base64,{data}'>"
+
+
+def _env_table(data) -> str:
+    envs = dict(data.environments)
+    here = data.environment
+    if here.get("id") not in envs:
+        envs = {here.get("id"): here, **envs}
+    ids = list(envs)
+    head = "".join(
+        f"<th>{esc(str(envs[i].get('host')))}" + (" <span class='note'>(this machine)</span>" if i == here.get("id") else "")
+        + "</th>" for i in ids)
+    rows = []
+    labels = [lab for lab, _ in data.env_rows(here)]
+    cols = [dict(data.env_rows(envs[i])) for i in ids]
+    for lab in labels:
+        vals = [c.get(lab, "") for c in cols]
+        differ = len(set(vals)) > 1
+        style = " style='background:#fff8e1'" if differ else ""
+        cells = "".join(f"<td{style}>{esc(v)}</td>" for v in vals)
+        rows.append(f"<tr><td>{esc(lab)}</td>{cells}</tr>")
+    note = ("<div class='note'>Highlighted rows differ between the environments.</div>" if len(ids) > 1 else "")
+    return f"<table class='env'><thead><tr><th></th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>{note}"
+
+
+def export(data, path=None, files=None) -> str:
+    from .. import __version__
+    from .plots import result_figure
+
+    parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+             f"<meta name='viewport' content='width=device-width,initial-scale=1'>"
+             f"<title>{esc(data.title)}</title><style>{_CSS}</style></head><body><main>"]
+    parts.append(f"<h1>{esc(data.title)}</h1><div class='meta'>generated {esc(data.created_iso)} by nbbench "
+                 f"{esc(__version__)} · {len(data.results)} result{'s' if len(data.results) != 1 else ''}</div>")
+    doc = data.doctor
+    if doc is not None:
+        chips = "".join(f"<span class='chip' style='background:{_CHIP[s]}'>{doc.metrics.get(k, 0)} {s}</span>"
+                        for s, k in (("fail", "fail_count"), ("warn", "warn_count"), ("ok", "ok_count"),
+                                     ("n/a", "na_count")))
+        parts.append(f"<div class='chips'>doctor: {chips}</div>")
+
+    parts.append("<h2>Environment</h2>")
+    parts.append(_env_table(data))
+
+    if doc is not None:
+        parts.append(f"<h2>Doctor</h2><div class='meta'>checked {esc(str(doc.params.get('path')))} on this machine "
+                     "— status, the evidence (value and where it was read) and the fix</div>")
+        parts.append(doc.html_table())
+
+    parts.append("<h2>Results</h2>")
+    if not data.results:
+        parts.append("<p class='note'>No stored results were selected (run a probe first, or pass --runs).</p>")
+    for r in data.results:
+        parts.append("<div class='card'>")
+        try:
+            parts.append(r._repr_html_())
+        except Exception as exc:  # noqa: BLE001 - one odd result must not stop the report
+            parts.append(f"<pre>{esc(str(r))}</pre><div class='warn'>(its HTML view failed: {esc(str(exc))})</div>")
+        try:
+            fig = result_figure(r)
+        except Exception:  # noqa: BLE001
+            fig = None
+        if fig is not None:
+            parts.append(png_img(fig, f"{r.headline()} samples"))
+        parts.append("</div>")
+
+    if data.comparisons:
+        parts.append("<h2>Comparisons</h2><div class='meta'>like for like: runs of the same kind, % deltas "
+                     "against the first</div>")
+        for c in data.comparisons:
+            parts.append(f"<div class='card'>{c.html(images=True)}</div>")
+
+    fio = data.fio()
+    if fio is not None:
+        parts.append("<h2>Disk results as fio JSON</h2>")
+        parts.append(f"<details><summary>{len(fio['jobs'])} job{'s' if len(fio['jobs']) != 1 else ''} in "
+                     "fio's --output-format=json shape</summary><pre>"
+                     + esc(json.dumps(fio, indent=2, default=str)) + "</pre></details>")
+    for n in data.notes:
+        parts.append(f"<div class='note'>note: {esc(n)}</div>")
+    parts.append("<footer>Self-contained report: images are embedded, nothing is loaded from the network.</footer>")
+    parts.append("</main></body></html>")
+    return "\n".join(parts)

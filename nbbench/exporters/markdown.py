@@ -1,0 +1,119 @@
+"""The report as Markdown.  Markdown cannot embed images portably, so with a file path
+the plots are written as PNGs into ``<name>_files/`` next to it and linked; without
+one (``--out -``) the report has no images and says so.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from ..units import format_metric, metric_label
+
+__all__ = ["export"]
+
+
+def _cell(s) -> str:
+    return str(s).replace("|", "\\|").replace("\n", " ")
+
+
+def _table(head, rows) -> list[str]:
+    out = ["| " + " | ".join(_cell(h) for h in head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    out += ["| " + " | ".join(_cell(c) for c in r) + " |" for r in rows]
+    return out + [""]
+
+
+def export(data, path=None, files=None) -> str:
+    from .. import __version__
+    from ..compare import figure_png
+    from .plots import result_figure
+
+    fig_dir = None
+    if path is not None:
+        stem = os.path.splitext(os.path.basename(path))[0]
+        fig_dir = os.path.join(os.path.dirname(path), f"{stem}_files")
+
+    def save(fig, name: str) -> str | None:
+        if fig_dir is None:
+            return None
+        os.makedirs(fig_dir, exist_ok=True)
+        p = os.path.join(fig_dir, name)
+        with open(p, "wb") as f:
+            f.write(figure_png(fig))
+        if files is not None:
+            files.append(p)
+        return f"{os.path.basename(fig_dir)}/{name}"
+
+    L = [f"# {data.title}", "", f"Generated {data.created_iso} by nbbench {__version__}; "
+         f"{len(data.results)} result{'s' if len(data.results) != 1 else ''}.", ""]
+    if fig_dir is None:
+        L += ["_Written without a file path, so the plots are left out (use --out FILE.md or --format html)._", ""]
+
+    envs = dict(data.environments)
+    here = data.environment
+    if here.get("id") not in envs:
+        envs = {here.get("id"): here, **envs}
+    ids = list(envs)
+    L += ["## Environment", ""]
+    head = [""] + [f"{envs[i].get('host')}" + (" (this machine)" if i == here.get("id") else "") for i in ids]
+    cols = [dict(data.env_rows(envs[i])) for i in ids]
+    L += _table(head, [[lab] + [c.get(lab, "") for c in cols] for lab, _ in data.env_rows(here)])
+
+    doc = data.doctor
+    if doc is not None:
+        L += ["## Doctor", "", f"{doc} — checked `{doc.params.get('path')}` on this machine.", ""]
+        order = {"fail": 0, "warn": 1, "ok": 2, "n/a": 3}
+        rows = [[f"**{c.status}**", c.name, c.evidence, f"`{c.fix}`" if c.fix and c.status in ("warn", "fail") else ""]
+                for c in sorted(doc.checks, key=lambda c: order[c.status])]
+        L += _table(["status", "check", "evidence", "fix"], rows)
+
+    L += ["## Results", ""]
+    if not data.results:
+        L += ["No stored results were selected.", ""]
+    for n, r in enumerate(data.results, 1):
+        L += [f"### {r.headline()}" + (f" — run {r.run_id}" if r.run_id is not None else ""), ""]
+        if r.labels:
+            L += [", ".join(f"{k}: `{v}`" for k, v in r.labels.items()), ""]
+        if r.status != "ok":
+            L += [f"**{r.status}**" + (f": {r.reason}" if r.reason else ""), ""]
+        if r.metrics:
+            L += _table(["metric", "value"], [[metric_label(k), format_metric(k, v)] for k, v in r.metrics.items()])
+        for w in r.warnings:
+            L.append(f"- warning: {w}")
+        if r.warnings:
+            L.append("")
+        try:
+            fig = result_figure(r)
+        except Exception:  # noqa: BLE001
+            fig = None
+        if fig is not None:
+            link = save(fig, f"result-{r.run_id or n}.png")
+            if link:
+                L += [f"![{r.headline()} samples]({link})", ""]
+
+    if data.comparisons:
+        L += ["## Comparisons", ""]
+        for ci, c in enumerate(data.comparisons, 1):
+            for gi, g in enumerate(c.groups, 1):
+                L += [f"### {g.kind}: " + " vs ".join(g.names), ""]
+                head = ["metric"] + g.names + [f"Δ% {x}" for x in g.names[1:]]
+                rows = []
+                for m in g.metrics:
+                    row = [metric_label(m)] + [format_metric(m, g.value(m, i)) for i in range(len(g.runs))]
+                    row += ["—" if g.delta_pct(m, i) is None else f"{g.delta_pct(m, i):+.1f} %"
+                            for i in range(1, len(g.runs))]
+                    rows.append(row)
+                L += _table(head, rows)
+                L += [f"- warning: {w}" for w in g.warnings] + [f"- note: {x}" for x in g.notes]
+                from ..compare import bar_chart
+
+                link = save(bar_chart(g), f"compare-{ci}-{gi}.png")
+                if link:
+                    L += ["", f"![{g.kind} comparison]({link})"]
+                L.append("")
+
+    fio = data.fio()
+    if fio is not None:
+        L += ["## Disk results as fio JSON", "", "```json", json.dumps(fio, indent=2, default=str), "```", ""]
+    L += [f"- note: {x}" for x in data.notes]
+    return "\n".join(L).rstrip() + "\n"

@@ -1,0 +1,263 @@
+"""A shareable report: the environment fingerprint, the doctor's findings and selected
+results with their plots.  :func:`build` gathers the data, :func:`report` renders it
+with an exporter (``nbbench.exporters``: html, md, json) and writes it.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import html as _html
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from .results import ProbeError, Result
+
+__all__ = ["ReportData", "Report", "build", "report", "default_filename", "ENV_ROWS"]
+
+# (label, getter over a fingerprint) rows shown for each environment
+ENV_ROWS = (
+    ("host", lambda f: f.get("host")),
+    ("OS", lambda f: f.get("os")),
+    ("kernel", lambda f: f.get("kernel")),
+    ("container", lambda f: f.get("container") or "none detected"),
+    ("CPU", lambda f: f.get("cpu_model")),
+    ("usable CPUs", lambda f: _cpus(f.get("cpus") or {})),
+    ("memory", lambda f: _mem(f.get("memory") or {})),
+    ("GPUs", lambda f: ", ".join(f"{g.get('name')} (driver {g.get('driver')})" for g in f.get("gpus") or [])
+     or "none"),
+    ("Python", lambda f: (f.get("python") or {}).get("version")),
+    ("torch", lambda f: _torch(f.get("torch"))),
+    ("nbbench", lambda f: f"{f.get('nbbench')}" + (f" ({str(f.get('git_commit'))[:10]})" if f.get("git_commit") else "")),
+    ("packages sha256", lambda f: str(f.get("packages_sha256") or "")[:16]),
+    ("environment id", lambda f: f.get("id")),
+)
+
+
+def _cpus(c: dict) -> str:
+    if not c:
+        return ""
+    s = f"{c.get('usable', '?'):g}" if isinstance(c.get("usable"), (int, float)) else str(c.get("usable"))
+    return f"{s} of {c.get('logical')} (affinity {c.get('affinity')}, cgroup quota {c.get('cgroup_quota') or 'none'})"
+
+
+def _mem(m: dict) -> str:
+    from .units import format_bytes
+
+    tot = m.get("total_bytes")
+    lim = m.get("cgroup_limit_bytes")
+    s = format_bytes(tot, binary=True) if tot else "?"
+    return s + (f", cgroup limit {format_bytes(lim, binary=True)}" if lim else ", no cgroup limit")
+
+
+def _torch(t) -> str:
+    if not t:
+        return "not installed"
+    s = str(t.get("version"))
+    if t.get("cuda_build"):
+        s += f", CUDA {t['cuda_build']}"
+    elif t.get("hip_build"):
+        s += f", ROCm {t['hip_build']}"
+    else:
+        s += ", CPU-only build"
+    if t.get("cudnn"):
+        s += f", cuDNN {t['cudnn']}"
+    return s
+
+
+@dataclass
+class ReportData:
+    title: str
+    created_at: float
+    environment: dict[str, Any]  # this machine, now
+    environments: dict[str, dict[str, Any]] = field(default_factory=dict)  # env_id -> fingerprint of the results
+    doctor: Any = None  # DoctorResult | None
+    results: list[Result] = field(default_factory=list)
+    comparisons: list[Any] = field(default_factory=list)  # nbbench.compare.Comparison
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def created_iso(self) -> str:
+        return _dt.datetime.fromtimestamp(self.created_at).astimezone().isoformat(timespec="seconds")
+
+    def env_rows(self, fp: dict[str, Any]) -> list[tuple[str, str]]:
+        out = []
+        for label, get in ENV_ROWS:
+            try:
+                v = get(fp)
+            except Exception:  # noqa: BLE001 - an older fingerprint may lack a field
+                v = None
+            out.append((label, "" if v is None else str(v)))
+        return out
+
+    def disk_results(self) -> list[Result]:
+        from .exporters.fio import is_disk_result
+
+        return [r for r in self.results if is_disk_result(r)]
+
+    def fio(self) -> dict[str, Any] | None:
+        from .exporters.fio import to_fio
+
+        disk = self.disk_results()
+        return to_fio(disk) if disk else None
+
+
+@dataclass
+class Report:
+    """A rendered report: ``text`` in ``format``, written to ``path`` (None: not written)."""
+
+    format: str
+    text: str
+    path: str | None
+    data: ReportData
+    files: list[str] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        n = len(self.data.results)
+        doc = self.data.doctor
+        bits = [f"{n} result{'s' if n != 1 else ''}"]
+        if doc is not None:
+            bits.append(str(doc).split(": ", 1)[-1])
+        where = self.path or "(not written)"
+        return f"report ({self.format}) {where}: " + "; ".join(bits)
+
+    def _repr_html_(self) -> str:
+        esc = _html.escape
+        link = esc(self.path or "")
+        if self.path:
+            try:
+                rel = os.path.relpath(self.path)
+            except ValueError:
+                rel = self.path
+            link = f"<a href='{esc(rel)}' target='_blank'>{esc(rel)}</a>"
+        return f"<div class='nbbench-report'><b>nbbench report</b> ({esc(self.format)}) {link} — {esc(str(self).split(': ', 1)[-1])}</div>"
+
+
+def default_filename(fmt: str, when: float | None = None) -> str:
+    t = _dt.datetime.fromtimestamp(when) if when else _dt.datetime.now()
+    ext = {"html": "html", "md": "md", "markdown": "md", "json": "json"}[fmt]
+    return f"nbbench-report-{t:%Y%m%d-%H%M%S}.{ext}"
+
+
+def _select(store, runs: Sequence[Any] | None, last: int, kind: str | None, label: str | None) -> list[Result]:
+    if runs:
+        out: list[Result] = []
+        seen = set()
+        for ref in runs:
+            if isinstance(ref, Result):
+                found = [ref]
+            else:
+                try:
+                    found = store.find(ref)
+                except KeyError:
+                    raise ProbeError(f"no stored run has id or label {str(ref)!r} (see %iobench history)") from None
+            for r in found:
+                key = r.run_id if r.run_id is not None else id(r)
+                if key not in seen:
+                    seen.add(key)
+                    out.append(r)
+        return out
+    frame = store.history(kind=kind, label=label)
+    if len(frame) == 0:
+        return []
+    if kind is None:
+        frame = frame[frame["kind"] != "doctor"]
+    ids = [int(i) for i in frame["run_id"].tolist()][-last:] if last else [int(i) for i in frame["run_id"]]
+    return [store.get(i) for i in ids]
+
+
+def build(runs: Sequence[Any] | None = None, last: int = 10, kind: str | None = None, label: str | None = None,
+          path: str | None = None, run_doctor: bool = True, doctor_checks=None, store=None,
+          title: str | None = None, compare_runs: bool = True) -> ReportData:
+    """Gather what a report shows.
+
+    ``runs``: ids / labels / Results (default: the latest ``last`` stored runs, doctor runs
+    left out, filtered by ``kind`` / ``label``).  ``path``: the directory the doctor checks
+    (default: the first selected result's path if it exists here, else the current directory).
+    """
+    import time
+
+    from .env import fingerprint, summary
+
+    if store is None:
+        from .store import default_store
+
+        store = default_store()
+    results = _select(store, runs, last, kind, label)
+    fp = summary(fingerprint())
+    data = ReportData(title=title or f"nbbench report — {fp.get('host')}", created_at=time.time(), environment=fp)
+    data.results = results
+    for r in results:
+        if r.env_id and r.env_id not in data.environments:
+            if r.env_id == fp.get("id"):
+                data.environments[r.env_id] = fp
+                continue
+            try:
+                data.environments[r.env_id] = summary(store.environment(r.env_id))
+            except KeyError:
+                data.notes.append(f"the environment {r.env_id} of run {r.run_id} is not in the store")
+    if run_doctor:
+        from .doctor import doctor
+
+        if path is None:
+            for r in results:
+                p = r.params.get("path")
+                if p and os.path.isdir(str(p)):
+                    path = str(p)
+                    break
+        data.doctor = doctor(path or os.getcwd(), checks=doctor_checks)
+    if compare_runs:
+        from .compare import compare
+
+        kinds: dict[str, list[Result]] = {}
+        for r in results:
+            if r.kind != "doctor":
+                kinds.setdefault(r.kind, []).append(r)
+        for k, rs in kinds.items():
+            if len(rs) >= 2:
+                try:
+                    data.comparisons.append(compare(rs))
+                except ProbeError:
+                    pass
+    return data
+
+
+def report(fmt: str | None = None, out: str | os.PathLike | None = None, data: ReportData | None = None,
+           overwrite: bool = False, **build_kw) -> Report:
+    """Build (unless ``data`` is given), render as ``fmt`` and write to ``out``.
+
+    ``fmt`` defaults to the suffix of ``out`` (.html / .md / .json), else html.  ``out``:
+    a file path; ``"-"`` writes nothing (the text is in the returned Report); default
+    ``nbbench-report-YYYYmmdd-HHMMSS.EXT`` in the current directory.  An existing file
+    is replaced only with ``overwrite=True``.
+    """
+    from .exporters import FORMATS, exporter
+
+    if fmt is None:
+        suffix = Path(str(out)).suffix.lower().lstrip(".") if out not in (None, "-") else ""
+        fmt = {"htm": "html", "markdown": "md"}.get(suffix, suffix) if suffix in ("html", "htm", "md", "markdown", "json") else "html"
+    if fmt == "markdown":
+        fmt = "md"
+    if fmt not in FORMATS:
+        raise ProbeError(f"unknown report format {fmt!r}: choose from {', '.join(FORMATS)}")
+    if data is None:
+        data = build(**build_kw)
+    path = None
+    if out != "-":
+        path = os.path.abspath(os.fspath(out) if out is not None else default_filename(fmt, data.created_at))
+        parent = os.path.dirname(path)
+        if not os.path.isdir(parent):
+            raise ProbeError(f"cannot write the report: {parent} is not a directory")
+        if os.path.isdir(path):
+            raise ProbeError(f"{path} is a directory: give a file name for --out")
+        if os.path.exists(path) and not overwrite:
+            raise ProbeError(f"{path} exists: give another --out, or --force to replace it")
+    files: list[str] = []
+    text = exporter(fmt)(data, path=path, files=files)
+    if path is not None:
+        try:
+            Path(path).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise ProbeError(f"cannot write the report to {path}: {exc.strerror or exc}") from None
+    return Report(format=fmt, text=text, path=path, data=data, files=files)

@@ -1,0 +1,158 @@
+"""Reports: html (self-contained, embedded PNGs), md, json; fio-shaped JSON for disk results."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import math
+import re
+import subprocess
+import sys
+
+import pytest
+
+from nbbench.exporters.fio import is_disk_result, to_fio
+from nbbench.exporters.plots import result_figure, sample_series
+from nbbench.report import build, report
+from nbbench.results import ProbeError, Result
+from nbbench.store import default_store
+
+CHEAP_DOCTOR = ["nofile", "vm", "cpu"]
+
+
+def dd(w, r, cache, path="/data"):
+    t = [0.5 * i for i in range(1, 9)]
+    res = Result(kind="dd", params={"path": path, "bs": "1M", "size": "64M"},
+                 metrics={"write_bytes_per_s": w, "read_bytes_per_s": r, "write_s": 64 * 2**20 / w,
+                          "read_s": 64 * 2**20 / r, "write_bytes": 64 * 2**20, "read_bytes": 64 * 2**20},
+                 labels={"cache": cache, "engine": "sync"},
+                 samples={"write": {"t_s": t, "write_bytes_per_s": [w * (1 + 0.1 * math.sin(i)) for i in range(8)]}})
+    return res.finish()
+
+
+@pytest.fixture
+def two_runs():
+    st = default_store()
+    a, b = dd(4.0e8, 6.0e8, "direct"), dd(4.2e8, 2.9e9, "buffered-warm")
+    st.save(a, label="A")
+    st.save(b, label="B")
+    st.save(Result(kind="loader", metrics={"samples_per_s": 900.0}).finish(), label="L")
+    return a, b
+
+
+def test_build_selects_and_compares(two_runs):
+    data = build(runs=["A", "B"], doctor_checks=CHEAP_DOCTOR)
+    assert [r.run_id for r in data.results] == [two_runs[0].run_id, two_runs[1].run_id]
+    assert data.doctor is not None and {c.name for c in data.doctor.checks} >= {"open-file limit", "usable CPUs"}
+    assert len(data.comparisons) == 1
+    g = data.comparisons[0].groups[0]
+    assert g.delta_pct("read_bytes_per_s", 1) == pytest.approx((2.9e9 - 6e8) / 6e8 * 100)
+    assert data.environment["id"] in data.environments
+    latest = build(last=2, run_doctor=False)
+    assert [r.kind for r in latest.results] == ["dd", "loader"]
+    with pytest.raises(ProbeError, match="no stored run"):
+        build(runs=["nope"], run_doctor=False)
+
+
+def test_html_is_self_contained_with_embedded_pngs(two_runs, tmp_path):
+    out = tmp_path / "r.html"
+    rep = report("html", out=out, runs=["A", "B"], doctor_checks=CHEAP_DOCTOR)
+    text = out.read_text()
+    assert rep.path == str(out) and rep.text == text
+    assert text.startswith("<!DOCTYPE html>")
+    # nothing loaded from elsewhere: no src/href to http(s) or files, no scripts
+    assert not re.search(r"""(src|href)=['"](?!data:|#)""", text)
+    assert "<script" not in text and "http://" not in text.split("<pre>")[0].replace("http://www.w3.org", "")
+    pngs = re.findall(r"data:image/png;base64,([A-Za-z0-9+/=]+)", text)
+    assert len(pngs) == 3  # a sample plot per dd run and the comparison chart
+    from PIL import Image
+
+    for p in pngs:
+        im = Image.open(io.BytesIO(base64.b64decode(p)))
+        assert im.format == "PNG" and im.size[0] >= 400
+    for needed in ("Environment", "Doctor", "open-file limit", "Results", "Comparisons", "cache mode differs",
+                   "fio JSON", "+383.3 %"):
+        assert needed in text, needed
+    assert str(rep).startswith("report (html)")
+    assert "<a href=" in rep._repr_html_()
+
+
+def test_refuses_to_overwrite_and_checks_the_directory(two_runs, tmp_path):
+    out = tmp_path / "r.json"
+    report("json", out=out, runs=["A"], run_doctor=False)
+    with pytest.raises(ProbeError, match="exists"):
+        report("json", out=out, runs=["A"], run_doctor=False)
+    report("json", out=out, runs=["A"], run_doctor=False, overwrite=True)
+    with pytest.raises(ProbeError, match="not a directory"):
+        report("json", out=tmp_path / "missing" / "r.json", runs=["A"], run_doctor=False)
+    with pytest.raises(ProbeError, match="unknown report format"):
+        report("pdf", out="-", runs=["A"], run_doctor=False)
+
+
+def test_format_from_suffix_and_markdown_images(two_runs, tmp_path):
+    out = tmp_path / "r.md"
+    rep = report(out=out, runs=["A", "B"], doctor_checks=CHEAP_DOCTOR)
+    assert rep.format == "md"
+    text = out.read_text()
+    assert text.startswith("# nbbench report")
+    assert "| status | check | evidence | fix |" in text and "## Comparisons" in text
+    links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)
+    assert len(links) == 3 and all((tmp_path / l).is_file() for l in links)
+    assert rep.files and all(f.endswith(".png") for f in rep.files)
+    nofig = report("md", out="-", runs=["A"], run_doctor=False)
+    assert nofig.path is None and "plots are left out" in nofig.text
+
+
+def test_json_report_round_trips(two_runs):
+    rep = report("json", out="-", runs=["A", "B", "L"], doctor_checks=CHEAP_DOCTOR)
+    d = json.loads(rep.text)
+    assert d["format"] == "nbbench-report" and len(d["results"]) == 3
+    back = [Result.from_dict(r) for r in d["results"]]
+    assert back[0] == two_runs[0]
+    assert d["doctor"]["kind"] == "doctor"
+    assert d["fio"]["jobs"] and len(d["fio"]["jobs"]) == 2  # the loader run is not a disk result
+    assert d["comparisons"][0]["groups"][0]["kind"] == "dd"
+
+
+def test_fio_shape():
+    r = dd(4.0e8, 6.0e8, "direct", path="/nvme")
+    r.run_id = 7
+    rr = Result(kind="randread", params={"path": "/nvme/f", "bs": "4k", "qd": 32},
+                metrics={"read_bytes_per_s": 4096 * 1e5, "iops": 1e5, "lat_p50_ns": 80e3, "lat_p99_ns": 250e3,
+                         "lat_p99_9_ns": 900e3, "lat_mean_ns": 95e3},
+                labels={"cache": "direct", "target": "file"}).finish()
+    doc = to_fio([r, rr, Result(kind="gpu")])
+    assert "nbbench" in doc["fio version"] and len(doc["jobs"]) == 2
+    j = doc["jobs"][0]
+    assert j["jobname"] == "dd-7" and j["job options"]["direct"] == "1" and j["job options"]["bs"] == "1M"
+    assert j["write"]["bw_bytes"] == 400000000 and j["write"]["bw"] == 400000000 // 1024
+    assert j["read"]["io_bytes"] == 64 * 2**20 and j["read"]["runtime"] == round(64 * 2**20 / 6e8 * 1000)
+    assert j["read"]["iops"] == pytest.approx(6e8 / 2**20)
+    k = doc["jobs"][1]
+    assert "write" not in k and k["job options"]["iodepth"] == "32" and k["job options"]["filename"] == "/nvme/f"
+    pct = k["read"]["clat_ns"]["percentile"]
+    assert pct == {"50.000000": 80000, "99.000000": 250000, "99.900000": 900000}
+    assert k["read"]["clat_ns"]["mean"] == 95e3 and k["read"]["iops"] == 1e5
+    assert is_disk_result(r) and not is_disk_result(Result(kind="loader"))
+
+
+def test_sample_series_shapes():
+    assert sample_series("x", [1, 2, 3])[1] == {"x": [1, 2, 3]}
+    x, cols, xl = sample_series("w", [{"t_s": 0.5, "read_bytes_per_s": 1.0}, {"t_s": 1.0, "read_bytes_per_s": 2.0}])
+    assert x == [0.5, 1.0] and cols == {"read_bytes_per_s": [1.0, 2.0]} and "t" in xl
+    assert sample_series("s", {"a": "text"}) is None and sample_series("s", [[1, 2]]) is None
+    assert result_figure(Result(kind="x")) is None
+    fig = result_figure(dd(1e8, 1e8, "direct"))
+    assert fig is not None and len(fig.axes) == 1
+
+
+def test_report_and_compare_do_not_need_pyplot(tmp_path):
+    code = ("import sys, nbbench.report as R, nbbench.compare as C\n"
+            "from nbbench.results import Result\n"
+            "a = Result(kind='dd', metrics={'read_bytes_per_s': 1e8}); b = Result(kind='dd', metrics={'read_bytes_per_s': 2e8})\n"
+            "c = C.compare([a, b]); C.figure_png(C.bar_chart(c.groups[0]))\n"
+            "assert 'matplotlib.pyplot' not in sys.modules, 'pyplot imported'\n"
+            "print('ok')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
