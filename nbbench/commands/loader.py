@@ -155,7 +155,10 @@ class LoaderCommand(Command):
         if plot is not None:
             plot.finish(res)
         if is_dir:
+            from ..probes.loader import describe_loader
+
             res.params["path"] = str(target)
+            res.labels.update(describe_loader(dl))
         return res
 
 

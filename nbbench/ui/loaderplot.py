@@ -1,0 +1,127 @@
+"""The loader benchmark's live plot: throughput and GPU utilisation on one time axis,
+with an AU gauge and its 90 % line.
+
+Built on :class:`nbbench.ui.liveplot.LivePlot` (matplotlib object API, PNG frames
+pushed through a display handle, a last frame drawn on the main thread so the final
+picture stays in the notebook) and a :class:`nbbench.monitor.Monitor` sampling NVML
+GPU utilisation (N/A with the reason where there is no GPU)::
+
+    plot = LoaderPlot.start()
+    res = bench_loader(loader, step="emulate:h100-resnet50", monitor=plot.monitor,
+                       on_window=plot.on_window)
+    plot.stop(); plot.finish(res)
+"""
+
+from __future__ import annotations
+
+import time
+
+__all__ = ["LoaderPlot"]
+
+
+class LoaderPlot:
+    """A live view of one loader benchmark."""
+
+    def __init__(self, target: str = "auto", show: bool = True, au_target_pct: float = 90.0,
+                 interval: float = 0.25, monitor=None, title: str = "DataLoader benchmark"):
+        from ..probes.loader import _nvml_reason
+        from .liveplot import LivePlot, Panel
+
+        self.au_target_pct = au_target_pct
+        self.own_monitor = monitor is None
+        if monitor is None:
+            try:
+                from ..monitor import Monitor
+
+                monitor = Monitor(interval=interval, gpus="all")
+                monitor.start()
+            except Exception:  # noqa: BLE001 - the plot still shows throughput
+                monitor = None
+        self.monitor = monitor
+        reason = _nvml_reason()
+        note = "" if reason is None else reason.split(" (")[0].replace("NVML unavailable: ", "")[:48]
+        self.au_last: float | None = None
+        self.au_final: float | None = None
+        self.samples_last: float | None = None
+        panels = [
+            Panel("throughput over 1 s windows", ["loader.samples_per_s"], unit="samples/s",
+                  labels={"loader.samples_per_s": "samples/s"}, styles={"loader.samples_per_s": {"color": "#1565c0"}}),
+            Panel("AU per window and GPU kernel-active %" + (f" (GPU N/A: {note})" if note else ""),
+                  ["gpu*.util_pct", "loader.au_pct"], unit="%",
+                  ylim=(0, 105), labels={"loader.au_pct": "AU"},
+                  styles={"loader.au_pct": {"color": "#2e7d32", "linestyle": "--"}}, note=note[:90]),
+        ]
+        t0 = getattr(monitor, "t_start", None) or time.monotonic()
+        self.plot = LivePlot(panels, title=title, figsize=(8.5, 4.4), target=target, show=show,
+                             annotate=self._gauge, status=self._status, t0=t0)
+        if monitor is not None:
+            self.plot.attach(monitor)
+        self._gauge_ax = None
+        self._gauge_bar = None
+        self._gauge_text = None
+
+    @classmethod
+    def start(cls, **kwargs) -> "LoaderPlot":
+        p = cls(**kwargs)
+        p.plot.start()
+        return p
+
+    # ----------------------------------------------------------------- data
+    def on_window(self, window: dict) -> None:
+        """bench_loader's ``on_window`` callback: one point per 1 s window."""
+        self.samples_last = window.get("samples_per_s")
+        self.au_last = window.get("au_pct")
+        self.plot.add(time.monotonic(), {"loader.samples_per_s": self.samples_last, "loader.au_pct": self.au_last})
+
+    def _status(self) -> str:
+        from ..units import format_metric
+
+        parts = []
+        if self.samples_last is not None:
+            parts.append(f"{format_metric('samples_per_s', self.samples_last)}")
+        au = self.au_final if self.au_final is not None else self.au_last
+        if au is not None:
+            parts.append(f"AU {au:.1f} % (line {self.au_target_pct:g} %)")
+        return "  ·  ".join(parts)
+
+    def _gauge(self, fig, axes, data) -> None:
+        au = self.au_final if self.au_final is not None else self.au_last
+        if self._gauge_ax is None:
+            ax = fig.add_axes([0.90, 0.09, 0.035, 0.25])
+            ax.set_xlim(0, 1)
+            ax.set_ylim(0, 100)
+            ax.set_xticks([])
+            ax.tick_params(labelsize=7)
+            ax.set_title("AU %", fontsize=8)
+            ax.axhline(self.au_target_pct, color="#c62828", linewidth=1.5)
+            ax.text(1.15, self.au_target_pct, f"{self.au_target_pct:g}%", transform=ax.get_yaxis_transform(),
+                    fontsize=7, va="center", color="#c62828")
+            self._gauge_bar = ax.bar([0.5], [0.0], width=0.9, color="#9e9e9e")[0]
+            self._gauge_text = ax.text(0.5, 2, "", ha="center", va="bottom", fontsize=7, weight="bold")
+            self._gauge_ax = ax
+        if au is None:
+            self._gauge_bar.set_height(0.0)
+            self._gauge_text.set_text("—")
+            return
+        self._gauge_bar.set_height(au)
+        self._gauge_bar.set_color("#2e7d32" if au >= self.au_target_pct else "#ef6c00")
+        self._gauge_text.set_y(min(au, 88) + 1)
+        self._gauge_text.set_text(f"{au:.0f}")
+
+    # ------------------------------------------------------------------ end
+    def stop(self) -> None:
+        """Stop the monitor this plot started (the benchmark has ended)."""
+        if self.monitor is not None and self.own_monitor:
+            try:
+                self.monitor.stop()
+            except Exception:  # noqa: BLE001
+                pass
+
+    def finish(self, result=None) -> bytes | None:
+        """The last frame, drawn on the calling (main) thread with the result's AU; returns the PNG."""
+        if result is not None:
+            self.au_final = result.metrics.get("au_pct")
+            if result.metrics.get("samples_per_s") is not None:
+                self.samples_last = result.metrics["samples_per_s"]
+        self.stop()
+        return self.plot.close()
