@@ -122,6 +122,17 @@ class Report:
         where = self.path or "(not written)"
         return f"report ({self.format}) {where}: " + "; ".join(bits)
 
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": self.format, "path": self.path, "files": self.files,
+                "run_ids": [r.run_id for r in self.data.results],
+                "doctor": dict(self.data.doctor.metrics) if self.data.doctor is not None else None}
+
+    def to_json(self, **kw) -> str:
+        import json
+
+        kw.pop("orient", None)
+        return json.dumps(self.to_dict(), default=str, **kw)
+
     def _repr_html_(self) -> str:
         esc = _html.escape
         link = esc(self.path or "")

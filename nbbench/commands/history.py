@@ -1,0 +1,160 @@
+"""``history``, ``compare`` and ``report``: read the store; they save nothing."""
+
+from __future__ import annotations
+
+from . import Command
+
+_BRIEF = ["kind", "label", "status", "started", "summary"]
+
+
+def _csv(text: str) -> list[str]:
+    import argparse
+
+    vals = [t.strip() for t in text.split(",") if t.strip()]
+    if not vals:
+        raise argparse.ArgumentTypeError(f"need one or more run ids or labels, comma-separated: {text!r}")
+    return vals
+
+
+class HistoryCommand(Command):
+    help = "stored runs as a table"
+    description = ("Stored runs, oldest first, one row each with its metrics as columns (base units). "
+                   "-o returns the full DataFrame; the table shown keeps the summary columns.")
+    epilog = "Example: df = %iobench history --kind dd -o   ·   nbbench history --label baseline"
+    saves = False
+
+    def add_arguments(self, p) -> None:
+        from ..options import positive_int
+
+        p.add_argument("--kind", default=None, metavar="K", help="only runs of this kind (dd, randread, loader, …)")
+        p.add_argument("--label", default=None, metavar="L", help="only runs with this label")
+        p.add_argument("--last", type=positive_int, default=None, metavar="N", help="only the newest N runs")
+
+    def run(self, args, ctx):
+        from ..store import default_store
+
+        return default_store().history(kind=args.kind, label=args.label, limit=args.last)
+
+    def show(self, value, args, ctx) -> None:
+        from ..store import default_store
+
+        if len(value) == 0:
+            what = " and ".join(f"{k} {v!r}" for k, v in (("kind", args.kind), ("label", args.label)) if v)
+            ctx.echo(f"no stored runs{' with ' + what if what else ''} in {default_store().path}")
+            return
+        brief = value[[c for c in _BRIEF if c in value.columns]].copy()
+        brief["started"] = brief["started"].dt.strftime("%Y-%m-%d %H:%M:%S")
+        brief["label"] = brief["label"].fillna("")
+        brief.index.name = "run"
+        if ctx.frontend == "cli":
+            import pandas as pd
+
+            with pd.option_context("display.max_colwidth", 90, "display.width", 200):
+                ctx.echo(brief.to_string())
+        else:
+            ctx.display(brief)
+
+
+class CompareCommand(Command):
+    help = "compare stored runs, % deltas against the first"
+    description = ("Compare stored runs like for like — same kind; a warning when parameters or the cache mode "
+                   "differ — as a metric table with % deltas against the first and a bar chart. Each "
+                   "RUN_OR_LABEL is a run id or a label (a label's latest run of each kind is used).")
+    epilog = "Example: %iobench compare nvme nfs   ·   nbbench compare 3 7 --png cmp.png"
+    saves = False
+
+    def add_arguments(self, p) -> None:
+        p.add_argument("refs", nargs="+", metavar="RUN_OR_LABEL", help="run ids or labels; the first is the baseline")
+        p.add_argument("--metrics", type=_csv, default=None, metavar="LIST",
+                       help="only these metric keys, comma-separated (e.g. read_bytes_per_s,iops)")
+        p.add_argument("--png", default=None, metavar="FILE", help="also write the bar chart to FILE (PNG)")
+
+    def run(self, args, ctx):
+        from ..compare import compare, figure_png
+        from ..results import ProbeError
+
+        if len(args.refs) < 2:
+            raise ProbeError("compare needs two or more run ids or labels, e.g. compare baseline 12")
+        cmp = compare(args.refs, metrics=args.metrics)
+        if args.png:
+            import os
+
+            path = os.path.abspath(args.png)
+            if os.path.exists(path):
+                raise ProbeError(f"{path} exists: give another --png file name")
+            try:
+                with open(path, "xb") as f:
+                    f.write(figure_png(cmp.figure(0)))
+            except OSError as exc:
+                raise ProbeError(f"cannot write {path}: {exc.strerror or exc}") from None
+            cmp.notes.append(f"bar chart written to {path}")
+        return cmp
+
+    def show(self, value, args, ctx) -> None:
+        if ctx.frontend != "magic":
+            ctx.echo(value.text_table())
+            return
+        from IPython.display import HTML, Image, display
+
+        from ..compare import bar_chart, figure_png
+
+        display(HTML(value.html(images=False)))
+        for g in value.groups:
+            display(Image(data=figure_png(bar_chart(g)), format="png"))
+
+
+class ReportCommand(Command):
+    help = "a shareable report: environment, doctor, results"
+    description = ("Write a shareable report: the environment fingerprint, the doctor's findings for this "
+                   "machine and the selected results with their plots (HTML: one self-contained file with "
+                   "embedded PNGs), plus like-for-like comparisons and disk results as fio-shaped JSON.")
+    epilog = ("Example: %iobench report --runs nvme,nfs --out cmp.html   ·   "
+              "nbbench report --format md --out report.md   ·   nbbench report --format json --out -")
+    saves = False
+
+    def add_arguments(self, p) -> None:
+        from ..options import nonneg_int
+
+        p.add_argument("--format", dest="fmt", choices=("html", "md", "json"), default=None,
+                       help="html (default; or from --out's suffix), md or json")
+        p.add_argument("--out", default=None, metavar="FILE",
+                       help="where to write it ('-': print it; default nbbench-report-DATE-TIME.EXT here)")
+        p.add_argument("--runs", type=_csv, default=None, metavar="LIST",
+                       help="run ids or labels, comma-separated (default: the latest --last runs)")
+        p.add_argument("--last", type=nonneg_int, default=10, metavar="N",
+                       help="with no --runs: the newest N runs (default 10; 0 = all)")
+        p.add_argument("--kind", default=None, metavar="K", help="with no --runs: only runs of this kind")
+        p.add_argument("--label", default=None, metavar="L", help="with no --runs: only runs with this label")
+        p.add_argument("--path", default=None, metavar="PATH",
+                       help="the directory the doctor checks (default: the results' path, else here)")
+        p.add_argument("--no-doctor", dest="doctor", action="store_false", help="leave the doctor's findings out")
+        p.add_argument("--force", action="store_true", help="replace --out if it exists")
+
+    def run(self, args, ctx):
+        from ..report import report
+
+        p = ctx.progress("report")
+        try:
+            rep = report(args.fmt, out=args.out, runs=args.runs, last=args.last, kind=args.kind, label=args.label,
+                         path=args.path, run_doctor=args.doctor, overwrite=args.force)
+        except BaseException:
+            p.close("failed")
+            raise
+        p.close("ok")
+        return rep
+
+    def show(self, value, args, ctx) -> None:
+        if value.path is None:
+            if ctx.frontend == "magic" and value.format == "html":
+                from IPython.display import HTML, display
+
+                display(HTML(value.text))
+            else:
+                ctx.echo(value.text.rstrip("\n"))
+            return
+        if ctx.frontend == "magic":
+            ctx.display(value)
+        else:
+            ctx.echo(str(value))
+            for f in value.files:
+                ctx.echo(f"  + {f}")
