@@ -77,3 +77,13 @@ def test_history_refreshes_after_a_run(panel, store):
 
     panel.run_finished(RunRecord(title="x", status="ok"))
     assert [v for _, v in h.runs.options][0] == 4
+
+
+def test_headline_skips_a_metric_the_baseline_lacks(store):
+    from nbbench.compare import compare
+    from nbbench.ui.panel.tabs.history import headline_html
+
+    a = Result(kind="k", metrics={"iops": 100.0}, run_id=None).finish()
+    b = Result(kind="k", metrics={"iops": 150.0, "read_bytes_per_s": 5e8}).finish()
+    out = headline_html(compare([a, b]))
+    assert "iops" in out.lower() and "+50.0 %" in out and "500 MB/s" not in out

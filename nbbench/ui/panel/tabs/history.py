@@ -180,32 +180,34 @@ def _error(msg: str) -> str:
 
 
 
-def headline_html(comparison) -> str:
-    """'#13: read 943 MB/s, +18.0 % against the baseline (#12: 800 MB/s)' — one line per later run.
+def headline_html(comparison, max_metrics: int = 3) -> str:
+    """'new-disk: read 943 MB/s, +17.9 % against the baseline (baseline: 800 MB/s)'.
 
-    Taken from the comparison's rows (values already formatted by ``units.format_metric``),
-    for the first metric of each kind that has a better direction.
+    One line per later run and throughput-like metric (higher is better; up to
+    ``max_metrics`` per kind), taken from the comparison's rows: the figures are
+    already formatted by ``units.format_metric``, the deltas computed by
+    :mod:`nbbench.compare`.
     """
     import html
 
+    esc = html.escape
     lines = []
     for g in comparison.groups:
-        rows = [r for r in g.rows if r["better"] and r["value"] is not None]
-        if not rows:
-            continue
-        metric = rows[0]["metric"]
-        mine = [r for r in rows if r["metric"] == metric]
-        base = mine[0]
-        for r in mine[1:]:
-            if r["delta_pct"] is None:
+        rows = [r for r in g.rows if r["better"] == "higher" and r["value"] is not None]
+        metrics = list(dict.fromkeys(r["metric"] for r in rows))[:max_metrics]
+        for metric in metrics:
+            mine = [r for r in rows if r["metric"] == metric]
+            if not mine or mine[0]["ref"] != g.names[0]:   # the baseline has no value for it
                 continue
-            good = (r["delta_pct"] > 0) == (r["better"] == "higher")
-            colour = "#2e7d32" if good else "#c62828"
-            if abs(r["delta_pct"]) < 1:
-                colour = "#444"
-            lines.append(
-                f"<div class='nbbench-compare-headline'><b>{html.escape(r['ref'])}</b>: "
-                f"{html.escape(metric_label(metric))} {html.escape(r['display'])}, "
-                f"<span style='color:{colour};font-weight:bold'>{r['delta_pct']:+.1f} %</span> against the "
-                f"baseline ({html.escape(base['ref'])}: {html.escape(base['display'])})</div>")
+            base = mine[0]
+            for r in mine[1:]:
+                d = r["delta_pct"]
+                if d is None:
+                    continue
+                colour = "#444" if abs(d) < 1 else ("#2e7d32" if d > 0 else "#c62828")
+                lines.append(
+                    f"<div class='nbbench-compare-headline'><b>{esc(r['ref'])}</b>: "
+                    f"{esc(metric_label(metric))} {esc(r['display'])}, "
+                    f"<span style='color:{colour};font-weight:bold'>{d:+.1f} %</span> against the "
+                    f"baseline ({esc(base['ref'])}: {esc(base['display'])})</div>")
     return "".join(lines)
