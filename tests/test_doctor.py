@@ -293,3 +293,28 @@ def test_check_validates_status():
 def test_unknown_check_name():
     with pytest.raises(ValueError, match="unknown doctor checks"):
         doctor("/", checks=["nope"])
+
+
+def test_listening_sockets_from_proc_net_tcp():
+    # 0x22B8 = 8888 on 0.0.0.0 and ::, 8889 on 127.0.0.1, 8890 on ::1; an established connection is ignored
+    assert exposure.listening_on_port(8888, DOCKER) == ["0.0.0.0", "::"]
+    assert exposure.listening_on_port(8889, DOCKER) == ["127.0.0.1"]
+    assert exposure.listening_on_port(8890, DOCKER) == ["::1"]
+    assert exposure.listening_on_port(1234, DOCKER) is None
+    info = {"url": "http://localhost:8888/", "hostname": "localhost", "port": 8888, "token": "t", "pid": 1}
+    # jupyter writes hostname 'localhost' for ip='' (all interfaces): the sockets tell the truth
+    c = exposure.assess_server(info, exposure.listening_on_port(8888, DOCKER))
+    assert c.status == "warn" and "0.0.0.0" in c.evidence
+
+
+def test_doctor_modules_import_light():
+    import subprocess
+    import sys
+
+    code = ("import sys, nbbench.doctor, nbbench.doctor.system, nbbench.doctor.storage, nbbench.doctor.exposure, "
+            "nbbench.doctor.gpu, nbbench.compare, nbbench.report, nbbench.exporters, nbbench.exporters.fio, "
+            "nbbench.commands.doctor, nbbench.commands.history\n"
+            "print(','.join(m for m in ('torch','pynvml','matplotlib','ipywidgets','pandas','jupyter_server') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == "", out.stdout + out.stderr

@@ -13,7 +13,7 @@ from typing import Any, Iterable
 from .base import Check, Unreadable, na, read_text, under
 
 __all__ = ["check_jupyter", "assess_server", "check_sshd", "parse_sshd_config", "SshdSetting",
-           "is_loopback"]
+           "is_loopback", "listening_on_port"]
 
 
 def is_loopback(host: str | None) -> bool:
@@ -42,6 +42,38 @@ def _listening(pid: int) -> list[str] | None:
         return None
 
 
+def _hex_addr(h: str) -> str:
+    """/proc/net/tcp{,6} address (little-endian 32-bit words) -> text."""
+    import socket
+    import struct
+
+    raw = bytes.fromhex(h)
+    words = b"".join(struct.pack("<I", struct.unpack(">I", raw[i:i + 4])[0]) for i in range(0, len(raw), 4))
+    return socket.inet_ntop(socket.AF_INET if len(raw) == 4 else socket.AF_INET6, words)
+
+
+def listening_on_port(port: int, root: str = "/") -> list[str] | None:
+    """Addresses listening on TCP ``port`` per /proc/net/tcp and tcp6 (readable by every user)."""
+    found, read_any = set(), False
+    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            text = read_text(root, name)
+        except Unreadable:
+            continue
+        read_any = True
+        for line in text.splitlines()[1:]:
+            parts = line.split()
+            if len(parts) < 4 or parts[3] != "0A":  # 0A = LISTEN
+                continue
+            addr, _, p = parts[1].partition(":")
+            try:
+                if int(p, 16) == int(port):
+                    found.add(_hex_addr(addr))
+            except ValueError:
+                continue
+    return sorted(found) if read_any and found else None
+
+
 def assess_server(info: dict[str, Any], listening: list[str] | None = None) -> Check:
     """One running server's info (a jpserver-*.json) -> a Check."""
     url = info.get("url") or f"http://{info.get('hostname')}:{info.get('port')}/"
@@ -59,7 +91,7 @@ def assess_server(info: dict[str, Any], listening: list[str] | None = None) -> C
         return Check(name, "ok", ev, "", group, data)
     if listening:
         wide = [a for a in listening if not is_loopback(a)]
-        bound = ", ".join(listening) + " (psutil)"
+        bound = ", ".join(listening) + " (its listening sockets)"
     else:
         wide = [] if is_loopback(host) else [host or "all interfaces"]
         bound = f"{host} ({src})"
@@ -105,6 +137,8 @@ def check_jupyter(runtime_dir: str | None = None, servers: Iterable[dict] | None
     for info in servers:
         pid = info.get("pid")
         listening = _listening(int(pid)) if pid else None
+        if not listening and info.get("port") and not info.get("sock"):
+            listening = listening_on_port(int(info["port"]))
         out.append(assess_server(info, listening))
     return out
 
