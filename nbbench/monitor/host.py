@@ -34,6 +34,7 @@ __all__ = ["HostSource", "block_device_for", "BlockDevice"]
 
 _VIRTUAL_PREFIXES = ("loop", "ram", "zram", "dm-", "md", "sr", "fd", "nbd", "zd")
 _CHILD_SCAN_S = 1.0  # rescan the process tree at most this often (a /proc walk)
+_SLOW_S = 0.5  # memory figures are read at most this often
 
 
 class BlockDevice:
@@ -199,7 +200,14 @@ class HostSource:
         self._proc_first = None
         self._proc_t = None
         self._physical: list[str] = []
-        self._lock = threading.Lock()
+        self._slow_t = -1e9
+        self._mem = (None, None)
+        self._rss = None
+        self._rss_t = None
+        self._offsets: dict[int, tuple] = {}
+        self._retired = [0.0, 0.0, 0.0]
+        self._preexisting: set[int] = set()
+        self._cpu_cap = 100.0 * (os.cpu_count() or 1)
 
     # ------------------------------------------------------------------- open
     def open(self) -> None:
@@ -230,6 +238,7 @@ class HostSource:
         if self.process:
             try:
                 self._proc = psutil.Process(self.pid)
+                self._preexisting = {c.pid for c in self._proc.children(recursive=True)}
             except psutil.Error as exc:
                 self.notes.append(f"process {self.pid} cannot be read ({exc}): process figures are N/A")
                 self._proc = None
@@ -242,9 +251,13 @@ class HostSource:
             ps = self._psutil
         out: dict[str, Any] = {}
         self._sample_cpu(ps, out)
-        vm = ps.virtual_memory()
-        out["mem.used_bytes"] = vm.total - vm.available
-        out["mem.available_bytes"] = vm.available
+        # memory moves slowly: read it at most every _SLOW_S (fewer /proc reads per sample)
+        slow = now - self._slow_t >= _SLOW_S
+        if slow:
+            self._slow_t = now
+            vm = ps.virtual_memory()
+            self._mem = (vm.total - vm.available, vm.available)
+        out["mem.used_bytes"], out["mem.available_bytes"] = self._mem
         self._sample_disk(ps, now, out)
         if self._proc is not None:
             self._sample_proc(ps, now, out)
@@ -338,8 +351,33 @@ class HostSource:
         known = self._children
         fresh = {}
         for k in kids:
-            fresh[k.pid] = known.get(k.pid, k)
+            if k.pid in known:
+                fresh[k.pid] = known[k.pid]
+                continue
+            fresh[k.pid] = k
+            # a child older than the monitor: count only what it does from now on
+            try:
+                with k.oneshot():
+                    if k.pid in self._preexisting:
+                        ct = k.cpu_times()
+                        try:
+                            io = k.io_counters()
+                            rb, rc = io.read_bytes, getattr(io, "read_chars", 0)
+                        except (ps.AccessDenied, AttributeError, NotImplementedError):
+                            rb = rc = 0
+                        self._offsets[k.pid] = (ct.user + ct.system + ct.children_user + ct.children_system,
+                                                rb, rc)
+            except ps.Error:
+                pass
+        for pid in set(known) - set(fresh):
+            self._retire(pid)
         self._children = fresh
+
+    def _retire(self, pid: int) -> None:
+        off = self._offsets.pop(pid, None)
+        if off is not None:  # its totals move into its reaper's counters: keep subtracting them
+            for j in range(3):
+                self._retired[j] += off[j]
 
     def _sample_proc(self, ps, now: float, out: dict) -> None:
         self._scan_children(ps, now)
@@ -347,12 +385,14 @@ class HostSource:
         io_ok = True
         procs = [self._proc] + list(self._children.values())
         gone = []
+        slow = now - self._rss_t >= _SLOW_S if self._rss_t is not None else True
         for p in procs:
             try:
                 with p.oneshot():
                     ct = p.cpu_times()
                     cpu += ct.user + ct.system + ct.children_user + ct.children_system
-                    rss += p.memory_info().rss
+                    if slow:
+                        rss += p.memory_info().rss
                     try:
                         io = p.io_counters()
                         rbytes += io.read_bytes
@@ -366,7 +406,18 @@ class HostSource:
                 pass
         for pid in gone:
             self._children.pop(pid, None)
-        out["proc.rss_bytes"] = int(rss)
+            self._retire(pid)
+        if slow:
+            self._rss_t = now
+            self._rss = int(rss)
+        out["proc.rss_bytes"] = self._rss
+        for off in self._offsets.values():
+            cpu -= off[0]
+            rbytes -= off[1]
+            rchars -= off[2]
+        cpu -= self._retired[0]
+        rbytes -= self._retired[1]
+        rchars -= self._retired[2]
         cur = (cpu, rbytes, rchars)
         prev, tprev = self._proc_prev, self._proc_t
         self._proc_prev, self._proc_t = cur, now
@@ -383,7 +434,9 @@ class HostSource:
             return
         dt = now - tprev
         # an exiting, not yet reaped child drops out for a moment: never a negative rate
-        out["proc.cpu_pct"] = round(max(0.0, cpu - prev[0]) / dt * 100.0, 1)
+        # (a child found by the periodic scan brings the CPU time it used since it started,
+        # so a rate is capped at what the machine's CPUs can do; totals come from counters)
+        out["proc.cpu_pct"] = round(min(self._cpu_cap, max(0.0, cpu - prev[0]) / dt * 100.0), 1)
         out["proc.read_bytes_per_s"] = round(max(0.0, rbytes - prev[1]) / dt, 1)
         out["proc.read_syscall_bytes_per_s"] = round(max(0.0, rchars - prev[2]) / dt, 1)
 

@@ -162,6 +162,7 @@ class Monitor:
         self.ended_at: float | None = None
         self.sampler_cpu_s = 0.0
         self._running = False
+        self._opened = False
 
     # ----------------------------------------------------------------- sources
     def _default_sources(self) -> list[Any]:
@@ -179,10 +180,16 @@ class Monitor:
             self.notes.append(sentence)
 
     # ------------------------------------------------------------ start / stop
-    def start(self) -> "Monitor":
-        """Open the sources, take a first sample and start the sampler thread."""
-        if self._running:
+    def open(self) -> "Monitor":
+        """Open the sources (NVML init, device lookup) without sampling yet.
+
+        :meth:`start` calls it; call it first to learn what will be sampled
+        (``sources``, their ``info``/``labels``) before the clock starts, e.g. to
+        build a plot.  Idempotent.
+        """
+        if self._opened:
             return self
+        self._opened = True
         self.sources = self._given_sources if self._given_sources is not None else self._default_sources()
         for src in self.sources:
             opener = getattr(src, "open", None)
@@ -192,6 +199,13 @@ class Monitor:
                 except Exception as exc:  # noqa: BLE001 - a source that cannot open is N/A
                     self._note(f"source {getattr(src, 'name', src)!r} could not start: {exc}")
                     self._dead_sources.add(getattr(src, "name", repr(src)))
+        return self
+
+    def start(self) -> "Monitor":
+        """Open the sources (unless :meth:`open` did), take a first sample, start the thread."""
+        if self._running:
+            return self
+        self.open()
         self._stop.clear()
         self.started_at = time.time()
         self.t_start = time.monotonic()

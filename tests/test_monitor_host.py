@@ -1,0 +1,162 @@
+"""The psutil host source, for real, and the path -> block device mapping on fake sysfs trees."""
+
+import os
+import subprocess
+import sys
+import time
+from collections import namedtuple
+
+import psutil
+import pytest
+
+from nbbench.monitor import Monitor
+from nbbench.monitor.host import HostSource, block_device_for
+
+
+def _two_samples(src, gap=0.15):
+    src.open()
+    src.sample(time.monotonic())
+    time.sleep(gap)
+    return src.sample(time.monotonic())
+
+
+def test_cpu_memory_and_disk_fields_are_sane(tmp_path):
+    src = HostSource(path=tmp_path)
+    rec = _two_samples(src)
+    assert 0.0 <= rec["cpu.util_pct"] <= 100.0
+    assert 0.0 <= rec["cpu.iowait_pct"] <= 100.0
+    assert len(rec["cpu.cores_pct"]) == psutil.cpu_count()
+    assert all(0.0 <= c <= 100.0 for c in rec["cpu.cores_pct"])
+    vm = psutil.virtual_memory()
+    assert 0 < rec["mem.used_bytes"] <= vm.total
+    assert 0 < rec["mem.available_bytes"] <= vm.total
+    for k in ("disk.read_bytes_per_s", "disk.write_bytes_per_s", "disk.read_iops", "sys.read_bytes_per_s"):
+        assert rec[k] is not None and rec[k] >= 0
+    assert rec["proc.rss_bytes"] > 10 * 2**20
+    assert src.labels["path"] == str(tmp_path)
+    assert src.labels["disk_device"]  # a device name or "system-wide"
+
+
+def test_first_sample_has_no_rates():
+    src = HostSource()
+    src.open()
+    rec = src.sample(time.monotonic())
+    assert rec["cpu.util_pct"] is None and rec["disk.read_bytes_per_s"] is None
+    assert rec["proc.cpu_pct"] is None
+    assert rec["mem.used_bytes"] > 0  # levels are there from the start
+
+
+def test_busy_process_shows_in_process_cpu():
+    src = HostSource()
+    src.open()
+    src.sample(time.monotonic())
+    t = time.process_time()
+    while time.process_time() - t < 0.3:
+        pass
+    rec = src.sample(time.monotonic())
+    assert rec["proc.cpu_pct"] > 20.0
+
+
+def test_reads_of_this_process_and_its_children_are_counted(tmp_path):
+    data = tmp_path / "blob.bin"
+    data.write_bytes(os.urandom(4 * 2**20))
+    m = Monitor(interval=0.05, gpus="none", path=tmp_path)
+    with m:
+        with open(data, "rb") as f:  # this process: 4 MiB through read()
+            while f.read(2**20):
+                pass
+        # a child that reads the file twice more (8 MiB), then exits: still counted
+        code = f"f=open({str(data)!r},'rb')\nfor _ in range(2):\n    f.seek(0)\n    while f.read(1<<20): pass"
+        subprocess.run([sys.executable, "-c", code], check=True)
+        time.sleep(0.1)
+    res = m.result()
+    assert res.metrics["proc_read_syscall_bytes"] >= 12 * 2**20
+    assert res.metrics["proc_cpu_s"] > 0
+    assert res.metrics["disk_read_bytes"] >= 0 and res.metrics["sys_read_bytes"] >= 0
+
+
+# --------------------------------------------------------------- block devices
+def _fake_sysfs(root, path, target_parts, partition=False, dm_name=None, slaves=()):
+    st = os.stat(path)
+    dev_dir = root / "devices" / "pci0000:00"
+    for part in target_parts:
+        dev_dir = dev_dir / part
+    dev_dir.mkdir(parents=True)
+    if partition:
+        (dev_dir / "partition").write_text("1\n")
+    (root / "dev" / "block").mkdir(parents=True)
+    os.symlink(dev_dir, root / "dev" / "block" / f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}")
+    name = target_parts[-1]
+    (root / "block").mkdir()
+    if dm_name:
+        (dev_dir / "dm").mkdir()
+        (dev_dir / "dm" / "name").write_text(dm_name + "\n")
+        (dev_dir / "slaves").mkdir()
+        for s in slaves:
+            (dev_dir / "slaves" / s).mkdir()
+    os.symlink(dev_dir, root / "block" / name)
+    return root
+
+
+def _real_dev_or_skip(path):
+    if os.major(os.stat(path).st_dev) == 0:
+        pytest.skip("this filesystem has an anonymous device number")
+
+
+def test_whole_disk_virtio(tmp_path):
+    _real_dev_or_skip(tmp_path)
+    sysfs = _fake_sysfs(tmp_path / "sys", tmp_path, ["virtio1", "block", "vda"])
+    dev, note = block_device_for(tmp_path, sysfs)
+    assert note is None and dev.name == "vda" and dev.parent is None
+
+
+def test_partition_is_measured_itself_and_named_with_its_disk(tmp_path):
+    _real_dev_or_skip(tmp_path)
+    sysfs = _fake_sysfs(tmp_path / "sys", tmp_path, ["ata1", "block", "sda", "sda2"], partition=True)
+    dev, note = block_device_for(tmp_path, sysfs)
+    assert dev.name == "sda2" and dev.parent == "sda"
+    assert dev.description == "sda2 (partition of sda)"
+
+
+def test_device_mapper_names_its_volume_and_slaves(tmp_path):
+    _real_dev_or_skip(tmp_path)
+    sysfs = _fake_sysfs(tmp_path / "sys", tmp_path, ["virtual", "block", "dm-0"], dm_name="vg0-data",
+                        slaves=("nvme0n1p3",))
+    dev, _ = block_device_for(tmp_path, sysfs)
+    assert dev.name == "dm-0"
+    assert dev.description == "dm-0 (vg0-data, on nvme0n1p3)"
+
+
+Part = namedtuple("Part", "device mountpoint fstype opts")
+
+
+def test_anonymous_device_falls_back_to_system_wide_with_a_note(tmp_path):
+    empty = tmp_path / "sys"
+    (empty / "dev" / "block").mkdir(parents=True)
+    parts = [Part("overlay", "/", "overlay", "rw"), Part("nfs:/export", str(tmp_path), "nfs4", "rw")]
+    dev, note = block_device_for(tmp_path, empty, partitions=parts)
+    assert dev is None
+    assert "network filesystem" in note and "system-wide" in note
+    dev, note = block_device_for("/", empty, partitions=parts[:1])
+    assert dev is None and "overlay" in note
+
+
+def test_missing_path_notes_system_wide(tmp_path):
+    dev, note = block_device_for(tmp_path / "nope")
+    assert dev is None and "cannot stat" in note
+
+
+def test_unknown_device_in_diskstats_falls_back(tmp_path, monkeypatch):
+    src = HostSource(path=tmp_path)
+    import nbbench.monitor.host as host
+
+    class FakeDev:
+        name = "sdz9"
+        description = "sdz9"
+        parent = None
+
+    monkeypatch.setattr(host, "block_device_for", lambda p, s: (FakeDev(), None))
+    src.open()
+    assert src.device is None
+    assert any("not in /proc/diskstats" in n for n in src.notes)
+    assert src.labels["disk_device"] == "system-wide"
