@@ -113,7 +113,7 @@ def test_mount_caveats_by_filesystem():
         c, m = storage.check_mount(path, ms)
         assert c.status == "warn" and m.fstype == fstype and in_fix in c.fix, path
     c, m = storage.check_mount("/data/x", ms)
-    assert c.status == "ok" and "ext4 from /dev/nvme0n1p1" in c.evidence
+    assert c.status == "ok" and "ext4 from /dev/nvme0n1p1 (its /docker/data, bind-mounted)" in c.evidence
     assert "rsize=131072" in storage.check_mount("/dataset", ms)[0].evidence
 
 

@@ -61,7 +61,8 @@ def check_mount(path: str, mounts: list[Mount]) -> tuple[Check, Mount | None]:
         return na(name, f"no mount in /proc/self/mountinfo covers {path}", group), None
     data = {"path": path, "mount_point": m.mount_point, "fstype": m.fstype, "source": m.source,
             "options": m.options, "super_options": m.super_options, "device": m.devno}
-    ev = (f"{path} is on {m.mount_point}: {m.fstype} from {m.source}, options {','.join(m.options)} "
+    src = m.source + (f" (its {m.fs_root}, bind-mounted)" if m.fs_root not in ("/", "") else "")
+    ev = (f"{path} is on {m.mount_point}: {m.fstype} from {src}, options {','.join(m.options)} "
           f"({_where(m)})")
     extra = []
     if m.fstype.startswith("nfs"):
