@@ -406,12 +406,13 @@ class LivePlot:
         if self.target == "display" and self.show:
             from IPython.display import display
 
-            self._handle = display({"text/plain": f"{self.title or 'live plot'}: starting…"}, raw=True,
-                                   display_id=True)
+            # the first frame is drawn here: matplotlib's import and the first full draw
+            # are the expensive part, better not run concurrently with the user's code
+            self._handle = display(self._bundle(self.render_png()), raw=True, display_id=True)
         elif self.target == "widget":
             import ipywidgets as w
 
-            self.widget = w.Image(format="png", layout=w.Layout(max_width="100%"))
+            self.widget = w.Image(value=self.render_png(), format="png", layout=w.Layout(max_width="100%"))
             if self.show:
                 from IPython.display import display
 
