@@ -1,0 +1,61 @@
+"""A notebook executed headlessly (nbclient): the monitored cell's final PNG is in the saved file."""
+
+import base64
+import io
+
+import nbformat
+import pytest
+
+pytestmark = pytest.mark.slow
+
+BUSY = """%%iobench monitor --interval 0.1 --gpu none
+import time
+t = time.time()
+x = 0
+while time.time() - t < 1.5:
+    x += 1
+print("loop done")
+"""
+
+
+def _execute(tmp_path, cells):
+    from nbclient import NotebookClient
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
+    NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=True,
+                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    path = tmp_path / "executed.ipynb"
+    nbformat.write(nb, path)
+    return nbformat.read(path, as_version=4)  # what a viewer or GitHub gets
+
+
+def test_saved_notebook_holds_the_final_png_of_the_monitored_cell(tmp_path):
+    from PIL import Image
+
+    nb = _execute(tmp_path, [
+        "%load_ext nbbench",
+        BUSY,
+        "from nbbench.store import default_store\nprint(default_store().count('monitor'))",
+        "%%iobench monitor --no-save --gpu none\n1/0",
+    ])
+    outs = nb.cells[1].outputs
+    pngs = [o for o in outs if o.output_type == "display_data" and "image/png" in o.get("data", {})]
+    assert len(pngs) == 1, [o.output_type for o in outs]
+    data = base64.b64decode(pngs[0].data["image/png"])
+    img = Image.open(io.BytesIO(data))
+    assert img.format == "PNG" and img.size[0] > 300
+    # the final frame (drawn after the loop), not a live one: its text says how long the cell ran
+    text = pngs[0].data["text/plain"]
+    span = float(text.splitlines()[1].split()[0])
+    assert span >= 1.45
+    assert any(o.output_type == "stream" and "loop done" in o.text for o in outs)
+    summary = [o for o in outs if o.output_type in ("display_data", "execute_result")
+               and "text/html" in o.get("data", {})]
+    assert summary and "monitor cell" in summary[-1].data["text/plain"]
+    # the result was saved in the store
+    assert nb.cells[2].outputs[0].text.strip() == "1"
+    # a failing cell: plot finalised (PNG saved), the error re-raised (the cell errs)
+    err = nb.cells[3].outputs
+    assert any("image/png" in o.get("data", {}) for o in err if o.output_type == "display_data")
+    assert [o.ename for o in err if o.output_type == "error"][-1] == "ZeroDivisionError"
