@@ -268,3 +268,19 @@ def test_bench_loader_uses_device_timings_from_a_step_object():
     assert len(res.samples["gpu"]["busy_s"]) == res.metrics["steps_count"] == 18
     assert res.metrics["compute_s"] == pytest.approx(0.018)
     assert "gpu_starvation_pct" in res.metrics
+
+
+def test_epochs_go_round_the_loader_and_count_the_restart_as_data_wait():
+    from torch.utils.data import DataLoader
+
+    dl = DataLoader(SleepyBatches(5, 0.0), batch_size=None)
+    one = bench_loader(dl, steps=20, warmup=1)
+    assert one.metrics["steps_count"] == 3 and one.metrics["epochs_count"] == 1
+    res = bench_loader(dl, steps=20, warmup=1, epochs=None)
+    assert res.metrics["steps_count"] == 20
+    assert res.metrics["epochs_count"] == 5
+    assert res.samples["epoch_starts"] == [3, 8, 13, 18]
+    three = bench_loader(dl, steps=20, warmup=1, epochs=3)
+    assert three.metrics["steps_count"] == 13
+    with pytest.raises(ProbeError):
+        bench_loader(dl, epochs=0)

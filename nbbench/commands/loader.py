@@ -100,6 +100,9 @@ class LoaderCommand(Command):
                             help="measured seconds (default 10 s when --steps is not given)")
         parser.add_argument("--warmup", type=options.nonneg_int, default=2,
                             help="steps after the first batch run but not measured (2)")
+        parser.add_argument("--epochs", type=options.nonneg_int, default=None,
+                            help="passes over the loader at most; 0: as many as --steps/--duration need "
+                                 "(default 1 for a variable, 0 for a folder)")
         _add_step_options(parser)
         parser.add_argument("--accelerator", type=_accelerator, default=None,
                             help="for the loader alone: whose need to compare with (default h100-resnet50 "
@@ -125,9 +128,7 @@ class LoaderCommand(Command):
             ds = ImageFolderDataset(target, decode=args.decode, size=args.size)
             nw = usable_cpus()["usable_int"] if args.workers is None else args.workers
             dl = make_loader(ds, args.batch_size, nw, persistent_workers=nw > 0)
-            from ..probes.feed import _epochs
-
-            loader = _epochs(dl)  # a small folder is read round and round, as epochs are
+            loader = dl
             if accelerator is None and not args.emulate:
                 accelerator = "h100-resnet50"
         else:
@@ -136,13 +137,15 @@ class LoaderCommand(Command):
                 raise ProbeError(f"{args.loader} is a {type(loader).__name__}, not an iterable of batches "
                                  "(a DataLoader); for a dataset use %iobench sweep")
         step = _step_of(args)
+        epochs = args.epochs if args.epochs is not None else (0 if is_dir else 1)
+        epochs = None if epochs == 0 else epochs
         plot = _live_plot(ctx, args)
         try:
             res = _progress_and_run(
                 ctx, f"loader {args.loader}",
                 lambda p, cancel: bench_loader(loader, steps=args.steps, duration=args.duration,
                                                warmup=args.warmup, step=step, progress=p, cancel=cancel,
-                                               accelerator=accelerator,
+                                               accelerator=accelerator, epochs=epochs,
                                                monitor=plot.monitor if plot is not None and plot.monitor else "auto",
                                                on_window=plot.on_window if plot is not None else None))
         finally:
@@ -155,10 +158,7 @@ class LoaderCommand(Command):
         if plot is not None:
             plot.finish(res)
         if is_dir:
-            from ..probes.loader import describe_loader
-
             res.params["path"] = str(target)
-            res.labels.update(describe_loader(dl))
         return res
 
 

@@ -239,7 +239,12 @@ def _gpu_util_mean(monitor, t0: float, t1: float) -> tuple[float | None, str | N
     try:
         from .loadermon import gpu_util_over
 
-        return gpu_util_over(monitor, t0, t1)
+        util, why = gpu_util_over(monitor, t0, t1)
+        if util is None:
+            nv = _nvml_reason()
+            if nv is not None:
+                why = nv
+        return util, why
     except Exception as exc:  # noqa: BLE001
         return None, f"could not read GPU utilisation from the monitor: {exc}"
 
@@ -249,7 +254,7 @@ def bench_loader(loader, steps: int | None = None, duration: float | None = None
                  step=None, device=None, progress=None, cancel=None, monitor="auto",
                  accelerator: str | Accelerator | None = None, batch_size: int | None = None,
                  target_step_s: float = 0.05, window_s: float = 1.0, on_window=None,
-                 au_target_pct: float = AU_TARGET_PCT, close: bool = True) -> LoaderResult:
+                 au_target_pct: float = AU_TARGET_PCT, close: bool = True, epochs: int | None = 1) -> LoaderResult:
     """Benchmark ``loader`` (any iterable of batches) with a compute ``step``.
 
     steps / duration: the measured window ends after ``steps`` steps or ``duration``
@@ -267,6 +272,8 @@ def bench_loader(loader, steps: int | None = None, duration: float | None = None
     batch_size: when batches carry no arrays to read it from.
     on_window: called with each 1 s window's figures (live plots).
     close: shut down non-persistent DataLoader workers at the end (always on error).
+    epochs: passes over the loader at most (None: as many as steps / duration need); the
+        time a new pass takes to deliver its first batch counts as data wait, as in training.
 
     Returns a :class:`LoaderResult`; a worker crash gives status "failed" with the reason.
     """
@@ -276,6 +283,8 @@ def bench_loader(loader, steps: int | None = None, duration: float | None = None
         raise ProbeError(f"duration must be positive, not {duration}")
     if warmup < 0:
         raise ProbeError(f"warmup must be 0 or more, not {warmup}")
+    if epochs is not None and epochs < 1:
+        raise ProbeError(f"epochs must be 1 or more (or None: as many as needed), not {epochs}")
     if steps is None and duration is None:
         duration = 10.0
     stepper = resolve_step(step, cancel=cancel, device=device, target_step_s=target_step_s)
@@ -289,7 +298,7 @@ def bench_loader(loader, steps: int | None = None, duration: float | None = None
             raise ProbeError(str(exc)) from None
 
     params = {"steps": steps, "duration_s": duration, "warmup": warmup, "au_target_pct": au_target_pct,
-              "window_s": window_s, "step": step if isinstance(step, str) or step is None else "callable"}
+              "window_s": window_s, "epochs": epochs, "step": step if isinstance(step, str) or step is None else "callable"}
     res = LoaderResult(params=params)
     res.labels.update(describe_loader(loader))
     res.labels["step"] = "none" if stepper is None else stepper.label
@@ -323,6 +332,25 @@ def bench_loader(loader, steps: int | None = None, duration: float | None = None
     t_win0 = None
     t_win0_mono = t_win1_mono = None
     calls = 0  # step calls made (warm-up included): device timings are per call
+    epoch = {"n": 1, "batches": 0, "starts": []}
+
+    def fetch():
+        # next batch; a new pass over the loader when one ends and more are allowed
+        nonlocal it
+        while True:
+            try:
+                batch = next(it)
+                epoch["batches"] += 1
+                return batch
+            except StopIteration:
+                if (epochs is not None and epoch["n"] >= epochs) or epoch["batches"] == 0:
+                    raise
+                close_loader(loader, it)
+                epoch["n"] += 1
+                epoch["batches"] = 0
+                epoch["starts"].append(len(waits))
+                it = iter(loader)
+
     try:
         t_start = perf()
         it = iter(loader)
@@ -334,7 +362,7 @@ def bench_loader(loader, steps: int | None = None, duration: float | None = None
                 break
             a = perf()
             try:
-                batch = next(it)
+                batch = fetch()
             except StopIteration:
                 exhausted = True
                 break
@@ -366,7 +394,7 @@ def bench_loader(loader, steps: int | None = None, duration: float | None = None
             a = t_win0
             while len(waits) < max_steps:
                 try:
-                    batch = next(it)
+                    batch = fetch()
                 except StopIteration:
                     exhausted = True
                     break
@@ -413,6 +441,11 @@ def bench_loader(loader, steps: int | None = None, duration: float | None = None
             if len(waits) > w_i0:
                 _close_window(windows, t_win0, perf(), w_i0, len(waits), waits, computes, sizes, t_end,
                               stepper is not None, partial=True)
+                if on_window is not None and windows["t_s"]:
+                    try:
+                        on_window({k: v[-1] for k, v in windows.items()})
+                    except Exception:  # noqa: BLE001
+                        pass
     except RuntimeError as exc:
         why = worker_failure_reason(exc)
         if why is None:
@@ -441,6 +474,8 @@ def bench_loader(loader, steps: int | None = None, duration: float | None = None
     res.samples["steps"] = {"t_s": t_end, "wait_s": waits, "compute_s": computes, "samples": sizes,
                             "bytes": nbytes}
     res.samples["windows"] = windows
+    res.samples["epoch_starts"] = epoch["starts"]
+    res.metrics["epochs_count"] = epoch["n"]
     res.samples["warmup"] = warm
     _fill_metrics(res, waits, computes, sizes, nbytes, t_end, stepper, acc, au_target_pct)
     if t_win0_mono is not None:
@@ -457,7 +492,8 @@ def bench_loader(loader, steps: int | None = None, duration: float | None = None
                  "or fewer steps for a steadier figure")
     elif exhausted and steps is None and duration is not None and status == "ok" and waits:
         res.warn(f"the loader ran out after {res.metrics['measured_s']:.2f} s of the {duration:g} s asked "
-                 "(one epoch): a longer loader gives a steadier figure")
+                 f"({epoch['n']} epoch{'s' if epoch['n'] > 1 else ''}): pass epochs=None (--epochs 0) to go "
+                 "round again, or use a longer loader, for a steadier figure")
     if status == "ok" and len(waits) < 3:
         if len(waits) == 0:
             status, reason = "failed", ("the loader yielded no batch after the warm-up: it has "

@@ -49,7 +49,7 @@ class LoaderPlot:
             Panel("AU per window and GPU kernel-active %" + (f" (GPU N/A: {note})" if note else ""),
                   ["gpu*.util_pct", "loader.au_pct"], unit="%",
                   ylim=(0, 105), labels={"loader.au_pct": "AU"},
-                  styles={"loader.au_pct": {"color": "#2e7d32", "linestyle": "--"}}, note=note[:90]),
+                  styles={"loader.au_pct": {"color": "#2e7d32", "linestyle": "--"}}),
         ]
         t0 = getattr(monitor, "t_start", None) or time.monotonic()
         self.plot = LivePlot(panels, title=title, figsize=(8.5, 4.4), target=target, show=show,
