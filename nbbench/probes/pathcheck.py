@@ -146,8 +146,14 @@ def open_read(path: str, direct: bool = False) -> int:
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
     if direct:
         flags |= getattr(os, "O_DIRECT", 0)
+    noatime = getattr(os, "O_NOATIME", 0)  # reading must not even touch the access time
     try:
-        fd = os.open(path, flags)
+        try:
+            fd = os.open(path, flags | noatime)
+        except PermissionError:
+            if not noatime:
+                raise
+            fd = os.open(path, flags)
     except PermissionError:
         raise ProbeError(f"no permission to read {path}") from None
     except FileNotFoundError:

@@ -1,0 +1,194 @@
+"""Storage subcommands: dd, randread, files, disk (presets), make-dataset.
+
+Each parses its options, runs the probe of :mod:`nbbench.probes.disk` /
+:mod:`nbbench.probes.files` through :func:`nbbench.runner.run_cancellable` (Ctrl-C and
+the notebook's interrupt button set the cancel event: the probe removes its temp
+file and returns an ``interrupted`` result) with a progress bar, and returns the
+result.  Probe modules are imported inside ``run`` so ``--help`` stays light.
+"""
+
+from __future__ import annotations
+
+from .. import options
+from . import Command
+
+__all__ = ["DdCommand", "RandreadCommand", "FilesCommand", "DiskCommand", "MakeDatasetCommand"]
+
+_PATH_HELP = ("a directory (a new .nbbench-* temp file is written there and removed), "
+              "or an existing file / block device (read only)")
+
+
+def _add_cache(parser, default_help="O_DIRECT where the filesystem accepts it (default)"):
+    g = parser.add_mutually_exclusive_group()
+    g.add_argument("--direct", dest="direct", action="store_const", const=True, default=None,
+                   help=f"O_DIRECT: bypass the page cache; {default_help}")
+    g.add_argument("--buffered", dest="direct", action="store_const", const=False,
+                   help="through the page cache (its cache is dropped before reads; writes end with fdatasync)")
+
+
+def _add_engine(parser, choices=("builtin", "dd", "fio")):
+    parser.add_argument("--engine", choices=list(choices), default="builtin",
+                        help="builtin (default, nothing to install), " + ", ".join(c for c in choices if c != "builtin")
+                        + " (the system tool; one result schema)")
+
+
+def _run_probe(ctx, desc: str, fn):
+    from .. import tempfiles
+    from ..runner import run_cancellable
+
+    tempfiles.install_handlers()  # SIGTERM/SIGHUP clean-up; only works from the main thread
+    bar = _LazyBar(ctx, desc)
+    try:
+        res = run_cancellable(lambda cancel: fn(bar, cancel), ctx.cancel)
+    except BaseException:
+        bar.close("failed")
+        raise
+    bar.close(getattr(res, "status", "ok"))
+    return res
+
+
+class _LazyBar:
+    """The front end's progress bar, made at the first report: a PATH refused at once shows
+    only its error, not an empty failed bar."""
+
+    def __init__(self, ctx, desc: str):
+        self.ctx, self.desc, self.bar = ctx, desc, None
+
+    def __call__(self, fraction=None, metrics=None):
+        if self.bar is None:
+            self.bar = self.ctx.progress(self.desc)
+        self.bar(fraction, metrics)
+
+    def close(self, status: str = "ok"):
+        if self.bar is not None:
+            self.bar.close(status)
+
+
+class DdCommand(Command):
+    description = ("Sequential write then read, like dd: in a directory a new temp file is written, "
+                   "read back and removed; a file or block device is only read. Sizes follow dd: "
+                   "K/M/G = powers of 1024, KB/MB/GB = powers of 1000, KiB/MiB/GiB explicit.")
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("path", metavar="PATH", help=_PATH_HELP)
+        parser.add_argument("--bs", type=options.size, default="1M", help="block size (default 1M = 1 MiB)")
+        parser.add_argument("--size", type=options.size, default="1G",
+                            help="bytes to write and read (default 1G; 512M, 4GiB, 1.5G…)")
+        parser.add_argument("--count", type=options.positive_int, default=None,
+                            help="number of blocks, as dd's count (overrides --size)")
+        parser.add_argument("--mode", choices=["both", "write", "read"], default=None,
+                            help="default: both in a directory, read on a file or device")
+        _add_cache(parser)
+        _add_engine(parser)
+
+    def run(self, args, ctx):
+        from ..probes import disk
+
+        return _run_probe(ctx, f"dd {args.path}", lambda p, c: disk.dd(
+            args.path, bs=args.bs, size=args.size, count=args.count, direct=args.direct, engine=args.engine,
+            mode=args.mode, progress=p, cancel=c))
+
+
+class RandreadCommand(Command):
+    description = ("Random reads at a block size and queue depth, time based: IOPS, bandwidth, latency "
+                   "mean/stddev and fio's 17 percentiles, and the queue depth reached.")
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("path", metavar="PATH", help=_PATH_HELP)
+        parser.add_argument("--bs", type=options.size, default="4k", help="block size (default 4k)")
+        parser.add_argument("--qd", type=options.positive_int, default=1, help="I/Os in flight (default 1)")
+        parser.add_argument("--threads", type=options.positive_int, default=1,
+                            help="threads, each with --qd in flight (default 1)")
+        parser.add_argument("--runtime", type=options.duration, default=10.0, help="seconds measured (default 10)")
+        parser.add_argument("--ramp", type=options.duration, default=1.0, help="seconds not counted first (default 1)")
+        parser.add_argument("--size", type=options.size, default=None,
+                            help="region read: default 1G in a directory (written first, not timed), "
+                                 "the whole file or device otherwise")
+        parser.add_argument("--warm", action="store_true",
+                            help="with --buffered: read the region once first, measuring the page cache")
+        _add_cache(parser)
+        _add_engine(parser, ("builtin", "fio"))
+
+    def run(self, args, ctx):
+        from ..probes import disk
+
+        return _run_probe(ctx, f"randread {args.path}", lambda p, c: disk.randread(
+            args.path, bs=args.bs, qd=args.qd, runtime=args.runtime, ramp=args.ramp, size=args.size,
+            direct=args.direct, engine=args.engine, threads=args.threads, warm=args.warm, progress=p, cancel=c))
+
+
+class FilesCommand(Command):
+    description = ("Read many files the way an image dataset is read: walk the tree (memory bounded), "
+                   "read --sample random files whole with --threads threads; files/s, bytes/s, per-file "
+                   "latency, the tree's size distribution.")
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("path", metavar="DIR", help="the tree, e.g. /dataset/train (read only)")
+        parser.add_argument("--sample", type=options.positive_int, default=1000,
+                            help="files to read, a random sample of the tree (default 1000)")
+        parser.add_argument("--threads", type=options.positive_int, default=8, help="reader threads (default 8)")
+        parser.add_argument("--cold", action="store_true",
+                            help="drop the page cache first (root: drop_caches, else posix_fadvise per file)")
+        parser.add_argument("--seed", type=options.nonneg_int, default=0, help="the sample's seed")
+
+    def run(self, args, ctx):
+        from ..probes import files
+
+        return _run_probe(ctx, f"files {args.path}", lambda p, c: files.read_files(
+            args.path, sample=args.sample, threads=args.threads, cold=args.cold, seed=args.seed,
+            progress=p, cancel=c))
+
+
+class DiskCommand(Command):
+    description = ("A preset set of storage tests as one table: cdm (CrystalDiskMark: SEQ1M Q8T1, SEQ1M Q1T1, "
+                   "RND4K Q32T1, RND4K Q1T1, read and — in a directory — write), mlperf-resnet50 (~115 KB "
+                   "sample reads), mlperf-unet3d (~147 MB samples).")
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("path", metavar="PATH", help=_PATH_HELP)
+        parser.add_argument("--preset", choices=["cdm", "mlperf-resnet50", "mlperf-unet3d"], default="cdm",
+                            help="which set (default cdm)")
+        parser.add_argument("--size", type=options.size, default="1G", help="test file size (default 1G)")
+        parser.add_argument("--runtime", type=options.duration, default=5.0, help="seconds per test (default 5)")
+        parser.add_argument("--ramp", type=options.duration, default=1.0, help="seconds not counted per test (default 1)")
+        parser.add_argument("--no-write", dest="write", action="store_const", const=False, default=None,
+                            help="reads only, also in a directory")
+        _add_cache(parser)
+        _add_engine(parser, ("builtin", "fio"))
+
+    def run(self, args, ctx):
+        from ..probes import disk
+
+        return _run_probe(ctx, f"disk {args.preset}", lambda p, c: disk.preset(
+            args.path, name=args.preset, size=args.size, runtime=args.runtime, ramp=args.ramp, direct=args.direct,
+            engine=args.engine, write=args.write, progress=p, cancel=c))
+
+
+class MakeDatasetCommand(Command):
+    description = ("Make a synthetic ImageNet-like tree DIR/class_XXX/img_XXXXXXX.bin|jpg to try the probes "
+                   "(a new or empty DIR; re-running with the same options adds missing files only).")
+    saves = False
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("path", metavar="DIR", help="a new or empty directory")
+        parser.add_argument("--files", type=options.positive_int, default=1000, help="number of files (default 1000)")
+        parser.add_argument("--size", type=options.size, default="110k", help="about this size each (default 110k)")
+        parser.add_argument("--classes", type=options.positive_int, default=10, help="class folders (default 10)")
+        parser.add_argument("--jpeg", action="store_true", help="real JPEG images (Pillow) instead of random bytes")
+        parser.add_argument("--seed", type=options.nonneg_int, default=0, help="same seed, same bytes")
+
+    def run(self, args, ctx):
+        from .. import datasets
+
+        root = _run_probe(ctx, f"make-dataset {args.path}", lambda p, c: datasets.make_image_folder(
+            args.path, files=args.files, size=args.size, classes=args.classes, jpeg=args.jpeg, seed=args.seed,
+            progress=p, cancel=c))
+        return str(root)
+
+    def show(self, value, args, ctx) -> None:
+        from .. import datasets
+
+        try:
+            ctx.echo(f"{value}: {datasets.describe(value)}")
+        except (OSError, ValueError, KeyError):
+            ctx.echo(str(value))

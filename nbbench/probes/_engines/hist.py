@@ -1,0 +1,171 @@
+"""fio's latency histogram: log-linear buckets, 64 per power of two (error < 1/64).
+
+The bucket layout is fio's (``FIO_IO_U_PLAT_BITS = 6``, 29 groups, 1856 buckets of
+nanoseconds; ``plat_val_to_idx`` / ``plat_idx_to_val`` in fio's stat.c), so
+percentiles come out the way fio computes them.  Histograms of several workers
+merge by adding counts.  Exact mean and standard deviation are kept alongside.
+"""
+
+from __future__ import annotations
+
+import math
+
+__all__ = ["LatencyHistogram", "PERCENTILES", "percentile_key", "PLAT_NR"]
+
+PLAT_BITS = 6
+PLAT_VAL = 1 << PLAT_BITS
+PLAT_GROUP_NR = 29
+PLAT_NR = PLAT_GROUP_NR * PLAT_VAL
+
+#: fio's default percentile list
+PERCENTILES = (1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0,
+               99.0, 99.5, 99.9, 99.95, 99.99)
+
+
+def percentile_key(p: float) -> str:
+    """99.9 -> 'lat_p99_9_ns', 50 -> 'lat_p50_ns'."""
+    s = f"{p:g}".replace(".", "_")
+    return f"lat_p{s}_ns"
+
+
+def val_to_idx(val: int) -> int:
+    if val <= 0:
+        return 0
+    msb = val.bit_length() - 1
+    if msb <= PLAT_BITS:
+        return val
+    error_bits = msb - PLAT_BITS
+    base = (error_bits + 1) << PLAT_BITS
+    offset = (PLAT_VAL - 1) & (val >> error_bits)
+    return min(base + offset, PLAT_NR - 1)
+
+
+def idx_to_val(idx: int) -> float:
+    if idx < (PLAT_VAL << 1):
+        return float(idx)
+    error_bits = (idx >> PLAT_BITS) - 1
+    base = 1 << (error_bits + PLAT_BITS)
+    k = idx % PLAT_VAL
+    return base + (k + 0.5) * (1 << error_bits)
+
+
+class LatencyHistogram:
+    """Counts per fio bucket plus exact count / sum / sum of squares / min / max (ns)."""
+
+    def __init__(self):
+        self.counts = [0] * PLAT_NR
+        self.n = 0
+        self.total = 0.0
+        self.total_sq = 0.0
+        self.min = math.inf
+        self.max = 0
+
+    # ---------------------------------------------------------------- adding
+    def add(self, ns: int) -> None:
+        ns = int(ns)
+        self.counts[val_to_idx(ns)] += 1
+        self.n += 1
+        self.total += ns
+        self.total_sq += float(ns) * ns
+        self.min = min(self.min, ns)
+        self.max = max(self.max, ns)
+
+    def add_many(self, values) -> None:
+        """Add a buffer of int64 nanoseconds (array('q'), list, numpy array) at once."""
+        if len(values) == 0:
+            return
+        import numpy as np
+
+        v = np.asarray(values, dtype=np.int64)
+        v = np.maximum(v, 0)
+        vf = v.astype(np.float64)
+        msb = np.zeros(v.shape, dtype=np.int64)
+        pos = v > 0
+        msb[pos] = np.floor(np.log2(vf[pos])).astype(np.int64)
+        # log2 of a float can be off by one at exact powers of two: fix both ways
+        msb = np.where((np.left_shift(np.int64(1), msb) > v) & pos, msb - 1, msb)
+        msb = np.where(np.left_shift(np.int64(1), msb + 1) <= v, msb + 1, msb)
+        error_bits = np.maximum(msb - PLAT_BITS, 0)
+        idx = np.where(msb <= PLAT_BITS, v,
+                       ((error_bits + 1) << PLAT_BITS) + ((PLAT_VAL - 1) & np.right_shift(v, error_bits)))
+        idx = np.minimum(idx, PLAT_NR - 1)
+        binc = np.bincount(idx, minlength=PLAT_NR)
+        for i in np.nonzero(binc)[0].tolist():
+            self.counts[i] += int(binc[i])
+        self.n += int(v.size)
+        self.total += float(vf.sum())
+        self.total_sq += float(np.dot(vf, vf))
+        self.min = min(self.min, int(v.min()))
+        self.max = max(self.max, int(v.max()))
+
+    def merge(self, other: "LatencyHistogram") -> "LatencyHistogram":
+        for i, c in enumerate(other.counts):
+            if c:
+                self.counts[i] += c
+        self.n += other.n
+        self.total += other.total
+        self.total_sq += other.total_sq
+        self.min = min(self.min, other.min)
+        self.max = max(self.max, other.max)
+        return self
+
+    # ------------------------------------------------------------- statistics
+    @property
+    def mean(self) -> float:
+        return self.total / self.n if self.n else math.nan
+
+    @property
+    def stddev(self) -> float:
+        if self.n < 2:
+            return math.nan if self.n == 0 else 0.0
+        var = (self.total_sq - self.total * self.total / self.n) / (self.n - 1)
+        return math.sqrt(max(var, 0.0))
+
+    def percentiles(self, plist=PERCENTILES) -> dict[float, float]:
+        """fio's calc_clat_percentiles: the first bucket whose running sum reaches p% of n."""
+        out: dict[float, float] = {}
+        if not self.n:
+            return {p: math.nan for p in plist}
+        plist = sorted(plist)
+        j = 0
+        s = 0
+        for i, c in enumerate(self.counts):
+            if not c:
+                continue
+            s += c
+            while j < len(plist) and s >= plist[j] / 100.0 * self.n:
+                out[plist[j]] = idx_to_val(i)
+                j += 1
+            if j == len(plist):
+                break
+        for p in plist[j:]:  # pragma: no cover - rounding at the very top
+            out[p] = idx_to_val(max(i for i, c in enumerate(self.counts) if c))
+        return out
+
+    def metrics(self, prefix: str = "lat") -> dict[str, float]:
+        m = {f"{prefix}_mean_ns": self.mean, f"{prefix}_stddev_ns": self.stddev,
+             f"{prefix}_min_ns": float(self.min) if self.n else math.nan,
+             f"{prefix}_max_ns": float(self.max) if self.n else math.nan}
+        for p, v in self.percentiles().items():
+            m[percentile_key(p).replace("lat_", prefix + "_", 1)] = v
+        return m
+
+    # ---------------------------------------------------------- serialisation
+    def to_dict(self) -> dict:
+        """Sparse: bucket mid-values (ns) and counts of the non-empty buckets."""
+        idx = [i for i, c in enumerate(self.counts) if c]
+        return {"bucket_ns": [idx_to_val(i) for i in idx], "count": [self.counts[i] for i in idx],
+                "bucket_index": idx}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "LatencyHistogram":
+        h = cls()
+        for i, c in zip(d.get("bucket_index", []), d.get("count", [])):
+            h.counts[int(i)] += int(c)
+            h.n += int(c)
+            v = idx_to_val(int(i))
+            h.total += v * c
+            h.total_sq += v * v * c
+            h.min = min(h.min, v)
+            h.max = max(h.max, v)
+        return h

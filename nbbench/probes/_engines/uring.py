@@ -1,0 +1,277 @@
+"""io_uring driven from Python through raw syscalls (ctypes), no liburing needed.
+
+Why: a thread pool of ``os.preadv`` pays a thread switch and the GIL per I/O and
+reaches ~0.88 of fio at QD32.  Here one thread keeps the queue full: each
+``io_uring_enter`` submits the next re-armed entry and flushes completions (it
+sleeps only when nothing is left to submit); completions are reaped straight from
+the shared completion ring.  The ring is set up as fio sets it up
+(COOP_TASKRUN | SINGLE_ISSUER | DEFER_TASKRUN where the kernel has them).  The submission entries are
+filled once (opcode, fd, buffer, length, slot number); per I/O only the offset is
+written and the slot index put on the ring — a handful of memoryview stores.
+
+Limits: the Python work per completion (~0.5 µs) and one syscall per batch; at
+very high IOPS (page cache, > 300 k IOPS) that, not the device, is the bound.
+Where io_uring is missing or blocked (old kernels, seccomp in some container
+runtimes: ENOSYS / EPERM), :func:`available` says so and the caller falls back
+to threads.  x86-64 and arm64 use the same syscall numbers (425, 426).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import mmap
+import os
+import time
+
+from .job import JobOutput, JobSpec, Meter, offsets
+from .sync import aligned_buffers
+
+__all__ = ["available", "run_uring", "Ring"]
+
+NR_IO_URING_SETUP = 425
+NR_IO_URING_ENTER = 426
+IORING_ENTER_GETEVENTS = 1
+IORING_FEAT_SINGLE_MMAP = 1
+IORING_OFF_SQ_RING = 0
+IORING_OFF_CQ_RING = 0x8000000
+IORING_OFF_SQES = 0x10000000
+IORING_SETUP_COOP_TASKRUN = 1 << 8
+IORING_SETUP_SINGLE_ISSUER = 1 << 12
+IORING_SETUP_DEFER_TASKRUN = 1 << 13
+IORING_OP_READ = 22
+IORING_OP_WRITE = 23
+
+_libc = None
+_status: tuple[bool, str] | None = None
+
+
+def _syscall():
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(None, use_errno=True)
+        _libc.syscall.restype = ctypes.c_long
+    return _libc.syscall
+
+
+class Ring:
+    """A submission/completion ring pair of ``entries`` slots, mapped into Python."""
+
+    def __init__(self, entries: int):
+        sc = _syscall()
+        self._enter = sc
+        # like fio: no IPIs for completions, task work deferred until we reap
+        # (COOP_TASKRUN | SINGLE_ISSUER | DEFER_TASKRUN, kernel 6.1+); plain on older kernels
+        for setup_flags in (IORING_SETUP_COOP_TASKRUN | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN,
+                            IORING_SETUP_COOP_TASKRUN, 0):
+            params = (ctypes.c_uint32 * 30)()
+            params[2] = setup_flags
+            fd = sc(ctypes.c_long(NR_IO_URING_SETUP), ctypes.c_long(entries), ctypes.byref(params))
+            if fd >= 0:
+                break
+            e = ctypes.get_errno()
+            if e != errno.EINVAL:
+                raise OSError(e, os.strerror(e))
+        else:
+            raise OSError(e, os.strerror(e))
+        self.setup_flags = setup_flags
+        self.fd = int(fd)
+        p = list(params)
+        self.sq_entries, self.cq_entries, _, _, _, features = p[0:6]
+        sq_off = p[10:20]
+        cq_off = p[20:30]
+        self.sq_head, self.sq_tail, self.sq_mask_off, _, _, _, self.sq_array = sq_off[:7]
+        self.cq_head, self.cq_tail, self.cq_mask_off, _, _, self.cqes = cq_off[:6]
+        page = mmap.PAGESIZE
+        sq_size = -(-(self.sq_array + self.sq_entries * 4) // page) * page
+        cq_size = -(-(self.cqes + self.cq_entries * 16) // page) * page
+        flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
+        prot = mmap.PROT_READ | mmap.PROT_WRITE
+        try:
+            if features & IORING_FEAT_SINGLE_MMAP:
+                self.sq_mm = mmap.mmap(self.fd, max(sq_size, cq_size), flags, prot, offset=IORING_OFF_SQ_RING)
+                self.cq_mm = self.sq_mm
+            else:
+                self.sq_mm = mmap.mmap(self.fd, sq_size, flags, prot, offset=IORING_OFF_SQ_RING)
+                self.cq_mm = mmap.mmap(self.fd, cq_size, flags, prot, offset=IORING_OFF_CQ_RING)
+            self.sqe_mm = mmap.mmap(self.fd, self.sq_entries * 64, flags, prot, offset=IORING_OFF_SQES)
+        except BaseException:
+            os.close(self.fd)
+            raise
+        self.sq32 = memoryview(self.sq_mm).cast("I")
+        self.cq32 = memoryview(self.cq_mm).cast("I")
+        self.cqi32 = memoryview(self.cq_mm).cast("i")
+        self.cq64 = memoryview(self.cq_mm).cast("Q")
+        self.sqe8 = memoryview(self.sqe_mm)
+        self.sqe32 = self.sqe8.cast("I")
+        self.sqe64 = self.sqe8.cast("Q")
+
+    def enter(self, to_submit: int, min_complete: int) -> int:
+        r = self._enter(ctypes.c_long(NR_IO_URING_ENTER), ctypes.c_long(self.fd), ctypes.c_long(to_submit),
+                        ctypes.c_long(min_complete), ctypes.c_long(IORING_ENTER_GETEVENTS),
+                        ctypes.c_long(0), ctypes.c_long(0))
+        if r < 0:
+            e = ctypes.get_errno()
+            raise OSError(e, os.strerror(e))
+        return int(r)
+
+    def close(self) -> None:
+        for v in (self.sq32, self.cq32, self.cqi32, self.cq64, self.sqe32, self.sqe64, self.sqe8):
+            v.release()
+        for m in {id(x): x for x in (self.sq_mm, self.cq_mm, self.sqe_mm)}.values():
+            m.close()
+        os.close(self.fd)
+
+
+def available() -> tuple[bool, str]:
+    """(True, '') when io_uring works here, else (False, why)."""
+    global _status
+    if _status is None:
+        if not hasattr(os, "preadv") or os.uname().sysname != "Linux":
+            _status = (False, "io_uring needs Linux")
+        else:
+            try:
+                Ring(4).close()
+                _status = (True, "")
+            except OSError as exc:
+                why = {errno.ENOSYS: "not in this kernel", errno.EPERM: "blocked (seccomp or io_uring_disabled)"}
+                _status = (False, f"io_uring unavailable: {why.get(exc.errno, exc.strerror)}")
+            except Exception as exc:  # noqa: BLE001 - ctypes oddities: fall back
+                _status = (False, f"io_uring unavailable: {exc}")
+    return _status
+
+
+def run_uring(spec: JobSpec) -> JobOutput:
+    """Keep ``spec.qd`` I/Os in flight with batched submission and completion reaping."""
+    qd = max(1, spec.qd)
+    entries = 1
+    while entries < qd:
+        entries <<= 1
+    ring = Ring(entries)
+    out = JobOutput(io_path=f"io_uring (ctypes syscalls, {qd} in flight, batched)")
+    write = spec.op == "write"
+    bs = spec.bs
+    mm, views = aligned_buffers(qd, bs, fill_random=write)
+    anchor = ctypes.c_char.from_buffer(views[0])
+    base = ctypes.addressof(anchor)  # the slots are contiguous from here
+    sq32, cq32, cqi32, cq64 = ring.sq32, ring.cq32, ring.cqi32, ring.cq64
+    sqe8, sqe32, sqe64 = ring.sqe8, ring.sqe32, ring.sqe64
+    opcode = IORING_OP_WRITE if write else IORING_OP_READ
+    for s in range(qd):
+        sqe8[s * 64:(s + 1) * 64] = bytes(64)
+        sqe8[s * 64] = opcode
+        sqe32[s * 16 + 1] = spec.fd
+        sqe64[s * 8 + 2] = base + s * bs
+        sqe32[s * 16 + 6] = bs
+        sqe64[s * 8 + 4] = s
+    sq_mask = sq32[ring.sq_mask_off // 4]
+    cq_mask = cq32[ring.cq_mask_off // 4]
+    sq_tail_i = ring.sq_tail // 4
+    sq_arr_i = ring.sq_array // 4
+    cq_head_i = ring.cq_head // 4
+    cq_tail_i = ring.cq_tail // 4
+    cqe64_i = ring.cqes // 8
+    cqe32_i = ring.cqes // 4 + 2
+    enter = ring.enter
+    pc = time.perf_counter_ns
+    it = offsets(spec)
+    meter = Meter(spec, out)
+    app = meter.lats.append
+    sub_t = [0] * qd
+    tail = sq32[sq_tail_i]
+    submitted = tail
+    inflight = 0
+    done = 0
+    error = None
+    go = True
+    now = pc()
+    for s in range(qd):
+        off = next(it, None)
+        if off is None:
+            break
+        sqe64[s * 8 + 1] = off
+        sq32[sq_arr_i + (tail & sq_mask)] = s
+        tail += 1
+        sub_t[s] = now
+        inflight += 1
+    qd_max = inflight
+    nev = meter.next_event
+    qsum = 0
+    qn = 0
+    try:
+        while inflight:
+            qsum += inflight
+            qn += 1
+            # Submit one entry per call and reap after each, like fio: a batch submitted in
+            # one call keeps the completions that arrive meanwhile waiting to be re-armed
+            # (measured here: 11 per call gave 0.8 of fio at QD32, 1 per call 0.98).
+            # min_complete=0 flushes completions without sleeping; sleep only when all
+            # re-armed entries are in the kernel.
+            pend = tail - submitted
+            try:
+                if pend > 1:
+                    sq32[sq_tail_i] = (submitted + 1) & 0xFFFFFFFF
+                    submitted += enter(1, 0)
+                else:
+                    sq32[sq_tail_i] = tail & 0xFFFFFFFF
+                    submitted += enter(pend, 1)
+            except InterruptedError:
+                continue
+            now = pc()
+            head = cq32[cq_head_i]
+            ctail = cq32[cq_tail_i]
+            while head != ctail:
+                i = head & cq_mask
+                s = cq64[cqe64_i + 2 * i]
+                res = cqi32[cqe32_i + 4 * i]
+                head += 1
+                app(now - sub_t[s])
+                if res != bs:
+                    if error is None:
+                        error = res
+                    go = False
+                else:
+                    done += 1
+                if go:
+                    off = next(it, None)
+                    if off is not None:
+                        sqe64[s * 8 + 1] = off
+                        sq32[sq_arr_i + (tail & sq_mask)] = s
+                        tail += 1
+                        sub_t[s] = now
+                        continue
+                inflight -= 1
+            cq32[cq_head_i] = head & 0xFFFFFFFF
+            if now >= nev:
+                go = meter.event(now, done, inflight) and go
+                nev = meter.next_event
+        meter.finish(now, done)
+        if write and spec.fsync_end and not out.interrupted:
+            os.fdatasync(spec.fd)
+            meter.out.elapsed_s = (pc() - meter.m0) / 1e9
+        out.qd_max = qd_max
+        out.qd_mean = qsum / qn if qn else float(qd_max)
+    finally:
+        # nothing is in flight here unless an exception escaped; wait for the rest then
+        while inflight > 0:
+            try:
+                sq32[sq_tail_i] = tail & 0xFFFFFFFF
+                submitted += enter(tail - submitted, 1)
+                head = cq32[cq_head_i]
+                ctail = cq32[cq_tail_i]
+                inflight -= (ctail - head) & 0xFFFFFFFF
+                cq32[cq_head_i] = ctail
+            except InterruptedError:
+                continue
+            except OSError:
+                break
+        del anchor
+        for v in views:
+            v.release()
+        mm.close()
+        ring.close()
+    if error is not None:
+        if error < 0:
+            raise OSError(-error, os.strerror(-error))
+        out.extra["short_io"] = {"bytes": error}
+    return out
