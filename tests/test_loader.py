@@ -230,6 +230,43 @@ def test_event_timeline_reads_late_and_never_synchronises_each_step():
     assert gpu.synchronized == 1     # once, at the end
     assert out["gpu_busy_s"] == pytest.approx([0.03] * 10)
     assert out["gpu_gap_s"] == pytest.approx([0.0] + [0.02] * 9)  # 20 ms starved before each step
+    assert out["gpu_start_s"] == pytest.approx([0.05 * i for i in range(10)])
+    assert out["gpu_end_s"] == pytest.approx([0.05 * i + 0.03 for i in range(10)])
+
+
+def test_au_from_device_events_over_the_device_window():
+    gpu = FakeGpu()
+
+    class FakeCudaStep:
+        """The CudaStep protocol on fake events: 30 ms of device work queued per batch."""
+
+        label = "gpu:fake"
+
+        def setup(self):
+            self.tl = EventTimeline(gpu.event, lookahead=3)
+
+        def __call__(self, batch, samples=None):
+            gpu.host = time.perf_counter()
+            self.tl.begin()
+            gpu.busy_until = max(gpu.host, gpu.busy_until) + 0.03
+            self.tl.end()
+
+        def finish(self):
+            return self.tl.finish()
+
+    def batches():
+        for _ in range(40):
+            time.sleep(0.01)  # the host makes a batch every ~10 ms: the device queue never drains
+            yield b"x"
+
+    res = bench_loader(batches(), warmup=2, batch_size=1, step=FakeCudaStep())
+    g = res.samples["gpu"]
+    assert len(g["busy_s"]) == res.metrics["steps_count"] == 37
+    # busy time and the gaps before each step fill the device's window exactly
+    assert sum(g["busy_s"]) + sum(g["gap_s"]) == pytest.approx(g["window_s"])
+    assert res.metrics["au_pct"] == pytest.approx(100.0)  # device-bound: never starved
+    assert res.metrics["gpu_starvation_pct"] == pytest.approx(0.0, abs=1e-6)
+    assert gpu.synchronized == 1  # once, at the end
 
 
 def test_event_timeline_bounds_the_queue_when_the_device_is_behind():

@@ -121,3 +121,14 @@ def test_default_workers_and_bad_values():
     with pytest.raises(ProbeError):
         sweep(SleepyItems(), num_workers=[-1])
     assert result_class("sweep") is SweepResult
+
+
+def test_cancel_stops_the_sweep_after_the_running_config(two_cpus):
+    import threading
+
+    cancel = threading.Event()
+    res = sweep(SleepyItems(item_s=0.0005), num_workers=[0, 1, 2], batch_size=[4], duration=0.2, warmup=1,
+                cancel=cancel, on_config=lambda row: cancel.set())
+    assert res.status == "interrupted"
+    assert [r["num_workers"] for r in res.configs] == [0]
+    assert res.recommended["num_workers"] == 0  # what was measured is still summarised

@@ -465,10 +465,16 @@ def bench_loader(loader, steps: int | None = None, duration: float | None = None
 
     # ---------------- device timings (CUDA events read late)
     device_t = stepper.finish() if stepper is not None and hasattr(stepper, "finish") else {}
-    if device_t.get("gpu_busy_s"):
-        busy = device_t["gpu_busy_s"][first_call_measured:first_call_measured + len(waits)]
-        gaps = device_t["gpu_gap_s"][first_call_measured:first_call_measured + len(waits)]
-        res.samples["gpu"] = {"busy_s": busy, "gap_s": gaps}
+    if device_t.get("gpu_busy_s") and waits:
+        i0, i1 = first_call_measured, first_call_measured + len(waits)
+        gpu = {"busy_s": device_t["gpu_busy_s"][i0:i1], "gap_s": device_t["gpu_gap_s"][i0:i1]}
+        ends, starts = device_t.get("gpu_end_s"), device_t.get("gpu_start_s")
+        if ends and starts and len(ends) >= i1:
+            gpu["start_s"], gpu["end_s"] = starts[i0:i1], ends[i0:i1]
+            # the device's own window: from the end of the last warm-up step to the end of the last
+            # measured one, so the steps' busy time and the gaps before them add up to it
+            gpu["window_s"] = ends[i1 - 1] - (ends[i0 - 1] if i0 > 0 else starts[0])
+        res.samples["gpu"] = gpu
 
     # ---------------- figures
     res.samples["steps"] = {"t_s": t_end, "wait_s": waits, "compute_s": computes, "samples": sizes,
@@ -578,12 +584,15 @@ def _fill_metrics(res, waits, computes, sizes, nbytes, t_end, stepper, acc, au_t
     if stepper is None:
         m["au_pct"] = None
     elif gpu and gpu.get("busy_s"):
-        # device time from CUDA events: what the GPU actually spent on the steps
-        busy, gaps = sum(gpu["busy_s"]), sum(gpu["gap_s"][1:])
-        m["au_pct"] = 100.0 * busy / wall if wall > 0 else None
+        # device time from CUDA events: what the GPU spent on the steps, over the device's own window
+        # (its queue runs behind the host); the gaps between steps are starvation
+        busy, gaps = sum(gpu["busy_s"]), sum(gpu["gap_s"])
+        span = gpu.get("window_s") or wall
+        m["au_pct"] = 100.0 * busy / span if span > 0 else None
         m["compute_s"] = busy
+        m["gpu_window_s"] = span
         m["gpu_starvation_s"] = gaps
-        m["gpu_starvation_pct"] = 100.0 * gaps / wall if wall > 0 else None
+        m["gpu_starvation_pct"] = 100.0 * gaps / span if span > 0 else None
     else:
         m["au_pct"] = 100.0 * sum(computes) / wall if wall > 0 else None
         m["compute_s"] = sum(computes)

@@ -81,8 +81,11 @@ class EventTimeline:
         self._pending: deque = deque()
         self._open = None
         self._prev_end = None
+        self._first = None
         self.busy_s: list[float] = []   # device time of each step (start -> end event)
         self.gap_s: list[float] = []    # idle time before each step (previous end -> this start)
+        self.start_s: list[float] = []  # each step's start event, seconds after the first one
+        self.end_s: list[float] = []    # each step's end event, seconds after the first start
         self.waits = 0                  # times the host had to wait for the device
 
     def begin(self) -> None:
@@ -99,7 +102,11 @@ class EventTimeline:
 
     def _read_one(self) -> None:
         start, end = self._pending.popleft()
+        if self._first is None:
+            self._first = start
         self.busy_s.append(max(0.0, start.elapsed_time(end) / 1e3))
+        self.start_s.append(self._first.elapsed_time(start) / 1e3)
+        self.end_s.append(self._first.elapsed_time(end) / 1e3)
         if self._prev_end is None:
             self.gap_s.append(0.0)
         else:
@@ -121,7 +128,8 @@ class EventTimeline:
             self._pending[-1][1].synchronize()
         while self._pending:
             self._read_one()
-        return {"gpu_busy_s": list(self.busy_s), "gpu_gap_s": list(self.gap_s)}
+        return {"gpu_busy_s": list(self.busy_s), "gpu_gap_s": list(self.gap_s),
+                "gpu_start_s": list(self.start_s), "gpu_end_s": list(self.end_s)}
 
 
 def _to_device(batch, device, non_blocking: bool = True):

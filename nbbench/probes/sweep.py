@@ -204,7 +204,7 @@ class SweepResult(Result):
         import pandas as pd
 
         cols = ["num_workers", "batch_size", "pin_memory", "prefetch_factor", "status", "samples_per_s",
-                "bytes_per_s", "au_pct", "data_wait_pct", "startup_s", "reason"]
+                "bytes_per_s", "au_pct", "data_wait_pct", "gpu_util_mean_pct", "startup_s", "reason"]
         rows = [{k: c.get(k) for k in cols} for c in self.configs]
         return pd.DataFrame(rows, columns=cols)
 
@@ -314,7 +314,7 @@ def sweep(dataset, num_workers: Iterable[int] | None = None, batch_size=(64,), p
           prefetch_factor=(2,), persistent_workers: bool = True, step=None, duration: float = 2.0,
           warmup: int = 2, accelerator=None, shuffle: bool = True, collate_fn=None, within_pct: float = 3.0,
           au_target_pct: float = AU_TARGET_PCT, skip_unsafe: bool = True, decode: str = "auto",
-          progress=None, cancel=None, monitor=False, device=None, loader_kwargs: dict | None = None,
+          progress=None, cancel=None, monitor="auto", device=None, loader_kwargs: dict | None = None,
           on_config=None) -> SweepResult:
     """Measure a DataLoader over ``dataset`` for each combination of the settings.
 
@@ -325,6 +325,8 @@ def sweep(dataset, num_workers: Iterable[int] | None = None, batch_size=(64,), p
     duration / warmup: each configuration's measured window (s) and warm-up steps.
     within_pct: the recommendation is the smallest configuration within this much of the best.
     skip_unsafe: skip configurations the preflight says would crash (else warn and run them).
+    monitor: "auto" (one GPU monitor for the whole sweep when NVML works), False, or a
+        running Monitor; rows get the mean GPU utilisation over their windows.
     on_config: called with each configuration's row as it finishes (live tables).
     """
     from ..env import usable_cpus
@@ -398,30 +400,39 @@ def sweep(dataset, num_workers: Iterable[int] | None = None, batch_size=(64,), p
     res.extra["preflight"] = {"shm_free_bytes": shm, "nofile_soft_limit": nofile, "sharing_strategy": sharing,
                               "sample_bytes": sample_bytes, "usable_cpus": cpus}
 
+    from .loader import _start_monitor, _stop_monitor
+
+    # one monitor for the whole sweep: each row gets the mean GPU utilisation over its own window
+    mon, mon_started, mon_reason = _start_monitor(monitor)
+    if mon is None:
+        res.labels["gpu_util"] = f"N/A: {mon_reason}"
     status, reason = "ok", None
     n = len(configs)
-    for i, cfg in enumerate(configs):
-        if cancel is not None and cancel.is_set():
-            status, reason = "interrupted", f"cancelled after {i} of {n} configurations"
-            break
-        row = dict(cfg)
-        row.setdefault("warnings", [])
-        if row.pop("skip", False):
-            row["status"] = "skipped"
-        else:
-            _measure(row, dataset, persistent_workers, shuffle, collate_fn, step, duration, warmup, acc_name,
-                     au_target_pct, cancel, monitor, device, loader_kwargs or {})
-            if row.get("status") == "interrupted":
-                res.samples.setdefault("configs", []).append(row)
-                status, reason = "interrupted", f"cancelled during configuration {i + 1} of {n}"
+    try:
+        for i, cfg in enumerate(configs):
+            if cancel is not None and cancel.is_set():
+                status, reason = "interrupted", f"cancelled after {i} of {n} configurations"
                 break
-        res.samples.setdefault("configs", []).append(row)
-        if on_config is not None:
-            try:
-                on_config(dict(row))
-            except Exception:  # noqa: BLE001
-                pass
-        call_progress(progress, (i + 1) / n, {k: row[k] for k in ("samples_per_s",) if row.get(k)})
+            row = dict(cfg)
+            row.setdefault("warnings", [])
+            if row.pop("skip", False):
+                row["status"] = "skipped"
+            else:
+                _measure(row, dataset, persistent_workers, shuffle, collate_fn, step, duration, warmup, acc_name,
+                         au_target_pct, cancel, mon if mon is not None else False, device, loader_kwargs or {})
+                if row.get("status") == "interrupted":
+                    res.samples.setdefault("configs", []).append(row)
+                    status, reason = "interrupted", f"cancelled during configuration {i + 1} of {n}"
+                    break
+            res.samples.setdefault("configs", []).append(row)
+            if on_config is not None:
+                try:
+                    on_config(dict(row))
+                except Exception:  # noqa: BLE001
+                    pass
+            call_progress(progress, (i + 1) / n, {k: row[k] for k in ("samples_per_s",) if row.get(k)})
+    finally:
+        _stop_monitor(mon, mon_started)
 
     _recommend(res, within_pct, au_target_pct)
     rows = res.configs
