@@ -27,6 +27,8 @@ __all__ = ["compare", "Comparison", "ComparisonGroup", "bar_chart", "figure_png"
 HIDDEN_PARAMS = ("path", "target", "device", "label")
 # labels that say how it was measured: differing makes the delta partly the method's
 MODE_LABELS = ("cache", "engine", "mode", "direct")
+# labels that describe the target: differing is noted (it is usually the point)
+TARGET_LABELS = ("filesystem", "device")
 
 
 def better(key: str) -> str | None:
@@ -100,7 +102,7 @@ class ComparisonGroup:
         head = ["metric"] + self.names + [f"Δ% {n}" for n in self.names[1:]]
         body = []
         for m in self.metrics:
-            row = [_row_label(m)]
+            row = [_row_label(m, self.metrics)]
             row += [format_metric(m, self.value(m, i)) for i in range(len(self.runs))]
             for i in range(1, len(self.runs)):
                 d = self.delta_pct(m, i)
@@ -115,11 +117,12 @@ class ComparisonGroup:
         return "\n".join(out)
 
 
-def _row_label(m: str) -> str:
-    """'read [bytes/s] ↑': the name, the unit (two metrics may share a name) and which way is better."""
+def _row_label(m: str, metrics: Sequence[str] = ()) -> str:
+    """'read ↑': the name, its unit when another metric shares the name ('write [s]'), and which way is better."""
     unit = unit_of(m)
     arrow = {"higher": " ↑", "lower": " ↓"}.get(better(m) or "", "")
-    return metric_label(m) + (f" [{unit}]" if unit else "") + arrow
+    clash = sum(1 for x in metrics if metric_label(x) == metric_label(m)) > 1
+    return metric_label(m) + (f" [{unit}]" if unit and clash else "") + arrow
 
 
 def _run_desc(r: Result) -> str:
@@ -197,7 +200,7 @@ class Comparison:
                         colour = "#2e7d32" if good else "#c62828"
                     txt = "—" if d is None else f"{d:+.1f} %"
                     cells += f"<td style='text-align:right;color:{colour};font-weight:bold'>{txt}</td>"
-                rows.append(f"<tr><td style='text-align:left'>{esc(_row_label(m))}</td>{cells}</tr>")
+                rows.append(f"<tr><td style='text-align:left'>{esc(_row_label(m, g.metrics))}</td>{cells}</tr>")
             out.append(f"<table class='nbbench-compare-table'><thead><tr><th style='text-align:left'>metric</th>"
                        f"{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
             if images:
@@ -343,7 +346,10 @@ def _like_for_like(g: ComparisonGroup) -> None:
             if k not in pkeys:
                 pkeys.append(k)
     diffs = []
+    labelled = [k for k in MODE_LABELS if all(k in r.labels for r in g.runs)]
     for k in pkeys:
+        if k in MODE_LABELS and labelled:
+            continue  # e.g. dd's direct=None/False: the cache-mode label below says what it meant
         vals = [_fmt_param(r.params.get(k)) for r in g.runs]
         if len(set(vals)) > 1:
             shown = ", ".join(f"{v} ({n})" for v, n in zip(vals, g.names))
@@ -360,9 +366,18 @@ def _like_for_like(g: ComparisonGroup) -> None:
         if len(set(vals)) > 1:
             shown = ", ".join(f"{v} ({n})" for v, n in zip(vals, g.names))
             what = "cache mode" if k == "cache" else k
-            g.warnings.append(f"{what} differs — {shown}: "
-                              + ("page-cache hits are memory speed, not storage speed; compare direct with direct"
-                                 if k in ("cache", "direct") else "the figures were taken differently"))
+            if k not in ("cache", "direct"):
+                why = "the figures were taken differently"
+            elif any("warm" in v for v in vals):
+                why = "a warm page cache answers at memory speed, not storage speed; compare direct with direct"
+            else:
+                why = ("direct and buffered I/O take different paths through the kernel (page cache, read-ahead, "
+                       "writeback); compare direct with direct")
+            g.warnings.append(f"{what} differs — {shown}: {why}")
+    for k in TARGET_LABELS:
+        vals = [str(r.labels.get(k, "—")) for r in g.runs]
+        if len(set(vals)) > 1:
+            g.notes.append(f"{k}: " + ", ".join(f"{v} ({n})" for v, n in zip(vals, g.names)))
     for n, r in zip(g.names, g.runs):
         if r.status != "ok":
             g.warnings.append(f"{n} (run {r.run_id}) is {r.status}" + (f": {r.reason}" if r.reason else "")
@@ -378,7 +393,9 @@ def bar_chart(g: ComparisonGroup, max_metrics: int = 8):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    metrics = [m for m in g.metrics if any(g.value(m, i) is not None for i in range(len(g.runs)))][:max_metrics]
+    metrics = [m for m in g.metrics if any(g.value(m, i) is not None for i in range(len(g.runs)))]
+    # the chart keeps the figures with a better direction (rates, latencies, times); the table has all
+    metrics = ([m for m in metrics if better(m)] or metrics)[:max_metrics]
     n = max(1, len(metrics))
     per = 0.38 * len(g.runs) + 0.75
     fig = Figure(figsize=(8.0, 0.6 + per * n), dpi=100, layout="constrained")

@@ -128,3 +128,25 @@ def test_magic_compare_shows_a_png(runs):
     assert "image/png" in kinds and "text/html" in kinds
     html = next(o["data"]["text/html"] for o in outputs if "text/html" in o.get("data", {}))
     assert "+20.0 %" in html
+
+
+@pytest.mark.slow
+def test_cli_dd_twice_then_compare_shows_the_delta(tmp_path, capsys):
+    """End to end with the real probe: two labelled dd runs in a directory, then compare."""
+    pytest.importorskip("nbbench.probes.disk")
+    d = tmp_path / "data"
+    d.mkdir()
+    assert cli.main(["dd", str(d), "--size", "8M", "--label", "A", "-q"]) == 0
+    assert cli.main(["dd", str(d), "--size", "8M", "--buffered", "--label", "B", "-q"]) == 0
+    assert list(d.iterdir()) == []  # the probe removed its temporary file
+    capsys.readouterr()
+    assert cli.main(["compare", "A", "B"]) == 0
+    out = capsys.readouterr().out
+    st = default_store()
+    a, b = st.find("A")[0], st.find("B")[0]
+    delta = (b.metrics["read_bytes_per_s"] - a.metrics["read_bytes_per_s"]) / a.metrics["read_bytes_per_s"] * 100
+    assert "Δ% B" in out
+    read_line = next(line for line in out.splitlines() if line.startswith("read ↑"))
+    assert f"{delta:+.1f} %" in read_line
+    assert "warning: cache mode differs" in out and f"{a.labels['cache']} (A)" in out
+    assert "parameters differ" not in out  # direct=None vs False is the cache mode, said once

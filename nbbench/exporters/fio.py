@@ -15,7 +15,7 @@ from ..results import Result
 
 __all__ = ["is_disk_result", "to_fio", "DISK_KINDS"]
 
-DISK_KINDS = {"dd", "randread", "randwrite", "files", "fio", "disk", "seqread", "seqwrite"}
+DISK_KINDS = {"dd", "randread", "randwrite", "io", "fio", "disk", "seqread", "seqwrite"}
 _PCT = re.compile(r"^(?:(read|write)_)?(?:c?lat)_p(\d+)(?:_(\d+))?_ns$")
 
 
@@ -49,7 +49,7 @@ def _dir(r: Result, d: str, single: bool) -> dict[str, Any] | None:
     if iops is None and bw is not None and isinstance(bs, int) and bs > 0:
         iops = bw / bs
     runtime_s = get("s") or get("elapsed_s") or get("runtime_s")
-    io_bytes = get("bytes") or get("io_bytes") or (bw * runtime_s if bw and runtime_s else None)
+    io_bytes = get("total_bytes") or get("bytes") or get("io_bytes") or (bw * runtime_s if bw and runtime_s else None)
     if io_bytes is not None:
         out["io_bytes"] = int(io_bytes)
         out["io_kbytes"] = int(io_bytes // 1024)
