@@ -39,8 +39,12 @@ class ControlPanel(RunnerHost):
                  checker=None):
         import ipywidgets as w
 
+        from ... import tempfiles
         from .tabs import TAB_CLASSES
 
+        # the write probes' temp files are removed on SIGTERM/SIGHUP (a kernel stop) only if the
+        # handlers were installed from the main thread: the panel's runs happen in another one
+        tempfiles.install_handlers()
         self.store = store
         self.runner = PanelRunner(self, store=store, user_ns=user_ns)
         self._shown: list[str] = []
@@ -81,13 +85,13 @@ class ControlPanel(RunnerHost):
         controls = w.HBox([self.label, self.save, self.run_button, self.stop_button, self.status],
                           layout=w.Layout(align_items="center", flex_flow="row wrap"))
 
-        self.progress_box = w.Box([])
+        self.progress_box = w.Box([], layout=w.Layout(width="100%"))
         self.progress_box.add_class("nbbench-progress")
         self.plot = w.Box([], layout=w.Layout(max_width="100%"))
         self.plot.add_class("nbbench-plot")
         self.error = w.HTML("")
         self.error.add_class("nbbench-errors")
-        self.results = w.HTML("")
+        self.results = w.HTML("", layout=w.Layout(max_height="640px", overflow="auto"))
         self.results.add_class("nbbench-results")
 
         self.widget = w.VBox([self.title, self.path_field.widget, self.tabs, controls, self.progress_box,
@@ -216,7 +220,12 @@ class ControlPanel(RunnerHost):
         from ..progress import NotebookProgress
 
         p = NotebookProgress(desc, display_now=False)
-        p.bar.layout.width = "45%"
+        # the panel says what runs in its status line; the bar keeps the probe's name
+        p.bar.description = (desc.split() or [""])[0]
+        p.bar.layout.width = "40%"
+        p.bar.layout.min_width = "220px"
+        p.label.layout.flex = "1 1 auto"
+        p.widget.layout.width = "100%"
         p.label.add_class("nbbench-progress-label")
         p.bar.add_class("nbbench-progress-bar")
         self.progress = p

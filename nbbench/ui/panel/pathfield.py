@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import html
 import os
-import tempfile
 import threading
 from dataclasses import dataclass, field
 from typing import Callable
@@ -69,18 +68,12 @@ class PathInfo:
 
 
 def _direct_in_dir(directory: str) -> tuple[bool, str | None]:
-    """Try one aligned O_DIRECT write on a new temporary file we create (and remove) in ``directory``."""
+    """Try one aligned O_DIRECT write on a new temporary file (the probes' own kind, removed at once)."""
+    from ... import tempfiles
     from ...probes.pathcheck import direct_io_supported
 
-    fd, name = tempfile.mkstemp(prefix=".nbbench-odirect-", dir=directory)
-    try:
-        return direct_io_supported(fd, write=True)
-    finally:
-        os.close(fd)
-        try:
-            os.unlink(name)
-        except OSError:
-            pass
+    with tempfiles.temp_file(directory, "odirect") as tf:
+        return direct_io_supported(tf.fd, write=True)
 
 
 def _direct_on_file(path: str) -> tuple[bool, str | None]:

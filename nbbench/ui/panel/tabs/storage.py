@@ -16,7 +16,7 @@ PROBES = {
     "disk": "a preset set of tests (CrystalDiskMark, MLPerf sample sizes)",
 }
 PRESETS = ("cdm", "mlperf-resnet50", "mlperf-unet3d")
-ENGINES = ("builtin", "dd", "fio")
+ENGINES = {"dd": ("builtin", "dd", "fio"), "randread": ("builtin", "fio"), "disk": ("builtin", "fio")}
 CACHE = (("auto: direct where the filesystem accepts it", "auto"), ("direct (O_DIRECT)", "direct"),
          ("buffered (page cache)", "buffered"))
 
@@ -49,11 +49,14 @@ class StorageTab(Tab):
         self.dd_size = w.Text(value=size_text(dd.get("size"), "1G"), description="size", style=st, layout=small)
         self.dd_cache = w.Dropdown(options=CACHE, value="auto", description="cache", style=st,
                                    layout=w.Layout(width="330px"))
-        self.dd_engine = w.Dropdown(options=ENGINES, value=dd.get("engine") or "builtin", description="engine",
+        self.dd_engine = w.Dropdown(options=ENGINES["dd"], value=dd.get("engine") or "builtin", description="engine",
                                     style=st, layout=w.Layout(width="170px"))
+        self.dd_mode = w.Dropdown(options=[("write then read (a directory) / read (a file)", ""),
+                                           ("write only", "write"), ("read only", "read")], value="",
+                                  description="mode", style=st, layout=w.Layout(width="400px"))
         for x, c in ((self.dd_bs, "bs"), (self.dd_size, "size")):
             x.add_class(f"nbbench-dd-{c}")
-        dd_box = w.VBox([w.HBox([self.dd_bs, self.dd_size, self.dd_engine]), self.dd_cache])
+        dd_box = w.VBox([w.HBox([self.dd_bs, self.dd_size, self.dd_engine]), self.dd_cache, self.dd_mode])
 
         # randread
         self.rr_bs = w.Text(value=size_text(rr.get("bs"), "4k"), description="block size", style=st, layout=small)
@@ -66,12 +69,16 @@ class StorageTab(Tab):
                               placeholder="auto")
         self.rr_cache = w.Dropdown(options=CACHE, value="auto", description="cache", style=st,
                                    layout=w.Layout(width="330px"))
-        self.rr_engine = w.Dropdown(options=ENGINES, value=rr.get("engine") or "builtin", description="engine",
+        self.rr_engine = w.Dropdown(options=ENGINES["randread"], value=rr.get("engine") or "builtin", description="engine",
                                     style=st, layout=w.Layout(width="170px"))
+        self.rr_threads = w.BoundedIntText(value=int(rr.get("threads") or 1), min=1, max=1024,
+                                           description="threads", style=st, layout=w.Layout(width="140px"))
+        self.rr_warm = w.Checkbox(value=False, indent=False, layout=w.Layout(width="auto"),
+                                  description="warm: read the region once first (buffered: measures the page cache)")
         for x, c in ((self.rr_bs, "bs"), (self.rr_runtime, "runtime"), (self.rr_size, "size")):
             x.add_class(f"nbbench-randread-{c}")
-        rr_box = w.VBox([w.HBox([self.rr_bs, self.rr_qd, self.rr_runtime, self.rr_ramp]),
-                         w.HBox([self.rr_size, self.rr_engine]), self.rr_cache])
+        rr_box = w.VBox([w.HBox([self.rr_bs, self.rr_qd, self.rr_threads, self.rr_runtime, self.rr_ramp]),
+                         w.HBox([self.rr_size, self.rr_engine]), self.rr_cache, self.rr_warm])
 
         # files
         self.fl_sample = w.BoundedIntText(value=int(fl.get("sample") or 1000), min=1, max=10**8,
@@ -85,9 +92,18 @@ class StorageTab(Tab):
         # disk presets
         self.dk_preset = w.Dropdown(options=PRESETS, value=dk.get("preset") if dk.get("preset") in PRESETS
                                     else "cdm", description="preset", style=st, layout=w.Layout(width="260px"))
-        self.dk_size = w.Text(value=size_text(dk.get("size"), ""), description="size", style=st, layout=small,
-                              placeholder="default")
-        disk_box = w.VBox([w.HBox([self.dk_preset, self.dk_size]),
+        self.dk_size = w.Text(value=size_text(dk.get("size"), "1G"), description="size", style=st, layout=small)
+        self.dk_runtime = w.Text(value=_dur(dk.get("runtime"), "5s"), description="per test", style=st,
+                                 layout=small)
+        self.dk_ramp = w.Text(value=_dur(dk.get("ramp"), "1s"), description="ramp", style=st, layout=small)
+        self.dk_cache = w.Dropdown(options=CACHE, value="auto", description="cache", style=st,
+                                   layout=w.Layout(width="330px"))
+        self.dk_engine = w.Dropdown(options=ENGINES["disk"], value=dk.get("engine") or "builtin",
+                                    description="engine", style=st, layout=w.Layout(width="170px"))
+        self.dk_nowrite = w.Checkbox(value=False, indent=False, description="reads only (also in a directory)",
+                                     layout=w.Layout(width="auto"))
+        disk_box = w.VBox([w.HBox([self.dk_preset, self.dk_size, self.dk_runtime, self.dk_ramp]),
+                           w.HBox([self.dk_cache, self.dk_engine]), self.dk_nowrite,
                            w.HTML("<span style='color:#555'>cdm: SEQ1M Q8T1, SEQ1M Q1T1, RND4K Q32T1, RND4K Q1T1, "
                                   "read and (in a directory) write, as one table.</span>")])
 
@@ -115,10 +131,14 @@ class StorageTab(Tab):
         if name == "dd":
             opts = ["--bs", self.dd_bs.value.strip(), "--size", self.dd_size.value.strip(),
                     "--engine", self.dd_engine.value, *_cache_opts(self.dd_cache.value)]
+            if self.dd_mode.value:
+                opts += ["--mode", self.dd_mode.value]
         elif name == "randread":
-            opts = ["--bs", self.rr_bs.value.strip(), "--qd", self.rr_qd.value,
+            opts = ["--bs", self.rr_bs.value.strip(), "--qd", self.rr_qd.value, "--threads", self.rr_threads.value,
                     "--runtime", self.rr_runtime.value.strip(), "--ramp", self.rr_ramp.value.strip(),
                     "--engine", self.rr_engine.value, *_cache_opts(self.rr_cache.value)]
+            if self.rr_warm.value:
+                opts.append("--warm")
             if self.rr_size.value.strip():
                 opts += ["--size", self.rr_size.value.strip()]
         elif name == "files":
@@ -126,9 +146,13 @@ class StorageTab(Tab):
             if self.fl_cold.value:
                 opts.append("--cold")
         else:
-            opts = ["--preset", self.dk_preset.value]
+            opts = ["--preset", self.dk_preset.value, "--runtime", self.dk_runtime.value.strip(),
+                    "--ramp", self.dk_ramp.value.strip(), "--engine", self.dk_engine.value,
+                    *_cache_opts(self.dk_cache.value)]
             if self.dk_size.value.strip():
                 opts += ["--size", self.dk_size.value.strip()]
+            if self.dk_nowrite.value:
+                opts.append("--no-write")
         return command_job(f"{name} {target}", name, target, *opts, label=label)
 
 
