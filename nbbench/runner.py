@@ -23,19 +23,24 @@ def run_cancellable(fn: Callable[[threading.Event], T], cancel: threading.Event 
     """
     cancel = cancel or threading.Event()
     box: dict = {}
+    # an Event, not Thread.is_alive(): a KeyboardInterrupt that lands inside Thread.join
+    # can leave the thread looking finished while it still runs (CPython gh-90882)
+    done = threading.Event()
 
     def target():
         try:
             box["value"] = fn(cancel)
         except BaseException as exc:  # noqa: BLE001 - handed to the caller
             box["error"] = exc
+        finally:
+            done.set()
 
     t = threading.Thread(target=target, name=name, daemon=True)
     t.start()
     interrupts = 0
-    while t.is_alive():
+    while not done.is_set():
         try:
-            t.join(0.05)
+            done.wait(0.05)
         except KeyboardInterrupt:
             interrupts += 1
             cancel.set()
