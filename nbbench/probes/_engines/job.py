@@ -192,7 +192,7 @@ class Meter:
         # the partial last window, scaled to its own length
         n = done - self.win_done
         tail_ns = now - (self.next_win - self.win_ns)
-        if n > 0 and tail_ns > 0.05 * self.win_ns:
+        if n > 0 and tail_ns > 0 and (tail_ns > 0.05 * self.win_ns or not out.windows):
             dur = tail_ns / 1e9
             out.windows.append([round((now - self.m0) / 1e9, 3), n * self.spec.bs / dur, n / dur])
         if self.lats:

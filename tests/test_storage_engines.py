@@ -1,0 +1,82 @@
+"""The dd and fio engines for real (same result schema), and their parsers."""
+
+import os
+import shutil
+
+import pytest
+
+from nbbench.probes import disk
+from nbbench.probes._engines import extern
+from nbbench.probes._engines.hist import PERCENTILES, percentile_key
+from nbbench.results import ProbeError
+
+needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed (apt-get install fio)")
+needs_dd = pytest.mark.skipif(shutil.which("dd") is None, reason="no dd")
+
+
+@pytest.fixture(scope="module")
+def datafile(tmp_path_factory):
+    p = tmp_path_factory.mktemp("eng") / "data.bin"
+    with open(p, "wb") as f:
+        f.write(os.urandom(16 << 20))
+        os.fsync(f.fileno())
+    return p
+
+
+def test_parse_dd_summary():
+    text = ("1+0 records in\n1+0 records out\r12582912 bytes (13 MB, 12 MiB) copied, 1 s, 12.5 MB/s"
+            "\n16777216 bytes (17 MB, 16 MiB) copied, 0.0123 s, 1.4 GB/s\n")
+    assert extern.parse_dd_summary(text) == (16777216, 0.0123)
+    assert extern.parse_dd_summary("dd: failed to open") is None
+
+
+def test_fio_missing_says_how_to_install(monkeypatch, datafile):
+    monkeypatch.setattr(extern.shutil, "which", lambda name: None)
+    with pytest.raises(ProbeError, match="apt-get install fio"):
+        disk.randread(datafile, engine="fio", runtime=0.1)
+
+
+@needs_dd
+def test_dd_engine_write_and_read(tmp_path):
+    r = disk.dd(tmp_path, size="16M", engine="dd")
+    assert r.ok and r.labels["engine"] == "dd"
+    assert r.labels["write_io_path"] == "dd (coreutils)" and r.labels["write_data"].startswith("zeros")
+    assert r.metrics["write_total_bytes"] == r.metrics["read_total_bytes"] == 16 << 20
+    assert r.metrics["write_bytes_per_s"] > 0 and r.metrics["read_bytes_per_s"] > 0
+    assert [n for n in os.listdir(tmp_path) if n.startswith(".nbbench-")] == []
+
+
+@needs_dd
+def test_dd_engine_reads_file_read_only(datafile):
+    before = (os.stat(datafile).st_mtime_ns, open(datafile, "rb").read(4096))
+    r = disk.dd(datafile, size="8M", engine="dd", direct=False)
+    assert r.metrics["read_total_bytes"] == 8 << 20 and r.labels["cache"] in ("buffered-cold", "buffered-warm")
+    assert (os.stat(datafile).st_mtime_ns, open(datafile, "rb").read(4096)) == before
+
+
+@needs_fio
+def test_fio_randread_maps_percentiles(datafile):
+    r = disk.randread(datafile, engine="fio", qd=4, runtime=1.1, ramp=0.1)
+    assert r.ok and r.labels["engine"] == "fio" and r.labels["io_path"].startswith("fio ")
+    assert r.metrics["iops"] > 0
+    vals = [r.metrics[percentile_key(p)] for p in PERCENTILES]
+    assert all(v > 0 for v in vals) and vals == sorted(vals)
+    assert r.metrics["lat_mean_ns"] > 0
+    assert r.samples["bw"]["t_s"], "fio's 500 ms bandwidth log"
+
+
+@needs_fio
+def test_fio_dd_in_directory(tmp_path):
+    r = disk.dd(tmp_path, size="16M", engine="fio")
+    assert r.ok and r.metrics["write_total_bytes"] == r.metrics["read_total_bytes"] == 16 << 20
+    assert r.metrics["write_bytes_per_s"] > 0 and r.metrics["read_bytes_per_s"] > 0
+    assert [n for n in os.listdir(tmp_path) if n.startswith(".nbbench-")] == []
+
+
+@needs_fio
+def test_fio_and_builtin_same_schema(datafile):
+    a = disk.randread(datafile, engine="fio", runtime=0.2, ramp=0)
+    b = disk.randread(datafile, engine="builtin", runtime=0.2, ramp=0)
+    core = {"iops", "read_bytes_per_s", "lat_mean_ns", "lat_stddev_ns", "qd_reached", *(percentile_key(p) for p in PERCENTILES)}
+    assert core <= set(a.metrics) and core <= set(b.metrics)
+    assert {"engine", "cache", "path", "filesystem", "device", "io_path"} <= set(a.labels) & set(b.labels)
