@@ -20,7 +20,7 @@ from typing import Any, Iterable, Sequence
 from .results import ProbeError, Result
 from .units import format_metric, metric_label, unit_of
 
-__all__ = ["compare", "Comparison", "ComparisonGroup", "bar_chart", "figure_png", "better", "resolve",
+__all__ = ["compare", "Comparison", "ComparisonGroup", "bar_chart", "chart_metrics", "figure_png", "better", "resolve",
            "HIDDEN_PARAMS", "MODE_LABELS"]
 
 # parameters that name the thing measured rather than how: differing is the point of a comparison
@@ -388,14 +388,25 @@ def _like_for_like(g: ComparisonGroup) -> None:
 _COLOURS = ["#607d8b", "#1e88e5", "#43a047", "#fb8c00", "#8e24aa", "#e53935", "#00897b", "#6d4c41"]
 
 
-def bar_chart(g: ComparisonGroup, max_metrics: int = 8):
-    """One horizontal bar panel per metric, a bar per reference, labelled with value and Δ%."""
+def chart_metrics(g: ComparisonGroup, max_metrics: int = 6) -> list[str]:
+    """The metrics worth a bar: the result class's headline (SUMMARY) ones, else those with a
+    better direction (rates, latencies, times); the table keeps all."""
+    have = [m for m in g.metrics if any(g.value(m, i) is not None for i in range(len(g.runs)))]
+    summary = getattr(type(g.runs[0]), "SUMMARY", None) or ()
+    head = [m for m in summary if m in have]
+    if head:
+        return head[:max_metrics]
+    return ([m for m in have if better(m)] or have)[:max_metrics]
+
+
+def bar_chart(g: ComparisonGroup, max_metrics: int = 6, metrics: Sequence[str] | None = None):
+    """One horizontal bar panel per metric, a bar per reference, labelled with value and Δ%.
+
+    ``metrics``: which (default :func:`chart_metrics`: the headline figures)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    metrics = [m for m in g.metrics if any(g.value(m, i) is not None for i in range(len(g.runs)))]
-    # the chart keeps the figures with a better direction (rates, latencies, times); the table has all
-    metrics = ([m for m in metrics if better(m)] or metrics)[:max_metrics]
+    metrics = list(metrics) if metrics is not None else chart_metrics(g, max_metrics)
     n = max(1, len(metrics))
     per = 0.38 * len(g.runs) + 0.75
     fig = Figure(figsize=(8.0, 0.6 + per * n), dpi=100, layout="constrained")

@@ -145,3 +145,22 @@ def test_html_and_json():
     d = json.loads(c.to_json(orient="records", indent=2))
     assert d["refs"] == ["A", "B"] and d["groups"][0]["kind"] == "dd"
     assert any(r["delta_pct"] == pytest.approx(20.0) for r in d["groups"][0]["rows"])
+
+
+def test_chart_keeps_the_headline_metrics():
+    from nbbench.compare import chart_metrics
+    from nbbench.results import register
+
+    @register("chart-test")
+    class Headline(Result):
+        SUMMARY = ("read_bytes_per_s", "iops")
+
+    a = Headline(metrics={"read_bytes_per_s": 1e8, "iops": 10.0, "lat_p99_ns": 5e5, "total_bytes": 1})
+    b = Headline(metrics={"read_bytes_per_s": 2e8, "iops": 20.0, "lat_p99_ns": 4e5, "total_bytes": 1})
+    g = compare([a, b]).groups[0]
+    assert chart_metrics(g) == ["read_bytes_per_s", "iops"]
+    assert len(bar_chart(g).axes) == 2
+    assert len(bar_chart(g, metrics=["lat_p99_ns"]).axes) == 1
+    plain = compare([Result(kind="k", metrics={"a_bytes_per_s": 1.0, "n_count": 3}),
+                     Result(kind="k", metrics={"a_bytes_per_s": 2.0, "n_count": 3})]).groups[0]
+    assert chart_metrics(plain) == ["a_bytes_per_s"]  # no direction for a count: table only
