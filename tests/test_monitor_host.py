@@ -20,8 +20,9 @@ def _two_samples(src, gap=0.15):
     return src.sample(time.monotonic())
 
 
-def test_cpu_memory_and_disk_fields_are_sane(tmp_path):
-    src = HostSource(path=tmp_path)
+@pytest.mark.parametrize("fast", [True, False], ids=["procfs", "psutil"])
+def test_cpu_memory_and_disk_fields_are_sane(tmp_path, fast):
+    src = HostSource(path=tmp_path, fast=fast)
     rec = _two_samples(src)
     assert 0.0 <= rec["cpu.util_pct"] <= 100.0
     assert 0.0 <= rec["cpu.iowait_pct"] <= 100.0
@@ -57,10 +58,11 @@ def test_busy_process_shows_in_process_cpu():
     assert rec["proc.cpu_pct"] > 20.0
 
 
-def test_reads_of_this_process_and_its_children_are_counted(tmp_path):
+@pytest.mark.parametrize("fast", [True, False], ids=["procfs", "psutil"])
+def test_reads_of_this_process_and_its_children_are_counted(tmp_path, fast):
     data = tmp_path / "blob.bin"
     data.write_bytes(os.urandom(4 * 2**20))
-    m = Monitor(interval=0.05, gpus="none", path=tmp_path)
+    m = Monitor(interval=0.05, sources=[HostSource(path=tmp_path, fast=fast)])
     with m:
         with open(data, "rb") as f:  # this process: 4 MiB through read()
             while f.read(2**20):
@@ -160,3 +162,60 @@ def test_unknown_device_in_diskstats_falls_back(tmp_path, monkeypatch):
     assert src.device is None
     assert any("not in /proc/diskstats" in n for n in src.notes)
     assert src.labels["disk_device"] == "system-wide"
+
+
+# ------------------------------------------------------------------ procfs path
+linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux /proc")
+
+
+@linux
+def test_procfs_counters_agree_with_psutil():
+    from nbbench.monitor import procfs
+
+    assert procfs.available()
+    tick = os.sysconf("SC_CLK_TCK")
+    mine = procfs.read_cpu_times(procfs.ProcFile("/proc/stat"))
+    theirs = psutil.cpu_times(percpu=True)
+    assert len(mine) == len(theirs)
+    for a, b in zip(mine, theirs):
+        assert abs(a.idle / tick - b.idle) < 1.0 and abs(a.user / tick - b.user) < 1.0
+    disks = procfs.read_diskstats(procfs.ProcFile("/proc/diskstats"))
+    ps_disks = psutil.disk_io_counters(perdisk=True, nowrap=False)
+    for name, c in ps_disks.items():
+        assert abs(disks[name].read_bytes - c.read_bytes) <= 64 * 2**20
+        assert abs(disks[name].read_count - c.read_count) <= 10_000
+    me = procfs.ProcReader(os.getpid()).read()
+    ct = psutil.Process().cpu_times()
+    assert abs(me.cpu_s - (ct.user + ct.system + ct.children_user + ct.children_system)) < 0.5
+    assert me.rss_bytes == pytest.approx(psutil.Process().memory_info().rss, rel=0.2)
+    assert me.read_chars > 0
+
+
+@linux
+def test_children_of_finds_grandchildren_and_gone_process_raises():
+    from nbbench.monitor import procfs
+
+    code = "import subprocess, sys, time; p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(5)']); " \
+           "print(p.pid, flush=True); time.sleep(5)"
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        grandchild = int(child.stdout.readline())
+        kids = procfs.children_of(os.getpid())
+        if kids is None:
+            pytest.skip("kernel without /proc/PID/task/TID/children")
+        assert child.pid in kids and grandchild in kids
+        r = procfs.ProcReader(grandchild)
+        assert r.read().cpu_s >= 0
+    finally:
+        child.kill()
+        child.wait()
+        os.kill(grandchild, 9)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            r.read()
+        except OSError:
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail("reading a reaped process should raise")

@@ -25,8 +25,7 @@ Fields (all rates over the interval since the previous sample; None on the first
 from __future__ import annotations
 
 import os
-import threading
-import time
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -162,51 +161,84 @@ def _physical(names, sys_root: Path) -> list[str]:
     return out
 
 
-class _Rate:
-    """Delta of counters between samples."""
+class _PsutilProc:
+    """psutil's view of one process, read like :class:`procfs.ProcReader` (the portable path)."""
 
-    __slots__ = ("prev", "t")
+    def __init__(self, ps, pid: int):
+        self.ps = ps
+        self.pid = pid
+        self.p = ps.Process(pid)
+        self.has_io = True
 
-    def __init__(self):
-        self.prev = None
-        self.t = None
+    def read(self):
+        from .procfs import ProcCounters
+
+        ps, p = self.ps, self.p
+        try:
+            with p.oneshot():
+                ct = p.cpu_times()
+                cpu = ct.user + ct.system + getattr(ct, "children_user", 0.0) + getattr(ct, "children_system", 0.0)
+                rss = p.memory_info().rss
+                rb = rc = 0
+                if self.has_io:
+                    try:
+                        io = p.io_counters()
+                        rb, rc = io.read_bytes, getattr(io, "read_chars", 0)
+                    except (ps.AccessDenied, AttributeError, NotImplementedError):
+                        self.has_io = False
+        except ps.NoSuchProcess:
+            raise ProcessLookupError(self.pid) from None
+        except ps.Error as exc:
+            raise OSError(str(exc)) from None
+        return ProcCounters(cpu, rb, rc, rss)
+
+    def close(self) -> None:
+        pass
 
 
 class HostSource:
-    """CPU, memory, disk and process-tree figures from psutil (see the module doc)."""
+    """CPU, memory, disk and process-tree figures (see the module doc).
+
+    Discovery and memory use psutil; on Linux the 10 Hz counters are read through
+    :mod:`nbbench.monitor.procfs` (kept-open /proc files, one ``pread`` each), which
+    keeps the sampler under 1 % of a core; ``fast=False`` uses psutil throughout.
+    """
 
     name = "host"
 
     def __init__(self, path: str | os.PathLike | None = None, per_core: bool = True,
-                 process: bool = True, pid: int | None = None, sys_root: str = "/sys"):
+                 process: bool = True, pid: int | None = None, sys_root: str = "/sys", fast: bool = True):
         self.path = os.fspath(path) if path is not None else os.getcwd()
         self.per_core = per_core
         self.process = process
         self.pid = pid if pid is not None else os.getpid()
         self.sys_root = Path(sys_root)
+        self.want_fast = fast
+        self.fast = False
         self.notes: list[str] = []
         self.na: dict[str, str] = {}
         self.labels: dict[str, Any] = {}
         self.device: BlockDevice | None = None
         self._psutil = None
+        self._f_stat = None
+        self._f_disk = None
         self._cpu_prev = None
         self._disk_prev = None
         self._disk_first = None
         self._disk_t = None
-        self._proc = None
-        self._children: dict[int, Any] = {}
+        self._procs: dict[int, Any] = {}  # pid -> reader (this process first)
         self._child_scan_t = -1e9
+        self._children_fast = True
         self._proc_prev = None
         self._proc_first = None
         self._proc_t = None
         self._physical: list[str] = []
         self._slow_t = -1e9
         self._mem = (None, None)
-        self._rss = None
-        self._rss_t = None
         self._offsets: dict[int, tuple] = {}
         self._retired = [0.0, 0.0, 0.0]
         self._preexisting: set[int] = set()
+        self._io_ok = True
         self._cpu_cap = 100.0 * (os.cpu_count() or 1)
 
     # ------------------------------------------------------------------- open
@@ -214,12 +246,22 @@ class HostSource:
         import psutil
 
         self._psutil = psutil
+        if self.want_fast and sys.platform.startswith("linux"):
+            from . import procfs
+
+            if procfs.available():
+                try:
+                    self._f_stat = procfs.ProcFile("/proc/stat")
+                    self._f_disk = procfs.ProcFile("/proc/diskstats")
+                    self.fast = True
+                except OSError:
+                    self.fast = False
         dev, note = block_device_for(self.path, self.sys_root)
         self.device = dev
         if note:
             self.notes.append(note)
         try:
-            names = list(psutil.disk_io_counters(perdisk=True, nowrap=False) or {})
+            names = list(self._disk_counters() or {})
         except Exception as exc:  # noqa: BLE001 - e.g. no /proc/diskstats in a sandbox
             names = []
             self.notes.append(f"disk counters are not readable here ({exc}): disk figures are N/A")
@@ -237,11 +279,38 @@ class HostSource:
         }
         if self.process:
             try:
-                self._proc = psutil.Process(self.pid)
-                self._preexisting = {c.pid for c in self._proc.children(recursive=True)}
-            except psutil.Error as exc:
+                self._procs = {self.pid: self._reader(self.pid)}
+                self._preexisting = set(self._child_pids())
+            except (OSError, psutil.Error) as exc:
                 self.notes.append(f"process {self.pid} cannot be read ({exc}): process figures are N/A")
-                self._proc = None
+                self._procs = {}
+
+    def _reader(self, pid: int):
+        if self.fast:
+            from .procfs import ProcReader
+
+            return ProcReader(pid)
+        return _PsutilProc(self._psutil, pid)
+
+    def _disk_counters(self):
+        if self.fast:
+            from .procfs import read_diskstats
+
+            return read_diskstats(self._f_disk)
+        return self._psutil.disk_io_counters(perdisk=True, nowrap=False)
+
+    def _child_pids(self) -> list[int]:
+        if self.fast and self._children_fast:
+            from .procfs import children_of
+
+            kids = children_of(self.pid)
+            if kids is not None:
+                return kids
+            self._children_fast = False
+        try:
+            return [c.pid for c in self._psutil.Process(self.pid).children(recursive=True)]
+        except self._psutil.Error:
+            return []
 
     # ----------------------------------------------------------------- sample
     def sample(self, now: float) -> dict:
@@ -252,19 +321,23 @@ class HostSource:
         out: dict[str, Any] = {}
         self._sample_cpu(ps, out)
         # memory moves slowly: read it at most every _SLOW_S (fewer /proc reads per sample)
-        slow = now - self._slow_t >= _SLOW_S
-        if slow:
+        if now - self._slow_t >= _SLOW_S:
             self._slow_t = now
             vm = ps.virtual_memory()
             self._mem = (vm.total - vm.available, vm.available)
         out["mem.used_bytes"], out["mem.available_bytes"] = self._mem
-        self._sample_disk(ps, now, out)
-        if self._proc is not None:
-            self._sample_proc(ps, now, out)
+        self._sample_disk(now, out)
+        if self._procs:
+            self._sample_proc(now, out)
         return out
 
     def _sample_cpu(self, ps, out: dict) -> None:
-        cur = ps.cpu_times(percpu=True)
+        if self.fast:
+            from .procfs import read_cpu_times
+
+            cur = read_cpu_times(self._f_stat)
+        else:
+            cur = ps.cpu_times(percpu=True)
         prev = self._cpu_prev
         self._cpu_prev = cur
         if prev is None or len(prev) != len(cur):
@@ -296,11 +369,11 @@ class HostSource:
         if self.per_core:
             out["cpu.cores_pct"] = tuple(cores)
 
-    def _sample_disk(self, ps, now: float, out: dict) -> None:
+    def _sample_disk(self, now: float, out: dict) -> None:
         if "disk.read_bytes_per_s" in self.na:
             return
         try:
-            counters = ps.disk_io_counters(perdisk=True, nowrap=False) or {}
+            counters = self._disk_counters() or {}
         except Exception:  # noqa: BLE001
             return
         sys_tot = [0, 0, 0, 0]
@@ -340,77 +413,57 @@ class HostSource:
             for k, v in zip(keys_dev, sys_rates):
                 out[k] = round(v, 1)
 
-    def _scan_children(self, ps, now: float) -> None:
+    def _scan_children(self, now: float) -> None:
         if now - self._child_scan_t < _CHILD_SCAN_S:
             return
         self._child_scan_t = now
-        try:
-            kids = self._proc.children(recursive=True)
-        except ps.Error:
-            return
-        known = self._children
-        fresh = {}
-        for k in kids:
-            if k.pid in known:
-                fresh[k.pid] = known[k.pid]
+        kids = self._child_pids()
+        procs = self._procs
+        fresh = set(kids)
+        for pid in kids:
+            if pid in procs:
                 continue
-            fresh[k.pid] = k
-            # a child older than the monitor: count only what it does from now on
             try:
-                with k.oneshot():
-                    if k.pid in self._preexisting:
-                        ct = k.cpu_times()
-                        try:
-                            io = k.io_counters()
-                            rb, rc = io.read_bytes, getattr(io, "read_chars", 0)
-                        except (ps.AccessDenied, AttributeError, NotImplementedError):
-                            rb = rc = 0
-                        self._offsets[k.pid] = (ct.user + ct.system + ct.children_user + ct.children_system,
-                                                rb, rc)
-            except ps.Error:
-                pass
-        for pid in set(known) - set(fresh):
-            self._retire(pid)
-        self._children = fresh
+                r = self._reader(pid)
+                if pid in self._preexisting:
+                    # a child older than the monitor: count only what it does from now on
+                    c = r.read()
+                    self._offsets[pid] = (c.cpu_s, c.read_bytes, c.read_chars)
+            except Exception:  # noqa: BLE001 - it exited meanwhile, or cannot be read
+                continue
+            procs[pid] = r
+        for pid in [p for p in procs if p != self.pid and p not in fresh]:
+            self._drop(pid)
 
-    def _retire(self, pid: int) -> None:
+    def _drop(self, pid: int) -> None:
+        r = self._procs.pop(pid, None)
+        if r is not None:
+            r.close()
         off = self._offsets.pop(pid, None)
         if off is not None:  # its totals move into its reaper's counters: keep subtracting them
             for j in range(3):
                 self._retired[j] += off[j]
 
-    def _sample_proc(self, ps, now: float, out: dict) -> None:
-        self._scan_children(ps, now)
+    def _sample_proc(self, now: float, out: dict) -> None:
+        self._scan_children(now)
         cpu = rbytes = rchars = rss = 0.0
-        io_ok = True
-        procs = [self._proc] + list(self._children.values())
         gone = []
-        slow = now - self._rss_t >= _SLOW_S if self._rss_t is not None else True
-        for p in procs:
+        for pid, r in self._procs.items():
             try:
-                with p.oneshot():
-                    ct = p.cpu_times()
-                    cpu += ct.user + ct.system + ct.children_user + ct.children_system
-                    if slow:
-                        rss += p.memory_info().rss
-                    try:
-                        io = p.io_counters()
-                        rbytes += io.read_bytes
-                        rchars += getattr(io, "read_chars", 0)
-                    except (ps.AccessDenied, AttributeError, NotImplementedError):
-                        io_ok = False
-            except ps.NoSuchProcess:
-                if p is not self._proc:
-                    gone.append(p.pid)
-            except ps.Error:
-                pass
+                c = r.read()
+            except (OSError, ValueError, IndexError):
+                if pid != self.pid:
+                    gone.append(pid)
+                continue
+            cpu += c.cpu_s
+            rbytes += c.read_bytes
+            rchars += c.read_chars
+            rss += c.rss_bytes
+            if not r.has_io:
+                self._io_ok = False
         for pid in gone:
-            self._children.pop(pid, None)
-            self._retire(pid)
-        if slow:
-            self._rss_t = now
-            self._rss = int(rss)
-        out["proc.rss_bytes"] = self._rss
+            self._drop(pid)
+        out["proc.rss_bytes"] = int(rss)
         for off in self._offsets.values():
             cpu -= off[0]
             rbytes -= off[1]
@@ -423,7 +476,7 @@ class HostSource:
         self._proc_prev, self._proc_t = cur, now
         if self._proc_first is None:
             self._proc_first = cur
-        if not io_ok and "proc.read_bytes_per_s" not in self.na:
+        if not self._io_ok and "proc.read_bytes_per_s" not in self.na:
             self.na["proc.read_bytes_per_s"] = "I/O counters of this process are not readable"
             self.notes.append("this process's I/O counters are not readable here "
                               "(no permission to /proc/<pid>/io): process read figures are incomplete")
@@ -433,7 +486,6 @@ class HostSource:
             out["proc.read_syscall_bytes_per_s"] = None
             return
         dt = now - tprev
-        # an exiting, not yet reaped child drops out for a moment: never a negative rate
         # (a child found by the periodic scan brings the CPU time it used since it started,
         # so a rate is capped at what the machine's CPUs can do; totals come from counters)
         out["proc.cpu_pct"] = round(min(self._cpu_cap, max(0.0, cpu - prev[0]) / dt * 100.0), 1)
@@ -463,4 +515,10 @@ class HostSource:
         return out
 
     def close(self) -> None:
-        self._children = {}
+        for r in self._procs.values():
+            r.close()
+        self._procs = {}
+        for f in (self._f_stat, self._f_disk):
+            if f is not None:
+                f.close()
+        self._f_stat = self._f_disk = None

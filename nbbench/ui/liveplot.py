@@ -62,6 +62,8 @@ class Panel:
     ``ylim`` fixes the y range (default: 0 .. 1.1 x the largest value shown);
     ``labels`` maps a series name to its legend text (default: the name);
     ``styles`` maps a series name or pattern to Line2D keyword arguments.
+    Names without wildcards get their line and legend entry up front, so the
+    legend (and the cached background) does not change when data starts arriving.
     """
 
     title: str
@@ -72,6 +74,7 @@ class Panel:
     labels: dict[str, str] = field(default_factory=dict)
     styles: dict[str, dict] = field(default_factory=dict)
     note: str = ""  # shown inside the axes when the panel has no data (e.g. "N/A: no GPU")
+    ymax_min: float = 1.0  # autoscaled top never below this (in display units)
 
     def matches(self, name: str) -> bool:
         return any(name == p or fnmatch.fnmatchcase(name, p) for p in self.series)
@@ -96,7 +99,7 @@ class LivePlot:
 
     ``LivePlot(panels, title="", window_s=None, max_fps=4.0, cpu_budget=0.02,
     figsize=None, dpi=72, target="auto", show=True, annotate=None, status=None,
-    max_points=400, capacity=50000, t0=None, blit=True)``
+    max_points=400, capacity=50000, t0=None, blit=True, min_span_s=10.0)``
 
     - ``panels``: :class:`Panel` objects or dicts of their fields (default: one panel
       showing every series).
@@ -108,6 +111,8 @@ class LivePlot:
     - ``show``: display the output in :meth:`start` (False: the caller places
       :attr:`widget` itself).
     - ``t0``: time origin (monotonic s); default the first point added.
+    - ``blit``: redraw only the lines over a cached background while axis limits hold
+      (limits move in 1-2-2.5-5 steps, the time axis starts at ``min_span_s``).
     """
 
     def __init__(self, panels: Iterable[Any] | None = None, title: str = "", window_s: float | None = None,
@@ -115,7 +120,7 @@ class LivePlot:
                  dpi: int = 72, target: str = "auto", show: bool = True,
                  annotate: Callable[[Any, dict, dict], None] | None = None,
                  status: Callable[[], str] | None = None, max_points: int = 400, capacity: int = 50_000,
-                 t0: float | None = None, blit: bool = True):
+                 t0: float | None = None, blit: bool = True, min_span_s: float = 10.0):
         self.panels = [_as_panel(p) for p in (panels or [Panel("", ["*"])])]
         if not self.panels:
             raise ValueError("a LivePlot needs at least one panel")
@@ -159,6 +164,7 @@ class LivePlot:
         self.period_s = 1.0 / self.max_fps
         self.final_png: bytes | None = None
         self._blit = bool(blit)
+        self.min_span_s = max(1e-3, float(min_span_s))
         self._bg = None
         self._bg_key = None
         self._ytop: dict[int, float] = {}
@@ -242,6 +248,16 @@ class LivePlot:
             if p.ylim is not None:
                 ax.set_ylim(*p.ylim)
         axes[-1].set_xlabel("time (s)", fontsize=8)
+        for i, (ax, p) in enumerate(zip(axes, self.panels)):
+            fixed = [n for n in p.series if not any(ch in n for ch in "*?[")]
+            for name in fixed:
+                line, = ax.plot([], [], linewidth=1.2, label=p.labels.get(name, name), animated=self._blit,
+                                **p.style_for(name))
+                self._lines[(i, name)] = line
+            if fixed:
+                ax.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=7, frameon=False,
+                          borderaxespad=0.0, handlelength=1.5)
+                self._legend_n[i] = len(fixed)
         fig.text(0.01, 1.0 - 0.06 / self.figsize[1], self.title, fontsize=9, va="top", weight="bold")
         self._status_text = fig.text(0.01, 1.0 - 0.24 / self.figsize[1], "", fontsize=8, va="top",
                                      family="monospace", animated=self._blit)
@@ -267,7 +283,10 @@ class LivePlot:
         data, marks, t0 = self._snapshot()
         tmax = max((s[0][-1] for s in data.values() if s[0]), default=t0) - t0
         if self.window_s is None:
-            tmin, xmax = 0.0, _nice_ceil(max(tmax * 1.08, 1.0))
+            if self.closed:  # the final frame fits the data exactly
+                tmin, xmax = 0.0, max(tmax, 1.0)
+            else:  # start at min_span_s, then grow in nice steps: few full redraws over a long run
+                tmin, xmax = 0.0, _nice_ceil(max(tmax * 1.08, self.min_span_s))
         else:
             tmin = max(0.0, tmax - self.window_s)
             xmax = max(tmax, tmin + 1.0)
@@ -299,16 +318,18 @@ class LivePlot:
                 line.set_data(xs, ys)
                 if ys:
                     vmax = max(vmax, max(ys))
-            if len(names) != self._legend_n.get(i, 0) and names:
+            n_lines = sum(1 for (j, _) in self._lines if j == i)
+            if n_lines != self._legend_n.get(i, 0):
+                self._legend_n[i] = n_lines
                 ax.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=7, frameon=False,
                           borderaxespad=0.0, handlelength=1.5)
-                self._legend_n[i] = len(names)
             if p.ylim is None:
-                top = max(self._ytop.get(i, 1.0), _nice_ceil(vmax * 1.1) if vmax > 0 else 1.0)
+                top = max(self._ytop.get(i, 0.0), _nice_ceil(max(vmax * 1.1, p.ymax_min)))
                 if top != self._ytop.get(i):
                     ax.set_ylim(0.0, top)
                     self._ytop[i] = top
-            if not names and p.note and not getattr(ax, "_nbbench_note", False):
+            if not any(rel.get(k, ((), ()))[0] for k in names) and p.note \
+                    and not getattr(ax, "_nbbench_note", False):
                 ax.text(0.5, 0.5, p.note, transform=ax.transAxes, ha="center", va="center", fontsize=8,
                         color="#777", wrap=True)
                 ax._nbbench_note = True
@@ -429,7 +450,6 @@ class LivePlot:
             self.widget.value = png
 
     def _loop(self) -> None:
-        ema = None
         min_period = 1.0 / self.max_fps
         while not self._stop.wait(self.period_s):
             if not self._dirty:
@@ -443,9 +463,10 @@ class LivePlot:
                 continue
             self.frames += 1
             cost = time.thread_time() - c0
-            ema = cost if ema is None else 0.6 * ema + 0.4 * cost
-            # adaptive throttle: at most cpu_budget of one core, at most max_fps
-            self.period_s = min(30.0, max(min_period, ema / self.cpu_budget - ema))
+            # adaptive throttle: after a frame that cost c, rest c/budget - c, so drawing
+            # averages at most cpu_budget of one core (a full redraw buys a longer rest);
+            # never more than max_fps frames a second
+            self.period_s = min(30.0, max(min_period, cost / self.cpu_budget - cost))
 
     def close(self, final: bool = True) -> bytes | None:
         """Stop the thread (joined first), then draw the last frame here; returns its PNG.
@@ -553,23 +574,28 @@ def monitor_panels(gpu_info: list[dict] | None = None, gpu_note: str = "", disk_
     gpu_info = gpu_info or []
     panels = []
     if gpus and gpu_info:
-        labels, mlabels = {}, {}
+        labels, mlabels, util, mem = {}, {}, [], []
         for d in gpu_info:
             i = d.get("index", 0)
+            util.append(f"gpu{i}.util_pct")
             labels[f"gpu{i}.util_pct"] = f"GPU{i} kernel-active"
-            labels[f"gpu{i}.sm_active_pct"] = f"GPU{i} SM active (GPM)"
+            if d.get("gpm"):
+                util.append(f"gpu{i}.sm_active_pct")
+                labels[f"gpu{i}.sm_active_pct"] = f"GPU{i} SM active (GPM)"
+            mem.append(f"gpu{i}.mem_used_bytes")
             mlabels[f"gpu{i}.mem_used_bytes"] = f"GPU{i} used"
         total = max((d.get("mem_total_bytes") or 0 for d in gpu_info), default=0)
-        panels.append(Panel("GPU kernel-active % (share of time a kernel ran)",
-                            ["gpu*.util_pct", "gpu*.sm_active_pct"], unit="%", ylim=(0, 105), labels=labels,
-                            styles={"gpu*.sm_active_pct": {"linestyle": ":"}}, note=_short(gpu_note)))
-        panels.append(Panel("GPU memory used", ["gpu*.mem_used_bytes"], unit="GiB", scale=2.0 ** -30,
+        panels.append(Panel("GPU kernel-active % (share of time a kernel ran)", util, unit="%", ylim=(0, 105),
+                            labels=labels, styles={"gpu*.sm_active_pct": {"linestyle": ":"}},
+                            note=_short(gpu_note)))
+        panels.append(Panel("GPU memory used", mem, unit="GiB", scale=2.0 ** -30,
                             ylim=(0, total * 2.0 ** -30 * 1.05) if total else None, labels=mlabels,
                             note=_short(gpu_note)))
     panels.append(Panel("CPU, whole machine", ["cpu.util_pct", "cpu.iowait_pct"], unit="%", ylim=(0, 105),
                         labels={"cpu.util_pct": "busy", "cpu.iowait_pct": "iowait"}))
     panels.append(Panel(f"Disk ({disk_label})", ["disk.read_bytes_per_s", "disk.write_bytes_per_s"], unit="MB/s",
-                        scale=1e-6, labels={"disk.read_bytes_per_s": "read", "disk.write_bytes_per_s": "write"}))
+                        scale=1e-6, labels={"disk.read_bytes_per_s": "read", "disk.write_bytes_per_s": "write"},
+                        ymax_min=10.0))
     return panels
 
 
@@ -601,12 +627,12 @@ def monitor_plot_kwargs(monitor, title: str = "nbbench monitor") -> dict:
 def figure_for_result(res, **kwargs):
     """A Figure of a stored :class:`~nbbench.monitor.MonitorResult`'s timeline."""
     tl = res.samples.get("timeline") or {}
-    gpu_info = [{"index": i, "mem_total_bytes": res.metrics.get(f"gpu{i}_mem_total_bytes")}
-                for i in res.gpu_indices]
+    gpu_info = [{"index": i, "mem_total_bytes": res.metrics.get(f"gpu{i}_mem_total_bytes"),
+                 "gpm": f"gpu{i}.sm_active_pct" in tl} for i in res.gpu_indices]
     note = "" if gpu_info else "N/A: " + next((n.split(": ", 1)[-1] for n in res.notes if "GPU" in n), "no GPU")
     title = res.headline() if gpu_info else f"{res.headline()} (GPU {_short(note, 70)})"
     kw = {"panels": monitor_panels(gpu_info, _short(note), disk_label=res.labels.get("disk_device", "disk")),
-          "title": title, "target": "none", "t0": 0.0, "blit": False}
+          "title": title, "target": "none", "t0": 0.0, "blit": False, "min_span_s": 1.0}
     kw.update(kwargs)
     plot = LivePlot(**kw)
     ts = tl.get("t_s", [])

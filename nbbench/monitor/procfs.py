@@ -1,0 +1,168 @@
+"""Linux fast path for the 10 Hz host readings: persistent /proc file descriptors.
+
+psutil opens, reads and closes a file per call and parses it in Python; at 10 Hz
+beside a busy, GIL-holding loop that costs more than the 1 %-of-a-core budget.
+Here each hot file (``/proc/stat``, ``/proc/diskstats``, ``/proc/PID/stat``,
+``/proc/PID/io``) stays open and is re-read with one ``pread`` at offset 0 (procfs
+regenerates it), giving the same counters psutil would, as compatible namedtuples.
+Everything else (discovery, memory, other platforms) stays with psutil.
+:func:`available` says whether this path works here; any error falls back.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import namedtuple
+
+__all__ = ["available", "ProcFile", "CpuTimes", "DiskCounters", "ProcCounters", "read_cpu_times",
+           "read_diskstats", "ProcReader", "children_of"]
+
+CpuTimes = namedtuple("CpuTimes", "user nice system idle iowait irq softirq steal guest guest_nice")
+DiskCounters = namedtuple("DiskCounters", "read_count write_count read_bytes write_bytes busy_time")
+#: cpu in seconds (self + reaped children), bytes; rss in bytes
+ProcCounters = namedtuple("ProcCounters", "cpu_s read_bytes read_chars rss_bytes")
+
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+class ProcFile:
+    """An open /proc file re-read with ``pread`` (one syscall per read)."""
+
+    __slots__ = ("path", "fd", "size")
+
+    def __init__(self, path: str, size: int = 16384):
+        self.path = path
+        self.fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        self.size = size
+
+    def read(self) -> bytes:
+        data = os.pread(self.fd, self.size, 0)
+        while len(data) >= self.size:  # grew past the buffer: read it whole
+            self.size *= 4
+            data = os.pread(self.fd, self.size, 0)
+        return data
+
+    def close(self) -> None:
+        if self.fd is not None:
+            try:
+                os.close(self.fd)
+            except OSError:
+                pass
+            self.fd = None
+
+    def __del__(self):
+        self.close()
+
+
+def read_cpu_times(f: ProcFile) -> list[CpuTimes]:
+    """Per-CPU times (ticks) from /proc/stat, in CPU order."""
+    out = []
+    for line in f.read().split(b"\n"):
+        if line.startswith(b"cpu") and line[3:4].isdigit():
+            parts = line.split()
+            vals = [int(x) for x in parts[1:11]]
+            vals += [0] * (10 - len(vals))
+            out.append(CpuTimes(*vals))
+    return out
+
+
+def read_diskstats(f: ProcFile) -> dict[str, DiskCounters]:
+    """name -> counters from /proc/diskstats (sectors are 512 bytes there, always)."""
+    out = {}
+    for line in f.read().split(b"\n"):
+        p = line.split()
+        if len(p) < 14:
+            continue
+        out[p[2].decode()] = DiskCounters(int(p[3]), int(p[7]), int(p[5]) * 512, int(p[9]) * 512, int(p[12]))
+    return out
+
+
+class ProcReader:
+    """CPU time, I/O and RSS of one process from /proc/PID/stat and /proc/PID/io."""
+
+    __slots__ = ("pid", "stat", "io")
+
+    def __init__(self, pid: int):
+        self.pid = pid
+        self.stat = ProcFile(f"/proc/{pid}/stat", 4096)
+        try:
+            self.io = ProcFile(f"/proc/{pid}/io", 4096)
+        except OSError:  # no permission (another user's process)
+            self.io = None
+
+    def read(self) -> ProcCounters:
+        """Raises OSError (ProcessLookupError) once the process is gone."""
+        data = self.stat.read()
+        if not data:
+            raise ProcessLookupError(self.pid)
+        rest = data[data.rindex(b")") + 2:].split()
+        cpu = (int(rest[11]) + int(rest[12]) + int(rest[13]) + int(rest[14])) / _TICK
+        rss = int(rest[21]) * _PAGE
+        rb = rc = 0
+        if self.io is not None:
+            try:
+                for line in self.io.read().split(b"\n"):
+                    if line.startswith(b"rchar:"):
+                        rc = int(line[6:])
+                    elif line.startswith(b"read_bytes:"):
+                        rb = int(line[11:])
+            except PermissionError:
+                self.io = None
+        return ProcCounters(cpu, rb, rc, rss)
+
+    @property
+    def has_io(self) -> bool:
+        return self.io is not None
+
+    def close(self) -> None:
+        self.stat.close()
+        if self.io is not None:
+            self.io.close()
+
+
+def children_of(pid: int) -> list[int] | None:
+    """All descendants of ``pid`` from /proc/PID/task/TID/children; None where unsupported."""
+    out: list[int] = []
+    todo = [pid]
+    first = True
+    while todo:
+        p = todo.pop()
+        try:
+            tids = os.listdir(f"/proc/{p}/task")
+        except OSError:
+            if first:
+                return None
+            continue
+        for tid in tids:
+            try:
+                with open(f"/proc/{p}/task/{tid}/children", "rb") as fh:
+                    kids = fh.read().split()
+            except FileNotFoundError:
+                if first:
+                    return None  # kernel without CONFIG_PROC_CHILDREN
+                continue
+            except OSError:
+                continue
+            for k in kids:
+                c = int(k)
+                out.append(c)
+                todo.append(c)
+            first = False
+        first = False
+    return out
+
+
+def available() -> bool:
+    """True where /proc has what the fast path reads (Linux)."""
+    try:
+        f = ProcFile("/proc/stat")
+        ok = bool(read_cpu_times(f))
+        f.close()
+        g = ProcFile("/proc/diskstats")
+        read_diskstats(g)
+        g.close()
+        ProcReader(os.getpid()).read()
+        return ok
+    except (OSError, ValueError, IndexError):
+        return False
