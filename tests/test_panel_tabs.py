@@ -105,3 +105,55 @@ def test_monitor_until_stop_ends_ok_on_stop(panel, store):
     rec = panel.wait(10)
     assert rec.status == "ok" and rec.stop_latency_s < 2.0   # 0.5 s target; generous on a shared machine
     assert store.history(kind="monitor")["status"].tolist() == ["ok"]
+
+
+def test_storage_tab_lines_parse_with_the_storage_parsers(panel):
+    panel.select("Storage")
+    S = panel.tab("Storage")
+    info = panel.path_field.current()
+    S.probe.value = "randread"
+    S.rr_engine.value = "fio"
+    S.rr_cache.value = "buffered"
+    S.rr_warm.value = True
+    _, args = parse_command(S.job(info, None).argv)
+    assert (args.engine, args.direct, args.warm, args.qd, args.runtime) == ("fio", False, True, 1, 10.0)
+    S.probe.value = "disk"
+    S.dk_preset.value = "mlperf-resnet50"
+    S.dk_nowrite.value = True
+    _, args = parse_command(S.job(info, None).argv)
+    assert args.preset == "mlperf-resnet50" and args.write is False
+    S.probe.value = "files"
+    S.fl_cold.value = True
+    _, args = parse_command(S.job(info, None).argv)
+    assert args.cold is True and args.sample == 1000
+    S.probe.value = "dd"
+    S.dd_size.value = "16Q"
+    assert panel.run() is None
+    assert "unknown size unit" in panel.error.value      # the dd parser's own message, in red
+
+
+def test_storage_dd_then_randread_stopped(panel, store, tmp_path):
+    """A real dd and a real randread through the panel, as the buttons run them."""
+    panel.select("Storage")
+    S = panel.tab("Storage")
+    S.dd_size.value = "4M"
+    assert panel.run_button.description == "Run dd"
+    panel.run_button.click()
+    rec = panel.wait(60)
+    assert rec.status == "ok", rec.error
+    assert rec.value.metrics["write_bytes_per_s"] > 0 and rec.value.metrics["read_bytes_per_s"] > 0
+    assert "B/s" in panel.results.value and "nbbench-metrics" in panel.results.value
+    S.probe.value = "randread"
+    S.rr_runtime.value = "60s"
+    S.rr_size.value = "4M"
+    panel.run_button.click()
+    deadline = time.monotonic() + 30
+    while panel.progress is None or "IOPS" not in panel.progress.label.value:
+        assert time.monotonic() < deadline and panel.runner.running, panel.error.value
+        time.sleep(0.05)
+    panel.stop_button.click()
+    rec = panel.wait(10)
+    assert rec.status == "interrupted" and rec.stop_latency_s < 2.0   # target 0.5 s; generous on a shared machine
+    statuses = dict(zip(store.history()["kind"], store.history()["status"]))
+    assert statuses == {"dd": "ok", "randread": "interrupted"}
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".nbbench")] == []
