@@ -187,6 +187,15 @@ def feed(path, accelerator: str = "h100-resnet50", batch_size: int = 64, num_wor
     res.metrics["dataset_bytes"] = nbytes
     if len(ds) < total_files:
         res.labels["subset"] = f"{len(ds)} of {total_files} files (seed {seed})"
+    try:
+        import psutil
+
+        avail = psutil.virtual_memory().available
+    except Exception:  # noqa: BLE001
+        avail = None
+    if avail and nbytes > 0.5 * avail:
+        res.warn(f"the {format_bytes(nbytes)} read are more than half the {format_bytes(avail)} of free memory: "
+                 "the warm run cannot hold them all in the page cache, so it is partly cold; lower max_files")
     res.metrics["needed_samples_per_s"] = acc.needed_samples_per_s(au_target_pct)
     res.metrics["accelerator_samples_per_s"] = acc.samples_per_s
 
