@@ -643,6 +643,13 @@ def _run_job(s: _Session, engine: str, *, op: str, pattern: str, bs: int, qd: in
     key = f"{op}_bytes_per_s"
     if engine == "builtin":
         fd = s.fd if op == "read" else s._write_fd()
+        if not s.direct and hasattr(os, "posix_fadvise"):
+            # as fio's fadvise_hint: no readahead for random I/O, more for sequential
+            advice = os.POSIX_FADV_RANDOM if pattern == "rand" else os.POSIX_FADV_SEQUENTIAL
+            try:
+                os.posix_fadvise(fd, 0, 0, advice)
+            except OSError:
+                pass
         try:
             spec = JobSpec(fd=fd, op=op, pattern=pattern, bs=bs, qd=qd, region=region, runtime=runtime,
                            ramp=ramp, cancel=cancel, progress=progress, progress_key=key, seed=seed,

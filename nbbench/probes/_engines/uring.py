@@ -46,12 +46,27 @@ _libc = None
 _status: tuple[bool, str] | None = None
 
 
+_enter7 = None
+
+
 def _syscall():
     global _libc
     if _libc is None:
         _libc = ctypes.CDLL(None, use_errno=True)
         _libc.syscall.restype = ctypes.c_long
     return _libc.syscall
+
+
+def _enter_fn():
+    """``syscall`` with a fixed 7-long prototype: plain ints convert without building
+    ctypes objects per call (~0.5 µs saved per io_uring_enter)."""
+    global _enter7
+    if _enter7 is None:
+        _syscall()
+        proto = ctypes.CFUNCTYPE(ctypes.c_long, ctypes.c_long, ctypes.c_long, ctypes.c_long, ctypes.c_long,
+                                 ctypes.c_long, ctypes.c_void_p, ctypes.c_long, use_errno=True)
+        _enter7 = proto(("syscall", _libc))
+    return _enter7
 
 
 class Ring:
@@ -172,7 +187,17 @@ def run_uring(spec: JobSpec) -> JobOutput:
     cq_tail_i = ring.cq_tail // 4
     cqe64_i = ring.cqes // 8
     cqe32_i = ring.cqes // 4 + 2
-    enter = ring.enter
+    raw = _enter_fn()
+    rfd = ring.fd
+
+    def enter(n: int, wait: int) -> int:
+        r = raw(NR_IO_URING_ENTER, rfd, n, wait, IORING_ENTER_GETEVENTS, None, 0)
+        if r < 0:
+            e = ctypes.get_errno()
+            if e == errno.EINTR:
+                raise InterruptedError(e, os.strerror(e))
+            raise OSError(e, os.strerror(e))
+        return r
     pc = time.perf_counter_ns
     it = offsets(spec)
     meter = Meter(spec, out)
@@ -208,15 +233,18 @@ def run_uring(spec: JobSpec) -> JobOutput:
             # min_complete=0 flushes completions without sleeping; sleep only when all
             # re-armed entries are in the kernel.
             pend = tail - submitted
-            try:
-                if pend > 1:
-                    sq32[sq_tail_i] = (submitted + 1) & 0xFFFFFFFF
-                    submitted += enter(1, 0)
-                else:
-                    sq32[sq_tail_i] = tail & 0xFFFFFFFF
-                    submitted += enter(pend, 1)
-            except InterruptedError:
-                continue
+            if pend > 1:
+                sq32[sq_tail_i] = (submitted + 1) & 0xFFFFFFFF
+                r = raw(NR_IO_URING_ENTER, rfd, 1, 0, IORING_ENTER_GETEVENTS, None, 0)
+            else:
+                sq32[sq_tail_i] = tail & 0xFFFFFFFF
+                r = raw(NR_IO_URING_ENTER, rfd, pend, 1, IORING_ENTER_GETEVENTS, None, 0)
+            if r < 0:
+                e = ctypes.get_errno()
+                if e in (errno.EINTR, errno.EAGAIN, errno.EBUSY):
+                    continue
+                raise OSError(e, os.strerror(e))
+            submitted += r
             now = pc()
             head = cq32[cq_head_i]
             ctail = cq32[cq_tail_i]
