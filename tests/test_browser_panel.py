@@ -106,9 +106,12 @@ def test_panel_in_jupyterlab(tmp_path):
                 run = panel.locator(".nbbench-run")
                 assert run.inner_text().strip() == "Run dd"
                 run.click()
-                panel.locator(".nbbench-progress .progress-bar").wait_for(timeout=30_000)
+                # the notebook's own GPU run left an "ok" status: wait for this run's
+                panel.locator(".nbbench-status-running", has_text="dd ").or_(
+                    panel.locator(".nbbench-status-ok", has_text=re.compile(r"^dd "))).first.wait_for(timeout=30_000)
+                panel.locator(".nbbench-progress .progress-bar").wait_for(timeout=60_000)
                 _wait(lambda: _progress_width(panel) > 0, 60, "the dd progress bar to move")
-                panel.locator(".nbbench-status-ok").wait_for(timeout=120_000)
+                panel.locator(".nbbench-status-ok", has_text=re.compile(r"^dd ")).wait_for(timeout=120_000)
                 results = panel.locator(".nbbench-results")
                 table = results.locator("table.nbbench-metrics")
                 table.wait_for(timeout=10_000)
@@ -125,7 +128,7 @@ def test_panel_in_jupyterlab(tmp_path):
                     box.press("Tab")
                 assert run.inner_text().strip() == "Run randread"
                 run.click()
-                panel.locator(".nbbench-status-running").wait_for(timeout=30_000)
+                panel.locator(".nbbench-status-running", has_text="randread").wait_for(timeout=30_000)
                 label = panel.locator(".nbbench-progress-label")
                 # measuring (a rate shown), not still writing its file
                 _wait(lambda: label.count() and ("IOPS" in label.inner_text() or RATE.search(label.inner_text())),
