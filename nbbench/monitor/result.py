@@ -106,6 +106,14 @@ class MonitorResult(Result):
 
         return figure_for_result(self, **kwargs)
 
+    def png(self, dpi: int = 80, **kwargs) -> bytes:
+        """The timeline as PNG bytes (``IPython.display.Image(res.png())`` shows it anywhere)."""
+        import io
+
+        buf = io.BytesIO()
+        self.figure(dpi=dpi, **kwargs).savefig(buf, format="png")
+        return buf.getvalue()
+
     # ------------------------------------------------------------- display
     def text_table(self) -> str:
         text = super().text_table()

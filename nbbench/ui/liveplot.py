@@ -283,8 +283,8 @@ class LivePlot:
         data, marks, t0 = self._snapshot()
         tmax = max((s[0][-1] for s in data.values() if s[0]), default=t0) - t0
         if self.window_s is None:
-            if self.closed:  # the final frame fits the data exactly
-                tmin, xmax = 0.0, max(tmax, 1.0)
+            if self.closed or not self._blit:  # the final frame (or a static figure) fits the data
+                tmin, xmax = 0.0, max(tmax, 0.1)
             else:  # start at min_span_s, then grow in nice steps: few full redraws over a long run
                 tmin, xmax = 0.0, _nice_ceil(max(tmax * 1.08, self.min_span_s))
         else:
