@@ -164,6 +164,7 @@ class LivePlot:
         self.period_s = 1.0 / self.max_fps
         self.final_png: bytes | None = None
         self._blit = bool(blit)
+        self._fit = False
         self.min_span_s = max(1e-3, float(min_span_s))
         self._bg = None
         self._bg_key = None
@@ -283,7 +284,7 @@ class LivePlot:
         data, marks, t0 = self._snapshot()
         tmax = max((s[0][-1] for s in data.values() if s[0]), default=t0) - t0
         if self.window_s is None:
-            if self.closed or not self._blit:  # the final frame (or a static figure) fits the data
+            if self.closed or self._fit:  # the final frame (or a static figure) fits the data
                 tmin, xmax = 0.0, max(tmax, 0.1)
             else:  # start at min_span_s, then grow in nice steps: few full redraws over a long run
                 tmin, xmax = 0.0, _nice_ceil(max(tmax * 1.08, self.min_span_s))
@@ -408,6 +409,7 @@ class LivePlot:
         """The matplotlib Figure, brought up to date (a plain figure: ``savefig`` shows everything)."""
         with self._render_lock:
             self._blit = False
+            self._fit = True
             self._bg = None
             self._draw()
             for line in self._lines.values():
