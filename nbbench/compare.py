@@ -14,13 +14,15 @@ import html
 import io
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 from .results import ProbeError, Result
 from .units import format_metric, metric_label, unit_of
 
-__all__ = ["compare", "Comparison", "ComparisonGroup", "bar_chart", "chart_metrics", "figure_png", "better", "resolve",
+__all__ = ["compare", "Comparison", "ComparisonGroup", "bar_chart", "chart_metrics", "table_metrics", "figure_png",
+           "better", "resolve",
            "HIDDEN_PARAMS", "MODE_LABELS"]
 
 # parameters that name the thing measured rather than how: differing is the point of a comparison
@@ -31,8 +33,17 @@ MODE_LABELS = ("cache", "engine", "mode", "direct")
 TARGET_LABELS = ("filesystem", "device")
 
 
+# times that are settings (a time-based run's length), not outcomes
+_SETTING_TIMES = ("runtime_s", "duration_s", "ramp_s", "window_s", "interval_s")
+_PCT_KEY = re.compile(r"lat_p(\d+)(?:_(\d+))?_ns$")
+# percentiles shown in tables; the others stay in .rows / .frame
+KEY_PERCENTILES = ("50", "90", "99", "99.9")
+
+
 def better(key: str) -> str | None:
     """'higher' / 'lower' when one direction of this metric is better, else None."""
+    if key.endswith(_SETTING_TIMES):
+        return None
     unit = unit_of(key)
     if unit in ("bytes/s", "iops", "flop/s", "samples/s", "files/s", "batches/s", "1/s"):
         return "higher"
@@ -101,7 +112,8 @@ class ComparisonGroup:
     def text_table(self) -> str:
         head = ["metric"] + self.names + [f"Δ% {n}" for n in self.names[1:]]
         body = []
-        for m in self.metrics:
+        shown = table_metrics(self.metrics)
+        for m in shown:
             row = [_row_label(m, self.metrics)]
             row += [format_metric(m, self.value(m, i)) for i in range(len(self.runs))]
             for i in range(1, len(self.runs)):
@@ -113,8 +125,15 @@ class ComparisonGroup:
                                    for j, (x, w) in enumerate(zip(r, widths)))
         runs = ", ".join(f"{n} = {_run_desc(r)}" for n, r in zip(self.names, self.runs))
         out = [f"{self.kind}: {runs}", line(head), line(["-" * w for w in widths])] + [line(r) for r in body]
+        if len(shown) < len(self.metrics):
+            out.append(f"({len(self.metrics) - len(shown)} more latency percentiles in .frame / --json)")
         out += [f"warning: {w}" for w in self.warnings] + [f"note: {n}" for n in self.notes]
         return "\n".join(out)
+
+
+def _name(m: str) -> str:
+    """metric_label, with percentiles written as such: 'lat p99 9' -> 'lat p99.9'."""
+    return re.sub(r"\bp(\d+) (\d+)\b", r"p\1.\2", metric_label(m))
 
 
 def _row_label(m: str, metrics: Sequence[str] = ()) -> str:
@@ -122,7 +141,20 @@ def _row_label(m: str, metrics: Sequence[str] = ()) -> str:
     unit = unit_of(m)
     arrow = {"higher": " ↑", "lower": " ↓"}.get(better(m) or "", "")
     clash = sum(1 for x in metrics if metric_label(x) == metric_label(m)) > 1
-    return metric_label(m) + (f" [{unit}]" if unit and clash else "") + arrow
+    return _name(m) + (f" [{unit}]" if unit and clash else "") + arrow
+
+
+def table_metrics(metrics: Sequence[str]) -> list[str]:
+    """The metrics a table shows: all but the minor latency percentiles (p50, p90, p99, p99.9 stay)."""
+    out = []
+    for m in metrics:
+        mm = _PCT_KEY.search(m)
+        if mm:
+            p = mm.group(1) + (f".{mm.group(2)}" if mm.group(2) else "")
+            if p not in KEY_PERCENTILES:
+                continue
+        out.append(m)
+    return out
 
 
 def _run_desc(r: Result) -> str:
@@ -189,7 +221,8 @@ class Comparison:
             head = "".join(f"<th>{esc(n)}</th>" for n in g.names) + "".join(
                 f"<th>Δ% {esc(n)}</th>" for n in g.names[1:])
             rows = []
-            for m in g.metrics:
+            shown = table_metrics(g.metrics)
+            for m in shown:
                 cells = "".join(f"<td style='text-align:right'>{esc(format_metric(m, g.value(m, i)))}</td>"
                                 for i in range(len(g.runs)))
                 for i in range(1, len(g.runs)):
@@ -203,6 +236,9 @@ class Comparison:
                 rows.append(f"<tr><td style='text-align:left'>{esc(_row_label(m, g.metrics))}</td>{cells}</tr>")
             out.append(f"<table class='nbbench-compare-table'><thead><tr><th style='text-align:left'>metric</th>"
                        f"{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
+            if len(shown) < len(g.metrics):
+                out.append(f"<div style='color:#666;font-size:85%'>{len(g.metrics) - len(shown)} more latency "
+                           "percentiles in <code>.frame</code> / <code>--json</code></div>")
             if images:
                 import base64
 
@@ -420,7 +456,7 @@ def bar_chart(g: ComparisonGroup, max_metrics: int = 6, metrics: Sequence[str] |
                 height=0.7)
         ax.set_yticks(ys, labels=g.names, fontsize=9)
         arrow = {"higher": "  (higher is better)", "lower": "  (lower is better)"}.get(better(m) or "", "")
-        ax.set_title(metric_label(m) + (f" [{unit_of(m)}]" if unit_of(m) else "") + arrow, fontsize=9, loc="left")
+        ax.set_title(_name(m) + (f" [{unit_of(m)}]" if unit_of(m) else "") + arrow, fontsize=9, loc="left")
         top = max([v for v in vals if v is not None] + [0]) or 1
         ax.set_xlim(0, top * 1.45)
         ax.tick_params(axis="x", labelsize=8)

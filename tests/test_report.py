@@ -156,3 +156,14 @@ def test_report_and_compare_do_not_need_pyplot(tmp_path):
             "print('ok')\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+def test_histograms_are_not_time_series_and_cards_are_compact():
+    from nbbench.exporters.html import result_card
+
+    assert sample_series("lat_hist", {"bins_ns": [1, 2, 4], "counts": [5, 9, 1]}) is None
+    r = Result(kind="randread", params={"path": "/d"}, labels={"cache": "direct"},
+               metrics={"iops": 1e4, "lat_p50_ns": 5e4, "lat_p5_ns": 4e4}, warnings=["use --direct"]).finish()
+    html = result_card(r)
+    assert "class='metrics'" in html and "10.0 kIOPS" in html and "lat p50" in html and "lat p5<" not in html
+    assert "1 more latency percentiles" in html and "use --direct" in html and "cache <code>direct</code>" in html

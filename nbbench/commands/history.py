@@ -49,8 +49,11 @@ class HistoryCommand(Command):
         if ctx.frontend == "cli":
             import pandas as pd
 
-            with pd.option_context("display.max_colwidth", 90, "display.width", 200):
-                ctx.echo(brief.to_string())
+            width = int(brief["summary"].str.len().max() or 0)
+            left = {c: (lambda w: (lambda v: f"{v:<{w}}"))(int(brief[c].astype(str).str.len().max() or 0))
+                    for c in ("kind", "label", "summary") if c in brief.columns}
+            with pd.option_context("display.max_colwidth", max(90, width), "display.width", 250):
+                ctx.echo(brief.to_string(formatters=left, justify="left"))
         else:
             ctx.display(brief)
 

@@ -22,6 +22,11 @@ th,td{border:1px solid #e3e6ea;padding:4px 8px;vertical-align:top}th{background:
 td code,.fix code{font-size:12px;white-space:pre-wrap;word-break:break-word}
 .env td:first-child{color:#555;white-space:nowrap}
 .card{border:1px solid #e3e6ea;border-radius:6px;padding:10px 14px;margin:12px 0;background:#fff}
+.card .head{font-size:15px;font-weight:600}.card .status{color:#fff;border-radius:3px;padding:1px 6px;font-size:12px;margin-left:6px}
+.card .labels{font-size:12px;color:#555;margin:4px 0 8px;line-height:1.7}.card .labels code{background:#f3f4f6;padding:0 4px;border-radius:3px}
+.metrics{display:grid;grid-template-columns:repeat(auto-fill,minmax(150px,1fr));gap:6px;margin:6px 0}
+.metric{border:1px solid #eceef1;border-radius:4px;padding:4px 8px}.metric .k{font-size:11px;color:#666}.metric .v{font-size:15px;font-weight:600}
+.card ul{margin:6px 0;padding-left:20px}
 .card img,.nbbench-compare img{max-width:100%;height:auto;display:block;margin:8px 0}
 .nbbench-doctor-table td:nth-child(3){max-width:520px}
 details pre{background:#f7f7f9;border:1px solid #e3e6ea;padding:10px;overflow:auto;font-size:12px;max-height:480px}
@@ -37,6 +42,38 @@ def png_img(fig, alt: str) -> str:
 
     data = base64.b64encode(figure_png(fig)).decode("ascii")
     return f"<img alt='{esc(alt)}' src='data:image/png;base64,{data}'>"
+
+
+_STATUS = {"ok": "#2e7d32", "interrupted": "#ef6c00", "failed": "#c62828"}
+
+
+def result_card(r) -> str:
+    """A compact view of one result: headline, status, labels, a grid of metrics, warnings."""
+    import datetime as dt
+
+    from ..compare import _name, table_metrics
+    from ..results import Result
+    from ..units import format_metric
+
+    if type(r)._repr_html_ is not Result._repr_html_:  # the result class knows its own view (presets, feed)
+        return r._repr_html_()
+    head = (f"<div class='head'>{esc(r.headline())}<span class='status' style='background:"
+            f"{_STATUS.get(r.status, '#757575')}'>{esc(r.status)}</span>"
+            + (f" <span class='note'>— {esc(r.reason)}</span>" if r.reason else "") + "</div>")
+    labels = " · ".join(f"{esc(str(k))} <code>{esc(str(v))}</code>" for k, v in r.labels.items())
+    shown = table_metrics(list(r.metrics))
+    cells = "".join(f"<div class='metric'><div class='k'>{esc(_name(k))}</div>"
+                    f"<div class='v'>{esc(format_metric(k, r.metrics[k]))}</div></div>" for k in shown)
+    more = (f"<div class='note'>{len(r.metrics) - len(shown)} more latency percentiles in the JSON export</div>"
+            if len(shown) < len(r.metrics) else "")
+    warns = "".join(f"<li>{esc(w)}</li>" for w in r.warnings)
+    when = dt.datetime.fromtimestamp(r.started_at).isoformat(timespec="seconds")
+    meta = " · ".join(x for x in (f"run {r.run_id}" if r.run_id is not None else "", when,
+                                  f"env {r.env_id[:12]}" if r.env_id else "",
+                                  f"{r.duration_s:.1f} s" if r.duration_s is not None else "") if x)
+    return (head + (f"<div class='labels'>{labels}</div>" if labels else "")
+            + (f"<div class='metrics'>{cells}</div>" if cells else "") + more
+            + (f"<ul class='warn'>{warns}</ul>" if warns else "") + f"<div class='note'>{esc(meta)}</div>")
 
 
 def _env_table(data) -> str:
@@ -91,7 +128,7 @@ def export(data, path=None, files=None) -> str:
     for r in data.results:
         parts.append("<div class='card'>")
         try:
-            parts.append(r._repr_html_())
+            parts.append(result_card(r))
         except Exception as exc:  # noqa: BLE001 - one odd result must not stop the report
             parts.append(f"<pre>{esc(str(r))}</pre><div class='warn'>(its HTML view failed: {esc(str(exc))})</div>")
         try:

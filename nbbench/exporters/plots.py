@@ -18,15 +18,18 @@ def _is_num(v) -> bool:
 
 def sample_series(name: str, data: Any) -> tuple[list, dict[str, list], str] | None:
     """(x, {column: y}, x-label) for a samples entry that is a time series, else None."""
-    cols: dict[str, list] = {}
+    if isinstance(data, list) and len(data) > 1 and all(_is_num(v) for v in data):
+        return list(range(len(data))), {name: data}, "sample"
+    # columns (dict of lists) or records (list of dicts) are plotted only against time: a
+    # histogram or a table of rows is not a series
     if isinstance(data, dict) and data and all(isinstance(v, list) for v in data.values()):
-        cols = {k: v for k, v in data.items()}
+        cols: dict[str, list] = dict(data)
     elif isinstance(data, list) and data and all(isinstance(r, dict) for r in data):
         keys = [k for k in data[0] if all(_is_num(r.get(k)) for r in data)]
         cols = {k: [r.get(k) for r in data] for k in keys}
-    elif isinstance(data, list) and len(data) > 1 and all(_is_num(v) for v in data):
-        return list(range(len(data))), {name: data}, "sample"
     else:
+        return None
+    if not any(k in cols for k in _TIME_KEYS):
         return None
     n = max((len(v) for v in cols.values()), default=0)
     cols = {k: v for k, v in cols.items() if len(v) == n and n > 1 and all(_is_num(x) for x in v)}
@@ -34,9 +37,8 @@ def sample_series(name: str, data: Any) -> tuple[list, dict[str, list], str] | N
         return None
     xkey = next((k for k in _TIME_KEYS if k in cols), None)
     if xkey is None:
-        x, xlabel = list(range(n)), "sample"
-    else:
-        x, xlabel = cols.pop(xkey), metric_label(xkey) + (f" [{unit_of(xkey)}]" if unit_of(xkey) else "")
+        return None
+    x, xlabel = cols.pop(xkey), metric_label(xkey) + (f" [{unit_of(xkey)}]" if unit_of(xkey) else "")
     return (x, cols, xlabel) if cols else None
 
 
@@ -70,7 +72,7 @@ def result_figure(result, max_panels: int = 3):
             ax.plot(x, y, label=metric_label(k), linewidth=1.4, marker="o" if len(x) < 30 else None, markersize=3)
         key = next(iter(group))
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p, key=key: format_metric(key, v) if v else "0"))
-        ax.set_title(name, fontsize=9, loc="left")
+        ax.set_title(f"{name}: " + ", ".join(metric_label(k) for k in list(group)[:4]), fontsize=9, loc="left")
         ax.set_xlabel(xlabel, fontsize=8)
         ax.tick_params(labelsize=8)
         ax.set_ylim(bottom=0)
