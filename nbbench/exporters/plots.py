@@ -72,7 +72,9 @@ def result_figure(result, max_panels: int = 3):
             ax.plot(x, y, label=metric_label(k), linewidth=1.4, marker="o" if len(x) < 30 else None, markersize=3)
         key = next(iter(group))
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p, key=key: format_metric(key, v) if v else "0"))
-        ax.set_title(f"{name}: " + ", ".join(metric_label(k) for k in list(group)[:4]), fontsize=9, loc="left")
+        names = [metric_label(k) for k in list(group)[:4]]
+        title = name if names == [name] or name.startswith(tuple(names)) else f"{name}: {', '.join(names)}"
+        ax.set_title(title, fontsize=9, loc="left")
         ax.set_xlabel(xlabel, fontsize=8)
         ax.tick_params(labelsize=8)
         ax.set_ylim(bottom=0)
