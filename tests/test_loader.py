@@ -2,6 +2,7 @@
 emulated accelerators, the CUDA event timeline (fake events: there is no GPU here) and
 the monitor's GPU utilisation over the window.  Torch is imported inside the tests."""
 
+import statistics
 import threading
 import time
 
@@ -39,10 +40,18 @@ def _loader(data_s, workers, n=400):
 
 @pytest.mark.parametrize("data_s,compute_s,workers", [(0.020, 0.030, 0), (0.045, 0.030, 1)])
 def test_au_matches_the_arithmetic(data_s, compute_s, workers):
-    expected = predicted_au_pct(data_s, compute_s, workers)
-    res = bench_loader(_loader(data_s, workers), duration=1.2, warmup=2,
-                       step=lambda batch: time.sleep(compute_s))
-    assert res.ok, res.reason
+    # The step's length is what the sleep really took (the OS may overshoot it by a fraction of a
+    # millisecond); the data cost is the dataset's nominal sleep.  With a worker, a shared 2-core
+    # machine can starve the worker process now and then: one more try before failing.
+    for attempt in range(2 if workers else 1):
+        res = bench_loader(_loader(data_s, workers), duration=1.2, warmup=2,
+                           step=lambda batch: time.sleep(compute_s))
+        assert res.ok, res.reason
+        step_s = statistics.median(res.samples["steps"]["compute_s"])
+        assert step_s >= compute_s
+        expected = predicted_au_pct(data_s, step_s, workers)
+        if abs(res.metrics["au_pct"] - expected) <= 3.0:
+            break
     assert abs(res.metrics["au_pct"] - expected) <= 3.0, (res.metrics["au_pct"], expected)
     # the split adds up: compute share + data-wait share is the whole wall time (minus bookkeeping)
     assert res.metrics["au_pct"] + res.metrics["data_wait_pct"] == pytest.approx(100.0, abs=1.5)
