@@ -311,3 +311,46 @@ def test_cli_panel_says_it_needs_a_notebook(capsys):
 
     assert cli.main(["panel"]) == 1
     assert "notebook widget" in capsys.readouterr().err
+
+
+def test_rate_plot_panels_follow_the_reported_units():
+    from nbbench.ui.panel.rateplot import PanelProgress, rate_panels
+
+    titles = [p.title for p in rate_panels(["read_bytes_per_s", "iops", "lat_mean_ns", "cpu_util_pct"])]
+    assert titles == ["bandwidth", "IOPS"]
+    assert rate_panels(["cpu_util_pct"]) == []
+
+    made = []
+
+    class FakePlot:
+        def __init__(self, panels, title):
+            self.panels, self.title, self.points, self.closed = panels, title, [], False
+            made.append(self)
+
+        def add(self, t, values):
+            self.points.append(values)
+
+        def close(self):
+            self.closed = True
+
+    p = PanelProgress("dd /x", make_plot=lambda **kw: FakePlot(**kw))
+    p(0.1, {"write_bytes_per_s": 5e8})
+    p(0.2, {"write_bytes_per_s": 6e8})          # within plot_interval: not a new point
+    p(0.6, {"read_bytes_per_s": 9e8})           # a new series: drawn at once
+    p.close("ok")
+    (plot,) = made
+    assert plot.title == "dd /x: live rate" and plot.closed
+    assert plot.points == [{"write_bytes_per_s": 5e8}, {"read_bytes_per_s": 9e8}]
+    assert plot.panels[0].labels == {"write_bytes_per_s": "write", "read_bytes_per_s": "read"}
+    assert "MB/s" in p.label.value               # the bar's live rate, as the magics show it
+
+
+def test_panel_draws_the_live_rate_of_a_probe(panel, slow_command):
+    panel.run(Job("slow", argv=["slow", "--seconds", "0.5"]))
+    assert panel.wait(10).status == "ok"
+    (img,) = panel.plot.children
+    assert img.value[:4] == b"\x89PNG" and panel.live.names() == ["read_bytes_per_s"]
+    panel.plot_rates.value = False
+    panel.run(Job("slow", argv=["slow", "--seconds", "0.1"]))
+    panel.wait(10)
+    assert panel.plot.children == ()

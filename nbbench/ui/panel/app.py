@@ -74,6 +74,9 @@ class ControlPanel(RunnerHost):
         self.label.add_class("nbbench-label")
         self.save = w.Checkbox(value=True, description="save to the store", indent=False,
                                layout=w.Layout(width="150px"))
+        self.plot_rates = w.Checkbox(value=True, description="live plot", indent=False,
+                                     layout=w.Layout(width="90px"),
+                                     tooltip="plot the rates a probe reports while it runs")
         self.run_button = w.Button(description="Run", button_style="success", icon="play",
                                    layout=w.Layout(width="auto", min_width="110px"))
         self.run_button.add_class("nbbench-run")
@@ -82,7 +85,7 @@ class ControlPanel(RunnerHost):
         self.stop_button.add_class("nbbench-stop")
         self.status = w.HTML(status_html("idle", "idle"))
         self.status.add_class("nbbench-status-line")
-        controls = w.HBox([self.label, self.save, self.run_button, self.stop_button, self.status],
+        controls = w.HBox([self.label, self.save, self.plot_rates, self.run_button, self.stop_button, self.status],
                           layout=w.Layout(align_items="center", flex_flow="row wrap"))
 
         self.progress_box = w.Box([], layout=w.Layout(width="100%"))
@@ -217,9 +220,10 @@ class ControlPanel(RunnerHost):
 
     # ------------------------------------------------- RunnerHost interface
     def make_progress(self, desc: str):
-        from ..progress import NotebookProgress
+        from .rateplot import PanelProgress
 
-        p = NotebookProgress(desc, display_now=False)
+        make_plot = self._rate_plot if self.plot_rates.value and self.live is None else None
+        p = PanelProgress(desc, make_plot=make_plot)
         # the panel says what runs in its status line; the bar keeps the probe's name
         p.bar.description = (desc.split() or [""])[0]
         p.bar.layout.width = "40%"
@@ -232,6 +236,12 @@ class ControlPanel(RunnerHost):
         self.progress_box.children = (p.widget,)
         return p
 
+    def _rate_plot(self, **kwargs):
+        """The live plot of a probe's reported rates (unless a command drew its own)."""
+        if self.live is not None:
+            return None
+        return self.live_plot(window_s=None, **kwargs)
+
     def run_started(self, record: RunRecord) -> None:
         with self._shown_lock:
             self._shown = []
@@ -239,6 +249,7 @@ class ControlPanel(RunnerHost):
         self.results.value = ""
         self.progress_box.children = ()
         self.plot.children = ()
+        self.live = None
         self.run_button.disabled = True
         self.stop_button.disabled = False
         self.set_status("running", f"running {record.title}…")

@@ -1,0 +1,108 @@
+"""The panel's progress bar, and a live plot of the rates a probe reports with it.
+
+:class:`PanelProgress` is :class:`nbbench.ui.progress.NotebookProgress` (the bar with
+the live rate the magics show) that also hands each report's metrics to a
+:class:`~nbbench.ui.liveplot.LivePlot` — so every probe that reports progress (dd's
+write then read bandwidth, randread's IOPS, files/s, samples/s…) gets a timeline
+in the panel, with no code of its own.  The plot's panels are chosen from the
+units in the first report's keys (``read_bytes_per_s`` → MB/s, ``iops`` → kIOPS).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Callable
+
+from ...units import metric_label, unit_of
+from ..progress import NotebookProgress
+
+__all__ = ["PanelProgress", "rate_panels"]
+
+# unit -> (panel title, axis unit, scale, the key patterns it shows)
+_GROUPS = {
+    "bytes/s": ("bandwidth", "MB/s", 1e-6, ["*bytes_per_s"]),
+    "iops": ("IOPS", "kIOPS", 1e-3, ["iops", "*_iops"]),
+    "samples/s": ("samples/s", "samples/s", 1.0, ["*samples_per_s"]),
+    "files/s": ("files/s", "files/s", 1.0, ["*files_per_s"]),
+    "batches/s": ("batches/s", "batches/s", 1.0, ["*batches_per_s"]),
+}
+
+
+def rate_panels(keys) -> list:
+    """LivePlot panels for the units of the rate metrics among ``keys`` (one per unit; a panel
+    shows every key of its unit, also ones reported later, e.g. dd's read after its write)."""
+    from ..liveplot import Panel
+
+    units = []
+    for k in keys:
+        u = unit_of(k)
+        if u in _GROUPS and u not in units:
+            units.append(u)
+    panels = []
+    for u in units:
+        title, axis, scale, patterns = _GROUPS[u]
+        panels.append(Panel(title, list(patterns), unit=axis, scale=scale))
+    return panels
+
+
+class PanelProgress(NotebookProgress):
+    """A NotebookProgress (not displayed by itself) that also feeds a live rate plot.
+
+    ``make_plot(panels, title)`` returns a started LivePlot (or None: no plot); it is
+    called once, at the first report that carries a rate.
+    """
+
+    plot_interval = 0.1   # seconds between points added to the plot
+
+    def __init__(self, desc: str = "", make_plot: Callable | None = None):
+        super().__init__(desc, display_now=False)
+        self._make_plot = make_plot
+        self.plot = None
+        self._plot_lock = threading.Lock()
+        self._last_point = 0.0
+        self._keys: set[str] = set()
+        self._panels: list = []
+
+    def __call__(self, fraction=None, metrics=None) -> None:
+        super().__call__(fraction, metrics)
+        if metrics and self._make_plot is not None:
+            try:
+                self._feed(metrics)
+            except Exception:  # noqa: BLE001 - drawing must never break a measurement
+                self._make_plot = None
+
+    def _feed(self, metrics: dict) -> None:
+        now = time.monotonic()
+        with self._plot_lock:
+            new = set(metrics) - self._keys
+            self._keys |= new
+            if self.plot is None and new:
+                self._panels = rate_panels(sorted(self._keys))
+                if not self._panels:
+                    return
+                self.plot = self._make_plot(panels=self._panels, title=f"{self.desc}: live rate")
+                if self.plot is None:
+                    self._make_plot = None
+                    return
+            if self.plot is None:
+                return
+            for k in new:    # legend text: 'read', not 'read_bytes_per_s'
+                for panel in self._panels:
+                    panel.labels.setdefault(k, metric_label(k))
+            # a new series (dd's read after its write) is drawn from its first report on
+            if not new and now - self._last_point < self.plot_interval:
+                return
+            self._last_point = now
+        self.plot.add(now, {k: float(v) for k, v in metrics.items()
+                            if isinstance(v, (int, float)) and not isinstance(v, bool)})
+
+    def close(self, status: str = "ok") -> None:
+        super().close(status)
+        with self._plot_lock:
+            plot, self._make_plot = self.plot, None
+        if plot is not None:
+            try:
+                plot.close()
+            except Exception:  # noqa: BLE001
+                pass
