@@ -334,7 +334,7 @@ class LivePlot:
                 ax.text(0.5, 0.5, p.note, transform=ax.transAxes, ha="center", va="center", fontsize=8,
                         color="#777", wrap=True)
                 ax._nbbench_note = True
-            key += [len(names), self._ytop.get(i)]
+            key += [bool(getattr(ax, "_nbbench_note", False)), self._ytop.get(i), self._legend_n.get(i, 0)]
         if self._xlim != (tmin, xmax):
             self._axes[0].set_xlim(tmin, xmax)
             self._xlim = (tmin, xmax)
