@@ -46,12 +46,15 @@ class SlowCommand(Command):
         p.add_argument("--seconds", type=float, default=0.2)
         p.add_argument("--boom", action="store_true")
         p.add_argument("--usage", action="store_true")
+        p.add_argument("--fail", action="store_true")
 
     def run(self, args, ctx):
         if args.boom:
             raise RuntimeError("kaboom")
         if args.usage:
             raise ProbeError("no space left: use a smaller --size")
+        if args.fail:
+            return SlowResult(kind="slow-test").fail("the device went away")
         from nbbench.runner import run_cancellable
 
         p = ctx.progress("slow")
@@ -242,6 +245,11 @@ def test_panel_shows_errors_in_red(panel, slow_command, store):
     assert "nbbench-error" in panel.error.value and "kaboom" in panel.error.value
     assert "traceback" in panel.error.value
     assert "error" in panel.status.value
+    # a probe that returns a failed result: its reason in red too, and the result kept
+    panel.run(Job("fails", argv=["slow", "--fail"]))
+    panel.wait(5)
+    assert "the device went away" in panel.error.value and "nbbench-status-failed" in panel.status.value
+    assert store.history(kind="slow-test")["status"].tolist() == ["failed"]
     # a path the probe cannot use: red at once, nothing started
     panel.select("Storage")
     panel.path = "/no/such/dir"

@@ -296,6 +296,7 @@ class ControlPanel(RunnerHost):
         elif record.status == "failed":
             reason = _reason(record.value)
             self.set_status("failed", f"{record.title}: failed" + (f" — {reason}" if reason else ""))
+            self.show_error(f"{record.title} failed" + (f": {reason}" if reason else ""))
         else:
             self.set_status("error", f"{record.title}: error (see below)")
         self.stop_button.disabled = True
