@@ -99,8 +99,9 @@ def assess_server(info: dict[str, Any], listening: list[str] | None = None) -> C
     if not token and not password:
         where = "anyone who can reach it" if wide else "any local user or process (and anything that can reach this port through a tunnel or port mapping)"
         return Check(name, "fail", ev + f": {where} can run code as this user",
-                     "restart it with a token or password (jupyter server password; do not pass "
-                     "--ServerApp.token=''), and bind it to 127.0.0.1 with --ServerApp.ip=127.0.0.1 behind an SSH tunnel",
+                     "restart it with a token or a password (jupyter server password), not with an empty "
+                     "--IdentityProvider.token= / --ServerApp.token=, and bind it to 127.0.0.1 "
+                     "(--ServerApp.ip=127.0.0.1) behind an SSH tunnel",
                      group, data)
     if wide:
         return Check(name, "warn", ev + f": reachable beyond loopback ({', '.join(wide)}) — the token is the only guard "
