@@ -188,3 +188,26 @@ def test_bad_target_and_panels():
         LivePlot(target="x")
     with pytest.raises(TypeError):
         LivePlot([42])
+
+
+def test_annotate_returning_its_artists_keeps_the_cached_background():
+    state = {}
+
+    def gauge(fig, axes, data):
+        if "bar" not in state:
+            ax = fig.add_axes([0.9, 0.1, 0.03, 0.3])
+            ax.set_ylim(0, 100)
+            state["bar"] = ax.bar([0.5], [0.0])[0]
+        state["bar"].set_height(len(data.get("gpu0.util_pct", ((), ()))[1]))
+        return [state["bar"]]
+
+    p = LivePlot(panels(), target="none", annotate=gauge)
+    p.add(0.0, {"gpu0.util_pct": 10.0})
+    p.render_png()
+    full = p._bg_key
+    p.add(1.0, {"gpu0.util_pct": 20.0})
+    p.render_png()
+    assert p._bg_key == full  # blitted: no full redraw
+    assert state["bar"].get_height() == 2 and state["bar"].get_animated()
+    fig = p.figure
+    assert not state["bar"].get_animated()  # a static figure draws everything

@@ -24,7 +24,10 @@ Generic use (the DataLoader sweep draws throughput next to GPU utilisation)::
 
 ``annotate(fig, axes, data)`` (called on every render with the figure, a dict
 panel title -> Axes and a dict series -> (times, values)) and ``status()`` (a line of
-text above the plot) are hooks for gauges and annotations.  :meth:`LivePlot.text`
+text above the plot) are hooks for gauges and annotations.  An ``annotate`` that
+returns the list of artists it changes (e.g. ``[bar, label]``) keeps the fast path:
+those are drawn over the cached background; one that returns None gets a full
+redraw every frame (always correct, several times the cost).  :meth:`LivePlot.text`
 is a plain-text summary for terminals.
 """
 
@@ -155,6 +158,7 @@ class LivePlot:
         self._lines: dict[tuple[int, str], Any] = {}
         self._legend_n: dict[int, int] = {}
         self._mark_artists: list[Any] = []
+        self._extra: list[Any] = []
         self._status_text = None
         self._handle = None
         self.widget = None
@@ -360,12 +364,20 @@ class LivePlot:
             except Exception:  # noqa: BLE001 - a broken hook must not stop drawing
                 head = ""
         self._status_text.set_text(head)
+        self._extra = []
         if self.annotate is not None:
             try:
-                self.annotate(self._fig, {p.title: ax for p, ax in zip(self.panels, self._axes)}, rel)
+                extra = self.annotate(self._fig, {p.title: ax for p, ax in zip(self.panels, self._axes)}, rel)
             except Exception:  # noqa: BLE001
-                pass
-            key.append(time.monotonic())  # the hook may change anything: no cached background
+                extra = None
+            if isinstance(extra, (list, tuple)):
+                # the hook names the artists it changes: they are drawn over the cached background
+                self._extra = [a for a in extra if a is not None]
+                for a in self._extra:
+                    a.set_animated(self._blit)
+                key.append(len(self._fig.axes))
+            else:
+                key.append(time.monotonic())  # the hook may change anything: no cached background
         return tuple(key)
 
     def _paint(self) -> None:
@@ -383,6 +395,8 @@ class LivePlot:
             canvas.restore_region(self._bg)
         for line in self._lines.values():
             self._fig.draw_artist(line)
+        for a in self._extra:
+            self._fig.draw_artist(a)
         self._fig.draw_artist(self._status_text)
 
     def render_png(self, compress_level: int = 1) -> bytes:
@@ -415,6 +429,8 @@ class LivePlot:
             for line in self._lines.values():
                 line.set_animated(False)
             self._status_text.set_animated(False)
+            for a in self._extra:
+                a.set_animated(False)
         return self._fig
 
     # -------------------------------------------------------------- display
