@@ -90,7 +90,7 @@ def test_doctor_flags_a_real_jupyter_server_without_a_token(tmp_path):
         assert c.status == "fail", c
         assert "no token and no password" in c.evidence and str(proc.pid) in c.evidence
         assert "127.0.0.1" in c.evidence and "any local user" in c.evidence
-        assert "token or password" in c.fix
+        assert "token or a password" in c.fix and "--ServerApp.ip=127.0.0.1" in c.fix
         assert res.metrics["fail_count"] == 1
     finally:
         proc.terminate()
