@@ -101,7 +101,7 @@ def test_cli_feed_json_answers(jpeg_tree, capsys):
     d = json.loads(out)
     assert d["kind"] == "feed"
     assert isinstance(d["metrics"]["accelerators_fed_count"], int)
-    assert "such accelerator" in d["labels"]["answer"]
+    assert "such accelerator" in d["extra"]["answer"]
     from nbbench.store import default_store
 
     assert default_store().count("feed") == 1

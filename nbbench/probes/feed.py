@@ -116,7 +116,7 @@ class FeedResult(Result):
 
     @property
     def answer(self) -> str:
-        return self.labels.get("answer", "")
+        return self.extra.get("answer") or self.labels.get("answer", "")
 
     def accelerators_frame(self):
         """Every emulated accelerator of the same workload: need and how many are fed."""
@@ -311,7 +311,7 @@ def feed(path, accelerator: str = "h100-resnet50", batch_size: int = 64, num_wor
         per_acc["fed_count"].append(a.how_many(rate, au_target_pct) if rate else None)
         per_acc["fed_warm_count"].append(a.how_many(warm_rate, au_target_pct) if warm_rate else None)
     res.samples["accelerators"] = per_acc
-    res.labels["answer"] = _answer(res, acc, rate, cold_rate, warm_rate, limiter, nw, ds.decode, nbytes, method,
+    res.extra["answer"] = _answer(res, acc, rate, cold_rate, warm_rate, limiter, nw, ds.decode, nbytes, method,
                                    au_target_pct)
     res.finish(status, reason)
     return res

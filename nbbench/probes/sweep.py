@@ -192,7 +192,7 @@ class SweepResult(Result):
 
     @property
     def recommendation(self) -> str:
-        return self.labels.get("recommendation", "")
+        return self.extra.get("recommendation") or self.labels.get("recommendation", "")
 
     @property
     def recommended(self) -> dict | None:
@@ -274,17 +274,33 @@ class SweepResult(Result):
         fig.savefig(buf, format="png")
         return buf.getvalue()
 
+    def display_table(self):
+        """The table for people: figures with their units, empty columns left out (strings)."""
+        t = self.table.copy()
+        if t.empty:
+            return t
+
+        def fmt(key):
+            return [format_metric(key, v) if v is not None and not (isinstance(v, float) and math.isnan(v)) else ""
+                    for v in t[key]]
+
+        for k in ("samples_per_s", "bytes_per_s", "au_pct", "data_wait_pct", "gpu_util_mean_pct", "startup_s"):
+            t[k] = fmt(k)
+        t["prefetch_factor"] = ["" if v is None or (isinstance(v, float) and math.isnan(v)) else int(v)
+                                for v in t["prefetch_factor"]]
+        t["reason"] = [r or "" for r in t["reason"]]
+        keep = [c for c in t.columns if c in ("num_workers", "batch_size", "status") or any(str(v) for v in t[c])]
+        t = t[keep]
+        return t.rename(columns={"samples_per_s": "samples/s", "bytes_per_s": "bytes/s", "au_pct": "AU",
+                                 "data_wait_pct": "data wait", "gpu_util_mean_pct": "GPU util",
+                                 "startup_s": "start-up", "prefetch_factor": "prefetch"})
+
     def text_table(self) -> str:
         lines = [str(self)]
-        t = self.table.copy()
+        t = self.display_table()
         if not t.empty:
-            t["samples_per_s"] = [format_metric("samples_per_s", v) if v is not None else "" for v in t["samples_per_s"]]
-            t["bytes_per_s"] = [format_metric("bytes_per_s", v) if v is not None else "" for v in t["bytes_per_s"]]
-            for k in ("au_pct", "data_wait_pct"):
-                t[k] = [format_metric(k, v) if v is not None and not (isinstance(v, float) and math.isnan(v))
-                        else "" for v in t[k]]
-            t["startup_s"] = [format_metric("startup_s", v) if v is not None else "" for v in t["startup_s"]]
-            t["reason"] = [(r or "")[:70] for r in t["reason"]]
+            if "reason" in t.columns:
+                t["reason"] = [r[:70] for r in t["reason"]]
             lines.append(t.to_string(index=False))
         lines.append(self.recommendation)
         for w in self.warnings:
@@ -298,7 +314,7 @@ class SweepResult(Result):
         head = super()._repr_html_()
         out = head + f"<p><b>{html.escape(self.recommendation)}</b></p>"
         try:
-            out += self.table.to_html(index=False, na_rep="", float_format=lambda v: f"{v:,.1f}")
+            out += self.display_table().to_html(index=False, na_rep="")
         except Exception:  # noqa: BLE001
             pass
         try:
@@ -456,8 +472,9 @@ def _measure(row, dataset, persistent_workers, shuffle, collate_fn, step, durati
         try:
             dl = make_loader(dataset, row["batch_size"], row["num_workers"], row["pin_memory"],
                              row["prefetch_factor"], persistent_workers, shuffle, collate_fn, **loader_kwargs)
+            # a small dataset is gone round again (persistent workers: as in training, the restart counts)
             r = bench_loader(dl, duration=duration, warmup=warmup, step=step, cancel=cancel, monitor=monitor,
-                             device=device, accelerator=acc_name, au_target_pct=au_target_pct)
+                             device=device, accelerator=acc_name, au_target_pct=au_target_pct, epochs=None)
         finally:
             if dl is not None:
                 close_loader(dl, force=True)
@@ -484,7 +501,7 @@ def _measure(row, dataset, persistent_workers, shuffle, collate_fn, step, durati
 def _recommend(res: SweepResult, within_pct: float, au_target_pct: float) -> None:
     ok = [c for c in res.configs if c.get("status") == "ok" and c.get("samples_per_s")]
     if not ok:
-        res.labels["recommendation"] = "No configuration was measured: nothing to recommend (see the reasons)."
+        res.extra["recommendation"] = "No configuration was measured: nothing to recommend (see the reasons)."
         return
     ok.sort(key=_order_key)
     best = max(ok, key=lambda c: c["samples_per_s"])
@@ -527,4 +544,4 @@ def _recommend(res: SweepResult, within_pct: float, au_target_pct: float) -> Non
     if chosen["num_workers"] == max(c["num_workers"] for c in res.configs) and len(
             {c["num_workers"] for c in res.configs}) > 1 and chosen["num_workers"] > 0 and not has_au:
         sentence += " It is the largest num_workers tried: more workers may go further."
-    res.labels["recommendation"] = sentence
+    res.extra["recommendation"] = sentence
