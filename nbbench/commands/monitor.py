@@ -60,15 +60,16 @@ def _first_line(body: str) -> str:
     return ""
 
 
-def _quiet_traceback(exc: BaseException) -> None:
+def _quiet_traceback(exc: BaseException, saved: bool = True) -> None:
     """The cell's traceback is already shown once (by the cell run): show a one-line
     reminder instead of a second full traceback when the magic re-raises it."""
     name = type(exc).__name__
     msg = str(exc)
 
+    tail = "; the monitor result was saved as failed" if saved else ""
+
     def render():
-        return [f"{name}: {msg}" if msg else name,
-                "(raised in the monitored cell — traceback above; the monitor result was saved as failed)"]
+        return [f"{name}: {msg}" if msg else name, f"(raised in the monitored cell — traceback above{tail})"]
 
     try:
         exc._render_traceback_ = render
@@ -130,18 +131,24 @@ class MonitorCommand(Command):
         if not body.strip():
             raise ProbeError("%%iobench monitor needs code: put the cell's code below the %%iobench line")
         mon = self._monitor(args)
-        mon.start()
+        mon.open()  # sources first: the plot's panels depend on which GPUs there are
         plot = None
         if not getattr(args, "no_plot", False):
             try:
                 from ..ui.liveplot import monitor_plot_kwargs
 
                 plot = ctx.live_plot(**monitor_plot_kwargs(mon))
+                if plot is not None and getattr(plot, "target", None) == "none":
+                    plot = None  # terminal IPython: nowhere to show a picture; the summary is text
                 if plot is not None:
-                    plot.attach(mon).start()
+                    plot.start()  # first frame drawn now, before the clock starts
             except Exception as exc:  # noqa: BLE001 - a plot problem must not stop the cell
                 mon._note(f"the live plot could not start: {type(exc).__name__}: {exc}")
                 plot = None
+        mon.start()
+        if plot is not None:
+            plot.t0 = mon.t_start
+            plot.attach(mon)
         status, reason, error = "ok", None, None
         try:
             ctx.run_cell(body)
@@ -170,7 +177,7 @@ class MonitorCommand(Command):
                     pass
             if not getattr(args, "quiet", False) and not getattr(args, "json", False):
                 self.show(res, args, ctx)
-            _quiet_traceback(error)
+            _quiet_traceback(error, saved=self.saves and not getattr(args, "no_save", False))
             raise error
         return res
 
