@@ -292,6 +292,10 @@ def feed(path, accelerator: str = "h100-resnet50", batch_size: int = 64, num_wor
         ratios = [c / w for c, w in zip(cold_rs, warm_rs) if c and w]
         ratio = statistics.median(ratios) if ratios else cold_rate / warm_rate
         res.metrics["cold_vs_warm_pct"] = 100.0 * ratio
+        res.samples["pair_ratios"] = ratios
+        if len(ratios) > 1 and min(ratios) > 0 and max(ratios) / min(ratios) > 1.5:
+            res.warn(f"the cold/warm pairs disagree (cold at {100 * min(ratios):.0f}–{100 * max(ratios):.0f} % of "
+                     "warm): the machine is busy or the runs too short; rerun with a larger folder or --duration")
         limiter = "storage fetch" if ratio < 1 - STORAGE_LIMIT_SHARE else "CPU preparation"
         res.labels["limiter"] = limiter
         if abs(ratio - (1 - STORAGE_LIMIT_SHARE)) < 0.05:
@@ -335,8 +339,8 @@ def _answer(res, acc, rate, cold_rate, warm_rate, limiter, nw, decode, nbytes, m
               f"({format_metric('samples_per_s', warm_rate)}, {acc.how_many(warm_rate, au)} fed once the files are "
               "cached) — faster storage or caching the dataset in memory helps more than CPUs.")
     elif limiter == "CPU preparation":
-        s += (f" CPU preparation limits it: reading from storage did not slow it down (cold "
-              f"{format_metric('samples_per_s', cold_rate)} vs warm {format_metric('samples_per_s', warm_rate)}) — "
+        s += (f" CPU preparation limits it: reading from storage did not slow it down (the cold runs reached "
+              f"{res.metrics['cold_vs_warm_pct']:.0f} % of the warm ones) — "
               "more CPU cores / workers, cheaper decoding (smaller or pre-resized images, DALI on the GPU) "
               "help; faster storage does not.")
     if method == "fadvise" and cold_rate:

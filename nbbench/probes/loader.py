@@ -598,7 +598,12 @@ def _fill_metrics(res, waits, computes, sizes, nbytes, t_end, stepper, acc, au_t
         m["compute_s"] = sum(computes)
     if m["au_pct"] is not None:
         m["au_pct"] = min(m["au_pct"], 100.0)
-    res.labels["input_bound"] = input_bound_band(m["data_wait_pct"])
+    if m.get("gpu_starvation_pct") is not None:
+        # a GPU step: the host's wait overlaps queued device work; what counts is the device sitting idle
+        res.labels["input_bound"] = input_bound_band(m["gpu_starvation_pct"])
+        res.labels["input_bound_basis"] = "GPU idle between steps (CUDA events)"
+    else:
+        res.labels["input_bound"] = input_bound_band(m["data_wait_pct"])
     res.labels["au_target"] = f"{au_target_pct:g}%"
     if acc is not None:
         m["accelerator_samples_per_s"] = acc.samples_per_s
