@@ -218,3 +218,12 @@ def test_default_sources_are_host_and_gpu_and_import_is_light():
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_stopped_monitor_does_not_restart():
+    m = Monitor(interval=0.05, sources=[Counter()])
+    with m:
+        pass
+    with pytest.raises(RuntimeError, match="make a new one"):
+        m.start()
+    m.stop()  # stopping twice is harmless

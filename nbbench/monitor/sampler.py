@@ -205,6 +205,8 @@ class Monitor:
         """Open the sources (unless :meth:`open` did), take a first sample, start the thread."""
         if self._running:
             return self
+        if self.t_stop is not None:
+            raise RuntimeError("this Monitor has run and stopped (its sources are closed): make a new one")
         self.open()
         self._stop.clear()
         self.started_at = time.time()
@@ -246,12 +248,6 @@ class Monitor:
 
     def __exit__(self, *exc) -> None:
         self.stop()
-
-    def __del__(self):  # a forgotten monitor must not keep a thread sampling forever
-        try:
-            self._stop.set()
-        except Exception:  # noqa: BLE001
-            pass
 
     # ------------------------------------------------------------------ thread
     def _loop(self) -> None:
