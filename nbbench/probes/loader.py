@@ -512,7 +512,10 @@ def bench_loader(loader, steps: int | None = None, duration: float | None = None
     band = res.labels.get("input_bound")
     if band == "highly input-bound" and stepper is not None:
         nw = res.labels.get("num_workers")
-        res.warn("the step waited for data " f"{res.metrics['data_wait_pct']:.0f} % of the time: "
+        idle = res.metrics.get("gpu_starvation_pct")
+        idle = res.metrics["data_wait_pct"] if idle is None else idle
+        res.warn(("the GPU sat idle between steps " if res.metrics.get("gpu_starvation_pct") is not None
+                  else "the step waited for data ") + f"{idle:.0f} % of the time: "
                  + ("raise num_workers (try %iobench sweep) or make each sample cheaper to load"
                     if nw is not None else "make the input pipeline faster (more workers, cheaper decoding)"))
     res.finish(status, reason)
