@@ -72,6 +72,9 @@ def test_a_worker_killed_mid_sweep_is_reported_and_the_sweep_completes(two_cpus)
     assert res.metrics["failed_count"] == 1
     assert any("num_workers=1" in w for w in res.warnings)
     assert res.recommended["num_workers"] != 1
+    text = res.text_table()
+    assert "failed" in text and "died" in text
+    assert "died" in res._repr_html_()
 
 
 def test_emulated_accelerator_recommends_the_first_config_reaching_au_90():

@@ -93,10 +93,35 @@ def worker_failure_reason(exc: BaseException) -> str | None:
                 "torch.multiprocessing.set_sharing_strategy('file_system')")
     if "killed by signal" in low or "exited unexpectedly" in low or "dataloader worker" in low:
         hint = ""
-        if "killed" in low and ("9" in low or "killed." in low):
-            hint = " (SIGKILL is usually the out-of-memory killer: check dmesg and the container's memory limit)"
+        if "killed by signal: killed" in low:
+            hint = " (SIGKILL is often the out-of-memory killer: check dmesg and the container's memory limit)"
         return f"a DataLoader worker died: {msg.splitlines()[0]}{hint}"
     return None
+
+
+def _worker_exit_note(it) -> str:
+    """' (worker 0 killed by SIGKILL …)' from a DataLoader iterator's dead workers, else ''."""
+    import signal
+
+    notes = []
+    for i, w in enumerate(getattr(it, "_workers", None) or []):
+        code = getattr(w, "exitcode", None)
+        if code is None or code == 0:
+            continue
+        if code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"signal {-code}"
+            note = f"worker {i} killed by {name}"
+            if name == "SIGKILL":
+                note += " (often the out-of-memory killer: check dmesg and the container's memory limit)"
+            elif name == "SIGBUS":
+                note += " (a bus error: /dev/shm is too small)"
+        else:
+            note = f"worker {i} exited with code {code}"
+        notes.append(note)
+    return f"; {'; '.join(notes)}" if notes else ""
 
 
 def close_loader(loader, it=None, force: bool = False) -> None:
@@ -448,6 +473,8 @@ def bench_loader(loader, steps: int | None = None, duration: float | None = None
                         pass
     except RuntimeError as exc:
         why = worker_failure_reason(exc)
+        if why is not None and "out-of-memory" not in why and "bus error" not in why:
+            why += _worker_exit_note(it)
         if why is None:
             close_loader(loader, it, force=True)
             _stop_monitor(mon, mon_started)

@@ -288,7 +288,7 @@ class SweepResult(Result):
             t[k] = fmt(k)
         t["prefetch_factor"] = ["" if v is None or (isinstance(v, float) and math.isnan(v)) else int(v)
                                 for v in t["prefetch_factor"]]
-        t["reason"] = [r or "" for r in t["reason"]]
+        t["reason"] = [r if isinstance(r, str) else "" for r in t["reason"]]
         keep = [c for c in t.columns if c in ("num_workers", "batch_size", "status") or any(str(v) for v in t[c])]
         t = t[keep]
         return t.rename(columns={"samples_per_s": "samples/s", "bytes_per_s": "bytes/s", "au_pct": "AU",
