@@ -8,7 +8,7 @@ The same subcommands and options as ``%iobench``.  A small table for people,
 from __future__ import annotations
 
 import argparse
-import json
+import os
 import sys
 
 from . import __version__, commands
@@ -67,19 +67,6 @@ def _command_parser(cmd: commands.Command) -> argparse.ArgumentParser:
     return p
 
 
-def _to_json(value) -> str:
-    if isinstance(value, Result):
-        return value.to_json(indent=2)
-    if isinstance(value, (list, tuple)) and value and all(isinstance(v, Result) for v in value):
-        return json.dumps([v.to_dict() for v in value], indent=2, default=str)
-    if hasattr(value, "to_json"):
-        try:
-            return value.to_json(orient="records", indent=2)
-        except TypeError:
-            return value.to_json()
-    return json.dumps(value, indent=2, default=str)
-
-
 def exit_code(value) -> int:
     # a command that ran a program (nbbench monitor -- CMD) returns that program's exit code
     code = getattr(value, "exit_code", None)
@@ -97,6 +84,19 @@ def exit_code(value) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # `nbbench history | head`: the reader went away; that is not an error of ours
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return 0
+
+
+def _main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     top = build_parser()
     if not argv or argv[0] in ("-h", "--help", "help"):
@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"nbbench {name}: interrupted", file=sys.stderr)
         return 130
     if args.json:
-        print(_to_json(value))
+        print(commands.to_json(value))
     elif not args.quiet:
         cmd.show(value, args, ctx)
     return exit_code(value)

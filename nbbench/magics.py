@@ -124,7 +124,7 @@ class IOBenchMagics(Magics):
         except ProbeError as exc:
             raise UsageError(str(exc)) from None
         if args.json:
-            print(_to_json(value))
+            print(commands.to_json(value))
         elif not args.quiet:
             cmd.show(value, args, ctx)
         if getattr(args, "return_result", False):
@@ -139,21 +139,6 @@ class IOBenchMagics(Magics):
         if res.error_in_exec is not None:
             raise res.error_in_exec
         return res.result
-
-
-def _to_json(value) -> str:
-    import json
-
-    if isinstance(value, Result):
-        return value.to_json(indent=2)
-    if isinstance(value, (list, tuple)) and all(isinstance(v, Result) for v in value):
-        return json.dumps([v.to_dict() for v in value], indent=2, default=str)
-    if hasattr(value, "to_json"):
-        try:
-            return value.to_json(orient="records", indent=2)
-        except TypeError:
-            return value.to_json()
-    return json.dumps(value, indent=2, default=str)
 
 
 def load_ipython_extension(ipython) -> None:

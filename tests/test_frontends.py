@@ -6,17 +6,13 @@ import sys
 
 import pytest
 from IPython.core.error import UsageError
-from IPython.testing.globalipapp import get_ipython
-
 from nbbench import cli, commands
 from nbbench.store import default_store
 
 
-@pytest.fixture(scope="module")
-def ip():
-    shell = get_ipython()
-    shell.run_line_magic("load_ext", "nbbench")
-    return shell
+@pytest.fixture
+def ip(ipshell):
+    return ipshell
 
 
 def test_help_lists_every_subcommand(ip, capsys):

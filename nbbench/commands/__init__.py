@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 from ..results import Result
 
-__all__ = ["Command", "Context", "REGISTRY", "get_command", "execute", "add_common_options",
+__all__ = ["Command", "Context", "REGISTRY", "get_command", "execute", "add_common_options", "to_json",
            "HelpRequested", "names"]
 
 # name: ("module:Class", one-line help).  Order is the order of the help listing.
@@ -160,6 +160,22 @@ def available(name: str) -> bool:
         return True
     except (ImportError, AttributeError):
         return False
+
+
+def to_json(value: Any) -> str:
+    """JSON text for what a command returned: a Result's dict, a list of them, a DataFrame's records."""
+    import json
+
+    if isinstance(value, Result):
+        return value.to_json(indent=2)
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, Result) for v in value):
+        return json.dumps([v.to_dict() for v in value], indent=2, default=str)
+    if hasattr(value, "to_json"):
+        try:
+            return value.to_json(orient="records", indent=2, date_format="iso")
+        except TypeError:
+            return value.to_json()
+    return json.dumps(value, indent=2, default=str)
 
 
 def execute(cmd: Command, args: argparse.Namespace, ctx: Context, store=None) -> Any:
