@@ -43,6 +43,9 @@ TESTS = [
      lambda f, eng, a: disk.randread(f, bs="4k", qd=1, runtime=a.runtime, ramp=a.ramp, direct=False, warm=True,
                                      engine=eng)),
 ]
+ONE_RING_ROW = ("RND4K QD32 direct, one ring", None, "iops",
+                lambda f, eng, a: disk.randread(f, bs="4k", qd=32, runtime=a.runtime, ramp=a.ramp, direct=True,
+                                                engine=eng, builtin_path="uring" if eng == "builtin" else None))
 THREADS_ROW = ("RND4K QD32 direct, thread pool", None, "iops",
                lambda f, eng, a: disk.randread(f, bs="4k", qd=32, runtime=a.runtime, ramp=a.ramp, direct=True,
                                                engine=eng, builtin_path="threads" if eng == "builtin" else None))
@@ -64,13 +67,14 @@ def main() -> int:
     ap.add_argument("--runtime", type=float, default=3.0)
     ap.add_argument("--ramp", type=float, default=0.5)
     ap.add_argument("--size", default="1G")
-    ap.add_argument("--no-threads-row", action="store_true", help="skip the thread-pool comparison row")
+    ap.add_argument("--no-extra-rows", action="store_true",
+                    help="skip the one-ring and thread-pool comparison rows")
     a = ap.parse_args()
     size = parse_size(a.size)
     check_free_space(a.dir, size)
     print("machine:", machine(a.dir))
     print(f"pairs={a.pairs} runtime={a.runtime:g}s ramp={a.ramp:g}s file={a.size}")
-    tests = TESTS + ([] if a.no_threads_row else [THREADS_ROW])
+    tests = TESTS + ([] if a.no_extra_rows else [ONE_RING_ROW, THREADS_ROW])
     with tempfiles.temp_file(a.dir, "bench") as tf:
         buf = os.urandom(1 << 20)
         for off in range(0, size, 1 << 20):

@@ -32,12 +32,18 @@ def _add_engine(parser, choices=("builtin", "dd", "fio")):
                         + " (the system tool; one result schema)")
 
 
-def _run_probe(ctx, desc: str, fn):
+def _run_probe(ctx, desc: str, fn, path=None):
+    """Check PATH (main thread, at once: missing / FIFO / socket / device errors come before any
+    bar), make the progress bar here in the main thread, run the probe cancellably."""
     from .. import tempfiles
     from ..runner import run_cancellable
 
+    if path is not None:
+        from ..probes.pathcheck import inspect
+
+        inspect(path, write=False, read=False)
     tempfiles.install_handlers()  # SIGTERM/SIGHUP clean-up; only works from the main thread
-    bar = _LazyBar(ctx, desc)
+    bar = ctx.progress(desc)
     try:
         res = run_cancellable(lambda cancel: fn(bar, cancel), ctx.cancel)
     except BaseException:
@@ -45,23 +51,6 @@ def _run_probe(ctx, desc: str, fn):
         raise
     bar.close(getattr(res, "status", "ok"))
     return res
-
-
-class _LazyBar:
-    """The front end's progress bar, made at the first report: a PATH refused at once shows
-    only its error, not an empty failed bar."""
-
-    def __init__(self, ctx, desc: str):
-        self.ctx, self.desc, self.bar = ctx, desc, None
-
-    def __call__(self, fraction=None, metrics=None):
-        if self.bar is None:
-            self.bar = self.ctx.progress(self.desc)
-        self.bar(fraction, metrics)
-
-    def close(self, status: str = "ok"):
-        if self.bar is not None:
-            self.bar.close(status)
 
 
 class DdCommand(Command):
@@ -86,7 +75,7 @@ class DdCommand(Command):
 
         return _run_probe(ctx, f"dd {args.path}", lambda p, c: disk.dd(
             args.path, bs=args.bs, size=args.size, count=args.count, direct=args.direct, engine=args.engine,
-            mode=args.mode, progress=p, cancel=c))
+            mode=args.mode, progress=p, cancel=c), path=args.path)
 
 
 class RandreadCommand(Command):
@@ -114,7 +103,8 @@ class RandreadCommand(Command):
 
         return _run_probe(ctx, f"randread {args.path}", lambda p, c: disk.randread(
             args.path, bs=args.bs, qd=args.qd, runtime=args.runtime, ramp=args.ramp, size=args.size,
-            direct=args.direct, engine=args.engine, threads=args.threads, warm=args.warm, progress=p, cancel=c))
+            direct=args.direct, engine=args.engine, threads=args.threads, warm=args.warm, progress=p, cancel=c),
+            path=args.path)
 
 
 class FilesCommand(Command):
@@ -136,7 +126,7 @@ class FilesCommand(Command):
 
         return _run_probe(ctx, f"files {args.path}", lambda p, c: files.read_files(
             args.path, sample=args.sample, threads=args.threads, cold=args.cold, seed=args.seed,
-            progress=p, cancel=c))
+            progress=p, cancel=c), path=args.path)
 
 
 class DiskCommand(Command):
@@ -161,7 +151,7 @@ class DiskCommand(Command):
 
         return _run_probe(ctx, f"disk {args.preset}", lambda p, c: disk.preset(
             args.path, name=args.preset, size=args.size, runtime=args.runtime, ramp=args.ramp, direct=args.direct,
-            engine=args.engine, write=args.write, progress=p, cancel=c))
+            engine=args.engine, write=args.write, progress=p, cancel=c), path=args.path)
 
 
 class MakeDatasetCommand(Command):

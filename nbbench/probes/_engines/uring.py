@@ -9,8 +9,13 @@ the shared completion ring.  The ring is set up as fio sets it up
 filled once (opcode, fd, buffer, length, slot number); per I/O only the offset is
 written and the slot index put on the ring — a handful of memoryview stores.
 
-Limits: the Python work per completion (~0.5 µs) and one syscall per batch; at
-very high IOPS (page cache, > 300 k IOPS) that, not the device, is the bound.
+Limits: each ``io_uring_enter`` through ctypes costs ~2 µs of Python (argument
+conversion, GIL release) on top of the kernel's ~5 µs per 4 KiB O_DIRECT read, about
+twice fio's CPU per I/O.  A single ring therefore loses ground when the CPU is
+contended; the probe splits deep queues over rings of 8, one thread each (see
+``nbbench.probes.disk._ring_count``), so one thread's Python work overlaps another's
+time in the kernel.  Registered buffers and file (``io_uring_register``) spare the
+kernel the page pinning and file lookup per I/O.
 Where io_uring is missing or blocked (old kernels, seccomp in some container
 runtimes: ENOSYS / EPERM), :func:`available` says so and the caller falls back
 to threads.  x86-64 and arm64 use the same syscall numbers (425, 426).
@@ -39,6 +44,12 @@ IORING_OFF_SQES = 0x10000000
 IORING_SETUP_COOP_TASKRUN = 1 << 8
 IORING_SETUP_SINGLE_ISSUER = 1 << 12
 IORING_SETUP_DEFER_TASKRUN = 1 << 13
+IORING_OP_READ_FIXED = 4
+IORING_OP_WRITE_FIXED = 5
+IOSQE_FIXED_FILE = 1
+NR_IO_URING_REGISTER = 427
+IORING_REGISTER_BUFFERS = 0
+IORING_REGISTER_FILES = 2
 IORING_OP_READ = 22
 IORING_OP_WRITE = 23
 
@@ -156,6 +167,26 @@ def available() -> tuple[bool, str]:
     return _status
 
 
+class _IoVec(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+
+
+def _iovecs(base: int, bs: int, n: int):
+    arr = (_IoVec * n)()
+    for i in range(n):
+        arr[i].base = base + i * bs
+        arr[i].len = bs
+    return arr
+
+
+def _register(ring: "Ring", opcode: int, arg, nr: int) -> bool:
+    if os.environ.get("NBBENCH_URING_NO_REGISTER"):
+        return False
+    r = _syscall()(ctypes.c_long(NR_IO_URING_REGISTER), ctypes.c_long(ring.fd), ctypes.c_long(opcode),
+                   ctypes.cast(arg, ctypes.c_void_p), ctypes.c_long(nr))
+    return r >= 0
+
+
 def run_uring(spec: JobSpec) -> JobOutput:
     """Keep ``spec.qd`` I/Os in flight with batched submission and completion reaping."""
     qd = max(1, spec.qd)
@@ -163,22 +194,38 @@ def run_uring(spec: JobSpec) -> JobOutput:
     while entries < qd:
         entries <<= 1
     ring = Ring(entries)
-    out = JobOutput(io_path=f"io_uring (ctypes syscalls, {qd} in flight, batched)")
     write = spec.op == "write"
     bs = spec.bs
     mm, views = aligned_buffers(qd, bs, fill_random=write)
     anchor = ctypes.c_char.from_buffer(views[0])
     base = ctypes.addressof(anchor)  # the slots are contiguous from here
+    # Registered buffers and file: the kernel pins the pages and looks the file up once,
+    # not per I/O (the largest per-I/O kernel costs of small O_DIRECT reads).  Optional:
+    # without them (RLIMIT_MEMLOCK, old kernels) plain READ/WRITE is used.
+    fixed_bufs = _register(ring, IORING_REGISTER_BUFFERS, _iovecs(base, bs, qd), qd)
+    fixed_file = _register(ring, IORING_REGISTER_FILES, (ctypes.c_int32 * 1)(spec.fd), 1)
+    extras = [x for x, on in (("registered buffers", fixed_bufs), ("registered file", fixed_file)) if on]
+    out = JobOutput(io_path=f"io_uring (ctypes syscalls, {qd} in flight"
+                    + (", " + ", ".join(extras) if extras else "") + ")")
     sq32, cq32, cqi32, cq64 = ring.sq32, ring.cq32, ring.cqi32, ring.cq64
     sqe8, sqe32, sqe64 = ring.sqe8, ring.sqe32, ring.sqe64
-    opcode = IORING_OP_WRITE if write else IORING_OP_READ
+    if fixed_bufs:
+        opcode = IORING_OP_WRITE_FIXED if write else IORING_OP_READ_FIXED
+    else:
+        opcode = IORING_OP_WRITE if write else IORING_OP_READ
     for s in range(qd):
         sqe8[s * 64:(s + 1) * 64] = bytes(64)
         sqe8[s * 64] = opcode
-        sqe32[s * 16 + 1] = spec.fd
+        if fixed_file:
+            sqe8[s * 64 + 1] = IOSQE_FIXED_FILE
+            sqe32[s * 16 + 1] = 0
+        else:
+            sqe32[s * 16 + 1] = spec.fd
         sqe64[s * 8 + 2] = base + s * bs
         sqe32[s * 16 + 6] = bs
         sqe64[s * 8 + 4] = s
+        if fixed_bufs:
+            sqe8[s * 64 + 40:s * 64 + 42] = s.to_bytes(2, "little")  # buf_index
     sq_mask = sq32[ring.sq_mask_off // 4]
     cq_mask = cq32[ring.cq_mask_off // 4]
     sq_tail_i = ring.sq_tail // 4
@@ -221,6 +268,7 @@ def run_uring(spec: JobSpec) -> JobOutput:
         inflight += 1
     qd_max = inflight
     nev = meter.next_event
+    batch = int(os.environ.get("NBBENCH_URING_BATCH", "1"))
     qsum = 0
     qn = 0
     try:
@@ -233,9 +281,9 @@ def run_uring(spec: JobSpec) -> JobOutput:
             # min_complete=0 flushes completions without sleeping; sleep only when all
             # re-armed entries are in the kernel.
             pend = tail - submitted
-            if pend > 1:
-                sq32[sq_tail_i] = (submitted + 1) & 0xFFFFFFFF
-                r = raw(NR_IO_URING_ENTER, rfd, 1, 0, IORING_ENTER_GETEVENTS, None, 0)
+            if pend > batch:
+                sq32[sq_tail_i] = (submitted + batch) & 0xFFFFFFFF
+                r = raw(NR_IO_URING_ENTER, rfd, batch, 0, IORING_ENTER_GETEVENTS, None, 0)
             else:
                 sq32[sq_tail_i] = tail & 0xFFFFFFFF
                 r = raw(NR_IO_URING_ENTER, rfd, pend, 1, IORING_ENTER_GETEVENTS, None, 0)
