@@ -346,6 +346,7 @@ def test_rate_plot_panels_follow_the_reported_units():
     p(0.2, {"write_bytes_per_s": 6e8})          # within plot_interval: not a new point
     p(0.6, {"read_bytes_per_s": 9e8})           # a new series: drawn at once
     p.close("ok")
+    p.wait_plot()
     (plot,) = made
     assert plot.title == "dd /x: live rate" and plot.closed
     assert plot.points == [{"write_bytes_per_s": 5e8}, {"read_bytes_per_s": 9e8}]
@@ -356,9 +357,24 @@ def test_rate_plot_panels_follow_the_reported_units():
 def test_panel_draws_the_live_rate_of_a_probe(panel, slow_command):
     panel.run(Job("slow", argv=["slow", "--seconds", "0.5"]))
     assert panel.wait(10).status == "ok"
+    panel.progress.wait_plot()
     (img,) = panel.plot.children
     assert img.value[:4] == b"\x89PNG" and panel.live.names() == ["read_bytes_per_s"]
     panel.plot_rates.value = False
     panel.run(Job("slow", argv=["slow", "--seconds", "0.1"]))
     panel.wait(10)
     assert panel.plot.children == ()
+
+
+def test_path_field_on_a_read_only_tree_is_usable_for_reads(tmp_path, monkeypatch):
+    import os
+
+    from nbbench.ui.panel.pathfield import check_path
+
+    real = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode, **kw: False if (mode & os.W_OK and str(p) == str(tmp_path))
+                        else real(p, mode, **kw))
+    info = check_path(str(tmp_path))
+    assert info.ok and info.kind == "dir" and info.can_write is False and not info.writable
+    assert info.direct is None                       # not tried: nbbench may not create a file there
+    assert any("files, feed and sweep can read the tree" in n for n in info.notes)

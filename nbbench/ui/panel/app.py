@@ -102,6 +102,7 @@ class ControlPanel(RunnerHost):
                              layout=w.Layout(border="1px solid #ccc", padding="6px", width="100%"))
         self.widget.add_class("nbbench-panel")
 
+        _warm_up(plotting=self.plot_rates.value)
         self.run_button.on_click(lambda _b: self.run())
         self.stop_button.on_click(lambda _b: self.stop())
         self.tabs.observe(self._tab_selected, names="selected_index")
@@ -222,8 +223,15 @@ class ControlPanel(RunnerHost):
     def make_progress(self, desc: str):
         from .rateplot import PanelProgress
 
-        make_plot = self._rate_plot if self.plot_rates.value and self.live is None else None
-        p = PanelProgress(desc, make_plot=make_plot)
+        record = self.runner.record
+
+        def make_plot(**kwargs):
+            # made in a helper thread: never for a run that has ended (or been replaced) meanwhile
+            if self.runner.record is not record or record is None or record.ended is not None:
+                return None
+            return self._rate_plot(**kwargs)
+
+        p = PanelProgress(desc, make_plot=make_plot if self.plot_rates.value and self.live is None else None)
         # the panel says what runs in its status line; the bar keeps the probe's name
         p.bar.description = (desc.split() or [""])[0]
         p.bar.layout.width = "40%"
@@ -306,6 +314,41 @@ class ControlPanel(RunnerHost):
                 t.on_run_finished(record)
             except Exception:  # noqa: BLE001
                 pass
+
+
+_warmed = threading.Event()
+
+
+def _warm_up(plotting: bool = True) -> None:
+    """Once per kernel, in a background thread at low priority: compute the environment
+    fingerprint (the first save of a process needs it: package list, torch versions — seconds)
+    and import matplotlib's Agg canvas (the first live plot), so neither delays the end of
+    the panel's first run."""
+    if _warmed.is_set():
+        return
+    _warmed.set()
+
+    def load():
+        try:
+            import os
+
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)   # Linux: this thread only
+        except (AttributeError, OSError):
+            pass
+        try:
+            from ...env import fingerprint
+
+            fingerprint()
+        except Exception:  # noqa: BLE001 - the save will say what is wrong
+            pass
+        if plotting:
+            try:
+                import matplotlib.backends.backend_agg  # noqa: F401
+                import matplotlib.figure  # noqa: F401
+            except Exception:  # noqa: BLE001
+                pass
+
+    threading.Thread(target=load, name="nbbench-panel-warmup", daemon=True).start()
 
 
 def _reason(value) -> str:

@@ -38,12 +38,13 @@ class PathInfo:
     total_bytes: int | None = None
     direct: bool | None = None       # O_DIRECT works there
     direct_reason: str | None = None
+    can_write: bool | None = None    # a directory where nbbench may create its temporary file
     error: str | None = None         # why the probes cannot use it
     notes: list[str] = field(default_factory=list)   # warnings (not errors)
 
     @property
     def writable(self) -> bool:
-        return self.ok and self.kind == "dir"
+        return self.ok and self.kind == "dir" and bool(self.can_write)
 
     def summary(self) -> str:
         """One line of text, e.g. 'directory · ext4 on sda1 · 12.3 GiB free of 40 GiB · O_DIRECT ok'."""
@@ -95,7 +96,9 @@ def check_path(path: str, try_direct: bool = True) -> PathInfo:
         return PathInfo(path="", ok=False, error="type a directory (write and read probes) or a file / block "
                                                   "device (read probes)")
     try:
-        target = pathcheck.inspect(text, write=False, read=True)
+        # read=False: a read-only dataset tree is fine for files / feed / sweep; whether the write
+        # probes (and dd / randread in a directory, which write their own file) can work is noted below
+        target = pathcheck.inspect(text, write=False, read=False)
     except ProbeError as exc:
         return PathInfo(path=text, ok=False, error=str(exc))
     except Exception as exc:  # noqa: BLE001 - shown, not raised
@@ -103,6 +106,11 @@ def check_path(path: str, try_direct: bool = True) -> PathInfo:
     info = PathInfo(path=target.path, ok=True, kind=target.kind, filesystem=target.filesystem or None,
                     device=target.device or None, mount=target.mount or None,
                     size_bytes=target.size if target.kind != "dir" else None)
+    if target.kind == "dir":
+        info.can_write = os.access(target.path, os.W_OK | os.X_OK)
+        if not info.can_write:
+            info.notes.append(f"no permission to create a file in {target.path}: dd, randread and disk cannot "
+                              "write their test file here; files, feed and sweep can read the tree")
     fs_dir = target.path if target.kind == "dir" else os.path.dirname(target.path)
     try:
         space = pathcheck.check_free_space(fs_dir, 0)
@@ -115,7 +123,7 @@ def check_path(path: str, try_direct: bool = True) -> PathInfo:
             pass
         if target.kind == "dir":
             info.notes.append("write probes will refuse: " + str(exc))
-    if try_direct:
+    if try_direct and not (target.kind == "dir" and not info.can_write):
         try:
             if target.kind == "dir":
                 info.direct, info.direct_reason = _direct_in_dir(target.path)

@@ -49,8 +49,10 @@ def rate_panels(keys) -> list:
 class PanelProgress(NotebookProgress):
     """A NotebookProgress (not displayed by itself) that also feeds a live rate plot.
 
-    ``make_plot(panels, title)`` returns a started LivePlot (or None: no plot); it is
-    called once, at the first report that carries a rate.
+    ``make_plot(panels=…, title=…)`` returns a started LivePlot (or None: no plot).  It
+    is called once, in a thread of its own, at the first report that carries a rate:
+    the probe calling ``progress`` never waits for matplotlib (points reported in the
+    meantime are kept and drawn once the plot exists).
     """
 
     plot_interval = 0.1   # seconds between points added to the plot
@@ -60,9 +62,12 @@ class PanelProgress(NotebookProgress):
         self._make_plot = make_plot
         self.plot = None
         self._plot_lock = threading.Lock()
+        self._maker: threading.Thread | None = None
+        self._pending: list = []
         self._last_point = 0.0
         self._keys: set[str] = set()
         self._panels: list = []
+        self._closing: threading.Thread | None = None
 
     def __call__(self, fraction=None, metrics=None) -> None:
         super().__call__(fraction, metrics)
@@ -77,15 +82,13 @@ class PanelProgress(NotebookProgress):
         with self._plot_lock:
             new = set(metrics) - self._keys
             self._keys |= new
-            if self.plot is None and new:
+            if self._maker is None and new:
                 self._panels = rate_panels(sorted(self._keys))
                 if not self._panels:
                     return
-                self.plot = self._make_plot(panels=self._panels, title=f"{self.desc}: live rate")
-                if self.plot is None:
-                    self._make_plot = None
-                    return
-            if self.plot is None:
+                self._maker = threading.Thread(target=self._create, name="nbbench-panel-rateplot", daemon=True)
+                self._maker.start()
+            if self._maker is None:
                 return
             for k in new:    # legend text: 'read', not 'read_bytes_per_s'
                 for panel in self._panels:
@@ -94,11 +97,44 @@ class PanelProgress(NotebookProgress):
             if not new and now - self._last_point < self.plot_interval:
                 return
             self._last_point = now
-        self.plot.add(now, {k: float(v) for k, v in metrics.items()
-                            if isinstance(v, (int, float)) and not isinstance(v, bool)})
+            point = {k: float(v) for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+            plot = self.plot
+            if plot is None:
+                self._pending.append((now, point))
+                return
+        plot.add(now, point)
+
+    def _create(self) -> None:
+        make = self._make_plot
+        plot = None
+        if make is not None:
+            try:
+                plot = make(panels=self._panels, title=f"{self.desc}: live rate")
+            except Exception:  # noqa: BLE001 - no plot rather than no measurement
+                plot = None
+        with self._plot_lock:
+            if plot is None:
+                self._make_plot = None
+                self._pending = []
+                return
+            for t, point in self._pending:
+                plot.add(t, point)
+            self._pending = []
+            self.plot = plot
 
     def close(self, status: str = "ok") -> None:
+        """End the bar now; the plot's last frame is drawn in the background (it may still be
+        waiting for matplotlib), so a stopped run ends without waiting for a drawing."""
         super().close(status)
+        with self._plot_lock:
+            self._closing = threading.Thread(target=self._finish, name="nbbench-panel-rateplot-close",
+                                             daemon=True)
+        self._closing.start()
+
+    def _finish(self) -> None:
+        maker = self._maker
+        if maker is not None:
+            maker.join(60)
         with self._plot_lock:
             plot, self._make_plot = self.plot, None
         if plot is not None:
@@ -106,3 +142,9 @@ class PanelProgress(NotebookProgress):
                 plot.close()
             except Exception:  # noqa: BLE001
                 pass
+
+    def wait_plot(self, timeout: float | None = 30) -> None:
+        """Wait until the plot's last frame is drawn (for tests and scripts)."""
+        t = self._closing
+        if t is not None:
+            t.join(timeout)
