@@ -7,7 +7,7 @@
          ✓ directory · ext4 on nvme0n1 · 812 GiB free of 1.8 TiB · O_DIRECT ok
     [ GPU | Storage | DataLoader | Monitor | History ]
       …the tab's parameters…
-    label [     ] [x] save   [▶ Run dd] [■ Stop]   running dd /dataset…
+    label [     ] [x] save [x] live plot  [▶ Run dd] [■ Stop]   running dd /dataset…
     [██████████······] 61.0%  write 943 MB/s
     (live plot)
     (errors, red)
@@ -20,7 +20,6 @@ at a time, and Stop sets the run's cancel event.
 
 from __future__ import annotations
 
-import html
 import threading
 from typing import Any
 
@@ -360,6 +359,3 @@ def _reason(value) -> str:
             return r.reason
     return ""
 
-
-def _esc(s: str) -> str:
-    return html.escape(s)
