@@ -36,7 +36,9 @@ def test_history_lists_runs_newest_first_and_filters(panel):
     h = panel.tab("History")
     assert panel.current_tab is h and panel.run_button.disabled   # nothing to Run on this tab
     assert [v for _, v in h.runs.options] == [3, 2, 1]
-    assert "INTERRUPTED" in h.runs.options[0][0] and "[baseline]" in h.runs.options[2][0]
+    rows = [text for text, _ in h.runs.options]
+    assert "INTERRUPTED" in rows[0] and "  ddtest     baseline  ddtest /a: read 800 MB/s" in rows[2]
+    assert len({r.index("ddtest /") for r in rows[1:]}) == 1     # aligned columns (a monospace list)
     assert set(h.kind.options) == {"all kinds", "ddtest", "othertest"}
     h.kind.value = "ddtest"
     assert [v for _, v in h.runs.options] == [2, 1]

@@ -37,8 +37,9 @@ class HistoryTab(Tab):
         self.compare_button.add_class("nbbench-compare")
         self.show_button = w.Button(description="Show selected", icon="eye", disabled=True,
                                     layout=w.Layout(width="auto"))
-        self.hint = w.HTML("<span style='color:#555'>Select runs with ctrl/shift-click. The first selected is "
-                           "the baseline.</span>")
+        self.hint = w.HTML("<span style='color:#555'>Select runs with ctrl/shift-click; the oldest selected is "
+                           "the baseline.</span><style>.nbbench-history-runs select{font-family:"
+                           "var(--jp-code-font-family,monospace);font-size:var(--jp-code-font-size,12px)}</style>")
         self.out = w.HTML("")
         self.out.add_class("nbbench-history-out")
         self.charts = w.VBox([])
@@ -84,9 +85,9 @@ class HistoryTab(Tab):
         self.label_filter.options = labels
         self._frame = frame
         selected = set(self.runs.value)
-        options = []
-        for rec in frame.iloc[::-1].to_dict("records"):   # newest first
-            options.append((_row_text(rec), int(rec["run_id"])))
+        recs = frame.iloc[::-1].to_dict("records")   # newest first
+        widths = {c: max([len(_cell(r.get(c))) for r in recs] + [0]) for c in ("run_id", "kind", "label")}
+        options = [(_row_text(rec, widths), int(rec["run_id"])) for rec in recs]
         self.runs.options = options
         self.runs.value = tuple(v for _, v in options if v in selected)
         self._selected()
@@ -161,16 +162,23 @@ class HistoryTab(Tab):
         self.refresh()
 
 
-def _row_text(rec: dict) -> str:
+def _cell(v) -> str:
+    return v if isinstance(v, str) else ("" if v is None or v != v else str(int(v)) if isinstance(v, float) else str(v))
+
+
+def _row_text(rec: dict, widths: dict | None = None) -> str:
+    """'#12  12-02 16:28  dd        baseline  dd /data: write 943 MB/s, …' (aligned in a monospace list)."""
+    widths = widths or {}
     when = rec.get("started")
     try:
         when = _dt.datetime.fromtimestamp(when.timestamp()).strftime("%m-%d %H:%M")   # naive UTC -> local
     except Exception:  # noqa: BLE001
         when = str(when)[:16]
-    label = rec.get("label")
-    label = f"[{label}] " if isinstance(label, str) and label else ""
+    rid = f"#{int(rec['run_id'])}".ljust(widths.get("run_id", 0) + 1)
+    kind = _cell(rec.get("kind")).ljust(widths.get("kind", 0))
+    label = _cell(rec.get("label")).ljust(widths.get("label", 0))
     summary = str(rec.get("summary") or rec.get("kind"))   # str(Result): says INTERRUPTED / FAILED itself
-    return f"#{int(rec['run_id'])}  {when}  {label}{summary}"
+    return "  ".join((rid, when, kind, label, summary))
 
 
 def _error(msg: str) -> str:
