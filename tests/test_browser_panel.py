@@ -160,6 +160,9 @@ def test_panel_in_jupyterlab(tmp_path):
     finally:
         lab.stop()
 
+    # autosave was off: the copy of the notebook is as it was (no outputs written into it)
+    assert (root / "panel.ipynb").read_bytes() == NOTEBOOK.read_bytes()
+
     # --- what the kernel saved, read back from its NBBENCH_HOME
     from nbbench.store import Store
 
