@@ -211,3 +211,22 @@ def test_annotate_returning_its_artists_keeps_the_cached_background():
     assert state["bar"].get_height() == 2 and state["bar"].get_animated()
     fig = p.figure
     assert not state["bar"].get_animated()  # a static figure draws everything
+
+
+def test_pause_holds_live_frames(monkeypatch):
+    import IPython.display
+
+    monkeypatch.setattr(IPython.display, "display", lambda *a, **k: FakeHandle([]))
+    p = LivePlot(panels(), target="display", max_fps=20, cpu_budget=0.9)
+    p.start()
+    p.pause()
+    for i in range(10):
+        p.add(time.monotonic(), {"gpu0.util_pct": float(i)})
+        time.sleep(0.03)
+    assert p.frames == 0
+    p.resume()
+    deadline = time.monotonic() + 10
+    while p.frames == 0 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    p.close()
+    assert p.frames >= 1

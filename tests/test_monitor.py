@@ -227,3 +227,20 @@ def test_a_stopped_monitor_does_not_restart():
     with pytest.raises(RuntimeError, match="make a new one"):
         m.start()
     m.stop()  # stopping twice is harmless
+
+
+def test_pause_stops_recording_and_resume_continues():
+    src = Counter()
+    m = Monitor(interval=0.02, sources=[src])
+    with m:
+        time.sleep(0.1)
+        m.pause()
+        time.sleep(0.02)
+        n = m.n_samples
+        time.sleep(0.15)
+        assert m.n_samples == n and m.paused
+        cpu = m.sampler_cpu_s
+        assert cpu > 0  # readable while running
+        m.resume()
+        time.sleep(0.1)
+        assert m.n_samples > n

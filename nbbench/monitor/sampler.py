@@ -163,6 +163,7 @@ class Monitor:
         self.sampler_cpu_s = 0.0
         self._running = False
         self._opened = False
+        self._paused = False
 
     # ----------------------------------------------------------------- sources
     def _default_sources(self) -> list[Any]:
@@ -251,25 +252,41 @@ class Monitor:
 
     # ------------------------------------------------------------------ thread
     def _loop(self) -> None:
+        base = self.sampler_cpu_s
         cpu0 = time.thread_time()
         interval = self.interval
         nxt = self.t_start + interval
         stop = self._stop
-        try:
-            while True:
-                delay = nxt - time.monotonic()
-                if delay > 0 and stop.wait(delay):
-                    break
-                if stop.is_set():
-                    break
-                now = time.monotonic()
+        while True:
+            delay = nxt - time.monotonic()
+            if delay > 0 and stop.wait(delay):
+                break
+            if stop.is_set():
+                break
+            now = time.monotonic()
+            if not self._paused:
                 self._take(now)
-                nxt += interval
-                if nxt < now:  # fell behind (a busy machine): skip, do not burst
-                    self.n_late += 1
-                    nxt = now + interval
-        finally:
-            self.sampler_cpu_s += time.thread_time() - cpu0
+            nxt += interval
+            if nxt < now:  # fell behind (a busy machine): skip, do not burst
+                self.n_late += 1
+                nxt = now + interval
+            # this thread's own CPU time so far (kept current: readable while running)
+            self.sampler_cpu_s = base + time.thread_time() - cpu0
+        self.sampler_cpu_s = base + time.thread_time() - cpu0
+
+    def pause(self) -> None:
+        """Stop sampling until :meth:`resume` (the thread stays; nothing is recorded meanwhile).
+
+        The first record after resuming describes the whole gap (rates average over it).
+        """
+        self._paused = True
+
+    def resume(self) -> None:
+        self._paused = False
+
+    @property
+    def paused(self) -> bool:
+        return self._paused
 
     def _take(self, now: float) -> dict:
         rec: dict[str, Any] = {"t": now}

@@ -169,6 +169,7 @@ class LivePlot:
         self.final_png: bytes | None = None
         self._blit = bool(blit)
         self._fit = False
+        self._paused = False
         self.min_span_s = max(1e-3, float(min_span_s))
         self._bg = None
         self._bg_key = None
@@ -461,6 +462,13 @@ class LivePlot:
             self._thread.start()
         return self
 
+    def pause(self) -> None:
+        """Draw no live frames until :meth:`resume` (data still accumulates; e.g. a hidden tab)."""
+        self._paused = True
+
+    def resume(self) -> None:
+        self._paused = False
+
     def _push(self, png: bytes) -> None:
         if self.target == "display" and self._handle is not None:
             self._handle.update(self._bundle(png), raw=True)
@@ -470,7 +478,7 @@ class LivePlot:
     def _loop(self) -> None:
         min_period = 1.0 / self.max_fps
         while not self._stop.wait(self.period_s):
-            if not self._dirty:
+            if not self._dirty or self._paused:
                 continue
             c0 = time.thread_time()
             try:
