@@ -132,6 +132,12 @@ class MonitorCommand(Command):
             raise ProbeError("%%iobench monitor needs code: put the cell's code below the %%iobench line")
         mon = self._monitor(args)
         mon.open()  # sources first: the plot's panels depend on which GPUs there are
+        try:
+            return self._run_opened(args, ctx, mon, body)
+        finally:
+            mon.stop()  # idempotent; closes the sources however the cell ended
+
+    def _run_opened(self, args, ctx, mon, body):
         plot = None
         if not getattr(args, "no_plot", False):
             try:

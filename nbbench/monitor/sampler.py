@@ -222,6 +222,9 @@ class Monitor:
     def stop(self) -> "Monitor":
         """Stop the thread, take a last sample (so the tail of the run is covered), close sources."""
         if not self._running:
+            if self._opened and self.t_start is None:  # opened, never started: just close
+                self._close_sources()
+                self._opened = False
             return self
         self._stop.set()
         if self._thread is not None:
@@ -231,14 +234,17 @@ class Monitor:
         self._take(now)
         self.t_stop = now
         self.ended_at = time.time()
+        self._close_sources()
+        with self._cond:
+            self._cond.notify_all()
+        return self
+
+    def _close_sources(self) -> None:
         for src in self.sources:
             try:
                 src.close()
             except Exception:  # noqa: BLE001
                 pass
-        with self._cond:
-            self._cond.notify_all()
-        return self
 
     @property
     def running(self) -> bool:
