@@ -250,3 +250,20 @@ def test_results_round_trip(datafile):
     back = Result.from_json(r.to_json())
     assert type(back).__name__ == "RandreadResult" and back == r
     assert back.histogram().n == r.metrics["ios_count"]
+
+
+def test_without_io_uring_falls_back_to_threads_and_says_why(datafile, monkeypatch):
+    monkeypatch.setattr(uring, "available", lambda: (False, "io_uring unavailable: blocked (test)"))
+    r = disk.randread(datafile, qd=16, runtime=0.2, ramp=0)
+    assert r.labels["io_path"].startswith("threads")
+    assert r.labels["uring_unavailable"] == "io_uring unavailable: blocked (test)"
+    assert r.metrics["iops"] > 0
+
+
+def test_deep_queue_split_over_rings(datafile):
+    if not uring.available()[0]:
+        pytest.skip("no io_uring here")
+    r = disk.randread(datafile, qd=32, runtime=0.3, ramp=0)
+    assert "4 rings x 8 in flight = 32" in r.labels["io_path"]
+    assert r.metrics["qd_reached"] == 32
+    assert sum(r.samples["lat_hist"]["count"]) == r.metrics["ios_count"]
