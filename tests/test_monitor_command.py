@@ -194,3 +194,23 @@ def test_cli_text_summary(capsys):
     out = capsys.readouterr().out
     assert rc == 0
     assert out.startswith("monitor true:") and "cpu mean" in out
+
+
+def test_cli_json_stdout_is_only_json_even_when_the_program_prints(capfd):
+    rc = cli.main(["monitor", "--json", "--no-save", "--", sys.executable, "-c", "print('hello from the program')"])
+    out, err = capfd.readouterr()
+    assert rc == 0
+    assert json.loads(out)["kind"] == "monitor"
+    assert "hello from the program" in err
+
+
+def test_ctrl_c_winds_the_program_down(monkeypatch):
+    import subprocess
+
+    from nbbench.commands import monitor as mod
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    t = time.monotonic()
+    code = mod._wind_down(child, grace=2.0)
+    assert time.monotonic() - t < 6
+    assert code != 0 and child.poll() is not None

@@ -4,7 +4,8 @@ Samples GPU (NVML), CPU, memory and disk while the cell or command runs, plots i
 live in a notebook, and ends with a summary saved as a ``MonitorResult``.
 
 Exit code of ``nbbench monitor -- COMMAND``: the command's own (a signal N gives
-128+N, as a shell does), so it can stand in for the command in scripts.  The
+128+N, as a shell does), so it can stand in for the command in scripts.  With
+``--json`` the command's stdout is sent to stderr, so stdout is the JSON alone.  The
 stored result is ``failed`` when the command exits non-zero, but the command's
 code, not 1, is what the CLI returns (``MonitorResult.exit_code``, honoured by
 ``nbbench.cli.exit_code``).
@@ -202,8 +203,10 @@ class MonitorCommand(Command):
                                   format_status=format_status)
         unsub = mon.subscribe(status_line)
         status, reason = "ok", None
+        # with --json, stdout carries the JSON alone: the program's own output goes to stderr
+        out = 2 if getattr(args, "json", False) else None
         try:
-            proc = subprocess.Popen(command)
+            proc = subprocess.Popen(command, stdout=out)
         except OSError as exc:
             unsub()
             mon.stop()
@@ -228,15 +231,20 @@ class MonitorCommand(Command):
 
 
 def _wind_down(proc, grace: float = 5.0) -> int:
-    """After Ctrl-C (which the child got too): wait for it, then terminate, then kill."""
-    for action in (None, "terminate", "kill"):
-        if action is not None:
-            try:
-                getattr(proc, action)()
-            except OSError:
-                pass
+    """After Ctrl-C: give the program a moment (a terminal sent it SIGINT too), then
+    forward SIGINT, then terminate, then kill."""
+    import signal
+
+    for action, wait in ((None, 1.0), ("sigint", grace), ("terminate", grace), ("kill", grace)):
         try:
-            return proc.wait(timeout=grace)
+            if action == "sigint":
+                proc.send_signal(signal.SIGINT)
+            elif action is not None:
+                getattr(proc, action)()
+        except OSError:
+            pass
+        try:
+            return proc.wait(timeout=wait)
         except KeyboardInterrupt:
             continue
         except Exception:  # noqa: BLE001 - subprocess.TimeoutExpired
