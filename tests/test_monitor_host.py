@@ -219,3 +219,16 @@ def test_children_of_finds_grandchildren_and_gone_process_raises():
         time.sleep(0.05)
     else:
         pytest.fail("reading a reaped process should raise")
+
+
+def test_per_core_columns_in_frames_and_results():
+    m = Monitor(interval=0.05, gpus="none")
+    with m:
+        time.sleep(0.2)
+    n = psutil.cpu_count()
+    df = m.frame(per_core=True)
+    assert [f"cpu.core{i}_pct" for i in range(n)] == [c for c in df.columns if c.startswith("cpu.core")]
+    assert "cpu.cores_pct" not in m.frame().columns
+    cores = m.result().cores_frame()
+    assert list(cores.columns) == ["t_s"] + [f"core{i}_pct" for i in range(n)]
+    assert len(cores) == len(df)
