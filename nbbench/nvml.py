@@ -79,6 +79,28 @@ class Nvml:
         self._module = module
         self._lock = threading.Lock()
         self._init: bool | NAValue | None = None
+        self._err_names: dict | None = None  # error value -> NVML_ERROR_* name, built once
+
+    def _error_name(self, exc) -> str:
+        """Like the module-level ``_error_name``, with the name table built once per wrapper
+        (samplers meet NVML_ERROR_NOT_FOUND many times a second)."""
+        mod = self.module
+        value = getattr(exc, "value", None)
+        if value is None or mod is None:
+            return _error_name(mod, exc)
+        if self._err_names is None:
+            names: dict = {}
+            for name in dir(mod):
+                if name.startswith("NVML_ERROR_"):
+                    try:
+                        names.setdefault(getattr(mod, name), name)
+                    except TypeError:  # an unhashable constant: no table
+                        return _error_name(mod, exc)
+            self._err_names = names
+        try:
+            return self._err_names.get(value) or type(exc).__name__
+        except TypeError:
+            return type(exc).__name__
 
     @property
     def module(self):
@@ -124,7 +146,7 @@ class Nvml:
         try:
             value = f(*args, **kwargs)
         except Exception as exc:  # noqa: BLE001 - every NVML error becomes N/A
-            name = _error_name(mod, exc)
+            name = self._error_name(exc)
             return NAValue(f"{fn}: {exc or name}", _HINTS.get(name, ""), error=name)
         if isinstance(value, bytes):
             value = value.decode(errors="replace")
