@@ -130,6 +130,8 @@ def main(argv=None) -> int:
             st["plot_cpu"] += plot.draw_cpu_s - p0
             st["frames"] += plot.frames - f0
             times[k].append(dt)
+    session_s = time.monotonic() - plotted.t_start
+    live_cpu = plot.live_cpu_s
     sampler.stop()
     plotted.stop()
     plot.close()
@@ -160,6 +162,8 @@ def main(argv=None) -> int:
           f"({p['frames'] / p['wall']:.2f} frames/s), drawing CPU {100.0 * p['plot_cpu'] / p['wall']:.2f} % "
           f"of one core (budget 2 %); {handle.frames} frames pushed in all, "
           f"{handle.bytes / max(1, handle.frames) / 1e3:.0f} kB each")
+    print(f"live plot over the whole session: drawing thread (render + push) {100.0 * live_cpu / session_s:.2f} % "
+          f"of one core in {session_s:.0f} s")
     ok_plot = statistics.median(ratios["plot"]) >= 0.98
     ok_sampler = max(busy_pct, idle_pct) <= 1.0
     print(f"verdict: ratio with plot {'meets' if ok_plot else 'MISSES'} 0.98; "

@@ -164,6 +164,7 @@ class LivePlot:
         self.widget = None
         self.frames = 0
         self.draw_cpu_s = 0.0  # CPU time spent rendering (all threads)
+        self.live_cpu_s = 0.0  # CPU time of the drawing thread's frames (render + push)
         self.last_render_s = 0.0
         self.period_s = 1.0 / self.max_fps
         self.final_png: bytes | None = None
@@ -489,10 +490,11 @@ class LivePlot:
                 continue
             self.frames += 1
             cost = time.thread_time() - c0
-            # adaptive throttle: after a frame that cost c, rest c/budget - c, so drawing
-            # averages at most cpu_budget of one core (a full redraw buys a longer rest);
-            # never more than max_fps frames a second
-            self.period_s = min(30.0, max(min_period, cost / self.cpu_budget - cost))
+            # adaptive throttle: after a frame that cost c, rest c/budget, so drawing stays
+            # under cpu_budget of one core (a full redraw buys a longer rest); never more
+            # than max_fps frames a second
+            self.period_s = min(30.0, max(min_period, cost / self.cpu_budget))
+            self.live_cpu_s += cost
 
     def close(self, final: bool = True) -> bytes | None:
         """Stop the thread (joined first), then draw the last frame here; returns its PNG.
