@@ -20,7 +20,10 @@ on their own threads (``time.thread_time``) and given as % of one core.
 Targets: >= 0.98 with the live plot; the sampler alone at 10 Hz <= 1 % of one core.
 Timings on a shared machine are noisy: this prints figures, it does not fail.
 
-    .venv/bin/python bench/monitor_overhead.py [--rounds 40] [--seconds 0.5]
+    .venv/bin/python bench/monitor_overhead.py [--rounds 60] [--seconds 0.5]
+
+On a machine shared with other jobs, ``nice -n -10`` (as root) keeps their load
+from dominating the ratios.
 """
 
 from __future__ import annotations
@@ -73,9 +76,10 @@ def thread_cpu(mon: Monitor) -> float:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--rounds", type=int, default=40)
+    ap.add_argument("--rounds", type=int, default=60)
     ap.add_argument("--seconds", type=float, default=0.5, help="length of one timed loop")
     ap.add_argument("--warmup", type=float, default=4.0, help="seconds before the first round")
+    ap.add_argument("--steady", type=float, default=15.0, help="seconds of the unpaused plot at the end")
     a = ap.parse_args(argv)
 
     import IPython.display
@@ -130,8 +134,14 @@ def main(argv=None) -> int:
             st["plot_cpu"] += plot.draw_cpu_s - p0
             st["frames"] += plot.frames - f0
             times[k].append(dt)
-    session_s = time.monotonic() - plotted.t_start
-    live_cpu = plot.live_cpu_s
+    # the plot's own cadence beside the busy loop, unpaused for a while
+    plotted.resume()
+    plot.resume()
+    c0, f0, t0 = plot.live_cpu_s, plot.frames, time.perf_counter()
+    while time.perf_counter() - t0 < a.steady:
+        work(n)
+    steady_s = time.perf_counter() - t0
+    steady_cpu, steady_frames = plot.live_cpu_s - c0, plot.frames - f0
     sampler.stop()
     plotted.stop()
     plot.close()
@@ -158,12 +168,13 @@ def main(argv=None) -> int:
     print(f"  beside the busy loop  {busy_pct:.2f} %   ({s['samples']} samples in {s['wall']:.1f} s)")
     print(f"  on an idle process    {idle_pct:.2f} %   ({idle.n_samples} samples in {idle.wall_s:.1f} s)")
     p = acc["plot"]
-    print(f"live plot beside the busy loop: {p['frames']} frames in {p['wall']:.1f} s "
-          f"({p['frames'] / p['wall']:.2f} frames/s), drawing CPU {100.0 * p['plot_cpu'] / p['wall']:.2f} % "
-          f"of one core (budget 2 %); {handle.frames} frames pushed in all, "
+    print(f"live plot in its rounds: {p['frames']} frames in {p['wall']:.1f} s, drawing "
+          f"{100.0 * p['plot_cpu'] / p['wall']:.2f} % of one core (frames land in rounds by phase, "
+          f"so this is not its cadence); {handle.frames} frames pushed in all, "
           f"{handle.bytes / max(1, handle.frames) / 1e3:.0f} kB each")
-    print(f"live plot over the whole session: drawing thread (render + push) {100.0 * live_cpu / session_s:.2f} % "
-          f"of one core in {session_s:.0f} s")
+    print(f"live plot, {steady_s:.0f} s unpaused beside the busy loop: {steady_frames} frames "
+          f"({steady_frames / steady_s:.2f} frames/s), drawing thread (render + push) "
+          f"{100.0 * steady_cpu / steady_s:.2f} % of one core (budget 2 %)")
     ok_plot = statistics.median(ratios["plot"]) >= 0.98
     ok_sampler = max(busy_pct, idle_pct) <= 1.0
     print(f"verdict: ratio with plot {'meets' if ok_plot else 'MISSES'} 0.98; "
