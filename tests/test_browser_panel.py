@@ -145,6 +145,7 @@ def test_panel_in_jupyterlab(tmp_path):
                 timings["stop_latency_in_kernel_s"] = float(m.group(1))
                 assert "interrupted" in results.inner_text()
                 panel.scroll_into_view_if_needed()
+                page.wait_for_timeout(1500)    # the live plot's last frame is drawn just after the run ends
                 page.screenshot(path=str(shot))
             except BaseException:
                 try:
