@@ -1,7 +1,6 @@
 """The sampler core: ring buffer, subscribers, windows, broken sources, results."""
 
 import sys
-import threading
 import time
 
 import pytest
