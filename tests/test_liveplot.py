@@ -209,7 +209,7 @@ def test_annotate_returning_its_artists_keeps_the_cached_background():
     p.render_png()
     assert p._bg_key == full  # blitted: no full redraw
     assert state["bar"].get_height() == 2 and state["bar"].get_animated()
-    p.figure  # builds the static figure
+    assert p.figure is not None  # builds the static figure
     assert not state["bar"].get_animated()  # a static figure draws everything
 
 
