@@ -59,3 +59,49 @@ def test_saved_notebook_holds_the_final_png_of_the_monitored_cell(tmp_path):
     err = nb.cells[3].outputs
     assert any("image/png" in o.get("data", {}) for o in err if o.output_type == "display_data")
     assert [o.ename for o in err if o.output_type == "error"][-1] == "ZeroDivisionError"
+
+
+def test_interrupt_button_keeps_the_samples_and_finishes_the_plot(tmp_path):
+    """The notebook's interrupt (SIGINT to the kernel) mid-cell: the run ends as interrupted."""
+    import time
+
+    from jupyter_client.manager import start_new_kernel
+
+    km, kc = start_new_kernel(kernel_name="python3", cwd=str(tmp_path))
+    try:
+        def run(code, timeout=60, interrupt_after=None):
+            msg_id = kc.execute(code)
+            outs, t0, sent = [], time.monotonic(), False
+            while True:
+                if interrupt_after is not None and not sent and time.monotonic() - t0 > interrupt_after:
+                    km.interrupt_kernel()
+                    sent = True
+                try:
+                    msg = kc.get_iopub_msg(timeout=0.2)
+                except Exception:  # noqa: BLE001 - queue.Empty
+                    if time.monotonic() - t0 > timeout:
+                        raise AssertionError(f"no reply within {timeout} s") from None
+                    continue
+                if msg["parent_header"].get("msg_id") != msg_id:
+                    continue
+                if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+                    return outs
+                outs.append(msg)
+
+        run("%load_ext nbbench")
+        outs = run("%%iobench monitor --interval 0.1 --gpu none\nimport time\nt = time.time()\n"
+                   "while time.time() - t < 30:\n    sum(range(1000))", interrupt_after=3.0)
+        kinds = [m["msg_type"] for m in outs]
+        assert "error" in kinds or any("KeyboardInterrupt" in str(m["content"]) for m in outs)
+        html = [m["content"]["data"]["text/html"] for m in outs
+                if m["msg_type"] in ("display_data", "execute_result") and "text/html" in m["content"]["data"]]
+        assert html and "interrupted" in html[-1]
+        finals = [m for m in outs if m["msg_type"] == "update_display_data"]
+        assert finals and "image/png" in finals[-1]["content"]["data"]
+        outs = run("from nbbench.store import default_store\n"
+                   "r = default_store().find(1)[0]\nprint(r.status, r.metrics['samples_count'] >= 20)")
+        text = "".join(m["content"].get("text", "") for m in outs if m["msg_type"] == "stream")
+        assert text.strip() == "interrupted True"
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
