@@ -5,8 +5,9 @@ A :class:`LivePlot` draws named series over a shared time axis, one subplot per
 pyplot's global state).  A drawing thread renders it to PNG and pushes each frame
 through an IPython display handle (``display(..., display_id=True)`` then
 ``update``) or into an ``ipywidgets.Image``; both update while the cell is busy.
-The thread throttles itself so drawing costs at most ``cpu_budget`` (2 %) of one
-core, and never draws more than ``max_fps`` (4) frames a second.  :meth:`LivePlot.close`
+The thread throttles itself so drawing costs at most ``cpu_budget`` of one core
+(1.2 % by default, leaving room for the sampler within a 2 % total), and never draws
+more than ``max_fps`` (4) frames a second.  :meth:`LivePlot.close`
 joins the thread and renders a last frame from the calling (main) thread, so the
 final picture is in the cell's saved output (GitHub, nbviewer, nbmake, nbclient).
 
@@ -100,13 +101,14 @@ def _as_panel(p) -> Panel:
 class LivePlot:
     """Named series over a shared time axis, drawn live and rendered to PNG.
 
-    ``LivePlot(panels, title="", window_s=None, max_fps=4.0, cpu_budget=0.02,
+    ``LivePlot(panels, title="", window_s=None, max_fps=4.0, cpu_budget=0.012,
     figsize=None, dpi=72, target="auto", show=True, annotate=None, status=None,
     max_points=400, capacity=50000, t0=None, blit=True, min_span_s=10.0)``
 
     - ``panels``: :class:`Panel` objects or dicts of their fields (default: one panel
       showing every series).
     - ``window_s``: show only the last N seconds (None: everything).
+    - ``cpu_budget``: share of one core the drawing thread may use (0.012 = 1.2 %).
     - ``target``: ``"display"`` (an IPython display handle, the PNG is kept in the
       saved notebook), ``"widget"`` (an ``ipywidgets.Image`` in :attr:`widget`, for
       panels that embed it), ``"none"`` (no output: :meth:`png`, :meth:`text` only) or
@@ -119,7 +121,7 @@ class LivePlot:
     """
 
     def __init__(self, panels: Iterable[Any] | None = None, title: str = "", window_s: float | None = None,
-                 max_fps: float = 4.0, cpu_budget: float = 0.02, figsize: tuple[float, float] | None = None,
+                 max_fps: float = 4.0, cpu_budget: float = 0.012, figsize: tuple[float, float] | None = None,
                  dpi: int = 72, target: str = "auto", show: bool = True,
                  annotate: Callable[[Any, dict, dict], None] | None = None,
                  status: Callable[[], str] | None = None, max_points: int = 400, capacity: int = 50_000,
