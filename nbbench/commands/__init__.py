@@ -133,6 +133,22 @@ class Context:
         """A live plot for samplers (``nbbench.ui.liveplot``) or None where there is none."""
         return None
 
+    def run_probe(self, desc: str, fn: Callable[[Any, threading.Event], Any]) -> Any:
+        """Run ``fn(progress, cancel)`` with a progress bar, cancellable by Ctrl-C / interrupt / Stop.
+
+        The bar ends in the result's status (red when the probe raised).
+        """
+        from ..runner import run_cancellable
+
+        bar = self.progress(desc)
+        try:
+            res = run_cancellable(lambda cancel: fn(bar, cancel), self.cancel)
+        except BaseException:
+            bar.close("failed")
+            raise
+        bar.close(getattr(res, "status", "ok"))
+        return res
+
     def lookup(self, name: str) -> Any:
         """A variable of the user's namespace (notebook) by name."""
         if self.user_ns is None or name not in self.user_ns:

@@ -70,19 +70,6 @@ def _resolve(ctx, name: str, what: str):
                      f"give the name of a {what} or a dataset folder")
 
 
-def _progress_and_run(ctx, desc, fn):
-    from ..runner import run_cancellable
-
-    p = ctx.progress(desc)
-    try:
-        res = run_cancellable(lambda cancel: fn(p, cancel), ctx.cancel)
-    except BaseException:
-        p.close("failed")
-        raise
-    p.close(getattr(res, "status", "ok"))
-    return res
-
-
 class LoaderCommand(Command):
     name = "loader"
     description = ("Benchmark a DataLoader (any iterable of batches): time each next() (data) and each step "
@@ -141,8 +128,8 @@ class LoaderCommand(Command):
         epochs = None if epochs == 0 else epochs
         plot = _live_plot(ctx, args)
         try:
-            res = _progress_and_run(
-                ctx, f"loader {args.loader}",
+            res = ctx.run_probe(
+                f"loader {args.loader}",
                 lambda p, cancel: bench_loader(loader, steps=args.steps, duration=args.duration,
                                                warmup=args.warmup, step=step, progress=p, cancel=cancel,
                                                accelerator=accelerator, epochs=epochs,
@@ -214,8 +201,7 @@ class SweepCommand(Command):
         if 0 in args.batch_size:
             raise ProbeError("--batch-size values must be 1 or more")
         step = _step_of(args)
-        res = _progress_and_run(
-            ctx, f"sweep {args.dataset}",
+        res = ctx.run_probe(f"sweep {args.dataset}",
             lambda p, cancel: sweep(target, num_workers=args.workers, batch_size=args.batch_size,
                                     pin_memory=args.pin_memory, prefetch_factor=args.prefetch,
                                     persistent_workers=args.persistent, step=step, duration=args.duration,
@@ -257,8 +243,7 @@ class FeedCommand(Command):
         path = os.path.expanduser(args.path)
         if not os.path.isdir(path):
             raise ProbeError(f"{args.path} is not a directory: give an image folder (root/CLASS/IMAGE)")
-        return _progress_and_run(
-            ctx, f"feed {args.path}",
+        return ctx.run_probe(f"feed {args.path}",
             lambda p, cancel: feed(path, accelerator=args.accelerator, batch_size=args.batch_size,
                                    num_workers=args.workers, decode=args.decode, duration=args.duration,
                                    warmup=args.warmup, cold=args.cold, size=args.size, max_files=args.max_files,

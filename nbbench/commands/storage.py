@@ -36,21 +36,13 @@ def _run_probe(ctx, desc: str, fn, path=None):
     """Check PATH (main thread, at once: missing / FIFO / socket / device errors come before any
     bar), make the progress bar here in the main thread, run the probe cancellably."""
     from .. import tempfiles
-    from ..runner import run_cancellable
 
     if path is not None:
         from ..probes.pathcheck import inspect
 
         inspect(path, write=False, read=False)
     tempfiles.install_handlers()  # SIGTERM/SIGHUP clean-up; only works from the main thread
-    bar = ctx.progress(desc)
-    try:
-        res = run_cancellable(lambda cancel: fn(bar, cancel), ctx.cancel)
-    except BaseException:
-        bar.close("failed")
-        raise
-    bar.close(getattr(res, "status", "ok"))
-    return res
+    return ctx.run_probe(desc, fn)
 
 
 class DdCommand(Command):
