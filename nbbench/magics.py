@@ -11,12 +11,12 @@ import sys
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
-from IPython.core.magic_arguments import MagicArgumentParser
+from IPython.core.magic_arguments import MagicArgumentParser, MagicHelpFormatter
 from IPython.display import display
 
 from . import commands
 from .commands import Context, HelpRequested, add_common_options
-from .results import ProbeError, Result
+from .results import ProbeError
 
 __all__ = ["IOBenchMagics", "NotebookContext", "load_ipython_extension"]
 
@@ -69,9 +69,18 @@ def help_text(prefix: str = "%iobench") -> str:
     return "\n".join(lines)
 
 
+class _HelpFormatter(MagicHelpFormatter):
+    """IPython's magic help formatter writes usage as reST for docstrings ('::' and a '%');
+    interactive --help reads better as plain 'usage: %iobench …'."""
+
+    def add_usage(self, usage, actions, groups, prefix="usage: "):
+        super().add_usage(usage, actions, groups, prefix)
+
+
 def build_parser(cmd: commands.Command, cell: bool = False) -> MagicArgumentParser:
     prog = ("%%iobench " if cell else "%iobench ") + cmd.name
-    parser = MagicArgumentParser(prog=prog, description=cmd.description or cmd.help, epilog=cmd.epilog)
+    parser = MagicArgumentParser(prog=prog, description=cmd.description or cmd.help, epilog=cmd.epilog,
+                                 formatter_class=_HelpFormatter)
     add_common_options(parser, "magic", saves=cmd.saves)
     cmd.add_arguments(parser)
     return parser

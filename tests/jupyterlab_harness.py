@@ -52,6 +52,18 @@ def browser_missing_reason() -> str | None:
     return None
 
 
+def require_browser() -> None:
+    """Skip when chromium or playwright is missing — except in CI, where the browser tests must run."""
+    import pytest
+
+    reason = browser_missing_reason()
+    if reason is None:
+        return
+    if os.environ.get("CI"):
+        pytest.fail(f"the browser test must run in CI: {reason}")
+    pytest.skip(reason)
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))

@@ -14,7 +14,6 @@ Playwright is missing.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import time
@@ -22,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from jupyterlab_harness import (JupyterLab, browser_missing_reason, launch_chromium, run_all_cells,
+from jupyterlab_harness import (JupyterLab, require_browser, launch_chromium, run_all_cells,
                                 wait_cells_done, wait_kernel_idle)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -31,15 +30,6 @@ REPO = Path(__file__).resolve().parent.parent
 NOTEBOOK = REPO / "notebooks" / "05-control-panel.ipynb"
 ARTIFACTS = REPO / "artifacts"
 RATE = re.compile(r"\d+(\.\d+)?\s?[kMGT]B/s")
-
-
-def _require_browser():
-    reason = browser_missing_reason()
-    if reason is None:
-        return
-    if os.environ.get("CI"):
-        pytest.fail(f"the browser test must run in CI: {reason}")
-    pytest.skip(reason)
 
 
 def _progress_width(panel) -> float:
@@ -61,7 +51,7 @@ def _wait(cond, timeout: float, what: str, poll: float = 0.05):
 
 
 def test_panel_in_jupyterlab(tmp_path):
-    _require_browser()
+    require_browser()
     from playwright.sync_api import sync_playwright
 
     root = tmp_path / "lab"

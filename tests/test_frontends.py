@@ -106,3 +106,10 @@ def test_env_export_from_the_magic(ip, tmp_path, capsys):
 def test_console_script_runs():
     p = subprocess.run([sys.executable, "-m", "nbbench", "--version"], capture_output=True, text=True)
     assert p.returncode == 0 and p.stdout.startswith("nbbench ")
+
+
+def test_help_usage_line_reads_like_the_magic(ip, capsys):
+    ip.run_line_magic("iobench", "gpu --help")
+    assert capsys.readouterr().out.startswith("usage: %iobench gpu ")
+    ip.run_cell_magic("iobench", "monitor --help", "pass")
+    assert capsys.readouterr().out.startswith("usage: %%iobench monitor ")

@@ -9,7 +9,6 @@ and artifacts/monitor-final.png.  Skips without chromium/Playwright unless CI is
 
 from __future__ import annotations
 
-import os
 import shutil
 import time
 from pathlib import Path
@@ -17,7 +16,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from jupyterlab_harness import JupyterLab, browser_missing_reason, launch_chromium, wait_cells_done, \
+from jupyterlab_harness import JupyterLab, require_browser, launch_chromium, wait_cells_done, \
     wait_kernel_idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -32,17 +31,8 @@ while time.time() - t < 9:
 """
 
 
-def _require_browser():
-    reason = browser_missing_reason()
-    if reason is None:
-        return
-    if os.environ.get("CI"):
-        pytest.fail(f"the browser test must run in CI: {reason}")
-    pytest.skip(reason)
-
-
 def test_monitor_plot_updates_live_while_the_cell_runs(tmp_path):
-    _require_browser()
+    require_browser()
     from playwright.sync_api import sync_playwright
 
     nb = nbformat.v4.new_notebook()

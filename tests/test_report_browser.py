@@ -4,7 +4,6 @@ the page lays out; the screenshot goes to artifacts/report.png."""
 from __future__ import annotations
 
 import math
-import os
 import tempfile
 from pathlib import Path
 
@@ -33,9 +32,10 @@ def _dd(w, r, cache):
 
 
 def test_report_renders_in_chromium(tmp_path):
-    if not os.path.exists(CHROMIUM):
-        pytest.skip("no /usr/bin/chromium")
-    sync_api = pytest.importorskip("playwright.sync_api")
+    from jupyterlab_harness import require_browser
+
+    require_browser()
+    from playwright import sync_api
     st = default_store()
     st.save(_dd(4.1e8, 6.3e8, "direct"), label="direct")
     st.save(_dd(4.0e8, 2.8e9, "buffered-warm"), label="buffered")

@@ -395,7 +395,6 @@ def _benchmark(torch, n: int, copy_bytes: int, repeats: int, samples: dict) -> d
             ms, times = _median_ms(torch, lambda: a @ b, repeats)
             metrics[f"matmul_{name}_flop_per_s"] = flops / (ms / 1e3)
             samples[f"matmul_{name}_ms"] = times
-            del a, b
     finally:
         torch.backends.cuda.matmul.allow_tf32 = old_tf32
     elems = copy_bytes // 4
