@@ -19,26 +19,16 @@ PYTEST_ARGS ?=
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
-	@if [ ! -x "$(PY)" ]; then \
-	  if $(PYTHON) -c "import torch" >/dev/null 2>&1; then \
-	    echo "nbbench: reusing the torch of $(PYTHON) ($$($(PYTHON) -c 'import torch;print(torch.__version__)'))"; \
-	    $(PYTHON) -m venv --system-site-packages $(VENV); \
-	  else \
-	    $(PYTHON) -m venv $(VENV); \
-	  fi; \
-	fi
-	@if $(PY) -c "import torch" >/dev/null 2>&1; then \
-	  echo "nbbench: torch $$($(PY) -c 'import torch;print(torch.__version__)') is already there; not reinstalling it"; \
-	else \
-	  echo "nbbench: installing $(TORCH_SPEC)"; \
-	  $(PY) -m pip install -q "$(TORCH_SPEC)"; \
-	fi
-	$(PY) -m pip install -q -e '.[test]'
+$(STAMP): pyproject.toml tools/setup-venv.sh
+	bash tools/setup-venv.sh "$(PYTHON)" "$(VENV)" "$(TORCH_SPEC)"
 	@touch $(STAMP)
 
+# JupyterLab listens on 127.0.0.1 with a token (its defaults); as root (usual in containers) it
+# needs --allow-root.  Reach it over SSH with `ssh -L 8888:127.0.0.1:8888 HOST`.
+LAB_ARGS ?= $(if $(filter 0,$(shell id -u)),--allow-root,)
+
 lab: setup
-	$(BIN)/jupyter lab --notebook-dir=notebooks 01-quickstart.ipynb
+	$(BIN)/jupyter lab --notebook-dir=notebooks --LabApp.default_url=/lab/tree/01-quickstart.ipynb $(LAB_ARGS)
 
 unit: setup
 	MPLBACKEND=Agg $(PY) -m pytest -q $(PYTEST_ARGS)
