@@ -52,6 +52,9 @@ IORING_REGISTER_BUFFERS = 0
 IORING_REGISTER_FILES = 2
 IORING_OP_READ = 22
 IORING_OP_WRITE = 23
+IORING_SETUP_SQPOLL = 1 << 1
+IORING_ENTER_SQ_WAKEUP = 2
+IORING_SQ_NEED_WAKEUP = 1
 
 _libc = None
 _status: tuple[bool, str] | None = None
@@ -83,15 +86,20 @@ def _enter_fn():
 class Ring:
     """A submission/completion ring pair of ``entries`` slots, mapped into Python."""
 
-    def __init__(self, entries: int):
+    def __init__(self, entries: int, sqpoll: bool = False):
         sc = _syscall()
         self._enter = sc
         # like fio: no IPIs for completions, task work deferred until we reap
-        # (COOP_TASKRUN | SINGLE_ISSUER | DEFER_TASKRUN, kernel 6.1+); plain on older kernels
-        for setup_flags in (IORING_SETUP_COOP_TASKRUN | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN,
-                            IORING_SETUP_COOP_TASKRUN, 0):
+        # (COOP_TASKRUN | SINGLE_ISSUER | DEFER_TASKRUN, kernel 6.1+); plain on older kernels.
+        # sqpoll: a kernel thread submits (DEFER_TASKRUN does not combine with it).
+        choices = ((IORING_SETUP_COOP_TASKRUN | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN,
+                    IORING_SETUP_COOP_TASKRUN, 0) if not sqpoll else
+                   (IORING_SETUP_SQPOLL | IORING_SETUP_SINGLE_ISSUER, IORING_SETUP_SQPOLL))
+        for setup_flags in choices:
             params = (ctypes.c_uint32 * 30)()
             params[2] = setup_flags
+            if sqpoll:
+                params[4] = 50  # sq_thread_idle, ms
             fd = sc(ctypes.c_long(NR_IO_URING_SETUP), ctypes.c_long(entries), ctypes.byref(params))
             if fd >= 0:
                 break
@@ -106,7 +114,7 @@ class Ring:
         self.sq_entries, self.cq_entries, _, _, _, features = p[0:6]
         sq_off = p[10:20]
         cq_off = p[20:30]
-        self.sq_head, self.sq_tail, self.sq_mask_off, _, _, _, self.sq_array = sq_off[:7]
+        self.sq_head, self.sq_tail, self.sq_mask_off, _, self.sq_flags, _, self.sq_array = sq_off[:7]
         self.cq_head, self.cq_tail, self.cq_mask_off, _, _, self.cqes = cq_off[:6]
         page = mmap.PAGESIZE
         sq_size = -(-(self.sq_array + self.sq_entries * 4) // page) * page
@@ -193,7 +201,20 @@ def run_uring(spec: JobSpec) -> JobOutput:
     entries = 1
     while entries < qd:
         entries <<= 1
-    ring = Ring(entries)
+    # "each" (default): fio's pattern, one io_uring_enter per re-armed entry, one wait per reaped batch;
+    # "batch": re-armed entries submitted together with the wait; "sqpoll": a kernel thread submits;
+    # "single": the previous loop (one entry per enter, completions flushed on every call)
+    mode = os.environ.get("NBBENCH_URING_MODE", "") or "each"
+    if mode not in ("each", "batch", "sqpoll", "single"):
+        raise ValueError(f"NBBENCH_URING_MODE={mode!r}: use each, batch, sqpoll or single")
+    ring = None
+    if mode == "sqpoll":
+        try:
+            ring = Ring(entries, sqpoll=True)
+        except OSError:
+            mode = "batch"  # SQPOLL not permitted here: the batched loop instead
+    if ring is None:
+        ring = Ring(entries)
     write = spec.op == "write"
     bs = spec.bs
     mm, views = aligned_buffers(qd, bs, fill_random=write)
@@ -205,7 +226,11 @@ def run_uring(spec: JobSpec) -> JobOutput:
     fixed_bufs = _register(ring, IORING_REGISTER_BUFFERS, _iovecs(base, bs, qd), qd)
     fixed_file = _register(ring, IORING_REGISTER_FILES, (ctypes.c_int32 * 1)(spec.fd), 1)
     extras = [x for x, on in (("registered buffers", fixed_bufs), ("registered file", fixed_file)) if on]
-    out = JobOutput(io_path=f"io_uring (ctypes syscalls, {qd} in flight"
+    how = {"each": ", one submit per I/O, completions reaped in batches",
+           "single": ", one submit per I/O, completions flushed per submit",
+           "batch": ", re-armed I/Os submitted in batches",
+           "sqpoll": ", SQPOLL kernel submission thread"}[mode]
+    out = JobOutput(io_path=f"io_uring (ctypes syscalls{how}, {qd} in flight"
                     + (", " + ", ".join(extras) if extras else "") + ")")
     sq32, cq32, cqi32, cq64 = ring.sq32, ring.cq32, ring.cqi32, ring.cq64
     sqe8, sqe32, sqe64 = ring.sqe8, ring.sqe32, ring.sqe64
@@ -272,7 +297,15 @@ def run_uring(spec: JobSpec) -> JobOutput:
     qsum = 0
     qn = 0
     try:
-        while inflight:
+        if mode != "single":
+            st = [tail, submitted, inflight]
+            try:
+                done, error, qsum, qn, now = _loop_batched(
+                    ring, mode, raw, pc, it, meter, sub_t, bs, st, sq_mask, cq_mask,
+                    sq_tail_i, sq_arr_i, cq_head_i, cq_tail_i, cqe64_i, cqe32_i)
+            finally:
+                tail, submitted, inflight = st  # what the drain below must wait for
+        while mode == "single" and inflight:
             qsum += inflight
             qn += 1
             # Submit one entry per call and reap after each, like fio: a batch submitted in
@@ -332,7 +365,10 @@ def run_uring(spec: JobSpec) -> JobOutput:
         while inflight > 0:
             try:
                 sq32[sq_tail_i] = tail & 0xFFFFFFFF
-                submitted += enter(tail - submitted, 1)
+                if mode == "sqpoll":
+                    raw(NR_IO_URING_ENTER, rfd, 0, 1, IORING_ENTER_GETEVENTS | IORING_ENTER_SQ_WAKEUP, None, 0)
+                else:
+                    submitted += enter(tail - submitted, 1)
                 head = cq32[cq_head_i]
                 ctail = cq32[cq_tail_i]
                 inflight -= (ctail - head) & 0xFFFFFFFF
@@ -351,3 +387,90 @@ def run_uring(spec: JobSpec) -> JobOutput:
             raise OSError(-error, os.strerror(-error))
         out.extra["short_io"] = {"bytes": error}
     return out
+
+
+def _loop_batched(ring, mode, raw, pc, it, meter, sub_t, bs, st, sq_mask, cq_mask,
+                  sq_tail_i, sq_arr_i, cq_head_i, cq_tail_i, cqe64_i, cqe32_i):
+    """One ``io_uring_enter(to_submit=re-armed, min_complete=1)`` per pass; every completion
+    found on the ring is reaped and its slot re-armed; the SQ tail is advanced once."""
+    sq32, cq32, cqi32, cq64, sqe64 = ring.sq32, ring.cq32, ring.cqi32, ring.cq64, ring.sqe64
+    rfd = ring.fd
+    flags_i = ring.sq_flags // 4
+    tail, submitted, inflight = st
+    sqpoll = mode == "sqpoll"
+    each = mode == "each"
+    app = meter.lats.append
+    nx = it.__next__
+    nev = meter.next_event
+    done = 0
+    error = None
+    go = True
+    qsum = 0
+    qn = 0
+    now = pc()
+    ENTER = NR_IO_URING_ENTER
+    GETEV = IORING_ENTER_GETEVENTS
+    WAKE = IORING_ENTER_GETEVENTS | IORING_ENTER_SQ_WAKEUP
+    while inflight:
+        qsum += inflight
+        qn += 1
+        sq32[sq_tail_i] = tail & 0xFFFFFFFF
+        if sqpoll:
+            submitted = tail
+            if cq32[cq_head_i] == cq32[cq_tail_i]:
+                r = raw(ENTER, rfd, 0, 1, WAKE if sq32[flags_i] & IORING_SQ_NEED_WAKEUP else GETEV, None, 0)
+            elif sq32[flags_i] & IORING_SQ_NEED_WAKEUP:
+                r = raw(ENTER, rfd, 0, 0, WAKE, None, 0)
+            else:
+                r = 0
+        else:
+            r = raw(ENTER, rfd, tail - submitted, 1, GETEV, None, 0)
+        if r < 0:
+            e = ctypes.get_errno()
+            if e in (errno.EINTR, errno.EAGAIN, errno.EBUSY):
+                continue
+            raise OSError(e, os.strerror(e))
+        if not sqpoll:
+            submitted += r
+        now = pc()
+        head = cq32[cq_head_i]
+        ctail = cq32[cq_tail_i]
+        while head != ctail:
+            i = head & cq_mask
+            s = cq64[cqe64_i + 2 * i]
+            res = cqi32[cqe32_i + 4 * i]
+            head += 1
+            app(now - sub_t[s])
+            if res != bs:
+                if error is None:
+                    error = res
+                go = False
+                inflight -= 1
+                continue
+            done += 1
+            if go:
+                try:
+                    off = nx()
+                except StopIteration:
+                    go = False
+                    inflight -= 1
+                    continue
+                sqe64[s * 8 + 1] = off
+                sq32[sq_arr_i + (tail & sq_mask)] = s
+                tail += 1
+                sub_t[s] = now
+                if each:
+                    sq32[sq_tail_i] = tail & 0xFFFFFFFF
+                    r = raw(ENTER, rfd, 1, 0, 0, None, 0)
+                    if r > 0:
+                        submitted += r
+            else:
+                inflight -= 1
+        cq32[cq_head_i] = head & 0xFFFFFFFF
+        st[0] = tail
+        st[1] = submitted
+        st[2] = inflight
+        if now >= nev:
+            go = meter.event(now, done, inflight) and go
+            nev = meter.next_event
+    return done, error, qsum, qn, now
