@@ -263,7 +263,7 @@ def test_without_io_uring_falls_back_to_threads_and_says_why(datafile, monkeypat
 def test_deep_queue_split_over_rings(datafile):
     if not uring.available()[0]:
         pytest.skip("no io_uring here")
-    r = disk.randread(datafile, qd=32, runtime=0.3, ramp=0)
-    assert "4 rings x 8 in flight = 32" in r.labels["io_path"]
-    assert r.metrics["qd_reached"] == 32
+    r = disk.randread(datafile, qd=64, runtime=0.3, ramp=0)
+    assert "2 rings x 32 in flight = 64" in r.labels["io_path"]
+    assert r.metrics["qd_reached"] == 64
     assert sum(r.samples["lat_hist"]["count"]) == r.metrics["ios_count"]

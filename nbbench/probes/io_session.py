@@ -259,9 +259,10 @@ def _builtin_job(spec: JobSpec, path: str | None = None) -> JobOutput:
     if ok:
         rings = _ring_count(spec.qd)
         if rings > 1:
-            # the queue split over rings of 8, one thread each: the device still sees spec.qd in
-            # flight, but one thread's Python work overlaps another's time in the kernel, so the
-            # ~2 µs ctypes cost per io_uring_enter does not cap the IOPS (see bench/vs_fio.py)
+            # queues deeper than 32 are split over rings of 32, one thread each: the device still
+            # sees spec.qd in flight, and one thread's Python work overlaps another's time in the
+            # kernel.  At QD32 one ring measured best and steadiest (0.97 of fio in two full
+            # bench/vs_fio.py runs, against 0.93-0.94 for 2 x 16; see the README's Performance section)
             import dataclasses
 
             sub = dataclasses.replace(spec, qd=spec.qd // rings)
@@ -282,7 +283,7 @@ def _ring_count(qd: int) -> int:
     if env:
         n = max(1, int(env))
     else:
-        n = min(4, qd // 8) if qd >= 16 else 1
+        n = min(4, qd // 32) if qd >= 64 else 1
     while n > 1 and qd % n:
         n -= 1
     return max(1, n)

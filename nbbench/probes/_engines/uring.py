@@ -1,21 +1,28 @@
 """io_uring driven from Python through raw syscalls (ctypes), no liburing needed.
 
 Why: a thread pool of ``os.preadv`` pays a thread switch and the GIL per I/O and
-reaches ~0.88 of fio at QD32.  Here one thread keeps the queue full: each
-``io_uring_enter`` submits the next re-armed entry and flushes completions (it
-sleeps only when nothing is left to submit); completions are reaped straight from
-the shared completion ring.  The ring is set up as fio sets it up
-(COOP_TASKRUN | SINGLE_ISSUER | DEFER_TASKRUN where the kernel has them).  The submission entries are
-filled once (opcode, fd, buffer, length, slot number); per I/O only the offset is
-written and the slot index put on the ring — a handful of memoryview stores.
+reaches ~0.86 of fio at QD32.  Here one thread keeps the queue full with fio's own
+pattern (``NBBENCH_URING_MODE=each``, the default): each re-armed entry is submitted
+with its own ``io_uring_enter(1, 0, 0)`` — no GETEVENTS, so the kernel does not run
+completion work on every call — then one ``io_uring_enter(0, 1, GETEVENTS)`` waits for
+at least one completion and every completion on the ring is reaped in one pass.  The
+ring is set up as fio sets it up (COOP_TASKRUN | SINGLE_ISSUER | DEFER_TASKRUN where
+the kernel has them).  The submission entries are filled once (opcode, fd, buffer,
+length, slot number); per I/O only the offset is written and the slot index put on
+the ring — a handful of memoryview stores.  An I/O's latency runs from re-arming its
+slot to reaping it (a few µs before the submit call: overstated, never understated).
 
-Limits: each ``io_uring_enter`` through ctypes costs ~2 µs of Python (argument
-conversion, GIL release) on top of the kernel's ~5 µs per 4 KiB O_DIRECT read, about
-twice fio's CPU per I/O.  A single ring therefore loses ground when the CPU is
-contended; the probe splits deep queues over rings of 8, one thread each (see
-``nbbench.probes.disk._ring_count``), so one thread's Python work overlaps another's
-time in the kernel.  Registered buffers and file (``io_uring_register``) spare the
-kernel the page pinning and file lookup per I/O.
+What was measured (RND4K QD32 direct, builtin ÷ fio, 8 interleaved pairs, quiet
+machine): the earlier loop that flushed completions on every submit 0.87 (11.8 µs of
+kernel time per I/O against fio's 4.1); submitting each reaped batch in one call
+(``batch``) 0.79–0.86 — this virtio disk serves bursts worse than a steady stream;
+SQPOLL (``sqpoll``) 0.84, its kernel thread burning a core of two; this loop 0.96 on
+one ring of 32 and 0.98 over two rings of 16; two later full bench runs gave one ring
+0.97 both times and two rings 0.93-0.94, so one ring serves QD32 and only deeper queues
+are split over rings of 32 (``nbbench.probes.io_session._ring_count``).  Other loops stay selectable through
+``NBBENCH_URING_MODE=batch|sqpoll|single``; ``io_path`` names the one that ran.
+Registered buffers and file (``io_uring_register``) spare the kernel the page pinning
+and file lookup per I/O.
 Where io_uring is missing or blocked (old kernels, seccomp in some container
 runtimes: ENOSYS / EPERM), :func:`available` says so and the caller falls back
 to threads.  x86-64 and arm64 use the same syscall numbers (425, 426).
