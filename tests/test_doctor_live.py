@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from nbbench.doctor import CHECK_STATUSES, CHECKS, DoctorResult, doctor
+from nbbench.doctor import CHECK_STATUSES, DoctorResult, doctor
 
 VENV_BIN = Path(sys.executable).parent
 

@@ -4,8 +4,6 @@ import hashlib
 import os
 import socket
 import stat
-import subprocess
-import sys
 import threading
 import time
 

@@ -25,7 +25,6 @@ the timed window.
 
 from __future__ import annotations
 
-import math
 import os
 from typing import Any
 
@@ -34,8 +33,8 @@ from ..units import format_bytes, format_metric
 from ._engines.job import JobOutput, JobSpec
 from .io_results import DiskPresetResult, DiskResult, IoJobResult, RandreadResult
 from .io_session import ENGINES, Session as _Session
-from .io_session import (_builtin_job, _check_bs, _check_engine, _duration, _job_metrics, _os_error,  # noqa: F401
-                         _ring_count, _run_threads_of, _series, _size, _stage_progress)
+from .io_session import (_builtin_job, _check_bs, _check_engine, _duration, _job_metrics, _os_error, _run_threads_of,
+                         _series, _size, _stage_progress)
 from .pathcheck import Target, check_free_space, inspect
 
 __all__ = ["dd", "randread", "preset", "DiskResult", "IoJobResult", "RandreadResult", "DiskPresetResult",
@@ -45,6 +44,21 @@ DEFAULT_READ_FILE = 1 << 30
 
 
 # =========================================================================== dd
+
+def _whole_blocks(target, nbytes: int, bs_b: int, what: str) -> int:
+    """``nbytes`` cut to the file or device behind ``target`` and to whole blocks of ``bs_b``.
+
+    In a directory (where the probe writes its own file first) free space is checked here.
+    """
+    if target.kind != "dir":
+        nbytes = min(nbytes, target.size)
+    nbytes = (nbytes // bs_b) * bs_b
+    if nbytes < bs_b:
+        raise ProbeError(f"{what} at least one block of {format_bytes(bs_b, binary=True)}")
+    if target.kind == "dir":
+        check_free_space(target.path, nbytes)
+    return nbytes
+
 def dd(path, bs="1M", size="1G", count=None, direct=None, engine="builtin", progress=None, cancel=None,
        mode=None) -> DiskResult:
     """Sequential write then read, like ``dd``.
@@ -85,13 +99,7 @@ def dd(path, bs="1M", size="1G", count=None, direct=None, engine="builtin", prog
         mode = "both" if target.kind == "dir" else "read"
     if target.kind == "dir" and mode == "read":
         mode = "both"  # reading in a directory needs our own file written first
-    if target.kind != "dir":
-        total = min(total, target.size)
-    total = (total // bs_b) * bs_b
-    if total < bs_b:
-        raise ProbeError(f"size must be at least one block of {format_bytes(bs_b, binary=True)}")
-    if target.kind == "dir":
-        check_free_space(target.path, total)
+    total = _whole_blocks(target, total, bs_b, "size must be")
     params = {"path": target.path, "bs": bs_b, "size": total, "count": total // bs_b, "direct": direct,
               "engine": engine, "mode": mode}
     res = DiskResult(params=params)
@@ -253,13 +261,7 @@ def randread(path, bs="4k", qd=1, runtime=10, ramp=1, size=None, direct=None, en
         raise ProbeError("the dd engine does sequential transfers only; use --engine builtin or fio for randread")
     target = inspect(path, write=False)
     region = _fill_size(target, size)
-    if target.kind != "dir":
-        region = min(region, target.size)
-    region = (region // bs_b) * bs_b
-    if region < bs_b:
-        raise ProbeError(f"the region must hold at least one block of {format_bytes(bs_b, binary=True)}")
-    if target.kind == "dir":
-        check_free_space(target.path, region)
+    region = _whole_blocks(target, region, bs_b, "the region must hold")
     params = {"path": target.path, "bs": bs_b, "qd": qd, "threads": threads, "runtime": runtime_s,
               "ramp": ramp_s, "size": region, "direct": direct, "engine": engine, "warm": bool(warm),
               "op": "read", "pattern": "rand"}
