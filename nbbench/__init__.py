@@ -7,7 +7,7 @@ is cheap: torch, pynvml, matplotlib and ipywidgets load only when used.
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from .version import __version__  # noqa: E402
 
 from .results import ProbeError, Result  # noqa: E402  (light: stdlib only)
 

@@ -11,7 +11,8 @@ import argparse
 import os
 import sys
 
-from . import __version__, commands
+from . import commands
+from .version import __version__
 from .commands import Context, HelpRequested, add_common_options
 from .results import ProbeError, Result
 

@@ -341,7 +341,7 @@ def _os_name() -> str:
 
 
 def _nbbench_version() -> str:
-    from . import __version__
+    from .version import __version__
 
     return __version__
 

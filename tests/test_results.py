@@ -83,3 +83,25 @@ def test_registered_subclass_is_rebuilt():
     back = Result.from_dict(r.to_dict())
     assert type(back) is Mine and back.doubled == 8
     assert result_class("never-registered") is Result
+
+
+def test_stored_kinds_come_back_as_their_classes_without_importing_probes():
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom nbbench.results import Result, KINDS\n"
+            "for kind in KINDS:\n"
+            "    r = Result.from_dict({'kind': kind})\n"
+            "    assert type(r).__name__ == KINDS[kind].split(':')[1], kind\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('nbbench.probes', 'nbbench.monitor', 'nbbench.doctor'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+def test_a_broken_result_module_is_an_error_not_a_plain_result(monkeypatch):
+    from nbbench.results import base
+
+    monkeypatch.setitem(base.KINDS, "broken-kind", "nbbench.results.no_such_module:Nothing")
+    with pytest.raises(ImportError):
+        Result.from_dict({"kind": "broken-kind"})

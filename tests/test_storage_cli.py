@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from nbbench.probes._engines.hist import PERCENTILES, percentile_key
+from nbbench.results.hist import PERCENTILES, percentile_key
 
 PY = sys.executable
 

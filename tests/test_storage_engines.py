@@ -7,7 +7,7 @@ import pytest
 
 from nbbench.probes import disk
 from nbbench.probes._engines import extern
-from nbbench.probes._engines.hist import PERCENTILES, percentile_key
+from nbbench.results.hist import PERCENTILES, percentile_key
 from nbbench.results import ProbeError
 
 # In CI (.ci/run installs fio) the fio engine must be tested for real: never skipped there.

@@ -11,7 +11,7 @@ import pytest
 
 from nbbench.probes import disk, files
 from nbbench.probes._engines import uring
-from nbbench.probes._engines.hist import PERCENTILES, LatencyHistogram, percentile_key
+from nbbench.results.hist import PERCENTILES, LatencyHistogram, percentile_key
 from nbbench.results import Result
 
 PKEYS = [percentile_key(p) for p in PERCENTILES]

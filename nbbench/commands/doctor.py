@@ -18,7 +18,7 @@ class DoctorCommand(Command):
     epilog = "Example: %iobench doctor /dataset   ·   nbbench doctor /dataset --json"
 
     def add_arguments(self, p) -> None:
-        from ..options import choice_list, positive_int
+        from .options import choice_list, positive_int
 
         p.add_argument("path", nargs="?", default=None, metavar="PATH",
                        help="the directory to check storage for (default: the current directory)")

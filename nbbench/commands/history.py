@@ -24,7 +24,7 @@ class HistoryCommand(Command):
     saves = False
 
     def add_arguments(self, p) -> None:
-        from ..options import positive_int
+        from .options import positive_int
 
         p.add_argument("--kind", default=None, metavar="K", help="only runs of this kind (dd, randread, loader, …)")
         p.add_argument("--label", default=None, metavar="L", help="only runs with this label")
@@ -116,7 +116,7 @@ class ReportCommand(Command):
     saves = False
 
     def add_arguments(self, p) -> None:
-        from ..options import nonneg_int
+        from .options import nonneg_int
 
         p.add_argument("--format", dest="fmt", choices=("html", "md", "json"), default=None,
                        help="html (default; or from --out's suffix), md or json")

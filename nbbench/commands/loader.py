@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from .. import options
+from . import options
 from ..results import ProbeError
 from . import Command
 

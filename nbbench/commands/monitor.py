@@ -26,7 +26,7 @@ __all__ = ["MonitorCommand"]
 
 
 def _interval(text: str) -> float:
-    from ..options import duration
+    from .options import duration
 
     v = duration(text)
     if v < 0.01:
@@ -40,7 +40,7 @@ def _gpus(text: str):
     t = text.strip().lower()
     if t in ("all", "none"):
         return t
-    from ..options import int_list
+    from .options import int_list
 
     return int_list(text)
 

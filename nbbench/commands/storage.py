@@ -9,7 +9,7 @@ result.  Probe modules are imported inside ``run`` so ``--help`` stays light.
 
 from __future__ import annotations
 
-from .. import options
+from . import options
 from . import Command
 
 __all__ = ["DdCommand", "RandreadCommand", "FilesCommand", "DiskCommand", "MakeDatasetCommand"]

@@ -8,11 +8,10 @@ returns :class:`Check` findings with a status (ok / warn / fail / n/a), the evid
 
 from __future__ import annotations
 
-import html
 import os
 from typing import Any, Callable
 
-from ..results import Result, register
+from ..results.doctor import DoctorResult
 from .base import CHECK_STATUSES, Check, Unreadable, na
 
 __all__ = ["doctor", "DoctorResult", "Check", "CHECK_STATUSES", "CHECKS"]
@@ -21,81 +20,6 @@ __all__ = ["doctor", "DoctorResult", "Check", "CHECK_STATUSES", "CHECKS"]
 CHECKS = ("shm", "nofile", "mount", "block", "vm", "cpu", "memory", "gpu", "jupyter", "ssh")
 
 _BADGE = {"ok": "#2e7d32", "warn": "#ef6c00", "fail": "#c62828", "n/a": "#757575"}
-
-
-@register("doctor")
-class DoctorResult(Result):
-    """The doctor's findings: ``checks`` (a list of :class:`Check`), counts as metrics."""
-
-    SUMMARY = ("fail_count", "warn_count", "ok_count", "na_count")
-
-    @property
-    def checks(self) -> list[Check]:
-        return [Check.from_dict(d) for d in self.samples.get("checks", [])]
-
-    def by_status(self, status: str) -> list[Check]:
-        return [c for c in self.checks if c.status == status]
-
-    def get(self, name: str) -> Check:
-        for c in self.checks:
-            if c.name == name:
-                return c
-        raise KeyError(name)
-
-    def checks_frame(self):
-        import pandas as pd
-
-        return pd.DataFrame([{k: c.to_dict()[k] for k in ("status", "name", "evidence", "fix", "group")}
-                             for c in self.checks], columns=["status", "name", "evidence", "fix", "group"])
-
-    def headline(self) -> str:
-        return f"doctor {self.params.get('path') or ''}".strip()
-
-    def __str__(self) -> str:
-        m = self.metrics
-        return (f"{self.headline()}: {m.get('fail_count', 0)} fail, {m.get('warn_count', 0)} warn, "
-                f"{m.get('ok_count', 0)} ok, {m.get('na_count', 0)} n/a")
-
-    def text_table(self, width: int | None = None) -> str:
-        """status, check, evidence, fix — wrapped to the terminal width."""
-        import shutil
-        import textwrap
-
-        width = width or max(80, shutil.get_terminal_size((120, 24)).columns)
-        checks = self.checks
-        nw = max([len(c.name) for c in checks] + [5])
-        lead = 6 + 2 + nw + 2
-        body = max(30, width - lead)
-        lines = [str(self), ""]
-        order = {"fail": 0, "warn": 1, "ok": 2, "n/a": 3}
-        for c in sorted(checks, key=lambda c: order[c.status]):
-            ev = textwrap.wrap(c.evidence, body) or [""]
-            lines.append(f"{c.status.upper():<6}  {c.name:<{nw}}  {ev[0]}")
-            lines += [" " * lead + e for e in ev[1:]]
-            if c.fix and c.status in ("warn", "fail"):
-                fx = textwrap.wrap("fix: " + c.fix, body)
-                lines += [" " * lead + f for f in fx]
-        return "\n".join(lines)
-
-    def _repr_html_(self) -> str:
-        return self.html_table()
-
-    def html_table(self) -> str:
-        esc = html.escape
-        order = {"fail": 0, "warn": 1, "ok": 2, "n/a": 3}
-        rows = []
-        for c in sorted(self.checks, key=lambda c: order[c.status]):
-            fix = esc(c.fix) if c.status in ("warn", "fail") else ""
-            rows.append(
-                f"<tr><td><span style='background:{_BADGE[c.status]};color:#fff;padding:1px 6px;"
-                f"border-radius:3px;font-weight:bold'>{esc(c.status)}</span></td>"
-                f"<td style='text-align:left;white-space:nowrap'><b>{esc(c.name)}</b></td>"
-                f"<td style='text-align:left'>{esc(c.evidence)}</td>"
-                f"<td style='text-align:left'><code>{fix}</code></td></tr>")
-        return (f"<div class='nbbench-doctor'><b>{esc(str(self))}</b>"
-                "<table class='nbbench-doctor-table'><thead><tr><th>status</th><th style='text-align:left'>check</th>"
-                "<th style='text-align:left'>evidence</th><th style='text-align:left'>fix</th></tr></thead>"
-                f"<tbody>{''.join(rows)}</tbody></table></div>")
 
 
 def _safe(name: str, fn: Callable[[], Any]) -> list[Check]:

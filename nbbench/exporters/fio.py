@@ -87,7 +87,7 @@ def _dir(r: Result, d: str, single: bool) -> dict[str, Any] | None:
 
 def to_fio(results: list[Result], version: str = "") -> dict[str, Any]:
     """A fio JSON document with one job per disk result (others are skipped)."""
-    from .. import __version__
+    from ..version import __version__
 
     jobs = []
     for r in results:

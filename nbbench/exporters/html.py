@@ -99,7 +99,7 @@ def _env_table(data) -> str:
 
 
 def export(data, path=None, files=None) -> str:
-    from .. import __version__
+    from ..version import __version__
     from .plots import result_figure
 
     parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"

@@ -8,7 +8,7 @@ __all__ = ["export", "to_dict"]
 
 
 def to_dict(data) -> dict:
-    from .. import __version__
+    from ..version import __version__
 
     return {
         "format": "nbbench-report",

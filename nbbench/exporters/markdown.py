@@ -24,7 +24,7 @@ def _table(head, rows) -> list[str]:
 
 
 def export(data, path=None, files=None) -> str:
-    from .. import __version__
+    from ..version import __version__
     from ..compare import figure_png
     from .plots import result_figure
 

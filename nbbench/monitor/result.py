@@ -25,110 +25,12 @@ start, then one list per field), ``samples["cores"]`` the per-core CPU %.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-from ..results import Result, register
+from ..results.monitor import MonitorResult
 from .sampler import IDLE_THRESHOLD_PCT
 
 __all__ = ["MonitorResult", "build_result"]
-
-
-@register("monitor")
-class MonitorResult(Result):
-    """A monitored run; see the module doc for the metrics."""
-
-    SUMMARY = ("wall_s", "gpu_util_mean_pct", "gpu_idle_share_pct", "cpu_mean_pct", "disk_read_bytes")
-
-    def headline(self) -> str:
-        what = self.params.get("command") or self.params.get("what") or "cell"
-        if isinstance(what, (list, tuple)):
-            import shlex
-
-            what = shlex.join(str(w) for w in what)
-        if len(what) > 60:
-            what = what[:57] + "..."
-        return f"monitor {what}"
-
-    # ---------------------------------------------------------------- views
-    @property
-    def frame(self):
-        """The timeline as a pandas DataFrame (``t_s`` then one column per field)."""
-        import pandas as pd
-
-        data = self.samples.get("timeline") or {}
-        return pd.DataFrame(data)
-
-    def cores_frame(self):
-        """Per-core CPU busy % (columns ``core0_pct``…) against ``t_s``."""
-        import pandas as pd
-
-        return pd.DataFrame(self.samples.get("cores") or {})
-
-    @property
-    def gpu_indices(self) -> list[int]:
-        out = set()
-        for k in (self.samples.get("timeline") or {}):
-            if k.startswith("gpu") and "." in k:
-                try:
-                    out.add(int(k[3:k.index(".")]))
-                except ValueError:
-                    pass
-        return sorted(out)
-
-    @property
-    def notes(self) -> list[str]:
-        """Sentences: what was N/A and why, how figures were taken."""
-        return list(self.extra.get("notes", []))
-
-    @property
-    def na(self) -> dict:
-        return dict(self.extra.get("na", {}))
-
-    @property
-    def exit_code(self) -> int | None:
-        """The monitored command's exit code (``nbbench monitor -- CMD``); None for a cell."""
-        code = self.extra.get("exit_code")
-        return code if isinstance(code, int) and not isinstance(code, bool) else None
-
-    def mean(self, field: str, t0: float | None = None, t1: float | None = None) -> float | None:
-        """Mean of a timeline field over ``t0 < t_s <= t1`` (seconds since the start)."""
-        tl = self.samples.get("timeline") or {}
-        ts, vs = tl.get("t_s", []), tl.get(field, [])
-        lo = -math.inf if t0 is None else t0
-        hi = math.inf if t1 is None else t1
-        vals = [v for t, v in zip(ts, vs) if v is not None and lo < t <= hi]
-        return sum(vals) / len(vals) if vals else None
-
-    def figure(self, **kwargs):
-        """The timeline as a matplotlib Figure (object API, Agg canvas)."""
-        from ..ui.liveplot import figure_for_result
-
-        return figure_for_result(self, **kwargs)
-
-    def png(self, dpi: int = 80, **kwargs) -> bytes:
-        """The timeline as PNG bytes (``IPython.display.Image(res.png())`` shows it anywhere)."""
-        import io
-
-        buf = io.BytesIO()
-        self.figure(dpi=dpi, **kwargs).savefig(buf, format="png")
-        return buf.getvalue()
-
-    # ------------------------------------------------------------- display
-    def text_table(self) -> str:
-        text = super().text_table()
-        for n in self.notes:
-            text += f"\n  note: {n}"
-        return text
-
-    def _repr_html_(self) -> str:
-        import html
-
-        out = super()._repr_html_()
-        if self.notes:
-            items = "".join(f"<li>{html.escape(n)}</li>" for n in self.notes)
-            out = out[: -len("</div>")] + f"<ul style='font-size:85%;color:#555'>{items}</ul></div>"
-        return out
 
 
 # --------------------------------------------------------------------- building

@@ -31,7 +31,7 @@ from typing import Any
 from ..results import ProbeError, Result
 from ..units import format_bytes, format_metric
 from ._engines.job import JobOutput, JobSpec
-from .io_results import DiskPresetResult, DiskResult, IoJobResult, RandreadResult
+from ..results.storage import DiskPresetResult, DiskResult, IoJobResult, RandreadResult
 from .io_session import ENGINES, Session as _Session
 from .io_session import (_builtin_job, _check_bs, _check_engine, _duration, _job_metrics, _os_error, _run_threads_of,
                          _series, _size, _stage_progress)

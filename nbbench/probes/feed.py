@@ -24,7 +24,8 @@ import time
 
 from ..accelerators import ACCELERATORS, AU_TARGET_PCT, get_accelerator
 from ..progress import call_progress
-from ..results import ProbeError, Result, register
+from ..results import ProbeError
+from ..results.loader import FeedResult
 from ..units import format_bytes, format_metric
 from .loader import bench_loader, close_loader
 
@@ -97,38 +98,6 @@ def warm_files(paths, cancel=None) -> int:
 
 
 # --------------------------------------------------------------------- result
-@register("feed")
-class FeedResult(Result):
-    """Storage + CPU against accelerators' appetite: how many can be fed at AU >= 90 %."""
-
-    SUMMARY = ("accelerators_fed_count", "cold_samples_per_s", "warm_samples_per_s", "needed_samples_per_s")
-
-    def headline(self) -> str:
-        return f"feed {self.params.get('path', '')} → {self.labels.get('accelerator', '')}".strip()
-
-    @property
-    def accelerators_fed(self) -> int | None:
-        return self.metrics.get("accelerators_fed_count")
-
-    @property
-    def limiter(self) -> str | None:
-        return self.labels.get("limiter")
-
-    @property
-    def answer(self) -> str:
-        return self.extra.get("answer") or self.labels.get("answer", "")
-
-    def accelerators_frame(self):
-        """Every emulated accelerator of the same workload: need and how many are fed."""
-        return self.samples_frame("accelerators")
-
-    def text_table(self) -> str:
-        return super().text_table() + "\n  " + self.answer
-
-    def _repr_html_(self) -> str:
-        import html
-
-        return super()._repr_html_() + f"<p><b>{html.escape(self.answer)}</b></p>"
 
 
 # ----------------------------------------------------------------------- feed

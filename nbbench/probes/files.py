@@ -24,31 +24,12 @@ import time
 from array import array
 
 from ..progress import call_progress
-from ..results import ProbeError, Result, register
-from ._engines.hist import LatencyHistogram
+from ..results import ProbeError
+from ..results.hist import LatencyHistogram
+from ..results.storage import FilesResult
 from .pathcheck import inspect
 
 __all__ = ["read_files", "walk", "FilesResult", "TreeIndex"]
-
-
-@register("files")
-class FilesResult(Result):
-    """files/s, bytes/s, per-file latency percentiles; ``samples['size_hist']`` is the
-    tree's file-size distribution (bucket bytes, counts)."""
-
-    SUMMARY = ("files_per_s", "read_bytes_per_s", "lat_p50_ns", "lat_p99_ns")
-
-    def headline(self) -> str:
-        return f"files {self.params.get('path', '')}".strip()
-
-    def text_table(self) -> str:
-        from ._format import text_table
-
-        return text_table(self)
-
-    def size_histogram(self) -> LatencyHistogram | None:
-        d = self.samples.get("size_hist")
-        return LatencyHistogram.from_dict(d) if d else None
 
 
 class TreeIndex:

@@ -10,9 +10,6 @@ the measured window.  An accelerator counts as fed at AU >= 90 %.  The input-bou
 band reads the share of wall time spent waiting for data: under 5 % not input-bound,
 5–20 % moderately, 20 % or more highly input-bound.
 
-The same module registers the loader family's result kinds: ``loader`` here,
-``sweep`` (:mod:`nbbench.probes.sweep`) and ``feed`` (:mod:`nbbench.probes.feed`),
-so results loaded from the store find their classes.
 """
 
 from __future__ import annotations
@@ -24,7 +21,8 @@ from typing import Any
 
 from ..accelerators import AU_TARGET_PCT, Accelerator, get_accelerator
 from ..progress import call_progress
-from ..results import ProbeError, Result, register
+from ..results import ProbeError
+from ..results.loader import LoaderResult
 from .batches import batch_info
 from .steps import CudaStep, EmulatedStep, resolve_step
 
@@ -152,76 +150,6 @@ def close_loader(loader, it=None, force: bool = False) -> None:
 
 
 # --------------------------------------------------------------------- result
-@register("loader")
-class LoaderResult(Result):
-    """One loader benchmark: per-step data wait and compute, AU, throughput."""
-
-    SUMMARY = ("samples_per_s", "au_pct", "data_wait_pct", "gpu_util_mean_pct")
-
-    def headline(self) -> str:
-        lb = self.labels
-        parts = [lb.get("loader", "loader")]
-        if lb.get("num_workers") is not None:
-            parts.append(f"workers={lb['num_workers']}")
-        if lb.get("batch_size") is not None:
-            parts.append(f"batch={lb['batch_size']}")
-        return f"loader {' '.join(str(p) for p in parts)} · step {lb.get('step', 'none')}"
-
-    @property
-    def au_pct(self) -> float | None:
-        return self.metrics.get("au_pct")
-
-    @property
-    def input_bound(self) -> str | None:
-        return self.labels.get("input_bound")
-
-    @property
-    def meets_au_target(self) -> bool | None:
-        au = self.au_pct
-        return None if au is None else au >= self.params.get("au_target_pct", AU_TARGET_PCT)
-
-    def steps_frame(self):
-        """Per measured step: t_s (end, from window start), wait_s, compute_s, samples, bytes."""
-        return self.samples_frame("steps")
-
-    def windows_frame(self):
-        """Throughput over 1 s windows: t_s (window end), samples_per_s, au_pct, data_wait_pct."""
-        return self.samples_frame("windows")
-
-    def verdict(self) -> str:
-        """One sentence for people."""
-        m = self.metrics
-        if self.status == "failed":
-            return f"The loader benchmark failed: {self.reason}"
-        rate = m.get("samples_per_s")
-        from ..units import format_metric
-
-        s = f"The loader delivered {format_metric('samples_per_s', rate)}"
-        au = m.get("au_pct")
-        if au is not None:
-            line = self.params.get("au_target_pct", AU_TARGET_PCT)
-            s += (f" at AU {au:.1f} % ({'meets' if au >= line else 'below'} the {line:.0f} % line); "
-                  f"{m.get('data_wait_pct', float('nan')):.1f} % of the time went to waiting for data: "
-                  f"{self.labels.get('input_bound')}")
-        else:
-            s += " with no compute step (the input pipeline's ceiling)"
-        need = m.get("needed_samples_per_s")
-        if need:
-            acc = self.labels.get("accelerator")
-            if au is None and rate:
-                n = get_accelerator(acc).how_many(rate)
-                s += f"; {acc} needs {format_metric('samples_per_s', need)} at AU 90 %: this feeds {n}"
-            else:
-                s += f"; {acc} needs {format_metric('samples_per_s', need)} at AU 90 %"
-        return s + "."
-
-    def text_table(self) -> str:
-        return super().text_table() + "\n  " + self.verdict()
-
-    def _repr_html_(self) -> str:
-        import html
-
-        return super()._repr_html_() + f"<div>{html.escape(self.verdict())}</div>"
 
 
 # -------------------------------------------------------------------- monitor
@@ -640,17 +568,3 @@ def _fill_metrics(res, waits, computes, sizes, nbytes, t_end, stepper, acc, au_t
         m["needed_samples_per_s"] = acc.needed_samples_per_s(au_target_pct)
         if stepper is None and m["samples_per_s"]:
             m["accelerators_fed_count"] = acc.how_many(m["samples_per_s"], au_target_pct)
-
-
-def _register_family() -> None:
-    """Import the sweep and feed result classes so the store can rebuild them."""
-    import importlib
-
-    for mod in ("nbbench.probes.sweep", "nbbench.probes.feed"):
-        try:
-            importlib.import_module(mod)
-        except ImportError:  # pragma: no cover - a broken sibling must not break the loader
-            pass
-
-
-_register_family()

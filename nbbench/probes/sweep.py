@@ -18,13 +18,13 @@ file descriptors) is that configuration's failure, and the sweep goes on.
 from __future__ import annotations
 
 import itertools
-import math
 import os
 from typing import Any, Iterable
 
 from ..accelerators import AU_TARGET_PCT
 from ..progress import call_progress
-from ..results import ProbeError, Result, register
+from ..results import ProbeError
+from ..results.loader import SweepResult
 from ..units import format_bytes, format_metric
 from .batches import batch_info, leaves
 from .loader import bench_loader, close_loader, worker_failure_reason
@@ -177,152 +177,6 @@ def _config_text(c: dict) -> str:
 
 
 # --------------------------------------------------------------------- result
-@register("sweep")
-class SweepResult(Result):
-    """A DataLoader settings sweep: one row per configuration, and a recommendation."""
-
-    SUMMARY = ("best_samples_per_s", "recommended_samples_per_s", "configs_count", "failed_count")
-
-    def headline(self) -> str:
-        return f"sweep {self.labels.get('dataset', '')}".strip()
-
-    @property
-    def configs(self) -> list[dict]:
-        return list(self.samples.get("configs", []))
-
-    @property
-    def recommendation(self) -> str:
-        return self.extra.get("recommendation") or self.labels.get("recommendation", "")
-
-    @property
-    def recommended(self) -> dict | None:
-        return self.extra.get("recommended")
-
-    @property
-    def table(self):
-        """One row per configuration (a pandas DataFrame)."""
-        import pandas as pd
-
-        cols = ["num_workers", "batch_size", "pin_memory", "prefetch_factor", "status", "samples_per_s",
-                "bytes_per_s", "au_pct", "data_wait_pct", "gpu_util_mean_pct", "startup_s", "reason"]
-        rows = [{k: c.get(k) for k in cols} for c in self.configs]
-        return pd.DataFrame(rows, columns=cols)
-
-    def plot(self, ax=None):
-        """Throughput against num_workers, one line per batch size (matplotlib object API)."""
-        from matplotlib.figure import Figure
-
-        fig = None
-        if ax is None:
-            fig = Figure(figsize=(6.4, 3.6), dpi=100)
-            ax = fig.add_subplot(1, 1, 1)
-        configs = self.configs
-        extra_keys = [k for k in ("pin_memory", "prefetch_factor")
-                      if len({c[k] for c in configs if c["num_workers"] > 0 or k == "pin_memory"}) > 1]
-        groups: dict[tuple, list[dict]] = {}
-        for c in configs:
-            key = (c["batch_size"],) + tuple(c[k] for k in extra_keys if not (k == "prefetch_factor"))
-            groups.setdefault(key, []).append(c)
-        for key, cs in sorted(groups.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
-            ok = sorted((c for c in cs if c.get("status") == "ok" and c.get("samples_per_s")),
-                        key=lambda c: c["num_workers"])
-            label = f"batch {key[0]}" + "".join(
-                f", {k.replace('_memory', '')}={v}" for k, v in zip([k for k in extra_keys if k != 'prefetch_factor'],
-                                                                     key[1:]))
-            if ok:
-                # several prefetch factors at one worker count: show the best of them
-                best: dict[int, dict] = {}
-                for c in ok:
-                    if c["num_workers"] not in best or c["samples_per_s"] > best[c["num_workers"]]["samples_per_s"]:
-                        best[c["num_workers"]] = c
-                xs = sorted(best)
-                line, = ax.plot(xs, [best[x]["samples_per_s"] for x in xs], marker="o", label=label)
-            bad = [c for c in cs if c.get("status") != "ok"]
-            if bad:
-                ax.plot([c["num_workers"] for c in bad], [0] * len(bad), linestyle="none", marker="x",
-                        color="#c62828", markersize=9,
-                        label=f"{label}: failed/skipped")
-        rec = self.recommended
-        if rec and rec.get("samples_per_s"):
-            ax.plot([rec["num_workers"]], [rec["samples_per_s"]], marker="*", markersize=16, color="#f9a825",
-                    markeredgecolor="black", linestyle="none", label="recommended", zorder=5)
-        need = self.metrics.get("needed_samples_per_s")
-        if need:
-            ax.axhline(need, color="#2e7d32", linestyle="--", linewidth=1,
-                       label=f"{self.labels.get('accelerator')} at AU 90%")
-        ax.set_xlabel("num_workers")
-        ax.set_ylabel("samples/s")
-        ax.set_title("DataLoader throughput by num_workers")
-        ax.grid(True, alpha=0.3)
-        ax.set_ylim(bottom=0)
-        xs_all = sorted({c["num_workers"] for c in configs})
-        if xs_all:
-            ax.set_xticks(xs_all)
-        ax.legend(fontsize=8, loc="best")
-        if fig is not None:
-            fig.tight_layout()
-        return fig if fig is not None else ax.figure
-
-    def plot_png(self) -> bytes:
-        import io
-
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-
-        fig = self.plot()
-        FigureCanvasAgg(fig)
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png")
-        return buf.getvalue()
-
-    def display_table(self):
-        """The table for people: figures with their units, empty columns left out (strings)."""
-        t = self.table.copy()
-        if t.empty:
-            return t
-
-        def fmt(key):
-            return [format_metric(key, v) if v is not None and not (isinstance(v, float) and math.isnan(v)) else ""
-                    for v in t[key]]
-
-        for k in ("samples_per_s", "bytes_per_s", "au_pct", "data_wait_pct", "gpu_util_mean_pct", "startup_s"):
-            t[k] = fmt(k)
-        t["prefetch_factor"] = ["" if v is None or (isinstance(v, float) and math.isnan(v)) else int(v)
-                                for v in t["prefetch_factor"]]
-        t["reason"] = [r if isinstance(r, str) else "" for r in t["reason"]]
-        keep = [c for c in t.columns if c in ("num_workers", "batch_size", "status") or any(str(v) for v in t[c])]
-        t = t[keep]
-        return t.rename(columns={"samples_per_s": "samples/s", "bytes_per_s": "bytes/s", "au_pct": "AU",
-                                 "data_wait_pct": "data wait", "gpu_util_mean_pct": "GPU util",
-                                 "startup_s": "start-up", "prefetch_factor": "prefetch"})
-
-    def text_table(self) -> str:
-        lines = [str(self)]
-        t = self.display_table()
-        if not t.empty:
-            if "reason" in t.columns:
-                t["reason"] = [r[:70] for r in t["reason"]]
-            lines.append(t.to_string(index=False))
-        lines.append(self.recommendation)
-        for w in self.warnings:
-            lines.append(f"  warning: {w}")
-        return "\n".join(lines)
-
-    def _repr_html_(self) -> str:
-        import base64
-        import html
-
-        head = super()._repr_html_()
-        out = head + f"<p><b>{html.escape(self.recommendation)}</b></p>"
-        try:
-            out += self.display_table().to_html(index=False, na_rep="")
-        except Exception:  # noqa: BLE001
-            pass
-        try:
-            png = base64.b64encode(self.plot_png()).decode()
-            out += f"<img src='data:image/png;base64,{png}' alt='throughput by num_workers'/>"
-        except Exception:  # noqa: BLE001 - no matplotlib: the table is enough
-            pass
-        return out
 
 
 # ---------------------------------------------------------------------- sweep

@@ -25,7 +25,7 @@ import time
 
 from ...progress import call_progress
 from ...results import ProbeError
-from .hist import PERCENTILES, percentile_key
+from ...results.hist import PERCENTILES, percentile_key
 from .job import JobOutput
 
 __all__ = ["fio_path", "dd_path", "run_fio", "run_dd", "FIO_INSTALL_HINT", "parse_dd_summary",

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ...progress import call_progress
-from .hist import LatencyHistogram
+from ...results.hist import LatencyHistogram
 
 __all__ = ["JobSpec", "JobOutput", "Meter", "offsets"]
 

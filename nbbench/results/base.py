@@ -22,11 +22,31 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from .units import format_metric, metric_label, unit_of
+from ..units import format_metric, metric_label, unit_of
 
-__all__ = ["Result", "register", "result_class", "STATUSES", "ProbeError"]
+__all__ = ["Result", "register", "result_class", "STATUSES", "ProbeError", "KINDS"]
 
 STATUSES = ("ok", "interrupted", "failed")
+
+#: Every built-in result kind and the class that holds it, by name, like
+#: :data:`nbbench.commands.REGISTRY`: the store rebuilds a stored run as its class
+#: without importing any probe.  A module named here that fails to import is an
+#: error, never silently a plain :class:`Result`.
+KINDS: dict[str, str] = {
+    "dd": "nbbench.results.storage:DiskResult",
+    "io": "nbbench.results.storage:IoJobResult",
+    "randread": "nbbench.results.storage:RandreadResult",
+    "disk": "nbbench.results.storage:DiskPresetResult",
+    "files": "nbbench.results.storage:FilesResult",
+    "loader": "nbbench.results.loader:LoaderResult",
+    "sweep": "nbbench.results.loader:SweepResult",
+    "feed": "nbbench.results.loader:FeedResult",
+    "gpu": "nbbench.results.gpu:GpuCheckResult",
+    "monitor": "nbbench.results.monitor:MonitorResult",
+    "doctor": "nbbench.results.doctor:DoctorResult",
+    "env": "nbbench.results.env:EnvResult",
+}
+#: kinds registered at run time with :func:`register` (user code, tests)
 _REGISTRY: dict[str, type["Result"]] = {}
 
 
@@ -38,7 +58,10 @@ class ProbeError(Exception):
 
 
 def register(kind: str):
-    """Class decorator: results of ``kind`` are rebuilt as this class by from_dict."""
+    """Class decorator: results of ``kind`` are rebuilt as this class by from_dict.
+
+    Built-in kinds are listed in :data:`KINDS`; this is for kinds defined elsewhere.
+    """
 
     def deco(cls):
         cls.KIND = kind
@@ -49,22 +72,19 @@ def register(kind: str):
 
 
 def result_class(kind: str) -> type["Result"]:
-    """The registered class for ``kind`` (the base class when none is registered)."""
-    if kind not in _REGISTRY:
-        # subclasses are registered when their probe module is imported
-        _import_result_modules()
-    return _REGISTRY.get(kind, Result)
-
-
-def _import_result_modules() -> None:
+    """The class for ``kind``: a built-in one from :data:`KINDS`, a registered one,
+    else the base class.  A built-in kind whose module cannot be imported raises."""
+    if kind in _REGISTRY:
+        return _REGISTRY[kind]
+    target = KINDS.get(kind)
+    if target is None:
+        return Result
     import importlib
 
-    for mod in ("nbbench.probes.gpu", "nbbench.probes.disk", "nbbench.probes.files",
-                "nbbench.probes.loader", "nbbench.monitor", "nbbench.doctor", "nbbench.env"):
-        try:
-            importlib.import_module(mod)
-        except Exception:  # a module not built yet or broken must not stop loading data
-            pass
+    mod, _, name = target.partition(":")
+    cls = getattr(importlib.import_module(mod), name)
+    _REGISTRY[kind] = cls
+    return cls
 
 
 def _now() -> float:

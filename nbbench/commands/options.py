@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from . import units
+from .. import units
 
 __all__ = ["size", "duration", "positive_int", "nonneg_int", "int_list", "bool_list",
            "size_list", "fraction", "choice_list"]

@@ -4,7 +4,7 @@ latency percentiles in rows of six (instead of 17 lines)."""
 from __future__ import annotations
 
 from ..units import format_metric, metric_label
-from ._engines.hist import PERCENTILES, percentile_key
+from .hist import PERCENTILES, percentile_key
 
 __all__ = ["text_table"]
 

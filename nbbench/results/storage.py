@@ -1,18 +1,14 @@
-"""Result classes of the storage probes (kinds ``dd``, ``io``, ``randread``, ``disk``).
-
-Registered here and imported by :mod:`nbbench.probes.disk`, which the result loader
-imports, so stored results come back as these classes.
-"""
+"""Result classes of the storage probes (kinds ``dd``, ``io``, ``randread``, ``disk``, ``files``)."""
 
 from __future__ import annotations
 
 import math
 from typing import Any
 
-from ..results import Result, register
-from ._engines.hist import PERCENTILES, LatencyHistogram, percentile_key
+from .base import Result, register
+from .hist import PERCENTILES, LatencyHistogram, percentile_key
 
-__all__ = ["DiskResult", "IoJobResult", "RandreadResult", "DiskPresetResult"]
+__all__ = ["DiskResult", "IoJobResult", "RandreadResult", "DiskPresetResult", "FilesResult"]
 
 
 class _StorageMixin:
@@ -52,7 +48,7 @@ class IoJobResult(_StorageMixin, Result):
 
     def text_table(self) -> str:
         """Headline, labels, the main figures, then the 17 latency percentiles in rows of six."""
-        from ._format import text_table
+        from ._text import text_table
 
         return text_table(self)
 
@@ -162,3 +158,23 @@ def _mbs(v) -> str:
 
 def _num(v) -> str:
     return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:,.0f}"
+
+
+@register("files")
+class FilesResult(Result):
+    """files/s, bytes/s, per-file latency percentiles; ``samples['size_hist']`` is the
+    tree's file-size distribution (bucket bytes, counts)."""
+
+    SUMMARY = ("files_per_s", "read_bytes_per_s", "lat_p50_ns", "lat_p99_ns")
+
+    def headline(self) -> str:
+        return f"files {self.params.get('path', '')}".strip()
+
+    def text_table(self) -> str:
+        from ._text import text_table
+
+        return text_table(self)
+
+    def size_histogram(self) -> LatencyHistogram | None:
+        d = self.samples.get("size_hist")
+        return LatencyHistogram.from_dict(d) if d else None

@@ -1,0 +1,22 @@
+"""The result model: what every probe returns, what the store keeps.
+
+Layer: the bottom (with units, store, env, topology, compare).  This package may
+import only the standard library, numpy/pandas inside functions, and the other
+bottom modules; never probes, monitor, doctor, plots, ui, commands or a front end.
+The one exception, written in ``tests/test_layers.py``'s allow-list: a result's
+``.plot()`` / ``.figure()`` convenience reaches into :mod:`nbbench.plots`, as pandas'
+``DataFrame.plot`` does.
+
+* :mod:`.base`    :class:`Result` (params, metrics, labels, samples, status), the
+  declarative :data:`KINDS` registry, :class:`ProbeError`
+* :mod:`.hist`    fio's log-linear latency histogram (kept as a result's raw samples)
+* :mod:`.storage` dd, randread, io, disk presets, files
+* :mod:`.loader`  loader, sweep, feed
+* :mod:`.gpu`, :mod:`.monitor`, :mod:`.doctor`, :mod:`.env`
+"""
+
+from __future__ import annotations
+
+from .base import KINDS, STATUSES, ProbeError, Result, register, result_class
+
+__all__ = ["Result", "ProbeError", "register", "result_class", "STATUSES", "KINDS"]
