@@ -4,14 +4,14 @@
 Runs are compared within one kind (a ``dd`` run with ``dd`` runs); parameters or a
 cache mode that differ are compared anyway, with a warning saying so, because the
 delta then mixes the settings with the environment.  The plain data is
-:attr:`Comparison.rows`; :attr:`Comparison.frame` is a DataFrame of it;
-:func:`bar_chart` draws it with matplotlib's object API (Figure + Agg, no pyplot).
+:attr:`Comparison.rows`; :attr:`Comparison.frame` is a DataFrame of it.  This module
+draws nothing: :func:`nbbench.plots.compare.bar_chart` draws a group (matplotlib's
+object API); :meth:`Comparison.figure` is the convenience that calls it.
 """
 
 from __future__ import annotations
 
 import html
-import io
 import json
 import math
 import re
@@ -21,9 +21,8 @@ from typing import Any, Iterable, Sequence
 from .results import ProbeError, Result
 from .units import format_metric, metric_label, unit_of
 
-__all__ = ["compare", "Comparison", "ComparisonGroup", "bar_chart", "chart_metrics", "table_metrics", "figure_png",
-           "better", "resolve",
-           "HIDDEN_PARAMS", "MODE_LABELS"]
+__all__ = ["compare", "Comparison", "ComparisonGroup", "chart_metrics", "table_metrics",
+           "better", "delta_colour", "resolve", "HIDDEN_PARAMS", "MODE_LABELS"]
 
 # parameters that name the thing measured rather than how: differing is the point of a comparison
 HIDDEN_PARAMS = ("path", "target", "device", "label")
@@ -50,6 +49,17 @@ def better(key: str) -> str | None:
     if unit in ("ns", "us", "ms", "s") or "lat" in key:
         return "lower"
     return None
+
+
+def delta_colour(metric: str, d: float | None, neutral: str) -> str:
+    """Green for a delta of 1 % or more the better way for ``metric``, red the worse way, else ``neutral``."""
+    if d is not None and better(metric) and abs(d) >= 1:
+        return "#2e7d32" if (d > 0) == (better(metric) == "higher") else "#c62828"
+    return neutral
+
+
+def _delta_text(d: float | None) -> str:
+    return "—" if d is None else f"{d:+.1f} %"
 
 
 def _num(v) -> bool:
@@ -116,9 +126,7 @@ class ComparisonGroup:
         for m in shown:
             row = [_row_label(m, self.metrics)]
             row += [format_metric(m, self.value(m, i)) for i in range(len(self.runs))]
-            for i in range(1, len(self.runs)):
-                d = self.delta_pct(m, i)
-                row.append("—" if d is None else f"{d:+.1f} %")
+            row += [_delta_text(self.delta_pct(m, i)) for i in range(1, len(self.runs))]
             body.append(row)
         widths = [max(len(str(r[c])) for r in [head] + body) for c in range(len(head))]
         line = lambda r: "  ".join(str(x).ljust(w) if j == 0 else str(x).rjust(w)  # noqa: E731
@@ -196,10 +204,16 @@ class Comparison:
         return pd.concat(frames) if frames else pd.DataFrame()
 
     def figure(self, group: int | str = 0):
+        """One group's bar chart (:func:`nbbench.plots.compare.bar_chart`): by index or kind."""
+        from .plots.compare import bar_chart
+
         g = self.groups[group] if isinstance(group, int) else next(x for x in self.groups if x.kind == group)
         return bar_chart(g)
 
     def figures(self) -> list:
+        """Every group's bar chart."""
+        from .plots.compare import bar_chart
+
         return [bar_chart(g) for g in self.groups]
 
     def text_table(self) -> str:
@@ -227,12 +241,8 @@ class Comparison:
                                 for i in range(len(g.runs)))
                 for i in range(1, len(g.runs)):
                     d = g.delta_pct(m, i)
-                    colour = "#444"
-                    if d is not None and better(m) and abs(d) >= 1:
-                        good = (d > 0) == (better(m) == "higher")
-                        colour = "#2e7d32" if good else "#c62828"
-                    txt = "—" if d is None else f"{d:+.1f} %"
-                    cells += f"<td style='text-align:right;color:{colour};font-weight:bold'>{txt}</td>"
+                    cells += (f"<td style='text-align:right;color:{delta_colour(m, d, '#444')};font-weight:bold'>"
+                              f"{_delta_text(d)}</td>")
                 rows.append(f"<tr><td style='text-align:left'>{esc(_row_label(m, g.metrics))}</td>{cells}</tr>")
             out.append(f"<table class='nbbench-compare-table'><thead><tr><th style='text-align:left'>metric</th>"
                        f"{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
@@ -241,6 +251,9 @@ class Comparison:
                            "percentiles in <code>.frame</code> / <code>--json</code></div>")
             if images:
                 import base64
+
+                from .plots import figure_png
+                from .plots.compare import bar_chart
 
                 png = base64.b64encode(figure_png(bar_chart(g))).decode("ascii")
                 out.append(f"<img alt='{esc(g.kind)} comparison' src='data:image/png;base64,{png}'>")
@@ -344,24 +357,15 @@ def compare(refs: Iterable[Any], store=None, metrics: Sequence[str] | None = Non
                 cmp.notes.append(f"{name} names {n} {kind} runs; the latest (run {by_kind[kind].run_id}) is used — "
                                  "give a run id to pick another")
         per_ref.append(by_kind)
-    kinds: list[str] = []
-    for d in per_ref:
-        for k in d:
-            if k not in kinds:
-                kinds.append(k)
-    for kind in kinds:
+    for kind in dict.fromkeys(k for d in per_ref for k in d):  # every kind, in order of first appearance
         idx = [i for i, d in enumerate(per_ref) if kind in d]
         if len(idx) < 2:
             continue
         names = [cmp.refs[i] for i in idx]
         runs = [per_ref[i][kind] for i in idx]
-        g = ComparisonGroup(kind=kind, names=names, runs=runs, metrics=[])
-        keys: list[str] = []
-        for r in runs:
-            for k, v in r.metrics.items():
-                if _num(v) and k not in keys and (metrics is None or k in metrics):
-                    keys.append(k)
-        g.metrics = keys
+        keys = dict.fromkeys(k for r in runs for k, v in r.metrics.items()
+                             if _num(v) and (metrics is None or k in metrics))
+        g = ComparisonGroup(kind=kind, names=names, runs=runs, metrics=list(keys))
         missing = [cmp.refs[i] for i in range(len(per_ref)) if i not in idx]
         if missing:
             g.notes.append(f"{', '.join(missing)} {'has' if len(missing) == 1 else 'have'} no {kind} run")
@@ -376,11 +380,7 @@ def compare(refs: Iterable[Any], store=None, metrics: Sequence[str] | None = Non
 
 
 def _like_for_like(g: ComparisonGroup) -> None:
-    pkeys: list[str] = []
-    for r in g.runs:
-        for k in r.params:
-            if k not in pkeys:
-                pkeys.append(k)
+    pkeys = dict.fromkeys(k for r in g.runs for k in r.params)
     diffs = []
     labelled = [k for k in MODE_LABELS if all(k in r.labels for r in g.runs)]
     for k in pkeys:
@@ -421,9 +421,6 @@ def _like_for_like(g: ComparisonGroup) -> None:
 
 
 # ---------------------------------------------------------------------- chart
-_COLOURS = ["#607d8b", "#1e88e5", "#43a047", "#fb8c00", "#8e24aa", "#e53935", "#00897b", "#6d4c41"]
-
-
 def chart_metrics(g: ComparisonGroup, max_metrics: int = 6) -> list[str]:
     """The metrics worth a bar: the result class's headline (SUMMARY) ones, else those with a
     better direction (rates, latencies, times); the table keeps all."""
@@ -433,63 +430,3 @@ def chart_metrics(g: ComparisonGroup, max_metrics: int = 6) -> list[str]:
     if head:
         return head[:max_metrics]
     return ([m for m in have if better(m)] or have)[:max_metrics]
-
-
-def bar_chart(g: ComparisonGroup, max_metrics: int = 6, metrics: Sequence[str] | None = None):
-    """One horizontal bar panel per metric, a bar per reference, labelled with value and Δ%.
-
-    ``metrics``: which (default :func:`chart_metrics`: the headline figures)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    metrics = list(metrics) if metrics is not None else chart_metrics(g, max_metrics)
-    n = max(1, len(metrics))
-    per = 0.38 * len(g.runs) + 0.75
-    fig = Figure(figsize=(8.0, 0.6 + per * n), dpi=100, layout="constrained")
-    FigureCanvasAgg(fig)
-    axes = fig.subplots(n, 1, squeeze=False)[:, 0]
-    fig.suptitle(f"{g.kind}: " + " vs ".join(g.names), fontsize=11, fontweight="bold")
-    for ax, m in zip(axes, metrics):
-        vals = [g.value(m, i) for i in range(len(g.runs))]
-        ys = list(range(len(vals)))[::-1]
-        ax.barh(ys, [v or 0 for v in vals], color=[_COLOURS[i % len(_COLOURS)] for i in range(len(vals))],
-                height=0.7)
-        ax.set_yticks(ys, labels=g.names, fontsize=9)
-        arrow = {"higher": "  (higher is better)", "lower": "  (lower is better)"}.get(better(m) or "", "")
-        ax.set_title(_name(m) + (f" [{unit_of(m)}]" if unit_of(m) else "") + arrow, fontsize=9, loc="left")
-        top = max([v for v in vals if v is not None] + [0]) or 1
-        ax.set_xlim(0, top * 1.45)
-        ax.tick_params(axis="x", labelsize=8)
-        ax.xaxis.set_major_formatter(_formatter(m))
-        for i, (y, v) in enumerate(zip(ys, vals)):
-            txt = format_metric(m, v)
-            d = None if i == 0 else g.delta_pct(m, i)
-            if d is not None:
-                txt += f"  ({d:+.1f} %)"
-            colour = "#333"
-            if d is not None and better(m) and abs(d) >= 1:
-                colour = "#2e7d32" if (d > 0) == (better(m) == "higher") else "#c62828"
-            ax.text((v or 0) + top * 0.02, y, txt, va="center", fontsize=8.5, color=colour)
-        for side in ("top", "right"):
-            ax.spines[side].set_visible(False)
-    if not metrics:
-        axes[0].text(0.5, 0.5, "no numeric metrics", ha="center", va="center", transform=axes[0].transAxes)
-        axes[0].set_axis_off()
-    return fig
-
-
-def _formatter(metric: str):
-    from matplotlib.ticker import FuncFormatter
-
-    return FuncFormatter(lambda x, _pos: format_metric(metric, x) if x else "0")
-
-
-def figure_png(fig, dpi: int = 100) -> bytes:
-    """A Figure as PNG bytes (Agg)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
-    if not isinstance(fig.canvas, FigureCanvasAgg):
-        FigureCanvasAgg(fig)
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi)
-    return buf.getvalue()

@@ -6,7 +6,9 @@ import io
 
 import pytest
 
-from nbbench.compare import Comparison, bar_chart, better, compare, figure_png
+from nbbench.compare import Comparison, better, compare
+from nbbench.plots import figure_png
+from nbbench.plots.compare import bar_chart
 from nbbench.results import ProbeError, Result
 from nbbench.store import Store
 

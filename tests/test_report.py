@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from nbbench.exporters.fio import is_disk_result, to_fio
-from nbbench.exporters.plots import result_figure, sample_series
+from nbbench.plots.samples import result_figure, sample_series
 from nbbench.report import build, report
 from nbbench.results import ProbeError, Result
 from nbbench.store import default_store
@@ -148,10 +148,10 @@ def test_sample_series_shapes():
 
 
 def test_report_and_compare_do_not_need_pyplot(tmp_path):
-    code = ("import sys, nbbench.report as R, nbbench.compare as C\n"
+    code = ("import sys, nbbench.report as R, nbbench.compare as C, nbbench.plots as P, nbbench.plots.compare as PC\n"
             "from nbbench.results import Result\n"
             "a = Result(kind='dd', metrics={'read_bytes_per_s': 1e8}); b = Result(kind='dd', metrics={'read_bytes_per_s': 2e8})\n"
-            "c = C.compare([a, b]); C.figure_png(C.bar_chart(c.groups[0]))\n"
+            "c = C.compare([a, b]); P.figure_png(PC.bar_chart(c.groups[0]))\n"
             "assert 'matplotlib.pyplot' not in sys.modules, 'pyplot imported'\n"
             "print('ok')\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

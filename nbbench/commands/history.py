@@ -73,7 +73,8 @@ class CompareCommand(Command):
         p.add_argument("--png", default=None, metavar="FILE", help="also write the bar chart to FILE (PNG)")
 
     def run(self, args, ctx):
-        from ..compare import compare, figure_png
+        from ..compare import compare
+        from ..plots import figure_png
         from ..results import ProbeError
 
         if len(args.refs) < 2:
@@ -99,7 +100,8 @@ class CompareCommand(Command):
             return
         from IPython.display import HTML, Image, display
 
-        from ..compare import bar_chart, figure_png
+        from ..plots import figure_png
+        from ..plots.compare import bar_chart
 
         display(HTML(value.html(images=False)))
         for g in value.groups:

@@ -1,6 +1,11 @@
 """Report exporters, one small module per format: ``html`` (self-contained, embedded PNGs),
-``markdown``, ``json``; ``fio`` turns disk results into fio-shaped JSON; ``plots`` draws
-a result's samples.  They take a :class:`nbbench.report.ReportData` and return text.
+``markdown``, ``json``; ``fio`` turns disk results into fio-shaped JSON.  They take a
+:class:`nbbench.report.ReportData` and return text.
+
+Layer: report, with :mod:`nbbench.report` (above ui, below commands).  Exporters may
+import the layers below: the core (results, compare, units), :mod:`nbbench.plots` for
+the figures they embed (a result's samples, a comparison's bar chart); no matplotlib of
+their own, no widgets, no IPython.
 """
 
 from __future__ import annotations

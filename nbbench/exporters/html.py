@@ -38,7 +38,7 @@ _CHIP = {"fail": "#c62828", "warn": "#ef6c00", "ok": "#2e7d32", "n/a": "#757575"
 
 
 def png_img(fig, alt: str) -> str:
-    from ..compare import figure_png
+    from ..plots import figure_png
 
     data = base64.b64encode(figure_png(fig)).decode("ascii")
     return f"<img alt='{esc(alt)}' src='data:image/png;base64,{data}'>"
@@ -100,7 +100,7 @@ def _env_table(data) -> str:
 
 def export(data, path=None, files=None) -> str:
     from ..version import __version__
-    from .plots import result_figure
+    from ..plots.samples import result_figure
 
     parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
              f"<meta name='viewport' content='width=device-width,initial-scale=1'>"

@@ -25,8 +25,8 @@ def _table(head, rows) -> list[str]:
 
 def export(data, path=None, files=None) -> str:
     from ..version import __version__
-    from ..compare import figure_png
-    from .plots import result_figure
+    from ..plots import figure_png
+    from ..plots.samples import result_figure
 
     fig_dir = None
     if path is not None:
@@ -105,7 +105,7 @@ def export(data, path=None, files=None) -> str:
                     rows.append(row)
                 L += _table(head, rows)
                 L += [f"- warning: {w}" for w in g.warnings] + [f"- note: {x}" for x in g.notes]
-                from ..compare import bar_chart
+                from ..plots.compare import bar_chart
 
                 link = save(bar_chart(g), f"compare-{ci}-{gi}.png")
                 if link:

@@ -141,7 +141,7 @@ class HistoryTab(Tab):
         """The sentences, the table (% against the first) and one bar chart per kind."""
         import ipywidgets as w
 
-        from ....compare import figure_png
+        from nbbench.plots import figure_png
 
         self.out.value = headline_html(comparison) + comparison.html(images=False)
         images = []

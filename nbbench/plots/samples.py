@@ -1,11 +1,12 @@
-"""A result's raw samples as a figure (matplotlib object API, Agg, no pyplot)."""
+"""A result's raw samples as a figure (matplotlib object API, Agg, no pyplot): what reports show."""
 
 from __future__ import annotations
 
 import math
 from typing import Any
 
-from ..units import format_metric, metric_label, unit_of
+from ..units import metric_label, unit_of
+from .png import metric_formatter
 
 __all__ = ["sample_series", "result_figure"]
 
@@ -46,7 +47,6 @@ def result_figure(result, max_panels: int = 3):
     """Line plots of the result's numeric sample series, grouped by unit; None when it has none."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
-    from matplotlib.ticker import FuncFormatter
 
     panels = []  # (title, x, {col: y}, xlabel, unit-key)
     for name, data in (result.samples or {}).items():
@@ -71,7 +71,7 @@ def result_figure(result, max_panels: int = 3):
         for k, y in list(group.items())[:4]:
             ax.plot(x, y, label=metric_label(k), linewidth=1.4, marker="o" if len(x) < 30 else None, markersize=3)
         key = next(iter(group))
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p, key=key: format_metric(key, v) if v else "0"))
+        ax.yaxis.set_major_formatter(metric_formatter(key))
         names = [metric_label(k) for k in list(group)[:4]]
         title = name if names == [name] or name.startswith(tuple(names)) else f"{name}: {', '.join(names)}"
         ax.set_title(title, fontsize=9, loc="left")

@@ -1,0 +1,26 @@
+"""Every figure nbbench draws: matplotlib's object API, PNG bytes.
+
+Layer: plots, above core, measure and dist, below ui.  Figures are
+``matplotlib.figure.Figure`` objects on the Agg canvas, turned into PNG bytes here
+(:func:`figure_png`) — never pyplot's global state, no widgets, no IPython: pushing
+frames into a notebook is :mod:`nbbench.ui`'s job.  Modules here may import the core
+layer (units, results, compare's model) and read what the measure layer hands them
+(a Monitor's sources, a result's samples); matplotlib is imported inside the functions
+that draw, so importing them stays light.
+
+* :mod:`.png`       :func:`figure_png`, axis formatters in the metric's unit
+* :mod:`.timeline`  :class:`Panel`, :class:`Timeline`: named series over a shared time
+  axis (the figure behind every live plot)
+* :mod:`.monitor`   the monitor's panels, a stored monitor run's figure
+* :mod:`.loader`    the loader benchmark's panels and AU gauge
+* :mod:`.rates`     panels for the rates a probe reports with its progress
+* :mod:`.compare`   a comparison's bar chart
+* :mod:`.samples`   a result's raw sample series (reports)
+* :mod:`.sweep`     a DataLoader sweep's throughput by num_workers
+"""
+
+from __future__ import annotations
+
+from .png import figure_png
+
+__all__ = ["figure_png"]
