@@ -112,70 +112,16 @@ class SweepResult(Result):
         return pd.DataFrame(rows, columns=cols)
 
     def plot(self, ax=None):
-        """Throughput against num_workers, one line per batch size (matplotlib object API)."""
-        from matplotlib.figure import Figure
+        """Throughput against num_workers, one line per batch size (:func:`nbbench.plots.sweep.sweep_figure`)."""
+        from ..plots.sweep import sweep_figure
 
-        fig = None
-        if ax is None:
-            fig = Figure(figsize=(6.4, 3.6), dpi=100)
-            ax = fig.add_subplot(1, 1, 1)
-        configs = self.configs
-        extra_keys = [k for k in ("pin_memory", "prefetch_factor")
-                      if len({c[k] for c in configs if c["num_workers"] > 0 or k == "pin_memory"}) > 1]
-        groups: dict[tuple, list[dict]] = {}
-        for c in configs:
-            key = (c["batch_size"],) + tuple(c[k] for k in extra_keys if not (k == "prefetch_factor"))
-            groups.setdefault(key, []).append(c)
-        for key, cs in sorted(groups.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
-            ok = sorted((c for c in cs if c.get("status") == "ok" and c.get("samples_per_s")),
-                        key=lambda c: c["num_workers"])
-            label = f"batch {key[0]}" + "".join(
-                f", {k.replace('_memory', '')}={v}" for k, v in zip([k for k in extra_keys if k != 'prefetch_factor'],
-                                                                     key[1:]))
-            if ok:
-                # several prefetch factors at one worker count: show the best of them
-                best: dict[int, dict] = {}
-                for c in ok:
-                    if c["num_workers"] not in best or c["samples_per_s"] > best[c["num_workers"]]["samples_per_s"]:
-                        best[c["num_workers"]] = c
-                xs = sorted(best)
-                line, = ax.plot(xs, [best[x]["samples_per_s"] for x in xs], marker="o", label=label)
-            bad = [c for c in cs if c.get("status") != "ok"]
-            if bad:
-                ax.plot([c["num_workers"] for c in bad], [0] * len(bad), linestyle="none", marker="x",
-                        color="#c62828", markersize=9,
-                        label=f"{label}: failed/skipped")
-        rec = self.recommended
-        if rec and rec.get("samples_per_s"):
-            ax.plot([rec["num_workers"]], [rec["samples_per_s"]], marker="*", markersize=16, color="#f9a825",
-                    markeredgecolor="black", linestyle="none", label="recommended", zorder=5)
-        need = self.metrics.get("needed_samples_per_s")
-        if need:
-            ax.axhline(need, color="#2e7d32", linestyle="--", linewidth=1,
-                       label=f"{self.labels.get('accelerator')} at AU 90%")
-        ax.set_xlabel("num_workers")
-        ax.set_ylabel("samples/s")
-        ax.set_title("DataLoader throughput by num_workers")
-        ax.grid(True, alpha=0.3)
-        ax.set_ylim(bottom=0)
-        xs_all = sorted({c["num_workers"] for c in configs})
-        if xs_all:
-            ax.set_xticks(xs_all)
-        ax.legend(fontsize=8, loc="best")
-        if fig is not None:
-            fig.tight_layout()
-        return fig if fig is not None else ax.figure
+        return sweep_figure(self, ax)
 
     def plot_png(self) -> bytes:
-        import io
+        """:meth:`plot` as PNG bytes."""
+        from ..plots.sweep import sweep_png
 
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-
-        fig = self.plot()
-        FigureCanvasAgg(fig)
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png")
-        return buf.getvalue()
+        return sweep_png(self)
 
     def display_table(self):
         """The table for people: figures with their units, empty columns left out (strings)."""

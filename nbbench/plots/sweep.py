@@ -1,0 +1,76 @@
+"""A DataLoader sweep's throughput by num_workers: one line per batch size, failed
+configurations as crosses, the recommendation as a star, the accelerator's need as a line."""
+
+from __future__ import annotations
+
+import io
+
+__all__ = ["sweep_figure", "sweep_png"]
+
+
+def sweep_figure(res, ax=None):
+    """Throughput against num_workers of a :class:`~nbbench.results.loader.SweepResult`,
+    one line per batch size; on ``ax`` when given (returns its figure), else a new Figure."""
+    from matplotlib.figure import Figure
+
+    fig = None
+    if ax is None:
+        fig = Figure(figsize=(6.4, 3.6), dpi=100)
+        ax = fig.add_subplot(1, 1, 1)
+    configs = res.configs
+    extra_keys = [k for k in ("pin_memory", "prefetch_factor")
+                  if len({c[k] for c in configs if c["num_workers"] > 0 or k == "pin_memory"}) > 1]
+    groups: dict[tuple, list[dict]] = {}
+    for c in configs:
+        key = (c["batch_size"],) + tuple(c[k] for k in extra_keys if not (k == "prefetch_factor"))
+        groups.setdefault(key, []).append(c)
+    for key, cs in sorted(groups.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
+        ok = sorted((c for c in cs if c.get("status") == "ok" and c.get("samples_per_s")),
+                    key=lambda c: c["num_workers"])
+        label = f"batch {key[0]}" + "".join(
+            f", {k.replace('_memory', '')}={v}" for k, v in zip([k for k in extra_keys if k != 'prefetch_factor'],
+                                                                 key[1:]))
+        if ok:
+            # several prefetch factors at one worker count: show the best of them
+            best: dict[int, dict] = {}
+            for c in ok:
+                if c["num_workers"] not in best or c["samples_per_s"] > best[c["num_workers"]]["samples_per_s"]:
+                    best[c["num_workers"]] = c
+            xs = sorted(best)
+            ax.plot(xs, [best[x]["samples_per_s"] for x in xs], marker="o", label=label)
+        bad = [c for c in cs if c.get("status") != "ok"]
+        if bad:
+            ax.plot([c["num_workers"] for c in bad], [0] * len(bad), linestyle="none", marker="x",
+                    color="#c62828", markersize=9,
+                    label=f"{label}: failed/skipped")
+    rec = res.recommended
+    if rec and rec.get("samples_per_s"):
+        ax.plot([rec["num_workers"]], [rec["samples_per_s"]], marker="*", markersize=16, color="#f9a825",
+                markeredgecolor="black", linestyle="none", label="recommended", zorder=5)
+    need = res.metrics.get("needed_samples_per_s")
+    if need:
+        ax.axhline(need, color="#2e7d32", linestyle="--", linewidth=1,
+                   label=f"{res.labels.get('accelerator')} at AU 90%")
+    ax.set_xlabel("num_workers")
+    ax.set_ylabel("samples/s")
+    ax.set_title("DataLoader throughput by num_workers")
+    ax.grid(True, alpha=0.3)
+    ax.set_ylim(bottom=0)
+    xs_all = sorted({c["num_workers"] for c in configs})
+    if xs_all:
+        ax.set_xticks(xs_all)
+    ax.legend(fontsize=8, loc="best")
+    if fig is not None:
+        fig.tight_layout()
+    return fig if fig is not None else ax.figure
+
+
+def sweep_png(res) -> bytes:
+    """:func:`sweep_figure` as PNG bytes (Agg, the figure's own dpi)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig = sweep_figure(res)
+    FigureCanvasAgg(fig)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    return buf.getvalue()
