@@ -6,7 +6,9 @@ import time
 
 import pytest
 
-from nbbench.ui.liveplot import LivePlot, Panel, _nice_ceil, figure_for_result, for_monitor
+from nbbench.plots.monitor import monitor_figure
+from nbbench.plots.panel import nice_ceil
+from nbbench.ui.liveplot import LivePlot, Panel, for_monitor
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -69,7 +71,7 @@ def test_blitted_frames_match_a_full_redraw():
 
 
 def test_nice_ceil_steps():
-    assert [_nice_ceil(x) for x in (0.7, 1.0, 1.2, 2.1, 3, 7, 11, 430)] == [1.0, 1.0, 2.0, 2.5, 5.0, 10.0, 20.0, 500.0]
+    assert [nice_ceil(x) for x in (0.7, 1.0, 1.2, 2.1, 3, 7, 11, 430)] == [1.0, 1.0, 2.0, 2.5, 5.0, 10.0, 20.0, 500.0]
 
 
 class FakeHandle:
@@ -178,7 +180,7 @@ def test_for_monitor_and_result_figure():
     assert png.startswith(PNG)
     assert plot.names()  # cpu and disk series came through the subscription
     assert [p.title for p in plot.panels][0].startswith("CPU")  # no GPU monitored: no GPU panels
-    fig = figure_for_result(m.result())
+    fig = monitor_figure(m.result())
     lines = [ln for ax in fig.axes for ln in ax.get_lines()]
     assert lines and all(not ln.get_animated() for ln in lines)
 
@@ -204,10 +206,10 @@ def test_annotate_returning_its_artists_keeps_the_cached_background():
     p = LivePlot(panels(), target="none", annotate=gauge)
     p.add(0.0, {"gpu0.util_pct": 10.0})
     p.render_png()
-    full = p._bg_key
+    full = p.timeline._bg_key
     p.add(1.0, {"gpu0.util_pct": 20.0})
     p.render_png()
-    assert p._bg_key == full  # blitted: no full redraw
+    assert p.timeline._bg_key == full  # blitted: no full redraw
     assert state["bar"].get_height() == 2 and state["bar"].get_animated()
     assert p.figure is not None  # builds the static figure
     assert not state["bar"].get_animated()  # a static figure draws everything

@@ -14,6 +14,6 @@ def test_loader_plot_final_frame_has_the_windows_and_the_gauge():
     assert png.startswith(b"\x89PNG")
     ts, vs = plot.plot.series("loader.samples_per_s")
     assert len(vs) >= 1 and vs[0] > 0
-    assert plot._gauge_bar.get_height() == res.metrics["au_pct"]
+    assert plot.gauge.bar.get_height() == res.metrics["au_pct"]
     assert plot.monitor is not None and not plot.monitor.running
     assert "AU" in plot._status()

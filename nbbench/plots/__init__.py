@@ -9,8 +9,9 @@ layer (units, results, compare's model) and read what the measure layer hands th
 that draw, so importing them stays light.
 
 * :mod:`.png`       :func:`figure_png`, axis formatters in the metric's unit
-* :mod:`.timeline`  :class:`Panel`, :class:`Timeline`: named series over a shared time
-  axis (the figure behind every live plot)
+* :mod:`.panel`     :class:`Panel`: one subplot of a timeline; nice axis limits
+* :mod:`.timeline`  :class:`Timeline`: named series over a shared time axis (the
+  figure behind every live plot)
 * :mod:`.monitor`   the monitor's panels, a stored monitor run's figure
 * :mod:`.loader`    the loader benchmark's panels and AU gauge
 * :mod:`.rates`     panels for the rates a probe reports with its progress

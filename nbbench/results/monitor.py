@@ -75,10 +75,10 @@ class MonitorResult(Result):
         return sum(vals) / len(vals) if vals else None
 
     def figure(self, **kwargs):
-        """The timeline as a matplotlib Figure (object API, Agg canvas)."""
-        from ..ui.liveplot import figure_for_result
+        """The timeline as a matplotlib Figure (:func:`nbbench.plots.monitor.monitor_figure`)."""
+        from ..plots.monitor import monitor_figure
 
-        return figure_for_result(self, **kwargs)
+        return monitor_figure(self, **kwargs)
 
     def png(self, dpi: int = 80, **kwargs) -> bytes:
         """The timeline as PNG bytes (``IPython.display.Image(res.png())`` shows it anywhere)."""

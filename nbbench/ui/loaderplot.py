@@ -1,10 +1,11 @@
 """The loader benchmark's live plot: throughput and GPU utilisation on one time axis,
 with an AU gauge and its 90 % line.
 
-Built on :class:`nbbench.ui.liveplot.LivePlot` (matplotlib object API, PNG frames
-pushed through a display handle, a last frame drawn on the main thread so the final
-picture stays in the notebook) and a :class:`nbbench.monitor.Monitor` sampling NVML
-GPU utilisation (N/A with the reason where there is no GPU)::
+What is drawn is :mod:`nbbench.plots.loader`'s (the panels, :class:`~nbbench.plots.loader.AUGauge`);
+this shows it live through :class:`nbbench.ui.liveplot.LivePlot` (PNG frames pushed
+through a display handle, a last frame drawn on the main thread so the final picture
+stays in the notebook), fed by a :class:`nbbench.monitor.Monitor` sampling NVML GPU
+utilisation (N/A with the reason where there is no GPU)::
 
     plot = LoaderPlot.start()
     res = bench_loader(loader, step="emulate:h100-resnet50", monitor=plot.monitor,
@@ -24,8 +25,9 @@ class LoaderPlot:
 
     def __init__(self, target: str = "auto", show: bool = True, au_target_pct: float = 90.0,
                  interval: float = 0.25, monitor=None, title: str = "DataLoader benchmark"):
+        from ..plots.loader import AUGauge, loader_panels
         from ..probes.loader import _nvml_reason
-        from .liveplot import LivePlot, Panel
+        from .liveplot import LivePlot
 
         self.au_target_pct = au_target_pct
         self.own_monitor = monitor is None
@@ -43,22 +45,12 @@ class LoaderPlot:
         self.au_last: float | None = None
         self.au_final: float | None = None
         self.samples_last: float | None = None
-        panels = [
-            Panel("throughput over 1 s windows", ["loader.samples_per_s"], unit="samples/s",
-                  labels={"loader.samples_per_s": "samples/s"}, styles={"loader.samples_per_s": {"color": "#1565c0"}}),
-            Panel("AU per window and GPU kernel-active %" + (f" (GPU N/A: {note})" if note else ""),
-                  ["gpu*.util_pct", "loader.au_pct"], unit="%",
-                  ylim=(0, 105), labels={"loader.au_pct": "AU"},
-                  styles={"loader.au_pct": {"color": "#2e7d32", "linestyle": "--"}}),
-        ]
+        self.gauge = AUGauge(au_target_pct)
         t0 = getattr(monitor, "t_start", None) or time.monotonic()
-        self.plot = LivePlot(panels, title=title, figsize=(8.5, 4.4), target=target, show=show,
+        self.plot = LivePlot(loader_panels(note), title=title, figsize=(8.5, 4.4), target=target, show=show,
                              annotate=self._gauge, status=self._status, t0=t0)
         if monitor is not None:
             self.plot.attach(monitor)
-        self._gauge_ax = None
-        self._gauge_bar = None
-        self._gauge_text = None
 
     @classmethod
     def start(cls, **kwargs) -> "LoaderPlot":
@@ -85,28 +77,8 @@ class LoaderPlot:
         return "  ·  ".join(parts)
 
     def _gauge(self, fig, axes, data) -> None:
-        au = self.au_final if self.au_final is not None else self.au_last
-        if self._gauge_ax is None:
-            ax = fig.add_axes([0.90, 0.09, 0.035, 0.25])
-            ax.set_xlim(0, 1)
-            ax.set_ylim(0, 100)
-            ax.set_xticks([])
-            ax.tick_params(labelsize=7)
-            ax.set_title("AU %", fontsize=8)
-            ax.axhline(self.au_target_pct, color="#c62828", linewidth=1.5)
-            ax.text(1.15, self.au_target_pct, f"{self.au_target_pct:g}%", transform=ax.get_yaxis_transform(),
-                    fontsize=7, va="center", color="#c62828")
-            self._gauge_bar = ax.bar([0.5], [0.0], width=0.9, color="#9e9e9e")[0]
-            self._gauge_text = ax.text(0.5, 2, "", ha="center", va="bottom", fontsize=7, weight="bold")
-            self._gauge_ax = ax
-        if au is None:
-            self._gauge_bar.set_height(0.0)
-            self._gauge_text.set_text("—")
-            return
-        self._gauge_bar.set_height(au)
-        self._gauge_bar.set_color("#2e7d32" if au >= self.au_target_pct else "#ef6c00")
-        self._gauge_text.set_y(min(au, 88) + 1)
-        self._gauge_text.set_text(f"{au:.0f}")
+        # returns None: the plot redraws the whole figure every frame
+        self.gauge.draw(fig, self.au_final if self.au_final is not None else self.au_last)
 
     # ------------------------------------------------------------------ end
     def stop(self) -> None:

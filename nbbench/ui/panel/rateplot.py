@@ -5,7 +5,8 @@ the live rate the magics show) that also hands each report's metrics to a
 :class:`~nbbench.ui.liveplot.LivePlot` — so every probe that reports progress (dd's
 write then read bandwidth, randread's IOPS, files/s, samples/s…) gets a timeline
 in the panel, with no code of its own.  The plot's panels are chosen from the
-units in the first report's keys (``read_bytes_per_s`` → MB/s, ``iops`` → kIOPS).
+units in the first report's keys (``read_bytes_per_s`` → MB/s, ``iops`` → kIOPS) by
+:func:`nbbench.plots.rates.rate_panels`.
 """
 
 from __future__ import annotations
@@ -14,37 +15,12 @@ import threading
 import time
 from typing import Callable
 
-from ...units import metric_label, unit_of
+from nbbench.plots.rates import rate_panels
+from nbbench.units import metric_label
+
 from ..progress import NotebookProgress
 
 __all__ = ["PanelProgress", "rate_panels"]
-
-# unit -> (panel title, axis unit, scale, the key patterns it shows)
-_GROUPS = {
-    "bytes/s": ("bandwidth", "MB/s", 1e-6, ["*bytes_per_s"]),
-    "iops": ("IOPS", "kIOPS", 1e-3, ["iops", "*_iops"]),
-    "samples/s": ("samples/s", "samples/s", 1.0, ["*samples_per_s"]),
-    "files/s": ("files/s", "files/s", 1.0, ["*files_per_s"]),
-    "batches/s": ("batches/s", "batches/s", 1.0, ["*batches_per_s"]),
-}
-
-
-def rate_panels(keys) -> list:
-    """LivePlot panels for the units of the rate metrics among ``keys`` (one per unit; a panel
-    shows every key of its unit, also ones reported later, e.g. dd's read after its write)."""
-    from ..liveplot import Panel
-
-    units = []
-    for k in keys:
-        u = unit_of(k)
-        if u in _GROUPS and u not in units:
-            units.append(u)
-    panels = []
-    for u in units:
-        title, axis, scale, patterns = _GROUPS[u]
-        panels.append(Panel(title, list(patterns), unit=axis, scale=scale))
-    return panels
-
 
 class PanelProgress(NotebookProgress):
     """A NotebookProgress (not displayed by itself) that also feeds a live rate plot.

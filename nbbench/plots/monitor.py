@@ -1,0 +1,95 @@
+"""The monitor's timeline: its default panels (GPU kernel-active %, GPU memory, CPU, disk),
+the specification of a live monitor plot, and a stored monitor run's figure."""
+
+from __future__ import annotations
+
+from .panel import Panel
+from .timeline import Timeline
+
+__all__ = ["monitor_panels", "monitor_plot_kwargs", "monitor_figure"]
+
+
+def _gpu_info(monitor) -> tuple[list[dict], str]:
+    for src in getattr(monitor, "sources", []) or []:
+        if getattr(src, "name", "") == "gpu":
+            note = ""
+            if not getattr(src, "devices", None):
+                notes = getattr(src, "notes", None) or []
+                note = "N/A: " + (notes[0].split(": ", 1)[-1] if notes else "no GPU")
+            return list(getattr(src, "info", [])), note
+    return [], "not monitored"
+
+
+def _short(text: str, n: int = 90) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def monitor_panels(gpu_info: list[dict] | None = None, gpu_note: str = "", disk_label: str = "disk",
+                   gpus: bool = True) -> list[Panel]:
+    """The default panels of ``%%iobench monitor``: GPU kernel-active %, GPU memory, CPU, disk MB/s."""
+    gpu_info = gpu_info or []
+    panels = []
+    if gpus and gpu_info:
+        labels, mlabels, util, mem = {}, {}, [], []
+        for d in gpu_info:
+            i = d.get("index", 0)
+            util.append(f"gpu{i}.util_pct")
+            labels[f"gpu{i}.util_pct"] = f"GPU{i} kernel-active"
+            if d.get("gpm"):
+                util.append(f"gpu{i}.sm_active_pct")
+                labels[f"gpu{i}.sm_active_pct"] = f"GPU{i} SM active (GPM)"
+            mem.append(f"gpu{i}.mem_used_bytes")
+            mlabels[f"gpu{i}.mem_used_bytes"] = f"GPU{i} used"
+        total = max((d.get("mem_total_bytes") or 0 for d in gpu_info), default=0)
+        panels.append(Panel("GPU kernel-active % (share of time a kernel ran)", util, unit="%", ylim=(0, 105),
+                            labels=labels, styles={"gpu*.sm_active_pct": {"linestyle": ":"}},
+                            note=_short(gpu_note)))
+        panels.append(Panel("GPU memory used", mem, unit="GiB", scale=2.0 ** -30,
+                            ylim=(0, total * 2.0 ** -30 * 1.05) if total else None, labels=mlabels,
+                            note=_short(gpu_note)))
+    panels.append(Panel("CPU, whole machine", ["cpu.util_pct", "cpu.iowait_pct"], unit="%", ylim=(0, 105),
+                        labels={"cpu.util_pct": "busy", "cpu.iowait_pct": "iowait"}))
+    panels.append(Panel(f"Disk ({disk_label})", ["disk.read_bytes_per_s", "disk.write_bytes_per_s"], unit="MB/s",
+                        scale=1e-6, labels={"disk.read_bytes_per_s": "read", "disk.write_bytes_per_s": "write"},
+                        ymax_min=10.0))
+    return panels
+
+
+def monitor_plot_kwargs(monitor, title: str = "nbbench monitor") -> dict:
+    """Keyword arguments for a live plot (:class:`~nbbench.ui.liveplot.LivePlot`, or a
+    :class:`Timeline`) showing an opened or started monitor: panels, title, status line, t0."""
+    from ..monitor.text import format_status
+
+    info, note = _gpu_info(monitor)
+    disk = "disk"
+    for src in getattr(monitor, "sources", []) or []:
+        if getattr(src, "name", "") == "host":
+            disk = (getattr(src, "labels", {}) or {}).get("disk_device", "disk")
+    if not info and note and note != "not monitored":
+        title = f"{title} (GPU {_short(note, 70)})"
+    return {
+        "panels": monitor_panels(info, note, disk_label=disk, gpus=getattr(monitor, "gpus", "all") != []),
+        "title": title,
+        "status": lambda: format_status(monitor.latest(), monitor.t_start),
+        "t0": monitor.t_start,
+    }
+
+
+def monitor_figure(res, **kwargs):
+    """A Figure of a stored :class:`~nbbench.results.monitor.MonitorResult`'s timeline.
+
+    ``kwargs`` go to :class:`Timeline` (``dpi``, ``figsize``, ``title``, ``panels``…)."""
+    tl = res.samples.get("timeline") or {}
+    gpu_info = [{"index": i, "mem_total_bytes": res.metrics.get(f"gpu{i}_mem_total_bytes"),
+                 "gpm": f"gpu{i}.sm_active_pct" in tl} for i in res.gpu_indices]
+    note = "" if gpu_info else "N/A: " + next((n.split(": ", 1)[-1] for n in res.notes if "GPU" in n), "no GPU")
+    title = res.headline() if gpu_info else f"{res.headline()} (GPU {_short(note, 70)})"
+    kw = {"panels": monitor_panels(gpu_info, _short(note), disk_label=res.labels.get("disk_device", "disk")),
+          "title": title, "t0": 0.0, "blit": False, "min_span_s": 1.0}
+    kw.update(kwargs)
+    timeline = Timeline(**kw)
+    ts = tl.get("t_s", [])
+    keys = [k for k in tl if k != "t_s"]
+    for j, t in enumerate(ts):
+        timeline.add(t, {k: tl[k][j] for k in keys})
+    return timeline.figure

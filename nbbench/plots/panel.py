@@ -1,0 +1,64 @@
+"""One subplot of a timeline (:class:`Panel`: which series, in which unit, how scaled),
+and the "nice" axis limits that move in 1-2-2.5-5 steps (:func:`nice_ceil`)."""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+from dataclasses import dataclass, field
+from typing import Mapping
+
+__all__ = ["Panel", "as_panel", "nice_ceil"]
+
+
+@dataclass
+class Panel:
+    """One subplot: series names or fnmatch patterns (``"gpu*.util_pct"``) in one unit.
+
+    ``scale`` multiplies stored values for display (bytes/s -> MB/s: ``1e-6``);
+    ``ylim`` fixes the y range (default: 0 .. 1.1 x the largest value shown);
+    ``labels`` maps a series name to its legend text (default: the name);
+    ``styles`` maps a series name or pattern to Line2D keyword arguments.
+    Names without wildcards get their line and legend entry up front, so the
+    legend (and the cached background) does not change when data starts arriving.
+    """
+
+    title: str
+    series: list[str]
+    unit: str = ""
+    scale: float = 1.0
+    ylim: tuple[float, float] | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+    styles: dict[str, dict] = field(default_factory=dict)
+    note: str = ""  # shown inside the axes when the panel has no data (e.g. "N/A: no GPU")
+    ymax_min: float = 1.0  # autoscaled top never below this (in display units)
+
+    def matches(self, name: str) -> bool:
+        return any(name == p or fnmatch.fnmatchcase(name, p) for p in self.series)
+
+    def style_for(self, name: str) -> dict:
+        for pat, st in self.styles.items():
+            if name == pat or fnmatch.fnmatchcase(name, pat):
+                return st
+        return {}
+
+
+def as_panel(p) -> Panel:
+    """A :class:`Panel` from a Panel or a dict of its fields."""
+    if isinstance(p, Panel):
+        return p
+    if isinstance(p, Mapping):
+        return Panel(**p)
+    raise TypeError(f"a panel is a Panel or a dict of its fields, not {type(p).__name__}")
+
+
+def nice_ceil(x: float) -> float:
+    """The smallest of 1, 2, 2.5, 5 x 10^k that is >= x (axis limits that move in steps)."""
+    if x <= 0 or not math.isfinite(x):
+        return 1.0
+    exp = math.floor(math.log10(x))
+    for m in (1.0, 2.0, 2.5, 5.0, 10.0):
+        v = m * 10.0 ** exp
+        if v >= x * (1 - 1e-12):
+            return v
+    return 10.0 ** (exp + 1)

@@ -1,0 +1,34 @@
+"""Panels for the rates a probe reports with its progress (dd's write then read
+bandwidth, randread's IOPS, files/s, samples/s…), chosen from the metric keys' units
+(``read_bytes_per_s`` → MB/s, ``iops`` → kIOPS)."""
+
+from __future__ import annotations
+
+from ..units import unit_of
+from .panel import Panel
+
+__all__ = ["rate_panels"]
+
+# unit -> (panel title, axis unit, scale, the key patterns it shows)
+_GROUPS = {
+    "bytes/s": ("bandwidth", "MB/s", 1e-6, ["*bytes_per_s"]),
+    "iops": ("IOPS", "kIOPS", 1e-3, ["iops", "*_iops"]),
+    "samples/s": ("samples/s", "samples/s", 1.0, ["*samples_per_s"]),
+    "files/s": ("files/s", "files/s", 1.0, ["*files_per_s"]),
+    "batches/s": ("batches/s", "batches/s", 1.0, ["*batches_per_s"]),
+}
+
+
+def rate_panels(keys) -> list[Panel]:
+    """Panels for the units of the rate metrics among ``keys`` (one per unit; a panel
+    shows every key of its unit, also ones reported later, e.g. dd's read after its write)."""
+    units = []
+    for k in keys:
+        u = unit_of(k)
+        if u in _GROUPS and u not in units:
+            units.append(u)
+    panels = []
+    for u in units:
+        title, axis, scale, patterns = _GROUPS[u]
+        panels.append(Panel(title, list(patterns), unit=axis, scale=scale))
+    return panels
