@@ -243,3 +243,41 @@ def test_pause_stops_recording_and_resume_continues():
         m.resume()
         time.sleep(0.1)
         assert m.n_samples > n
+
+
+def test_window_is_open_at_t0_closed_at_t1_and_skips_gaps():
+    from nbbench.results.series import FieldStats, window
+
+    pts = [(0.0, 1.0), (1.0, 2.0), (2.0, None), (3.0, 4.0), (4.0, 8.0)]
+    assert window(pts, 1.0, 3.0) == ([3.0], [4.0])         # (1, 3]: t=1 out, t=2 a gap, t=3 in
+    assert window(pts) == ([0.0, 1.0, 3.0, 4.0], [1.0, 2.0, 4.0, 8.0])
+    assert window(pts, t1=1.0) == ([0.0, 1.0], [1.0, 2.0])
+    st = FieldStats.of(*window(pts, 0.0))
+    assert st.describe() == {"n": 3, "mean": pytest.approx(14 / 3), "min": 2.0, "max": 8.0}
+    assert FieldStats.of([], []).describe() == {"n": 0, "mean": None, "min": None, "max": None}
+    assert st.to_dict()["below_idle_share"] == pytest.approx(2 / 3)  # 2.0 and 4.0 are below 5 %
+
+
+def test_live_and_stored_windows_agree():
+    # the same window, once over the live records (monotonic s), once over the stored timeline (s since start)
+    m = Monitor(interval=0.02, sources=[Counter()])
+    with m:
+        time.sleep(0.25)
+    res = m.result()
+    recs = m.records()
+    t0, t1 = recs[2]["t"], recs[6]["t"]
+    ts, vs = m.values("fake.value_pct", t0, t1)
+    assert vs == [r["fake.value_pct"] for r in recs[3:7]]
+    s0, s1 = res.samples["timeline"]["t_s"][2], res.samples["timeline"]["t_s"][6]
+    assert res.mean("fake.value_pct", s0, s1) == pytest.approx(sum(vs) / len(vs))
+
+
+def test_the_monitor_result_and_the_sampler_do_not_import_each_other():
+    import ast
+    import pathlib
+
+    import nbbench.monitor.result as result_mod
+
+    tree = ast.parse(pathlib.Path(result_mod.__file__).read_text())
+    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert "sampler" not in imported and "nbbench.monitor.sampler" not in imported

@@ -16,6 +16,15 @@ Use it from Python code::
 
 Importing this package is light (no psutil, pynvml, pandas or matplotlib until a
 monitor starts); it registers :class:`MonitorResult` as the ``"monitor"`` kind.
+
+* :mod:`.sampler`  :class:`Monitor`: the sampling thread, sources, subscribers
+* :mod:`.records`  what it keeps: the ring buffer, running statistics, windows
+* :mod:`.result`   :func:`build_result`: a stopped monitor's :class:`MonitorResult`
+* :mod:`.host`, :mod:`.gpu`, :mod:`.procfs`  the sources; :mod:`.text` the status line
+
+Layer: measure (with probes, doctor, datasets).  The monitor may import the core
+(results, units, nvml); it draws nothing (its plots are :mod:`nbbench.plots.monitor`'s)
+and imports no plots, ui, commands or front end.
 """
 
 from __future__ import annotations
@@ -23,8 +32,9 @@ from __future__ import annotations
 import sys
 import types
 
+from ..results.series import IDLE_THRESHOLD_PCT, FieldStats
 from .result import MonitorResult, build_result
-from .sampler import DEFAULT_CAPACITY, IDLE_THRESHOLD_PCT, FieldStats, Monitor, Source
+from .sampler import DEFAULT_CAPACITY, Monitor, Source
 from .text import format_status
 
 __all__ = ["Monitor", "MonitorResult", "Source", "FieldStats", "monitor", "format_status",

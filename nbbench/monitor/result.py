@@ -7,7 +7,7 @@ Metrics (base units, unit in the key):
 - ``gpu_util_mean_pct`` / ``gpu_util_peak_pct``: NVML kernel-active % (share of time
   one or more kernels ran), mean over the run and the GPUs / highest sample;
   ``gpu_idle_share_pct``: share of samples with kernel-active below
-  :data:`~nbbench.monitor.sampler.IDLE_THRESHOLD_PCT` (5 %), averaged over the GPUs;
+  :data:`~nbbench.results.series.IDLE_THRESHOLD_PCT` (5 %), averaged over the GPUs;
   per GPU ``gpu{i}_util_mean_pct``, ``gpu{i}_mem_used_peak_bytes``, ``gpu{i}_power_mean_w``,
   ``gpu{i}_sm_active_mean_pct`` (GPM) and so on.  None (N/A) without a GPU.
 - ``cpu_mean_pct``, ``cpu_peak_pct``, ``cpu_iowait_mean_pct`` (whole machine),
@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..results.monitor import MonitorResult
-from .sampler import IDLE_THRESHOLD_PCT
+from ..results.series import IDLE_THRESHOLD_PCT
 
 __all__ = ["MonitorResult", "build_result"]
 

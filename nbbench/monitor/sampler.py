@@ -1,11 +1,11 @@
-"""The background sampler: one thread, pluggable sources, a bounded ring buffer.
+"""The background sampler: one thread, pluggable sources, subscribers.
 
 A :class:`Monitor` calls every source's ``sample(now)`` at a fixed interval on its
 own thread, merges the returned fields into one *record* (a flat dict keyed
 ``"<namespace>.<field>_<unit>"``, e.g. ``"gpu0.util_pct"``, ``"cpu.util_pct"``,
 ``"disk.read_bytes_per_s"``, plus ``"t"``: :func:`time.monotonic` seconds), keeps
-the newest ``capacity`` records in a ring buffer, keeps running statistics of every
-field over the *whole* run (so summaries stay right after the buffer wraps) and
+it (:class:`~nbbench.monitor.records.RecordBuffer`: the newest ``capacity`` records in
+a ring buffer, running statistics of every field over the *whole* run, windows) and
 hands each record to the subscribers.
 
 Per-sample work is kept small (no pandas, no allocation beyond the record): at
@@ -30,13 +30,12 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections import deque
 from typing import Any, Callable, Iterable, Protocol, runtime_checkable
 
-__all__ = ["Monitor", "Source", "FieldStats", "IDLE_THRESHOLD_PCT", "DEFAULT_CAPACITY"]
+from .records import RecordBuffer
 
-#: a GPU sample whose kernel-active % is below this counts as idle
-IDLE_THRESHOLD_PCT = 5.0
+__all__ = ["Monitor", "Source", "DEFAULT_CAPACITY"]
+
 #: ring-buffer length: 2 hours at the default 0.2 s interval
 DEFAULT_CAPACITY = 36_000
 
@@ -50,46 +49,6 @@ class Source(Protocol):
 
     def close(self) -> None:  # pragma: no cover - protocol
         ...
-
-
-class FieldStats:
-    """Running statistics of one field over the whole run (None values skipped)."""
-
-    __slots__ = ("n", "total", "min", "max", "n_below", "first_t", "last_t", "last")
-
-    def __init__(self):
-        self.n = 0
-        self.total = 0.0
-        self.min = math.inf
-        self.max = -math.inf
-        self.n_below = 0  # samples below IDLE_THRESHOLD_PCT
-        self.first_t = None
-        self.last_t = None
-        self.last = None
-
-    def add(self, t: float, v: float) -> None:
-        self.n += 1
-        self.total += v
-        if v < self.min:
-            self.min = v
-        if v > self.max:
-            self.max = v
-        if v < IDLE_THRESHOLD_PCT:
-            self.n_below += 1
-        if self.first_t is None:
-            self.first_t = t
-        self.last_t = t
-        self.last = v
-
-    @property
-    def mean(self) -> float | None:
-        return self.total / self.n if self.n else None
-
-    def to_dict(self) -> dict:
-        if not self.n:
-            return {"n": 0}
-        return {"n": self.n, "mean": self.mean, "min": self.min, "max": self.max,
-                "below_idle_share": self.n_below / self.n}
 
 
 def _parse_gpus(gpus) -> list[int] | str | None:
@@ -108,7 +67,7 @@ def _parse_gpus(gpus) -> list[int] | str | None:
     return [int(x) for x in gpus]
 
 
-class Monitor:
+class Monitor(RecordBuffer):
     """Sample sources in the background.
 
     ``Monitor(interval=0.2, sources=None, gpus="all", path=None, capacity=36000)``
@@ -123,7 +82,8 @@ class Monitor:
       statistics still cover the whole run).
 
     Use as a context manager (``with Monitor() as m: ...``) or ``start()`` / ``stop()``.
-    After (or during) the run: :meth:`frame` (pandas DataFrame of the records),
+    After (or during) the run (the records' methods are
+    :class:`~nbbench.monitor.records.RecordBuffer`'s): :meth:`frame` (pandas DataFrame of the records),
     :meth:`mean` / :meth:`stats` over a monotonic-time window, :meth:`latest`,
     :meth:`records`, :meth:`result` (a :class:`~nbbench.monitor.result.MonitorResult`).
     :meth:`subscribe` registers ``callback(record)``, called on the sampler thread
@@ -137,31 +97,22 @@ class Monitor:
             raise ValueError(f"interval must be a positive number of seconds, not {interval!r}")
         if interval < 0.01:
             raise ValueError(f"interval {interval} s is too short: use 0.01 s or more")
-        self.interval = interval
-        self.capacity = max(2, int(capacity))
+        super().__init__(interval, capacity)
         self.gpus = _parse_gpus(gpus)
         self.path = path
         self._nvml = nvml
         self._given_sources = list(sources) if sources is not None else None
         self.sources: list[Any] = []
-        self._buf: deque = deque(maxlen=self.capacity)
-        self._lock = threading.Lock()
-        self._cond = threading.Condition(self._lock)
-        self._stats: dict[str, FieldStats] = {}
         self._subs: list[Callable[[dict], Any]] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._dead_sources: set[str] = set()
         self.notes: list[str] = []
-        self.n_samples = 0
-        self.n_dropped = 0
         self.n_late = 0
-        self.t_start: float | None = None  # monotonic
         self.t_stop: float | None = None
         self.started_at: float | None = None  # wall clock (time.time())
         self.ended_at: float | None = None
         self.sampler_cpu_s = 0.0
-        self._running = False
         self._opened = False
         self._paused = False
 
@@ -308,20 +259,7 @@ class Monitor:
                 continue
             if fields:
                 rec.update(fields)
-        stats = self._stats
-        for k, v in rec.items():
-            if k == "t" or v is None or v.__class__ not in (float, int):
-                continue
-            st = stats.get(k)
-            if st is None:
-                st = stats[k] = FieldStats()
-            st.add(now, v)
-        with self._cond:
-            if len(self._buf) == self.capacity:
-                self.n_dropped += 1
-            self._buf.append(rec)
-            self.n_samples += 1
-            self._cond.notify_all()
+        self._append(rec, now)
         for cb in tuple(self._subs):
             try:
                 cb(rec)
@@ -345,110 +283,6 @@ class Monitor:
             self._subs.remove(callback)
         except ValueError:
             pass
-
-    # ------------------------------------------------------------------ access
-    def records(self, t0: float | None = None, t1: float | None = None) -> list[dict]:
-        """A copy of the buffered records with ``t0 <= t <= t1`` (monotonic seconds)."""
-        with self._lock:
-            recs = list(self._buf)
-        if t0 is None and t1 is None:
-            return recs
-        lo = -math.inf if t0 is None else t0
-        hi = math.inf if t1 is None else t1
-        return [r for r in recs if lo <= r["t"] <= hi]
-
-    def latest(self) -> dict | None:
-        """The newest record (or None before the first)."""
-        with self._lock:
-            return self._buf[-1] if self._buf else None
-
-    def fields(self) -> list[str]:
-        """Names of the numeric fields seen so far."""
-        return list(self._stats)
-
-    def wait_for(self, t: float, timeout: float | None = None) -> bool:
-        """Block until a record with ``record["t"] >= t`` exists (or the monitor stops)."""
-        if timeout is None:
-            timeout = 3 * self.interval + 1.0
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while not (self._buf and self._buf[-1]["t"] >= t):
-                left = deadline - time.monotonic()
-                if left <= 0 or not self._running:
-                    return bool(self._buf and self._buf[-1]["t"] >= t)
-                self._cond.wait(left)
-        return True
-
-    def values(self, field: str, t0: float | None = None, t1: float | None = None) -> tuple[list, list]:
-        """``(times, values)`` of one field within the window, None values left out.
-
-        A record at time ``t`` describes the interval that ends at ``t`` (rates,
-        NVML utilisation), so the window takes records with ``t0 < t <= t1``; the
-        record closing the window may come up to one interval after ``t1`` (use
-        ``wait=True`` in :meth:`stats` / :meth:`mean` to wait for it).
-        """
-        lo = -math.inf if t0 is None else t0
-        hi = math.inf if t1 is None else t1
-        ts, vs = [], []
-        with self._lock:
-            recs = list(self._buf)
-        for r in recs:
-            t = r["t"]
-            if lo < t <= hi:
-                v = r.get(field)
-                if v is not None:
-                    ts.append(t)
-                    vs.append(v)
-        return ts, vs
-
-    def stats(self, field: str, t0: float | None = None, t1: float | None = None,
-              wait: bool = False) -> dict:
-        """``{"n", "mean", "min", "max"}`` of ``field`` over ``(t0, t1]`` (monotonic s).
-
-        Without a window the whole run is described (running statistics, not limited
-        by the ring buffer).  ``wait=True`` first waits for the record covering ``t1``
-        (plus one interval), so a window that just ended is complete.
-        """
-        if t0 is None and t1 is None:
-            st = self._stats.get(field)
-            return st.to_dict() if st else {"n": 0}
-        if wait and t1 is not None and self._running:
-            self.wait_for(t1 + self.interval * 0.999)
-        _, vs = self.values(field, t0, None if t1 is None else t1 + self.interval * 0.999)
-        # the record just after t1 covers the end of the window
-        if not vs:
-            return {"n": 0, "mean": None, "min": None, "max": None}
-        return {"n": len(vs), "mean": sum(vs) / len(vs), "min": min(vs), "max": max(vs)}
-
-    def mean(self, field: str, t0: float | None = None, t1: float | None = None,
-             wait: bool = False) -> float | None:
-        """Mean of ``field`` (e.g. ``"gpu0.util_pct"``) over ``(t0, t1]``; None without data."""
-        return self.stats(field, t0, t1, wait=wait).get("mean")
-
-    def frame(self, per_core: bool = False):
-        """The buffered records as a pandas DataFrame.
-
-        Columns: ``t`` (monotonic s), ``t_s`` (seconds since start), then every field.
-        Per-core CPU (``cpu.cores_pct``, a tuple per record) is left out unless
-        ``per_core=True``, which expands it into ``cpu.core0_pct``, ``cpu.core1_pct``…
-        """
-        import pandas as pd
-
-        recs = self.records()
-        rows = []
-        t0 = self.t_start if self.t_start is not None else (recs[0]["t"] if recs else 0.0)
-        for r in recs:
-            row = {k: v for k, v in r.items() if k != "cpu.cores_pct"}
-            row["t_s"] = r["t"] - t0
-            if per_core and r.get("cpu.cores_pct") is not None:
-                for i, v in enumerate(r["cpu.cores_pct"]):
-                    row[f"cpu.core{i}_pct"] = v
-            rows.append(row)
-        df = pd.DataFrame.from_records(rows)
-        if not df.empty:
-            cols = ["t", "t_s"] + [c for c in df.columns if c not in ("t", "t_s")]
-            df = df[cols]
-        return df
 
     # ------------------------------------------------------------------ labels
     def na(self) -> dict[str, str]:

@@ -10,6 +10,8 @@ The one exception, written in ``tests/test_layers.py``'s allow-list: a result's
 * :mod:`.base`    :class:`Result` (params, metrics, labels, samples, status), the
   declarative :data:`KINDS` registry, :class:`ProbeError`
 * :mod:`.hist`    fio's log-linear latency histogram (kept as a result's raw samples)
+* :mod:`.series`  statistics of a sampled series: :class:`~.series.FieldStats`, the
+  ``(t0, t1]`` window (the live monitor's and a stored monitor run's)
 * :mod:`.storage` dd, randread, io, disk presets, files
 * :mod:`.loader`  loader, sweep, feed
 * :mod:`.gpu`, :mod:`.monitor`, :mod:`.doctor`, :mod:`.env`

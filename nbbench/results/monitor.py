@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import math
-
 from .base import Result, register
+from .series import FieldStats, window
 
 __all__ = ["MonitorResult"]
 
@@ -68,11 +67,7 @@ class MonitorResult(Result):
     def mean(self, field: str, t0: float | None = None, t1: float | None = None) -> float | None:
         """Mean of a timeline field over ``t0 < t_s <= t1`` (seconds since the start)."""
         tl = self.samples.get("timeline") or {}
-        ts, vs = tl.get("t_s", []), tl.get(field, [])
-        lo = -math.inf if t0 is None else t0
-        hi = math.inf if t1 is None else t1
-        vals = [v for t, v in zip(ts, vs) if v is not None and lo < t <= hi]
-        return sum(vals) / len(vals) if vals else None
+        return FieldStats.of(*window(zip(tl.get("t_s", []), tl.get(field, [])), t0, t1)).mean
 
     def figure(self, **kwargs):
         """The timeline as a matplotlib Figure (:func:`nbbench.plots.monitor.monitor_figure`)."""
