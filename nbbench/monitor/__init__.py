@@ -20,7 +20,8 @@ monitor starts); it registers :class:`MonitorResult` as the ``"monitor"`` kind.
 * :mod:`.sampler`  :class:`Monitor`: the sampling thread, sources, subscribers
 * :mod:`.records`  what it keeps: the ring buffer, running statistics, windows
 * :mod:`.result`   :func:`build_result`: a stopped monitor's :class:`MonitorResult`
-* :mod:`.host`, :mod:`.gpu`, :mod:`.procfs`  the sources; :mod:`.text` the status line
+* the sources (the GPUs through NVML; the host's CPU, memory, disks, processes) and
+  :mod:`.text` (the status line)
 
 Layer: measure (with probes, doctor, datasets).  The monitor may import the core
 (results, units, nvml); it draws nothing (its plots are :mod:`nbbench.plots.monitor`'s)
