@@ -45,8 +45,8 @@ def doctor(path: str | os.PathLike | None = None, root: str | os.PathLike = "/",
     O_DIRECT write/read at ``path`` (default: only when ``root`` is "/").
     """
     from ..progress import call_progress
+    from ..topology import find_mount, read_mounts
     from . import exposure, gpu, storage, system
-    from .mounts import read_mounts
 
     root = str(root)
     live = root == "/"
@@ -90,8 +90,6 @@ def doctor(path: str | os.PathLike | None = None, root: str | os.PathLike = "/",
             return [na("block device", mount_error, "block device")]
         m = ctx.get("mount")
         if m is None:
-            from .mounts import find_mount
-
             m = find_mount(real, mounts)
         return storage.check_block(root, m)
 
