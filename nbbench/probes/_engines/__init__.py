@@ -2,6 +2,7 @@
 
 * :mod:`.job`    the job description and its outcome, shared by every engine
 * :mod:`.hist`   fio-style log-linear latency histogram
+* :mod:`.builtin` the builtin engine: sync at QD1, io_uring rings deeper, else threads
 * :mod:`.uring`  io_uring through raw syscalls (ctypes): batched submit + reap
 * :mod:`.sync`   one in flight in the calling thread; a thread pool fallback
 * :mod:`.extern` the system ``dd`` and ``fio`` as subprocesses (argument lists)
