@@ -1,4 +1,4 @@
-"""Live monitoring: background samplers (NVML GPU, psutil host) with callbacks.
+"""Live monitoring: background samplers (CPU, disk, process tree, NVML GPU) with callbacks.
 
 Use it from Python code::
 
@@ -28,7 +28,8 @@ from .sampler import DEFAULT_CAPACITY, IDLE_THRESHOLD_PCT, FieldStats, Monitor, 
 from .text import format_status
 
 __all__ = ["Monitor", "MonitorResult", "Source", "FieldStats", "monitor", "format_status",
-           "build_result", "IDLE_THRESHOLD_PCT", "DEFAULT_CAPACITY", "HostSource", "NvmlGpuSource"]
+           "build_result", "IDLE_THRESHOLD_PCT", "DEFAULT_CAPACITY", "CpuSource", "DiskSource",
+           "ProcessTreeSource", "NvmlGpuSource"]
 
 
 def monitor(interval: float = 0.2, gpus="all", path=None, sources=None, capacity: int = DEFAULT_CAPACITY,
@@ -38,10 +39,19 @@ def monitor(interval: float = 0.2, gpus="all", path=None, sources=None, capacity
 
 
 def __getattr__(name):
-    if name == "HostSource":
-        from .host import HostSource
+    # the sources are imported when first named: importing this package stays light
+    if name == "CpuSource":
+        from .cpu import CpuSource
 
-        return HostSource
+        return CpuSource
+    if name == "DiskSource":
+        from .disk import DiskSource
+
+        return DiskSource
+    if name == "ProcessTreeSource":
+        from .procs import ProcessTreeSource
+
+        return ProcessTreeSource
     if name == "NvmlGpuSource":
         from .gpu import NvmlGpuSource
 
