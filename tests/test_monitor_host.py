@@ -250,3 +250,19 @@ def test_per_core_columns_in_frames_and_results():
     cores = m.result().cores_frame()
     assert list(cores.columns) == ["t_s"] + [f"core{i}_pct" for i in range(n)]
     assert len(cores) == len(df)
+
+
+def test_the_disk_source_names_the_results_path_and_the_live_plots_disk_panel(tmp_path, monkeypatch):
+    from nbbench.ui.liveplot import monitor_plot_kwargs
+
+    monkeypatch.chdir(tmp_path)
+    m = Monitor(interval=0.05, gpus="none")  # no path: the current directory's disk
+    m.open()
+    disk = next(s for s in m.sources if s.name == "disk")
+    titles = [p.title for p in monitor_plot_kwargs(m)["panels"]]
+    assert f"Disk ({disk.labels['disk_device']})" in titles and disk.labels["disk_device"] != "disk"
+    with m:
+        time.sleep(0.1)
+    res = m.result()
+    assert res.params["path"] == str(tmp_path) and res.labels["path"] == str(tmp_path)
+    assert res.labels["disk_device"] == disk.labels["disk_device"]
