@@ -297,14 +297,13 @@ def device_by_name(name: str, root: str | os.PathLike = "/", how: str = "",
     """The device kernel-named ``name`` (``sysdir``: its sysfs directory where known); None if unknown."""
     sys_block = under(root, "/sys/block")
     d = sysdir if sysdir is not None else (sys_block / name if (sys_block / name).is_dir() else None)
-    if d is not None and (d / "partition").exists():
-        parent = Path(os.path.realpath(d)).parent.name
-        return BlockDevice(name=name, disk=parent, partition=True, how=how + f"; partition of {parent}",
-                           root=str(root))
-    if d is None:
+    if d is None:  # not a disk: the partition of the disk that holds it, if one does
         parent = _disk_of(sys_block, name)
-        if parent is None or parent == name:
+        if parent is None:
             return None
+    else:
+        parent = Path(os.path.realpath(d)).parent.name if (d / "partition").exists() else None
+    if parent is not None:
         return BlockDevice(name=name, disk=parent, partition=True, how=how + f"; partition of {parent}",
                            root=str(root))
     try:
@@ -361,23 +360,18 @@ def block_device(root: str | os.PathLike, mount: Mount) -> BlockDevice:
             f"(anonymous device {mount.devno}, source {mount.source})"
         )
     dev = device_by_devno(mount.major, mount.minor, root)
-    if dev is not None:
-        if not under(root, "/sys/block").is_dir():
-            raise Unreadable("/sys/block does not exist (sysfs not mounted)")
-        return dev
-    name, how = device_of_source(mount.source, root)
+    name, how = (dev.name, dev.how) if dev is not None else device_of_source(mount.source, root)
     if not name:
         raise Unreadable(f"no block device found for {mount.source} ({mount.devno}) under /sys")
     if not under(root, "/sys/block").is_dir():
         raise Unreadable("/sys/block does not exist (sysfs not mounted)")
-    dev = device_by_name(name, root, how)
+    dev = dev or device_by_name(name, root, how)
     if dev is None:
         raise Unreadable(f"{name} is neither a disk nor a partition under /sys/block")
     return dev
 
 
-def device_of_path(path: str | os.PathLike, root: str | os.PathLike = "/",
-                   st: os.stat_result | None = None) -> tuple[BlockDevice | None, Mount | None]:
+def device_of_path(path: str | os.PathLike, root: str | os.PathLike = "/") -> tuple[BlockDevice | None, Mount | None]:
     """The block device holding ``path`` (None if it has none) and the mount it lives on.
 
     ``st_dev`` is mapped through ``/sys/dev/block``; a filesystem with an anonymous
@@ -386,7 +380,7 @@ def device_of_path(path: str | os.PathLike, root: str | os.PathLike = "/",
     cannot be stat-ed.
     """
     real = os.path.realpath(os.fspath(path))
-    st = st if st is not None else os.stat(real)
+    st = os.stat(real)
     dev = None
     if os.major(st.st_dev) != 0:
         dev = device_by_devno(os.major(st.st_dev), os.minor(st.st_dev), root)
