@@ -4,6 +4,11 @@
 small function over a ``root`` directory (``"/"`` live, a fixture tree in tests) that
 returns :class:`Check` findings with a status (ok / warn / fail / n/a), the evidence
 (the value and where it was read) and the fix (the command or setting).
+
+Layer: measure (with probes, monitor, datasets).  The doctor reads the machine
+through the bottom layer (:mod:`nbbench.topology` for mounts and block devices,
+``results``, ``env``, ``units``) and may borrow a probe's path checks; it never imports
+plots, ui, report, commands or a front end.
 """
 
 from __future__ import annotations

@@ -16,6 +16,11 @@ Use it from Python code::
 
 Importing this package is light (no psutil, pynvml, pandas or matplotlib until a
 monitor starts); it registers :class:`MonitorResult` as the ``"monitor"`` kind.
+
+Layer: measure (with probes, doctor, datasets).  The sampler and its sources import the
+bottom layer (:mod:`nbbench.topology` for the disk behind a path, ``results``, ``nvml``,
+``units``) and psutil / pynvml inside functions; drawing a live plot is ui's job, never
+imported from here.
 """
 
 from __future__ import annotations

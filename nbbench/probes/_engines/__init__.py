@@ -6,4 +6,7 @@
 * :mod:`.uring`  io_uring through raw syscalls (ctypes): batched submit + reap
 * :mod:`.sync`   one in flight in the calling thread; a thread pool fallback
 * :mod:`.extern` the system ``dd`` and ``fio`` as subprocesses (argument lists)
+
+Layer: measure, inside :mod:`nbbench.probes`: the engines import only each other, the
+bottom layer (``results``, ``env``, ``progress``) and the standard library.
 """
