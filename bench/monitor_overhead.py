@@ -4,7 +4,7 @@ A CPU-bound pure-Python loop (it holds the GIL: the worst case for background
 threads) is timed in many short interleaved rounds, in three states:
 
 - ``none``: no sampling, no drawing (the monitors are paused),
-- ``sampler``: a Monitor sampling at 10 Hz (host + GPU sources, as ``%%iobench monitor``),
+- ``sampler``: a Monitor sampling at 10 Hz (CPU, disk, process-tree and GPU sources, as ``%%iobench monitor``),
 - ``plot``: a second Monitor at 10 Hz feeding a LivePlot that renders PNG frames and
   pushes them through a display handle (a stand-in that JSON-encodes each frame
   as the kernel would), as in a notebook.

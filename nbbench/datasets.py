@@ -141,7 +141,7 @@ def make_image_folder(root, files=1000, size="110k", classes=10, jpeg=False, see
     params = _params(files, nbytes, classes, jpeg, int(seed))
     _check_root(root, params)
 
-    from .probes.pathcheck import check_free_space
+    from .probes.target import check_free_space
 
     parent = root if root.exists() else root.parent
     if not parent.is_dir():

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from nbbench.doctor import CHECK_STATUSES, Check, DoctorResult, doctor
-from nbbench.doctor import exposure, mounts, storage, system
+from nbbench import topology
+from nbbench.doctor import exposure, storage, system
 from nbbench.results import Result
 
 FIX = Path(__file__).parent / "fixtures" / "doctor"
@@ -22,29 +23,14 @@ def by_name(checks):
 
 
 # ------------------------------------------------------------------ mounts
-def test_mountinfo_parsing_and_escapes():
-    ms = mounts.read_mounts(DOCKER)
-    assert [m.mount_point for m in ms][:4] == ["/", "/proc", "/dev", "/dev/shm"]
-    bucket = [m for m in ms if m.fstype == "fuse.s3fs"][0]
-    assert bucket.mount_point == "/mnt/my bucket"  # \040 unescaped
-    nfs = mounts.find_mount("/dataset/train/n01440764/x.JPEG", ms)
-    assert (nfs.fstype, nfs.source, nfs.option("rsize")) == ("nfs4", "10.0.0.5:/exports/imagenet", "131072")
-    assert mounts.find_mount("/datasets", ms).mount_point == "/"  # a prefix of a name is not a parent
-    assert mounts.find_mount("/dev/shm/x", ms).mount_point == "/dev/shm"
-
-
+# (mountinfo parsing and the scheduler file: tests/test_topology.py)
 def test_stacked_mounts_last_one_wins():
     text = ("25 24 0:23 / /dev/shm rw,relatime - tmpfs tmpfs rw,size=65536k\n"
             "30 25 0:27 / /dev/shm rw,relatime - tmpfs tmpfs rw,size=16777216k\n")
-    ms = mounts.parse_mountinfo(text)
-    assert mounts.find_mount("/dev/shm", ms).mount_id == 30
+    ms = topology.parse_mountinfo(text)
+    assert topology.find_mount("/dev/shm", ms).mount_id == 30
     c = system.check_shm("/nonexistent-root", ms, workers=4)
     assert c.status == "ok" and c.data["size_bytes"] == 16 * 2**30
-
-
-def test_scheduler_parsing():
-    assert mounts.parse_scheduler("none [mq-deadline] kyber bfq\n") == "mq-deadline"
-    assert mounts.parse_scheduler("none\n") == "none"
 
 
 # -------------------------------------------------------------- /dev/shm etc.
@@ -56,7 +42,7 @@ def test_docker_default_shm_fails_with_the_fix():
 
 
 def test_shm_warns_when_workers_need_more_than_there_is():
-    ms = mounts.parse_mountinfo("1 0 0:1 / /dev/shm rw - tmpfs tmpfs rw,size=1048576k\n")
+    ms = topology.parse_mountinfo("1 0 0:1 / /dev/shm rw - tmpfs tmpfs rw,size=1048576k\n")
     need = system.shm_need_bytes(8)
     assert need > 2**30
     c = system.check_shm("/nonexistent-root", ms, workers=8)
@@ -105,7 +91,7 @@ def test_memory_limit_and_shm_cross_check():
 
 # ------------------------------------------------------------------- storage
 def test_mount_caveats_by_filesystem():
-    ms = mounts.read_mounts(DOCKER)
+    ms = topology.read_mounts(DOCKER)
     expect = {"/workspace": ("overlay", "volume"), "/dataset": ("nfs4", "nconnect"),
               "/mnt/my bucket": ("fuse.s3fs", "copy the dataset"), "/dev/shm": ("tmpfs", "really lives")}
     for path, (fstype, in_fix) in expect.items():
@@ -117,19 +103,19 @@ def test_mount_caveats_by_filesystem():
 
 
 def test_atime_noatime_relatime_and_readonly():
-    ms = mounts.read_mounts(DOCKER)
-    assert storage.check_atime(mounts.find_mount("/data", ms)).status == "ok"  # noatime
-    rel = storage.check_atime(mounts.find_mount("/scratch", ms))
+    ms = topology.read_mounts(DOCKER)
+    assert storage.check_atime(topology.find_mount("/data", ms)).status == "ok"  # noatime
+    rel = storage.check_atime(topology.find_mount("/scratch", ms))
     assert rel.status == "warn" and "remount,noatime /scratch" in rel.fix
-    strict = storage.check_atime(mounts.parse_mountinfo("1 0 8:1 / /d rw - ext4 /dev/sda1 rw\n")[0])
+    strict = storage.check_atime(topology.parse_mountinfo("1 0 8:1 / /d rw - ext4 /dev/sda1 rw\n")[0])
     assert strict.status == "warn" and "strict atime" in strict.evidence
-    ro = storage.check_atime(mounts.find_mount("/dataset", mounts.read_mounts(HARD)))
+    ro = storage.check_atime(topology.find_mount("/dataset", topology.read_mounts(HARD)))
     assert ro.status == "ok" and "read-only" in ro.evidence
 
 
 def test_block_device_partition_resolves_to_its_disk():
-    ms = mounts.read_mounts(DOCKER)
-    checks = by_name(storage.check_block(DOCKER, mounts.find_mount("/data", ms)))
+    ms = topology.read_mounts(DOCKER)
+    checks = by_name(storage.check_block(DOCKER, topology.find_mount("/data", ms)))
     ra = checks["read-ahead"]
     assert ra.status == "warn" and ra.data["disk"] == "nvme0n1" and ra.data["read_ahead_kb"] == 128
     assert "blockdev --setra 4096 /dev/nvme0n1" in ra.fix and "2048 KiB" in ra.fix
@@ -138,8 +124,8 @@ def test_block_device_partition_resolves_to_its_disk():
 
 
 def test_block_device_dm_via_slaves():
-    ms = mounts.read_mounts(DOCKER)
-    checks = by_name(storage.check_block(DOCKER, mounts.find_mount("/scratch", ms)))
+    ms = topology.read_mounts(DOCKER)
+    checks = by_name(storage.check_block(DOCKER, topology.find_mount("/scratch", ms)))
     assert checks["read-ahead"].status == "ok" and checks["read-ahead"].data["slaves"] == ["sda"]
     assert "dm over sda" in checks["read-ahead"].evidence
     assert checks["rotational"].status == "warn"
@@ -148,17 +134,17 @@ def test_block_device_dm_via_slaves():
 
 
 def test_block_device_na_for_filesystems_without_one():
-    ms = mounts.read_mounts(DOCKER)
-    for c in storage.check_block(DOCKER, mounts.find_mount("/dataset", ms)):
+    ms = topology.read_mounts(DOCKER)
+    for c in storage.check_block(DOCKER, topology.find_mount("/dataset", ms)):
         assert c.status == "n/a" and "no block device of its own" in c.evidence
 
 
 def test_rotational_scheduler_and_short_queue():
-    ms = mounts.read_mounts(HARD)
-    checks = by_name(storage.check_block(HARD, mounts.find_mount("/dataset", ms)))
+    ms = topology.read_mounts(HARD)
+    checks = by_name(storage.check_block(HARD, topology.find_mount("/dataset", ms)))
     assert checks["rotational"].status == "warn" and checks["read-ahead"].status == "warn"
     assert checks["I/O scheduler"].status == "ok"  # mq-deadline on a spinning disk
-    root = by_name(storage.check_block(HARD, mounts.find_mount("/", ms)))
+    root = by_name(storage.check_block(HARD, topology.find_mount("/", ms)))
     assert root["read-ahead"].status == "ok" and root["queue depth"].status == "ok"
 
 

@@ -1,29 +1,45 @@
-"""The psutil host source, for real, and the path -> block device mapping on fake sysfs trees."""
+"""The host sources (CPU, disk, process tree), for real, and the path -> block device mapping on fake sysfs trees."""
 
 import os
 import subprocess
 import sys
 import time
-from collections import namedtuple
 
 import psutil
 import pytest
 
 from nbbench.monitor import Monitor
-from nbbench.monitor.host import HostSource, block_device_for
+from nbbench.monitor.cpu import CpuSource
+from nbbench.monitor.disk import DiskSource, describe, watched_device
+from nbbench.monitor.procs import ProcessTreeSource
 
 
-def _two_samples(src, gap=0.15):
-    src.open()
-    src.sample(time.monotonic())
+def _host(path=None, fast=True):
+    """The three host sources, as Monitor's defaults make them."""
+    return [CpuSource(fast=fast), DiskSource(path=path, fast=fast), ProcessTreeSource(fast=fast)]
+
+
+def _sample(srcs):
+    rec = {}
+    now = time.monotonic()
+    for s in srcs:
+        rec.update(s.sample(now))
+    return rec
+
+
+def _two_samples(srcs, gap=0.15):
+    for s in srcs:
+        s.open()
+    _sample(srcs)
     time.sleep(gap)
-    return src.sample(time.monotonic())
+    return _sample(srcs)
 
 
 @pytest.mark.parametrize("fast", [True, False], ids=["procfs", "psutil"])
 def test_cpu_memory_and_disk_fields_are_sane(tmp_path, fast):
-    src = HostSource(path=tmp_path, fast=fast)
-    rec = _two_samples(src)
+    srcs = _host(path=tmp_path, fast=fast)
+    rec = _two_samples(srcs)
+    assert [s.fast for s in srcs] == [fast] * 3
     assert 0.0 <= rec["cpu.util_pct"] <= 100.0
     assert 0.0 <= rec["cpu.iowait_pct"] <= 100.0
     assert len(rec["cpu.cores_pct"]) == psutil.cpu_count()
@@ -34,21 +50,24 @@ def test_cpu_memory_and_disk_fields_are_sane(tmp_path, fast):
     for k in ("disk.read_bytes_per_s", "disk.write_bytes_per_s", "disk.read_iops", "sys.read_bytes_per_s"):
         assert rec[k] is not None and rec[k] >= 0
     assert rec["proc.rss_bytes"] > 10 * 2**20
-    assert src.labels["path"] == str(tmp_path)
-    assert src.labels["disk_device"]  # a device name or "system-wide"
+    disk = srcs[1]
+    assert disk.labels["path"] == str(tmp_path)
+    assert disk.labels["disk_device"]  # a device name or "system-wide"
+    assert srcs[0].labels["cpus_logical"] == psutil.cpu_count()
 
 
 def test_first_sample_has_no_rates():
-    src = HostSource()
-    src.open()
-    rec = src.sample(time.monotonic())
+    srcs = _host()
+    for s in srcs:
+        s.open()
+    rec = _sample(srcs)
     assert rec["cpu.util_pct"] is None and rec["disk.read_bytes_per_s"] is None
     assert rec["proc.cpu_pct"] is None
     assert rec["mem.used_bytes"] > 0  # levels are there from the start
 
 
 def test_busy_process_shows_in_process_cpu():
-    src = HostSource()
+    src = ProcessTreeSource()
     src.open()
     src.sample(time.monotonic())
     t = time.process_time()
@@ -62,7 +81,7 @@ def test_busy_process_shows_in_process_cpu():
 def test_reads_of_this_process_and_its_children_are_counted(tmp_path, fast):
     data = tmp_path / "blob.bin"
     data.write_bytes(os.urandom(4 * 2**20))
-    m = Monitor(interval=0.05, sources=[HostSource(path=tmp_path, fast=fast)])
+    m = Monitor(interval=0.05, sources=_host(path=tmp_path, fast=fast))
     with m:
         with open(data, "rb") as f:  # this process: 4 MiB through read()
             while f.read(2**20):
@@ -107,57 +126,56 @@ def _real_dev_or_skip(path):
 
 def test_whole_disk_virtio(tmp_path):
     _real_dev_or_skip(tmp_path)
-    sysfs = _fake_sysfs(tmp_path / "sys", tmp_path, ["virtio1", "block", "vda"])
-    dev, note = block_device_for(tmp_path, sysfs)
+    _fake_sysfs(tmp_path / "sys", tmp_path, ["virtio1", "block", "vda"])
+    dev, note = watched_device(tmp_path, tmp_path)
     assert note is None and dev.name == "vda" and dev.parent is None
+    assert describe(dev) == "vda"
 
 
 def test_partition_is_measured_itself_and_named_with_its_disk(tmp_path):
     _real_dev_or_skip(tmp_path)
-    sysfs = _fake_sysfs(tmp_path / "sys", tmp_path, ["ata1", "block", "sda", "sda2"], partition=True)
-    dev, note = block_device_for(tmp_path, sysfs)
+    _fake_sysfs(tmp_path / "sys", tmp_path, ["ata1", "block", "sda", "sda2"], partition=True)
+    dev, note = watched_device(tmp_path, tmp_path)
     assert dev.name == "sda2" and dev.parent == "sda"
-    assert dev.description == "sda2 (partition of sda)"
+    assert describe(dev) == "sda2 (partition of sda)"
 
 
 def test_device_mapper_names_its_volume_and_slaves(tmp_path):
     _real_dev_or_skip(tmp_path)
-    sysfs = _fake_sysfs(tmp_path / "sys", tmp_path, ["virtual", "block", "dm-0"], dm_name="vg0-data",
-                        slaves=("nvme0n1p3",))
-    dev, _ = block_device_for(tmp_path, sysfs)
+    _fake_sysfs(tmp_path / "sys", tmp_path, ["virtual", "block", "dm-0"], dm_name="vg0-data",
+                slaves=("nvme0n1p3",))
+    dev, _ = watched_device(tmp_path, tmp_path)
     assert dev.name == "dm-0"
-    assert dev.description == "dm-0 (vg0-data, on nvme0n1p3)"
-
-
-Part = namedtuple("Part", "device mountpoint fstype opts")
+    assert describe(dev) == "dm-0 (vg0-data, on nvme0n1p3)"
 
 
 def test_anonymous_device_falls_back_to_system_wide_with_a_note(tmp_path):
-    empty = tmp_path / "sys"
-    (empty / "dev" / "block").mkdir(parents=True)
-    parts = [Part("overlay", "/", "overlay", "rw"), Part("nfs:/export", str(tmp_path), "nfs4", "rw")]
-    dev, note = block_device_for(tmp_path, empty, partitions=parts)
+    (tmp_path / "sys" / "dev" / "block").mkdir(parents=True)
+    (tmp_path / "proc" / "self").mkdir(parents=True)
+    (tmp_path / "proc" / "self" / "mountinfo").write_text(
+        f"1 0 0:40 / / rw - overlay overlay rw\n2 1 0:41 / {tmp_path} rw - nfs4 nfs:/export rw\n")
+    dev, note = watched_device(tmp_path, tmp_path)
     assert dev is None
     assert "network filesystem" in note and "system-wide" in note
-    dev, note = block_device_for("/", empty, partitions=parts[:1])
+    dev, note = watched_device("/", tmp_path)
     assert dev is None and "overlay" in note
 
 
 def test_missing_path_notes_system_wide(tmp_path):
-    dev, note = block_device_for(tmp_path / "nope")
+    dev, note = watched_device(tmp_path / "nope")
     assert dev is None and "cannot stat" in note
 
 
 def test_unknown_device_in_diskstats_falls_back(tmp_path, monkeypatch):
-    src = HostSource(path=tmp_path)
-    import nbbench.monitor.host as host
+    src = DiskSource(path=tmp_path)
+    import nbbench.monitor.disk as disk
 
     class FakeDev:
         name = "sdz9"
-        description = "sdz9"
+        partition = False
         parent = None
 
-    monkeypatch.setattr(host, "block_device_for", lambda p, s: (FakeDev(), None))
+    monkeypatch.setattr(disk, "watched_device", lambda p, r: (FakeDev(), None))
     src.open()
     assert src.device is None
     assert any("not in /proc/diskstats" in n for n in src.notes)
@@ -232,3 +250,19 @@ def test_per_core_columns_in_frames_and_results():
     cores = m.result().cores_frame()
     assert list(cores.columns) == ["t_s"] + [f"core{i}_pct" for i in range(n)]
     assert len(cores) == len(df)
+
+
+def test_the_disk_source_names_the_results_path_and_the_live_plots_disk_panel(tmp_path, monkeypatch):
+    from nbbench.ui.liveplot import monitor_plot_kwargs
+
+    monkeypatch.chdir(tmp_path)
+    m = Monitor(interval=0.05, gpus="none")  # no path: the current directory's disk
+    m.open()
+    disk = next(s for s in m.sources if s.name == "disk")
+    titles = [p.title for p in monitor_plot_kwargs(m)["panels"]]
+    assert f"Disk ({disk.labels['disk_device']})" in titles and disk.labels["disk_device"] != "disk"
+    with m:
+        time.sleep(0.1)
+    res = m.result()
+    assert res.params["path"] == str(tmp_path) and res.labels["path"] == str(tmp_path)
+    assert res.labels["disk_device"] == disk.labels["disk_device"]

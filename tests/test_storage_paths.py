@@ -10,7 +10,7 @@ import time
 import pytest
 
 from nbbench.probes import disk, files
-from nbbench.probes.pathcheck import check_free_space, inspect
+from nbbench.probes.target import check_free_space, inspect
 from nbbench.results import ProbeError
 
 PROBES = {
@@ -224,3 +224,107 @@ def test_bad_values(tmp_path):
     with pytest.raises(ProbeError, match="size"):
         disk.dd(tmp_path, size="12 parsecs")
     assert os.listdir(tmp_path) == []
+
+
+# ------------------------------------------------------------ one target per probe
+def _count_looks(monkeypatch):
+    """Count how often a path is inspected (stat-ed and looked up in the mount table)."""
+    from nbbench import topology
+    from nbbench.probes import target as target_mod
+
+    seen = {"stat": 0, "mounts": 0}
+    stat_within, mount_of = target_mod._stat_with_timeout, topology.mount_of
+
+    def counting_stat(p, *a, **k):
+        seen["stat"] += 1
+        return stat_within(p, *a, **k)
+
+    def counting_mounts(p, *a, **k):
+        seen["mounts"] += 1
+        return mount_of(p, *a, **k)
+
+    monkeypatch.setattr(target_mod, "_stat_with_timeout", counting_stat)
+    monkeypatch.setattr(topology, "mount_of", counting_mounts)
+    return seen
+
+
+def test_a_probe_inspects_its_path_once(tmp_path, monkeypatch):
+    seen = _count_looks(monkeypatch)
+    res = disk.dd(tmp_path, size="1M", bs="64k")
+    assert res.status == "ok" and seen == {"stat": 1, "mounts": 1}
+    assert res.labels["path"] == str(tmp_path) and res.labels["target"] == "dir"
+
+
+def test_a_command_inspects_the_path_once_before_the_probe(tmp_path, monkeypatch, capsys):
+    from nbbench import cli
+
+    f = tmp_path / "data.bin"
+    f.write_bytes(os.urandom(1 << 20))
+    seen = _count_looks(monkeypatch)
+    assert cli.main(["randread", str(f), "--runtime", "0.1", "--ramp", "0", "--json", "--no-save"]) == 0
+    assert seen == {"stat": 1, "mounts": 1}
+    seen.update(stat=0, mounts=0)
+    assert cli.main(["dd", str(tmp_path / "nope")]) == 1
+    assert "does not exist" in capsys.readouterr().err and seen["stat"] == 1
+
+
+def test_a_target_made_before_is_checked_for_the_probes_use(tmp_path):
+    from nbbench.probes.target import StorageTarget
+
+    f = tmp_path / "data.bin"
+    f.write_bytes(os.urandom(1 << 20))
+    t = inspect(f, write=False, read=False)  # as a front end makes it, before the progress bar
+    assert isinstance(t, StorageTarget) and (t.kind, t.size) == ("file", 1 << 20)
+    with pytest.raises(ProbeError, match="never writes to it"):
+        disk.dd(t, size="1M", mode="write")
+    with pytest.raises(ProbeError, match="not a directory"):
+        files.read_files(t)
+    res = disk.randread(t, runtime=0.1, ramp=0, bs="4k")
+    assert res.params["path"] == str(f) and res.params["size"] == 1 << 20
+    assert res.labels["path"] == str(f) and res.labels["target"] == "file"
+    assert sorted(os.listdir(tmp_path)) == ["data.bin"]
+
+
+def test_target_rules_whole_blocks_region_and_room(tmp_path, monkeypatch):
+    f = tmp_path / "data.bin"
+    f.write_bytes(b"x" * 10_000)
+    t = inspect(f)
+    assert t.whole_blocks(1 << 30, 4096, "size must be") == 8192   # cut to the file, then to blocks
+    assert t.read_region(None, 1 << 30) == 10_000 and t.read_region(4096, 1 << 30) == 4096
+    with pytest.raises(ProbeError, match="size must be at least one block of 16.0 KiB"):
+        t.whole_blocks(1 << 30, 16384, "size must be")
+    d = inspect(tmp_path, write=True)
+    assert d.read_region(None, 1 << 30) == 1 << 30
+    assert d.whole_blocks(10_000, 4096, "size must be") == 8192
+
+    class V:
+        f_frsize = 4096
+        f_blocks = (100 << 30) // 4096   # 100 GiB disk
+        f_bavail = (10 << 30) // 4096    # 10 GiB free
+
+    monkeypatch.setattr(os, "statvfs", lambda p: V)
+    t.ensure_room(1 << 40)                        # a file is never written: nothing to check
+    d.ensure_room(4 << 30)
+    with pytest.raises(ProbeError, match="writing 6.00 GiB would leave 4.00 GiB free"):
+        d.whole_blocks(6 << 30, 4096, "size must be")
+
+
+def test_o_direct_decision_is_the_targets(tmp_path):
+    from nbbench.probes.target import open_read
+
+    f = tmp_path / "data.bin"
+    f.write_bytes(os.urandom(1 << 16))
+    t = inspect(f)
+    fd = open_read(str(f))
+    try:
+        assert t.decide_direct(fd, write=False, requested=False) is None
+        assert (t.direct, t.direct_fallback) == (False, None)
+        warning = t.decide_direct(fd, write=False, requested=None)
+    finally:
+        os.close(fd)
+    if t.direct:
+        assert warning is None and t.direct_fallback is None
+    else:
+        assert "O_DIRECT is not available on" in warning and t.direct_fallback in warning
+    res = disk.randread(t, runtime=0.1, ramp=0, direct=False)
+    assert res.labels["cache"] != "direct" and "direct_fallback" not in res.labels and t.direct is False

@@ -32,15 +32,18 @@ def _add_engine(parser, choices=("builtin", "dd", "fio")):
                         + " (the system tool; one result schema)")
 
 
-def _run_probe(ctx, desc: str, fn, path=None):
-    """Check PATH (main thread, at once: missing / FIFO / socket / device errors come before any
-    bar), make the progress bar here in the main thread, run the probe cancellably."""
+def _target(path):
+    """PATH inspected once, here in the main thread, at once: missing / FIFO / socket / device
+    errors come before any bar; the probe takes the target as it is."""
+    from ..probes.target import inspect
+
+    return inspect(path, write=False, read=False)
+
+
+def _run_probe(ctx, desc: str, fn):
+    """Make the progress bar here in the main thread, run the probe cancellably."""
     from .. import tempfiles
 
-    if path is not None:
-        from ..probes.pathcheck import inspect
-
-        inspect(path, write=False, read=False)
     tempfiles.install_handlers()  # SIGTERM/SIGHUP clean-up; only works from the main thread
     return ctx.run_probe(desc, fn)
 
@@ -65,9 +68,10 @@ class DdCommand(Command):
     def run(self, args, ctx):
         from ..probes import disk
 
+        target = _target(args.path)
         return _run_probe(ctx, f"dd {args.path}", lambda p, c: disk.dd(
-            args.path, bs=args.bs, size=args.size, count=args.count, direct=args.direct, engine=args.engine,
-            mode=args.mode, progress=p, cancel=c), path=args.path)
+            target, bs=args.bs, size=args.size, count=args.count, direct=args.direct, engine=args.engine,
+            mode=args.mode, progress=p, cancel=c))
 
 
 class RandreadCommand(Command):
@@ -93,10 +97,10 @@ class RandreadCommand(Command):
     def run(self, args, ctx):
         from ..probes import disk
 
+        target = _target(args.path)
         return _run_probe(ctx, f"randread {args.path}", lambda p, c: disk.randread(
-            args.path, bs=args.bs, qd=args.qd, runtime=args.runtime, ramp=args.ramp, size=args.size,
-            direct=args.direct, engine=args.engine, threads=args.threads, warm=args.warm, progress=p, cancel=c),
-            path=args.path)
+            target, bs=args.bs, qd=args.qd, runtime=args.runtime, ramp=args.ramp, size=args.size,
+            direct=args.direct, engine=args.engine, threads=args.threads, warm=args.warm, progress=p, cancel=c))
 
 
 class FilesCommand(Command):
@@ -116,9 +120,10 @@ class FilesCommand(Command):
     def run(self, args, ctx):
         from ..probes import files
 
+        target = _target(args.path)
         return _run_probe(ctx, f"files {args.path}", lambda p, c: files.read_files(
-            args.path, sample=args.sample, threads=args.threads, cold=args.cold, seed=args.seed,
-            progress=p, cancel=c), path=args.path)
+            target, sample=args.sample, threads=args.threads, cold=args.cold, seed=args.seed,
+            progress=p, cancel=c))
 
 
 class DiskCommand(Command):
@@ -141,9 +146,10 @@ class DiskCommand(Command):
     def run(self, args, ctx):
         from ..probes import disk
 
+        target = _target(args.path)
         return _run_probe(ctx, f"disk {args.preset}", lambda p, c: disk.preset(
-            args.path, name=args.preset, size=args.size, runtime=args.runtime, ramp=args.ramp, direct=args.direct,
-            engine=args.engine, write=args.write, progress=p, cancel=c), path=args.path)
+            target, name=args.preset, size=args.size, runtime=args.runtime, ramp=args.ramp, direct=args.direct,
+            engine=args.engine, write=args.write, progress=p, cancel=c))
 
 
 class MakeDatasetCommand(Command):

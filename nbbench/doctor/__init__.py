@@ -4,6 +4,11 @@
 small function over a ``root`` directory (``"/"`` live, a fixture tree in tests) that
 returns :class:`Check` findings with a status (ok / warn / fail / n/a), the evidence
 (the value and where it was read) and the fix (the command or setting).
+
+Layer: measure (with probes, monitor, datasets).  The doctor reads the machine
+through the bottom layer (:mod:`nbbench.topology` for mounts and block devices,
+``results``, ``env``, ``units``) and may borrow a probe's path checks; it never imports
+plots, ui, report, commands or a front end.
 """
 
 from __future__ import annotations
@@ -45,8 +50,8 @@ def doctor(path: str | os.PathLike | None = None, root: str | os.PathLike = "/",
     O_DIRECT write/read at ``path`` (default: only when ``root`` is "/").
     """
     from ..progress import call_progress
+    from ..topology import find_mount, read_mounts
     from . import exposure, gpu, storage, system
-    from .mounts import read_mounts
 
     root = str(root)
     live = root == "/"
@@ -90,8 +95,6 @@ def doctor(path: str | os.PathLike | None = None, root: str | os.PathLike = "/",
             return [na("block device", mount_error, "block device")]
         m = ctx.get("mount")
         if m is None:
-            from .mounts import find_mount
-
             m = find_mount(real, mounts)
         return storage.check_block(root, m)
 

@@ -6,15 +6,15 @@ import os
 import stat
 import tempfile
 
-from .base import Check, Unreadable, na, read_text
-from .mounts import Mount, block_device, find_mount, parse_scheduler
+from ..topology import Mount, Unreadable, block_device, find_mount, fs_kind
+from .base import Check, na
 
 __all__ = ["check_mount", "check_atime", "check_o_direct", "check_block", "FS_CAVEATS"]
 
-_LOCAL = {"ext4", "ext3", "ext2", "xfs", "btrfs", "zfs", "f2fs", "bcachefs", "jfs", "reiserfs"}
-_NETWORK = {"nfs", "nfs4", "cifs", "smb3", "smbfs", "ceph", "glusterfs", "lustre", "beegfs", "gpfs", "afs"}
+# the memory caveat is for tmpfs and ramfs (devtmpfs and hugetlbfs hold no datasets); these keep
+# access times in memory, so atime options cost nothing there
 _MEMORY = {"tmpfs", "ramfs"}
-_HOSTSHARE = {"9p", "virtiofs", "vboxsf", "vmhgfs", "fuse.vmhgfs-fuse"}
+_ATIME_IN_MEMORY = _MEMORY | {"proc", "sysfs", "devtmpfs"}
 
 FS_CAVEATS = {
     "overlay": ("the container's writable layer (overlayfs): the first write to an image file copies it up "
@@ -37,17 +37,10 @@ FS_CAVEATS = {
 
 
 def _caveat_key(fstype: str) -> str | None:
-    if fstype == "overlay":
-        return "overlay"
-    if fstype in _NETWORK or fstype.startswith("nfs"):
-        return "network"
-    if fstype in _HOSTSHARE:
-        return "hostshare"
-    if fstype == "fuse" or fstype.startswith("fuse."):
-        return "fuse"
-    if fstype in _MEMORY:
-        return "memory"
-    return None
+    kind = fs_kind(fstype)
+    if kind == "memory" and fstype not in _MEMORY:
+        return None
+    return kind if kind in FS_CAVEATS else None
 
 
 def _where(m: Mount) -> str:
@@ -92,7 +85,7 @@ def check_atime(m: Mount | None) -> Check:
            "add noatime to its /etc/fstab line)")
     if "ro" in opts:
         return Check(name, "ok", ev + ": read-only, so reads write no access times", "", group, data)
-    if m.fstype in _MEMORY or m.fstype in ("proc", "sysfs", "devtmpfs"):
+    if m.fstype in _ATIME_IN_MEMORY:
         return Check(name, "ok", ev + f": {m.fstype} keeps access times in memory", "", group, data)
     if "noatime" in opts:
         return Check(name, "ok", ev, "", group, data)
@@ -105,7 +98,7 @@ def check_atime(m: Mount | None) -> Check:
 
 def check_o_direct(path: str) -> Check:
     """Try O_DIRECT at ``path`` (a new temporary file in a directory; a read of a file or device)."""
-    from ..probes.pathcheck import check_free_space, direct_io_supported, open_read
+    from ..probes.target import check_free_space, direct_io_supported, open_read
     from ..results import ProbeError
 
     name, group = "O_DIRECT", "storage"
@@ -151,10 +144,6 @@ def check_o_direct(path: str) -> Check:
     return Check(name, "warn", f"{why} ({how})", fix, group, {"supported": False, "reason": why})
 
 
-def _q(root, disk: str, f: str) -> str:
-    return read_text(root, f"/sys/block/{disk}/queue/{f}").strip()
-
-
 def check_block(root: str, m: Mount | None, want_read_ahead_kb: int = 2048) -> list[Check]:
     """read-ahead, scheduler, rotational flag and queue depth of the disk behind ``m``."""
     group = "block device"
@@ -165,14 +154,17 @@ def check_block(root: str, m: Mount | None, want_read_ahead_kb: int = 2048) -> l
         bd = block_device(root, m)
     except Unreadable as exc:
         return [na(n, str(exc), group) for n in names]
+    q = bd.queue()
     dev = f"/dev/{bd.disk}"
-    desc = bd.name + (f" (dm over {', '.join(bd.slaves)})" if bd.slaves else "") + f" [{bd.how}]"
+    desc = bd.name + (f" (dm over {', '.join(bd.physical)})" if bd.physical else "") + f" [{bd.how}]"
     out: list[Check] = []
-    base = {"device": bd.name, "disk": bd.disk, "slaves": bd.slaves}
+    base = {"device": bd.name, "disk": bd.disk, "slaves": bd.physical}
 
     # read-ahead: the seed's `blockdev --setra 4096` counts 512-byte sectors = 2048 KiB
-    try:
-        ra = int(_q(root, bd.disk, "read_ahead_kb"))
+    ra = q.read_ahead_kb
+    if ra is None:
+        out.append(na("read-ahead", q.errors["read_ahead_kb"], group))
+    else:
         ev = f"{ra} KiB ({bd.queue_dir}/read_ahead_kb) for {desc}"
         fix = (f"blockdev --setra {want_read_ahead_kb * 2} {dev}  ({want_read_ahead_kb * 2} × 512-byte sectors "
                f"= {want_read_ahead_kb} KiB; as root on the host, or echo {want_read_ahead_kb} > "
@@ -182,18 +174,12 @@ def check_block(root: str, m: Mount | None, want_read_ahead_kb: int = 2048) -> l
             ev += f": below {want_read_ahead_kb} KiB, so sequential reads of large files arrive in small pieces"
         out.append(Check("read-ahead", status, ev, fix if status == "warn" else "", group,
                          {**base, "read_ahead_kb": ra}))
-    except (Unreadable, ValueError) as exc:
-        out.append(na("read-ahead", str(exc), group))
 
-    rot = None
-    try:
-        rot = int(_q(root, bd.disk, "rotational"))
-    except (Unreadable, ValueError):
-        pass
-
-    try:
-        text = _q(root, bd.disk, "scheduler")
-        sched = parse_scheduler(text)
+    rot = q.rotational
+    if "scheduler" in q.errors:
+        out.append(na("I/O scheduler", q.errors["scheduler"], group))
+    else:
+        text, sched = q.schedulers, q.scheduler
         ev = f"{sched} ({bd.queue_dir}/scheduler: {text})"
         data = {**base, "scheduler": sched, "available": text}
         if rot == 1 and sched == "none":
@@ -204,8 +190,6 @@ def check_block(root: str, m: Mount | None, want_read_ahead_kb: int = 2048) -> l
                              f"echo none > {bd.queue_dir}/scheduler (on the host)", group, data))
         else:
             out.append(Check("I/O scheduler", "ok", ev, "", group, data))
-    except Unreadable as exc:
-        out.append(na("I/O scheduler", str(exc), group))
 
     if rot is None:
         out.append(na("rotational", f"{bd.queue_dir}/rotational could not be read", group))
@@ -220,14 +204,14 @@ def check_block(root: str, m: Mount | None, want_read_ahead_kb: int = 2048) -> l
         out.append(Check("rotational", "ok", f"0 ({bd.queue_dir}/rotational): solid-state", "", group,
                          {**base, "rotational": 0}))
 
-    try:
-        nr = int(_q(root, bd.disk, "nr_requests"))
+    nr = q.nr_requests
+    if nr is None:
+        out.append(na("queue depth", q.errors["nr_requests"], group))
+    else:
         ev = f"{nr} requests ({bd.queue_dir}/nr_requests)"
         if nr < 64:
             out.append(Check("queue depth", "warn", ev + ": a short queue limits parallel reads from many workers",
                              f"echo 256 > {bd.queue_dir}/nr_requests (on the host)", group, {**base, "nr_requests": nr}))
         else:
             out.append(Check("queue depth", "ok", ev, "", group, {**base, "nr_requests": nr}))
-    except (Unreadable, ValueError) as exc:
-        out.append(na("queue depth", str(exc), group))
     return out

@@ -7,8 +7,8 @@ import re
 
 from ..env import cgroup_memory_limit, usable_cpus
 from ..units import format_bytes
+from ..topology import Mount, read_mounts
 from .base import Check, Unreadable, na, read_text, under
-from .mounts import Mount, read_mounts
 
 __all__ = ["check_shm", "check_nofile", "check_dirty", "check_swap", "check_cpus", "check_memory",
            "shm_need_bytes", "parse_limits", "parse_meminfo", "DOCKER_SHM_BYTES"]

@@ -1,4 +1,4 @@
-"""Live monitoring: background samplers (NVML GPU, psutil host) with callbacks.
+"""Live monitoring: background samplers (CPU, disk, process tree, NVML GPU) with callbacks.
 
 Use it from Python code::
 
@@ -15,7 +15,7 @@ Use it from Python code::
 ``nbbench monitor -- COMMAND``.
 
 Importing this package is light (no psutil, pynvml, pandas or matplotlib until a
-monitor starts); it registers :class:`MonitorResult` as the ``"monitor"`` kind.
+monitor starts); :class:`MonitorResult` lives in :mod:`nbbench.results.monitor`.
 
 * :mod:`.sampler`  :class:`Monitor`: the sampling thread, sources, subscribers
 * :mod:`.records`  what it keeps: the ring buffer, running statistics, windows
@@ -23,9 +23,10 @@ monitor starts); it registers :class:`MonitorResult` as the ``"monitor"`` kind.
 * the sources (the GPUs through NVML; the host's CPU, memory, disks, processes) and
   :mod:`.text` (the status line)
 
-Layer: measure (with probes, doctor, datasets).  The monitor may import the core
-(results, units, nvml); it draws nothing (its plots are :mod:`nbbench.plots.monitor`'s)
-and imports no plots, ui, commands or front end.
+Layer: measure (with probes, doctor, datasets).  The sampler and its sources import the
+bottom layer (:mod:`nbbench.topology` for the disk behind a path, ``results``, ``nvml``,
+``units``) and psutil / pynvml inside functions; drawing a live plot is ui's job, never
+imported from here.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ from .sampler import DEFAULT_CAPACITY, Monitor, Source
 from .text import format_status
 
 __all__ = ["Monitor", "MonitorResult", "Source", "FieldStats", "monitor", "format_status",
-           "build_result", "IDLE_THRESHOLD_PCT", "DEFAULT_CAPACITY", "HostSource", "NvmlGpuSource"]
+           "build_result", "IDLE_THRESHOLD_PCT", "DEFAULT_CAPACITY", "CpuSource", "DiskSource",
+           "ProcessTreeSource", "NvmlGpuSource"]
 
 
 def monitor(interval: float = 0.2, gpus="all", path=None, sources=None, capacity: int = DEFAULT_CAPACITY,
@@ -49,10 +51,19 @@ def monitor(interval: float = 0.2, gpus="all", path=None, sources=None, capacity
 
 
 def __getattr__(name):
-    if name == "HostSource":
-        from .host import HostSource
+    # the sources are imported when first named: importing this package stays light
+    if name == "CpuSource":
+        from .cpu import CpuSource
 
-        return HostSource
+        return CpuSource
+    if name == "DiskSource":
+        from .disk import DiskSource
+
+        return DiskSource
+    if name == "ProcessTreeSource":
+        from .procs import ProcessTreeSource
+
+        return ProcessTreeSource
     if name == "NvmlGpuSource":
         from .gpu import NvmlGpuSource
 

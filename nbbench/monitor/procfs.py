@@ -7,6 +7,9 @@ Here each hot file (``/proc/stat``, ``/proc/diskstats``, ``/proc/PID/stat``,
 regenerates it), giving the same counters psutil would, as compatible namedtuples.
 Everything else (discovery, memory, other platforms) stays with psutil.
 :func:`available` says whether this path works here; any error falls back.
+
+A process is read through :class:`ProcReader` here, or :class:`PsutilProcReader` (the
+portable path, the same counters); :func:`process_reader` picks one.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import os
 from collections import namedtuple
 
 __all__ = ["available", "ProcFile", "CpuTimes", "DiskCounters", "ProcCounters", "read_cpu_times",
-           "read_diskstats", "ProcReader", "children_of"]
+           "read_diskstats", "ProcReader", "PsutilProcReader", "process_reader", "children_of"]
 
 CpuTimes = namedtuple("CpuTimes", "user nice system idle iowait irq softirq steal guest guest_nice")
 DiskCounters = namedtuple("DiskCounters", "read_count write_count read_bytes write_bytes busy_time")
@@ -119,6 +122,44 @@ class ProcReader:
         self.stat.close()
         if self.io is not None:
             self.io.close()
+
+
+class PsutilProcReader:
+    """psutil's view of one process, read like :class:`ProcReader` (the portable path)."""
+
+    def __init__(self, ps, pid: int):
+        self.ps = ps
+        self.pid = pid
+        self.p = ps.Process(pid)
+        self.has_io = True
+
+    def read(self) -> ProcCounters:
+        ps, p = self.ps, self.p
+        try:
+            with p.oneshot():
+                ct = p.cpu_times()
+                cpu = ct.user + ct.system + getattr(ct, "children_user", 0.0) + getattr(ct, "children_system", 0.0)
+                rss = p.memory_info().rss
+                rb = rc = 0
+                if self.has_io:
+                    try:
+                        io = p.io_counters()
+                        rb, rc = io.read_bytes, getattr(io, "read_chars", 0)
+                    except (ps.AccessDenied, AttributeError, NotImplementedError):
+                        self.has_io = False
+        except ps.NoSuchProcess:
+            raise ProcessLookupError(self.pid) from None
+        except ps.Error as exc:
+            raise OSError(str(exc)) from None
+        return ProcCounters(cpu, rb, rc, rss)
+
+    def close(self) -> None:
+        pass
+
+
+def process_reader(pid: int, fast: bool, ps=None):
+    """A reader of ``pid``: :class:`ProcReader` when ``fast``, else :class:`PsutilProcReader` (``ps``: psutil)."""
+    return ProcReader(pid) if fast else PsutilProcReader(ps, pid)
 
 
 def children_of(pid: int) -> list[int] | None:

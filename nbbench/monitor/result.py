@@ -152,7 +152,7 @@ def build_result(mon, status: str = "ok", reason: str | None = None, params: dic
     res = MonitorResult(
         params=dict(params or {}, interval_s=mon.interval,
                     gpus=mon.gpus if isinstance(mon.gpus, str) else list(mon.gpus),
-                    path=getattr(next((s for s in mon.sources if s.name == "host"), None), "path", mon.path)),
+                    path=getattr(next((s for s in mon.sources if s.name == "disk"), None), "path", mon.path)),
         metrics=metrics,
         labels=labels,
         samples=samples,

@@ -118,9 +118,11 @@ class Monitor(RecordBuffer):
 
     # ----------------------------------------------------------------- sources
     def _default_sources(self) -> list[Any]:
-        from .host import HostSource
+        from .cpu import CpuSource
+        from .disk import DiskSource
+        from .procs import ProcessTreeSource
 
-        out: list[Any] = [HostSource(path=self.path)]
+        out: list[Any] = [CpuSource(), DiskSource(path=self.path), ProcessTreeSource()]
         if self.gpus != []:
             from .gpu import NvmlGpuSource
 

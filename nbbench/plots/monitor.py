@@ -63,7 +63,7 @@ def monitor_plot_kwargs(monitor, title: str = "nbbench monitor") -> dict:
     info, note = _gpu_info(monitor)
     disk = "disk"
     for src in getattr(monitor, "sources", []) or []:
-        if getattr(src, "name", "") == "host":
+        if getattr(src, "name", "") == "disk":
             disk = (getattr(src, "labels", {}) or {}).get("disk_device", "disk")
     if not info and note and note != "not monitored":
         title = f"{title} (GPU {_short(note, 70)})"

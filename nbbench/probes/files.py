@@ -27,7 +27,7 @@ from ..progress import call_progress
 from ..results import ProbeError
 from ..results.hist import LatencyHistogram
 from ..results.storage import FilesResult
-from .pathcheck import inspect
+from .target import inspect
 
 __all__ = ["read_files", "walk", "FilesResult", "TreeIndex"]
 
@@ -112,7 +112,7 @@ def read_files(path, sample=1000, threads=8, cold=False, progress=None, cancel=N
 
     Parameters
     ----------
-    path : directory
+    path : directory (or a StorageTarget made from one)
         The tree (e.g. ``/dataset/train``).  Only existing files are read; nothing is written.
     sample : int
         How many files to read (a uniform random sample of the tree; all when fewer).

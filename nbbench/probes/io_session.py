@@ -1,6 +1,7 @@
 """The plumbing shared by the storage probes: argument checks, the open target
-(:class:`Session`: temp file or read-only fd, O_DIRECT decision and fallback, cache
-preparation and the honesty warnings) and running a job on the builtin engine.
+(:class:`Session` over a :class:`~nbbench.probes.target.StorageTarget`: temp file or
+read-only fd, O_DIRECT as the target decided, cache preparation and the honesty
+warnings) and running one job on it (:func:`run_job`, :func:`fill_job_result`).
 """
 
 from __future__ import annotations
@@ -8,12 +9,15 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ..results import ProbeError
+from ..results import ProbeError, Result
 from ..units import format_bytes, parse_duration, parse_size
+from ._engines.builtin import run_builtin, run_threads_of
 from ._engines.job import JobOutput, JobSpec
-from .pathcheck import Target, direct_io_supported, open_read
+from .target import StorageTarget, open_read
 
 ENGINES = ("builtin", "dd", "fio")
+#: the file a read probe writes first in a directory, unless a size is given
+DEFAULT_READ_FILE = 1 << 30
 
 
 def _size(value, name: str) -> int:
@@ -43,17 +47,20 @@ def _check_bs(bs: int) -> None:
 
 
 class Session:
-    """An open target: the fd(s) to use, cache mode and labels.  Removes its temp file."""
+    """An open target: the fd(s) to use, cache mode and labels.  Removes its temp file.
 
-    def __init__(self, target: Target, direct_req, what: str, fill: int = 0, write: bool = False,
+    Whether O_DIRECT is used is the target's decision (:meth:`StorageTarget.decide_direct`),
+    taken on the fd opened here: :attr:`direct`, :attr:`direct_fallback`.
+    """
+
+    def __init__(self, target: StorageTarget, direct_req, what: str, fill: int = 0, write: bool = False,
                  cancel=None, progress=None):
         self.target = target
         self.labels: dict[str, Any] = {}
         self.warnings: list[str] = []
         self.tmp = None
         self.path = target.path
-        self.direct = False
-        self.direct_fallback = None
+        target.direct, target.direct_fallback = False, None
         self.fd = -1  # for reads (O_DIRECT when direct)
         self.wfd = -1  # writable fd of our temp file
         self.region = target.size
@@ -64,6 +71,14 @@ class Session:
         self._cancel = cancel
         self._progress = progress
         self.interrupted = False
+
+    @property
+    def direct(self) -> bool:
+        return self.target.direct
+
+    @property
+    def direct_fallback(self) -> str | None:
+        return self.target.direct_fallback
 
     # ------------------------------------------------------------- opening
     def __enter__(self):
@@ -79,19 +94,9 @@ class Session:
         return False
 
     def _decide_direct(self, fd: int, write: bool) -> None:
-        if self._direct_req is False:
-            self.direct = False
-            return
-        ok, why = direct_io_supported(fd, write=write)
-        if ok:
-            self.direct = True
-            return
-        self.direct = False
-        self.direct_fallback = why
-        self.warnings.append(
-            f"O_DIRECT is not available on {self.target.filesystem or 'this filesystem'} ({why}): measured "
-            "buffered, with the page cache dropped by posix_fadvise(DONTNEED) before reads — numbers may "
-            "include cache effects")
+        warning = self.target.decide_direct(fd, write, self._direct_req)
+        if warning:
+            self.warnings.append(warning)
 
     def _open(self) -> None:
         t = self.target
@@ -119,18 +124,16 @@ class Session:
         from ._engines.sync import run_sync
 
         fd = self._write_fd()
-        prog = None
-        if self._progress is not None:
-            outer = self._progress
+        outer = self._progress
 
-            def prog(frac, metrics):
-                outer(None if frac is None else 0.15 * frac, None)
+        def prog(frac, metrics):
+            outer(None if frac is None else 0.15 * frac, None)
 
         import math as _m
 
         bs = _m.gcd(size, 1 << 20)
-        spec = JobSpec(fd=fd, op="write", pattern="seq", bs=bs, qd=1, region=size, total=size,
-                       cancel=self._cancel, progress=prog, fsync_end=True, progress_key="write_bytes_per_s")
+        spec = JobSpec(fd=fd, op="write", pattern="seq", bs=bs, qd=1, region=size, total=size, cancel=self._cancel,
+                       progress=prog if outer is not None else None, fsync_end=True, progress_key="write_bytes_per_s")
         try:
             out = run_sync(spec)
         finally:
@@ -225,6 +228,63 @@ class Session:
         return lab
 
 
+# ---------------------------------------------------------------- jobs
+def run_job(s: Session, engine: str, *, op: str, pattern: str, bs: int, qd: int, threads: int, region: int,
+            runtime: float, ramp: float, cache_mode: str, cancel, progress, seed: int = 0,
+            builtin_path: str | None = None) -> JobOutput:
+    """One job on the session's file with ``engine`` (builtin or fio; dd runs sequential transfers only)."""
+    key = f"{op}_bytes_per_s"
+    if engine == "builtin":
+        fd = s.fd if op == "read" else s._write_fd()
+        if not s.direct and hasattr(os, "posix_fadvise"):
+            # as fio's fadvise_hint: no readahead for random I/O, more for sequential
+            advice = os.POSIX_FADV_RANDOM if pattern == "rand" else os.POSIX_FADV_SEQUENTIAL
+            try:
+                os.posix_fadvise(fd, 0, 0, advice)
+            except OSError:
+                pass
+        try:
+            spec = JobSpec(fd=fd, op=op, pattern=pattern, bs=bs, qd=qd, region=region, runtime=runtime,
+                           ramp=ramp, cancel=cancel, progress=progress, progress_key=key, seed=seed,
+                           threads=threads, force=builtin_path)
+            return run_threads_of(spec, threads, run_builtin)
+        finally:
+            if op == "write" and fd != s.wfd:
+                os.close(fd)
+    if engine == "dd":
+        raise ProbeError("the dd engine does sequential dd transfers only; use --engine builtin or fio here")
+    from ._engines.extern import run_fio
+
+    return run_fio(s.path, op=op, pattern=pattern, bs=bs, qd=qd, size=region, runtime=runtime, ramp=ramp,
+                   direct=s.direct, invalidate=(cache_mode == "buffered-cold"), cancel=cancel,
+                   progress=progress, progress_key=key, threads=threads)
+
+
+def fill_job_result(res: Result, s: Session, out: JobOutput, engine: str, cache_mode: str, op: str,
+                    region: int, bs: int) -> None:
+    """A job's figures, labels, series and warnings into ``res``."""
+    if op == "read":
+        s.data_warnings(region, bs)
+        s.buffered_warnings(region, cache_mode)
+    res.labels = s.base_labels(engine, cache_mode)
+    res.labels["io_path"] = out.io_path
+    res.labels["rw"] = ("rand" if res.params.get("pattern") == "rand" else "seq") + op
+    if "uring_unavailable" in out.extra:
+        res.labels["uring_unavailable"] = out.extra["uring_unavailable"]
+    res.metrics.update(_job_metrics(out, op))
+    res.samples["bw"] = _series(out, op)
+    if out.hist.n:
+        res.samples["lat_hist"] = out.hist.to_dict()
+    if out.extra.get("fio_iodepth_level"):
+        res.samples["fio_iodepth_level"] = out.extra["fio_iodepth_level"]
+    qd_asked = res.params.get("qd", 1) * res.params.get("threads", 1)
+    if out.qd_mean and out.qd_mean < 0.9 * qd_asked and out.ios > 100:
+        res.warn(f"the queue depth reached (mean {out.qd_mean:.1f}) stayed below the {qd_asked} asked for: "
+                 "the CPU, not the storage, may be the limit")
+    for w in s.warnings:
+        res.warn(w)
+
+
 def _job_metrics(out: JobOutput, op: str) -> dict[str, Any]:
     m: dict[str, Any] = {f"{op}_bytes_per_s": out.bytes_per_s, "iops": out.iops}
     if out.hist.n:
@@ -242,97 +302,6 @@ def _job_metrics(out: JobOutput, op: str) -> dict[str, Any]:
 def _series(out: JobOutput, op: str) -> dict[str, list]:
     return {"t_s": [w[0] for w in out.windows], f"{op}_bytes_per_s": [w[1] for w in out.windows],
             "iops": [w[2] for w in out.windows]}
-
-
-def _builtin_job(spec: JobSpec, path: str | None = None) -> JobOutput:
-    """The builtin engine: QD1 sync loop; deeper queues io_uring, else threads."""
-    from ._engines import sync, uring
-
-    forced = spec.force
-    if forced == "threads":
-        return sync.run_threads(spec)
-    if forced == "uring":
-        return uring.run_uring(spec)
-    if forced == "sync" or (spec.qd <= 1 and spec.threads <= 1):
-        return sync.run_sync(spec)
-    ok, why = uring.available()
-    if ok:
-        rings = _ring_count(spec.qd)
-        if rings > 1:
-            # queues deeper than 32 are split over rings of 32, one thread each: the device still
-            # sees spec.qd in flight, and one thread's Python work overlaps another's time in the
-            # kernel.  At QD32 one ring measured best and steadiest (0.97 of fio in two full
-            # bench/vs_fio.py runs, against 0.93-0.94 for 2 x 16; see the README's Performance section)
-            import dataclasses
-
-            sub = dataclasses.replace(spec, qd=spec.qd // rings)
-            out = _run_threads_of(sub, rings, uring.run_uring)
-            # "io_uring (ctypes syscalls, <loop>, 8 in flight, <extras>)" -> "... 4 rings x 8 in flight = 32, a thread each, ..."
-            lead, _, extras = out.io_path.partition(f", {spec.qd // rings} in flight")
-            lead = lead.split(" x ", 1)[-1] if lead.startswith(f"{rings} threads x ") else lead
-            out.io_path = f"{lead}, {rings} rings x {spec.qd // rings} in flight = {spec.qd}, a thread each{extras}"
-            return out
-        return uring.run_uring(spec)
-    out = sync.run_threads(spec)
-    out.extra["uring_unavailable"] = why
-    return out
-
-
-def _ring_count(qd: int) -> int:
-    env = os.environ.get("NBBENCH_URING_RINGS")
-    if env:
-        n = max(1, int(env))
-    else:
-        n = min(4, qd // 32) if qd >= 64 else 1
-    while n > 1 and qd % n:
-        n -= 1
-    return max(1, n)
-
-
-def _run_threads_of(spec: JobSpec, nthreads: int, runner) -> JobOutput:
-    """``nthreads`` workers each running ``runner(spec)`` (T in QnTm); outputs merged."""
-    if nthreads <= 1:
-        return runner(spec)
-    import dataclasses
-    import threading
-
-    outs: list = [None] * nthreads
-    errs: list = []
-    prog = None
-    if spec.progress is not None:
-        outer = spec.progress
-
-        def prog(frac, metrics):  # worker 0 reports for all: its rates times the workers
-            if metrics:
-                metrics = {k: (v * nthreads if isinstance(v, (int, float)) else v) for k, v in metrics.items()}
-            outer(frac, metrics)
-
-    def work(i):
-        try:
-            outs[i] = runner(dataclasses.replace(spec, seed=spec.seed + i, progress=prog if i == 0 else None))
-        except BaseException as exc:  # noqa: BLE001
-            errs.append(exc)
-
-    ts = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(nthreads)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
-    if errs:
-        raise errs[0]
-    merged = JobOutput(io_path=f"{nthreads} threads x {outs[0].io_path}")
-    for o in outs:
-        merged.ios += o.ios
-        merged.bytes += o.bytes
-        merged.hist.merge(o.hist)
-        merged.interrupted |= o.interrupted
-        merged.qd_max += o.qd_max
-        merged.qd_mean += o.qd_mean
-    merged.elapsed_s = max(o.elapsed_s for o in outs)
-    n = min(len(o.windows) for o in outs)
-    merged.windows = [[outs[0].windows[i][0], sum(o.windows[i][1] for o in outs), sum(o.windows[i][2] for o in outs)]
-                      for i in range(n)]
-    return merged
 
 
 def _stage_progress(progress, lo: float, hi: float):

@@ -19,7 +19,7 @@ kernel time per I/O against fio's 4.1); submitting each reaped batch in one call
 SQPOLL (``sqpoll``) 0.84, its kernel thread burning a core of two; this loop 0.96 on
 one ring of 32 and 0.98 over two rings of 16; two later full bench runs gave one ring
 0.97 both times and two rings 0.93-0.94, so one ring serves QD32 and only deeper queues
-are split over rings of 32 (``nbbench.probes.io_session._ring_count``).  Other loops stay selectable through
+are split over rings of 32 (``nbbench.probes._engines.builtin.ring_count``).  Other loops stay selectable through
 ``NBBENCH_URING_MODE=batch|sqpoll|single``; ``io_path`` names the one that ran.
 Registered buffers and file (``io_uring_register``) spare the kernel the page pinning
 and file lookup per I/O.

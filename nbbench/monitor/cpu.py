@@ -1,0 +1,116 @@
+"""CPU and memory source: whole-machine CPU busy / iowait % and memory.
+
+Fields (rates over the interval since the previous sample; None on the first):
+
+- ``cpu.util_pct``: whole-machine CPU busy % (user+system+…, not idle or iowait),
+  ``cpu.iowait_pct``, ``cpu.cores_pct``: a tuple, one busy % per logical CPU.
+  Inside a container these count the *host's* CPUs, other tenants included.
+- ``mem.used_bytes``, ``mem.available_bytes`` (whole machine; read at most every 0.5 s).
+
+Label: ``cpus_logical``.  On Linux the CPU times come from a kept-open ``/proc/stat``
+(:mod:`nbbench.monitor.procfs`, one ``pread`` a sample); ``fast=False`` or another
+platform uses psutil.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+__all__ = ["CpuSource"]
+
+_SLOW_S = 0.5  # memory figures are read at most this often
+
+
+class CpuSource:
+    """Whole-machine CPU and memory figures (see the module doc)."""
+
+    name = "cpu"
+
+    def __init__(self, per_core: bool = True, fast: bool = True):
+        self.per_core = per_core
+        self.want_fast = fast
+        self.fast = False
+        self.notes: list[str] = []
+        self.na: dict[str, str] = {}
+        self.labels: dict[str, Any] = {}
+        self._psutil = None
+        self._f_stat = None
+        self._cpu_prev = None
+        self._slow_t = -1e9
+        self._mem = (None, None)
+
+    def open(self) -> None:
+        import psutil
+
+        self._psutil = psutil
+        if self.want_fast and sys.platform.startswith("linux"):
+            from . import procfs
+
+            try:
+                f = procfs.ProcFile("/proc/stat")
+                if procfs.read_cpu_times(f):
+                    self._f_stat, self.fast = f, True
+                else:
+                    f.close()
+            except (OSError, ValueError, IndexError):
+                self.fast = False
+        self.labels = {"cpus_logical": psutil.cpu_count() or 0}
+
+    def sample(self, now: float) -> dict:
+        ps = self._psutil
+        if ps is None:
+            self.open()
+            ps = self._psutil
+        out: dict[str, Any] = {}
+        self._sample_cpu(ps, out)
+        # memory moves slowly: read it at most every _SLOW_S (fewer /proc reads per sample)
+        if now - self._slow_t >= _SLOW_S:
+            self._slow_t = now
+            vm = ps.virtual_memory()
+            self._mem = (vm.total - vm.available, vm.available)
+        out["mem.used_bytes"], out["mem.available_bytes"] = self._mem
+        return out
+
+    def _sample_cpu(self, ps, out: dict) -> None:
+        if self.fast:
+            from .procfs import read_cpu_times
+
+            cur = read_cpu_times(self._f_stat)
+        else:
+            cur = ps.cpu_times(percpu=True)
+        prev = self._cpu_prev
+        self._cpu_prev = cur
+        if prev is None or len(prev) != len(cur):
+            out["cpu.util_pct"] = None
+            out["cpu.iowait_pct"] = None
+            if self.per_core:
+                out["cpu.cores_pct"] = None
+            return
+        cores = []
+        tot_all = busy_all = iow_all = 0.0
+        for a, b in zip(prev, cur):
+            # as psutil.cpu_percent: guest time is already in user time
+            ta = sum(a) - getattr(a, "guest", 0.0) - getattr(a, "guest_nice", 0.0)
+            tb = sum(b) - getattr(b, "guest", 0.0) - getattr(b, "guest_nice", 0.0)
+            ia = a.idle + getattr(a, "iowait", 0.0)
+            ib = b.idle + getattr(b, "iowait", 0.0)
+            dt = tb - ta
+            busy = dt - (ib - ia)
+            if dt <= 0:
+                cores.append(0.0)
+                continue
+            busy = min(max(busy, 0.0), dt)
+            cores.append(round(100.0 * busy / dt, 1))
+            tot_all += dt
+            busy_all += busy
+            iow_all += max(0.0, getattr(b, "iowait", 0.0) - getattr(a, "iowait", 0.0))
+        out["cpu.util_pct"] = round(100.0 * busy_all / tot_all, 2) if tot_all > 0 else 0.0
+        out["cpu.iowait_pct"] = round(100.0 * iow_all / tot_all, 2) if tot_all > 0 else 0.0
+        if self.per_core:
+            out["cpu.cores_pct"] = tuple(cores)
+
+    def close(self) -> None:
+        if self._f_stat is not None:
+            self._f_stat.close()
+        self._f_stat = None

@@ -1,0 +1,194 @@
+"""Process-tree source: this process and its children (DataLoader workers): CPU, reads, memory.
+
+Fields (rates over the interval since the previous sample; None on the first):
+
+- ``proc.cpu_pct`` (% of ONE core; 350 = three and a half cores),
+- ``proc.read_bytes_per_s`` (read from storage, page-cache hits not counted),
+- ``proc.read_syscall_bytes_per_s`` (bytes returned by read() calls, cache hits included),
+- ``proc.rss_bytes``.
+
+Children that exit keep counting, because Linux adds a reaped child's CPU time and
+I/O to its parent; children older than the monitor count only what they do from its
+start.  Summary: ``proc_cpu_s``, ``proc_read_bytes``, ``proc_read_syscall_bytes``.
+On Linux each process is read through kept-open ``/proc/PID/stat`` and ``/proc/PID/io``
+(:class:`~nbbench.monitor.procfs.ProcReader`); ``fast=False`` or another platform uses
+psutil (:class:`~nbbench.monitor.procfs.PsutilProcReader`).  The tree is rescanned at
+most once a second.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+__all__ = ["ProcessTreeSource"]
+
+_CHILD_SCAN_S = 1.0  # rescan the process tree at most this often (a /proc walk)
+
+
+class ProcessTreeSource:
+    """Figures of process ``pid`` (default: this one) and its descendants (see the module doc)."""
+
+    name = "proc"
+
+    def __init__(self, pid: int | None = None, fast: bool = True):
+        self.pid = pid if pid is not None else os.getpid()
+        self.want_fast = fast
+        self.fast = False
+        self.notes: list[str] = []
+        self.na: dict[str, str] = {}
+        self.labels: dict[str, Any] = {}
+        self._psutil = None
+        self._procs: dict[int, Any] = {}  # pid -> reader (this process first)
+        self._child_scan_t = -1e9
+        self._children_fast = True
+        self._prev = None
+        self._first = None
+        self._t = None
+        self._offsets: dict[int, tuple] = {}
+        self._retired = [0.0, 0.0, 0.0]
+        self._preexisting: set[int] = set()
+        self._io_ok = True
+        self._cpu_cap = 100.0 * (os.cpu_count() or 1)
+
+    def open(self) -> None:
+        import psutil
+
+        self._psutil = psutil
+        if self.want_fast and sys.platform.startswith("linux"):
+            from .procfs import ProcReader
+
+            try:
+                r = ProcReader(os.getpid())
+                r.read()
+                r.close()
+                self.fast = True
+            except (OSError, ValueError, IndexError):
+                self.fast = False
+        try:
+            self._procs = {self.pid: self._reader(self.pid)}
+            self._preexisting = set(self._child_pids())
+        except (OSError, psutil.Error) as exc:
+            self.notes.append(f"process {self.pid} cannot be read ({exc}): process figures are N/A")
+            self._procs = {}
+
+    def _reader(self, pid: int):
+        from .procfs import process_reader
+
+        return process_reader(pid, self.fast, self._psutil)
+
+    def _child_pids(self) -> list[int]:
+        if self.fast and self._children_fast:
+            from .procfs import children_of
+
+            kids = children_of(self.pid)
+            if kids is not None:
+                return kids
+            self._children_fast = False
+        try:
+            return [c.pid for c in self._psutil.Process(self.pid).children(recursive=True)]
+        except self._psutil.Error:
+            return []
+
+    def sample(self, now: float) -> dict:
+        if self._psutil is None:
+            self.open()
+        out: dict[str, Any] = {}
+        if self._procs:
+            self._sample(now, out)
+        return out
+
+    def _scan_children(self, now: float) -> None:
+        if now - self._child_scan_t < _CHILD_SCAN_S:
+            return
+        self._child_scan_t = now
+        kids = self._child_pids()
+        procs = self._procs
+        fresh = set(kids)
+        for pid in kids:
+            if pid in procs:
+                continue
+            try:
+                r = self._reader(pid)
+                if pid in self._preexisting:
+                    # a child older than the monitor: count only what it does from now on
+                    c = r.read()
+                    self._offsets[pid] = (c.cpu_s, c.read_bytes, c.read_chars)
+            except Exception:  # noqa: BLE001 - it exited meanwhile, or cannot be read
+                continue
+            procs[pid] = r
+        for pid in [p for p in procs if p != self.pid and p not in fresh]:
+            self._drop(pid)
+
+    def _drop(self, pid: int) -> None:
+        r = self._procs.pop(pid, None)
+        if r is not None:
+            r.close()
+        off = self._offsets.pop(pid, None)
+        if off is not None:  # its totals move into its reaper's counters: keep subtracting them
+            for j in range(3):
+                self._retired[j] += off[j]
+
+    def _sample(self, now: float, out: dict) -> None:
+        self._scan_children(now)
+        cpu = rbytes = rchars = rss = 0.0
+        gone = []
+        for pid, r in self._procs.items():
+            try:
+                c = r.read()
+            except (OSError, ValueError, IndexError):
+                if pid != self.pid:
+                    gone.append(pid)
+                continue
+            cpu += c.cpu_s
+            rbytes += c.read_bytes
+            rchars += c.read_chars
+            rss += c.rss_bytes
+            if not r.has_io:
+                self._io_ok = False
+        for pid in gone:
+            self._drop(pid)
+        out["proc.rss_bytes"] = int(rss)
+        for off in self._offsets.values():
+            cpu -= off[0]
+            rbytes -= off[1]
+            rchars -= off[2]
+        cpu -= self._retired[0]
+        rbytes -= self._retired[1]
+        rchars -= self._retired[2]
+        cur = (cpu, rbytes, rchars)
+        prev, tprev = self._prev, self._t
+        self._prev, self._t = cur, now
+        if self._first is None:
+            self._first = cur
+        if not self._io_ok and "proc.read_bytes_per_s" not in self.na:
+            self.na["proc.read_bytes_per_s"] = "I/O counters of this process are not readable"
+            self.notes.append("this process's I/O counters are not readable here "
+                              "(no permission to /proc/<pid>/io): process read figures are incomplete")
+        if prev is None or now <= tprev:
+            out["proc.cpu_pct"] = None
+            out["proc.read_bytes_per_s"] = None
+            out["proc.read_syscall_bytes_per_s"] = None
+            return
+        dt = now - tprev
+        # (a child found by the periodic scan brings the CPU time it used since it started,
+        # so a rate is capped at what the machine's CPUs can do; totals come from counters)
+        out["proc.cpu_pct"] = round(min(self._cpu_cap, max(0.0, cpu - prev[0]) / dt * 100.0), 1)
+        out["proc.read_bytes_per_s"] = round(max(0.0, rbytes - prev[1]) / dt, 1)
+        out["proc.read_syscall_bytes_per_s"] = round(max(0.0, rchars - prev[2]) / dt, 1)
+
+    def summary(self) -> dict:
+        """Totals over the run from the counters (not integrated rates)."""
+        out: dict[str, Any] = {}
+        if self._first is not None and self._prev is not None:
+            a, b = self._first, self._prev
+            out["proc_cpu_s"] = round(max(0.0, b[0] - a[0]), 3)
+            out["proc_read_bytes"] = int(max(0.0, b[1] - a[1]))
+            out["proc_read_syscall_bytes"] = int(max(0.0, b[2] - a[2]))
+        return out
+
+    def close(self) -> None:
+        for r in self._procs.values():
+            r.close()
+        self._procs = {}
