@@ -44,18 +44,9 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
+from .kernel import in_kernel  # the one kernel check, re-exported here under its old name
+
 __all__ = ["LivePlot", "Panel", "monitor_panels", "figure_for_result", "in_kernel"]
-
-
-def in_kernel() -> bool:
-    """True inside a Jupyter kernel (display updates reach a front end)."""
-    try:
-        from IPython import get_ipython
-
-        ip = get_ipython()
-        return ip is not None and (getattr(ip, "kernel", None) is not None or "IPKernelApp" in ip.config)
-    except Exception:  # noqa: BLE001
-        return False
 
 
 @dataclass
