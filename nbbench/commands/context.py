@@ -74,7 +74,7 @@ class Context:
 
     # ------------------------------------------------------------ output
     def progress(self, desc: str = ""):
-        """A progress reporter (callable ``(fraction, metrics)``) with ``close(status)``; here one that draws nothing."""
+        """A progress reporter (callable ``(fraction, metrics)``) with ``close(status)``; this one draws nothing."""
         from ..progress import NullProgress
 
         return NullProgress(desc)

@@ -67,7 +67,8 @@ def export(data, path=None, files=None) -> str:
             text = c.fix_text(lambda name, args: " ".join(p for p in ("nbbench", name, args) if p))
             return f"`{text}`" if text and c.status in ("warn", "fail") else ""
 
-        rows = [[f"**{c.status}**", c.name, c.evidence, fix(c)] for c in sorted(doc.checks, key=lambda c: order[c.status])]
+        rows = [[f"**{c.status}**", c.name, c.evidence, fix(c)]
+                for c in sorted(doc.checks, key=lambda c: order[c.status])]
         L += _table(["status", "check", "evidence", "fix"], rows)
 
     L += ["## Results", ""]
