@@ -34,18 +34,12 @@ def history(kind=None, label=None):
     return default_store().history(kind=kind, label=label)
 
 
-def panel(path=None, **kwargs):
-    """Open the control panel (a notebook widget)."""
-    from .ui.panel import panel as _panel
-
-    return _panel(path, **kwargs)
-
-
 def __getattr__(name):
-    # submodules on first use, so `nbbench.monitor(...)`, `nbbench.probes.disk` work
+    # submodules on first use, so `nbbench.monitor(...)`, `nbbench.panel(...)`, `nbbench.probes.disk` work
+    # (`monitor` and `panel` are callable packages: the call opens a monitor / the control panel)
     import importlib
 
-    if name in ("monitor", "probes", "env", "datasets", "doctor", "ui", "units", "store", "results",
+    if name in ("monitor", "panel", "probes", "env", "datasets", "doctor", "ui", "units", "store", "results",
                 "commands", "compare", "report"):
         mod = importlib.import_module(f".{name}", __name__)
         return mod

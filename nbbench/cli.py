@@ -10,16 +10,23 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from dataclasses import dataclass
 
 from . import commands
 from .version import __version__
-from .commands import Context, HelpRequested, add_common_options
+from .commands import Context, HelpRequested, UsageProblem
 from .results import ProbeError, Result
 
-__all__ = ["main", "TerminalContext", "build_parser"]
+__all__ = ["main", "TerminalContext", "build_parser", "exit_code"]
 
 
+@dataclass
 class TerminalContext(Context):
+    """The terminal's :class:`~nbbench.commands.Context`: text tables, a progress line, ``nbbench`` wording."""
+
+    frontend: str = "cli"
+    prog: str = "nbbench"
+
     def progress(self, desc: str = ""):
         from .progress import NullProgress, TerminalProgress
 
@@ -30,6 +37,7 @@ class TerminalContext(Context):
     def display(self, obj) -> None:
         if self.quiet:
             return
+        obj = self.worded(obj)
         if isinstance(obj, Result):
             print(obj.text_table())
         elif hasattr(obj, "to_string"):
@@ -37,16 +45,25 @@ class TerminalContext(Context):
         elif obj is not None:
             print(obj)
 
-    def live_plot(self, **kwargs):
-        return None
+    def display_table(self, frame, left=()) -> None:
+        """The frame as text, the columns in ``left`` left-aligned and never cut short."""
+        if self.quiet:
+            return
+        import pandas as pd
 
+        cols = [c for c in left if c in frame.columns]
+        widths = {c: int(frame[c].astype(str).str.len().max() or 0) for c in cols}
+        fmt = {c: (lambda w: (lambda v: f"{v:<{w}}"))(w) for c, w in widths.items()}
+        with pd.option_context("display.max_colwidth", max([90] + list(widths.values())), "display.width", 250):
+            self.echo(frame.to_string(formatters=fmt, justify="left"))
 
-class _Parser(argparse.ArgumentParser):
-    """argparse with our -h action (HelpRequested) handled at the top."""
+    def help_overview(self) -> str:
+        return build_parser().format_help().rstrip("\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    """The top-level parser: only its help is shown (each subcommand is parsed by :func:`nbbench.commands.parse`)."""
+    parser = argparse.ArgumentParser(
         prog="nbbench",
         description="Benchmarks for GPU training containers: GPU stack, storage, input pipeline, environment.",
         epilog="Run 'nbbench SUBCOMMAND --help' for a subcommand's options.",
@@ -60,28 +77,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _command_parser(cmd: commands.Command) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=f"nbbench {cmd.name}", description=cmd.description or cmd.help,
-                                epilog=cmd.epilog, add_help=False)
-    add_common_options(p, "cli", saves=cmd.saves)
-    cmd.add_arguments(p)
-    return p
-
-
 def exit_code(value) -> int:
-    # a command that ran a program (nbbench monitor -- CMD) returns that program's exit code
-    code = getattr(value, "exit_code", None)
+    """0 ok, 1 failed, 130 interrupted (:func:`nbbench.commands.outcome`); a command that ran a
+    program (``nbbench monitor -- CMD``) exits with that program's code."""
+    code = value if isinstance(value, int) else getattr(value, "exit_code", None)
     if isinstance(code, int) and not isinstance(code, bool):
         return code
-    results = value if isinstance(value, (list, tuple)) else [value]
-    statuses = {r.status for r in results if isinstance(r, Result)}
-    if "failed" in statuses:
-        return 1
-    if "interrupted" in statuses:
-        return 130
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value  # commands that run a program return its exit code
-    return 0
+    return {"ok": 0, "failed": 1, "interrupted": 130}[commands.outcome(value)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -99,47 +101,27 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    top = build_parser()
-    if not argv or argv[0] in ("-h", "--help", "help"):
-        if len(argv) > 1 and argv[1] in commands.REGISTRY:
-            argv = [argv[1], "--help"]
-        else:
-            top.print_help()
-            return 0
-    if argv[0] == "--version":
+    if argv[:1] == ["--version"]:
         print(f"nbbench {__version__}")
         return 0
-    name, rest = argv[0], argv[1:]
-    if name not in commands.REGISTRY:
-        print(f"nbbench: error: unknown subcommand {name!r} (choose from {', '.join(commands.REGISTRY)})",
-              file=sys.stderr)
-        return 2
+    ctx = TerminalContext()
     try:
-        cmd = commands.get_command(name)
-    except ImportError as exc:
-        print(f"nbbench {name}: not available: {exc}", file=sys.stderr)
-        return 2
-    parser = _command_parser(cmd)
-    try:
-        args = parser.parse_args(rest)
+        inv = commands.parse(argv, ctx)
     except HelpRequested as h:
         print(h.text)
         return 0
-    except SystemExit as exc:  # argparse printed the usage error
-        return 2 if exc.code else 0
-    ctx = TerminalContext(frontend="cli", quiet=args.quiet or args.json, as_json=args.json)
+    except UsageProblem as exc:   # as argparse words it: the usage line, then PROG: error: MESSAGE
+        sys.stderr.write(exc.usage)
+        print(f"{exc.prog}: error: {exc}", file=sys.stderr)
+        return 2
     try:
-        value = commands.execute(cmd, args, ctx)
+        value = commands.execute(inv, ctx)
     except ProbeError as exc:
-        print(f"nbbench {name}: {exc}", file=sys.stderr)
+        print(f"nbbench {inv.name}: {ctx.error_text(exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print(f"nbbench {name}: interrupted", file=sys.stderr)
+        print(f"nbbench {inv.name}: interrupted", file=sys.stderr)
         return 130
-    if args.json:
-        print(commands.to_json(value))
-    elif not args.quiet:
-        cmd.show(value, args, ctx)
     return exit_code(value)
 
 

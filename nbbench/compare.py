@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
-from .results import ProbeError, Result
+from .results import ProbeError, Result, advice
 from .units import format_metric, metric_label, unit_of
 
 __all__ = ["compare", "Comparison", "ComparisonGroup", "chart_metrics", "table_metrics",
@@ -294,7 +294,8 @@ def resolve(refs: Sequence[Any], store=None) -> list[tuple[str, list[Result]]]:
         try:
             runs = store.find(ref)
         except KeyError:
-            raise ProbeError(f"no stored run has id or label {str(ref)!r} (see %iobench history)") from None
+            raise ProbeError(f"no stored run has id or label {str(ref)!r}",
+                                 advice=[advice.entry("see {command}", "history")]) from None
         name = f"#{ref}" if isinstance(ref, int) or str(ref).isdigit() else str(ref)
         out.append((name, runs))
     names = [n for n, _ in out]

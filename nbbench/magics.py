@@ -1,13 +1,16 @@
-"""``%iobench`` / ``%%iobench``: parse → run → show → return.
+"""``%iobench`` / ``%%iobench``: parse → run → show → save → return.
 
-Every subcommand's options come from :mod:`nbbench.commands`, parsed with IPython's
-``MagicArgumentParser`` so a bad option is a one-line ``UsageError``.
+Every subcommand's options come from :mod:`nbbench.commands`, parsed by
+:func:`nbbench.commands.parse` with IPython's ``MagicArgumentParser``; a bad option
+is a one-line ``UsageError``.  :class:`NotebookContext` is what the notebook offers
+a command: widgets progress bars, rich display, live plots, ``%iobench`` wording.
 """
 
 from __future__ import annotations
 
 import shlex
 import sys
+from dataclasses import dataclass
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
@@ -15,58 +18,10 @@ from IPython.core.magic_arguments import MagicArgumentParser, MagicHelpFormatter
 from IPython.display import display
 
 from . import commands
-from .commands import Context, HelpRequested, add_common_options
+from .commands import Context, HelpRequested, Invocation, UsageProblem
 from .results import ProbeError
 
-__all__ = ["IOBenchMagics", "NotebookContext", "load_ipython_extension"]
-
-
-def _in_kernel() -> bool:
-    """True inside a Jupyter kernel (widgets can render), False in terminal IPython."""
-    try:
-        from IPython import get_ipython
-
-        ip = get_ipython()
-        return ip is not None and "IPKernelApp" in ip.config
-    except Exception:  # pragma: no cover
-        return False
-
-
-class NotebookContext(Context):
-    def progress(self, desc: str = ""):
-        if self.quiet:
-            from .progress import NullProgress
-
-            return NullProgress(desc)
-        if _in_kernel():
-            from .ui.progress import NotebookProgress
-
-            return NotebookProgress(desc)
-        from .progress import TerminalProgress
-
-        return TerminalProgress(desc, stream=sys.stdout)
-
-    def display(self, obj) -> None:
-        if not self.quiet:
-            display(obj)
-
-    def live_plot(self, **kwargs):
-        if self.quiet:
-            return None
-        try:
-            from .ui.liveplot import LivePlot
-        except ImportError:
-            return None
-        return LivePlot(**kwargs)
-
-
-def help_text(prefix: str = "%iobench") -> str:
-    width = max(len(n) for n in commands.REGISTRY)
-    lines = [f"{prefix} SUBCOMMAND [options]   ({prefix} SUBCOMMAND --help for its options)", ""]
-    for name, (_, one_line) in commands.REGISTRY.items():
-        lines.append(f"  {name:<{width}}  {one_line}")
-    lines += ["", "Common options: -o return the result, -q quiet, --label TEXT, --no-save, --json"]
-    return "\n".join(lines)
+__all__ = ["IOBenchMagics", "NotebookContext", "load_ipython_extension", "parse"]
 
 
 class _HelpFormatter(MagicHelpFormatter):
@@ -77,13 +32,91 @@ class _HelpFormatter(MagicHelpFormatter):
         super().add_usage(usage, actions, groups, prefix)
 
 
-def build_parser(cmd: commands.Command, cell: bool = False) -> MagicArgumentParser:
-    prog = ("%%iobench " if cell else "%iobench ") + cmd.name
-    parser = MagicArgumentParser(prog=prog, description=cmd.description or cmd.help, epilog=cmd.epilog,
-                                 formatter_class=_HelpFormatter)
-    add_common_options(parser, "magic", saves=cmd.saves)
-    cmd.add_arguments(parser)
-    return parser
+class MagicParser(MagicArgumentParser):
+    """IPython's magic argument parser with plain 'usage: %iobench …' help."""
+
+    def __init__(self, *args, formatter_class=_HelpFormatter, **kwargs):
+        super().__init__(*args, formatter_class=formatter_class, **kwargs)
+
+
+@dataclass
+class NotebookContext(Context):
+    """The notebook's :class:`~nbbench.commands.Context` (``%iobench`` and ``%%iobench``)."""
+
+    frontend: str = "magic"
+    prog: str = "%iobench"
+    parser_class: type = MagicParser
+    returns_result: bool = True
+
+    def __post_init__(self):
+        if self.cell is not None:
+            self.prog = "%%iobench"
+
+    def command_text(self, name: str, args: str = "", cell: bool = False) -> str:
+        return " ".join(p for p in ("%%iobench" if cell else "%iobench", name, args) if p)
+
+    def progress(self, desc: str = ""):
+        if self.quiet:
+            from .progress import NullProgress
+
+            return NullProgress(desc)
+        from .ui.kernel import in_kernel
+
+        if in_kernel():
+            from .ui.progress import NotebookProgress
+
+            return NotebookProgress(desc)
+        from .progress import TerminalProgress
+
+        return TerminalProgress(desc, stream=sys.stdout)
+
+    def display(self, obj) -> None:
+        if not self.quiet:
+            display(self.worded(obj))
+
+    def display_html(self, html: str, text: str) -> None:
+        if not self.quiet:   # HTML in a notebook, its text form in terminal IPython
+            display({"text/html": html, "text/plain": text}, raw=True)
+
+    def display_image(self, png) -> None:
+        if not self.quiet:
+            from IPython.display import Image
+
+            display(Image(data=png() if callable(png) else png, format="png"))
+
+    def live_plot(self, **kwargs):
+        if self.quiet:
+            return None
+        try:
+            from .ui.liveplot import LivePlot
+        except ImportError:
+            return None
+        plot = LivePlot(**kwargs)
+        return None if plot.target == "none" else plot   # terminal IPython: nowhere to show a picture
+
+    def loader_plot(self):
+        if self.quiet:
+            return None
+        from .ui.loaderplot import LoaderPlot
+
+        return LoaderPlot.start()
+
+    def open_panel(self, path, tab=None):
+        from .panel import panel
+
+        return panel(path, tab=tab, user_ns=self.user_ns)
+
+
+def parse(argv: list[str], ctx: NotebookContext) -> Invocation | None:
+    """:func:`nbbench.commands.parse` for the magic: a usage problem is a one-line
+    ``UsageError``; help is printed and gives None."""
+    try:
+        return commands.parse(argv, ctx)
+    except HelpRequested as h:
+        print(h.text)
+        return None
+    except UsageProblem as exc:
+        raise UsageError(str(exc)) from None
 
 
 @magics_class
@@ -95,50 +128,16 @@ class IOBenchMagics(Magics):
             argv = shlex.split(line)
         except ValueError as exc:
             raise UsageError(f"cannot split the line: {exc}") from None
-        if not argv or argv[0] in ("help", "-h", "--help"):
-            if len(argv) > 1 and argv[1] in commands.REGISTRY:
-                argv = [argv[1], "--help"]
-            else:
-                print(help_text("%%iobench" if cell is not None else "%iobench"))
-                return None
-        name, rest = argv[0], argv[1:]
-        if name not in commands.REGISTRY:
-            raise UsageError(
-                f"unknown subcommand {name!r}: try %iobench help ({', '.join(commands.REGISTRY)})"
-            )
-        try:
-            cmd = commands.get_command(name)
-        except ImportError as exc:
-            raise UsageError(f"%iobench {name} is not available: {exc}") from None
-        if cell is not None and not cmd.cell:
-            raise UsageError(f"%%iobench {name} takes no cell body; use the line magic %iobench {name}")
-        if cell is None and cmd.cell and getattr(cmd, "cell_required", False):
-            raise UsageError(f"%iobench {name} needs a cell: write %%iobench {name} on the first line of the cell")
-        parser = build_parser(cmd, cell=cell is not None)
-        try:
-            args = parser.parse_args(rest)
-        except HelpRequested as h:
-            print(h.text)
+        ctx = NotebookContext(user_ns=self.shell.user_ns if self.shell is not None else None, cell=cell,
+                              run_cell=self._run_cell)
+        inv = parse(argv, ctx)
+        if inv is None:
             return None
-        ctx = NotebookContext(
-            frontend="magic",
-            quiet=args.quiet or args.json,
-            as_json=args.json,
-            user_ns=self.shell.user_ns if self.shell is not None else None,
-            cell=cell,
-            run_cell=self._run_cell,
-        )
         try:
-            value = commands.execute(cmd, args, ctx)
+            value = commands.execute(inv, ctx)
         except ProbeError as exc:
-            raise UsageError(str(exc)) from None
-        if args.json:
-            print(commands.to_json(value))
-        elif not args.quiet:
-            cmd.show(value, args, ctx)
-        if getattr(args, "return_result", False):
-            return value
-        return None
+            raise UsageError(ctx.error_text(exc)) from None
+        return value if getattr(inv.args, "return_result", False) else None
 
     def _run_cell(self, body: str):
         """Run a cell body in the user's namespace; re-raise its exception."""

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from .results import ProbeError, Result
+from .results import ProbeError, Result, advice
 
 __all__ = ["ReportData", "Report", "build", "report", "default_filename", "ENV_ROWS"]
 
@@ -162,7 +162,8 @@ def _select(store, runs: Sequence[Any] | None, last: int, kind: str | None, labe
                 try:
                     found = store.find(ref)
                 except KeyError:
-                    raise ProbeError(f"no stored run has id or label {str(ref)!r} (see %iobench history)") from None
+                    raise ProbeError(f"no stored run has id or label {str(ref)!r}",
+                                 advice=[advice.entry("see {command}", "history")]) from None
             for r in found:
                 key = r.run_id if r.run_id is not None else id(r)
                 if key not in seen:

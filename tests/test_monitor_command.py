@@ -54,12 +54,12 @@ class CellContext(Context):
 
 
 def parse(*argv, frontend="magic"):
-    cmd = commands.get_command("monitor")
+    """``monitor ARGV`` parsed as %%iobench monitor (or the CLI) parses it: an Invocation."""
     if frontend == "magic":
-        from nbbench.magics import build_parser
+        from nbbench.magics import NotebookContext, parse as magic_parse
 
-        return cmd, build_parser(cmd, cell=True).parse_args(list(argv))
-    return cmd, cli._command_parser(cmd).parse_args(list(argv))
+        return magic_parse(["monitor", *argv], NotebookContext(cell=""))
+    return commands.parse(["monitor", *argv], cli.TerminalContext())
 
 
 def test_registered_as_a_cell_only_command():
@@ -71,8 +71,8 @@ def test_registered_as_a_cell_only_command():
 def test_cell_runs_under_the_monitor_and_plot_is_final_before_return():
     FakePlot.instances.clear()
     ctx = CellContext(lambda: time.sleep(0.15), cell="import time\ntime.sleep(0.15)\n")
-    cmd, args = parse("--interval", "50ms", "--gpu", "none")
-    res = commands.execute(cmd, args, ctx)
+    inv = parse("--interval", "50ms", "--gpu", "none")
+    res = commands.execute(inv, ctx)
     assert isinstance(res, MonitorResult) and res.status == "ok"
     assert ctx.ran == ["import time\ntime.sleep(0.15)\n"]
     assert res.metrics["wall_s"] >= 0.15 and res.metrics["samples_count"] >= 3
@@ -89,9 +89,9 @@ def test_exception_in_cell_is_reraised_after_plot_final_and_saved_as_failed():
         raise ZeroDivisionError("division by zero")
 
     ctx = CellContext(boom)
-    cmd, args = parse("--gpu", "none")
+    inv = parse("--gpu", "none")
     with pytest.raises(ZeroDivisionError) as info:
-        commands.execute(cmd, args, ctx)
+        commands.execute(inv, ctx)
     assert FakePlot.instances[-1].events[-1] == "close"
     stored = default_store().find(1)[0] if default_store().count("monitor") else None
     assert stored is not None and stored.status == "failed"
@@ -108,8 +108,8 @@ def test_interrupt_stops_cleanly_and_keeps_samples():
         raise KeyboardInterrupt
 
     ctx = CellContext(interrupted)
-    cmd, args = parse("--interval", "0.05", "--gpu", "none", "--no-save")
-    res = commands.execute(cmd, args, ctx)
+    inv = parse("--interval", "0.05", "--gpu", "none", "--no-save")
+    res = commands.execute(inv, ctx)
     assert res.status == "interrupted"
     assert res.metrics["samples_count"] >= 3 and len(res.frame) == res.metrics["samples_count"]
     assert default_store().count("monitor") == 0  # --no-save
@@ -119,15 +119,15 @@ def test_empty_cell_and_bad_options():
     from nbbench.results import ProbeError
     from IPython.core.error import UsageError
 
-    cmd, args = parse()
+    inv = parse()
     with pytest.raises(ProbeError):
-        cmd.run(args, CellContext(lambda: None, cell="  \n"))
+        inv.command.run(inv.args, CellContext(lambda: None, cell="  \n"))
     for bad in (["--interval", "0"], ["--interval", "abc"], ["--gpu", "first"]):
         with pytest.raises(UsageError):
             parse(*bad)
-    cmd, args = parse("--path", "/no/such/dir")
+    inv = parse("--path", "/no/such/dir")
     with pytest.raises(ProbeError):
-        cmd.run(args, CellContext(lambda: None))
+        inv.command.run(inv.args, CellContext(lambda: None))
 
 
 def test_line_magic_without_cell_is_a_usage_error():

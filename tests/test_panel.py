@@ -11,7 +11,7 @@ from nbbench import commands
 from nbbench.commands import Command
 from nbbench.results import ProbeError, Result
 from nbbench.store import Store
-from nbbench.ui.panel.runner import Job, PanelRunner, RunnerHost, parse_command
+from nbbench.panel.runner import Job, PanelRunner, RunnerHost, parse_command
 
 pytest.importorskip("ipywidgets")
 
@@ -100,7 +100,8 @@ def store(tmp_path_factory):
 
 # ---------------------------------------------------------------- runner
 def test_parse_command_uses_the_subcommands_parser(slow_command):
-    cmd, args = parse_command(["slow", "--seconds", "3"])
+    inv = parse_command(["slow", "--seconds", "3"])
+    cmd, args = inv.command, inv.args
     assert isinstance(cmd, SlowCommand) and args.seconds == 3.0 and args.no_save is False
     with pytest.raises(ProbeError, match="invalid float value"):
         parse_command(["slow", "--seconds", "soon"])
@@ -171,7 +172,7 @@ def test_fn_job_saved_when_asked(store):
 # ----------------------------------------------------------------- panel
 @pytest.fixture
 def panel(tmp_path, store):
-    from nbbench.ui.panel import panel as make
+    from nbbench.panel import panel as make
 
     return make(str(tmp_path), store=store)
 
@@ -200,7 +201,7 @@ def test_path_field_validates_as_you_type(panel, tmp_path):
 
 
 def test_path_field_debounces_and_keeps_the_last_value(tmp_path):
-    from nbbench.ui.panel.pathfield import PathField, PathInfo
+    from nbbench.panel.pathfield import PathField, PathInfo
 
     seen = []
 
@@ -285,27 +286,29 @@ def test_save_checkbox_off_means_no_save(panel, slow_command, store):
 
 
 def test_panel_command_returns_at_once_and_saves_nothing(store):
+    from nbbench.cli import TerminalContext
     from nbbench.commands import get_command
-    from nbbench.commands import Context
-    from nbbench.ui.panel.app import ControlPanel
+    from nbbench.magics import NotebookContext
+    from nbbench.panel.app import ControlPanel
 
     cmd = get_command("panel")
     assert cmd.saves is False
-    _, args = parse_command(["panel", "/tmp", "--tab", "storage"])
+    inv = parse_command(["panel", "/tmp", "--tab", "storage"])
+    args = inv.args
     t0 = time.monotonic()
-    value = commands.execute(cmd, args, Context(frontend="magic"))
+    value = commands.execute(inv, NotebookContext())   # the notebook opens the panel
     assert time.monotonic() - t0 < 5
     assert isinstance(value, ControlPanel) and value.current_tab.title == "Storage" and value.path == "/tmp"
     assert "application/vnd.jupyter.widget-view+json" in value._repr_mimebundle_()
     with pytest.raises(ProbeError, match="notebook widget"):
-        cmd.run(args, Context(frontend="cli"))
+        cmd.run(args, TerminalContext())
 
 
 def test_iobench_panel_magic_returns_the_panel_at_once(tmp_path):
     from IPython.core.error import UsageError
     from IPython.testing.globalipapp import get_ipython
 
-    from nbbench.ui.panel.app import ControlPanel
+    from nbbench.panel.app import ControlPanel
 
     ip = get_ipython()
     ip.run_line_magic("load_ext", "nbbench")
@@ -372,7 +375,7 @@ def test_panel_draws_the_live_rate_of_a_probe(panel, slow_command):
 def test_path_field_on_a_read_only_tree_is_usable_for_reads(tmp_path, monkeypatch):
     import os
 
-    from nbbench.ui.panel.pathfield import check_path
+    from nbbench.panel.pathfield import check_path
 
     real = os.access
     monkeypatch.setattr(os, "access", lambda p, mode, **kw: False if (mode & os.W_OK and str(p) == str(tmp_path))

@@ -27,7 +27,7 @@ def store(tmp_path):
 
 @pytest.fixture
 def panel(store):
-    from nbbench.ui.panel import panel as make
+    from nbbench.panel import panel as make
 
     return make(None, store=store, tab="History")
 
@@ -75,7 +75,7 @@ def test_compare_of_unlike_runs_says_why_in_red(panel):
 def test_history_refreshes_after_a_run(panel, store):
     h = panel.tab("History")
     store.save(Result(kind="ddtest", metrics={"read_bytes_per_s": 1e9}).finish(), environment={"id": "e"})
-    from nbbench.ui.panel.runner import RunRecord
+    from nbbench.panel.runner import RunRecord
 
     panel.run_finished(RunRecord(title="x", status="ok"))
     assert [v for _, v in h.runs.options][0] == 4
@@ -83,7 +83,7 @@ def test_history_refreshes_after_a_run(panel, store):
 
 def test_headline_skips_a_metric_the_baseline_lacks(store):
     from nbbench.compare import compare
-    from nbbench.ui.panel.tabs.history import headline_html
+    from nbbench.panel.tabs.history import headline_html
 
     a = Result(kind="k", metrics={"iops": 100.0}, run_id=None).finish()
     b = Result(kind="k", metrics={"iops": 150.0, "read_bytes_per_s": 5e8}).finish()

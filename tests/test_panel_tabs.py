@@ -8,7 +8,7 @@ import pytest
 
 from nbbench.results import ProbeError
 from nbbench.store import Store
-from nbbench.ui.panel.runner import parse_command
+from nbbench.panel.runner import parse_command
 
 pytest.importorskip("ipywidgets")
 
@@ -23,7 +23,7 @@ def store(tmp_path_factory):
 
 @pytest.fixture
 def panel(tmp_path, store):
-    from nbbench.ui.panel import panel as make
+    from nbbench.panel import panel as make
 
     return make(str(tmp_path), store=store)
 
@@ -34,7 +34,7 @@ def test_gpu_tab_options(panel):
     g.size.value = 1024
     job = g.job(panel.path_field.current(), "lbl")
     assert job.argv == ["gpu", "--size", "1024", "--repeats", "10", "--no-bench", "--label", "lbl"]
-    _, args = parse_command(job.argv)
+    args = parse_command(job.argv).args
     assert args.bench is False and args.size == 1024 and args.label == "lbl"
 
 
@@ -45,14 +45,14 @@ def test_loader_tab_feed_and_sweep_lines_parse(panel, tmp_path):
     info = panel.path_field.current()
     job = L.job(info, None)
     assert job.argv[:2] == ["feed", str(tmp_path)]
-    _, args = parse_command(job.argv)
+    args = parse_command(job.argv).args
     assert args.accelerator == "h100-resnet50" and args.workers is None
     L.action.value = "sweep"
     assert panel.run_button.description == "Run sweep"
     L.sw_workers.value = "0,2"
     L.sw_batch.value = "16,64"
     L.sw_emulate.value = "a100-resnet50"
-    _, args = parse_command(L.job(info, None).argv)
+    args = parse_command(L.job(info, None).argv).args
     assert args.workers == [0, 2] and args.batch_size == [16, 64] and args.emulate == "a100-resnet50"
     L.sw_workers.value = "two"
     with pytest.raises(ProbeError, match="comma-separated"):
@@ -118,16 +118,16 @@ def test_storage_tab_lines_parse_with_the_storage_parsers(panel):
     S.rr_engine.value = "fio"
     S.rr_cache.value = "buffered"
     S.rr_warm.value = True
-    _, args = parse_command(S.job(info, None).argv)
+    args = parse_command(S.job(info, None).argv).args
     assert (args.engine, args.direct, args.warm, args.qd, args.runtime) == ("fio", False, True, 1, 10.0)
     S.probe.value = "disk"
     S.dk_preset.value = "mlperf-resnet50"
     S.dk_nowrite.value = True
-    _, args = parse_command(S.job(info, None).argv)
+    args = parse_command(S.job(info, None).argv).args
     assert args.preset == "mlperf-resnet50" and args.write is False
     S.probe.value = "files"
     S.fl_cold.value = True
-    _, args = parse_command(S.job(info, None).argv)
+    args = parse_command(S.job(info, None).argv).args
     assert args.cold is True and args.sample == 1000
     S.probe.value = "dd"
     S.dd_size.value = "16Q"

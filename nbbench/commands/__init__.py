@@ -1,10 +1,23 @@
-"""Subcommands, defined once and shared by ``%iobench`` and the ``nbbench`` CLI.
+"""Subcommands, defined once and shared by every front end: ``%iobench``, ``nbbench``, the panel.
 
-A subcommand is a :class:`Command`: it declares its options on an argparse parser
-(IPython's ``MagicArgumentParser`` in a notebook, a plain subparser in a terminal),
-and ``run(args, ctx)`` calls probe functions and returns what they return.  The
-front end supplies a :class:`Context` (how to show progress, output and plots)
-and :func:`execute` does the common end: save to the store unless ``--no-save``.
+Layer: commands, the front ends' only plumbing.  One :class:`Command` per
+subcommand declares its options (argparse API) and ``run(args, ctx)`` calls the
+probes and returns what they return.  A front end (the magic, the CLI, the
+control panel) goes through three steps, each written once here:
+
+1. :func:`parse` turns ``argv`` into an :class:`Invocation` (name, command, parsed
+   options), with the parser class and program name the front end's
+   :class:`Context` gives; ``-h`` raises :class:`HelpRequested`, a bad option
+   :class:`UsageProblem` — the one usage error every front end words its own way;
+2. :func:`execute` runs it and :func:`finish` ends it: show the result, then save it
+   (unless ``--no-save``) and return it;
+3. :func:`outcome` says how it went ("ok" / "interrupted" / "failed").
+
+Whatever differs between front ends is a method or attribute of :class:`Context`
+(showing HTML, images, tables and live plots, drawing progress, naming a command in
+advice); no command branches on which front end it is.  This package may import
+everything below it (core, measure, plots, ui, report) and never a front end
+(``magics``, ``cli``, ``panel``).
 
 The registry below maps each name to ``module:Class`` and a one-line help, so
 listing subcommands imports nothing heavy.
@@ -14,14 +27,16 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import threading
-from dataclasses import dataclass, field
-from typing import Any, Callable
+from dataclasses import dataclass
+from typing import Any
 
-from ..results import Result
+from ..results import ProbeError
+from .context import Context
+from .ending import RaiseAfterFinish, execute, finish, outcome, save_results, show, to_json
 
-__all__ = ["Command", "Context", "REGISTRY", "get_command", "execute", "add_common_options", "to_json",
-           "HelpRequested", "names"]
+__all__ = ["Command", "Context", "REGISTRY", "get_command", "names", "available", "add_common_options",
+           "HelpRequested", "UsageProblem", "Invocation", "parse", "defaults", "build_parser",
+           "execute", "finish", "show", "save_results", "outcome", "to_json", "RaiseAfterFinish"]
 
 # name: ("module:Class", one-line help).  Order is the order of the help listing.
 REGISTRY: dict[str, tuple[str, str]] = {
@@ -49,11 +64,27 @@ def names() -> list[str]:
 
 
 class HelpRequested(Exception):
-    """Raised by ``-h/--help``; carries the help text to show."""
+    """Raised by ``-h/--help`` (and by ``help`` or no subcommand); carries the help text to show."""
 
     def __init__(self, text: str):
         super().__init__(text)
         self.text = text
+
+
+class UsageProblem(ProbeError):
+    """The command line is wrong: an unknown subcommand, a bad option or value.
+
+    The one usage error of every front end: the magic raises it as IPython's one-line
+    ``UsageError``, the CLI prints ``usage`` and ``PROG: error: MESSAGE`` and exits 2,
+    the panel shows ``PROG: MESSAGE`` in red.  ``str()`` is the message alone (one line);
+    ``prog`` is the parser's program name (``"%iobench dd"``, ``"nbbench dd"``, ``"dd"``),
+    ``usage`` its usage line ('' when no parser was made).
+    """
+
+    def __init__(self, message: str, prog: str = "", usage: str = ""):
+        super().__init__(" ".join(str(message).split("\n")).strip())
+        self.prog = prog
+        self.usage = usage
 
 
 class _HelpAction(argparse.Action):
@@ -64,10 +95,10 @@ class _HelpAction(argparse.Action):
         raise HelpRequested(parser.format_help())
 
 
-def add_common_options(parser, frontend: str = "magic", saves: bool = True) -> None:
-    """Options every subcommand takes."""
+def add_common_options(parser, ctx: Context, saves: bool = True) -> None:
+    """Options every subcommand takes; ``-o`` only where the front end returns values (``ctx.returns_result``)."""
     parser.add_argument("-h", "--help", action=_HelpAction, help="show this help and return")
-    if frontend == "magic":
+    if ctx.returns_result:
         parser.add_argument("-o", dest="return_result", action="store_true",
                             help="return the result object (like %%timeit -o)")
     parser.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
@@ -94,68 +125,12 @@ class Command:
     def add_arguments(self, parser) -> None:
         """Declare this subcommand's own options (argparse API)."""
 
-    def run(self, args: argparse.Namespace, ctx: "Context") -> Any:
+    def run(self, args: argparse.Namespace, ctx: Context) -> Any:
         raise NotImplementedError
 
-    def show(self, value: Any, args: argparse.Namespace, ctx: "Context") -> None:
-        """Show the outcome (front ends call this unless --quiet)."""
+    def show(self, value: Any, args: argparse.Namespace, ctx: Context) -> None:
+        """Show the outcome (:func:`finish` calls this unless --quiet / --json)."""
         ctx.display(value)
-
-
-@dataclass
-class Context:
-    """What a front end offers a command.  Subclassed by the magic and the CLI."""
-
-    frontend: str = "api"
-    quiet: bool = False
-    as_json: bool = False
-    user_ns: dict | None = None
-    cell: str | None = None
-    cancel: threading.Event = field(default_factory=threading.Event)
-    #: the magic sets this to run the cell body (``%%iobench monitor``)
-    run_cell: Callable[[str], Any] | None = None
-
-    def progress(self, desc: str = ""):
-        """A progress reporter (callable ``(fraction, metrics)``) with ``close(status)``."""
-        from ..progress import NullProgress
-
-        return NullProgress(desc)
-
-    def display(self, obj: Any) -> None:
-        if not self.quiet:
-            print(obj)
-
-    def echo(self, text: str) -> None:
-        if not self.quiet:
-            print(text)
-
-    def live_plot(self, **kwargs):
-        """A live plot for samplers (``nbbench.ui.liveplot``) or None where there is none."""
-        return None
-
-    def run_probe(self, desc: str, fn: Callable[[Any, threading.Event], Any]) -> Any:
-        """Run ``fn(progress, cancel)`` with a progress bar, cancellable by Ctrl-C / interrupt / Stop.
-
-        The bar ends in the result's status (red when the probe raised).
-        """
-        from ..runner import run_cancellable
-
-        bar = self.progress(desc)
-        try:
-            res = run_cancellable(lambda cancel: fn(bar, cancel), self.cancel)
-        except BaseException:
-            bar.close("failed")
-            raise
-        bar.close(getattr(res, "status", "ok"))
-        return res
-
-    def lookup(self, name: str) -> Any:
-        """A variable of the user's namespace (notebook) by name."""
-        if self.user_ns is None or name not in self.user_ns:
-            from ..results import ProbeError
-
-            raise ProbeError(f"no variable named {name!r} in the notebook's namespace")
-        return self.user_ns[name]
 
 
 def get_command(name: str) -> Command:
@@ -178,32 +153,85 @@ def available(name: str) -> bool:
         return False
 
 
-def to_json(value: Any) -> str:
-    """JSON text for what a command returned: a Result's dict, a list of them, a DataFrame's records."""
-    import json
+@dataclass
+class Invocation:
+    """A parsed command line: the subcommand's ``name``, its :class:`Command` and the parsed ``args``."""
 
-    if isinstance(value, Result):
-        return value.to_json(indent=2)
-    if isinstance(value, (list, tuple)) and value and all(isinstance(v, Result) for v in value):
-        return json.dumps([v.to_dict() for v in value], indent=2, default=str)
-    if hasattr(value, "to_json"):
-        try:
-            return value.to_json(orient="records", indent=2, date_format="iso")
-        except TypeError:
-            return value.to_json()
-    return json.dumps(value, indent=2, default=str)
+    name: str
+    command: Command
+    args: argparse.Namespace
 
 
-def execute(cmd: Command, args: argparse.Namespace, ctx: Context, store=None) -> Any:
-    """Run a command and save its result(s) unless ``--no-save``; returns what it returned."""
-    value = cmd.run(args, ctx)
-    if cmd.saves and not getattr(args, "no_save", False):
-        results = value if isinstance(value, (list, tuple)) else [value]
-        to_save = [r for r in results if isinstance(r, Result)]
-        if to_save:
-            from ..store import default_store
+_RAISING: dict[type, type] = {}
 
-            st = store or default_store()
-            for r in to_save:
-                st.save(r, label=getattr(args, "label", None))
-    return value
+
+def _raising(base: type) -> type:
+    """``base`` (the front end's parser class) with errors raised as :class:`UsageProblem`."""
+    cls = _RAISING.get(base)
+    if cls is None:
+        def error(self, message):
+            raise UsageProblem(message, prog=self.prog, usage=self.format_usage())
+
+        def exit(self, status=0, message=None):  # pragma: no cover - no subcommand has --version
+            raise UsageProblem((message or "").strip() or f"exit {status}", prog=self.prog,
+                               usage=self.format_usage())
+
+        cls = _RAISING[base] = type(base.__name__, (base,), {"error": error, "exit": exit,
+                                                             "__module__": __name__})
+    return cls
+
+
+def build_parser(cmd: Command, ctx: Context):
+    """The parser of ``cmd`` as front end ``ctx`` shows it: its parser class and program name.
+
+    The one place a subcommand's parser is made (:func:`parse` and :func:`defaults` use it).
+    """
+    prog = " ".join(p for p in (ctx.prog, cmd.name) if p)
+    parser = _raising(ctx.parser_class)(prog=prog, description=cmd.description or cmd.help, epilog=cmd.epilog,
+                                        add_help=False)
+    add_common_options(parser, ctx, saves=cmd.saves)
+    cmd.add_arguments(parser)
+    return parser
+
+
+def _lookup(name: str, ctx: Context) -> Command:
+    if name not in REGISTRY:
+        raise UsageProblem(f"unknown subcommand {name!r}: try {ctx.command_text('help')} ({', '.join(REGISTRY)})",
+                           prog=ctx.prog)
+    try:
+        return get_command(name)
+    except (ImportError, AttributeError) as exc:
+        raise UsageProblem(f"{ctx.command_text(name)} is not available: {exc}", prog=ctx.prog) from None
+
+
+def parse(argv, ctx: Context | None = None) -> Invocation:
+    """``argv`` = ``[NAME, *options]`` parsed for front end ``ctx``: the one way any front end does it.
+
+    ``[]``, ``help``, ``-h``, ``--help``: :class:`HelpRequested` with the list of
+    subcommands (``help NAME``: NAME's help); ``NAME -h``: HelpRequested with NAME's
+    help; an unknown name, a body given to a command that takes none, a bad option
+    or value: :class:`UsageProblem`.  Tells ``ctx`` about ``-q`` / ``--json``.
+    """
+    ctx = ctx if ctx is not None else Context()
+    argv = [str(a) for a in argv]
+    if not argv or argv[0] in ("help", "-h", "--help"):
+        if len(argv) > 1 and argv[1] in REGISTRY:
+            argv = [argv[1], "--help"]
+        else:
+            raise HelpRequested(ctx.help_overview())
+    name, rest = argv[0], argv[1:]
+    cmd = _lookup(name, ctx)
+    if ctx.cell is not None and not cmd.cell:
+        raise UsageProblem(f"{ctx.command_text(name, cell=True)} takes no cell body; use {ctx.command_text(name)}",
+                           prog=ctx.prog)
+    args = build_parser(cmd, ctx).parse_args(rest)
+    ctx.as_json = ctx.as_json or bool(getattr(args, "json", False))
+    ctx.quiet = ctx.quiet or ctx.as_json or bool(getattr(args, "quiet", False))
+    return Invocation(name, cmd, args)
+
+
+def defaults(name: str, ctx: Context | None = None) -> dict[str, Any]:
+    """The defaults subcommand ``name``'s parser declares (dest -> default), as :func:`parse` would fill them."""
+    ctx = ctx if ctx is not None else Context()
+    parser = build_parser(_lookup(name, ctx), ctx)
+    return {a.dest: a.default for a in parser._actions if a.dest not in ("help", argparse.SUPPRESS)}

@@ -44,6 +44,7 @@ class EnvCommand(Command):
             res.metrics["memory_total_bytes"] = fp["memory"]["total_bytes"]
         if fp["memory"]["cgroup_limit_bytes"]:
             res.metrics["memory_cgroup_limit_bytes"] = fp["memory"]["cgroup_limit_bytes"]
+        res.advise("{command} writes them as name==version", "env", "--export requirements --out FILE")
         return res.finish()
 
     def show(self, value, args, ctx):

@@ -46,16 +46,7 @@ class HistoryCommand(Command):
         brief["started"] = brief["started"].dt.strftime("%Y-%m-%d %H:%M:%S")
         brief["label"] = brief["label"].fillna("")
         brief.index.name = "run"
-        if ctx.frontend == "cli":
-            import pandas as pd
-
-            width = int(brief["summary"].str.len().max() or 0)
-            left = {c: (lambda w: (lambda v: f"{v:<{w}}"))(int(brief[c].astype(str).str.len().max() or 0))
-                    for c in ("kind", "label", "summary") if c in brief.columns}
-            with pd.option_context("display.max_colwidth", max(90, width), "display.width", 250):
-                ctx.echo(brief.to_string(formatters=left, justify="left"))
-        else:
-            ctx.display(brief)
+        ctx.display_table(brief, left=("kind", "label", "summary"))
 
 
 class CompareCommand(Command):
@@ -95,17 +86,9 @@ class CompareCommand(Command):
         return cmp
 
     def show(self, value, args, ctx) -> None:
-        if ctx.frontend != "magic":
-            ctx.echo(value.text_table())
-            return
-        from IPython.display import HTML, Image, display
-
-        from ..plots import figure_png
-        from ..plots.compare import bar_chart
-
-        display(HTML(value.html(images=False)))
+        ctx.display_html(value.html(images=False), text=value.text_table())
         for g in value.groups:
-            display(Image(data=figure_png(bar_chart(g)), format="png"))
+            ctx.display_image(lambda g=g: _chart_png(g))   # drawn only where images show
 
 
 class ReportCommand(Command):
@@ -149,17 +132,17 @@ class ReportCommand(Command):
         return rep
 
     def show(self, value, args, ctx) -> None:
-        if value.path is None:
-            if ctx.frontend == "magic" and value.format == "html":
-                from IPython.display import HTML, display
-
-                display(HTML(value.text))
+        if value.path is None:   # --out -: the report itself
+            if value.format == "html":
+                ctx.display_html(value.text, text=value.text.rstrip("\n"))
             else:
                 ctx.echo(value.text.rstrip("\n"))
             return
-        if ctx.frontend == "magic":
-            ctx.display(value)
-        else:
-            ctx.echo(str(value))
-            for f in value.files:
-                ctx.echo(f"  + {f}")
+        ctx.display_html(value._repr_html_(), text="\n".join([str(value)] + [f"  + {f}" for f in value.files]))
+
+
+def _chart_png(group) -> bytes:
+    from ..plots import figure_png
+    from ..plots.compare import bar_chart
+
+    return figure_png(bar_chart(group))

@@ -64,8 +64,9 @@ def _resolve(ctx, name: str, what: str):
     path = os.path.expanduser(name)
     if os.path.isdir(path):
         return path, True
-    if ctx.frontend == "cli":
-        raise ProbeError(f"{name} is not a directory (in a terminal give a dataset folder, root/CLASS/IMAGE)")
+    if ctx.user_ns is None:   # a terminal: no notebook variables to look up
+        raise ProbeError(f"{name} is not a directory (give a dataset folder, root/CLASS/IMAGE; there are no "
+                         "notebook variables here)")
     raise ProbeError(f"no variable named {name!r} in the notebook's namespace and no directory {name!r}: "
                      f"give the name of a {what} or a dataset folder")
 
@@ -122,7 +123,7 @@ class LoaderCommand(Command):
             loader = target
             if not hasattr(loader, "__iter__"):
                 raise ProbeError(f"{args.loader} is a {type(loader).__name__}, not an iterable of batches "
-                                 "(a DataLoader); for a dataset use %iobench sweep")
+                                 f"(a DataLoader); for a dataset use {ctx.command_text('sweep', args.loader)}")
         step = _step_of(args)
         epochs = args.epochs if args.epochs is not None else (0 if is_dir else 1)
         epochs = None if epochs == 0 else epochs
@@ -150,12 +151,10 @@ class LoaderCommand(Command):
 
 
 def _live_plot(ctx, args):
-    if ctx.frontend != "magic" or ctx.quiet or getattr(args, "no_plot", False):
+    if getattr(args, "no_plot", False):
         return None
     try:
-        from ..ui.loaderplot import LoaderPlot
-
-        return LoaderPlot.start()
+        return ctx.loader_plot()   # the notebook's live view; None where there is none
     except Exception:  # noqa: BLE001 - no plot is better than no benchmark
         return None
 

@@ -1,7 +1,10 @@
-"""``%%iobench monitor`` (a cell) and ``nbbench monitor -- COMMAND`` (a program).
+"""``%%iobench monitor`` (a cell), ``monitor -- COMMAND`` (a program), ``monitor --duration S``.
 
-Samples GPU (NVML), CPU, memory and disk while the cell or command runs, plots it
-live in a notebook, and ends with a summary saved as a ``MonitorResult``.
+Samples GPU (NVML), CPU, memory and disk while the cell or program runs (or for S
+seconds, 0: until Stop / Ctrl-C), plots it live where the front end shows plots,
+and ends with a summary saved as a ``MonitorResult``.  The options are the same in
+every front end: ``%iobench monitor -- sleep 1`` runs a program from a notebook,
+``nbbench monitor --duration 10`` watches for ten seconds in a terminal.
 
 Exit code of ``nbbench monitor -- COMMAND``: the command's own (a signal N gives
 128+N, as a shell does), so it can stand in for the command in scripts.  With
@@ -19,10 +22,21 @@ import shutil
 import sys
 import time
 
-from . import Command
+from . import Command, RaiseAfterFinish
 from ..results import ProbeError
 
-__all__ = ["MonitorCommand"]
+__all__ = ["MonitorCommand", "live_metrics"]
+
+# record fields shown next to a progress bar (--duration), as metric keys (their unit is in the key)
+_LIVE = (("cpu.util_pct", "cpu_util_pct"), ("gpu0.util_pct", "gpu0_util_pct"),
+         ("disk.read_bytes_per_s", "disk_read_bytes_per_s"), ("disk.write_bytes_per_s", "disk_write_bytes_per_s"))
+
+
+def live_metrics(rec: dict | None) -> dict:
+    """A monitor record's headline fields as metrics for a progress bar."""
+    if not rec:
+        return {}
+    return {key: rec[field] for field, key in _LIVE if rec.get(field) is not None}
 
 
 def _interval(text: str) -> float:
@@ -82,16 +96,20 @@ class MonitorCommand(Command):
     name = "monitor"
     help = "sample GPU, CPU and disk while a cell (or command) runs"
     description = (
-        "Run a cell (%%iobench monitor) or a command (nbbench monitor -- COMMAND ARGS) and sample the GPUs "
-        "(NVML kernel-active %, memory, PCIe, power), CPU, memory, the disk behind --path and this process "
-        "tree's I/O in the background; plot it live and end with a summary."
+        "Run a cell (%%iobench monitor), a program (monitor -- COMMAND ARGS) or just watch for a while "
+        "(monitor --duration S) and sample the GPUs (NVML kernel-active %, memory, PCIe, power), CPU, memory, "
+        "the disk behind --path and this process tree's I/O in the background; plot it live where plots "
+        "show and end with a summary."
     )
     epilog = ("GPU 'util' is NVML's kernel-active %: the share of time one or more kernels ran, not how busy "
               "the SMs were (GPM SM-active % shows that on Hopper and later).")
     cell = True
+    #: code is monitored as a cell (%%iobench monitor); without a cell it needs -- COMMAND or --duration
     cell_required = True
 
     def add_arguments(self, parser) -> None:
+        from .options import duration
+
         parser.add_argument("--interval", type=_interval, default=0.2, metavar="S",
                             help="seconds between samples (default 0.2; 500ms, 1s also work)")
         parser.add_argument("--gpu", dest="gpus", type=_gpus, default="all", metavar="all|none|0,1",
@@ -99,132 +117,187 @@ class MonitorCommand(Command):
         parser.add_argument("--path", default=None, metavar="DIR",
                             help="watch the block device behind DIR (default: the current directory); "
                                  "system-wide disk figures are always taken too")
-        cli = not str(getattr(parser, "prog", "")).startswith("%")
-        if not cli:
-            parser.add_argument("--no-plot", dest="no_plot", action="store_true",
-                                help="no live plot, only the summary")
-        else:
-            parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND ARGS",
-                                help="the program to run and monitor, after --")
+        parser.add_argument("--duration", type=duration, default=None, metavar="S",
+                            help="no cell or program: watch for S seconds (0: until Stop / Ctrl-C)")
+        parser.add_argument("--no-plot", dest="no_plot", action="store_true",
+                            help="no live plot, only the summary")
+        parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND ARGS",
+                            help="the program to run and monitor, after --")
 
     # ------------------------------------------------------------------ run
     def run(self, args, ctx):
-        command = [c for c in (getattr(args, "command", None) or [])]
+        command = list(getattr(args, "command", None) or [])
         if command and command[0] == "--":
             command = command[1:]
-        if ctx.frontend == "cli" or (command and ctx.run_cell is None):
+        duration = getattr(args, "duration", None)
+        given = [what for what, on in (("a cell", ctx.cell is not None), ("a command", bool(command)),
+                                       ("--duration", duration is not None)) if on]
+        if len(given) > 1:
+            raise ProbeError(f"monitor watches a cell, a command after -- or --duration S: not {' and '.join(given)}")
+        if command:
             return self._run_command(args, ctx, command)
-        if ctx.run_cell is None:
-            raise ProbeError("monitor needs a cell (%%iobench monitor) or a command (nbbench monitor -- CMD); "
-                             "from Python use `with nbbench.monitor() as m:`")
-        return self._run_cell(args, ctx)
+        if duration is not None:
+            return self._run_for(args, ctx, duration)
+        if ctx.cell is not None:
+            return self._run_cell(args, ctx, ctx.cell)
+        if ctx.run_cell is not None:   # cells run here: the user meant one
+            raise ProbeError(f"monitor needs a cell: write {ctx.command_text('monitor', cell=True)} on the first "
+                             f"line of the cell (or {ctx.command_text('monitor', '-- COMMAND ARGS')} for a program)")
+        raise ProbeError("give the command to run after --, e.g.: " + ctx.command_text("monitor", "-- python train.py")
+                         + f" (or {ctx.command_text('monitor', '--duration 60')} to watch for a minute)")
 
     def _monitor(self, args):
         from ..monitor import Monitor
 
-        return Monitor(interval=args.interval, gpus=args.gpus, path=_check_path(args.path))
+        try:
+            return Monitor(interval=args.interval, gpus=args.gpus, path=_check_path(args.path))
+        except ValueError as exc:
+            raise ProbeError(str(exc)) from None
 
     def _params(self, args, **extra) -> dict:
         return dict(extra, interval_s=args.interval, gpus=args.gpus, path=args.path)
 
-    def _run_cell(self, args, ctx):
-        body = ctx.cell or ""
-        if not body.strip():
-            raise ProbeError("%%iobench monitor needs code: put the cell's code below the %%iobench line")
-        mon = self._monitor(args)
-        mon.open()  # sources first: the plot's panels depend on which GPUs there are
+    def _plot(self, args, ctx, mon):
+        """The front end's live plot of an opened monitor (None: no plot here, or --no-plot), first frame drawn."""
+        if getattr(args, "no_plot", False):
+            return None
         try:
-            return self._run_opened(args, ctx, mon, body)
-        finally:
-            mon.stop()  # idempotent; closes the sources however the cell ended
+            from ..ui.liveplot import monitor_plot_kwargs
 
-    def _run_opened(self, args, ctx, mon, body):
-        plot = None
-        if not getattr(args, "no_plot", False):
-            try:
-                from ..ui.liveplot import monitor_plot_kwargs
+            plot = ctx.live_plot(**monitor_plot_kwargs(mon))
+            if plot is not None:
+                plot.start()  # first frame drawn now, before the clock starts
+            return plot
+        except Exception as exc:  # noqa: BLE001 - a plot problem must not stop the run
+            mon._note(f"the live plot could not start: {type(exc).__name__}: {exc}")
+            return None
 
-                plot = ctx.live_plot(**monitor_plot_kwargs(mon))
-                if plot is not None and getattr(plot, "target", None) == "none":
-                    plot = None  # terminal IPython: nowhere to show a picture; the summary is text
-                if plot is not None:
-                    plot.start()  # first frame drawn now, before the clock starts
-            except Exception as exc:  # noqa: BLE001 - a plot problem must not stop the cell
-                mon._note(f"the live plot could not start: {type(exc).__name__}: {exc}")
-                plot = None
-        mon.start()
+    @staticmethod
+    def _attach(plot, mon) -> None:
         if plot is not None:
             plot.t0 = mon.t_start
             plot.attach(mon)
-        status, reason, error = "ok", None, None
-        try:
-            ctx.run_cell(body)
-        except KeyboardInterrupt:
-            status, reason = "interrupted", "interrupted while the cell ran; the samples up to then are kept"
-        except BaseException as exc:  # noqa: BLE001 - re-raised below, after the plot is final
-            status, reason, error = "failed", f"the cell raised {type(exc).__name__}: {exc}", exc
-        finally:
-            mon.stop()
-            if plot is not None:
-                try:
-                    plot.close()  # joins the drawing thread, then the last frame from here
-                except Exception:  # noqa: BLE001
-                    pass
-        res = mon.result(status, reason, params=self._params(args, what="cell", cell=_first_line(body)))
+
+    @staticmethod
+    def _close(plot) -> None:
+        if plot is not None:
+            try:
+                plot.close()  # joins the drawing thread, then the last frame from here
+            except Exception:  # noqa: BLE001
+                pass
+
+    @staticmethod
+    def _plot_figures(plot, res) -> None:
         if plot is not None:
             res.extra["plot_frames"] = plot.frames
             res.extra["plot_cpu_s"] = round(plot.draw_cpu_s, 4)
-        if error is not None:
-            if self.saves and not getattr(args, "no_save", False):
-                from ..store import default_store
 
-                try:
-                    default_store().save(res, label=getattr(args, "label", None))
-                except Exception:  # noqa: BLE001 - the cell's error is what matters here
-                    pass
-            if not getattr(args, "quiet", False) and not getattr(args, "json", False):
-                self.show(res, args, ctx)
+    def _run_cell(self, args, ctx, body):
+        if not body.strip():
+            raise ProbeError(f"{ctx.command_text('monitor', cell=True)} needs code: put the cell's code below "
+                             "its first line")
+        mon = self._monitor(args)
+        mon.open()  # sources first: the plot's panels depend on which GPUs there are
+        plot = None
+        try:
+            plot = self._plot(args, ctx, mon)
+            mon.start()
+            self._attach(plot, mon)
+            status, reason, error = "ok", None, None
+            try:
+                ctx.run_cell(body)
+            except KeyboardInterrupt:
+                status, reason = "interrupted", "interrupted while the cell ran; the samples up to then are kept"
+            except BaseException as exc:  # noqa: BLE001 - re-raised below, after the result is shown
+                status, reason, error = "failed", f"the cell raised {type(exc).__name__}: {exc}", exc
+        finally:
+            mon.stop()  # idempotent; closes the sources however the cell ended
+            self._close(plot)
+        res = mon.result(status, reason, params=self._params(args, what="cell", cell=_first_line(body)))
+        self._plot_figures(plot, res)
+        if error is not None:
             _quiet_traceback(error, saved=self.saves and not getattr(args, "no_save", False))
-            raise error
+            raise RaiseAfterFinish(res, error)   # shown and saved like any result, then the cell's error
+        return res
+
+    def _run_for(self, args, ctx, duration: float):
+        """Watch for ``duration`` seconds (0: until Stop / Ctrl-C); stopping a set duration early
+        marks the result interrupted, stopping an open-ended watch is its normal end."""
+        mon = self._monitor(args)
+        mon.open()
+        plot = None
+        stopped = False
+        try:
+            plot = self._plot(args, ctx, mon)
+            mon.start()
+            self._attach(plot, mon)
+            p = ctx.progress("monitor")   # after the plot: a front end may plot the bar's rates otherwise
+            t0 = time.monotonic()
+            try:
+                while not (stopped := ctx.cancel.wait(0.1)):
+                    elapsed = time.monotonic() - t0
+                    if duration and elapsed >= duration:
+                        break
+                    p(elapsed / duration if duration else None, live_metrics(mon.latest()))
+            except KeyboardInterrupt:
+                stopped = True
+        finally:
+            mon.stop()
+            self._close(plot)
+        interrupted = stopped and bool(duration)
+        res = mon.result("interrupted" if interrupted else "ok",
+                         "stopped before the set duration" if interrupted else None,
+                         params=self._params(args, what=f"for {duration:g} s" if duration else "until stopped",
+                                             duration_s=duration or None,
+                                             frontend=ctx.frontend))
+        self._plot_figures(plot, res)
+        p.close(res.status)
         return res
 
     def _run_command(self, args, ctx, command):
         import subprocess
 
-        if not command:
-            raise ProbeError("give the command to run after --, e.g.: nbbench monitor -- python train.py")
         if shutil.which(command[0]) is None and not os.path.exists(command[0]):
             raise ProbeError(f"command not found: {command[0]}")
         from ..monitor import format_status
 
         mon = self._monitor(args)
-        mon.start()
-        status_line = _StatusLine(mon, enabled=not getattr(args, "quiet", False) or sys.stderr.isatty(),
-                                  format_status=format_status)
-        unsub = mon.subscribe(status_line)
-        status, reason = "ok", None
-        # with --json, stdout carries the JSON alone: the program's own output goes to stderr
-        out = 2 if getattr(args, "json", False) else None
+        mon.open()
+        plot = None
         try:
-            proc = subprocess.Popen(command, stdout=out)
-        except OSError as exc:
-            unsub()
-            mon.stop()
-            raise ProbeError(f"cannot run {command[0]}: {exc.strerror or exc}") from None
-        try:
-            code = proc.wait()
-        except KeyboardInterrupt:
-            status, reason = "interrupted", "interrupted (Ctrl-C); the samples up to then are kept"
-            code = _wind_down(proc)
+            plot = self._plot(args, ctx, mon)
+            mon.start()
+            self._attach(plot, mon)
+            status_line = _StatusLine(mon, enabled=plot is None and (not getattr(args, "quiet", False)
+                                                                     or sys.stderr.isatty()),
+                                      format_status=format_status)
+            unsub = mon.subscribe(status_line)
+            status, reason = "ok", None
+            # with --json, stdout carries the JSON alone: the program's own output goes to stderr
+            out = 2 if getattr(args, "json", False) else None
+            try:
+                proc = subprocess.Popen(command, stdout=out)
+            except OSError as exc:
+                unsub()
+                raise ProbeError(f"cannot run {command[0]}: {exc.strerror or exc}") from None
+            try:
+                code = proc.wait()
+            except KeyboardInterrupt:
+                status, reason = "interrupted", "interrupted (Ctrl-C); the samples up to then are kept"
+                code = _wind_down(proc)
+            finally:
+                unsub()
+                mon.stop()
+                status_line.end()
         finally:
-            unsub()
             mon.stop()
-            status_line.end()
+            self._close(plot)
         if code < 0:
             code = 128 + (-code)
         if status == "ok" and code != 0:
             status, reason = "failed", f"the command exited with code {code}"
         res = mon.result(status, reason, params=self._params(args, command=list(command)))
+        self._plot_figures(plot, res)
         res.extra["exit_code"] = code
         res.labels["exit_code"] = code
         return res

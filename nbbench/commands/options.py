@@ -1,8 +1,9 @@
 """Option types shared by the magics and the CLI.
 
 Each turns a string into a value or raises ``argparse.ArgumentTypeError`` with a
-sentence; IPython's ``MagicArgumentParser`` then raises a one-line ``UsageError``
-and the CLI's parser prints it and exits with code 2.
+sentence; :func:`nbbench.commands.parse` raises it as a ``UsageProblem``, which the
+magic shows as a one-line ``UsageError``, the CLI as argparse does (exit code 2)
+and the panel in red.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``%iobench panel [PATH]``: open the control panel (a notebook widget).
+"""``%iobench panel [PATH]``: open the control panel (a notebook widget, :mod:`nbbench.panel`).
 
 The command returns at once — the panel's runs happen in a background thread, and a
 kernel only handles the panel's button clicks while no cell is busy.  It saves
@@ -36,15 +36,14 @@ class PanelCommand(Command):
                        help=f"the tab shown first: {', '.join(TABS)}")
 
     def run(self, args, ctx):
-        from ..results import ProbeError
+        panel = ctx.open_panel(args.path, tab=args.tab)   # the front end's: the panel is a front end itself
+        if panel is None:
+            from ..results import ProbeError
 
-        if ctx.frontend == "cli":
             raise ProbeError("the control panel is a notebook widget: run %iobench panel [PATH] (or "
-                             "nbbench.panel()) in JupyterLab; in a terminal use the subcommands themselves "
-                             "(nbbench dd, nbbench randread, …)")
-        from ..ui.panel import panel
-
-        return panel(args.path, tab=args.tab, user_ns=ctx.user_ns)
+                             "nbbench.panel()) in JupyterLab; here use the subcommands themselves "
+                             f"({ctx.command_text('dd')}, {ctx.command_text('randread')}, …)")
+        return panel
 
     def show(self, value, args, ctx) -> None:
         if getattr(args, "return_result", False):

@@ -131,4 +131,6 @@ def doctor(path: str | os.PathLike | None = None, root: str | os.PathLike = "/",
     for c in found:
         if c.status in ("fail", "warn") and c.fix:
             res.warn(f"{c.name}: {c.fix}")
+        for a in c.advice if c.status in ("fail", "warn") else ():
+            res.advise(f"{c.name}: {a['text']}", a["command"], a.get("args", ""))
     return res.finish("ok")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..results.advice import entry
 from .base import Check, na
 
 __all__ = ["check_gpu", "from_verdicts"]
@@ -14,8 +15,10 @@ def from_verdicts(verdicts: list[dict]) -> list[Check]:
     for v in verdicts:
         status = _STATUS.get(str(v.get("status")), "warn")
         name = f"gpu: {v.get('check', '?')}"
-        fix = "" if status == "ok" else "see %iobench gpu / nbbench gpu for the details"
-        out.append(Check(name, status, f"{v.get('message', '')} (nbbench.probes.gpu.check)", fix, "gpu", dict(v)))
+        fix = "" if status == "ok" else "see the GPU check for the details"
+        advice = [entry("run {command}", "gpu")] if fix else []   # worded by the front end that shows it
+        out.append(Check(name, status, f"{v.get('message', '')} (nbbench.probes.gpu.check)", fix, "gpu", dict(v),
+                         advice=advice))
     return out
 
 

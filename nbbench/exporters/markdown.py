@@ -63,7 +63,11 @@ def export(data, path=None, files=None) -> str:
     if doc is not None:
         L += ["## Doctor", "", f"{doc} — checked `{doc.params.get('path')}` on this machine.", ""]
         order = {"fail": 0, "warn": 1, "ok": 2, "n/a": 3}
-        rows = [[f"**{c.status}**", c.name, c.evidence, f"`{c.fix}`" if c.fix and c.status in ("warn", "fail") else ""]
+        def fix(c):   # a shared document names the terminal command
+            text = c.fix_text(lambda name, args: " ".join(p for p in ("nbbench", name, args) if p))
+            return f"`{text}`" if text and c.status in ("warn", "fail") else ""
+
+        rows = [[f"**{c.status}**", c.name, c.evidence, fix(c)]
                 for c in sorted(doc.checks, key=lambda c: order[c.status])]
         L += _table(["status", "check", "evidence", "fix"], rows)
 

@@ -471,8 +471,10 @@ def bench_loader(loader, steps: int | None = None, duration: float | None = None
         idle = res.metrics["data_wait_pct"] if idle is None else idle
         res.warn(("the GPU sat idle between steps " if res.metrics.get("gpu_starvation_pct") is not None
                   else "the step waited for data ") + f"{idle:.0f} % of the time: "
-                 + ("raise num_workers (try %iobench sweep) or make each sample cheaper to load"
+                 + ("raise num_workers or make each sample cheaper to load"
                     if nw is not None else "make the input pipeline faster (more workers, cheaper decoding)"))
+        if nw is not None:   # the front end words the command (%iobench sweep / nbbench sweep / a tab)
+            res.advise("find the num_workers that keeps up", "sweep", "DATASET")
     res.finish(status, reason)
     return res
 

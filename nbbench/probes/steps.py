@@ -21,7 +21,7 @@ from collections import deque
 from typing import Any, Callable
 
 from ..accelerators import Accelerator
-from ..results import ProbeError
+from ..results import ProbeError, advice
 
 __all__ = ["EmulatedStep", "CallableStep", "CudaStep", "EventTimeline", "resolve_step"]
 
@@ -170,8 +170,9 @@ class CudaStep:
             raise ProbeError("step='gpu' needs torch: pip install torch") from None
         if not torch.cuda.is_available():
             raise ProbeError("step='gpu' needs CUDA, but torch.cuda.is_available() is False here "
-                             f"(torch {torch.__version__}, CUDA build {torch.version.cuda}): run %iobench gpu "
-                             "to see why, or use step='emulate:h100-resnet50'")
+                             f"(torch {torch.__version__}, CUDA build {torch.version.cuda}): "
+                             "use step='emulate:h100-resnet50'",
+                             advice=[advice.entry("run {command} to see why", "gpu")])
         dev = torch.device(self.device if self.device is not None else "cuda")
         self.device = dev
         dt = getattr(torch, self.dtype)

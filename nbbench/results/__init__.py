@@ -9,6 +9,7 @@ The one exception, written in ``tests/test_layers.py``'s allow-list: a result's
 
 * :mod:`.base`    :class:`Result` (params, metrics, labels, samples, status), the
   declarative :data:`KINDS` registry, :class:`ProbeError`
+* :mod:`.advice`  advice as data ("run ``sweep``"), worded by the front end showing it
 * :mod:`.hist`    fio's log-linear latency histogram (kept as a result's raw samples)
 * :mod:`.series`  statistics of a sampled series: :class:`~.series.FieldStats`, the
   ``(t0, t1]`` window (the live monitor's and a stored monitor run's)

@@ -26,4 +26,6 @@ def text_table(res) -> str:
             lines.append("    " + "  ".join(f"{c:<16}" for c in cells[i:i + 6]).rstrip())
     for w in res.warnings:
         lines.append(f"  warning: {w}")
+    for a in res.advice_lines():
+        lines.append(f"  advice: {a}")
     return "\n".join(lines)

@@ -3,8 +3,9 @@
 A :class:`Result` keeps what was asked (``params``), what was measured (``metrics``
 in base units, the unit in the key), how it was measured (``labels``: engine, cache
 mode, device, path…), what the user should do about it (``warnings``, each a
-sentence), the raw ``samples`` (never only summaries), timestamps, a status and the
-environment fingerprint id.  Probe-specific subclasses add derived properties, the
+sentence, and ``advice``: which subcommand to run next, as data a front end words —
+see :mod:`nbbench.results.advice`), the raw ``samples`` (never only summaries),
+timestamps, a status and the environment fingerprint id.  Probe-specific subclasses add derived properties, the
 way IPython's ``TimeitResult`` keeps the runs and derives statistics.
 
 Results know nothing of IPython or widgets; the ``_repr_*_`` hooks are plain
@@ -20,9 +21,10 @@ import json
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, Callable, ClassVar
 
 from ..units import format_metric, metric_label, unit_of
+from . import advice as _advice
 
 __all__ = ["Result", "register", "result_class", "STATUSES", "ProbeError", "KINDS"]
 
@@ -54,7 +56,25 @@ class ProbeError(Exception):
     """A probe cannot run as asked (bad path, no space, missing tool).
 
     The message is a sentence for the user; front ends show it without a traceback.
+    ``advice``: entries of :mod:`nbbench.results.advice` ("see the stored runs:
+    ``history``"), worded by the front end with :meth:`text`; ``str()`` words them
+    neutrally.
     """
+
+    def __init__(self, message: Any = "", advice: list[dict] | None = None):
+        super().__init__(message)
+        self.message = message
+        self.advice = list(advice or [])
+
+    def text(self, command_text: Callable[[str, str], str] | None = None) -> str:
+        """The message with its advice, commands worded by ``command_text`` (a front end's)."""
+        msg = str(self.message)
+        if not self.advice:
+            return msg
+        return f"{msg} ({'; '.join(_advice.word(a, command_text) for a in self.advice)})"
+
+    def __str__(self) -> str:
+        return self.text()
 
 
 def register(kind: str):
@@ -108,8 +128,13 @@ class Result:
     env_id: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     run_id: int | None = None
+    #: what to run next, as data: ``{"text", "command", "args"}`` (see :mod:`nbbench.results.advice`)
+    advice: list[dict] = field(default_factory=list)
 
     KIND: ClassVar[str] = "result"
+    #: how this result's advice names a command, ``(name, args) -> text``: set by the front end
+    #: that shows it (``%iobench sweep`` / ``nbbench sweep`` / a tab); None: neutral (```sweep```)
+    wording: ClassVar[Callable[[str, str], str] | None] = None
     # metrics shown in the one-line summary, in order (None: all, up to four)
     SUMMARY: ClassVar[tuple[str, ...] | None] = None
 
@@ -124,6 +149,24 @@ class Result:
         """Add a warning (a sentence telling the user what to do), once."""
         if sentence not in self.warnings:
             self.warnings.append(sentence)
+
+    def advise(self, text: str, command: str, args: str = "") -> None:
+        """Add advice (once): ``text`` ("find the num_workers that keeps up", or with
+        ``{command}`` where the command goes) and the subcommand to run with its args."""
+        item = _advice.entry(text, command, args)
+        if item not in self.advice:
+            self.advice.append(item)
+
+    def advice_lines(self) -> list[str]:
+        """The advice as phrases, commands worded by :attr:`wording`."""
+        return [_advice.word(a, self.wording) for a in self.advice]
+
+    def advice_html(self) -> str:
+        """The advice as an HTML list ('' when there is none)."""
+        if not self.advice:
+            return ""
+        items = "".join(f"<li>{_advice.word_html(a, self.wording)}</li>" for a in self.advice)
+        return f"<ul class='nbbench-advice' style='color:#1565c0'>{items}</ul>"
 
     def finish(self, status: str = "ok", reason: str | None = None) -> "Result":
         """Stamp the end time and status; returns self."""
@@ -165,6 +208,7 @@ class Result:
             "env_id": self.env_id,
             "extra": copy.deepcopy(self.extra),
             "run_id": self.run_id,
+            "advice": copy.deepcopy(self.advice),
         }
 
     @classmethod
@@ -185,6 +229,7 @@ class Result:
             env_id=data.get("env_id"),
             extra=copy.deepcopy(data.get("extra", {})),
             run_id=data.get("run_id"),
+            advice=copy.deepcopy(list(data.get("advice") or [])),   # runs stored before advice existed: []
         )
 
     def to_json(self, **kw) -> str:
@@ -268,6 +313,8 @@ class Result:
             lines.append(f"  {metric_label(k):<{width}}  {format_metric(k, v)}")
         for w in self.warnings:
             lines.append(f"  warning: {w}")
+        for a in self.advice_lines():
+            lines.append(f"  advice: {a}")
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
@@ -293,6 +340,7 @@ class Result:
             out += f"<table class='nbbench-metrics'>{rows}</table>"
         if warns:
             out += f"<ul style='color:#ef6c00'>{warns}</ul>"
+        out += self.advice_html()
         when = _dt.datetime.fromtimestamp(self.started_at).isoformat(timespec="seconds")
         extra = f"run {self.run_id} · " if self.run_id is not None else ""
         out += f"<div style='font-size:80%;color:#666'>{extra}{esc(when)}"

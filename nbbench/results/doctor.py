@@ -6,6 +6,7 @@ import html
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from . import advice as _advice
 from .base import Result, register
 
 __all__ = ["DoctorResult", "Check", "CHECK_STATUSES"]
@@ -19,7 +20,9 @@ class Check:
     """One finding.
 
     ``evidence``: the value and where it was read; ``fix``: the command or setting
-    that fixes it (also given for ``ok`` findings where a better setting exists).
+    that fixes it (also given for ``ok`` findings where a better setting exists);
+    ``advice``: nbbench subcommands that tell more, as data (:mod:`nbbench.results.advice`,
+    worded by the front end that shows the result).
     ``data`` keeps the raw values read (JSON-compatible).
     """
 
@@ -29,6 +32,7 @@ class Check:
     fix: str = ""
     group: str = ""
     data: dict[str, Any] = field(default_factory=dict)
+    advice: list[dict] = field(default_factory=list)
 
     def __post_init__(self):
         if self.status not in CHECK_STATUSES:
@@ -40,12 +44,18 @@ class Check:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Check":
         return cls(name=d["name"], status=d["status"], evidence=d.get("evidence", ""),
-                   fix=d.get("fix", ""), group=d.get("group", ""), data=dict(d.get("data") or {}))
+                   fix=d.get("fix", ""), group=d.get("group", ""), data=dict(d.get("data") or {}),
+                   advice=list(d.get("advice") or []))
+
+    def fix_text(self, command_text=None) -> str:
+        """The fix and the advice, commands worded by ``command_text`` (neutral: None)."""
+        return "; ".join([self.fix] * bool(self.fix) + [_advice.word(a, command_text) for a in self.advice])
 
     def __str__(self) -> str:
         s = f"[{self.status}] {self.name}: {self.evidence}"
-        if self.fix and self.status in ("warn", "fail"):
-            s += f" -> {self.fix}"
+        fix = self.fix_text()
+        if fix and self.status in ("warn", "fail"):
+            s += f" -> {fix}"
         return s
 
 
@@ -72,8 +82,9 @@ class DoctorResult(Result):
     def checks_frame(self):
         import pandas as pd
 
-        return pd.DataFrame([{k: c.to_dict()[k] for k in ("status", "name", "evidence", "fix", "group")}
-                             for c in self.checks], columns=["status", "name", "evidence", "fix", "group"])
+        return pd.DataFrame([dict({k: c.to_dict()[k] for k in ("status", "name", "evidence", "group")},
+                                  fix=c.fix_text(self.wording)) for c in self.checks],
+                            columns=["status", "name", "evidence", "fix", "group"])
 
     def headline(self) -> str:
         return f"doctor {self.params.get('path') or ''}".strip()
@@ -99,8 +110,9 @@ class DoctorResult(Result):
             ev = textwrap.wrap(c.evidence, body) or [""]
             lines.append(f"{c.status.upper():<6}  {c.name:<{nw}}  {ev[0]}")
             lines += [" " * lead + e for e in ev[1:]]
-            if c.fix and c.status in ("warn", "fail"):
-                fx = textwrap.wrap("fix: " + c.fix, body)
+            fix = c.fix_text(self.wording)
+            if fix and c.status in ("warn", "fail"):
+                fx = textwrap.wrap("fix: " + fix, body)
                 lines += [" " * lead + f for f in fx]
         return "\n".join(lines)
 
@@ -112,7 +124,7 @@ class DoctorResult(Result):
         order = {"fail": 0, "warn": 1, "ok": 2, "n/a": 3}
         rows = []
         for c in sorted(self.checks, key=lambda c: order[c.status]):
-            fix = esc(c.fix) if c.status in ("warn", "fail") else ""
+            fix = esc(c.fix_text(self.wording)) if c.status in ("warn", "fail") else ""
             rows.append(
                 f"<tr><td><span style='background:{_BADGE[c.status]};color:#fff;padding:1px 6px;"
                 f"border-radius:3px;font-weight:bold'>{esc(c.status)}</span></td>"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from . import advice
 from .base import Result, register
 
 __all__ = ["EnvResult"]
@@ -22,8 +23,8 @@ class EnvResult(Result):
         for k in ("os", "kernel", "machine", "container", "cpu_model", "cpus", "memory", "python",
                   "torch", "gpus", "packages_sha256", "nbbench", "git_commit"):
             lines.append(f"  {k:<16} {fp.get(k)}")
-        lines.append(f"  {'packages':<16} {len(fp.get('packages', []))} installed "
-                     "(nbbench env --export requirements lists them)")
+        lines.append(f"  {'packages':<16} {len(fp.get('packages', []))} installed")
+        lines += [f"  {a}" for a in self.advice_lines()]   # how to export them, worded by the front end
         return "\n".join(lines)
 
 
@@ -37,6 +38,6 @@ class EnvResult(Result):
             for k in ("host", "os", "kernel", "machine", "container", "cpu_model", "cpus", "memory",
                       "python", "torch", "gpus", "packages_sha256", "nbbench", "git_commit"))
         n = len(fp.get("packages", []))
+        tail = "".join(" — " + advice.word_html(a, self.wording) for a in self.advice)
         return (f"<div class='nbbench-result'><b>{html.escape(self.headline())}</b><table>{rows}</table>"
-                f"<div style='font-size:90%'>{n} packages installed — "
-                "<code>%iobench env --export requirements --out FILE</code> writes them as name==version</div></div>")
+                f"<div style='font-size:90%'>{n} packages installed{tail}</div></div>")

@@ -154,6 +154,8 @@ class SweepResult(Result):
         lines.append(self.recommendation)
         for w in self.warnings:
             lines.append(f"  warning: {w}")
+        for a in self.advice_lines():
+            lines.append(f"  advice: {a}")
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:

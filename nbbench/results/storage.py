@@ -116,6 +116,7 @@ class DiskPresetResult(_StorageMixin, Result):
             lines.append(line)
         for w in self.warnings:
             lines.append(f"  warning: {w}")
+        lines += [f"  advice: {a}" for a in self.advice_lines()]
         return "\n".join(lines)
 
     def _repr_pretty_(self, p, cycle):
@@ -148,6 +149,7 @@ class DiskPresetResult(_StorageMixin, Result):
         out.append("</table>")
         if self.warnings:
             out.append("<ul style='color:#ef6c00'>" + "".join(f"<li>{esc(w)}</li>" for w in self.warnings) + "</ul>")
+        out.append(self.advice_html())
         out.append("</div>")
         return "".join(out)
 

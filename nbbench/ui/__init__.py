@@ -1,9 +1,9 @@
-"""Notebook building blocks: live views and progress bars.
+"""ipywidgets and IPython.display building blocks: live plots, progress bars, the kernel check.
 
-Layer: ui, above plots, below report.  ui pushes frames that :mod:`nbbench.plots`
-drew — :mod:`.liveplot` (a Timeline shown live: the drawing thread and its CPU
-budget, the display handle or ``ipywidgets.Image``, pause/resume, the final frame on
-the main thread), :mod:`.loaderplot` (the loader benchmark's live view) — and shows
-progress (:mod:`.progress`).  It may import ipywidgets, IPython and the layers below
-(core, measure, plots); it draws nothing with matplotlib itself.
+Layer: ui (above plots, below report and commands).  It shows what the layers below
+measured and drew: :mod:`.liveplot` pushes frames, :mod:`.progress` draws a bar,
+:mod:`.kernel` says whether a Jupyter kernel is there, :mod:`.panel` holds the
+control panel's reusable widgets (the front-end app itself is :mod:`nbbench.panel`).
+It may import everything below it (core, measure, plots), ipywidgets, IPython and
+matplotlib; never report, commands or a front end.
 """

@@ -39,19 +39,11 @@ from typing import Any, Callable, Iterable, Mapping
 from ..plots.monitor import monitor_plot_kwargs
 from ..plots.panel import Panel
 from ..plots.timeline import Timeline
+from .kernel import in_kernel  # the one kernel check, re-exported here under its old name
 
 __all__ = ["LivePlot", "Panel", "for_monitor", "monitor_plot_kwargs", "in_kernel"]
 
 
-def in_kernel() -> bool:
-    """True inside a Jupyter kernel (display updates reach a front end)."""
-    try:
-        from IPython import get_ipython
-
-        ip = get_ipython()
-        return ip is not None and (getattr(ip, "kernel", None) is not None or "IPKernelApp" in ip.config)
-    except Exception:  # noqa: BLE001
-        return False
 
 
 class LivePlot:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from ...results import ProbeError
+from ..results import ProbeError
 from .pathfield import PathField, PathInfo
 from .runner import Job, PanelRunner, RunnerHost, RunRecord
 from .views import error_html, status_html, to_html
@@ -38,7 +38,7 @@ class ControlPanel(RunnerHost):
                  checker=None):
         import ipywidgets as w
 
-        from ... import tempfiles
+        from .. import tempfiles
         from .tabs import TAB_CLASSES
 
         # the write probes' temp files are removed on SIGTERM/SIGHUP (a kernel stop) only if the
@@ -164,7 +164,7 @@ class ControlPanel(RunnerHost):
                 job = self.current_tab.job(info, self.label.value.strip() or None)
             if not self.save.value:
                 if job.argv is not None:
-                    job.argv = [a for a in job.argv if a != "--label"] + ["--no-save"]
+                    job.argv = _without_label(job.argv) + ["--no-save"]
                 job.save = False
             return self.runner.start(job)
         except ProbeError as exc:
@@ -220,7 +220,7 @@ class ControlPanel(RunnerHost):
 
     # ------------------------------------------------- RunnerHost interface
     def make_progress(self, desc: str):
-        from .rateplot import PanelProgress
+        from ..ui.panel.rateplot import PanelProgress
 
         record = self.runner.record
 
@@ -276,7 +276,7 @@ class ControlPanel(RunnerHost):
     def live_plot(self, **kwargs):
         """A :class:`~nbbench.ui.liveplot.LivePlot` drawing into the panel (started; the caller closes it)."""
         try:
-            from ..liveplot import LivePlot
+            from ..ui.liveplot import LivePlot
         except ImportError:
             return None
         kwargs.update(target="widget", show=False)
@@ -335,23 +335,34 @@ def _warm_up(plotting: bool = True) -> None:
         except (AttributeError, OSError):
             pass
         try:
-            from ...env import fingerprint
+            from ..env import fingerprint
 
             fingerprint()
         except Exception:  # noqa: BLE001 - the save will say what is wrong
             pass
         if plotting:
-            try:
-                import matplotlib.backends.backend_agg  # noqa: F401
-                import matplotlib.figure  # noqa: F401
-            except Exception:  # noqa: BLE001
-                pass
+            from ..ui.warmup import preload_plotting
+
+            preload_plotting()
 
     threading.Thread(target=load, name="nbbench-panel-warmup", daemon=True).start()
 
 
+def _without_label(argv: list[str]) -> list[str]:
+    """``argv`` less its ``--label TEXT`` (the option and its value)."""
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a == "--label":
+            skip = True
+        else:
+            out.append(a)
+    return out
+
+
 def _reason(value) -> str:
-    from ...results import Result
+    from ..results import Result
 
     results = value if isinstance(value, (list, tuple)) else [value]
     for r in results:

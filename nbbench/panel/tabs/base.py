@@ -1,16 +1,17 @@
 """What every tab of the panel shares.
 
 A tab draws its own parameter widgets and, when Run is pressed, turns them into a
-:class:`~nbbench.ui.panel.runner.Job` — usually a subcommand line such as
-``["dd", PATH, "--bs", "1M", "--size", "16M"]`` that the subcommand's own parser
-checks, exactly as ``%iobench dd`` and ``nbbench dd`` would.
+:class:`~nbbench.panel.runner.Job` — usually a subcommand line such as
+``["dd", PATH, "--bs", "1M", "--size", "16M"]`` that :func:`nbbench.commands.parse`
+checks, exactly as for ``%iobench dd`` and ``nbbench dd``.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ....results import ProbeError
+from ... import commands
+from ...results import ProbeError
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..app import ControlPanel
@@ -54,8 +55,6 @@ class Tab:
 
 def unavailable_reason(name: str) -> str | None:
     """None when subcommand ``name`` imports, else why not (one line)."""
-    from .... import commands
-
     try:
         commands.get_command(name)
         return None
@@ -64,18 +63,15 @@ def unavailable_reason(name: str) -> str | None:
 
 
 def command_defaults(name: str) -> dict[str, Any]:
-    """The defaults the subcommand's parser declares (dest -> default), {} when not available."""
-    try:
-        from ..runner import _Parser
-        from .... import commands
+    """The defaults the subcommand's parser declares (dest -> default), {} when not available.
 
-        cmd = commands.get_command(name)
-        parser = _Parser(prog=name, add_help=False)
-        commands.add_common_options(parser, "api", saves=cmd.saves)
-        cmd.add_arguments(parser)
+    From :func:`nbbench.commands.defaults`: the parser :func:`nbbench.commands.parse` uses."""
+    from ..runner import PanelContext
+
+    try:
+        return commands.defaults(name, PanelContext())
     except Exception:  # noqa: BLE001 - a subcommand not built yet: the tab's own fallbacks
         return {}
-    return {a.dest: a.default for a in parser._actions if a.dest not in ("help",)}
 
 
 def size_text(value: Any, fallback: str) -> str:

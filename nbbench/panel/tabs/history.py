@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import datetime as _dt
 
-from ....results import ProbeError
-from ....units import metric_label
+from ...results import ProbeError
+from ...units import metric_label
 from .base import Tab
 
 ALL = "all kinds"
@@ -59,7 +59,7 @@ class HistoryTab(Tab):
     def store(self):
         if self.panel.store is not None:
             return self.panel.store
-        from ....store import default_store
+        from ...store import default_store
 
         return default_store()
 
@@ -118,7 +118,7 @@ class HistoryTab(Tab):
         try:
             if len(ids) < 2:
                 raise ProbeError("select two or more runs to compare (ctrl/shift-click)")
-            from ....compare import compare
+            from ...compare import compare
 
             st = self.store()
             comparison = compare([st.get(i) for i in ids], store=st)

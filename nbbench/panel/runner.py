@@ -7,10 +7,10 @@ given as ``cancel=`` (the same event ``Ctrl-C`` sets for a magic).  Probes honou
 it within 0.5 s and return a result marked ``interrupted``, which is saved to the
 store like any other.
 
-Jobs are subcommands (:mod:`nbbench.commands`) run through :func:`commands.execute`
-with a :class:`PanelContext`, so the panel parses its widgets' values with the very
-parser the magic and the CLI use and calls the same probe functions; or plain
-callables ``fn(ctx)`` for the few things that are not subcommands.
+Jobs are subcommand lines parsed by :func:`nbbench.commands.parse` with a
+:class:`PanelContext` — the very parser the magic and the CLI use — and run and
+ended (shown, then saved) by :func:`nbbench.commands.execute`; or plain callables
+``fn(ctx)`` for the few things that are not subcommands, ended the same way.
 
 Nothing here imports ipywidgets: the runner talks to its panel through the
 small :class:`RunnerHost` interface, which the tests fake.
@@ -25,51 +25,25 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ... import commands
-from ...commands import Context, HelpRequested, add_common_options
-from ...results import ProbeError, Result
+from .. import commands
+from ..commands import Command, Context, HelpRequested, Invocation, UsageProblem
+from ..results import ProbeError
 
-__all__ = ["Job", "PanelRunner", "PanelContext", "RunRecord", "RunnerHost", "command_job",
-           "UsageProblem", "outcome_status"]
-
-
-class UsageProblem(ProbeError):
-    """A value in the panel the subcommand's parser rejects (shown like a UsageError)."""
+__all__ = ["Job", "PanelRunner", "PanelContext", "RunRecord", "RunnerHost", "command_job", "parse_command"]
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse that raises instead of printing and exiting."""
+def parse_command(argv: list[str], ctx: "PanelContext | None" = None) -> Invocation:
+    """``argv`` = ``[name, *options]`` parsed by :func:`nbbench.commands.parse` for the panel.
 
-    def error(self, message):  # noqa: D401 - argparse API
-        raise UsageProblem(f"{self.prog}: {message}")
-
-    def exit(self, status=0, message=None):  # pragma: no cover - only -h/--version would exit
-        raise UsageProblem(message or f"{self.prog}: exit {status}")
-
-
-def parse_command(argv: list[str]):
-    """``(Command, Namespace)`` for ``argv`` = ``[name, *options]``, parsed as the CLI does.
-
-    Raises :class:`UsageProblem` for a bad value and :class:`ProbeError` when the
-    subcommand is not available (not built, or an import error).
+    A bad value (or an unknown or unavailable subcommand) raises a :class:`ProbeError`
+    worded for the panel's red box: ``PROG: MESSAGE``.
     """
-    if not argv:
-        raise UsageProblem("no subcommand given")
-    name, rest = argv[0], [str(a) for a in argv[1:]]
-    if name not in commands.REGISTRY:
-        raise UsageProblem(f"unknown subcommand {name!r}")
     try:
-        cmd = commands.get_command(name)
-    except (ImportError, AttributeError) as exc:
-        raise ProbeError(f"{name} is not available in this nbbench: {exc}") from None
-    parser = _Parser(prog=name, description=cmd.description or cmd.help, add_help=False)
-    add_common_options(parser, "api", saves=cmd.saves)
-    cmd.add_arguments(parser)
-    try:
-        args = parser.parse_args(rest)
+        return commands.parse(argv, ctx if ctx is not None else PanelContext())
+    except UsageProblem as exc:
+        raise ProbeError(f"{exc.prog}: {exc}" if exc.prog else str(exc)) from None
     except HelpRequested as h:  # pragma: no cover - the panel never passes -h
-        raise UsageProblem(h.text) from None
-    return cmd, args
+        raise ProbeError(h.text) from None
 
 
 @dataclass
@@ -78,8 +52,9 @@ class Job:
 
     ``argv``: a subcommand and its options (``["dd", "/data", "--size", "16M"]``);
     parsed when the job starts (a bad value is an error shown at once) and run
-    through :func:`commands.execute`, which saves its results.  Or ``fn(ctx)`` for
-    anything else; with ``save=True`` the Results it returns are saved here.
+    through :func:`commands.execute`, which shows, then saves its results.  Or
+    ``fn(ctx)`` for anything else, ended the same way; its Results are saved only
+    with ``save=True``.
     """
 
     title: str
@@ -103,14 +78,24 @@ def command_job(title: str, name: str, *options, label: str | None = None, **kw)
     return Job(title=title, argv=argv, label=label, **kw)
 
 
-def outcome_status(value: Any) -> str:
-    """The worst status among the Results in ``value`` (ok when it holds none)."""
-    results = value if isinstance(value, (list, tuple)) else [value]
-    statuses = {r.status for r in results if isinstance(r, Result)}
-    for s in ("failed", "interrupted"):
-        if s in statuses:
-            return s
-    return "ok"
+class _FnCommand(Command):
+    """A ``fn(ctx)`` job as a command, so it ends like every subcommand (shown, then saved)."""
+
+    name = "fn"
+
+    def __init__(self, fn: Callable[["PanelContext"], Any], saves: bool):
+        self.fn = fn
+        self.saves = saves
+
+    def run(self, args, ctx):
+        return self.fn(ctx)
+
+
+def _invocation(job: Job, ctx: "PanelContext") -> Invocation:
+    if job.argv is not None:
+        return parse_command(job.argv, ctx)
+    args = argparse.Namespace(label=job.label, no_save=False, quiet=False, json=False)
+    return Invocation(job.title, _FnCommand(job.fn, job.save), args)
 
 
 @dataclass
@@ -142,7 +127,7 @@ class RunnerHost:
     """What a runner needs from its panel; every method may be called from any thread."""
 
     def make_progress(self, desc: str):
-        from ...progress import NullProgress
+        from ..progress import NullProgress
 
         return NullProgress(desc)
 
@@ -160,13 +145,43 @@ class RunnerHost:
         return None
 
 
-class PanelContext(Context):
-    """The :class:`~nbbench.commands.Context` the panel gives a subcommand."""
+#: how advice names a subcommand in the panel: the tab (and its choice) that runs it
+_TAB_WORDS = {"gpu": "the GPU tab's check", "dd": "the Storage tab's dd", "randread": "the Storage tab's randread",
+              "files": "the Storage tab's files", "disk": "the Storage tab's disk presets",
+              "feed": "the DataLoader tab's feed", "sweep": "the DataLoader tab's sweep",
+              "monitor": "the Monitor tab", "history": "the History tab", "compare": "the History tab's Compare"}
 
-    def __init__(self, host: RunnerHost, cancel: threading.Event, user_ns: dict | None = None):
-        super().__init__(frontend="api", quiet=False, as_json=False, user_ns=user_ns, cancel=cancel)
-        self.host = host
+
+class _Html:
+    """HTML for the panel's result area (``_repr_html_``) with its text form."""
+
+    def __init__(self, html_text: str, text: str = ""):
+        self.html, self.text = html_text, text
+
+    def _repr_html_(self) -> str:
+        return self.html
+
+    def __str__(self) -> str:
+        return self.text
+
+
+class PanelContext(Context):
+    """The :class:`~nbbench.commands.Context` the panel gives a subcommand: its progress bar and
+    live plot, its result area, the tabs' wording."""
+
+    def __init__(self, host: RunnerHost | None = None, cancel: threading.Event | None = None,
+                 user_ns: dict | None = None):
+        super().__init__(frontend="panel", prog="", quiet=False, as_json=False, user_ns=user_ns,
+                         cancel=cancel if cancel is not None else threading.Event())
+        self.host = host if host is not None else RunnerHost()
         self.progresses: list = []
+
+    def command_text(self, name: str, args: str = "", cell: bool = False) -> str:
+        """The tab that runs ``name`` ("the DataLoader tab's sweep"); a subcommand no tab runs
+        as the magic that runs it in this notebook."""
+        if name in _TAB_WORDS and not cell:
+            return _TAB_WORDS[name]
+        return " ".join(p for p in ("%%iobench" if cell else "%iobench", name, args) if p)
 
     def progress(self, desc: str = ""):
         p = self.host.make_progress(desc)
@@ -174,13 +189,30 @@ class PanelContext(Context):
         return p
 
     def display(self, obj: Any) -> None:
-        self.host.show(obj)
+        self.host.show(self.worded(obj))
+
+    def display_html(self, html_text: str, text: str) -> None:
+        self.host.show(_Html(html_text, text))
+
+    def display_image(self, png) -> None:
+        import base64
+
+        data = base64.b64encode(png() if callable(png) else png).decode("ascii")
+        self.host.show(_Html(f"<img src='data:image/png;base64,{data}' style='max-width:100%'/>"))
+
+    def display_table(self, frame, left=()) -> None:
+        self.host.show(frame)
 
     def echo(self, text: str) -> None:
         self.host.echo(text)
 
     def live_plot(self, **kwargs):
         return self.host.live_plot(**kwargs)
+
+    def open_panel(self, path, tab=None):
+        from . import panel
+
+        return panel(path, tab=tab, user_ns=self.user_ns)
 
 
 class PanelRunner:
@@ -216,12 +248,14 @@ class PanelRunner:
             if self.running:
                 raise ProbeError(f"{self.record.title if self.record else 'a run'} is still running: "
                                  "press Stop (or wait for it) before starting another")
-            parsed = parse_command(job.argv) if job.argv is not None else None
-            self.cancel = threading.Event()
+            cancel = threading.Event()
+            ctx = PanelContext(self.host, cancel, user_ns=self.user_ns)
+            inv = _invocation(job, ctx)
+            self.cancel = cancel
             record = RunRecord(title=job.title)
             self.record = record
             self.history.append(record)
-            t = threading.Thread(target=self._run, args=(job, parsed, record, self.cancel),
+            t = threading.Thread(target=self._run, args=(job, inv, record, ctx),
                                  name=f"nbbench-panel-{job.title}", daemon=True)
             self.host.run_started(record)
             self._thread = t
@@ -240,23 +274,16 @@ class PanelRunner:
         return True
 
     # ----------------------------------------------------------------- worker
-    def _run(self, job: Job, parsed, record: RunRecord, cancel: threading.Event) -> None:
-        ctx = PanelContext(self.host, cancel, user_ns=self.user_ns)
+    def _run(self, job: Job, inv: Invocation, record: RunRecord, ctx: PanelContext) -> None:
         try:
-            if parsed is not None:
-                cmd, args = parsed
-                value = commands.execute(cmd, args, ctx, store=self.store)
-            else:
-                value = job.fn(ctx)
-                if job.save:
-                    self._save(value, job.label)
+            value = commands.execute(inv, ctx, store=self.store)   # run, show, save: as every front end
             record.value = value
-            record.status = outcome_status(value)
+            record.status = commands.outcome(value)
             if job.on_value is not None:
                 job.on_value(value)
         except ProbeError as exc:
             record.status = "error"
-            record.error = str(exc)
+            record.error = ctx.error_text(exc)
         except Exception as exc:  # noqa: BLE001 - shown in the panel, never swallowed
             record.status = "error"
             record.error = f"{type(exc).__name__}: {exc}"
@@ -277,14 +304,3 @@ class PanelRunner:
                 self.host.run_finished(record)
             except Exception:  # noqa: BLE001
                 record.details = (record.details or "") + traceback.format_exc()
-
-    def _save(self, value: Any, label: str | None) -> None:
-        results = value if isinstance(value, (list, tuple)) else [value]
-        to_save = [r for r in results if isinstance(r, Result)]
-        if not to_save:
-            return
-        from ...store import default_store
-
-        st = self.store or default_store()
-        for r in to_save:
-            st.save(r, label=label)

@@ -20,7 +20,7 @@ ACTIONS = {
 
 def _accelerators() -> list[str]:
     try:
-        from ....accelerators import names
+        from ...accelerators import names
 
         return list(names())
     except Exception:  # noqa: BLE001
@@ -123,7 +123,7 @@ class LoaderTab(Tab):
         name = self.action.value
         target = need_path(path, name)
         if path.kind != "dir":
-            from ....results import ProbeError
+            from ...results import ProbeError
 
             raise ProbeError(f"{target} is not a directory: {name} reads an image folder (root/CLASS/IMAGE)")
         if name == "feed":
