@@ -27,7 +27,8 @@ from ..progress import call_progress
 from ..results import ProbeError
 from ..results.loader import FeedResult
 from ..units import format_bytes, format_metric
-from .loader import bench_loader, close_loader
+from .dataloader import close_loader, make_loader
+from .loader import bench_loader
 
 __all__ = ["feed", "FeedResult", "evict_files", "warm_files", "COLD_METHODS"]
 
@@ -95,9 +96,6 @@ def warm_files(paths, cancel=None) -> int:
         except OSError:
             pass
     return total
-
-
-# --------------------------------------------------------------------- result
 
 
 # ----------------------------------------------------------------------- feed
@@ -175,8 +173,6 @@ def feed(path, accelerator: str = "h100-resnet50", batch_size: int = 64, num_wor
     done = [0]
 
     def run(label, steps=None, epochs=False):
-        from .sweep import make_loader
-
         dl = make_loader(ds, batch_size, nw, pin_memory, prefetch_factor, persistent_workers=epochs and nw > 0,
                          shuffle=True)
         k = done[0]

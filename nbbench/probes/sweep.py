@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from typing import Any, Iterable
+from typing import Iterable
 
 from ..accelerators import AU_TARGET_PCT
 from ..progress import call_progress
@@ -27,7 +27,9 @@ from ..results import ProbeError
 from ..results.loader import SweepResult
 from ..units import format_bytes, format_metric
 from .batches import batch_info, leaves
-from .loader import bench_loader, close_loader, worker_failure_reason
+from .dataloader import close_loader, make_loader, worker_failure_reason
+from .loader import bench_loader
+from .loadermon import start_monitor, stop_monitor
 
 __all__ = ["sweep", "SweepResult", "preflight", "default_workers", "make_loader"]
 
@@ -125,34 +127,6 @@ def preflight(configs: list[dict], sample_bytes: int | None, tensors_per_batch, 
         if usable is not None and nw > usable:
             cfg["warnings"].append(f"{nw} workers on {usable:g} usable CPUs: they share cores")
     return configs
-
-
-def make_loader(dataset, batch_size: int, num_workers: int, pin_memory: bool = False,
-                prefetch_factor: int | None = 2, persistent_workers: bool = True, shuffle: bool = True,
-                collate_fn=None, **kwargs):
-    """A ``torch.utils.data.DataLoader`` with these settings (prefetch/persistence only with workers)."""
-    from torch.utils.data import DataLoader
-
-    if collate_fn is None:
-        collate_fn = getattr(dataset, "collate_fn", None)
-    kw: dict[str, Any] = dict(batch_size=batch_size, num_workers=num_workers, pin_memory=pin_memory,
-                              collate_fn=collate_fn)
-    if not _is_iterable_dataset(dataset):
-        kw["shuffle"] = shuffle
-    if num_workers > 0:
-        kw["prefetch_factor"] = prefetch_factor
-        kw["persistent_workers"] = persistent_workers
-    kw.update(kwargs)
-    return DataLoader(dataset, **kw)
-
-
-def _is_iterable_dataset(ds) -> bool:
-    try:
-        from torch.utils.data import IterableDataset
-
-        return isinstance(ds, IterableDataset)
-    except ImportError:  # pragma: no cover
-        return False
 
 
 def _sample_facts(dataset) -> tuple[int | None, int]:
@@ -270,10 +244,8 @@ def sweep(dataset, num_workers: Iterable[int] | None = None, batch_size=(64,), p
     res.extra["preflight"] = {"shm_free_bytes": shm, "nofile_soft_limit": nofile, "sharing_strategy": sharing,
                               "sample_bytes": sample_bytes, "usable_cpus": cpus}
 
-    from .loader import _start_monitor, _stop_monitor
-
     # one monitor for the whole sweep: each row gets the mean GPU utilisation over its own window
-    mon, mon_started, mon_reason = _start_monitor(monitor)
+    mon, mon_started, mon_reason = start_monitor(monitor)
     if mon is None:
         res.labels["gpu_util"] = f"N/A: {mon_reason}"
     status, reason = "ok", None
@@ -302,7 +274,7 @@ def sweep(dataset, num_workers: Iterable[int] | None = None, batch_size=(64,), p
                     pass
             call_progress(progress, (i + 1) / n, {k: row[k] for k in ("samples_per_s",) if row.get(k)})
     finally:
-        _stop_monitor(mon, mon_started)
+        stop_monitor(mon, mon_started)
 
     _recommend(res, within_pct, au_target_pct)
     rows = res.configs
