@@ -18,7 +18,10 @@ h100-cosmoflow     cosmoflow    1 sample              0.0035 s
 
 An accelerator "keeps up" at AU >= 90 % (accelerator utilisation: compute time /
 wall time), so the input pipeline must deliver at least 90 % of the rate the
-accelerator consumes.
+accelerator consumes.  How input-bound a pipeline is reads the share of wall time
+spent waiting for data (:func:`input_bound_band`): under 5 % not input-bound, 5–20 %
+moderately, 20 % or more highly; :func:`predicted_au_pct` is the AU the arithmetic
+predicts for a loader's preparation time, step time and workers.
 """
 
 from __future__ import annotations
@@ -26,10 +29,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-__all__ = ["Accelerator", "ACCELERATORS", "get_accelerator", "names", "AU_TARGET_PCT", "parse_emulate"]
+__all__ = ["Accelerator", "ACCELERATORS", "get_accelerator", "names", "AU_TARGET_PCT", "parse_emulate",
+           "input_bound_band", "predicted_au_pct", "BAND_MODERATE_PCT", "BAND_HIGH_PCT"]
 
 #: the AU line MLPerf Storage uses to call an accelerator "fed"
 AU_TARGET_PCT = 90.0
+
+#: data-wait share (% of wall time) at which a pipeline is moderately / highly input-bound
+BAND_MODERATE_PCT = 5.0
+BAND_HIGH_PCT = 20.0
 
 
 @dataclass(frozen=True)
@@ -112,3 +120,29 @@ def parse_emulate(step) -> Accelerator | None:
     if isinstance(step, str) and step.lower().startswith("emulate:"):
         return get_accelerator(step)
     return None
+
+
+def input_bound_band(data_wait_pct: float | None) -> str | None:
+    """'not input-bound' (< 5 %), 'moderately input-bound' (5–20 %), 'highly input-bound' (>= 20 %)."""
+    if data_wait_pct is None or (isinstance(data_wait_pct, float) and math.isnan(data_wait_pct)):
+        return None
+    if data_wait_pct < BAND_MODERATE_PCT:
+        return "not input-bound"
+    if data_wait_pct < BAND_HIGH_PCT:
+        return "moderately input-bound"
+    return "highly input-bound"
+
+
+def predicted_au_pct(data_s: float, compute_s: float, num_workers: int = 0) -> float:
+    """AU the arithmetic predicts for a loader whose batches cost ``data_s`` to prepare
+    and a step of ``compute_s``.
+
+    Without workers preparation and compute alternate: AU = compute / (data + compute).
+    With ``n`` workers preparing in parallel (prefetching), a batch is ready every
+    ``data / n`` seconds and the step overlaps it: AU = compute / max(compute, data / n).
+    """
+    if compute_s <= 0:
+        return 0.0
+    if num_workers <= 0:
+        return 100.0 * compute_s / (compute_s + data_s)
+    return 100.0 * compute_s / max(compute_s, data_s / num_workers)

@@ -5,8 +5,9 @@ the parts that identify the environment, not of volatile readings like free
 memory), so the store keeps each distinct environment once.
 
 The cgroup and CPU helpers here (:func:`usable_cpus`, :func:`cgroup_cpu_limit`,
-:func:`cgroup_memory_limit`, :func:`container_kind`) take a ``root`` argument so
-they can be tested on fixture trees; the doctor and the DataLoader sweep reuse them.
+:func:`cgroup_memory_limit`, :func:`container_kind`, :func:`nofile_limits`) take a
+``root`` argument so they can be tested on fixture trees; the doctor and the
+DataLoader sweep's preflight read CPUs, /dev/shm and the open-file limit through them.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import hashlib
 import json
 import os
 import platform
+import re
 import socket
 import sys
 import threading
@@ -24,7 +26,7 @@ from typing import Any
 __all__ = [
     "fingerprint", "packages", "usable_cpus", "cgroup_cpu_limit", "cgroup_memory_limit",
     "container_kind", "cpu_model", "torch_info", "export_requirements", "export_conda",
-    "in_conda", "ExportError",
+    "in_conda", "ExportError", "shm_usage", "shm_free_bytes", "nofile_limits", "parse_limits",
 ]
 
 
@@ -138,6 +140,61 @@ def cgroup_memory_limit(root: str | os.PathLike = "/") -> int | None:
         # v1 reports "unlimited" as a huge page-aligned number
         return v if v < 2**60 else None
     return None
+
+
+# ------------------------------------------------ /dev/shm and open-file limit
+def shm_usage(path: str = "/dev/shm") -> dict[str, int] | None:
+    """statvfs of ``path``: size_bytes, used_bytes, free_bytes (what a user may still write); None if unreadable."""
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return None
+    return {"size_bytes": st.f_blocks * st.f_frsize, "used_bytes": (st.f_blocks - st.f_bfree) * st.f_frsize,
+            "free_bytes": st.f_bavail * st.f_frsize}
+
+
+def shm_free_bytes(path: str = "/dev/shm") -> int | None:
+    """Free bytes in /dev/shm (where DataLoader workers hand batches over), None if unreadable."""
+    return (shm_usage(path) or {}).get("free_bytes")
+
+
+def parse_limits(text: str) -> dict[str, tuple[str, str]]:
+    """/proc/PID/limits -> {'Max open files': (soft, hard)}."""
+    rows = (re.match(r"^(.+?)\s{2,}(\S+)\s+(\S+)(?:\s+(\S+))?\s*$", line) for line in text.splitlines()[1:])
+    return {m.group(1).strip(): (m.group(2), m.group(3)) for m in rows if m}
+
+
+def _limit(v) -> int | None:
+    """A limit as a number; None for unlimited (or unreadable)."""
+    try:
+        v = int(v)
+    except (TypeError, ValueError):
+        return None
+    return None if v < 0 or v >= 2**62 else v
+
+
+def nofile_limits(root: str | os.PathLike = "/") -> dict[str, Any]:
+    """The open-file limit: ``soft``, ``hard`` (None: unlimited) and ``source``: resource.getrlimit on
+    the live system (``root`` "/"), else the root's /proc/self/limits.  LookupError(reason) if unreadable."""
+    path = "/proc/self/limits"
+    try:
+        if str(root) == "/":
+            import resource
+
+            soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+            return {"soft": _limit(soft), "hard": _limit(hard), "source": "resource.getrlimit(RLIMIT_NOFILE)"}
+        lim = parse_limits((Path(root) / path.lstrip("/")).read_text())
+    except FileNotFoundError:
+        raise LookupError(f"{path} does not exist") from None
+    except PermissionError:
+        raise LookupError(f"{path} is not readable (permission denied)") from None
+    except (ImportError, OSError, UnicodeDecodeError, ValueError) as exc:
+        raise LookupError(f"{path if str(root) != '/' else 'getrlimit(RLIMIT_NOFILE)'} could not be read: {exc}") \
+            from None
+    if "Max open files" not in lim:
+        raise LookupError(f"{path} has no 'Max open files' line")
+    soft, hard = lim["Max open files"]
+    return {"soft": _limit(soft), "hard": _limit(hard), "source": path}
 
 
 def _memory() -> dict[str, Any]:

@@ -88,3 +88,33 @@ def test_export_conda_inside_conda_runs_conda_list(tmp_path, monkeypatch):
     text = env.export_conda(tmp_path / "out.txt", runner=runner)
     assert seen["argv"][:3] == ["/opt/conda/bin/conda", "list", "--explicit"]
     assert text.startswith("@EXPLICIT") and (tmp_path / "out.txt").read_text() == text
+
+
+LIMITS = ("Limit                     Soft Limit           Hard Limit           Units     \n"
+          "Max cpu time              unlimited            unlimited            seconds   \n"
+          "Max open files            1024                 unlimited            files     \n")
+
+
+def test_open_file_limit_from_a_roots_proc_limits(tmp_path):
+    write(tmp_path, "proc/self/limits", LIMITS)
+    assert env.nofile_limits(tmp_path) == {"soft": 1024, "hard": None, "source": "/proc/self/limits"}
+    write(tmp_path, "proc/self/limits", LIMITS.replace("Max open files", "Max open filez"))
+    with pytest.raises(LookupError, match="no 'Max open files' line"):
+        env.nofile_limits(tmp_path)
+    with pytest.raises(LookupError, match="does not exist"):
+        env.nofile_limits(tmp_path / "elsewhere")
+
+
+def test_open_file_limit_and_shm_on_the_live_system():
+    import os
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    live = env.nofile_limits()
+    assert live["soft"] == (None if soft == resource.RLIM_INFINITY else soft)
+    assert live["source"] == "resource.getrlimit(RLIMIT_NOFILE)"
+    if os.path.isdir("/dev/shm"):
+        use = env.shm_usage()
+        assert use["size_bytes"] >= use["used_bytes"] >= 0 and 0 <= use["free_bytes"] <= use["size_bytes"]
+        assert env.shm_free_bytes() is not None
+    assert env.shm_usage("/no/such/dir") is None and env.shm_free_bytes("/no/such/dir") is None

@@ -78,6 +78,55 @@ def test_bands():
     assert input_bound_band(None) is None
 
 
+def test_figures_are_derived_from_the_kept_samples():
+    # four measured steps over 0.4 s: 0.10 s of waiting, 0.26 s of compute, 28 samples
+    steps = {"t_s": [0.1, 0.2, 0.3, 0.4], "wait_s": [0.02, 0.01, 0.05, 0.02], "compute_s": [0.07, 0.08, 0.04, 0.07],
+             "samples": [8, 8, 8, 4], "bytes": [800, 800, 800, 400]}
+    res = LoaderResult(params={"step": "callable", "au_target_pct": 90.0}, labels={"accelerator": "h100-resnet50"},
+                       samples={"steps": steps, "epoch_starts": [2]})
+    assert res.derive() is res
+    m = res.metrics
+    assert (m["measured_s"], m["steps_count"], m["samples_count"], m["epochs_count"]) == (0.4, 4, 28, 2)
+    assert m["samples_per_s"] == pytest.approx(70.0) and m["batches_per_s"] == pytest.approx(10.0)
+    assert m["bytes_per_s"] == pytest.approx(7000.0)
+    assert m["batch_size"] == 8 and m["batch_bytes"] == 700
+    assert m["data_wait_pct"] == pytest.approx(25.0) and m["au_pct"] == pytest.approx(65.0)
+    assert m["compute_s"] == pytest.approx(0.26)
+    assert m["data_wait_p50_s"] == pytest.approx(0.02) and m["data_wait_p99_s"] == pytest.approx(0.0491)
+    assert res.labels["input_bound"] == "highly input-bound" and res.labels["au_target"] == "90%"
+    acc = get_accelerator("h100-resnet50")
+    assert m["needed_samples_per_s"] == pytest.approx(acc.needed_samples_per_s(90.0))
+    assert "accelerators_fed_count" not in m  # with a step, AU answers instead
+
+    # one sample changes: the figures follow it
+    steps["wait_s"][2] = 0.005
+    res.derive()
+    assert m["data_wait_pct"] == pytest.approx(13.75) and res.labels["input_bound"] == "moderately input-bound"
+    assert m["data_wait_p99_s"] == pytest.approx(0.02)
+
+    # device timings: AU and starvation over the device's own window
+    res.samples["gpu"] = {"busy_s": [0.05] * 4, "gap_s": [0.0, 0.01, 0.01, 0.02], "window_s": 0.25}
+    res.derive()
+    assert m["au_pct"] == pytest.approx(80.0) and m["gpu_starvation_pct"] == pytest.approx(16.0)
+    assert m["compute_s"] == pytest.approx(0.2) and m["gpu_window_s"] == 0.25
+    assert res.labels["input_bound_basis"].startswith("GPU idle")
+
+    # the loader alone: no AU, but how many accelerators its rate feeds; stale figures go
+    res.params["step"] = None
+    del res.samples["gpu"]
+    res.derive()
+    assert m["au_pct"] is None and "gpu_starvation_pct" not in m and "compute_s" not in m
+    assert "input_bound_basis" not in res.labels
+    assert m["accelerators_fed_count"] == acc.how_many(70.0, 90.0)
+
+
+def test_the_probe_stores_the_derived_figures():
+    res = bench_loader([b"x" * 100] * 40, warmup=2, batch_size=5, step=lambda b: None, accelerator="a100-resnet50")
+    stored, labels = dict(res.metrics), dict(res.labels)
+    assert res.derive().metrics == stored and res.labels == labels
+    assert list(res.metrics) == list(stored)  # the order kept too
+
+
 def test_batch_info_nested_structures():
     import numpy as np
     import torch

@@ -106,9 +106,9 @@ def test_preflight_skips_what_would_crash():
 
 
 def test_skipped_config_is_in_the_table(monkeypatch, two_cpus):
-    import nbbench.probes.sweep as sw
+    import nbbench.probes.preflight as pf
 
-    monkeypatch.setattr(sw, "_shm_free", lambda path="/dev/shm": 100)  # a tiny /dev/shm
+    monkeypatch.setattr(pf, "shm_free_bytes", lambda path="/dev/shm": 100)  # a tiny /dev/shm
     res = sweep(SleepyItems(item_s=0.0005), num_workers=[0, 2], batch_size=[4], duration=0.3, warmup=1)
     rows = {r["num_workers"]: r for r in res.configs}
     assert rows[2]["status"] == "skipped" and "/dev/shm" in rows[2]["reason"]

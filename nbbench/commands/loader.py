@@ -110,8 +110,8 @@ class LoaderCommand(Command):
         accelerator = args.accelerator
         if is_dir:
             from ..env import usable_cpus
+            from ..probes.dataloader import make_loader
             from ..probes.imagefolder import ImageFolderDataset
-            from ..probes.sweep import make_loader
 
             ds = ImageFolderDataset(target, decode=args.decode, size=args.size)
             nw = usable_cpus()["usable_int"] if args.workers is None else args.workers
@@ -138,7 +138,7 @@ class LoaderCommand(Command):
                                                on_window=plot.on_window if plot is not None else None))
         finally:
             if dl is not None:
-                from ..probes.loader import close_loader
+                from ..probes.dataloader import close_loader
 
                 close_loader(dl, force=True)
             if plot is not None:

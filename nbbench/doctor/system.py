@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import os
 import re
 
-from ..env import cgroup_memory_limit, usable_cpus
+from ..env import cgroup_memory_limit, nofile_limits, parse_limits, shm_usage, usable_cpus
 from ..units import format_bytes
 from ..topology import Mount, read_mounts
 from .base import Check, Unreadable, na, read_text, under
@@ -57,14 +56,9 @@ def check_shm(root: str = "/", mounts: list[Mount] | None = None, workers: int |
     m = shm[-1]
     size = used = None
     where = f"/proc/self/mountinfo ({m.fstype} size={m.option('size')})"
-    if str(root) == "/":
-        try:
-            vfs = os.statvfs("/dev/shm")
-            size = vfs.f_blocks * vfs.f_frsize
-            used = (vfs.f_blocks - vfs.f_bfree) * vfs.f_frsize
-            where = "statvfs(/dev/shm)"
-        except OSError:
-            pass
+    usage = shm_usage("/dev/shm") if str(root) == "/" else None
+    if usage is not None:
+        size, used, where = usage["size_bytes"], usage["used_bytes"], "statvfs(/dev/shm)"
     if size is None:
         size = _tmpfs_size(m)
     if size is None:
@@ -83,43 +77,13 @@ def check_shm(root: str = "/", mounts: list[Mount] | None = None, workers: int |
     return Check(name, "ok", ev, "", group, data)
 
 
-def parse_limits(text: str) -> dict[str, tuple[str, str]]:
-    """/proc/PID/limits -> {'Max open files': (soft, hard)}."""
-    out = {}
-    for line in text.splitlines()[1:]:
-        m = re.match(r"^(.+?)\s{2,}(\S+)\s+(\S+)(?:\s+(\S+))?\s*$", line)
-        if m:
-            out[m.group(1).strip()] = (m.group(2), m.group(3))
-    return out
-
-
-def _lim(v) -> int | None:
-    if v in ("unlimited", -1):
-        return None
-    try:
-        v = int(v)
-    except (TypeError, ValueError):
-        return None
-    return None if v < 0 or v >= 2**62 else v
-
-
 def check_nofile(root: str = "/", want: int = 65536) -> Check:
     name, group = "open-file limit", "limits"
-    if str(root) == "/":
-        import resource
-
-        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-        where = "resource.getrlimit(RLIMIT_NOFILE)"
-    else:
-        try:
-            lim = parse_limits(read_text(root, "/proc/self/limits"))
-        except Unreadable as exc:
-            return na(name, str(exc), group)
-        if "Max open files" not in lim:
-            return na(name, "/proc/self/limits has no 'Max open files' line", group)
-        soft, hard = lim["Max open files"]
-        where = "/proc/self/limits"
-    s, h = _lim(soft), _lim(hard)
+    try:
+        lim = nofile_limits(root)
+    except LookupError as exc:
+        return na(name, str(exc), group)
+    s, h, where = lim["soft"], lim["hard"], lim["source"]
     show = lambda v: "unlimited" if v is None else str(v)  # noqa: E731
     ev = f"soft {show(s)}, hard {show(h)} ({where})"
     data = {"soft": s, "hard": h, "want": want}

@@ -27,7 +27,8 @@ from ..progress import call_progress
 from ..results import ProbeError
 from ..results.loader import FeedResult
 from ..units import format_bytes, format_metric
-from .loader import bench_loader, close_loader
+from .dataloader import close_loader, make_loader
+from .loader import bench_loader
 
 __all__ = ["feed", "FeedResult", "evict_files", "warm_files", "COLD_METHODS"]
 
@@ -95,9 +96,6 @@ def warm_files(paths, cancel=None) -> int:
         except OSError:
             pass
     return total
-
-
-# --------------------------------------------------------------------- result
 
 
 # ----------------------------------------------------------------------- feed
@@ -175,8 +173,6 @@ def feed(path, accelerator: str = "h100-resnet50", batch_size: int = 64, num_wor
     done = [0]
 
     def run(label, steps=None, epochs=False):
-        from .sweep import make_loader
-
         dl = make_loader(ds, batch_size, nw, pin_memory, prefetch_factor, persistent_workers=epochs and nw > 0,
                          shuffle=True)
         k = done[0]
@@ -191,7 +187,6 @@ def feed(path, accelerator: str = "h100-resnet50", batch_size: int = 64, num_wor
         return r
 
     runs: list[tuple[str, object]] = []
-    status, reason = "ok", None
     evict_info = []
     for rep in range(n_pairs):
         if cancel is not None and cancel.is_set():
@@ -218,6 +213,33 @@ def feed(path, accelerator: str = "h100-resnet50", batch_size: int = 64, num_wor
             break  # a pass long enough: one pair is enough
     if evict_info:
         res.extra["evict"] = evict_info
+    status, reason = _summarise(res, runs)
+    measured = res.metrics.get("cold_measured_s") or res.metrics.get("warm_measured_s") or 0
+    if status == "ok" and method != "none" and measured < 1.0:
+        res.warn(f"each pass over the {len(ds)} files took only {measured:.2f} s (median of {len(runs) // 2} "
+                 "cold/warm pairs): a larger folder gives a steadier figure")
+
+    cold_rate = res.metrics.get("cold_samples_per_s")
+    warm_rate = res.metrics.get("warm_samples_per_s")
+    rate = cold_rate if cold_rate else warm_rate
+    res.metrics["samples_per_s"] = rate
+    res.metrics["accelerators_fed_count"] = acc.how_many(rate, au_target_pct) if rate else None
+    if warm_rate:
+        res.metrics["accelerators_fed_warm_count"] = acc.how_many(warm_rate, au_target_pct)
+    if rate:
+        res.metrics["au_one_accelerator_pct"] = min(100.0, 100.0 * rate / acc.samples_per_s)
+
+    limiter = _limiter(res, runs, method, nw) if cold_rate and warm_rate else None
+    res.samples["accelerators"] = _per_accelerator(acc, rate, warm_rate, au_target_pct)
+    res.extra["answer"] = _answer(res, acc, rate, cold_rate, warm_rate, limiter, nw, ds.decode, nbytes, method,
+                                   au_target_pct)
+    res.finish(status, reason)
+    return res
+
+
+def _summarise(res: FeedResult, runs) -> tuple[str, str | None]:
+    """Each kind's runs into medians (cold_*, warm_*), the runs' samples and warnings; the status."""
+    status, reason = "ok", None
     res.samples["runs"] = [
         {"kind": k, "samples_per_s": r.metrics.get("samples_per_s"), "measured_s": r.metrics.get("measured_s"),
          "steps_count": r.metrics.get("steps_count"), "startup_s": r.metrics.get("startup_s"),
@@ -238,43 +260,37 @@ def feed(path, accelerator: str = "h100-resnet50", batch_size: int = 64, num_wor
             for w in r.warnings:
                 if "ran out" not in w:  # one pass is what the cold run asks for
                     res.warn(f"{kind} run: {w}")
-    measured = res.metrics.get("cold_measured_s") or res.metrics.get("warm_measured_s") or 0
-    if status == "ok" and method != "none" and measured < 1.0:
-        res.warn(f"each pass over the {len(ds)} files took only {measured:.2f} s (median of {len(runs) // 2} "
-                 "cold/warm pairs): a larger folder gives a steadier figure")
+    return status, reason
 
-    cold_rate = res.metrics.get("cold_samples_per_s")
-    warm_rate = res.metrics.get("warm_samples_per_s")
-    rate = cold_rate if cold_rate else warm_rate
-    res.metrics["samples_per_s"] = rate
-    res.metrics["accelerators_fed_count"] = acc.how_many(rate, au_target_pct) if rate else None
-    if warm_rate:
-        res.metrics["accelerators_fed_warm_count"] = acc.how_many(warm_rate, au_target_pct)
-    if rate:
-        res.metrics["au_one_accelerator_pct"] = min(100.0, 100.0 * rate / acc.samples_per_s)
 
-    limiter = None
-    if cold_rate and warm_rate:
-        # per interleaved pair, so drift on a shared machine cancels; the median of the pairs decides
-        cold_rs = [r.metrics.get("samples_per_s") for k, r in runs if k == "cold"]
-        warm_rs = [r.metrics.get("samples_per_s") for k, r in runs if k == "warm"]
-        ratios = [c / w for c, w in zip(cold_rs, warm_rs) if c and w]
-        ratio = statistics.median(ratios) if ratios else cold_rate / warm_rate
-        res.metrics["cold_vs_warm_pct"] = 100.0 * ratio
-        res.samples["pair_ratios"] = ratios
-        if len(ratios) > 1 and min(ratios) > 0 and max(ratios) / min(ratios) > 1.5:
-            res.warn(f"the cold/warm pairs disagree (cold at {100 * min(ratios):.0f}–{100 * max(ratios):.0f} % of "
-                     "warm): the machine is busy or the runs too short; rerun with a larger folder or --duration")
-        limiter = "storage fetch" if ratio < 1 - STORAGE_LIMIT_SHARE else "CPU preparation"
-        res.labels["limiter"] = limiter
-        if abs(ratio - (1 - STORAGE_LIMIT_SHARE)) < 0.05:
-            res.warn(f"a close call: the cold runs reached {100 * ratio:.0f} % of the warm ones, near the "
-                     f"{100 * (1 - STORAGE_LIMIT_SHARE):.0f} % line between the verdicts; a longer run "
-                     "(--duration, a larger folder) settles it")
-        if method == "fadvise" and cold_rate >= 0.97 * warm_rate:
-            res.warn("the cold run was as fast as the warm one: either the CPU limits (likely with "
-                     f"{nw} workers) or the storage serves from a cache fadvise cannot drop (a network file "
-                     "system's client cache, a RAID controller); cold='drop_caches' as root is stricter")
+def _limiter(res: FeedResult, runs, method: str, nw: int) -> str:
+    """Storage fetch or CPU preparation, from the cold/warm pairs (both rates measured)."""
+    cold_rate, warm_rate = res.metrics["cold_samples_per_s"], res.metrics["warm_samples_per_s"]
+    # per interleaved pair, so drift on a shared machine cancels; the median of the pairs decides
+    cold_rs = [r.metrics.get("samples_per_s") for k, r in runs if k == "cold"]
+    warm_rs = [r.metrics.get("samples_per_s") for k, r in runs if k == "warm"]
+    ratios = [c / w for c, w in zip(cold_rs, warm_rs) if c and w]
+    ratio = statistics.median(ratios) if ratios else cold_rate / warm_rate
+    res.metrics["cold_vs_warm_pct"] = 100.0 * ratio
+    res.samples["pair_ratios"] = ratios
+    if len(ratios) > 1 and min(ratios) > 0 and max(ratios) / min(ratios) > 1.5:
+        res.warn(f"the cold/warm pairs disagree (cold at {100 * min(ratios):.0f}–{100 * max(ratios):.0f} % of "
+                 "warm): the machine is busy or the runs too short; rerun with a larger folder or --duration")
+    limiter = "storage fetch" if ratio < 1 - STORAGE_LIMIT_SHARE else "CPU preparation"
+    res.labels["limiter"] = limiter
+    if abs(ratio - (1 - STORAGE_LIMIT_SHARE)) < 0.05:
+        res.warn(f"a close call: the cold runs reached {100 * ratio:.0f} % of the warm ones, near the "
+                 f"{100 * (1 - STORAGE_LIMIT_SHARE):.0f} % line between the verdicts; a longer run "
+                 "(--duration, a larger folder) settles it")
+    if method == "fadvise" and cold_rate >= 0.97 * warm_rate:
+        res.warn("the cold run was as fast as the warm one: either the CPU limits (likely with "
+                 f"{nw} workers) or the storage serves from a cache fadvise cannot drop (a network file "
+                 "system's client cache, a RAID controller); cold='drop_caches' as root is stricter")
+    return limiter
+
+
+def _per_accelerator(acc, rate, warm_rate, au_target_pct) -> dict:
+    """Every emulated accelerator of ``acc``'s workload: its need and how many the rates feed."""
     per_acc = {"accelerator": [], "needed_samples_per_s": [], "fed_count": [], "fed_warm_count": []}
     for a in ACCELERATORS.values():
         if a.workload != acc.workload:
@@ -283,11 +299,7 @@ def feed(path, accelerator: str = "h100-resnet50", batch_size: int = 64, num_wor
         per_acc["needed_samples_per_s"].append(a.needed_samples_per_s(au_target_pct))
         per_acc["fed_count"].append(a.how_many(rate, au_target_pct) if rate else None)
         per_acc["fed_warm_count"].append(a.how_many(warm_rate, au_target_pct) if warm_rate else None)
-    res.samples["accelerators"] = per_acc
-    res.extra["answer"] = _answer(res, acc, rate, cold_rate, warm_rate, limiter, nw, ds.decode, nbytes, method,
-                                   au_target_pct)
-    res.finish(status, reason)
-    return res
+    return per_acc
 
 
 def _answer(res, acc, rate, cold_rate, warm_rate, limiter, nw, decode, nbytes, method, au) -> str:

@@ -2,207 +2,35 @@
 
 :func:`bench_loader` iterates any iterable of batches (a ``torch.utils.data.DataLoader``
 or anything else) and times, per step, the wait inside ``next()`` (data) and the step
-(compute).  The first batch (worker start-up) and ``warmup`` more steps are timed and
-reported separately, never mixed into the measured window.
+(compute).  One loop fetches, steps and times every batch; a phase switch sends the
+first batch (worker start-up) and ``warmup`` more steps to ``samples["warmup"]`` and
+the rest, the measured window, to ``samples["steps"]``, never mixing the two.
 
-AU (accelerator utilisation) follows MLPerf Storage: compute time / wall time over
-the measured window.  An accelerator counts as fed at AU >= 90 %.  The input-bound
-band reads the share of wall time spent waiting for data: under 5 % not input-bound,
-5–20 % moderately, 20 % or more highly input-bound.
-
+The figures (throughput, data-wait share and percentiles, AU, the input-bound band,
+what an accelerator needs) are derived from the measured steps once, at the end, by
+:meth:`~nbbench.results.loader.LoaderResult.derive`.  AU (accelerator utilisation)
+follows MLPerf Storage: compute time / wall time over the measured window; an
+accelerator counts as fed at AU >= 90 % (see :mod:`nbbench.accelerators` for the
+bands and the arithmetic).
 """
 
 from __future__ import annotations
 
 import math
-import statistics
 import time
-from typing import Any
 
-from ..accelerators import AU_TARGET_PCT, Accelerator, get_accelerator
+from ..accelerators import AU_TARGET_PCT, Accelerator, get_accelerator, input_bound_band, predicted_au_pct
 from ..progress import call_progress
 from ..results import ProbeError
 from ..results.loader import LoaderResult
 from .batches import batch_info
+from .dataloader import close_loader, describe_loader, worker_exit_note, worker_failure_reason
+from .loadermon import gpu_util_mean, start_monitor, stop_monitor
 from .steps import CudaStep, EmulatedStep, resolve_step
 
-__all__ = ["bench_loader", "LoaderResult", "input_bound_band", "predicted_au_pct", "describe_loader",
-           "worker_failure_reason", "close_loader"]
-
-#: data-wait share (% of wall time) at which a pipeline is moderately / highly input-bound
-BAND_MODERATE_PCT = 5.0
-BAND_HIGH_PCT = 20.0
+__all__ = ["bench_loader", "LoaderResult", "input_bound_band", "predicted_au_pct", "worker_failure_reason"]
 
 
-def input_bound_band(data_wait_pct: float | None) -> str | None:
-    """'not input-bound' (< 5 %), 'moderately input-bound' (5–20 %), 'highly input-bound' (>= 20 %)."""
-    if data_wait_pct is None or (isinstance(data_wait_pct, float) and math.isnan(data_wait_pct)):
-        return None
-    if data_wait_pct < BAND_MODERATE_PCT:
-        return "not input-bound"
-    if data_wait_pct < BAND_HIGH_PCT:
-        return "moderately input-bound"
-    return "highly input-bound"
-
-
-def predicted_au_pct(data_s: float, compute_s: float, num_workers: int = 0) -> float:
-    """AU the arithmetic predicts for a loader whose batches cost ``data_s`` to prepare
-    and a step of ``compute_s``.
-
-    Without workers preparation and compute alternate: AU = compute / (data + compute).
-    With ``n`` workers preparing in parallel (prefetching), a batch is ready every
-    ``data / n`` seconds and the step overlaps it: AU = compute / max(compute, data / n).
-    """
-    if compute_s <= 0:
-        return 0.0
-    if num_workers <= 0:
-        return 100.0 * compute_s / (compute_s + data_s)
-    return 100.0 * compute_s / max(compute_s, data_s / num_workers)
-
-
-def describe_loader(loader) -> dict[str, Any]:
-    """Labels for a loader: its type and, for a DataLoader, the settings that matter."""
-    out: dict[str, Any] = {"loader": type(loader).__name__}
-    ds = getattr(loader, "dataset", None)
-    if ds is not None:
-        out["dataset"] = type(ds).__name__
-    for attr in ("batch_size", "num_workers", "pin_memory", "prefetch_factor", "persistent_workers",
-                 "drop_last"):
-        if hasattr(loader, attr):
-            v = getattr(loader, attr)
-            if isinstance(v, (int, float, bool, str)) or v is None:
-                out[attr] = v
-    return out
-
-
-def worker_failure_reason(exc: BaseException) -> str | None:
-    """A sentence for a DataLoader worker crash (bus error, killed worker, open files); None otherwise."""
-    msg = str(exc)
-    low = msg.lower()
-    if not isinstance(exc, RuntimeError):
-        return None
-    if "bus error" in low or "shared memory" in low or "shm" in low:
-        return (f"a DataLoader worker crashed with a bus error ({msg.splitlines()[0]}): /dev/shm is too small "
-                "for the batches in flight; give the container more (docker run --shm-size=16g, or a bigger "
-                "emptyDir medium: Memory in Kubernetes) or lower num_workers × prefetch_factor × batch size")
-    if "too many open files" in low or "ancdata" in low:
-        return (f"DataLoader workers ran out of file descriptors ({msg.splitlines()[0]}): raise the limit "
-                "(ulimit -n 65536, docker run --ulimit nofile=65536) or call "
-                "torch.multiprocessing.set_sharing_strategy('file_system')")
-    if "killed by signal" in low or "exited unexpectedly" in low or "dataloader worker" in low:
-        hint = ""
-        if "killed by signal: killed" in low:
-            hint = " (SIGKILL is often the out-of-memory killer: check dmesg and the container's memory limit)"
-        return f"a DataLoader worker died: {msg.splitlines()[0]}{hint}"
-    return None
-
-
-def _worker_exit_note(it) -> str:
-    """' (worker 0 killed by SIGKILL …)' from a DataLoader iterator's dead workers, else ''."""
-    import signal
-
-    notes = []
-    for i, w in enumerate(getattr(it, "_workers", None) or []):
-        code = getattr(w, "exitcode", None)
-        if code is None or code == 0:
-            continue
-        if code < 0:
-            try:
-                name = signal.Signals(-code).name
-            except ValueError:
-                name = f"signal {-code}"
-            note = f"worker {i} killed by {name}"
-            if name == "SIGKILL":
-                note += " (often the out-of-memory killer: check dmesg and the container's memory limit)"
-            elif name == "SIGBUS":
-                note += " (a bus error: /dev/shm is too small)"
-        else:
-            note = f"worker {i} exited with code {code}"
-        notes.append(note)
-    return f"; {'; '.join(notes)}" if notes else ""
-
-
-def close_loader(loader, it=None, force: bool = False) -> None:
-    """Shut down a DataLoader iterator's workers deterministically.
-
-    A non-persistent iterator is always closed; a persistent one (kept on the loader
-    for the next epoch) only when ``force`` — after a worker died it is unusable, so
-    the loader is told to start fresh workers next time.
-    """
-    persistent = bool(getattr(loader, "persistent_workers", False))
-    targets = []
-    if it is not None and (force or not persistent):
-        targets.append(it)
-    if force and getattr(loader, "_iterator", None) is not None:
-        targets.append(loader._iterator)
-    for t in targets:
-        shutdown = getattr(t, "_shutdown_workers", None)
-        if callable(shutdown):
-            try:
-                shutdown()
-            except Exception:  # noqa: BLE001 - already dead workers may complain
-                pass
-    if force and hasattr(loader, "_iterator"):
-        try:
-            loader._iterator = None
-        except Exception:  # noqa: BLE001
-            pass
-
-
-# --------------------------------------------------------------------- result
-
-
-# -------------------------------------------------------------------- monitor
-def _nvml_reason() -> str | None:
-    """Why there is no GPU utilisation to read here (None when NVML works)."""
-    try:
-        from ..nvml import get_nvml
-
-        ok = get_nvml().init()
-    except Exception as exc:  # noqa: BLE001
-        return f"NVML unavailable: {exc}"
-    if ok is True:
-        return None
-    hint = getattr(ok, "hint", "")
-    return f"{getattr(ok, 'reason', 'NVML unavailable')}" + (f" ({hint})" if hint else "")
-
-
-def _start_monitor(monitor):
-    """(monitor, started_here, reason): a running monitor for GPU utilisation, or None and why."""
-    if monitor is False or monitor == "off":
-        return None, False, "no monitor (monitor=False)"
-    if monitor is None or monitor is True or monitor == "auto":
-        reason = _nvml_reason()
-        if reason is not None and monitor != True:  # noqa: E712 - True forces one (host figures)
-            return None, False, reason
-        try:
-            from .. import monitor as monmod
-            m = monmod.Monitor(interval=0.2)
-            m.start()
-            return m, True, reason
-        except Exception as exc:  # noqa: BLE001 - a monitor problem must not stop the benchmark
-            return None, False, f"the monitor could not start: {exc}"
-    return monitor, False, None
-
-
-def _gpu_util_mean(monitor, t0: float, t1: float) -> tuple[float | None, str | None]:
-    """Mean GPU utilisation (%) over monotonic [t0, t1] from the monitor's samples."""
-    if monitor is None:
-        return None, "no monitor"
-    try:
-        from .loadermon import gpu_util_over
-
-        util, why = gpu_util_over(monitor, t0, t1)
-        if util is None:
-            nv = _nvml_reason()
-            if nv is not None:
-                why = nv
-        return util, why
-    except Exception as exc:  # noqa: BLE001
-        return None, f"could not read GPU utilisation from the monitor: {exc}"
-
-
-# ------------------------------------------------------------------ benchmark
 def bench_loader(loader, steps: int | None = None, duration: float | None = None, warmup: int = 2,
                  step=None, device=None, progress=None, cancel=None, monitor="auto",
                  accelerator: str | Accelerator | None = None, batch_size: int | None = None,
@@ -241,9 +69,7 @@ def bench_loader(loader, steps: int | None = None, duration: float | None = None
     if steps is None and duration is None:
         duration = 10.0
     stepper = resolve_step(step, cancel=cancel, device=device, target_step_s=target_step_s)
-    acc = None
-    if isinstance(stepper, EmulatedStep):
-        acc = stepper.accelerator
+    acc = stepper.accelerator if isinstance(stepper, EmulatedStep) else None
     if accelerator is not None:
         try:
             acc = get_accelerator(accelerator)
@@ -257,7 +83,6 @@ def bench_loader(loader, steps: int | None = None, duration: float | None = None
     res.labels["step"] = "none" if stepper is None else stepper.label
     if acc is not None:
         res.labels["accelerator"] = acc.name
-
     if stepper is not None and hasattr(stepper, "setup"):
         stepper.setup()
         res.labels["step"] = stepper.label
@@ -265,229 +90,200 @@ def bench_loader(loader, steps: int | None = None, duration: float | None = None
         res.labels["device"] = str(stepper.device)
         res.extra["matmuls_per_step"] = stepper.reps
 
-    mon, mon_started, mon_reason = _start_monitor(monitor)
-    perf = time.perf_counter
-    is_set = cancel.is_set if cancel is not None else (lambda: False)
-
-    # per measured step
-    t_end: list[float] = []
-    waits: list[float] = []
-    computes: list[float] = []
-    sizes: list[int | None] = []
-    nbytes: list[int] = []
-    # warm-up (first batch and `warmup` more)
-    warm = {"wait_s": [], "compute_s": [], "samples": []}
-    windows = {"t_s": [], "samples_per_s": [], "au_pct": [], "data_wait_pct": []}
-
-    status, reason = "ok", None
-    it = None
-    exhausted = False
-    t_win0 = None
-    t_win0_mono = t_win1_mono = None
-    calls = 0  # step calls made (warm-up included): device timings are per call
-    epoch = {"n": 1, "batches": 0, "starts": []}
-
-    def fetch():
-        # next batch; a new pass over the loader when one ends and more are allowed
-        nonlocal it
-        while True:
-            try:
-                batch = next(it)
-                epoch["batches"] += 1
-                return batch
-            except StopIteration:
-                if (epochs is not None and epoch["n"] >= epochs) or epoch["batches"] == 0:
-                    raise
-                close_loader(loader, it)
-                epoch["n"] += 1
-                epoch["batches"] = 0
-                epoch["starts"].append(len(waits))
-                it = iter(loader)
-
+    mon, mon_started, mon_reason = start_monitor(monitor)
+    run = _Run()
     try:
-        t_start = perf()
-        it = iter(loader)
-        n_warm = warmup + 1
-        # ---------------- warm-up: first batch (start-up) and `warmup` steps
-        while len(warm["wait_s"]) < n_warm:
-            if is_set():
-                status, reason = "interrupted", "cancelled during warm-up"
-                break
-            a = perf()
-            try:
-                batch = fetch()
-            except StopIteration:
-                exhausted = True
-                break
-            b = perf()
-            n, _nb = batch_info(batch)
-            n = n if n is not None else batch_size
-            if stepper is not None:
-                stepper(batch, n)
-                calls += 1
-            c = perf()
-            warm["wait_s"].append(b - a)
-            warm["compute_s"].append(c - b)
-            warm["samples"].append(n)
-            del batch
-        startup_s = warm["wait_s"][0] if warm["wait_s"] else perf() - t_start
-        res.metrics["startup_s"] = startup_s
-        res.metrics["warmup_s"] = perf() - t_start
-        first_call_measured = calls
-
-        # ---------------- measured window
-        if status == "ok" and not exhausted:
-            t_win0 = perf()
-            t_win0_mono = time.monotonic()
-            deadline = t_win0 + duration if duration is not None else math.inf
-            max_steps = steps if steps is not None else math.inf
-            w_next = t_win0 + window_s
-            w_i0 = 0
-            last_progress = t_win0
-            a = t_win0
-            while len(waits) < max_steps:
-                try:
-                    batch = fetch()
-                except StopIteration:
-                    exhausted = True
-                    break
-                b = perf()
-                n, nb = batch_info(batch)
-                if n is None:
-                    n = batch_size
-                if stepper is not None:
-                    stepper(batch, n)
-                    calls += 1
-                c = perf()
-                del batch
-                waits.append(b - a)
-                computes.append(c - b)
-                sizes.append(n)
-                nbytes.append(nb)
-                t_end.append(c - t_win0)
-                if c >= w_next:
-                    _close_window(windows, t_win0, c, w_i0, len(waits), waits, computes, sizes, t_end,
-                                  stepper is not None)
-                    w_i0 = len(waits)
-                    w_next = c + window_s
-                    if on_window is not None:
-                        try:
-                            on_window({k: v[-1] for k, v in windows.items()})
-                        except Exception:  # noqa: BLE001 - a plot problem never stops measuring
-                            pass
-                if c - last_progress >= 0.25:
-                    last_progress = c
-                    frac = 0.0
-                    if steps is not None:
-                        frac = len(waits) / steps
-                    if duration is not None:
-                        frac = max(frac, (c - t_win0) / duration)
-                    call_progress(progress, min(frac, 1.0), _live_metrics(windows, waits, computes, sizes,
-                                                                          c - t_win0, stepper is not None))
-                if c >= deadline:
-                    break
-                if is_set():
-                    status, reason = "interrupted", "cancelled"
-                    break
-                a = perf()
-            t_win1_mono = time.monotonic()
-            if len(waits) > w_i0:
-                _close_window(windows, t_win0, perf(), w_i0, len(waits), waits, computes, sizes, t_end,
-                              stepper is not None, partial=True)
-                if on_window is not None and windows["t_s"]:
-                    try:
-                        on_window({k: v[-1] for k, v in windows.items()})
-                    except Exception:  # noqa: BLE001
-                        pass
+        _loop(run, loader, stepper, batch_size, warmup, steps, duration, epochs, window_s, on_window, progress,
+              cancel)
     except RuntimeError as exc:
         why = worker_failure_reason(exc)
         if why is not None and "out-of-memory" not in why and "bus error" not in why:
-            why += _worker_exit_note(it)
+            why += worker_exit_note(run.it)
         if why is None:
-            close_loader(loader, it, force=True)
-            _stop_monitor(mon, mon_started)
+            close_loader(loader, run.it, force=True)
+            stop_monitor(mon, mon_started)
             raise
-        status, reason = "failed", why
-        close_loader(loader, it, force=True)
-        it = None
+        run.status, run.reason = "failed", why
+        close_loader(loader, run.it, force=True)
+        run.it = None
     except BaseException:
-        close_loader(loader, it, force=True)
-        _stop_monitor(mon, mon_started)
+        close_loader(loader, run.it, force=True)
+        stop_monitor(mon, mon_started)
         raise
     finally:
-        if it is not None and close:
-            close_loader(loader, it)
+        if run.it is not None and close:
+            close_loader(loader, run.it)
+    if run.warmup_s is not None:
+        res.metrics["startup_s"] = run.startup_s
+        res.metrics["warmup_s"] = run.warmup_s
 
-    # ---------------- device timings (CUDA events read late)
+    # device timings (CUDA events, read late): per step call, so the measured ones start at run.first_call
     device_t = stepper.finish() if stepper is not None and hasattr(stepper, "finish") else {}
-    if device_t.get("gpu_busy_s") and waits:
-        i0, i1 = first_call_measured, first_call_measured + len(waits)
-        gpu = {"busy_s": device_t["gpu_busy_s"][i0:i1], "gap_s": device_t["gpu_gap_s"][i0:i1]}
-        ends, starts = device_t.get("gpu_end_s"), device_t.get("gpu_start_s")
-        if ends and starts and len(ends) >= i1:
-            gpu["start_s"], gpu["end_s"] = starts[i0:i1], ends[i0:i1]
-            # the device's own window: from the end of the last warm-up step to the end of the last
-            # measured one, so the steps' busy time and the gaps before them add up to it
-            gpu["window_s"] = ends[i1 - 1] - (ends[i0 - 1] if i0 > 0 else starts[0])
-        res.samples["gpu"] = gpu
+    n_measured = len(run.steps["wait_s"])
+    if device_t.get("gpu_busy_s") and n_measured:
+        res.samples["gpu"] = _device_window(device_t, run.first_call, n_measured)
+    res.samples["steps"] = run.steps
+    res.samples["windows"] = run.windows
+    res.samples["epoch_starts"] = run.epoch_starts
+    res.samples["warmup"] = run.warm
+    res.derive(acc)
 
-    # ---------------- figures
-    res.samples["steps"] = {"t_s": t_end, "wait_s": waits, "compute_s": computes, "samples": sizes,
-                            "bytes": nbytes}
-    res.samples["windows"] = windows
-    res.samples["epoch_starts"] = epoch["starts"]
-    res.metrics["epochs_count"] = epoch["n"]
-    res.samples["warmup"] = warm
-    _fill_metrics(res, waits, computes, sizes, nbytes, t_end, stepper, acc, au_target_pct)
-    if t_win0_mono is not None:
-        util, why = _gpu_util_mean(mon, t_win0_mono, t_win1_mono or time.monotonic())
+    if run.mono0 is not None:
+        util, why = gpu_util_mean(mon, run.mono0, run.mono1 or time.monotonic())
         res.metrics["gpu_util_mean_pct"] = util
         if util is None:
             res.labels["gpu_util"] = f"N/A: {why if mon is not None else mon_reason}"
     else:
         res.metrics["gpu_util_mean_pct"] = None
-    _stop_monitor(mon, mon_started)
-
-    if exhausted and steps is not None and len(waits) < steps and status == "ok":
-        res.warn(f"the loader ran out after {len(waits)} measured steps (of {steps}): use a longer loader "
-                 "or fewer steps for a steadier figure")
-    elif exhausted and steps is None and duration is not None and status == "ok" and waits:
-        res.warn(f"the loader ran out after {res.metrics['measured_s']:.2f} s of the {duration:g} s asked "
-                 f"({epoch['n']} epoch{'s' if epoch['n'] > 1 else ''}): pass epochs=None (--epochs 0) to go "
-                 "round again, or use a longer loader, for a steadier figure")
-    if status == "ok" and len(waits) < 3:
-        if len(waits) == 0:
-            status, reason = "failed", ("the loader yielded no batch after the warm-up: it has "
-                                        f"{len(warm['wait_s'])} batch(es); lower warmup or use a longer loader")
-        else:
-            res.warn(f"only {len(waits)} steps were measured: the figures are rough; run longer")
-    if res.metrics.get("startup_s", 0) > 5 and status == "ok":
-        res.warn(f"the first batch took {res.metrics['startup_s']:.1f} s (worker start-up): use "
-                 "persistent_workers=True so each epoch does not pay it again")
-    band = res.labels.get("input_bound")
-    if band == "highly input-bound" and stepper is not None:
-        nw = res.labels.get("num_workers")
-        idle = res.metrics.get("gpu_starvation_pct")
-        idle = res.metrics["data_wait_pct"] if idle is None else idle
-        res.warn(("the GPU sat idle between steps " if res.metrics.get("gpu_starvation_pct") is not None
-                  else "the step waited for data ") + f"{idle:.0f} % of the time: "
-                 + ("raise num_workers or make each sample cheaper to load"
-                    if nw is not None else "make the input pipeline faster (more workers, cheaper decoding)"))
-        if nw is not None:   # the front end words the command (%iobench sweep / nbbench sweep / a tab)
-            res.advise("find the num_workers that keeps up", "sweep", "DATASET")
-    res.finish(status, reason)
+    stop_monitor(mon, mon_started)
+    _warn(res, run, steps, duration, stepper is not None)
+    res.finish(run.status, run.reason)
     return res
 
 
-def _stop_monitor(mon, started: bool) -> None:
-    if mon is not None and started:
-        try:
-            mon.stop()
-        except Exception:  # noqa: BLE001
-            pass
+class _Run:
+    """What the loop leaves behind: the kept samples, how it ended, the window on the clocks."""
+
+    def __init__(self):
+        self.warm = {"wait_s": [], "compute_s": [], "samples": []}  # the first batch and the warm-up steps
+        self.steps = {"t_s": [], "wait_s": [], "compute_s": [], "samples": [], "bytes": []}  # measured steps
+        self.windows = {"t_s": [], "samples_per_s": [], "au_pct": [], "data_wait_pct": []}
+        self.epoch_starts: list[int] = []  # the measured step at which each further pass began
+        self.status, self.reason, self.exhausted = "ok", None, False
+        self.it = None  # the loader's current iterator
+        self.startup_s = self.warmup_s = None
+        self.first_call = 0  # step calls before the first measured one
+        self.mono0 = self.mono1 = None  # the measured window on the monotonic clock (the monitor's)
 
 
-def _close_window(windows, t0, now, i0, i1, waits, computes, sizes, t_end, has_step, partial=False):
+def _never() -> bool:
+    return False
+
+
+def _loop(run: _Run, loader, stepper, batch_size, warmup, steps, duration, epochs, window_s, on_window,
+          progress, cancel) -> None:
+    """Fetch, step and time every batch: ``warmup + 1`` into ``run.warm``, then the measured window."""
+    perf = time.perf_counter
+    is_set = cancel.is_set if cancel is not None else _never
+    has_step = stepper is not None
+    warm, meas, windows = run.warm, run.steps, run.windows
+    # the phase's lists: the warm-up's until the switch, then the measured window's
+    waits, computes, sizes = warm["wait_s"], warm["compute_s"], warm["samples"]
+    t_end, nbytes = meas["t_s"], meas["bytes"]
+    n_warm = warmup + 1
+    max_steps = steps if steps is not None else math.inf
+    measuring = False
+    calls = 0  # step calls made (warm-up included): device timings are per call
+    t0 = deadline = w_next = last_progress = math.inf
+    w_i0 = 0
+
+    t_start = perf()
+    run.it = iter(loader)
+    batches = run.it if epochs == 1 else _passes(run, loader, epochs)
+    if is_set():
+        run.status, run.reason = "interrupted", "cancelled during warm-up"
+        batches, a = (), 0.0
+    else:
+        a = perf()
+    for batch in batches:  # the wait: next(), a new pass's start-up included
+        b = perf()
+        n, nb = batch_info(batch)
+        if n is None:
+            n = batch_size
+        if has_step:
+            stepper(batch, n)
+            calls += 1
+        c = perf()
+        del batch
+        waits.append(b - a)
+        computes.append(c - b)
+        sizes.append(n)
+        if measuring:
+            nbytes.append(nb)
+            t_end.append(c - t0)
+            if c >= w_next:
+                _close_window(windows, t0, c, w_i0, waits, computes, sizes, t_end, has_step)
+                w_i0 = len(waits)
+                w_next = c + window_s
+                _tell(on_window, windows)
+            if progress is not None and c - last_progress >= 0.25:
+                last_progress = c
+                _progress(progress, steps, duration, c - t0, windows, waits, computes, sizes, has_step)
+            if c >= deadline:
+                break
+            if is_set():
+                run.status, run.reason = "interrupted", "cancelled"
+                break
+            a = perf()
+            if len(waits) >= max_steps:
+                break
+        elif len(waits) == n_warm:
+            # start-up and warm-up done: the measured window starts now
+            run.startup_s, run.warmup_s = waits[0], perf() - t_start
+            run.first_call = calls
+            waits, computes, sizes = meas["wait_s"], meas["compute_s"], meas["samples"]
+            measuring = True
+            t0 = a = perf()
+            run.mono0 = time.monotonic()
+            deadline = t0 + duration if duration is not None else math.inf
+            w_next = t0 + window_s
+            last_progress = t0
+        elif is_set():
+            run.status, run.reason = "interrupted", "cancelled during warm-up"
+            break
+        else:
+            a = perf()
+    else:
+        run.exhausted = run.status == "ok"  # the loader ran out (not: cancelled before the first batch)
+
+    if not measuring:
+        run.startup_s = waits[0] if waits else perf() - t_start
+        run.warmup_s = perf() - t_start
+        return
+    run.mono1 = time.monotonic()
+    if len(waits) > w_i0:  # the last, partial window
+        _close_window(windows, t0, perf(), w_i0, waits, computes, sizes, t_end, has_step)
+        if windows["t_s"]:
+            _tell(on_window, windows)
+
+
+def _passes(run: _Run, loader, epochs):
+    """Batches over up to ``epochs`` passes of ``loader`` (None: no limit; a pass with no batch ends it).
+
+    Each further pass closes the last one's iterator, starts its own (``run.it``) and
+    notes the measured step it begins at (``run.epoch_starts``).
+    """
+    n = 1
+    while True:
+        empty = True
+        for batch in run.it:
+            empty = False
+            yield batch
+            del batch  # freed before the next one is made, as in the loop
+        if empty or (epochs is not None and n >= epochs):
+            return
+        close_loader(loader, run.it)
+        n += 1
+        run.epoch_starts.append(len(run.steps["wait_s"]))
+        run.it = iter(loader)
+
+
+def _device_window(device_t: dict, i0: int, n: int) -> dict:
+    """The measured steps' device timings: step calls ``i0 … i0 + n - 1`` of the run."""
+    i1 = i0 + n
+    gpu = {"busy_s": device_t["gpu_busy_s"][i0:i1], "gap_s": device_t["gpu_gap_s"][i0:i1]}
+    ends, starts = device_t.get("gpu_end_s"), device_t.get("gpu_start_s")
+    if ends and starts and len(ends) >= i1:
+        gpu["start_s"], gpu["end_s"] = starts[i0:i1], ends[i0:i1]
+        # the device's own window: from the end of the last warm-up step to the end of the last
+        # measured one, so the steps' busy time and the gaps before them add up to it
+        gpu["window_s"] = ends[i1 - 1] - (ends[i0 - 1] if i0 > 0 else starts[0])
+    return gpu
+
+
+def _close_window(windows, t0, now, i0, waits, computes, sizes, t_end, has_step) -> None:
+    """Append the figures of the window of measured steps ``i0`` … now."""
+    i1 = len(waits)
     span_start = t_end[i0 - 1] if i0 > 0 else 0.0
     span = (now - t0) - span_start
     if span <= 0:
@@ -495,13 +291,24 @@ def _close_window(windows, t0, now, i0, i1, waits, computes, sizes, t_end, has_s
     n = sum(s or 0 for s in sizes[i0:i1])
     windows["t_s"].append(now - t0)
     windows["samples_per_s"].append(n / span)
-    w = sum(waits[i0:i1])
-    cpt = sum(computes[i0:i1])
-    windows["data_wait_pct"].append(100.0 * w / span)
-    windows["au_pct"].append(100.0 * cpt / span if has_step else None)
+    windows["data_wait_pct"].append(100.0 * sum(waits[i0:i1]) / span)
+    windows["au_pct"].append(100.0 * sum(computes[i0:i1]) / span if has_step else None)
 
 
-def _live_metrics(windows, waits, computes, sizes, elapsed, has_step) -> dict:
+def _tell(on_window, windows) -> None:
+    if on_window is not None:
+        try:
+            on_window({k: v[-1] for k, v in windows.items()})
+        except Exception:  # noqa: BLE001 - a plot problem never stops measuring
+            pass
+
+
+def _progress(progress, steps, duration, elapsed, windows, waits, computes, sizes, has_step) -> None:
+    frac = 0.0
+    if steps is not None:
+        frac = len(waits) / steps
+    if duration is not None:
+        frac = max(frac, elapsed / duration)
     m = {}
     if windows["samples_per_s"]:
         m["samples_per_s"] = windows["samples_per_s"][-1]
@@ -511,62 +318,38 @@ def _live_metrics(windows, waits, computes, sizes, elapsed, has_step) -> dict:
         m["au_pct"] = 100.0 * sum(computes) / elapsed
     if elapsed > 0:
         m["data_wait_pct"] = 100.0 * sum(waits) / elapsed
-    return m
+    call_progress(progress, min(frac, 1.0), m)
 
 
-def _pct(values, q):
-    if not values:
-        return None
-    s = sorted(values)
-    k = (len(s) - 1) * q
-    lo, hi = int(math.floor(k)), int(math.ceil(k))
-    return s[lo] + (s[hi] - s[lo]) * (k - lo)
-
-
-def _fill_metrics(res, waits, computes, sizes, nbytes, t_end, stepper, acc, au_target_pct):
-    m = res.metrics
-    wall = t_end[-1] if t_end else 0.0
-    n_steps = len(waits)
-    n_samples = sum(s or 0 for s in sizes) if sizes else 0
-    known_sizes = [s for s in sizes if s]
-    m["measured_s"] = wall
-    m["steps_count"] = n_steps
-    m["samples_count"] = n_samples
-    m["samples_per_s"] = n_samples / wall if wall > 0 and known_sizes else None
-    m["batches_per_s"] = n_steps / wall if wall > 0 else None
-    m["bytes_per_s"] = sum(nbytes) / wall if wall > 0 else None
-    m["batch_size"] = int(statistics.median(known_sizes)) if known_sizes else None
-    m["batch_bytes"] = int(statistics.mean(nbytes)) if nbytes else None
-    m["data_wait_pct"] = 100.0 * sum(waits) / wall if wall > 0 else None
-    m["data_wait_p50_s"] = _pct(waits, 0.5)
-    m["data_wait_p99_s"] = _pct(waits, 0.99)
-    gpu = res.samples.get("gpu")
-    if stepper is None:
-        m["au_pct"] = None
-    elif gpu and gpu.get("busy_s"):
-        # device time from CUDA events: what the GPU spent on the steps, over the device's own window
-        # (its queue runs behind the host); the gaps between steps are starvation
-        busy, gaps = sum(gpu["busy_s"]), sum(gpu["gap_s"])
-        span = gpu.get("window_s") or wall
-        m["au_pct"] = 100.0 * busy / span if span > 0 else None
-        m["compute_s"] = busy
-        m["gpu_window_s"] = span
-        m["gpu_starvation_s"] = gaps
-        m["gpu_starvation_pct"] = 100.0 * gaps / span if span > 0 else None
-    else:
-        m["au_pct"] = 100.0 * sum(computes) / wall if wall > 0 else None
-        m["compute_s"] = sum(computes)
-    if m["au_pct"] is not None:
-        m["au_pct"] = min(m["au_pct"], 100.0)
-    if m.get("gpu_starvation_pct") is not None:
-        # a GPU step: the host's wait overlaps queued device work; what counts is the device sitting idle
-        res.labels["input_bound"] = input_bound_band(m["gpu_starvation_pct"])
-        res.labels["input_bound_basis"] = "GPU idle between steps (CUDA events)"
-    else:
-        res.labels["input_bound"] = input_bound_band(m["data_wait_pct"])
-    res.labels["au_target"] = f"{au_target_pct:g}%"
-    if acc is not None:
-        m["accelerator_samples_per_s"] = acc.samples_per_s
-        m["needed_samples_per_s"] = acc.needed_samples_per_s(au_target_pct)
-        if stepper is None and m["samples_per_s"]:
-            m["accelerators_fed_count"] = acc.how_many(m["samples_per_s"], au_target_pct)
+def _warn(res: LoaderResult, run: _Run, steps, duration, has_step: bool) -> None:
+    """The warnings a finished run deserves; a window with no step fails the run."""
+    m, n = res.metrics, len(run.steps["wait_s"])
+    ok = run.status == "ok"
+    if run.exhausted and steps is not None and n < steps and ok:
+        res.warn(f"the loader ran out after {n} measured steps (of {steps}): use a longer loader "
+                 "or fewer steps for a steadier figure")
+    elif run.exhausted and steps is None and duration is not None and ok and n:
+        e = m["epochs_count"]
+        res.warn(f"the loader ran out after {m['measured_s']:.2f} s of the {duration:g} s asked "
+                 f"({e} epoch{'s' if e > 1 else ''}): pass epochs=None (--epochs 0) to go "
+                 "round again, or use a longer loader, for a steadier figure")
+    if ok and n < 3:
+        if n == 0:
+            run.status, run.reason = "failed", ("the loader yielded no batch after the warm-up: it has "
+                                                f"{len(run.warm['wait_s'])} batch(es); lower warmup or use a "
+                                                "longer loader")
+        else:
+            res.warn(f"only {n} steps were measured: the figures are rough; run longer")
+    if m.get("startup_s", 0) > 5 and run.status == "ok":
+        res.warn(f"the first batch took {m['startup_s']:.1f} s (worker start-up): use "
+                 "persistent_workers=True so each epoch does not pay it again")
+    if res.labels.get("input_bound") == "highly input-bound" and has_step:
+        nw = res.labels.get("num_workers")
+        idle = m.get("gpu_starvation_pct")
+        idle = m["data_wait_pct"] if idle is None else idle
+        res.warn(("the GPU sat idle between steps " if m.get("gpu_starvation_pct") is not None
+                  else "the step waited for data ") + f"{idle:.0f} % of the time: "
+                 + ("raise num_workers or make each sample cheaper to load"
+                    if nw is not None else "make the input pipeline faster (more workers, cheaper decoding)"))
+        if nw is not None:   # the front end words the command (%iobench sweep / nbbench sweep / a tab)
+            res.advise("find the num_workers that keeps up", "sweep", "DATASET")

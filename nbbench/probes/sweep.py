@@ -6,28 +6,29 @@ with :func:`~nbbench.probes.loader.bench_loader` on a short window after warm-up
 recommends the smallest configuration within 3 % of the best throughput — or, with an
 emulated accelerator as the step, the first that keeps it at AU >= 90 %.
 
-Before running, a preflight checks what would crash: the bytes in flight
-(workers × prefetch factor × batch bytes) against free ``/dev/shm`` (workers hand
-batches over in shared memory: too little is a bus error), the open-file limit
-(torch's default sharing strategy holds a file descriptor per tensor in flight), and
-the usable CPUs (affinity and cgroup quota).  Configurations that would crash are
-skipped with the reason; a worker that crashes anyway (bus error, killed, out of
-file descriptors) is that configuration's failure, and the sweep goes on.
+Before running, a preflight (:mod:`nbbench.probes.preflight`) checks what would
+crash: the bytes in flight against free ``/dev/shm``, file descriptors against the
+open-file limit, workers against the usable CPUs.  Configurations that would crash
+are skipped with the reason; a worker that crashes anyway (bus error, killed, out of
+file descriptors) is that configuration's failure, and the sweep goes on.  The
+loaders are built by :func:`nbbench.probes.dataloader.make_loader`.
 """
 
 from __future__ import annotations
 
 import itertools
 import os
-from typing import Any, Iterable
+from typing import Iterable
 
 from ..accelerators import AU_TARGET_PCT
 from ..progress import call_progress
 from ..results import ProbeError
 from ..results.loader import SweepResult
-from ..units import format_bytes, format_metric
-from .batches import batch_info, leaves
-from .loader import bench_loader, close_loader, worker_failure_reason
+from ..units import format_metric
+from .dataloader import close_loader, make_loader, worker_failure_reason
+from .loader import bench_loader
+from .loadermon import start_monitor, stop_monitor
+from .preflight import check_configs, preflight
 
 __all__ = ["sweep", "SweepResult", "preflight", "default_workers", "make_loader"]
 
@@ -60,109 +61,19 @@ def default_workers(usable: int | None = None) -> list[int]:
     return sorted(set(out))
 
 
-def _shm_free(path: str = "/dev/shm") -> int | None:
-    try:
-        st = os.statvfs(path)
-    except OSError:
-        return None
-    return st.f_bavail * st.f_frsize
-
-
-def _nofile_limit() -> int | None:
-    try:
-        import resource
-
-        soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    except (ImportError, OSError, ValueError):
-        return None
-    return None if soft == resource.RLIM_INFINITY else int(soft)
-
-
-def _sharing_strategy() -> str | None:
-    try:
-        import torch.multiprocessing as tmp
-
-        return tmp.get_sharing_strategy()
-    except Exception:  # noqa: BLE001
-        return None
-
-
-def preflight(configs: list[dict], sample_bytes: int | None, tensors_per_batch, shm_free=None,
-              nofile=None, usable=None, sharing=None) -> list[dict]:
-    """Mark each config ``skip`` (with ``reason``) or add ``warnings`` for what would crash.
-
-    ``tensors_per_batch(config)`` gives how many tensors one batch holds.
-    """
-    for cfg in configs:
-        cfg.setdefault("warnings", [])
-        nw, pf, bs = cfg["num_workers"], cfg["prefetch_factor"] or 0, cfg["batch_size"]
-        if nw == 0:
+def _grid(workers, batches, pins, prefetches) -> list[dict]:
+    """Every distinct configuration, smallest first (the prefetch factor only counts with workers)."""
+    configs: list[dict] = []
+    seen = set()
+    for bs, pin, pf, nw in itertools.product(batches, pins, prefetches, workers):
+        pfv = pf if nw > 0 else None
+        key = (nw, bs, bool(pin), pfv)
+        if key in seen:
             continue
-        if sample_bytes is not None and shm_free is not None:
-            in_flight = nw * pf * bs * sample_bytes
-            cfg["shm_in_flight_bytes"] = in_flight
-            if in_flight > shm_free:
-                cfg["skip"] = True
-                cfg["reason"] = (f"skipped: {nw} workers × prefetch {pf} × batch {format_bytes(bs * sample_bytes)} "
-                                 f"= {format_bytes(in_flight)} in flight, more than the {format_bytes(shm_free)} "
-                                 "free in /dev/shm (a bus error): give the container more shared memory "
-                                 "(docker run --shm-size=16g) or lower workers, prefetch or batch size")
-                continue
-            if in_flight > 0.5 * shm_free:
-                cfg["warnings"].append(f"{format_bytes(in_flight)} in flight uses over half of the "
-                                       f"{format_bytes(shm_free)} free in /dev/shm")
-        if nofile is not None and sharing == "file_descriptor":
-            fds = nw * pf * tensors_per_batch(cfg) + 16 * nw + 64
-            cfg["fds_estimate"] = fds
-            if fds > nofile:
-                cfg["skip"] = True
-                cfg["reason"] = (f"skipped: about {fds} file descriptors in flight, over the open-file limit "
-                                 f"{nofile} (too many open files): raise it (ulimit -n 65536) or call "
-                                 "torch.multiprocessing.set_sharing_strategy('file_system')")
-                continue
-            if fds > 0.5 * nofile:
-                cfg["warnings"].append(f"about {fds} file descriptors in flight, over half the limit {nofile}")
-        if usable is not None and nw > usable:
-            cfg["warnings"].append(f"{nw} workers on {usable:g} usable CPUs: they share cores")
+        seen.add(key)
+        configs.append({"num_workers": nw, "batch_size": bs, "pin_memory": bool(pin), "prefetch_factor": pfv})
+    configs.sort(key=_order_key)
     return configs
-
-
-def make_loader(dataset, batch_size: int, num_workers: int, pin_memory: bool = False,
-                prefetch_factor: int | None = 2, persistent_workers: bool = True, shuffle: bool = True,
-                collate_fn=None, **kwargs):
-    """A ``torch.utils.data.DataLoader`` with these settings (prefetch/persistence only with workers)."""
-    from torch.utils.data import DataLoader
-
-    if collate_fn is None:
-        collate_fn = getattr(dataset, "collate_fn", None)
-    kw: dict[str, Any] = dict(batch_size=batch_size, num_workers=num_workers, pin_memory=pin_memory,
-                              collate_fn=collate_fn)
-    if not _is_iterable_dataset(dataset):
-        kw["shuffle"] = shuffle
-    if num_workers > 0:
-        kw["prefetch_factor"] = prefetch_factor
-        kw["persistent_workers"] = persistent_workers
-    kw.update(kwargs)
-    return DataLoader(dataset, **kw)
-
-
-def _is_iterable_dataset(ds) -> bool:
-    try:
-        from torch.utils.data import IterableDataset
-
-        return isinstance(ds, IterableDataset)
-    except ImportError:  # pragma: no cover
-        return False
-
-
-def _sample_facts(dataset) -> tuple[int | None, int]:
-    """(bytes per sample, tensors per sample) from the first item, if it can be read."""
-    try:
-        item = dataset[0]
-    except Exception:  # noqa: BLE001 - iterable datasets, odd datasets: unknown
-        return None, 1
-    _, nb = batch_info(item)
-    return (nb or None), max(1, sum(1 for _ in leaves(item)))
 
 
 def _order_key(c: dict):
@@ -174,9 +85,6 @@ def _config_text(c: dict) -> str:
     if c["num_workers"] > 0:
         s += f", prefetch_factor={c['prefetch_factor']}"
     return s
-
-
-# --------------------------------------------------------------------- result
 
 
 # ---------------------------------------------------------------------- sweep
@@ -225,32 +133,8 @@ def sweep(dataset, num_workers: Iterable[int] | None = None, batch_size=(64,), p
     if acc_name is None and stepper_probe is not None and getattr(stepper_probe, "kind", "") == "emulate":
         acc_name = stepper_probe.accelerator.name
 
-    configs: list[dict] = []
-    seen = set()
-    for bs, pin, pf, nw in itertools.product(batches, pins, prefetches, workers):
-        pfv = pf if nw > 0 else None
-        key = (nw, bs, bool(pin), pfv)
-        if key in seen:
-            continue
-        seen.add(key)
-        configs.append({"num_workers": nw, "batch_size": bs, "pin_memory": bool(pin), "prefetch_factor": pfv})
-    configs.sort(key=_order_key)
-
-    sample_bytes, tensors_per_sample = _sample_facts(dataset)
-    cf = collate_fn or getattr(dataset, "collate_fn", None)
-
-    def tensors_per_batch(cfg):
-        # the default collate stacks each field into one tensor; a list collate keeps every sample's
-        return cfg["batch_size"] + 1 if cf is not None else tensors_per_sample
-
-    shm = _shm_free()
-    nofile = _nofile_limit()
-    sharing = _sharing_strategy()
-    preflight(configs, sample_bytes, tensors_per_batch, shm_free=shm, nofile=nofile, usable=usable, sharing=sharing)
-    if not skip_unsafe:
-        for c in configs:
-            if c.pop("skip", False):
-                c["warnings"].append(c.pop("reason"))
+    configs = _grid(workers, batches, pins, prefetches)
+    pre = check_configs(configs, dataset, collate_fn, usable, skip_unsafe)
 
     res = SweepResult(params={
         "num_workers": workers, "batch_size": batches, "pin_memory": [bool(p) for p in pins],
@@ -267,13 +151,10 @@ def sweep(dataset, num_workers: Iterable[int] | None = None, batch_size=(64,), p
         res.labels["accelerator"] = acc.name
         res.metrics["needed_samples_per_s"] = acc.needed_samples_per_s(au_target_pct)
     res.labels["usable_cpus"] = f"{usable:g}"
-    res.extra["preflight"] = {"shm_free_bytes": shm, "nofile_soft_limit": nofile, "sharing_strategy": sharing,
-                              "sample_bytes": sample_bytes, "usable_cpus": cpus}
-
-    from .loader import _start_monitor, _stop_monitor
+    res.extra["preflight"] = dict(pre, usable_cpus=cpus)
 
     # one monitor for the whole sweep: each row gets the mean GPU utilisation over its own window
-    mon, mon_started, mon_reason = _start_monitor(monitor)
+    mon, mon_started, mon_reason = start_monitor(monitor)
     if mon is None:
         res.labels["gpu_util"] = f"N/A: {mon_reason}"
     status, reason = "ok", None
@@ -302,7 +183,7 @@ def sweep(dataset, num_workers: Iterable[int] | None = None, batch_size=(64,), p
                     pass
             call_progress(progress, (i + 1) / n, {k: row[k] for k in ("samples_per_s",) if row.get(k)})
     finally:
-        _stop_monitor(mon, mon_started)
+        stop_monitor(mon, mon_started)
 
     _recommend(res, within_pct, au_target_pct)
     rows = res.configs

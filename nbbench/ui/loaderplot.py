@@ -26,7 +26,7 @@ class LoaderPlot:
     def __init__(self, target: str = "auto", show: bool = True, au_target_pct: float = 90.0,
                  interval: float = 0.25, monitor=None, title: str = "DataLoader benchmark"):
         from ..plots.loader import AUGauge, loader_panels
-        from ..probes.loader import _nvml_reason
+        from ..probes.loadermon import nvml_reason as _nvml_reason
         from .liveplot import LivePlot
 
         self.au_target_pct = au_target_pct

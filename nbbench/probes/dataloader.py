@@ -1,0 +1,144 @@
+"""What nbbench knows about ``torch.utils.data.DataLoader`` objects.
+
+Building one from options (:func:`make_loader`), the labels that describe one
+(:func:`describe_loader`), shutting its workers down deterministically
+(:func:`close_loader`), and turning a worker crash into a sentence with the fix
+(:func:`worker_failure_reason`, :func:`worker_exit_note`).  torch is imported only
+inside the functions that need it; the rest works on any object with the same
+attributes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["make_loader", "describe_loader", "close_loader", "worker_failure_reason", "worker_exit_note",
+           "is_iterable_dataset", "sharing_strategy"]
+
+
+def make_loader(dataset, batch_size: int, num_workers: int, pin_memory: bool = False,
+                prefetch_factor: int | None = 2, persistent_workers: bool = True, shuffle: bool = True,
+                collate_fn=None, **kwargs):
+    """A ``torch.utils.data.DataLoader`` with these settings (prefetch/persistence only with workers)."""
+    from torch.utils.data import DataLoader
+
+    if collate_fn is None:
+        collate_fn = getattr(dataset, "collate_fn", None)
+    kw: dict[str, Any] = dict(batch_size=batch_size, num_workers=num_workers, pin_memory=pin_memory,
+                              collate_fn=collate_fn)
+    if not is_iterable_dataset(dataset):
+        kw["shuffle"] = shuffle
+    if num_workers > 0:
+        kw["prefetch_factor"] = prefetch_factor
+        kw["persistent_workers"] = persistent_workers
+    kw.update(kwargs)
+    return DataLoader(dataset, **kw)
+
+
+def is_iterable_dataset(ds) -> bool:
+    """Whether ``ds`` is a torch IterableDataset (no shuffling, no ``len``/indexing)."""
+    try:
+        from torch.utils.data import IterableDataset
+
+        return isinstance(ds, IterableDataset)
+    except ImportError:  # pragma: no cover
+        return False
+
+
+def sharing_strategy() -> str | None:
+    """torch.multiprocessing's sharing strategy ("file_descriptor" holds a descriptor per tensor in flight)."""
+    try:
+        import torch.multiprocessing as tmp
+
+        return tmp.get_sharing_strategy()
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def describe_loader(loader) -> dict[str, Any]:
+    """Labels for a loader: its type and, for a DataLoader, the settings that matter."""
+    out: dict[str, Any] = {"loader": type(loader).__name__}
+    ds = getattr(loader, "dataset", None)
+    if ds is not None:
+        out["dataset"] = type(ds).__name__
+    for attr in ("batch_size", "num_workers", "pin_memory", "prefetch_factor", "persistent_workers",
+                 "drop_last"):
+        if hasattr(loader, attr):
+            v = getattr(loader, attr)
+            if isinstance(v, (int, float, bool, str)) or v is None:
+                out[attr] = v
+    return out
+
+
+def worker_failure_reason(exc: BaseException) -> str | None:
+    """A sentence for a DataLoader worker crash (bus error, killed worker, open files); None otherwise."""
+    msg = str(exc)
+    low = msg.lower()
+    if not isinstance(exc, RuntimeError):
+        return None
+    if "bus error" in low or "shared memory" in low or "shm" in low:
+        return (f"a DataLoader worker crashed with a bus error ({msg.splitlines()[0]}): /dev/shm is too small "
+                "for the batches in flight; give the container more (docker run --shm-size=16g, or a bigger "
+                "emptyDir medium: Memory in Kubernetes) or lower num_workers × prefetch_factor × batch size")
+    if "too many open files" in low or "ancdata" in low:
+        return (f"DataLoader workers ran out of file descriptors ({msg.splitlines()[0]}): raise the limit "
+                "(ulimit -n 65536, docker run --ulimit nofile=65536) or call "
+                "torch.multiprocessing.set_sharing_strategy('file_system')")
+    if "killed by signal" in low or "exited unexpectedly" in low or "dataloader worker" in low:
+        hint = ""
+        if "killed by signal: killed" in low:
+            hint = " (SIGKILL is often the out-of-memory killer: check dmesg and the container's memory limit)"
+        return f"a DataLoader worker died: {msg.splitlines()[0]}{hint}"
+    return None
+
+
+def worker_exit_note(it) -> str:
+    """'; worker 0 killed by SIGKILL …' from a DataLoader iterator's dead workers, else ''."""
+    import signal
+
+    notes = []
+    for i, w in enumerate(getattr(it, "_workers", None) or []):
+        code = getattr(w, "exitcode", None)
+        if code is None or code == 0:
+            continue
+        if code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"signal {-code}"
+            note = f"worker {i} killed by {name}"
+            if name == "SIGKILL":
+                note += " (often the out-of-memory killer: check dmesg and the container's memory limit)"
+            elif name == "SIGBUS":
+                note += " (a bus error: /dev/shm is too small)"
+        else:
+            note = f"worker {i} exited with code {code}"
+        notes.append(note)
+    return f"; {'; '.join(notes)}" if notes else ""
+
+
+def close_loader(loader, it=None, force: bool = False) -> None:
+    """Shut down a DataLoader iterator's workers deterministically.
+
+    A non-persistent iterator is always closed; a persistent one (kept on the loader
+    for the next epoch) only when ``force`` — after a worker died it is unusable, so
+    the loader is told to start fresh workers next time.
+    """
+    persistent = bool(getattr(loader, "persistent_workers", False))
+    targets = []
+    if it is not None and (force or not persistent):
+        targets.append(it)
+    if force and getattr(loader, "_iterator", None) is not None:
+        targets.append(loader._iterator)
+    for t in targets:
+        shutdown = getattr(t, "_shutdown_workers", None)
+        if callable(shutdown):
+            try:
+                shutdown()
+            except Exception:  # noqa: BLE001 - already dead workers may complain
+                pass
+    if force and hasattr(loader, "_iterator"):
+        try:
+            loader._iterator = None
+        except Exception:  # noqa: BLE001
+            pass
