@@ -5,7 +5,10 @@ DataLoader from the notebook's namespace; ``%iobench sweep DATASET_VAR --workers
 0,2,4,8 --batch-size 64,256`` sweeps its settings; ``%iobench feed DIR --accelerator
 h100-resnet50`` answers how many accelerators a folder's storage and this CPU feed.
 In a terminal a directory takes the variable's place (the built-in image-folder
-dataset).  Module-level imports stay light: torch loads when a command runs.
+dataset).  Module-level imports stay light: torch loads when a command runs.  Where
+torch is needed (a folder, ``sweep``, ``feed``) and missing, the command ends before
+anything runs with one sentence saying how to install it (a ProbeError: exit code 1
+in the CLI, the environment lacks something — the command line itself is right).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import argparse
 import os
 
 from . import options
+from ..probes.dataloader import require_torch
 from ..results import ProbeError
 from . import Command
 
@@ -109,6 +113,7 @@ class LoaderCommand(Command):
         dl = None
         accelerator = args.accelerator
         if is_dir:
+            require_torch("loader on a folder")
             from ..env import usable_cpus
             from ..probes.dataloader import make_loader
             from ..probes.imagefolder import ImageFolderDataset
@@ -190,6 +195,7 @@ class SweepCommand(Command):
     def run(self, args, ctx):
         from ..probes.sweep import sweep
 
+        require_torch("sweep")
         target, is_dir = _resolve(ctx, args.dataset, "dataset")
         if is_dir:
             from ..probes.imagefolder import ImageFolderDataset
@@ -242,6 +248,7 @@ class FeedCommand(Command):
         path = os.path.expanduser(args.path)
         if not os.path.isdir(path):
             raise ProbeError(f"{args.path} is not a directory: give an image folder (root/CLASS/IMAGE)")
+        require_torch("feed")
         return ctx.run_probe(f"feed {args.path}",
             lambda p, cancel: feed(path, accelerator=args.accelerator, batch_size=args.batch_size,
                                    num_workers=args.workers, decode=args.decode, duration=args.duration,

@@ -5,21 +5,56 @@ Building one from options (:func:`make_loader`), the labels that describe one
 (:func:`close_loader`), and turning a worker crash into a sentence with the fix
 (:func:`worker_failure_reason`, :func:`worker_exit_note`).  torch is imported only
 inside the functions that need it; the rest works on any object with the same
-attributes.
+attributes.  torch is an optional dependency (``pip install 'nbbench[torch]'``):
+:func:`require_torch` turns its absence into one sentence (a
+:class:`~nbbench.results.ProbeError`) before anything is built.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["make_loader", "describe_loader", "close_loader", "worker_failure_reason", "worker_exit_note",
-           "is_iterable_dataset", "sharing_strategy"]
+from ..results import ProbeError
+
+__all__ = ["require_torch", "TORCH_INSTALL", "make_loader", "describe_loader", "close_loader",
+           "worker_failure_reason", "worker_exit_note", "is_iterable_dataset", "sharing_strategy"]
+
+
+#: how to get torch, in the words every "needs torch" sentence uses
+TORCH_INSTALL = "pip install 'nbbench[torch]' (inside a PyTorch image it is already there)"
+
+
+def require_torch(what: str) -> None:
+    """Raise a one-sentence :class:`ProbeError` unless ``torch.utils.data`` imports.
+
+    what: what needs it, as the sentence starts ("sweep", "feed", "loader on a folder").
+    torch missing: the sentence says how to install it; torch present but broken (a
+    library it loads is missing): the sentence gives import's own first line.
+    """
+    import importlib
+
+    try:
+        importlib.import_module("torch.utils.data")
+    except ImportError as exc:
+        first = (str(exc).splitlines() or [""])[0]
+        name = getattr(exc, "name", None) or ""
+        missing = isinstance(exc, ModuleNotFoundError) and (
+            name == "torch" or name.startswith("torch.") or (not name and "'torch" in first))
+        if missing:
+            raise ProbeError(f"{what} needs PyTorch (torch), which is not installed in this Python "
+                             f"environment: {TORCH_INSTALL}") from None
+        raise ProbeError(f"{what} needs PyTorch, and torch is installed but does not import ({first}): "
+                         "reinstall it, or use the environment it was built for") from None
 
 
 def make_loader(dataset, batch_size: int, num_workers: int, pin_memory: bool = False,
                 prefetch_factor: int | None = 2, persistent_workers: bool = True, shuffle: bool = True,
                 collate_fn=None, **kwargs):
-    """A ``torch.utils.data.DataLoader`` with these settings (prefetch/persistence only with workers)."""
+    """A ``torch.utils.data.DataLoader`` with these settings (prefetch/persistence only with workers).
+
+    Without torch: a :class:`ProbeError` saying how to install it.
+    """
+    require_torch("building a DataLoader")
     from torch.utils.data import DataLoader
 
     if collate_fn is None:

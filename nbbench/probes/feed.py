@@ -12,7 +12,8 @@
 If the cold rate is clearly below the warm one, fetching from storage limits the
 pipeline; if they are about equal, CPU preparation (decoding, cropping) does.  The
 measured rate against each accelerator's need at AU >= 90 % answers how many such
-accelerators it can keep fed.  Files are only ever opened read-only.
+accelerators it can keep fed.  Files are only ever opened read-only.  torch is
+needed (``pip install 'nbbench[torch]'``).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from ..progress import call_progress
 from ..results import ProbeError
 from ..results.loader import FeedResult
 from ..units import format_bytes, format_metric
-from .dataloader import close_loader, make_loader
+from .dataloader import close_loader, make_loader, require_torch
 from .loader import bench_loader
 
 __all__ = ["feed", "FeedResult", "evict_files", "warm_files", "COLD_METHODS"]
@@ -120,6 +121,7 @@ def feed(path, accelerator: str = "h100-resnet50", batch_size: int = 64, num_wor
     from ..env import usable_cpus
     from .imagefolder import ImageFolderDataset
 
+    require_torch("feed")
     try:
         acc = get_accelerator(accelerator)
     except ValueError as exc:

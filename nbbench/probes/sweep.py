@@ -11,7 +11,9 @@ crash: the bytes in flight against free ``/dev/shm``, file descriptors against t
 open-file limit, workers against the usable CPUs.  Configurations that would crash
 are skipped with the reason; a worker that crashes anyway (bus error, killed, out of
 file descriptors) is that configuration's failure, and the sweep goes on.  The
-loaders are built by :func:`nbbench.probes.dataloader.make_loader`.
+loaders are built by :func:`nbbench.probes.dataloader.make_loader`.  torch is needed
+(``pip install 'nbbench[torch]'``): without it the sweep fails once, before any
+configuration.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from ..progress import call_progress
 from ..results import ProbeError
 from ..results.loader import SweepResult
 from ..units import format_metric
-from .dataloader import close_loader, make_loader, worker_failure_reason
+from .dataloader import close_loader, make_loader, require_torch, worker_failure_reason
 from .loader import bench_loader
 from .loadermon import start_monitor, stop_monitor
 from .preflight import check_configs, preflight
@@ -109,6 +111,7 @@ def sweep(dataset, num_workers: Iterable[int] | None = None, batch_size=(64,), p
     """
     from ..env import usable_cpus
 
+    require_torch("sweep")   # once, here: not a ModuleNotFoundError per configuration
     if isinstance(dataset, (str, os.PathLike)):
         from .imagefolder import ImageFolderDataset
 
