@@ -126,6 +126,13 @@ class LoaderCommand(Command):
                 accelerator = "h100-resnet50"
         else:
             loader = target
+            if isinstance(loader, (str, bytes, os.PathLike)):
+                hint = ""
+                if os.path.isdir(os.path.expanduser(os.fsdecode(loader))):
+                    hint = f", or give the folder itself: {ctx.command_text('loader', os.fsdecode(loader))}"
+                r = repr(loader) if len(repr(loader)) <= 40 else repr(loader)[:37] + "..."
+                raise ProbeError(f"{args.loader} is a {type(loader).__name__} ({r}), not a DataLoader: give the "
+                                 f"name of a DataLoader variable{hint}")
             if not hasattr(loader, "__iter__"):
                 raise ProbeError(f"{args.loader} is a {type(loader).__name__}, not an iterable of batches "
                                  f"(a DataLoader); for a dataset use {ctx.command_text('sweep', args.loader)}")

@@ -23,7 +23,7 @@ from ..accelerators import AU_TARGET_PCT, Accelerator, get_accelerator, input_bo
 from ..progress import call_progress
 from ..results import ProbeError
 from ..results.loader import LoaderResult
-from .batches import batch_info
+from .batches import batch_info, leaves
 from .dataloader import close_loader, describe_loader, worker_exit_note, worker_failure_reason
 from .loadermon import gpu_util_mean, start_monitor, stop_monitor
 from .steps import CudaStep, EmulatedStep, resolve_step
@@ -50,7 +50,8 @@ def bench_loader(loader, steps: int | None = None, duration: float | None = None
         ``nbbench.monitor.Monitor``; gives mean GPU utilisation over the window.
     accelerator: for a loader-alone run, whose need to compare against (defaults to
         the emulated one).
-    batch_size: when batches carry no arrays to read it from.
+    batch_size: when batches carry no arrays to read it from.  Not given, a first batch
+        with no tensor, array or bytes in it (a str, an int) is a ProbeError naming it.
     on_window: called with each 1 s window's figures (live plots).
     close: shut down non-persistent DataLoader workers at the end (always on error).
     epochs: passes over the loader at most (None: as many as steps / duration need); the
@@ -189,6 +190,8 @@ def _loop(run: _Run, loader, stepper, batch_size, warmup, steps, duration, epoch
         b = perf()
         n, nb = batch_info(batch)
         if n is None:
+            if batch_size is None and not sizes and not measuring:
+                _refuse_no_arrays(loader, batch)   # the first batch only
             n = batch_size
         if has_step:
             stepper(batch, n)
@@ -245,6 +248,17 @@ def _loop(run: _Run, loader, stepper, batch_size, warmup, steps, duration, epoch
         _close_window(windows, t0, perf(), w_i0, waits, computes, sizes, t_end, has_step)
         if windows["t_s"]:
             _tell(on_window, windows)
+
+
+def _refuse_no_arrays(loader, batch) -> None:
+    """A ProbeError when ``batch`` (the first) holds no tensor, array or bytes: not a loader of batches."""
+    if next(leaves(batch), None) is not None:
+        return
+    r = repr(batch)
+    r = r if len(r) <= 40 else r[:37] + "..."
+    raise ProbeError(f"the first item of the {type(loader).__name__} given is a {type(batch).__name__} ({r}), not a "
+                     "batch of tensors or arrays: give a DataLoader, or any iterable of batches of tensors, NumPy "
+                     "arrays or bytes (with batch_size=N, batches holding none are timed as N samples each)")
 
 
 def _passes(run: _Run, loader, epochs):
