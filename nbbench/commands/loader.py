@@ -182,7 +182,8 @@ class SweepCommand(Command):
               "           nbbench sweep /dataset/train --workers 0,4,8 --emulate h100-resnet50")
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("dataset", metavar="DATASET", help="a dataset variable in the notebook, or a folder")
+        parser.add_argument("dataset", metavar="DATASET",
+                            help="a dataset variable in the notebook (a DataLoader: its dataset), or a folder")
         parser.add_argument("--workers", type=options.int_list, default=None,
                             help="num_workers values, e.g. 0,2,4,8 (default 0,1,2,4… up to the usable CPUs)")
         parser.add_argument("--batch-size", dest="batch_size", type=options.int_list, default=[64],

@@ -16,8 +16,8 @@ from typing import Any
 
 from ..results import ProbeError
 
-__all__ = ["require_torch", "TORCH_INSTALL", "make_loader", "describe_loader", "close_loader",
-           "worker_failure_reason", "worker_exit_note", "is_iterable_dataset", "sharing_strategy"]
+__all__ = ["require_torch", "TORCH_INSTALL", "make_loader", "is_dataloader", "loader_parts", "describe_loader",
+           "close_loader", "worker_failure_reason", "worker_exit_note", "is_iterable_dataset", "sharing_strategy"]
 
 
 #: how to get torch, in the words every "needs torch" sentence uses
@@ -67,7 +67,60 @@ def make_loader(dataset, batch_size: int, num_workers: int, pin_memory: bool = F
         kw["prefetch_factor"] = prefetch_factor
         kw["persistent_workers"] = persistent_workers
     kw.update(kwargs)
+    if num_workers == 0:   # torch refuses a multiprocessing context without worker processes
+        kw.pop("multiprocessing_context", None)
     return DataLoader(dataset, **kw)
+
+
+def is_dataloader(obj) -> bool:
+    """Whether ``obj`` is a ``torch.utils.data.DataLoader`` (False without torch)."""
+    try:
+        from torch.utils.data import DataLoader
+
+        return isinstance(obj, DataLoader)
+    except ImportError:  # pragma: no cover
+        return False
+
+
+_PLAIN_SAMPLERS = ("SequentialSampler", "RandomSampler", "_InfiniteConstantSampler")
+
+
+def loader_parts(loader) -> dict:
+    """What a sweep keeps of a DataLoader and what it replaces or drops.
+
+    Returns ``dataset`` (``loader.dataset``), ``kwargs`` (what is carried over to the
+    sweep's loaders: a collate_fn other than torch's default, worker_init_fn,
+    multiprocessing_context, drop_last), ``kept`` (their names), ``replaced`` (the
+    loader's own settings the sweep's take the place of) and ``dropped`` (sentences
+    for what is not carried over: a custom or DistributedSampler sampler, a custom
+    batch_sampler, batch_size=None).
+    """
+    from torch.utils.data import BatchSampler, default_collate, default_convert
+
+    kwargs: dict[str, Any] = {}
+    cf = getattr(loader, "collate_fn", None)
+    if cf is not None and cf is not default_collate and cf is not default_convert:
+        kwargs["collate_fn"] = cf
+    for attr in ("worker_init_fn", "multiprocessing_context"):
+        if getattr(loader, attr, None) is not None:
+            kwargs[attr] = getattr(loader, attr)
+    if getattr(loader, "drop_last", False):
+        kwargs["drop_last"] = True
+    replaced = {k: getattr(loader, k, None) for k in ("num_workers", "batch_size", "pin_memory", "prefetch_factor",
+                                                       "persistent_workers")}
+    dropped = []
+    sampler = getattr(loader, "sampler", None)
+    if sampler is not None and type(sampler).__name__ not in _PLAIN_SAMPLERS:
+        dropped.append(f"its sampler ({type(sampler).__name__}) is not carried over: the sweep reads the whole "
+                       "dataset, as a single process would")
+    bs = getattr(loader, "batch_sampler", None)
+    if bs is not None and type(bs) is not BatchSampler:
+        dropped.append(f"its batch_sampler ({type(bs).__name__}) is not carried over: the sweep batches by "
+                       "batch_size")
+    if getattr(loader, "batch_size", 1) is None and bs is None:
+        dropped.append("it had batch_size=None (each item a whole batch): the sweep batches items by batch_size")
+    return {"dataset": loader.dataset, "kwargs": kwargs, "kept": list(kwargs), "replaced": replaced,
+            "dropped": dropped}
 
 
 def is_iterable_dataset(ds) -> bool:

@@ -11,7 +11,12 @@ crash: the bytes in flight against free ``/dev/shm``, file descriptors against t
 open-file limit, workers against the usable CPUs.  Configurations that would crash
 are skipped with the reason; a worker that crashes anyway (bus error, killed, out of
 file descriptors) is that configuration's failure, and the sweep goes on.  The
-loaders are built by :func:`nbbench.probes.dataloader.make_loader`.  torch is needed
+loaders are built by :func:`nbbench.probes.dataloader.make_loader`.
+
+Given a DataLoader, the sweep runs over its dataset: its collate_fn (and
+worker_init_fn, multiprocessing context, drop_last) are kept, its own settings are
+replaced by the sweep's, and a sampler it cannot carry over (DistributedSampler, a
+custom one) is named in the result's note (``extra["note"]``).  torch is needed
 (``pip install 'nbbench[torch]'``): without it the sweep fails once, before any
 configuration.
 """
@@ -27,7 +32,8 @@ from ..progress import call_progress
 from ..results import ProbeError
 from ..results.loader import SweepResult
 from ..units import format_metric
-from .dataloader import close_loader, make_loader, require_torch, worker_failure_reason
+from .dataloader import (close_loader, describe_loader, is_dataloader, loader_parts, make_loader, require_torch,
+                         worker_failure_reason)
 from .loader import bench_loader
 from .loadermon import start_monitor, stop_monitor
 from .preflight import check_configs, preflight
@@ -99,7 +105,9 @@ def sweep(dataset, num_workers: Iterable[int] | None = None, batch_size=(64,), p
     """Measure a DataLoader over ``dataset`` for each combination of the settings.
 
     dataset: a map-style or iterable dataset, or a folder path (the built-in
-        :class:`~nbbench.probes.imagefolder.ImageFolderDataset`, ``decode`` as given).
+        :class:`~nbbench.probes.imagefolder.ImageFolderDataset`, ``decode`` as given), or a
+        DataLoader: its dataset is swept, its collate_fn kept, its settings replaced (see
+        ``extra["note"]``).
     num_workers: default 0, 1, 2, 4 … up to the usable CPUs.
     step: as for bench_loader (None, a callable, "gpu", "emulate:h100-resnet50").
     duration / warmup: each configuration's measured window (s) and warm-up steps.
@@ -112,6 +120,13 @@ def sweep(dataset, num_workers: Iterable[int] | None = None, batch_size=(64,), p
     from ..env import usable_cpus
 
     require_torch("sweep")   # once, here: not a ModuleNotFoundError per configuration
+    source = None
+    if is_dataloader(dataset):
+        source = loader_parts(dataset)
+        source["describe"] = describe_loader(dataset)
+        dataset = source["dataset"]
+        collate_fn = collate_fn if collate_fn is not None else source["kwargs"].get("collate_fn")
+        loader_kwargs = {**{k: v for k, v in source["kwargs"].items() if k != "collate_fn"}, **(loader_kwargs or {})}
     if isinstance(dataset, (str, os.PathLike)):
         from .imagefolder import ImageFolderDataset
 
@@ -146,6 +161,10 @@ def sweep(dataset, num_workers: Iterable[int] | None = None, batch_size=(64,), p
         "warmup": warmup, "within_pct": within_pct, "au_target_pct": au_target_pct, "shuffle": shuffle,
     })
     res.labels["dataset"] = repr(dataset) if type(dataset).__name__ == "ImageFolderDataset" else type(dataset).__name__
+    if source is not None:
+        res.labels["from_loader"] = source["describe"]["loader"]
+        res.params["loader_settings"] = source["replaced"]
+        res.extra["note"] = _loader_note(source)
     res.labels["step"] = "none" if stepper_probe is None else stepper_probe.label
     if acc_name:
         from ..accelerators import get_accelerator
@@ -200,6 +219,19 @@ def sweep(dataset, num_workers: Iterable[int] | None = None, batch_size=(64,), p
         status, reason = "failed", "no configuration could be measured (see the table's reasons)"
     res.finish(status, reason)
     return res
+
+
+def _loader_note(source: dict) -> str:
+    """The sentence saying what a sweep over a DataLoader kept, replaced and dropped."""
+    ds = type(source["dataset"]).__name__
+    s = f"Swept the DataLoader's dataset ({ds})"
+    if source["kept"]:
+        s += f", keeping its {', '.join(source['kept'])}"
+    settings = ", ".join(f"{k}={v}" for k, v in source["replaced"].items() if v is not None)
+    s += f"; the loader's own settings ({settings}) were replaced by the sweep's"
+    for d in source["dropped"]:
+        s += f"; {d}"
+    return s + "."
 
 
 def _measure(row, dataset, persistent_workers, shuffle, collate_fn, step, duration, warmup, acc_name,

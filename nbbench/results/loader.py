@@ -212,6 +212,11 @@ class SweepResult(Result):
         return self.extra.get("recommendation") or self.labels.get("recommendation", "")
 
     @property
+    def note(self) -> str:
+        """What a sweep over a DataLoader kept of it and what it replaced ('' for a dataset)."""
+        return self.extra.get("note") or ""
+
+    @property
     def recommended(self) -> dict | None:
         return self.extra.get("recommended")
 
@@ -266,6 +271,8 @@ class SweepResult(Result):
                 t["reason"] = [r[:70] for r in t["reason"]]
             lines.append(t.to_string(index=False))
         lines.append(self.recommendation)
+        if self.note:
+            lines.append(f"  note: {self.note}")
         for w in self.warnings:
             lines.append(f"  warning: {w}")
         for a in self.advice_lines():
@@ -278,6 +285,8 @@ class SweepResult(Result):
 
         head = super()._repr_html_()
         out = head + f"<p><b>{html.escape(self.recommendation)}</b></p>"
+        if self.note:
+            out += f"<p>{html.escape(self.note)}</p>"
         try:
             out += self.display_table().to_html(index=False, na_rep="")
         except Exception:  # noqa: BLE001
