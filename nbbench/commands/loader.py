@@ -236,6 +236,9 @@ class FeedCommand(Command):
         parser.add_argument("path", metavar="DIR", help="an image folder (root/CLASS/IMAGE)")
         parser.add_argument("--accelerator", type=_accelerator, default="h100-resnet50",
                             help="h100-resnet50 (default), a100-resnet50, h100-unet3d, a100-unet3d, h100-cosmoflow")
+        parser.add_argument("--count", type=options.positive_int, default=1,
+                            help="how many such accelerators you mean to feed (1): what limits it is judged "
+                                 "against their need")
         parser.add_argument("--batch-size", dest="batch_size", type=options.positive_int, default=64,
                             help="batch size (64)")
         parser.add_argument("--workers", type=options.nonneg_int, default=None,
@@ -261,4 +264,4 @@ class FeedCommand(Command):
             lambda p, cancel: feed(path, accelerator=args.accelerator, batch_size=args.batch_size,
                                    num_workers=args.workers, decode=args.decode, duration=args.duration,
                                    warmup=args.warmup, cold=args.cold, size=args.size, max_files=args.max_files,
-                                   progress=p, cancel=cancel))
+                                   count=args.count, progress=p, cancel=cancel))

@@ -9,10 +9,12 @@
   and root), so every file comes from storage: fetch + preparation;
 * **warm**: every file is read once first, so they come from memory: preparation only.
 
-If the cold rate is clearly below the warm one, fetching from storage limits the
-pipeline; if they are about equal, CPU preparation (decoding, cropping) does.  The
-measured rate against each accelerator's need at AU >= 90 % answers how many such
-accelerators it can keep fed.  Files are only ever opened read-only.  torch is
+The measured rate against each accelerator's need at AU >= 90 % answers how many such
+accelerators it can keep fed.  What limits it (:mod:`nbbench.probes.feedlimit`): if
+even the warm rate falls short of what the accelerators asked for need, CPU
+preparation (decoding, cropping) does; if only the cold rate falls short, storage
+fetch does; if both meet it, storage fetch only when the cold runs are clearly slower
+and the warm rate would feed more.  Files are only ever opened read-only.  torch is
 needed (``pip install 'nbbench[torch]'``).
 """
 
@@ -27,15 +29,14 @@ from ..accelerators import ACCELERATORS, AU_TARGET_PCT, get_accelerator
 from ..progress import call_progress
 from ..results import ProbeError
 from ..results.loader import FeedResult
-from ..units import format_bytes, format_metric
+from ..units import format_bytes
 from .dataloader import close_loader, make_loader, require_torch
+from .feedlimit import STORAGE_LIMIT_SHARE, feed_answer, feed_limiter
 from .loader import bench_loader
 
 __all__ = ["feed", "FeedResult", "evict_files", "warm_files", "COLD_METHODS"]
 
 COLD_METHODS = ("auto", "fadvise", "drop_caches", "none")
-#: cold slower than warm by more than this share means storage fetch is the limit
-STORAGE_LIMIT_SHARE = 0.10
 
 
 def evict_files(paths, method: str = "fadvise", cancel=None) -> dict:
@@ -104,7 +105,7 @@ def feed(path, accelerator: str = "h100-resnet50", batch_size: int = 64, num_wor
          decode: str = "auto", duration: float = 5.0, warmup: int = 2, cold: str = "auto", size: int = 224,
          pin_memory: bool = False, prefetch_factor: int = 2, max_files: int | None = 20000,
          au_target_pct: float = AU_TARGET_PCT, seed: int = 0, repeats: int = 3, progress=None, cancel=None,
-         dataset=None) -> FeedResult:
+         dataset=None, count: int = 1) -> FeedResult:
     """How many ``accelerator`` s can the storage under ``path`` and this CPU feed at AU >= 90 %?
 
     path: an image folder (root/CLASS/IMAGE).  decode: "auto" (Pillow when the files are
@@ -117,6 +118,8 @@ def feed(path, accelerator: str = "h100-resnet50", batch_size: int = 64, num_wor
     max_files: a seeded random subset of a larger folder, so warming it fits in memory.
     repeats: when one pass over the files is shorter than 1 s, up to this many
         interleaved cold/warm pairs are run and their medians reported.
+    count: how many accelerators you mean to feed (1); the limiter is judged against their need.
+    progress: called as the runs go; its last call carries the result's own figures.
     """
     from ..env import usable_cpus
     from .imagefolder import ImageFolderDataset
@@ -131,6 +134,8 @@ def feed(path, accelerator: str = "h100-resnet50", batch_size: int = 64, num_wor
     method = "fadvise" if cold == "auto" else cold
     if batch_size < 1:
         raise ProbeError(f"batch_size must be 1 or more, not {batch_size}")
+    if count < 1:
+        raise ProbeError(f"count must be 1 or more, not {count}")
     ds = dataset if dataset is not None else ImageFolderDataset(path, decode=decode, size=size)
     total_files = len(ds)
     if max_files is not None and len(ds.samples) > max_files:
@@ -149,7 +154,7 @@ def feed(path, accelerator: str = "h100-resnet50", batch_size: int = 64, num_wor
                              "num_workers": nw, "decode": ds.decode, "duration_s": duration, "warmup": warmup,
                              "cold": cold, "size": size, "pin_memory": pin_memory,
                              "prefetch_factor": prefetch_factor, "max_files": max_files,
-                             "au_target_pct": au_target_pct, "repeats": repeats})
+                             "au_target_pct": au_target_pct, "repeats": repeats, "count": count})
     res.labels.update({"accelerator": acc.name, "decode": ds.decode, "num_workers": nw,
                        "cold_method": "none" if method == "none" else method})
     res.metrics["files_count"] = len(ds)
@@ -179,7 +184,7 @@ def feed(path, accelerator: str = "h100-resnet50", batch_size: int = 64, num_wor
                          shuffle=True)
         k = done[0]
         sub = None if progress is None else (
-            lambda f, m: call_progress(progress, (k + (f or 0)) / total_runs, m))
+            lambda f, m: call_progress(progress, None if f is None else (k + f) / total_runs, m))
         try:
             r = bench_loader(dl, steps=steps, duration=duration, warmup=warmup, progress=sub, cancel=cancel,
                              monitor=False, accelerator=acc, close=False, epochs=None if epochs else 1)
@@ -231,10 +236,14 @@ def feed(path, accelerator: str = "h100-resnet50", batch_size: int = 64, num_wor
     if rate:
         res.metrics["au_one_accelerator_pct"] = min(100.0, 100.0 * rate / acc.samples_per_s)
 
-    limiter = _limiter(res, runs, method, nw) if cold_rate and warm_rate else None
+    info = _limiter(res, runs, method, nw, acc.needed_samples_per_s(au_target_pct), count) \
+        if cold_rate and warm_rate else None
     res.samples["accelerators"] = _per_accelerator(acc, rate, warm_rate, au_target_pct)
-    res.extra["answer"] = _answer(res, acc, rate, cold_rate, warm_rate, limiter, nw, ds.decode, nbytes, method,
-                                   au_target_pct)
+    res.extra["answer"] = feed_answer(acc, rate, cold_rate, warm_rate, info, nw, ds.decode, method, au_target_pct)
+    # the bar ends on the result's own figures, not on the last run's last window
+    final = {"samples_per_s": rate, "warm_samples_per_s": warm_rate if cold_rate else None,
+             "accelerators_fed_count": res.metrics["accelerators_fed_count"]}
+    call_progress(progress, 1.0 if status == "ok" else None, {k: v for k, v in final.items() if v is not None})
     res.finish(status, reason)
     return res
 
@@ -265,8 +274,9 @@ def _summarise(res: FeedResult, runs) -> tuple[str, str | None]:
     return status, reason
 
 
-def _limiter(res: FeedResult, runs, method: str, nw: int) -> str:
-    """Storage fetch or CPU preparation, from the cold/warm pairs (both rates measured)."""
+def _limiter(res: FeedResult, runs, method: str, nw: int, need: float, count: int) -> dict:
+    """Storage fetch or CPU preparation (:func:`~nbbench.probes.feedlimit.feed_limiter`), from the
+    cold/warm pairs (both rates measured) against the need of ``count`` accelerators."""
     cold_rate, warm_rate = res.metrics["cold_samples_per_s"], res.metrics["warm_samples_per_s"]
     # per interleaved pair, so drift on a shared machine cancels; the median of the pairs decides
     cold_rs = [r.metrics.get("samples_per_s") for k, r in runs if k == "cold"]
@@ -278,17 +288,23 @@ def _limiter(res: FeedResult, runs, method: str, nw: int) -> str:
     if len(ratios) > 1 and min(ratios) > 0 and max(ratios) / min(ratios) > 1.5:
         res.warn(f"the cold/warm pairs disagree (cold at {100 * min(ratios):.0f}–{100 * max(ratios):.0f} % of "
                  "warm): the machine is busy or the runs too short; rerun with a larger folder or --duration")
-    limiter = "storage fetch" if ratio < 1 - STORAGE_LIMIT_SHARE else "CPU preparation"
-    res.labels["limiter"] = limiter
-    if abs(ratio - (1 - STORAGE_LIMIT_SHARE)) < 0.05:
+    info = feed_limiter(cold_rate, warm_rate, need, count, ratio=ratio)
+    res.labels["limiter"] = info["limiter"]
+    res.labels["limiter_basis"] = info["case"]
+    line = 1 - STORAGE_LIMIT_SHARE
+    if info["case"] in ("storage ceiling", "CPU ceiling") and info["fed_warm"] > info["fed_cold"] \
+            and abs(ratio - line) < 0.05:
         res.warn(f"a close call: the cold runs reached {100 * ratio:.0f} % of the warm ones, near the "
-                 f"{100 * (1 - STORAGE_LIMIT_SHARE):.0f} % line between the verdicts; a longer run "
-                 "(--duration, a larger folder) settles it")
+                 f"{100 * line:.0f} % line between the verdicts; a longer run (--duration, a larger folder) "
+                 "settles it")
+    if info["case"] == "cold short" and not info["storage_slower"]:
+        res.warn(f"a close call: the cold runs reached {100 * ratio:.0f} % of the warm ones, on either side of "
+                 "the need; a longer run (--duration, a larger folder) settles it")
     if method == "fadvise" and cold_rate >= 0.97 * warm_rate:
         res.warn("the cold run was as fast as the warm one: either the CPU limits (likely with "
                  f"{nw} workers) or the storage serves from a cache fadvise cannot drop (a network file "
                  "system's client cache, a RAID controller); cold='drop_caches' as root is stricter")
-    return limiter
+    return info
 
 
 def _per_accelerator(acc, rate, warm_rate, au_target_pct) -> dict:
@@ -302,30 +318,3 @@ def _per_accelerator(acc, rate, warm_rate, au_target_pct) -> dict:
         per_acc["fed_count"].append(a.how_many(rate, au_target_pct) if rate else None)
         per_acc["fed_warm_count"].append(a.how_many(warm_rate, au_target_pct) if warm_rate else None)
     return per_acc
-
-
-def _answer(res, acc, rate, cold_rate, warm_rate, limiter, nw, decode, nbytes, method, au) -> str:
-    if not rate:
-        return "No rate was measured: nothing to answer."
-    n = acc.how_many(rate, au)
-    need = acc.needed_samples_per_s(au)
-    what = "read and decoded" if decode == "pil" else "read (no decoding)"
-    src = "from storage (cold cache)" if cold_rate else "from the page cache (warm)"
-    s = (f"This storage and CPU ({nw} workers) deliver {format_metric('samples_per_s', rate)} {what} {src}; "
-         f"one {acc.name} needs {format_metric('samples_per_s', need)} for AU >= {au:g} %, so they can feed "
-         f"{n} such accelerator{'s' if n != 1 else ''}")
-    if n == 0:
-        s += f" (one would run at AU {min(100.0, 100 * rate / acc.samples_per_s):.0f} %)"
-    s += "."
-    if limiter == "storage fetch":
-        s += (f" Storage fetch limits it: the cold run reached {res.metrics['cold_vs_warm_pct']:.0f} % of the warm run "
-              f"({format_metric('samples_per_s', warm_rate)}, {acc.how_many(warm_rate, au)} fed once the files are "
-              "cached) — faster storage or caching the dataset in memory helps more than CPUs.")
-    elif limiter == "CPU preparation":
-        s += (f" CPU preparation limits it: reading from storage did not slow it down (the cold runs reached "
-              f"{res.metrics['cold_vs_warm_pct']:.0f} % of the warm ones) — "
-              "more CPU cores / workers, cheaper decoding (smaller or pre-resized images, DALI on the GPU) "
-              "help; faster storage does not.")
-    if method == "fadvise" and cold_rate:
-        s += " (Cold cache by per-file fadvise.)"
-    return s

@@ -53,6 +53,7 @@ def bench_loader(loader, steps: int | None = None, duration: float | None = None
     batch_size: when batches carry no arrays to read it from.  Not given, a first batch
         with no tensor, array or bytes in it (a str, an int) is a ProbeError naming it.
     on_window: called with each 1 s window's figures (live plots).
+    progress: called as the window goes; its last call carries the result's own figures.
     close: shut down non-persistent DataLoader workers at the end (always on error).
     epochs: passes over the loader at most (None: as many as steps / duration need); the
         time a new pass takes to deliver its first batch counts as data wait, as in training.
@@ -138,6 +139,9 @@ def bench_loader(loader, steps: int | None = None, duration: float | None = None
         res.metrics["gpu_util_mean_pct"] = None
     stop_monitor(mon, mon_started)
     _warn(res, run, steps, duration, stepper is not None)
+    # the bar ends on the result's own figures, not on the last window's
+    final = {k: res.metrics.get(k) for k in ("samples_per_s", "au_pct", "data_wait_pct")}
+    call_progress(progress, None, {k: v for k, v in final.items() if v is not None})
     res.finish(run.status, run.reason)
     return res
 

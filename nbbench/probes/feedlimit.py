@@ -1,0 +1,123 @@
+"""What limits a feed, and how the answer says it: pure functions of the measured rates.
+
+:func:`feed_limiter` decides from three figures — the cold rate (files fetched from
+storage and prepared), the warm rate (files already in memory: preparation only) and
+the rate the accelerators asked for need at AU >= 90 % — in this order:
+
+1. the warm rate falls short of the need: even cached data does not feed them, so
+   **CPU preparation** limits it (faster storage cannot help until preparation keeps up);
+2. the warm rate meets the need but the cold one does not: **storage fetch** limits it;
+3. both meet it: **storage fetch** when the cold runs are clearly slower (below
+   ``1 - STORAGE_LIMIT_SHARE`` of the warm ones) *and* the warm rate feeds more
+   accelerators than the cold one; else **CPU preparation** sets the ceiling.
+
+:func:`limiter_sentence` words the verdict with the figures, and its advice follows
+the limiter (never "faster storage helps" when warm data does not meet the need);
+:func:`feed_answer` is the whole answer.  Nothing here measures or imports torch.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..units import format_metric
+
+__all__ = ["feed_limiter", "limiter_sentence", "feed_answer", "STORAGE_LIMIT_SHARE"]
+
+#: cold slower than warm by more than this share counts as "clearly slower"
+STORAGE_LIMIT_SHARE = 0.10
+
+_CPU_HELP = "more CPU cores / workers or cheaper decoding (smaller or pre-resized images, DALI on the GPU)"
+_STORAGE_HELP = "faster storage or caching the dataset in memory"
+
+
+def _fed(rate, need) -> int:
+    if rate is None or not math.isfinite(rate) or rate <= 0:
+        return 0
+    return int(math.floor(rate / need + 1e-9))   # as Accelerator.how_many: 2.0000001 counts as 2
+
+
+def feed_limiter(cold: float | None, warm: float | None, need: float, count: int = 1,
+                 ratio: float | None = None, share: float = STORAGE_LIMIT_SHARE) -> dict | None:
+    """Which limits the pipeline, storage fetch or CPU preparation (None: no cold or warm rate).
+
+    cold / warm: samples/s from a cold and a warm page cache.  need: samples/s one
+    accelerator needs at the AU target; count: how many were asked for (1).  ratio:
+    cold/warm (default ``cold / warm``; feed passes the median of interleaved pairs).
+
+    Returns ``limiter`` ("storage fetch" / "CPU preparation"), ``case`` ("warm short",
+    "cold short", "storage ceiling", "CPU ceiling"), ``ratio``, ``storage_slower``
+    (ratio below ``1 - share``), ``fed_cold``, ``fed_warm``, ``needed`` (count × need)
+    and ``count``.
+    """
+    if cold is None or not warm or not need or need <= 0:
+        return None
+    ratio = cold / warm if ratio is None else ratio
+    count = max(1, int(count))
+    want = count * need
+    fed_cold, fed_warm = _fed(cold, need), _fed(warm, need)
+    slower = ratio < 1 - share
+    if fed_warm < count:
+        case, limiter = "warm short", "CPU preparation"
+    elif fed_cold < count:
+        case, limiter = "cold short", "storage fetch"
+    elif slower and fed_warm > fed_cold:
+        case, limiter = "storage ceiling", "storage fetch"
+    else:
+        case, limiter = "CPU ceiling", "CPU preparation"
+    return {"limiter": limiter, "case": case, "ratio": ratio, "storage_slower": slower, "fed_cold": fed_cold,
+            "fed_warm": fed_warm, "needed": want, "count": count}
+
+
+def _who(acc_name: str, count: int) -> str:
+    return f"one {acc_name} needs" if count == 1 else f"{count} {acc_name}s need"
+
+
+def limiter_sentence(info: dict, cold: float, warm: float, acc_name: str) -> str:
+    """The verdict of :func:`feed_limiter` in words, with the figures and the advice that follows it."""
+    sps = lambda v: format_metric("samples_per_s", v)  # noqa: E731
+    pct = f"{100 * info['ratio']:.0f} %"
+    need = f"the {sps(info['needed'])} {_who(acc_name, info['count'])}"
+    case = info["case"]
+    if case == "warm short":
+        s = (f"CPU preparation limits it: even from memory (warm cache) it prepares only {sps(warm)}, short of "
+             f"{need}, and from storage (cold cache) {sps(cold)}")
+        if info["storage_slower"]:
+            s += f" ({pct} of warm: storage slows it too, but faster storage alone would not reach the need)"
+        return s + f" — {_CPU_HELP} help; faster storage or caching does not, until preparation keeps up."
+    if case == "cold short":
+        return (f"Storage fetch limits it: from storage (cold cache) it delivers {sps(cold)}, short of {need}, "
+                f"while from memory (warm cache) it reaches {sps(warm)}, enough for {info['fed_warm']} — "
+                f"{_STORAGE_HELP} helps more than CPUs.")
+    if case == "storage ceiling":
+        return (f"Storage fetch limits how many it feeds: from storage (cold cache) {sps(cold)} feeds "
+                f"{info['fed_cold']}, from memory (warm cache) {sps(warm)} would feed {info['fed_warm']} (the cold "
+                f"runs reached {pct} of the warm ones) — {_STORAGE_HELP} helps more than CPUs.")
+    if info["storage_slower"]:
+        return (f"CPU preparation sets the ceiling: reading from storage costs some speed (the cold runs reached "
+                f"{pct} of the warm ones, {sps(cold)} against {sps(warm)}) but not one more accelerator — "
+                f"{_CPU_HELP} help feed more.")
+    return (f"CPU preparation limits it: reading from storage did not slow it down (the cold runs reached {pct} "
+            f"of the warm ones, {sps(cold)} against {sps(warm)}) — {_CPU_HELP} help; faster storage does not.")
+
+
+def feed_answer(acc, rate: float | None, cold: float | None, warm: float | None, info: dict | None, nw: int,
+                decode: str, method: str, au: float) -> str:
+    """The whole answer: what was delivered, how many ``acc`` it feeds, then what limits it."""
+    if not rate:
+        return "No rate was measured: nothing to answer."
+    n = acc.how_many(rate, au)
+    need = acc.needed_samples_per_s(au)
+    what = "read and decoded" if decode == "pil" else "read (no decoding)"
+    src = "from storage (cold cache)" if cold else "from the page cache (warm)"
+    s = (f"This storage and CPU ({nw} workers) deliver {format_metric('samples_per_s', rate)} {what} {src}; "
+         f"one {acc.name} needs {format_metric('samples_per_s', need)} for AU >= {au:g} %, so they can feed "
+         f"{n} such accelerator{'s' if n != 1 else ''}")
+    if n == 0:
+        s += f" (one would run at AU {min(100.0, 100 * rate / acc.samples_per_s):.0f} %)"
+    s += "."
+    if info is not None:
+        s += " " + limiter_sentence(info, cold, warm, acc.name)
+    if method == "fadvise" and cold:
+        s += " (Cold cache by per-file fadvise.)"
+    return s
