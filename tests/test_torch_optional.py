@@ -123,3 +123,18 @@ def test_magic_without_torch_is_a_one_line_usage_error(no_torch, tree, ipshell):
         assert msg.startswith(f"{what} needs PyTorch") and INSTALL in msg and "\n" not in msg
     r = ipshell.run_line_magic("iobench", "loader batches --steps 5 -o -q --no-save")
     assert r.ok and r.metrics["steps_count"] == 5
+
+
+def test_torch_is_an_extra_and_the_readme_says_how_to_install():
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert not any(d.split(">")[0].split("=")[0].strip() == "torch" for d in project["dependencies"])
+    extras = project["optional-dependencies"]
+    assert extras["torch"] == ["torch>=2.7,<3"]
+    assert {e.split(">")[0] for e in extras["lab"]} >= {"jupyterlab", "ipykernel", "ipywidgets"}
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Install into your own environment", 1)[1].split("\n## ", 1)[0]
+    for needed in ("pip install 'nbbench[torch]'", "'nbbench[lab]'", "test]", "without the `torch` extra",
+                   "`loader`", "`sweep`", "`feed`", "`gpu`'s benchmark", "exit code 1"):
+        assert needed in section, needed
