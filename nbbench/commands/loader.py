@@ -228,8 +228,9 @@ class FeedCommand(Command):
     name = "feed"
     description = ("How many accelerators can the storage under DIR and this CPU feed at AU >= 90%? Reads "
                    "the image folder through a DataLoader (Pillow decode, random-resized crop, flip) with a "
-                   "cold page cache and a warm one: the difference says whether storage fetch or CPU "
-                   "preparation limits it (DS-Analyzer's differential method).")
+                   "cold page cache and a warm one (DS-Analyzer's differential method): if even the warm rate "
+                   "falls short of the need, CPU preparation limits it; if only the cold rate does, storage "
+                   "fetch. Needs torch (pip install 'nbbench[torch]').")
     epilog = "example:  nbbench feed /dataset/train --accelerator h100-resnet50 --json"
 
     def add_arguments(self, parser) -> None:
