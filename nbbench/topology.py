@@ -13,7 +13,7 @@ One model of "where does this path live" for the probes, the doctor and the moni
   partition's parent), a dm / md device's slaves and the physical disks under them,
   and its queue attributes (:meth:`BlockDevice.queue`: read-ahead, scheduler,
   rotational, nr_requests and the request limits);
-* the **kind of filesystem** (:func:`fs_kind`, :func:`is_memory_backed`).
+* the **kind of filesystem** (:func:`fs_kind`, :func:`is_memory_backed`, :func:`is_pseudo`).
 
 Everything is read under a ``root`` (``"/"`` for the live system, a fixture tree in
 tests): ``root/proc/self/mountinfo``, ``root/sys/dev/block/MAJ:MIN``,
@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = ["Unreadable", "under", "read_text", "MOUNTINFO", "Mount", "parse_mountinfo", "read_mounts",
-           "find_mount", "mount_of", "fs_kind", "is_memory_backed", "MEMORY_FILESYSTEMS", "NETWORK_FILESYSTEMS",
+           "find_mount", "mount_of", "fs_kind", "is_memory_backed", "is_pseudo", "MEMORY_FILESYSTEMS",
+           "PSEUDO_FILESYSTEMS", "NETWORK_FILESYSTEMS",
            "HOSTSHARE_FILESYSTEMS", "parse_scheduler", "Queue", "QUEUE_ATTRIBUTES", "BlockDevice",
            "device_by_devno", "device_by_name", "device_of_source", "block_device", "device_of_path"]
 
@@ -66,11 +67,20 @@ NETWORK_FILESYSTEMS = frozenset({"nfs", "nfs4", "cifs", "smb3", "smbfs", "ceph",
 MEMORY_FILESYSTEMS = frozenset({"tmpfs", "ramfs", "hugetlbfs", "devtmpfs"})
 #: a VM's host-shared folders
 HOSTSHARE_FILESYSTEMS = frozenset({"9p", "virtiofs", "vboxsf", "vmhgfs", "fuse.vmhgfs-fuse"})
+#: the kernel's own files (no storage behind them: sizes are made up, reads are generated)
+PSEUDO_FILESYSTEMS = frozenset({"proc", "sysfs", "cgroup", "cgroup2", "debugfs", "tracefs", "securityfs",
+                                "configfs", "bpf", "pstore", "efivarfs", "fusectl", "mqueue", "devpts",
+                                "binfmt_misc", "autofs", "nsfs"})
 
 
 def is_memory_backed(fstype: str) -> bool:
     """Is ``fstype`` a RAM-backed filesystem (tmpfs, ramfs, hugetlbfs, devtmpfs)?"""
     return fstype in MEMORY_FILESYSTEMS
+
+
+def is_pseudo(fstype: str) -> bool:
+    """Is ``fstype`` a pseudo filesystem of the kernel (proc, sysfs, cgroup, debugfs, …), not storage?"""
+    return fstype in PSEUDO_FILESYSTEMS
 
 
 def fs_kind(fstype: str) -> str:

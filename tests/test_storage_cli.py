@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -21,6 +22,19 @@ def _nbbench(*args, timeout=60):
 
 def _leftovers(d):
     return [n for n in os.listdir(d) if n.startswith(".nbbench-")]
+
+
+def _held(pid, d):
+    """The nbbench temp files in ``d`` that process ``pid`` holds open (as /proc/PID/fd shows them)."""
+    out = []
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if link.startswith(os.path.join(str(d), ".nbbench-")):
+            out.append(link)
+    return out
 
 
 def test_cli_dd_json(tmp_path):
@@ -60,7 +74,7 @@ def test_cli_table_and_make_dataset(tmp_path):
 
 _SLOW_WRITE = ("import sys\nfrom nbbench.probes import disk\n"
                "def prog(f, m):\n    print('STARTED', flush=True)\n"
-               "disk.dd(sys.argv[1], bs='4k', size='1G', progress=prog)\n")
+               "disk.dd(sys.argv[1], bs='4k', size='1G', progress=prog, engine=(sys.argv[2:] or ['builtin'])[0])\n")
 
 
 def _wait_started(proc, timeout=30):
@@ -72,26 +86,39 @@ def _wait_started(proc, timeout=30):
     raise AssertionError("the probe did not start")
 
 
-def test_keyboard_interrupt_in_main_thread_removes_temp_file(tmp_path):
-    proc = subprocess.Popen([PY, "-c", _SLOW_WRITE, str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+@pytest.mark.parametrize("engine", ["builtin", "dd"])
+def test_keyboard_interrupt_in_main_thread_removes_temp_file(tmp_path, engine):
+    if engine == "dd" and not shutil.which("dd"):
+        pytest.skip("no dd")
+    proc = subprocess.Popen([PY, "-c", _SLOW_WRITE, str(tmp_path), engine], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
     _wait_started(proc)
-    assert _leftovers(tmp_path), "the temp file should exist while writing"
+    if engine == "builtin":  # descriptors only: the name is gone while the file is written
+        held = _held(proc.pid, tmp_path)
+        assert held and all(h.endswith(" (deleted)") for h in held), held
+        assert _leftovers(tmp_path) == []
+    else:  # dd opens it by name
+        assert _leftovers(tmp_path), "the temp file should exist while writing"
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)
     assert "KeyboardInterrupt" in err
     assert _leftovers(tmp_path) == []
 
 
-def test_sigterm_removes_temp_file_and_chains(tmp_path):
+@pytest.mark.parametrize("engine", ["builtin", "dd"])
+def test_sigterm_removes_temp_file_and_chains(tmp_path, engine):
+    if engine == "dd" and not shutil.which("dd"):
+        pytest.skip("no dd")
     marker = tmp_path / "prev-handler-ran"
     code = ("import signal, sys\n"
             f"signal.signal(signal.SIGTERM, lambda s, f: (open({str(marker)!r}, 'w').close(), sys.exit(3)))\n"
             + _SLOW_WRITE.replace("import sys\n", ""))
     d = tmp_path / "work"
     d.mkdir()
-    proc = subprocess.Popen([PY, "-c", code, str(d)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([PY, "-c", code, str(d), engine], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
     _wait_started(proc)
+    assert _held(proc.pid, d) or _leftovers(d), "the probe should be writing its temp file"
     proc.send_signal(signal.SIGTERM)
     proc.communicate(timeout=30)
     assert _leftovers(d) == []
@@ -102,8 +129,9 @@ def test_cli_ctrl_c_is_interrupted_result(tmp_path):
     proc = subprocess.Popen([PY, "-m", "nbbench", "dd", str(tmp_path), "--bs", "4k", "--size", "1G", "--json"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     t0 = time.monotonic()
-    while not _leftovers(tmp_path) and time.monotonic() - t0 < 30:
+    while not _held(proc.pid, tmp_path) and time.monotonic() - t0 < 30:
         time.sleep(0.05)
+    assert _held(proc.pid, tmp_path), "the probe never opened its temp file"
     time.sleep(0.3)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)

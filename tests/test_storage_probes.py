@@ -91,17 +91,16 @@ def test_dd_count_overrides_size_and_reads_a_file_read_only(datafile):
     assert _state(datafile) == before
 
 
-def test_direct_fallback_on_tmpfs_is_labelled():
+def test_tmpfs_is_labelled_memory_whatever_o_direct_says():
+    # kernels since 6.6 accept O_DIRECT on tmpfs: reads from RAM must still not pass for storage
     shm = "/dev/shm"
     if not os.path.isdir(shm) or not os.access(shm, os.W_OK):
         pytest.skip("no /dev/shm")
     r = disk.dd(shm, size="4M", bs="1M")
     assert r.labels["filesystem"] == "tmpfs"
-    if "direct_fallback" in r.labels:
-        assert r.labels["cache"] != "direct"
-        assert any("O_DIRECT is not available" in w for w in r.warnings)
-    else:  # newer kernels accept O_DIRECT on tmpfs
-        assert r.labels["cache"] == "direct"
+    assert r.labels["cache"] == "memory" and r.labels["write_cache"] == "memory"
+    assert [w for w in r.warnings if w.startswith("this is RAM, not storage: ")] == r.warnings[:1]
+    assert not any("O_DIRECT is not available" in w for w in r.warnings)
     assert _leftovers(shm) == []
 
 

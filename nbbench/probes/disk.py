@@ -19,22 +19,22 @@ Engines (one result schema, labelled ``engine`` and ``io_path``):
 * ``fio``: fio with ``ioengine=io_uring`` (libaio where io_uring is blocked).
 
 Cache honesty: every result says ``cache`` = ``direct`` | ``buffered-cold`` |
-``buffered-warm``, how the cache was dropped (``cache_drop``), and when O_DIRECT
-was refused (``direct_fallback``: tmpfs, overlayfs, some FUSE/NFS) — then buffered
-I/O with posix_fadvise(DONTNEED) is used, and said so.  Caches are dropped outside
-the timed window.
+``buffered-warm`` | ``memory`` (tmpfs and other RAM-backed targets, whatever O_DIRECT
+says), how the cache was dropped (``cache_drop``), and when O_DIRECT was refused
+(``direct_fallback``: overlayfs, some FUSE/NFS) — then buffered I/O with
+posix_fadvise(DONTNEED) is used, and said so.  Caches are dropped outside the timed
+window.  A job that got less than a block (a short read) counts the bytes it really
+got; one that completed no full block fails with a sentence.
 """
 
 from __future__ import annotations
-
-import os
 
 from ..results import ProbeError, Result
 from ..results.storage import DiskPresetResult, DiskResult, IoJobResult, RandreadResult
 from ..units import format_metric
 from ._engines.job import JobOutput, JobSpec
 from .io_session import (DEFAULT_READ_FILE, ENGINES, Session, _check_bs, _check_engine, _duration, _os_error, _size,
-                         _stage_progress, fill_job_result, run_job)
+                         _stage_progress, fill_job_result, run_job, short_transfer)
 from .presets import PRESETS, preset
 from .target import inspect
 
@@ -88,7 +88,7 @@ def dd(path, bs="1M", size="1G", count=None, direct=None, engine="builtin", prog
               "engine": engine, "mode": mode}
     res = DiskResult(params=params)
     wrote = mode in ("both", "write")
-    with Session(target, direct, "dd", cancel=cancel, progress=progress) as s:
+    with Session(target, direct, "dd", cancel=cancel, progress=progress, engine=engine) as s:
         w_out = r_out = None
         try:
             if wrote:
@@ -101,12 +101,17 @@ def dd(path, bs="1M", size="1G", count=None, direct=None, engine="builtin", prog
                 cache_mode = "direct" if s.direct else "buffered-cold"
         except OSError as exc:
             raise _os_error(exc, s.path, s.direct) from None
-        if r_out is not None and engine != "dd":
+        failed, short = None, []
+        for out, op in ((w_out, "write"), (r_out, "read")):
+            if out is not None and failed is None:
+                failed, warning = short_transfer(out, bs_b, s.path, op, expected=total)
+                short += [warning] if warning else []
+        if r_out is not None and engine != "dd" and failed is None:
             s.data_warnings(total, bs_b)
         s.buffered_warnings(total, cache_mode)
         res.labels = s.base_labels(engine, cache_mode)
         if wrote:
-            res.labels["write_cache"] = "direct" if s.direct else "buffered + fdatasync"
+            res.labels["write_cache"] = "memory" if target.memory else "direct" if s.direct else "buffered + fdatasync"
             res.labels["write_data"] = "zeros (/dev/zero)" if engine == "dd" else "random"
         for out, op in ((w_out, "write"), (r_out, "read")):
             if out is None:
@@ -122,9 +127,11 @@ def dd(path, bs="1M", size="1G", count=None, direct=None, engine="builtin", prog
                                        f"{op}_bytes_per_s": [w[1] for w in out.windows]}
             if "series_interval" in out.extra:
                 res.labels["series"] = out.extra["series_interval"]
-        for w in s.warnings:
+        for w in s.warnings + short:
             res.warn(w)
         interrupted = (w_out and w_out.interrupted) or (r_out and r_out.interrupted)
+    if failed:
+        return res.finish("failed", failed)
     if interrupted:
         return res.finish("interrupted", "cancelled; the figures cover what was done before")
     return res.finish()
@@ -135,14 +142,9 @@ def _dd_write(s: Session, engine: str, bs: int, total: int, cancel, progress) ->
     if engine == "builtin":
         from ._engines.sync import run_sync
 
-        fd = s._write_fd()
-        try:
-            return run_sync(JobSpec(fd=fd, op="write", pattern="seq", bs=bs, qd=1, region=total, total=total,
-                                    fsync_end=fsync, cancel=cancel, progress=progress,
-                                    progress_key="write_bytes_per_s"))
-        finally:
-            if fd != s.wfd:
-                os.close(fd)
+        return run_sync(JobSpec(fd=s._write_fd(), op="write", pattern="seq", bs=bs, qd=1, region=total,
+                                total=total, fsync_end=fsync, cancel=cancel, progress=progress,
+                                progress_key="write_bytes_per_s"))
     if engine == "dd":
         from ._engines.extern import run_dd
 
@@ -214,7 +216,7 @@ def randread(path, bs="4k", qd=1, runtime=10, ramp=1, size=None, direct=None, en
               "op": "read", "pattern": "rand"}
     res = RandreadResult(params=params)
     fill = region if target.kind == "dir" else 0
-    with Session(target, direct, "randread", fill=fill, cancel=cancel, progress=progress) as s:
+    with Session(target, direct, "randread", fill=fill, cancel=cancel, progress=progress, engine=engine) as s:
         if s.interrupted:
             res.labels = s.base_labels(engine, "direct" if s.direct else "buffered-cold")
             return res.finish("interrupted", "cancelled while writing the file to read")
@@ -226,7 +228,9 @@ def randread(path, bs="4k", qd=1, runtime=10, ramp=1, size=None, direct=None, en
                           builtin_path=builtin_path)
         except OSError as exc:
             raise _os_error(exc, s.path, s.direct) from None
-        fill_job_result(res, s, out, engine, cache_mode, "read", region, bs_b)
+        failed = fill_job_result(res, s, out, engine, cache_mode, "read", region, bs_b)
+    if failed:
+        return res.finish("failed", failed)
     if out.interrupted:
         return res.finish("interrupted", "cancelled; the figures cover the time measured before")
     return res.finish()

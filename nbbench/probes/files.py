@@ -1,17 +1,19 @@
 """Many small files, read the way an image dataset is read.
 
 :func:`read_files` walks the tree with ``os.scandir`` (an explicit stack, no
-recursion, symlinks not followed) keeping memory bounded whatever its size: a
+recursion, symlinks not followed; a directory or entry that cannot be read is counted and
+skipped, the first one named) keeping memory bounded whatever its size: a
 reservoir sample of the files to read (Algorithm R) and a streaming log-linear
 histogram of file sizes — never the full list.  It then reads ``sample`` random
 files whole with ``threads`` threads and reports files/s, bytes/s, per-file latency
 percentiles and the tree's size distribution.
 
 Read only: files are opened ``O_RDONLY`` (with ``O_NOATIME`` where permitted) and
-never changed.  ``cold=True`` empties the page cache first: the whole cache via
-``/proc/sys/vm/drop_caches`` when running as root with a writable /proc, else each
-sampled file's pages with ``posix_fadvise(DONTNEED)``; the result says which.
-Without it the run is labelled ``buffered-warm``.
+never changed.  ``cold=True`` empties the page cache first: the whole machine's cache via
+``/proc/sys/vm/drop_caches`` when running as root with a writable /proc (the result says
+so in a warning: every workload on the host then reads from disk), else each sampled
+file's pages with ``posix_fadvise(DONTNEED)``; the label says which.  Without it the
+run is labelled ``buffered-warm``; a tree in RAM (tmpfs) ``memory``.
 """
 
 from __future__ import annotations
@@ -41,7 +43,9 @@ class TreeIndex:
         self.files = 0
         self.bytes = 0
         self.dirs = 0
-        self.skipped = 0
+        self.skipped = 0  # entries that are not regular files (symlinks, sockets, …)
+        self.unreadable = 0  # directories or entries that could not be read
+        self.first_unreadable: str | None = None  # "PATH: reason" of the first
         self.sizes = LatencyHistogram()
         self.reservoir: list[tuple[str, int]] = []
 
@@ -56,6 +60,11 @@ class TreeIndex:
             if j < self.sample:
                 self.reservoir[j] = (path, size)
 
+    def cannot_read(self, path: str, exc: OSError) -> None:
+        self.unreadable += 1
+        if self.first_unreadable is None:
+            self.first_unreadable = f"{path}: {exc.strerror or exc}"
+
 
 def walk(root: str, sample: int, seed: int = 0, cancel=None, progress=None) -> TreeIndex:
     """Index the tree under ``root``; memory is O(sample + directory depth x width of one level)."""
@@ -69,11 +78,18 @@ def walk(root: str, sample: int, seed: int = 0, cancel=None, progress=None) -> T
         idx.dirs += 1
         try:
             it = os.scandir(d)
-        except OSError:
-            idx.skipped += 1
+        except OSError as exc:
+            idx.cannot_read(d, exc)
             continue
         with it:
-            for e in it:
+            while True:
+                try:  # the listing itself can fail part-way (EACCES, EIO, a directory removed)
+                    e = next(it)
+                except StopIteration:
+                    break
+                except OSError as exc:
+                    idx.cannot_read(d, exc)
+                    break
                 n += 1
                 if e.name.startswith(".nbbench-"):
                     continue
@@ -84,8 +100,8 @@ def walk(root: str, sample: int, seed: int = 0, cancel=None, progress=None) -> T
                         idx.add(e.path, e.stat(follow_symlinks=False).st_size)
                     else:
                         idx.skipped += 1
-                except OSError:
-                    idx.skipped += 1
+                except OSError as exc:
+                    idx.cannot_read(e.path, exc)
                 if n % 4096 == 0:
                     if cancel is not None and cancel.is_set():
                         return idx
@@ -142,6 +158,9 @@ def read_files(path, sample=1000, threads=8, cold=False, progress=None, cancel=N
     idx = walk(target.path, sample, seed, cancel, progress)
     walk_s = time.perf_counter() - t0
     res.labels = {"engine": "builtin", "cache": "buffered-warm", "cache_drop": "none", **target.labels()}
+    if target.memory:
+        res.labels.update({"cache": "memory", "cache_drop": "none (the data live in RAM)"})
+        res.warn(target.memory_warning())
     res.metrics.update({"tree_files_count": idx.files, "tree_total_bytes": idx.bytes, "tree_dirs_count": idx.dirs,
                         "walk_elapsed_s": walk_s, "walk_rate_files_per_s": idx.files / walk_s if walk_s > 0 else float("nan")})
     if idx.files:
@@ -151,19 +170,26 @@ def read_files(path, sample=1000, threads=8, cold=False, progress=None, cancel=N
         res.samples["size_hist"] = idx.sizes.to_dict()
     if cancel is not None and cancel.is_set():
         return res.finish("interrupted", "cancelled while indexing the tree")
+    if not idx.files and idx.unreadable:
+        raise ProbeError(f"nothing under {target.path} could be read: {_unreadable(idx)}, and no regular file "
+                         "was found in the rest")
     if not idx.files:
         raise ProbeError(f"{target.path} holds no regular files to read")
+    if idx.unreadable:
+        res.warn(f"{_unreadable(idx)}; skipped")
     if idx.skipped:
-        res.warn(f"{idx.skipped} entries could not be read or are not regular files (symlinks, sockets…); skipped")
+        res.warn(f"{idx.skipped} entries are not regular files (symlinks, sockets…); skipped")
     picks = list(idx.reservoir)
     random.Random(seed + 1).shuffle(picks)
     sample_bytes = sum(s for _, s in picks)
-    if cold:
+    if cold and not target.memory:
         from ._engines import cache
 
         ok, method = (cache.drop_all() if os.geteuid() == 0 else (False, "not root"))
         if ok:
-            res.labels["cache_drop"] = method
+            res.labels["cache_drop"] = f"{method}: the whole machine's page cache"
+            res.warn(f"emptied the whole machine's page cache ({method}) — other workloads on this host now "
+                     "read from disk too")
         else:
             dropped = 0
             for p, _ in picks:
@@ -180,7 +206,7 @@ def read_files(path, sample=1000, threads=8, cold=False, progress=None, cancel=N
                     os.close(fd)
             res.labels["cache_drop"] = f"posix_fadvise(DONTNEED) per file ({dropped} files; {method})"
         res.labels["cache"] = "buffered-cold"
-    else:
+    elif not target.memory:
         from ._engines import cache
 
         ram = cache.memory_bytes()
@@ -198,6 +224,9 @@ def read_files(path, sample=1000, threads=8, cold=False, progress=None, cancel=N
     res.metrics.update(out["hist"].metrics("lat"))
     res.samples["bw"] = out["windows"]
     res.samples["lat_hist"] = out["hist"].to_dict()
+    if out["errors"] and not n and not out["interrupted"]:
+        return res.finish("failed", f"none of the {len(picks)} files sampled could be read (first: "
+                                    f"{out['first_error']})")
     if out["errors"]:
         res.warn(f"{out['errors']} files could not be read (removed or no permission) and were skipped")
     if sample > idx.files:
@@ -207,11 +236,17 @@ def read_files(path, sample=1000, threads=8, cold=False, progress=None, cancel=N
     return res.finish()
 
 
+def _unreadable(idx: TreeIndex) -> str:
+    n = idx.unreadable
+    return f"{n} {'directory or entry' if n == 1 else 'directories or entries'} could not be read " \
+           f"(first: {idx.first_unreadable})"
+
+
 def _read_all(picks, threads: int, cancel, progress) -> dict:
     lock = threading.Lock()
     it = iter(picks)
     total = len(picks)
-    state = {"files": 0, "bytes": 0, "errors": 0, "stop": False}
+    state = {"files": 0, "bytes": 0, "errors": 0, "stop": False, "first_error": None}
     lats = [array("q") for _ in range(threads)]
     pc = time.perf_counter_ns
 
@@ -231,15 +266,17 @@ def _read_all(picks, threads: int, cancel, progress) -> dict:
             t = pc()
             try:
                 fd = _open_noatime(item[0])
-            except OSError:
+            except OSError as exc:
                 with lock:
                     state["errors"] += 1
+                    state["first_error"] = state["first_error"] or f"{item[0]}: {exc.strerror or exc}"
                 continue
             try:
                 st = os.fstat(fd)
                 if not stat.S_ISREG(st.st_mode):
                     with lock:
                         state["errors"] += 1
+                        state["first_error"] = state["first_error"] or f"{item[0]}: not a regular file"
                     continue
                 got = 0
                 while True:
@@ -247,9 +284,10 @@ def _read_all(picks, threads: int, cancel, progress) -> dict:
                     if k <= 0:
                         break
                     got += k
-            except OSError:
+            except OSError as exc:
                 with lock:
                     state["errors"] += 1
+                    state["first_error"] = state["first_error"] or f"{item[0]}: {exc.strerror or exc}"
                 continue
             finally:
                 os.close(fd)
@@ -289,5 +327,6 @@ def _read_all(picks, threads: int, cancel, progress) -> dict:
         hist.add_many(a)
     call_progress(progress, None if interrupted else 1.0,
                   {"files_per_s": state["files"] / el if el > 0 else 0.0})
-    return {"files": state["files"], "bytes": state["bytes"], "errors": state["errors"], "elapsed_s": el,
+    return {"files": state["files"], "bytes": state["bytes"], "errors": state["errors"],
+            "first_error": state["first_error"], "elapsed_s": el,
             "hist": hist, "windows": windows, "interrupted": interrupted}

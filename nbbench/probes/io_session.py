@@ -1,7 +1,13 @@
 """The plumbing shared by the storage probes: argument checks, the open target
 (:class:`Session` over a :class:`~nbbench.probes.target.StorageTarget`: temp file or
 read-only fd, O_DIRECT as the target decided, cache preparation and the honesty
-warnings) and running one job on it (:func:`run_job`, :func:`fill_job_result`).
+warnings) and running one job on it (:func:`run_job`, :func:`fill_job_result`,
+:func:`short_transfer`: a job that moved less than a block).
+
+In a directory the Session first removes the temp files killed runs of this host left
+there (:func:`nbbench.tempfiles.sweep_stale`, said in the result), creates its own, and
+— for the builtin engine, which needs only descriptors — opens every descriptor it
+needs and unlinks the name at once, so not even a SIGKILL can leave the file behind.
 """
 
 from __future__ import annotations
@@ -54,7 +60,7 @@ class Session:
     """
 
     def __init__(self, target: StorageTarget, direct_req, what: str, fill: int = 0, write: bool = False,
-                 cancel=None, progress=None):
+                 cancel=None, progress=None, engine: str = "builtin"):
         self.target = target
         self.labels: dict[str, Any] = {}
         self.warnings: list[str] = []
@@ -63,6 +69,8 @@ class Session:
         target.direct, target.direct_fallback = False, None
         self.fd = -1  # for reads (O_DIRECT when direct)
         self.wfd = -1  # writable fd of our temp file
+        self.dwfd = -1  # its O_DIRECT write fd, when direct
+        self.unlink = engine == "builtin"  # descriptors only: the name goes as soon as they are open
         self.region = target.size
         self._direct_req = direct_req
         self._what = what
@@ -71,6 +79,8 @@ class Session:
         self._cancel = cancel
         self._progress = progress
         self.interrupted = False
+        if target.memory:
+            self.warnings.append(target.memory_warning())
 
     @property
     def direct(self) -> bool:
@@ -103,14 +113,19 @@ class Session:
         if t.kind == "dir":
             from .. import tempfiles
 
+            self._sweep(t.path)
             self.tmp = tempfiles.create(t.path, self._what)
             self.path = self.tmp.path
             self.wfd = self.tmp.fd
             self._decide_direct(self.wfd, write=True)
+            cloexec = getattr(os, "O_CLOEXEC", 0)
+            self.fd = os.open(self.path, os.O_RDONLY | cloexec | (os.O_DIRECT if self.direct else 0))
+            if self.direct:
+                self.dwfd = os.open(self.path, os.O_WRONLY | cloexec | os.O_DIRECT)
+            if self.unlink:
+                self.tmp.unlink()
             if self._fill:
                 self._fill_file(self._fill)
-            flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
-            self.fd = os.open(self.path, flags | (os.O_DIRECT if self.direct else 0))
             self.region = self._fill
         else:
             self.fd = open_read(t.path)
@@ -118,6 +133,17 @@ class Session:
             if self.direct:
                 os.close(self.fd)
                 self.fd = open_read(t.path, direct=True)
+
+    def _sweep(self, directory: str) -> None:
+        from .. import tempfiles
+
+        n, nbytes = tempfiles.sweep_stale(directory)
+        if n:
+            files = "file" if n == 1 else "files"
+            self.labels["stale_temp_removed"] = f"{n} {files}, {format_bytes(nbytes, binary=True)}"
+            self.warnings.append(
+                f"removed {n} stale nbbench temporary {files} ({format_bytes(nbytes, binary=True)}) from "
+                f"{directory}: left by runs on this host whose process was killed")
 
     def _fill_file(self, size: int) -> None:
         """Write ``size`` bytes of random data (not timed) so reads have real data to read."""
@@ -134,27 +160,23 @@ class Session:
         bs = _m.gcd(size, 1 << 20)
         spec = JobSpec(fd=fd, op="write", pattern="seq", bs=bs, qd=1, region=size, total=size, cancel=self._cancel,
                        progress=prog if outer is not None else None, fsync_end=True, progress_key="write_bytes_per_s")
-        try:
-            out = run_sync(spec)
-        finally:
-            if fd != self.wfd:
-                os.close(fd)
+        out = run_sync(spec)
         if out.interrupted:
             self.interrupted = True
 
     def _write_fd(self) -> int:
-        """A write fd on our temp file: O_DIRECT when direct, else the plain one."""
-        if self.direct:
-            return os.open(self.path, os.O_WRONLY | getattr(os, "O_CLOEXEC", 0) | os.O_DIRECT)
-        return self.wfd
+        """The write fd on our temp file (the Session's; it closes it): O_DIRECT when direct."""
+        return self.dwfd if self.direct and self.dwfd >= 0 else self.wfd
 
     def close(self) -> None:
-        if self.fd >= 0:
-            try:
-                os.close(self.fd)
-            except OSError:
-                pass
-            self.fd = -1
+        for name in ("fd", "dwfd"):
+            fd = getattr(self, name)
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+                setattr(self, name, -1)
         if self.tmp is not None:
             self.tmp.remove()
             self.tmp = None
@@ -164,6 +186,9 @@ class Session:
         """Set up the cache before a timed read; returns the cache label."""
         from ._engines import cache
 
+        if self.target.memory:
+            self.labels["cache_drop"] = "none (the data live in RAM)"
+            return "memory"
         if self.direct:
             self.labels["cache_drop"] = "not needed (O_DIRECT)"
             return "direct"
@@ -192,7 +217,7 @@ class Session:
     def buffered_warnings(self, region: int, cache_mode: str) -> None:
         from ._engines import cache
 
-        if cache_mode == "direct":
+        if cache_mode in ("direct", "memory") or self.target.memory:
             return
         ram = cache.memory_bytes()
         if ram and region < 2 * ram:
@@ -220,7 +245,7 @@ class Session:
                 "the disk, and some storage compresses zeros — test real data")
 
     def base_labels(self, engine: str, cache_mode: str) -> dict[str, Any]:
-        lab = {"engine": engine, "cache": cache_mode}
+        lab = {"engine": engine, "cache": "memory" if self.target.memory else cache_mode}
         lab.update(self.labels)
         if self.direct_fallback:
             lab["direct_fallback"] = self.direct_fallback
@@ -243,14 +268,10 @@ def run_job(s: Session, engine: str, *, op: str, pattern: str, bs: int, qd: int,
                 os.posix_fadvise(fd, 0, 0, advice)
             except OSError:
                 pass
-        try:
-            spec = JobSpec(fd=fd, op=op, pattern=pattern, bs=bs, qd=qd, region=region, runtime=runtime,
-                           ramp=ramp, cancel=cancel, progress=progress, progress_key=key, seed=seed,
-                           threads=threads, force=builtin_path)
-            return run_threads_of(spec, threads, run_builtin)
-        finally:
-            if op == "write" and fd != s.wfd:
-                os.close(fd)
+        spec = JobSpec(fd=fd, op=op, pattern=pattern, bs=bs, qd=qd, region=region, runtime=runtime,
+                       ramp=ramp, cancel=cancel, progress=progress, progress_key=key, seed=seed,
+                       threads=threads, force=builtin_path)
+        return run_threads_of(spec, threads, run_builtin)
     if engine == "dd":
         raise ProbeError("the dd engine does sequential dd transfers only; use --engine builtin or fio here")
     from ._engines.extern import run_fio
@@ -261,10 +282,13 @@ def run_job(s: Session, engine: str, *, op: str, pattern: str, bs: int, qd: int,
 
 
 def fill_job_result(res: Result, s: Session, out: JobOutput, engine: str, cache_mode: str, op: str,
-                    region: int, bs: int) -> None:
-    """A job's figures, labels, series and warnings into ``res``."""
+                    region: int, bs: int) -> str | None:
+    """A job's figures, labels, series and warnings into ``res``; the reason to fail it when not one
+    full block was transferred (:func:`short_transfer`)."""
+    reason, warning = short_transfer(out, bs, s.path, op)
     if op == "read":
-        s.data_warnings(region, bs)
+        if reason is None:  # nothing read: no data to judge
+            s.data_warnings(region, bs)
         s.buffered_warnings(region, cache_mode)
     res.labels = s.base_labels(engine, cache_mode)
     res.labels["io_path"] = out.io_path
@@ -283,6 +307,33 @@ def fill_job_result(res: Result, s: Session, out: JobOutput, engine: str, cache_
                  "the CPU, not the storage, may be the limit")
     for w in s.warnings:
         res.warn(w)
+    if warning:
+        res.warn(warning)
+    return reason
+
+
+def short_transfer(out: JobOutput, bs: int, path: str, op: str, expected: int | None = None):
+    """``(reason to fail, warning)`` for a job that moved less than asked: a short I/O (the file gave
+    fewer bytes than a block) or, size based (``expected`` bytes), an early end; ``(None, None)`` else.
+    It fails when not one full block was transferred."""
+    if out.interrupted:
+        return None, None
+    info = out.extra.get("short_io")
+    if isinstance(info, dict):
+        got, at = max(0, int(info.get("bytes", 0))), info.get("offset")
+    elif expected is not None and out.bytes < expected:
+        got, at = out.bytes % bs, out.bytes - out.bytes % bs
+    else:
+        return None, None
+    full = out.bytes // bs
+    where = f" at offset {at}" if at is not None else ""
+    gave = f"{path} gave {got} bytes{where} where a block of {format_bytes(bs, binary=True)} was asked"
+    if full == 0:
+        verb = "read" if op == "read" else "written"
+        return (f"not one full block was {verb}: {gave} — a pseudo file, or a file shorter than its size "
+                "says"), None
+    return None, (f"the {op} stopped early: {gave} (the file shrank, or is shorter than its size says); the "
+                  f"figures cover the {full} full blocks before it")
 
 
 def _job_metrics(out: JobOutput, op: str) -> dict[str, Any]:

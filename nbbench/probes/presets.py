@@ -78,7 +78,8 @@ def preset(path, name="cdm", size="1G", runtime=5, ramp=1, direct=None, engine="
     fill = region if target.kind == "dir" else 0
     rows: list[dict] = []
     interrupted = False
-    with Session(target, direct, "disk", fill=fill, cancel=cancel, progress=progress) as s:
+    failed = None
+    with Session(target, direct, "disk", fill=fill, cancel=cancel, progress=progress, engine=engine) as s:
         if s.interrupted:
             res.labels = s.base_labels(engine, "direct" if s.direct else "buffered-cold")
             return res.finish("interrupted", "cancelled while writing the test file")
@@ -102,10 +103,10 @@ def preset(path, name="cdm", size="1G", runtime=5, ramp=1, direct=None, engine="
                                   progress=_stage_progress(progress, lo, hi))
                 except OSError as exc:
                     raise _os_error(exc, s.path, s.direct) from None
-                fill_job_result(sub, s, out, engine, cache_mode, op, region, bs)
+                failed = fill_job_result(sub, s, out, engine, cache_mode, op, region, bs)
                 if "sample_bytes" in p:
                     sub.metrics["samples_per_s"] = sub.metrics[f"{op}_bytes_per_s"] / p["sample_bytes"]
-                sub.finish("interrupted" if out.interrupted else "ok")
+                sub.finish("failed" if failed else "interrupted" if out.interrupted else "ok", failed)
                 rows.append(sub.to_dict())
                 pre = test.lower().replace(" ", "_")
                 res.metrics[f"{pre}_{op}_bytes_per_s"] = sub.metrics[f"{op}_bytes_per_s"]
@@ -113,8 +114,9 @@ def preset(path, name="cdm", size="1G", runtime=5, ramp=1, direct=None, engine="
                 res.metrics[f"{pre}_{op}_lat_mean_ns"] = sub.metrics.get("lat_mean_ns")
                 if out.interrupted:
                     interrupted = True
+                if interrupted or failed:
                     break
-            if interrupted:
+            if interrupted or failed:
                 break
         res.samples["rows"] = rows
         res.labels = s.base_labels(engine, "direct" if s.direct else "buffered-cold")
@@ -124,6 +126,8 @@ def preset(path, name="cdm", size="1G", runtime=5, ramp=1, direct=None, engine="
         if target.kind != "dir" and not p.get("reads_only"):
             res.warn("write tests need a directory (nbbench never writes to an existing file or device): "
                      "only reads were measured")
+    if failed:
+        return res.finish("failed", f"{failed} (test {rows[-1]['params']['test']})")
     if interrupted:
         return res.finish("interrupted", "cancelled; the table holds the tests done before")
     return res.finish()

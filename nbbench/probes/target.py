@@ -9,7 +9,14 @@ What a PATH may be:
 * **anything else** (missing, FIFO, socket, character device, no permission): a
   :class:`~nbbench.results.ProbeError` naming the problem, within a second — the
   path is only ``stat``-ed (in a helper thread with a 1 s limit, so a hung network
-  mount cannot hang the caller) and never opened.
+  mount cannot hang the caller) and never opened;
+* a path on a **pseudo filesystem** (``/proc``, ``/sys``, cgroup, debugfs, …:
+  :func:`nbbench.topology.is_pseudo`) is refused as not storage, before anything is
+  read or written.  A block device node under ``/dev`` (devtmpfs) is fine.
+
+A target whose data live in RAM — a path on tmpfs, ramfs, hugetlbfs or devtmpfs, or a
+zram / RAM disk / loop-over-tmpfs block device — is :attr:`StorageTarget.memory`: its
+results are labelled ``cache=memory`` whatever O_DIRECT says, with one warning.
 
 :func:`inspect` makes a :class:`StorageTarget` once (the path's kind, size, and the
 filesystem, device and mount it lives on, from :mod:`nbbench.topology`); the probes
@@ -33,7 +40,7 @@ from .. import topology
 from ..results import ProbeError
 from ..units import format_bytes
 
-__all__ = ["StorageTarget", "inspect", "check_free_space", "open_read", "direct_io_supported",
+__all__ = ["StorageTarget", "inspect", "check_free_space", "open_read", "direct_io_supported", "memory_device",
            "MIN_FREE_BYTES", "MIN_FREE_FRACTION", "STAT_TIMEOUT_S"]
 
 MIN_FREE_BYTES = 1 << 30
@@ -54,6 +61,14 @@ class StorageTarget:
     extra: dict = field(default_factory=dict)
     direct: bool = False  # O_DIRECT in use (see decide_direct)
     direct_fallback: str | None = None  # why O_DIRECT was refused, when it was
+    memory: str | None = None  # why its data live in RAM ("/dev/shm is on tmpfs"), when they do
+
+    def memory_warning(self) -> str | None:
+        """The one sentence a result on a RAM-backed target carries (None for storage)."""
+        if not self.memory:
+            return None
+        return (f"this is RAM, not storage: {self.memory} — the figures are the speed of memory whatever "
+                "O_DIRECT or the page cache do; run the probe on the disk you want to measure")
 
     @property
     def writable_dir(self) -> bool:
@@ -115,6 +130,8 @@ class StorageTarget:
             self.direct = True
             return None
         self.direct_fallback = why
+        if self.memory:  # the memory warning says it all
+            return None
         return (f"O_DIRECT is not available on {self.filesystem or 'this filesystem'} ({why}): measured "
                 "buffered, with the page cache dropped by posix_fadvise(DONTNEED) before reads — numbers may "
                 "include cache effects")
@@ -167,6 +184,15 @@ def inspect(path, write: bool = False, read: bool = True) -> StorageTarget:
         raise ProbeError("give a PATH: a directory, a regular file or a block device")
     p = os.path.abspath(os.path.expanduser(os.fspath(path)))
     st = _stat_with_timeout(p)
+    mount = topology.mount_of(os.path.realpath(p))
+    if mount is not None and mount.fstype == "autofs":
+        raise ProbeError(f"{p} is an automount point (autofs) with nothing mounted on it yet — not storage itself: "
+                         f"list it once (ls {p}) so its filesystem is mounted, then run the probe again")
+    if mount is not None and topology.is_pseudo(mount.fstype):
+        raise ProbeError(
+            f"{p} is on {mount.fstype} ({mount.mount_point}), a pseudo filesystem of the kernel — not storage: "
+            "its files are made up when read and their sizes mean nothing; give a directory, file or block "
+            "device on the storage you want to measure")
     mode = st.st_mode
     for test, what in _OTHER_KINDS:
         if test(mode):
@@ -187,14 +213,13 @@ def inspect(path, write: bool = False, read: bool = True) -> StorageTarget:
             target.size = _block_size(p)
         if target.size == 0:
             raise ProbeError(f"{p} is empty; nothing to read")
-    _where(target, st)
+    _where(target, st, mount)
     return target
 
 
-def _where(target: StorageTarget, st: os.stat_result) -> None:
-    """Filesystem, mount and device of ``target`` (best effort): a block device is itself the device."""
-    real = os.path.realpath(target.path)
-    m = topology.mount_of(real)
+def _where(target: StorageTarget, st: os.stat_result, m: topology.Mount | None) -> None:
+    """Filesystem, mount and device of ``target`` (best effort): a block device is itself the device;
+    and whether its data live in RAM."""
     if m is not None:
         target.mount, target.filesystem, target.extra["source"] = m.mount_point, m.fstype, m.source
     else:
@@ -206,6 +231,32 @@ def _where(target: StorageTarget, st: os.stat_result) -> None:
         target.device = f"{bd.name} (on {bd.disk})" if bd.partition else bd.name
     else:
         target.device = target.extra["source"]
+    if target.kind != "block" and m is not None and m.memory_backed:  # a device node on devtmpfs is a device
+        target.memory = f"{target.path} is on {m.fstype}, whose files are kept in RAM"
+    elif bd is not None:
+        target.memory = memory_device(bd)
+
+
+def memory_device(dev: topology.BlockDevice, root="/") -> str | None:
+    """Why block device ``dev`` keeps its data in RAM (zram, brd's ``ramN``, a loop device whose backing
+    file is on a memory filesystem; a dm / md device: a disk under it), or None."""
+    import re
+
+    for name in [dev.disk] + dev.physical:
+        if name.startswith("zram"):
+            return f"{name} is a compressed RAM disk (zram)"
+        if re.fullmatch(r"ram\d+", name):
+            return f"{name} is a RAM disk (brd)"
+        if name.startswith("loop"):
+            try:
+                backing = topology.read_text(root, f"/sys/block/{name}/loop/backing_file").strip()
+            except topology.Unreadable:
+                continue
+            backing = backing.removesuffix(" (deleted)")
+            m = topology.mount_of(backing, root) if backing.startswith("/") else None
+            if m is not None and m.memory_backed:
+                return f"{name} is a loop device over {backing}, a file on {m.fstype}"
+    return None
 
 
 def _block_size(path: str) -> int:

@@ -182,8 +182,9 @@ class Meter:
             metrics["iops"] = rate / spec.bs
         call_progress(spec.progress, frac, metrics)
 
-    def finish(self, now: int, done: int) -> JobOutput:
-        """Close the measurement at ``now`` (the last completion counted)."""
+    def finish(self, now: int, done: int, short: int | None = None) -> JobOutput:
+        """Close the measurement at ``now`` (the last completion counted); ``short``: the real bytes of
+        that last completion when it was a short I/O (it adds those, not a block)."""
         out = self.out
         if self.m0 is None:  # stopped during the ramp: nothing measured
             self.m0 = now
@@ -200,6 +201,8 @@ class Meter:
             del self.lats[:]
         out.ios = done - self.done0
         out.bytes = out.ios * self.spec.bs
+        if short is not None and out.ios > 0:
+            out.bytes -= self.spec.bs - max(0, short)
         out.elapsed_s = (now - self.m0) / 1e9
         if self.qd_n:
             out.qd_mean = self.qd_sum / self.qd_n

@@ -106,7 +106,7 @@ def run_sync(spec: JobSpec) -> JobOutput:
             os.fdatasync(fd)
         now = pc()
         out.qd_max = 1
-        meter.finish(now, done)
+        meter.finish(now, done, None if short is None else short[1])
         out.qd_mean = 1.0
     finally:
         del bufs
@@ -144,7 +144,7 @@ def run_threads(spec: JobSpec) -> JobOutput:
                 n = io(fd, buf, off)
                 mine.append(pc() - t)
                 if n != bs:
-                    state["error"] = f"short I/O at {off}: {n} bytes"
+                    state["error"] = {"offset": off, "bytes": n}
                     return
                 with lock:
                     state["done"] += 1
@@ -179,6 +179,8 @@ def run_threads(spec: JobSpec) -> JobOutput:
         if write and spec.fsync_end and not out.interrupted:
             os.fdatasync(fd)
         meter.finish(now, state["done"])
+        if isinstance(state["error"], dict):  # the short I/O's real bytes (not in "done")
+            out.bytes += max(0, state["error"]["bytes"])
         out.qd_max = qd
         out.qd_mean = float(qd)
         _release(mm, views)
