@@ -30,6 +30,7 @@ from typing import Any
 
 from ..results import ProbeError, Result
 from ..units import format_bytes, format_metric
+from ._engines import devlimits
 from ._engines.job import JobOutput, JobSpec
 from ..results.storage import DiskPresetResult, DiskResult, IoJobResult, RandreadResult
 from .io_session import ENGINES, Session as _Session
@@ -60,7 +61,7 @@ def _whole_blocks(target, nbytes: int, bs_b: int, what: str) -> int:
     return nbytes
 
 def dd(path, bs="1M", size="1G", count=None, direct=None, engine="builtin", progress=None, cancel=None,
-       mode=None) -> DiskResult:
+       mode=None, buffers="pages") -> DiskResult:
     """Sequential write then read, like ``dd``.
 
     Parameters
@@ -84,8 +85,13 @@ def dd(path, bs="1M", size="1G", count=None, direct=None, engine="builtin", prog
     mode : None | "both" | "write" | "read"
         None: both in a directory, read on a file or device.  "write"/"both" on a file or
         device is refused (nbbench never writes to them).
+    buffers : "pages" | "huge"
+        The builtin engine's buffers: ordinary page-aligned memory as dd and fio use (default:
+        the same request shape as theirs), or 2 MiB huge pages (a 1 MiB I/O stays one segment).
+        Labelled ``buffers``; the device's request limits and any split are labelled too.
     """
     engine = _check_engine(engine)
+    devlimits.check_buffers(buffers, engine)
     bs_b = _size(bs, "bs")
     _check_bs(bs_b)
     if count is not None:
@@ -101,18 +107,18 @@ def dd(path, bs="1M", size="1G", count=None, direct=None, engine="builtin", prog
         mode = "both"  # reading in a directory needs our own file written first
     total = _whole_blocks(target, total, bs_b, "size must be")
     params = {"path": target.path, "bs": bs_b, "size": total, "count": total // bs_b, "direct": direct,
-              "engine": engine, "mode": mode}
+              "engine": engine, "mode": mode, "buffers": buffers}
     res = DiskResult(params=params)
     wrote = mode in ("both", "write")
     with _Session(target, direct, "dd", cancel=cancel, progress=progress) as s:
         w_out = r_out = None
         try:
             if wrote:
-                w_out = _dd_write(s, engine, bs_b, total, cancel, _stage_progress(progress, 0.0, 0.5))
+                w_out = _dd_write(s, engine, bs_b, total, cancel, _stage_progress(progress, 0.0, 0.5), buffers)
             if mode in ("both", "read") and not (w_out and w_out.interrupted):
                 cache_mode = s.prepare_read(total)
                 r_out = _dd_read(s, engine, bs_b, total, cancel,
-                                 _stage_progress(progress, 0.5 if wrote else 0.0, 1.0))
+                                 _stage_progress(progress, 0.5 if wrote else 0.0, 1.0), buffers)
             else:
                 cache_mode = "direct" if s.direct else "buffered-cold"
         except OSError as exc:
@@ -138,6 +144,7 @@ def dd(path, bs="1M", size="1G", count=None, direct=None, engine="builtin", prog
                                        f"{op}_bytes_per_s": [w[1] for w in out.windows]}
             if "series_interval" in out.extra:
                 res.labels["series"] = out.extra["series_interval"]
+        devlimits.annotate(res, target.path, bs_b, buffers, engine, s.direct, (w_out, r_out), target.extra.get("source"))
         for w in s.warnings:
             res.warn(w)
         interrupted = (w_out and w_out.interrupted) or (r_out and r_out.interrupted)
@@ -146,7 +153,7 @@ def dd(path, bs="1M", size="1G", count=None, direct=None, engine="builtin", prog
     return res.finish()
 
 
-def _dd_write(s: _Session, engine: str, bs: int, total: int, cancel, progress) -> JobOutput:
+def _dd_write(s: _Session, engine: str, bs: int, total: int, cancel, progress, buffers="pages") -> JobOutput:
     fsync = not s.direct
     if engine == "builtin":
         from ._engines.sync import run_sync
@@ -155,7 +162,7 @@ def _dd_write(s: _Session, engine: str, bs: int, total: int, cancel, progress) -
         try:
             return run_sync(JobSpec(fd=fd, op="write", pattern="seq", bs=bs, qd=1, region=total, total=total,
                                     fsync_end=fsync, cancel=cancel, progress=progress,
-                                    progress_key="write_bytes_per_s"))
+                                    progress_key="write_bytes_per_s", buffers=buffers))
         finally:
             if fd != s.wfd:
                 os.close(fd)
@@ -171,12 +178,12 @@ def _dd_write(s: _Session, engine: str, bs: int, total: int, cancel, progress) -
                    progress_key="write_bytes_per_s")
 
 
-def _dd_read(s: _Session, engine: str, bs: int, total: int, cancel, progress) -> JobOutput:
+def _dd_read(s: _Session, engine: str, bs: int, total: int, cancel, progress, buffers="pages") -> JobOutput:
     if engine == "builtin":
         from ._engines.sync import run_sync
 
         return run_sync(JobSpec(fd=s.fd, op="read", pattern="seq", bs=bs, qd=1, region=total, total=total,
-                                cancel=cancel, progress=progress))
+                                cancel=cancel, progress=progress, buffers=buffers))
     if engine == "dd":
         from ._engines.extern import run_dd
 
@@ -191,7 +198,7 @@ def _dd_read(s: _Session, engine: str, bs: int, total: int, cancel, progress) ->
 # =========================================================================== jobs
 def _run_job(s: _Session, engine: str, *, op: str, pattern: str, bs: int, qd: int, threads: int, region: int,
              runtime: float, ramp: float, cache_mode: str, cancel, progress, seed: int = 0,
-             builtin_path: str | None = None) -> JobOutput:
+             builtin_path: str | None = None, buffers: str = "pages") -> JobOutput:
     key = f"{op}_bytes_per_s"
     if engine == "builtin":
         fd = s.fd if op == "read" else s._write_fd()
@@ -205,7 +212,7 @@ def _run_job(s: _Session, engine: str, *, op: str, pattern: str, bs: int, qd: in
         try:
             spec = JobSpec(fd=fd, op=op, pattern=pattern, bs=bs, qd=qd, region=region, runtime=runtime,
                            ramp=ramp, cancel=cancel, progress=progress, progress_key=key, seed=seed,
-                           threads=threads, force=builtin_path)
+                           threads=threads, force=builtin_path, buffers=buffers)
             return _run_threads_of(spec, threads, _builtin_job)
         finally:
             if op == "write" and fd != s.wfd:
@@ -226,7 +233,7 @@ def _fill_size(target: Target, size) -> int:
 
 
 def randread(path, bs="4k", qd=1, runtime=10, ramp=1, size=None, direct=None, engine="builtin", threads=1,
-             progress=None, cancel=None, warm=False, seed=0, builtin_path=None) -> RandreadResult:
+             progress=None, cancel=None, warm=False, seed=0, builtin_path=None, buffers="pages") -> RandreadResult:
     """Random reads, time based: IOPS, bytes/s, latency mean/stddev and fio's 17 percentiles.
 
     Parameters
@@ -243,8 +250,10 @@ def randread(path, bs="4k", qd=1, runtime=10, ramp=1, size=None, direct=None, en
     progress, cancel : as :func:`dd`.
     builtin_path : None | "sync" | "uring" | "threads" — force the builtin engine's I/O path
         (for comparisons; default: sync at QD1, io_uring deeper, threads without io_uring).
+    buffers : "pages" | "huge" — the builtin engine's buffers, as :func:`dd`.
     """
     engine = _check_engine(engine)
+    devlimits.check_buffers(buffers, engine)
     bs_b = _size(bs, "bs")
     _check_bs(bs_b)
     qd = int(qd)
@@ -264,7 +273,7 @@ def randread(path, bs="4k", qd=1, runtime=10, ramp=1, size=None, direct=None, en
     region = _whole_blocks(target, region, bs_b, "the region must hold")
     params = {"path": target.path, "bs": bs_b, "qd": qd, "threads": threads, "runtime": runtime_s,
               "ramp": ramp_s, "size": region, "direct": direct, "engine": engine, "warm": bool(warm),
-              "op": "read", "pattern": "rand"}
+              "op": "read", "pattern": "rand", "buffers": buffers}
     res = RandreadResult(params=params)
     fill = region if target.kind == "dir" else 0
     with _Session(target, direct, "randread", fill=fill, cancel=cancel, progress=progress) as s:
@@ -276,7 +285,7 @@ def randread(path, bs="4k", qd=1, runtime=10, ramp=1, size=None, direct=None, en
             out = _run_job(s, engine, op="read", pattern="rand", bs=bs_b, qd=qd, threads=threads, region=region,
                            runtime=runtime_s, ramp=ramp_s, cache_mode=cache_mode, cancel=cancel,
                            progress=_stage_progress(progress, 0.15 if fill else 0.0, 1.0), seed=seed,
-                           builtin_path=builtin_path)
+                           builtin_path=builtin_path, buffers=buffers)
         except OSError as exc:
             raise _os_error(exc, s.path, s.direct) from None
         _fill_job_result(res, s, out, engine, cache_mode, "read", region, bs_b)
@@ -301,6 +310,8 @@ def _fill_job_result(res: Result, s: _Session, out: JobOutput, engine: str, cach
         res.samples["lat_hist"] = out.hist.to_dict()
     if out.extra.get("fio_iodepth_level"):
         res.samples["fio_iodepth_level"] = out.extra["fio_iodepth_level"]
+    devlimits.annotate(res, s.target.path, bs, res.params.get("buffers", "pages"), engine, s.direct, (out,),
+                       s.target.extra.get("source"))
     qd_asked = res.params.get("qd", 1) * res.params.get("threads", 1)
     if out.qd_mean and out.qd_mean < 0.9 * qd_asked and out.ios > 100:
         res.warn(f"the queue depth reached (mean {out.qd_mean:.1f}) stayed below the {qd_asked} asked for: "
@@ -335,7 +346,7 @@ PRESETS: dict[str, dict[str, Any]] = {
 
 
 def preset(path, name="cdm", size="1G", runtime=5, ramp=1, direct=None, engine="builtin", progress=None,
-           cancel=None, write=None) -> DiskPresetResult:
+           cancel=None, write=None, buffers="pages") -> DiskPresetResult:
     """A preset set of tests as one table: ``cdm`` (CrystalDiskMark's SEQ1M Q8T1, SEQ1M Q1T1,
     RND4K Q32T1, RND4K Q1T1, read and — in a directory — write), ``mlperf-resnet50`` (random
     reads of ~115 KB samples) or ``mlperf-unet3d`` (~147 MB samples).
@@ -349,6 +360,7 @@ def preset(path, name="cdm", size="1G", runtime=5, ramp=1, direct=None, engine="
         raise ProbeError(f"unknown preset {name!r}: choose from {', '.join(PRESETS)}")
     p = PRESETS[name]
     engine = _check_engine(engine)
+    devlimits.check_buffers(buffers, engine)
     if engine == "dd":
         raise ProbeError("presets need queue depths; use --engine builtin or fio")
     runtime_s = _duration(runtime, "runtime")
@@ -362,12 +374,13 @@ def preset(path, name="cdm", size="1G", runtime=5, ramp=1, direct=None, engine="
         check_free_space(target.path, region)
     tests = p["tests"]
     params = {"path": target.path, "preset": name, "size": region, "runtime": runtime_s, "ramp": ramp_s,
-              "direct": direct, "engine": engine, "write": do_write}
+              "direct": direct, "engine": engine, "write": do_write, "buffers": buffers}
     res = DiskPresetResult(params=params)
     ops = ["read", "write"] if do_write else ["read"]
     n_jobs = len(tests) * len(ops)
     fill = region if target.kind == "dir" else 0
     rows: list[dict] = []
+    outs: list = []
     interrupted = False
     with _Session(target, direct, "disk", fill=fill, cancel=cancel, progress=progress) as s:
         if s.interrupted:
@@ -385,15 +398,16 @@ def preset(path, name="cdm", size="1G", runtime=5, ramp=1, direct=None, engine="
                 k += 1
                 sub = IoJobResult(params={"path": target.path, "test": test, "op": op, "pattern": pattern,
                                           "bs": bs, "qd": qd, "threads": threads, "runtime": runtime_s,
-                                          "ramp": ramp_s, "size": region, "engine": engine})
+                                          "ramp": ramp_s, "size": region, "engine": engine, "buffers": buffers})
                 try:
                     cache_mode = s.prepare_read(region) if op == "read" else ("direct" if s.direct else "buffered")
                     out = _run_job(s, engine, op=op, pattern=pattern, bs=bs, qd=qd, threads=threads, region=region,
                                    runtime=runtime_s, ramp=ramp_s, cache_mode=cache_mode, cancel=cancel,
-                                   progress=_stage_progress(progress, lo, hi))
+                                   progress=_stage_progress(progress, lo, hi), buffers=buffers)
                 except OSError as exc:
                     raise _os_error(exc, s.path, s.direct) from None
                 _fill_job_result(sub, s, out, engine, cache_mode, op, region, bs)
+                outs.append(out)
                 if "sample_bytes" in p:
                     sub.metrics["samples_per_s"] = sub.metrics[f"{op}_bytes_per_s"] / p["sample_bytes"]
                 sub.finish("interrupted" if out.interrupted else "ok")
@@ -410,6 +424,9 @@ def preset(path, name="cdm", size="1G", runtime=5, ramp=1, direct=None, engine="
         res.samples["rows"] = rows
         res.labels = s.base_labels(engine, "direct" if s.direct else "buffered-cold")
         res.labels["preset"] = p["title"]
+        # the table's largest request: its limits and split (each row carries its own too)
+        devlimits.annotate(res, target.path, max(t[2] for t in tests), buffers, engine, s.direct,
+                           [r_ for r_ in outs if r_ is not None], target.extra.get("source"))
         for w in s.warnings:
             res.warn(w)
         if target.kind != "dir" and not p.get("reads_only"):
