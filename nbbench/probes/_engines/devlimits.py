@@ -208,7 +208,11 @@ def annotate(res, path: str, bs: int, buffers: str, engine: str, direct: bool, o
     fracs = [o.extra["huge_fraction"] for o in outs if "huge_fraction" in o.extra]
     segs = [o.extra["buffer_segments"] for o in outs if "buffer_segments" in o.extra]
     measured = max(segs) if segs and engine == "builtin" else None
-    res.labels["buffers"] = buffers_label(buffers, engine, min(fracs) if fracs else None)
+    label = buffers_label(buffers, engine, min(fracs) if fracs else None)
+    own = [o.extra["buffers_used"] for o in outs if "buffers_used" in o.extra] if engine == "builtin" else []
+    if own:  # buffered reads into os.pread's own bytes objects, not into the pool
+        label = own[0] if len(own) == len(outs) else f"{label}; reads: {own[0]}"
+    res.labels["buffers"] = label
     if measured is not None:
         res.labels["buffer_segments"] = measured
     lim, why = limits_for_path(path, source, sys_root)

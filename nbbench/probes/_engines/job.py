@@ -132,7 +132,7 @@ class Offsets:
 
 
 def offsets(spec: JobSpec):
-    """An iterator over the offsets to use (see :class:`Offsets`), drawn without look-ahead."""
+    """An iterator over the offsets to use (see :class:`Offsets`), for engines without a meter refill."""
     return Offsets(spec).iter
 
 

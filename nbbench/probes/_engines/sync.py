@@ -147,30 +147,54 @@ def aligned_buffers(n: int, bs: int, fill_random: bool = False, buffers: str = "
                       None if None in segs else max(segs))
 
 
+PREAD_MAX = 128 << 10  # buffered reads up to this size use os.pread (below malloc's mmap threshold)
+
+
+def _is_direct(fd: int) -> bool:
+    try:
+        import fcntl
+
+        return bool(fcntl.fcntl(fd, fcntl.F_GETFL) & getattr(os, "O_DIRECT", 0))
+    except (OSError, ImportError):
+        return True  # unknown: keep to the aligned buffer
+
+
 def run_sync(spec: JobSpec) -> JobOutput:
     """QD1 in this thread.  Writes cycle through a pool of random buffers (no two
     neighbouring blocks alike, so deduplicating storage cannot shortcut them).
 
-    The per-I/O path runs no Python call but the two it needs: ``map`` calls
-    ``os.preadv``/``os.pwritev`` with the next offset (a C-level iterator, see
-    :class:`~.job.Offsets`) and the next buffer (``itertools.cycle``), and the loop body
-    takes the completion time, appends it and compares — the latency (time since the
-    previous completion) and all bookkeeping are done at the meter's events.
+    The system calls are fio's psync ones where Python allows: ``pwrite64`` (``os.pwrite``
+    from the pool) for writes, ``pread64`` (``os.pread``, into the bytes object it returns)
+    for buffered reads up to 128 KiB; an O_DIRECT read needs the aligned buffer, which only
+    ``os.preadv`` (``preadv2``) reads into.  ``map`` calls them with the next offset (a
+    C-level iterator, see :class:`~.job.Offsets`) and the next buffer, and the loop body
+    only takes the completion time, appends it and compares — the latencies (time since
+    the previous completion) and all bookkeeping are done at the meter's events.
     """
-    out = JobOutput(io_path="sync (os.preadv/pwritev, 1 in flight)")
     write = spec.op == "write"
-    nbuf = max(1, min(64, (16 << 20) // spec.bs)) if write else 1
-    pool = aligned_buffers(nbuf, spec.bs, fill_random=write, buffers=spec.buffers)
-    pool.record(out.extra)
-    bufs = [[v] for v in pool.views]
     fd = spec.fd
     bs = spec.bs
+    pread = not write and bs <= PREAD_MAX and not _is_direct(fd)
+    call = "os.pwrite" if write else ("os.pread" if pread else "os.preadv")
+    out = JobOutput(io_path=f"sync ({call}, 1 in flight)")
+    nbuf = max(1, min(64, (16 << 20) // bs)) if write else 1
+    pool = aligned_buffers(nbuf, bs, fill_random=write, buffers=spec.buffers)
+    if pread:
+        out.extra["buffers_used"] = "os.pread's bytes objects (buffered: the page cache copies into them)"
+    else:
+        pool.record(out.extra)
+    bufs = [[v] for v in pool.views]
     pc = time.perf_counter_ns
     offs = Offsets(spec)
     meter = Meter(spec, out, offs)
     stamps = meter.stamps
     app = stamps.append
-    ios = map(os.pwritev if write else os.preadv, repeat(fd), cycle(bufs) if write else repeat(bufs[0]), offs.iter)
+    if write:
+        ios = map(os.pwrite, repeat(fd), cycle(pool.views), offs.iter)
+    elif pread:
+        ios = map(len, map(os.pread, repeat(fd), repeat(bs), offs.iter))
+    else:
+        ios = map(os.preadv, repeat(fd), repeat(bufs[0]), offs.iter)
     short = None
     n = bs
     now = pc()
