@@ -31,6 +31,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
+from _common import bimodal, loadavg  # noqa: E402
 from nbbench import tempfiles  # noqa: E402
 from nbbench.env import cpu_model, usable_cpus  # noqa: E402
 from nbbench.probes import disk  # noqa: E402
@@ -39,14 +40,6 @@ from nbbench.units import format_metric, parse_size  # noqa: E402
 
 TARGET = (0.95, 1.05)
 _SUMMARY = re.compile(r"^(\d+) bytes\b.*copied, ([0-9.]+(?:e[-+]?\d+)?) s")
-
-
-def loadavg() -> str:
-    try:
-        with open("/proc/loadavg") as f:
-            return " ".join(f.read().split()[:3])
-    except OSError:
-        return "?"
 
 
 def _dd_rate(argv: list[str]) -> float:
@@ -108,7 +101,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--dir", default="/tmp" if os.path.isdir("/tmp") else ".")
     ap.add_argument("--size", default="512M", help="bytes per run, whole MiB (default 512M)")
-    ap.add_argument("--pairs", type=int, default=8, help="rounds (each: nbbench once, dd twice)")
+    ap.add_argument("--pairs", type=int, default=12, help="rounds (each: nbbench once, dd twice)")
     ap.add_argument("--buffers", choices=["pages", "huge"], default="pages",
                     help="nbbench's buffers (default pages: dd's request shape)")
     a = ap.parse_args()
@@ -158,6 +151,14 @@ def main() -> int:
     print(f"nbbench labels: buffers={labels.get('buffers')}  buffer_segments={labels.get('buffer_segments', '?')}  "
           f"device_max_segments={labels.get('device_max_segments')}  "
           f"device_max_sectors_kb={labels.get('device_max_sectors_kb')}  request_split={labels.get('request_split')}")
+    for op in ("write", "read"):
+        bi = bimodal(dd_vals[op])
+        if bi:
+            print(f"note: dd's own {op} figure is bimodal ({bi[0]} runs near "
+                  f"{format_metric('write_bytes_per_s', bi[1])}, {bi[2]} near {format_metric('write_bytes_per_s', bi[3])})"
+                  f" — a 1 MiB buffer of scattered 4 KiB pages needs more segments than the device takes "
+                  f"(max_segments {labels.get('device_max_segments')}) and goes out as two requests, as one when its "
+                  "pages happen to be physically contiguous")
     print(f"load average at end: {loadavg()}")
     return 0
 

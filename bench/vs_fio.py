@@ -34,6 +34,7 @@ from collections import Counter
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
+from _common import bimodal, loadavg  # noqa: E402
 from nbbench import tempfiles  # noqa: E402
 from nbbench.env import cpu_model, usable_cpus  # noqa: E402
 from nbbench.probes import disk  # noqa: E402
@@ -93,14 +94,6 @@ EXTRA_ROWS = [
 ]
 
 
-def loadavg() -> str:
-    try:
-        with open("/proc/loadavg") as f:
-            return " ".join(f.read().split()[:3])
-    except OSError:
-        return "?"
-
-
 def plain_fio(argv, metric, warm_file=None) -> float:
     if warm_file:
         _warm(warm_file)
@@ -118,22 +111,6 @@ def machine(path: str) -> str:
     return (f"{cpu_model()}, {cpus.get('usable') or os.cpu_count()} usable CPUs, "
             f"{platform.system()} {platform.release()}, Python {platform.python_version()}, {fio}; "
             f"file on {t.filesystem} ({t.device}) at {t.path}")
-
-
-def bimodal(values: list[float]) -> tuple[int, float, int, float] | None:
-    """(runs, median) of the low and the high group when the values fall in two (a gap of
-    more than 1.4x with at least two runs on each side), else None."""
-    v = sorted(values)
-    if len(v) < 4:
-        return None
-    gaps = [(v[i + 1] / v[i], i) for i in range(1, len(v) - 2) if v[i] > 0]
-    if not gaps:
-        return None
-    g, i = max(gaps)
-    if g < 1.4:
-        return None
-    lo, hi = v[:i + 1], v[i + 1:]
-    return len(lo), statistics.median(lo), len(hi), statistics.median(hi)
 
 
 def main() -> int:
@@ -177,6 +154,7 @@ def main() -> int:
             ours(short)  # one warm-up each, not counted
             fio(short)
             ratios, floor, b_vals, f_vals, paths, segs = [], [], [], [], set(), Counter()
+            maxseg = None
             kinds = ["builtin", "fio_a", "fio_b"]
             for i in range(a.pairs):
                 order = kinds[i % 3:] + kinds[:i % 3]
@@ -186,6 +164,7 @@ def main() -> int:
                     got[k] = v
                     if k == "builtin":
                         paths.add(r.labels.get("io_path") or r.labels.get("read_io_path"))
+                        maxseg = r.labels.get("device_max_segments", maxseg)
                         if "buffer_segments" in r.labels:
                             segs[r.labels["buffer_segments"]] += 1
                 ratios.append(got["builtin"] / got["fio_a"])
@@ -200,11 +179,14 @@ def main() -> int:
             if name.startswith("SEQ"):
                 bi = bimodal(f_vals)
                 if bi:
+                    why = (f" — where a request takes at most {maxseg} segments (here) a 1 MiB I/O from a buffer of"
+                           " scattered 4 KiB pages (256) goes out as two requests, and as one when its pages happen to"
+                           " be physically contiguous"
+                           if "direct" in name else
+                           " — buffered, the page cache's readahead forms the device's requests, and their size"
+                           " varies from run to run")
                     notes.append(f"{name}: fio's own figure is bimodal ({bi[0]} runs near "
-                                 f"{format_metric(metric, bi[1])}, {bi[2]} near {format_metric(metric, bi[3])})"
-                                 " — on a virtio disk (max_segments 254) a 1 MiB I/O from a buffer of scattered 4 KiB"
-                                 " pages goes out as two requests, and as one when its pages happen to be"
-                                 " physically contiguous")
+                                 f"{format_metric(metric, bi[1])}, {bi[2]} near {format_metric(metric, bi[3])}){why}")
                 if segs:
                     notes.append(f"{name}: the builtin engine's buffer, in physically contiguous pieces per run: "
                                  + ", ".join(f"{k} x{n}" for k, n in sorted(segs.items())))
