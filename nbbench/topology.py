@@ -216,7 +216,7 @@ def parse_scheduler(text: str) -> str | None:
 
 #: the queue/ files :meth:`BlockDevice.queue` reads (all integers but ``scheduler``)
 QUEUE_ATTRIBUTES = ("read_ahead_kb", "scheduler", "rotational", "nr_requests", "max_segments", "max_sectors_kb",
-                    "max_hw_sectors_kb", "logical_block_size")
+                    "max_hw_sectors_kb", "max_segment_size", "logical_block_size")
 
 
 @dataclass
@@ -232,6 +232,7 @@ class Queue:
     max_segments: int | None = None
     max_sectors_kb: int | None = None
     max_hw_sectors_kb: int | None = None
+    max_segment_size: int | None = None
     logical_block_size: int | None = None
     errors: dict[str, str] = field(default_factory=dict)
 

@@ -163,6 +163,7 @@ def test_queue_attributes_and_request_limits():
     assert (q.read_ahead_kb, q.scheduler, q.schedulers, q.rotational, q.nr_requests) == \
         (128, "none", "[none] mq-deadline", 0, 1023)
     assert (q.max_segments, q.max_sectors_kb, q.max_hw_sectors_kb, q.logical_block_size) == (127, 512, 2048, 512)
+    assert q.max_segment_size == 65536
     assert q.errors == {}
     sda = topology.device_by_devno(8, 0, BOX).queue()
     assert (sda.scheduler, sda.rotational, sda.max_segments, sda.logical_block_size) == ("bfq", 1, 168, 4096)

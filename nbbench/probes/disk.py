@@ -32,6 +32,7 @@ from __future__ import annotations
 from ..results import ProbeError, Result
 from ..results.storage import DiskPresetResult, DiskResult, IoJobResult, RandreadResult
 from ..units import format_metric
+from ._engines import devlimits
 from ._engines.job import JobOutput, JobSpec
 from .io_session import (DEFAULT_READ_FILE, ENGINES, Session, _check_bs, _check_engine, _duration, _os_error, _size,
                          _stage_progress, fill_job_result, run_job, short_transfer)
@@ -44,7 +45,7 @@ __all__ = ["dd", "randread", "preset", "DiskResult", "IoJobResult", "RandreadRes
 
 # =========================================================================== dd
 def dd(path, bs="1M", size="1G", count=None, direct=None, engine="builtin", progress=None, cancel=None,
-       mode=None) -> DiskResult:
+       mode=None, buffers="pages") -> DiskResult:
     """Sequential write then read, like ``dd``.
 
     Parameters
@@ -68,8 +69,13 @@ def dd(path, bs="1M", size="1G", count=None, direct=None, engine="builtin", prog
     mode : None | "both" | "write" | "read"
         None: both in a directory, read on a file or device.  "write"/"both" on a file or
         device is refused (nbbench never writes to them).
+    buffers : "pages" | "huge"
+        The builtin engine's buffers: ordinary page-aligned memory as dd and fio use (default:
+        the same request shape as theirs), or 2 MiB huge pages (a 1 MiB I/O stays one segment).
+        Labelled ``buffers``; the device's request limits and any split are labelled too.
     """
     engine = _check_engine(engine)
+    devlimits.check_buffers(buffers, engine)
     bs_b = _size(bs, "bs")
     _check_bs(bs_b)
     if count is not None:
@@ -85,18 +91,18 @@ def dd(path, bs="1M", size="1G", count=None, direct=None, engine="builtin", prog
         mode = "both"  # reading in a directory needs our own file written first
     total = target.whole_blocks(total, bs_b, "size must be")
     params = {"path": target.path, "bs": bs_b, "size": total, "count": total // bs_b, "direct": direct,
-              "engine": engine, "mode": mode}
+              "engine": engine, "mode": mode, "buffers": buffers}
     res = DiskResult(params=params)
     wrote = mode in ("both", "write")
     with Session(target, direct, "dd", cancel=cancel, progress=progress, engine=engine) as s:
         w_out = r_out = None
         try:
             if wrote:
-                w_out = _dd_write(s, engine, bs_b, total, cancel, _stage_progress(progress, 0.0, 0.5))
+                w_out = _dd_write(s, engine, bs_b, total, cancel, _stage_progress(progress, 0.0, 0.5), buffers)
             if mode in ("both", "read") and not (w_out and w_out.interrupted):
                 cache_mode = s.prepare_read(total)
                 r_out = _dd_read(s, engine, bs_b, total, cancel,
-                                 _stage_progress(progress, 0.5 if wrote else 0.0, 1.0))
+                                 _stage_progress(progress, 0.5 if wrote else 0.0, 1.0), buffers)
             else:
                 cache_mode = "direct" if s.direct else "buffered-cold"
         except OSError as exc:
@@ -127,6 +133,7 @@ def dd(path, bs="1M", size="1G", count=None, direct=None, engine="builtin", prog
                                        f"{op}_bytes_per_s": [w[1] for w in out.windows]}
             if "series_interval" in out.extra:
                 res.labels["series"] = out.extra["series_interval"]
+        devlimits.annotate(res, target.path, bs_b, buffers, engine, s.direct, (w_out, r_out), target=target)
         for w in s.warnings + short:
             res.warn(w)
         interrupted = (w_out and w_out.interrupted) or (r_out and r_out.interrupted)
@@ -137,14 +144,14 @@ def dd(path, bs="1M", size="1G", count=None, direct=None, engine="builtin", prog
     return res.finish()
 
 
-def _dd_write(s: Session, engine: str, bs: int, total: int, cancel, progress) -> JobOutput:
+def _dd_write(s: Session, engine: str, bs: int, total: int, cancel, progress, buffers="pages") -> JobOutput:
     fsync = not s.direct
     if engine == "builtin":
         from ._engines.sync import run_sync
 
         return run_sync(JobSpec(fd=s._write_fd(), op="write", pattern="seq", bs=bs, qd=1, region=total,
                                 total=total, fsync_end=fsync, cancel=cancel, progress=progress,
-                                progress_key="write_bytes_per_s"))
+                                progress_key="write_bytes_per_s", buffers=buffers))
     if engine == "dd":
         from ._engines.extern import run_dd
 
@@ -157,12 +164,12 @@ def _dd_write(s: Session, engine: str, bs: int, total: int, cancel, progress) ->
                    progress_key="write_bytes_per_s")
 
 
-def _dd_read(s: Session, engine: str, bs: int, total: int, cancel, progress) -> JobOutput:
+def _dd_read(s: Session, engine: str, bs: int, total: int, cancel, progress, buffers="pages") -> JobOutput:
     if engine == "builtin":
         from ._engines.sync import run_sync
 
         return run_sync(JobSpec(fd=s.fd, op="read", pattern="seq", bs=bs, qd=1, region=total, total=total,
-                                cancel=cancel, progress=progress))
+                                cancel=cancel, progress=progress, buffers=buffers))
     if engine == "dd":
         from ._engines.extern import run_dd
 
@@ -175,7 +182,7 @@ def _dd_read(s: Session, engine: str, bs: int, total: int, cancel, progress) -> 
 
 
 def randread(path, bs="4k", qd=1, runtime=10, ramp=1, size=None, direct=None, engine="builtin", threads=1,
-             progress=None, cancel=None, warm=False, seed=0, builtin_path=None) -> RandreadResult:
+             progress=None, cancel=None, warm=False, seed=0, builtin_path=None, buffers="pages") -> RandreadResult:
     """Random reads, time based: IOPS, bytes/s, latency mean/stddev and fio's 17 percentiles.
 
     Parameters
@@ -192,8 +199,10 @@ def randread(path, bs="4k", qd=1, runtime=10, ramp=1, size=None, direct=None, en
     progress, cancel : as :func:`dd`.
     builtin_path : None | "sync" | "uring" | "threads" — force the builtin engine's I/O path
         (for comparisons; default: sync at QD1, io_uring deeper, threads without io_uring).
+    buffers : "pages" | "huge" — the builtin engine's buffers, as :func:`dd`.
     """
     engine = _check_engine(engine)
+    devlimits.check_buffers(buffers, engine)
     bs_b = _size(bs, "bs")
     _check_bs(bs_b)
     qd = int(qd)
@@ -213,7 +222,7 @@ def randread(path, bs="4k", qd=1, runtime=10, ramp=1, size=None, direct=None, en
     region = target.whole_blocks(region, bs_b, "the region must hold")
     params = {"path": target.path, "bs": bs_b, "qd": qd, "threads": threads, "runtime": runtime_s,
               "ramp": ramp_s, "size": region, "direct": direct, "engine": engine, "warm": bool(warm),
-              "op": "read", "pattern": "rand"}
+              "op": "read", "pattern": "rand", "buffers": buffers}
     res = RandreadResult(params=params)
     fill = region if target.kind == "dir" else 0
     with Session(target, direct, "randread", fill=fill, cancel=cancel, progress=progress, engine=engine) as s:
@@ -225,7 +234,7 @@ def randread(path, bs="4k", qd=1, runtime=10, ramp=1, size=None, direct=None, en
             out = run_job(s, engine, op="read", pattern="rand", bs=bs_b, qd=qd, threads=threads, region=region,
                           runtime=runtime_s, ramp=ramp_s, cache_mode=cache_mode, cancel=cancel,
                           progress=_stage_progress(progress, 0.15 if fill else 0.0, 1.0), seed=seed,
-                          builtin_path=builtin_path)
+                          builtin_path=builtin_path, buffers=buffers)
         except OSError as exc:
             raise _os_error(exc, s.path, s.direct) from None
         failed = fill_job_result(res, s, out, engine, cache_mode, "read", region, bs_b)

@@ -256,7 +256,7 @@ class Session:
 # ---------------------------------------------------------------- jobs
 def run_job(s: Session, engine: str, *, op: str, pattern: str, bs: int, qd: int, threads: int, region: int,
             runtime: float, ramp: float, cache_mode: str, cancel, progress, seed: int = 0,
-            builtin_path: str | None = None) -> JobOutput:
+            builtin_path: str | None = None, buffers: str = "pages") -> JobOutput:
     """One job on the session's file with ``engine`` (builtin or fio; dd runs sequential transfers only)."""
     key = f"{op}_bytes_per_s"
     if engine == "builtin":
@@ -270,7 +270,7 @@ def run_job(s: Session, engine: str, *, op: str, pattern: str, bs: int, qd: int,
                 pass
         spec = JobSpec(fd=fd, op=op, pattern=pattern, bs=bs, qd=qd, region=region, runtime=runtime,
                        ramp=ramp, cancel=cancel, progress=progress, progress_key=key, seed=seed,
-                       threads=threads, force=builtin_path)
+                       threads=threads, force=builtin_path, buffers=buffers)
         return run_threads_of(spec, threads, run_builtin)
     if engine == "dd":
         raise ProbeError("the dd engine does sequential dd transfers only; use --engine builtin or fio here")
@@ -301,6 +301,10 @@ def fill_job_result(res: Result, s: Session, out: JobOutput, engine: str, cache_
         res.samples["lat_hist"] = out.hist.to_dict()
     if out.extra.get("fio_iodepth_level"):
         res.samples["fio_iodepth_level"] = out.extra["fio_iodepth_level"]
+    from ._engines import devlimits
+
+    devlimits.annotate(res, s.target.path, bs, res.params.get("buffers", "pages"), engine, s.direct, (out,),
+                       target=s.target)
     qd_asked = res.params.get("qd", 1) * res.params.get("threads", 1)
     if out.qd_mean and out.qd_mean < 0.9 * qd_asked and out.ios > 100:
         res.warn(f"the queue depth reached (mean {out.qd_mean:.1f}) stayed below the {qd_asked} asked for: "

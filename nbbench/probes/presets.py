@@ -14,6 +14,7 @@ from ..results import ProbeError
 from ..results.storage import DiskPresetResult, IoJobResult
 from .io_session import (DEFAULT_READ_FILE, Session, _check_engine, _duration, _size, _stage_progress,
                          _os_error, fill_job_result, run_job)
+from ._engines import devlimits
 from .target import inspect
 
 __all__ = ["preset", "PRESETS"]
@@ -44,7 +45,7 @@ PRESETS: dict[str, dict[str, Any]] = {
 
 
 def preset(path, name="cdm", size="1G", runtime=5, ramp=1, direct=None, engine="builtin", progress=None,
-           cancel=None, write=None) -> DiskPresetResult:
+           cancel=None, write=None, buffers="pages") -> DiskPresetResult:
     """A preset set of tests on ``path`` (a path or a :class:`~nbbench.probes.target.StorageTarget`)
     as one table: ``cdm`` (CrystalDiskMark's SEQ1M Q8T1, SEQ1M Q1T1,
     RND4K Q32T1, RND4K Q1T1, read and — in a directory — write), ``mlperf-resnet50`` (random
@@ -53,12 +54,13 @@ def preset(path, name="cdm", size="1G", runtime=5, ramp=1, direct=None, engine="
     ``size``: the test file (a new temp file in a directory; the first ``size`` bytes of a file
     or device, read only).  ``runtime``/``ramp`` per test (seconds).  ``write``: None = write
     tests where the preset has them and PATH is a directory; True on a file/device is refused.
-    Other parameters as :func:`randread`.
+    Other parameters (``buffers`` too) as :func:`~nbbench.probes.disk.randread`.
     """
     if name not in PRESETS:
         raise ProbeError(f"unknown preset {name!r}: choose from {', '.join(PRESETS)}")
     p = PRESETS[name]
     engine = _check_engine(engine)
+    devlimits.check_buffers(buffers, engine)
     if engine == "dd":
         raise ProbeError("presets need queue depths; use --engine builtin or fio")
     runtime_s = _duration(runtime, "runtime")
@@ -71,12 +73,13 @@ def preset(path, name="cdm", size="1G", runtime=5, ramp=1, direct=None, engine="
     target.ensure_room(region)
     tests = p["tests"]
     params = {"path": target.path, "preset": name, "size": region, "runtime": runtime_s, "ramp": ramp_s,
-              "direct": direct, "engine": engine, "write": do_write}
+              "direct": direct, "engine": engine, "write": do_write, "buffers": buffers}
     res = DiskPresetResult(params=params)
     ops = ["read", "write"] if do_write else ["read"]
     n_jobs = len(tests) * len(ops)
     fill = region if target.kind == "dir" else 0
     rows: list[dict] = []
+    outs: list = []
     interrupted = False
     failed = None
     with Session(target, direct, "disk", fill=fill, cancel=cancel, progress=progress, engine=engine) as s:
@@ -95,15 +98,17 @@ def preset(path, name="cdm", size="1G", runtime=5, ramp=1, direct=None, engine="
                 k += 1
                 sub = IoJobResult(params={"path": target.path, "test": test, "op": op, "pattern": pattern,
                                           "bs": bs, "qd": qd, "threads": threads, "runtime": runtime_s,
-                                          "ramp": ramp_s, "size": region, "engine": engine})
+                                          "ramp": ramp_s, "size": region, "engine": engine,
+                                          "buffers": buffers})
                 try:
                     cache_mode = s.prepare_read(region) if op == "read" else ("direct" if s.direct else "buffered")
                     out = run_job(s, engine, op=op, pattern=pattern, bs=bs, qd=qd, threads=threads, region=region,
                                   runtime=runtime_s, ramp=ramp_s, cache_mode=cache_mode, cancel=cancel,
-                                  progress=_stage_progress(progress, lo, hi))
+                                  progress=_stage_progress(progress, lo, hi), buffers=buffers)
                 except OSError as exc:
                     raise _os_error(exc, s.path, s.direct) from None
                 failed = fill_job_result(sub, s, out, engine, cache_mode, op, region, bs)
+                outs.append(out)
                 if "sample_bytes" in p:
                     sub.metrics["samples_per_s"] = sub.metrics[f"{op}_bytes_per_s"] / p["sample_bytes"]
                 sub.finish("failed" if failed else "interrupted" if out.interrupted else "ok", failed)
@@ -121,6 +126,9 @@ def preset(path, name="cdm", size="1G", runtime=5, ramp=1, direct=None, engine="
         res.samples["rows"] = rows
         res.labels = s.base_labels(engine, "direct" if s.direct else "buffered-cold")
         res.labels["preset"] = p["title"]
+        # the table's largest request: its limits and split (each row carries its own too)
+        devlimits.annotate(res, target.path, max(t[2] for t in tests), buffers, engine, s.direct, outs,
+                           target=target)
         for w in s.warnings:
             res.warn(w)
         if target.kind != "dir" and not p.get("reads_only"):

@@ -62,6 +62,7 @@ class StorageTarget:
     direct: bool = False  # O_DIRECT in use (see decide_direct)
     direct_fallback: str | None = None  # why O_DIRECT was refused, when it was
     memory: str | None = None  # why its data live in RAM ("/dev/shm is on tmpfs"), when they do
+    blockdev: topology.BlockDevice | None = None  # the block device holding it, as topology found it
 
     def memory_warning(self) -> str | None:
         """The one sentence a result on a RAM-backed target carries (None for storage)."""
@@ -226,6 +227,10 @@ def _where(target: StorageTarget, st: os.stat_result, m: topology.Mount | None) 
         target.extra["source"] = ""
     dev = st.st_rdev if stat.S_ISBLK(st.st_mode) else st.st_dev
     bd = topology.device_by_devno(os.major(dev), os.minor(dev))
+    if bd is None and target.extra["source"].startswith("/dev/"):  # an anonymous st_dev (btrfs, overlay)
+        name, _ = topology.device_of_source(target.extra["source"])
+        bd = topology.device_by_name(name) if name else None
+    target.blockdev = bd
     if bd is not None:
         # a partition: say the disk it is on as well (nvme0n1p1 on nvme0n1)
         target.device = f"{bd.name} (on {bd.disk})" if bd.partition else bd.name

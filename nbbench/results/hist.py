@@ -79,12 +79,9 @@ class LatencyHistogram:
         v = np.asarray(values, dtype=np.int64)
         v = np.maximum(v, 0)
         vf = v.astype(np.float64)
-        msb = np.zeros(v.shape, dtype=np.int64)
-        pos = v > 0
-        msb[pos] = np.floor(np.log2(vf[pos])).astype(np.int64)
-        # log2 of a float can be off by one at exact powers of two: fix both ways
-        msb = np.where((np.left_shift(np.int64(1), msb) > v) & pos, msb - 1, msb)
-        msb = np.where(np.left_shift(np.int64(1), msb + 1) <= v, msb + 1, msb)
+        # the most significant bit, exactly: frexp gives v = m * 2**e with 0.5 <= m < 1
+        # (exact for v < 2**53; larger values land in the last bucket either way; 0 gives -1)
+        msb = np.frexp(np.minimum(v, (1 << 53) - 1).astype(np.float64))[1].astype(np.int64) - 1
         error_bits = np.maximum(msb - PLAT_BITS, 0)
         idx = np.where(msb <= PLAT_BITS, v,
                        ((error_bits + 1) << PLAT_BITS) + ((PLAT_VAL - 1) & np.right_shift(v, error_bits)))

@@ -2,8 +2,11 @@
 
 The meter does the bookkeeping that must not sit in the per-I/O path: the ramp,
 the 500 ms bandwidth windows, folding latencies into the histogram, progress,
-the cancel event and the deadline.  Engines count completions and append
-latencies (ns) to ``meter.lats``; whenever ``now >= meter.next_event`` they call
+the cancel event, the deadline and topping up the random offsets.  Engines count
+completions and append latencies (ns) to ``meter.lats`` — or, one I/O after the
+other (QD1), only completion times to ``meter.stamps``: each latency is the time
+since the previous completion, or since the meter last returned (its own work is
+never inside a latency).  Whenever ``now >= meter.next_event`` they call
 ``meter.event(now, done)`` — at most every 20 ms — which says whether to go on.
 """
 
@@ -12,7 +15,9 @@ from __future__ import annotations
 import threading
 import time
 from array import array
+from collections import deque
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any, Callable
 
 from ...progress import call_progress
@@ -44,6 +49,7 @@ class JobSpec:
     progress_key: str = "read_bytes_per_s"
     threads: int = 1
     force: str | None = None    # builtin engine: "sync" | "uring" | "threads" (None: choose)
+    buffers: str = "pages"      # builtin engine: "pages" (ordinary, page-aligned) | "huge" (2 MiB THP)
 
 
 @dataclass
@@ -68,38 +74,78 @@ class JobOutput:
         return self.ios / self.elapsed_s if self.elapsed_s > 0 else float("nan")
 
 
-def offsets(spec: JobSpec):
-    """Offsets to use: random (uniform, bs-aligned, seeded) forever, or one sequential pass
-    (size based) / sequential laps over the region (time based)."""
-    bs = spec.bs
-    nblocks = max(1, spec.region // bs)
-    if spec.pattern == "rand":
-        import numpy as np
+RAND_CHUNK = 16384  # random offsets drawn at a time (numpy, ~0.7 ms), between I/Os, not inside one
 
-        rng = np.random.default_rng(spec.seed)
 
-        def gen():
-            while True:
-                yield from (rng.integers(0, nblocks, 65536, dtype=np.int64) * bs).tolist()
+class Offsets:
+    """The offsets to use, as a C-level iterator (``iter``: ``itertools.chain`` over chunks, so
+    taking the next offset runs no Python code): random (uniform, bs-aligned, seeded) forever,
+    or one sequential pass (size based) / sequential laps over the region (time based).
 
-        return gen()
-    if spec.total is not None:
-        n = spec.total // bs
-        return (((i % nblocks) * bs) for i in range(n))
+    Random chunks are drawn ahead by :meth:`refill` (the meter calls it at its events), so
+    the numpy draw does not land inside an I/O's latency; only when the I/Os outrun the
+    events is a chunk drawn inline."""
 
-    def laps():
+    def __init__(self, spec: JobSpec):
+        self.spec = spec
+        self.ready: deque = deque()
+        bs = spec.bs
+        nblocks = max(1, spec.region // bs)
+        self.rand = spec.pattern == "rand"
+        if self.rand:
+            import numpy as np
+
+            self._rng = np.random.default_rng(spec.seed)
+            self._nblocks = nblocks
+            self.refill(2)
+            chunks = self._rand_chunks()
+        elif spec.total is not None:
+            n = spec.total // bs
+            chunks = self._seq_chunks(nblocks, n)
+        else:
+            chunks = self._seq_chunks(nblocks, None)
+        self.iter = chain.from_iterable(chunks)
+
+    def _draw(self) -> list:
+        return (self._rng.integers(0, self._nblocks, RAND_CHUNK, dtype="int64") * self.spec.bs).tolist()
+
+    def refill(self, keep: int = 2) -> None:
+        """Have ``keep`` random chunks drawn ahead (no-op for sequential offsets)."""
+        if self.rand:
+            while len(self.ready) < keep:
+                self.ready.append(self._draw())
+
+    def _rand_chunks(self):
+        ready = self.ready
         while True:
-            yield from range(0, nblocks * bs, bs)
+            yield ready.popleft() if ready else self._draw()
 
-    return laps()
+    def _seq_chunks(self, nblocks: int, n: int | None):
+        bs = self.spec.bs
+        lap = range(0, nblocks * bs, bs)
+        if n is None:
+            while True:
+                yield lap
+        while n > 0:
+            yield lap if n >= nblocks else range(0, n * bs, bs)
+            n -= nblocks
+
+
+def offsets(spec: JobSpec):
+    """An iterator over the offsets to use (see :class:`Offsets`), for engines without a meter refill."""
+    return Offsets(spec).iter
 
 
 class Meter:
-    def __init__(self, spec: JobSpec, out: JobOutput):
+    def __init__(self, spec: JobSpec, out: JobOutput, offs: Offsets | None = None):
         self.spec = spec
         self.out = out
+        self.offs = offs
         self.lats = array("q")
+        self.stamps = array("q")  # completion times, one I/O after the other (see the module doc)
+        self.flushed = 0  # stamps taken out of ``stamps`` so far (done = flushed + len(stamps))
         now = time.perf_counter_ns()
+        self.stamp0 = now  # what the first stamp's latency is measured from
         self.t0 = now
         time_based = spec.runtime is not None
         self.ramp_end = now + int(spec.ramp * 1e9) if time_based and spec.ramp > 0 else None
@@ -116,6 +162,23 @@ class Meter:
         self.qd_sum = 0
         self.qd_n = 0
 
+    def _take_stamps(self) -> None:
+        """Turn the completion times into latencies (each from the one before)."""
+        st = self.stamps
+        if not st:
+            return
+        import numpy as np
+
+        v = np.frombuffer(st, dtype=np.int64)
+        d = np.empty_like(v)
+        d[0] = v[0] - self.stamp0
+        np.subtract(v[1:], v[:-1], out=d[1:])
+        self.lats.frombytes(d.tobytes())
+        self.stamp0 = st[-1]
+        self.flushed += len(st)
+        del v
+        del st[:]
+
     def _next_event(self) -> int:
         ev = min(self.next_check, self.next_win)
         if self.ramp_end is not None and self.m0 is None:
@@ -129,6 +192,7 @@ class Meter:
         spec = self.spec
         self.qd_sum += inflight
         self.qd_n += 1
+        self._take_stamps()
         if self.m0 is None and now >= self.ramp_end:
             self.m0 = now
             self.done0 = done
@@ -149,7 +213,10 @@ class Meter:
                 self._progress(now, done)
         if self.deadline is not None and now >= self.deadline:
             self.stop = True
+        if self.offs is not None and not self.stop:
+            self.offs.refill()
         self.next_event = self._next_event()
+        self.stamp0 = time.perf_counter_ns()  # the meter's own time is in no latency
         return not self.stop
 
     def _close_window(self, t_end: int, done: int) -> None:
@@ -186,6 +253,7 @@ class Meter:
         """Close the measurement at ``now`` (the last completion counted); ``short``: the real bytes of
         that last completion when it was a short I/O (it adds those, not a block)."""
         out = self.out
+        self._take_stamps()
         if self.m0 is None:  # stopped during the ramp: nothing measured
             self.m0 = now
             self.done0 = done

@@ -1,6 +1,11 @@
 """Synchronous engines: one I/O in flight in the calling thread (``os.preadv`` /
 ``os.pwritev``, the fewest Python operations per I/O), and a thread pool for
 queue depths > 1 where io_uring is unavailable (each thread keeps one in flight).
+
+Buffers (:func:`aligned_buffers`): by default ordinary page-aligned memory — what dd
+and fio use, so an O_DIRECT I/O reaches the device in the same request shape as
+theirs (see :mod:`.devlimits`); ``buffers="huge"`` puts them on 2 MiB transparent
+huge pages, which keeps e.g. a 1 MiB I/O in one segment where 4 KiB pages need 256.
 """
 
 from __future__ import annotations
@@ -10,42 +15,125 @@ import os
 import threading
 import time
 from array import array
+from itertools import cycle, repeat
 
-from .job import JobOutput, JobSpec, Meter, offsets
+from .job import JobOutput, JobSpec, Meter, Offsets, offsets
 
-__all__ = ["run_sync", "run_threads", "aligned_buffers"]
+__all__ = ["run_sync", "run_threads", "aligned_buffers", "BufferPool", "huge_fraction"]
 
 
 HUGE = 2 << 20
+BUFFER_KINDS = ("pages", "huge")
 
 
-def aligned_buffers(n: int, bs: int, fill_random: bool = False) -> tuple[mmap.mmap, list[memoryview]]:
+class BufferPool:
+    """``views``: ``n`` buffers of ``bs`` bytes, contiguous in one anonymous mapping ``mm``;
+    ``huge_fraction``: the share the kernel put on huge pages (``buffers="huge"`` only);
+    ``segments``: the most physically contiguous pieces one buffer is made of — what an
+    O_DIRECT I/O from it carries to the device — or None where the kernel hides physical
+    addresses (not root)."""
+
+    def __init__(self, mm: mmap.mmap, views: list, kind: str, huge_fraction: float | None = None,
+                 segments: int | None = None):
+        self.mm = mm
+        self.views = views
+        self.kind = kind
+        self.huge_fraction = huge_fraction
+        self.segments = segments
+
+    def record(self, extra: dict) -> None:
+        """Put what is known of the buffers into a job output's ``extra``."""
+        if self.huge_fraction is not None:
+            extra["huge_fraction"] = self.huge_fraction
+        if self.segments is not None:
+            extra["buffer_segments"] = self.segments
+
+    def release(self) -> None:
+        for v in self.views:
+            v.release()
+        try:
+            self.mm.close()
+        except BufferError:  # pragma: no cover - a view still exported
+            pass
+
+
+def huge_fraction(addr: int, length: int, smaps: str = "/proc/self/smaps") -> float | None:
+    """Share of ``[addr, addr + length)`` on transparent huge pages (``AnonHugePages`` of the
+    mappings it spans in ``smaps``); None where smaps cannot be read."""
+    end = addr + length
+    huge = 0
+    inside = False
+    try:
+        with open(smaps) as f:
+            for line in f:
+                head = line.split(None, 1)[0]
+                if "-" in head and not head.endswith(":"):
+                    lo, hi = (int(x, 16) for x in head.split("-"))
+                    inside = lo < end and hi > addr
+                elif inside and head == "AnonHugePages:":
+                    huge += int(line.split()[1]) << 10
+    except (OSError, ValueError):
+        return None
+    return min(1.0, huge / length) if length else None
+
+
+def physical_segments(addr: int, length: int, pagemap: str = "/proc/self/pagemap") -> int | None:
+    """Physically contiguous runs of pages in ``[addr, addr + length)`` (touched memory), from
+    ``pagemap``; None where page frame numbers read as 0 (hidden without CAP_SYS_ADMIN) or
+    the file cannot be read."""
+    page = mmap.PAGESIZE
+    first, last = addr // page, (addr + length - 1) // page
+    try:
+        with open(pagemap, "rb") as f:
+            f.seek(first * 8)
+            raw = f.read((last - first + 1) * 8)
+    except (OSError, ValueError):
+        return None
+    pfns = [e & ((1 << 55) - 1) for e in array("Q", raw)]
+    if not pfns or not all(pfns):
+        return None
+    return 1 + sum(1 for a, b in zip(pfns, pfns[1:]) if b != a + 1)
+
+
+def aligned_buffers(n: int, bs: int, fill_random: bool = False, buffers: str = "pages") -> BufferPool:
     """``n`` buffers of ``bs`` bytes in one page-aligned anonymous mapping (O_DIRECT-safe).
 
     Private anonymous memory, like malloc (O_DIRECT pins it cheaper than the shmem-backed
-    mapping ``mmap.mmap(-1, n)`` gives).  Pools of 256 KiB and more sit on 2 MiB
-    transparent huge pages where the kernel allows (``MADV_HUGEPAGE``): physically
-    contiguous buffers keep a 1 MiB I/O in one request — scattered 4 KiB pages need 256
-    segments, more than e.g. virtio-blk's 254, and the I/O is split in two.
+    mapping ``mmap.mmap(-1, n)`` gives).  ``buffers="pages"`` (default): ordinary 4 KiB
+    pages, marked ``MADV_NOHUGEPAGE`` so that also where transparent huge pages are
+    "always" the request shape is dd's and fio's (a 1 MiB buffer of theirs is never on a
+    huge page).  ``buffers="huge"``: aligned to 2 MiB and marked ``MADV_HUGEPAGE`` — a
+    1 MiB I/O is then one physically contiguous segment; the kernel may grant fewer huge
+    pages than asked (``huge_fraction`` says how many).
     """
+    if buffers not in BUFFER_KINDS:
+        raise ValueError(f"buffers must be one of {', '.join(BUFFER_KINDS)}, not {buffers!r}")
     import ctypes
 
     size = max(n * bs, mmap.PAGESIZE)
     flags = getattr(mmap, "MAP_PRIVATE", 0) | getattr(mmap, "MAP_ANONYMOUS", 0)
-    huge = size >= (256 << 10) and hasattr(mmap, "MADV_HUGEPAGE") and flags
+    huge = buffers == "huge" and hasattr(mmap, "MADV_HUGEPAGE") and flags
     if huge:
         span = -(-size // HUGE) * HUGE
         mm = mmap.mmap(-1, span + HUGE, flags=flags)
         anchor = ctypes.c_char.from_buffer(mm)
         start = (-ctypes.addressof(anchor)) % HUGE
-        del anchor
         try:
             mm.madvise(mmap.MADV_HUGEPAGE, start, span)
         except OSError:
             pass
     else:
         mm = mmap.mmap(-1, size, flags=flags) if flags else mmap.mmap(-1, size)
+        anchor = ctypes.c_char.from_buffer(mm)
         start = 0
+        span = size
+        if hasattr(mmap, "MADV_NOHUGEPAGE"):
+            try:
+                mm.madvise(mmap.MADV_NOHUGEPAGE)
+            except OSError:
+                pass
+    base = ctypes.addressof(anchor) + start
+    del anchor
     mv = memoryview(mm)
     step = 1 << 20
     for off in range(0, n * bs, step):  # touch every page now, not in the timed loop
@@ -53,66 +141,95 @@ def aligned_buffers(n: int, bs: int, fill_random: bool = False) -> tuple[mmap.mm
         mv[start + off:start + off + chunk] = os.urandom(chunk) if fill_random else bytes(chunk)
     views = [mv[start + i * bs:start + (i + 1) * bs] for i in range(n)]
     mv.release()
-    return mm, views
+    frac = huge_fraction(base, span) if buffers == "huge" else None
+    segs = [physical_segments(base + i * bs, bs) for i in range(n)]
+    return BufferPool(mm, views, buffers, 0.0 if buffers == "huge" and not huge else frac,
+                      None if None in segs else max(segs))
 
 
-def _release(mm, views) -> None:
-    for v in views:
-        v.release()
+PREAD_MAX = 128 << 10  # buffered reads up to this size use os.pread (below malloc's mmap threshold)
+
+
+def _is_direct(fd: int) -> bool:
     try:
-        mm.close()
-    except BufferError:  # pragma: no cover - a view still exported
-        pass
+        import fcntl
+
+        return bool(fcntl.fcntl(fd, fcntl.F_GETFL) & getattr(os, "O_DIRECT", 0))
+    except (OSError, ImportError):
+        return True  # unknown: keep to the aligned buffer
 
 
 def run_sync(spec: JobSpec) -> JobOutput:
     """QD1 in this thread.  Writes cycle through a pool of random buffers (no two
-    neighbouring blocks alike, so deduplicating storage cannot shortcut them)."""
-    out = JobOutput(io_path="sync (os.preadv/pwritev, 1 in flight)")
+    neighbouring blocks alike, so deduplicating storage cannot shortcut them).
+
+    The system calls are fio's psync ones where Python allows: ``pwrite64`` (``os.pwrite``
+    from the pool) for writes, ``pread64`` (``os.pread``, into the bytes object it returns)
+    for buffered reads up to 128 KiB; an O_DIRECT read needs the aligned buffer, which only
+    ``os.preadv`` (``preadv2``) reads into.  ``map`` calls them with the next offset (a
+    C-level iterator, see :class:`~.job.Offsets`) and the next buffer, and the loop body
+    only takes the completion time, appends it and compares — the latencies (time since
+    the previous completion) and all bookkeeping are done at the meter's events.
+    """
     write = spec.op == "write"
-    nbuf = max(1, min(64, (16 << 20) // spec.bs)) if write else 1
-    mm, views = aligned_buffers(nbuf, spec.bs, fill_random=write)
-    bufs = [[v] for v in views]
     fd = spec.fd
-    io = os.pwritev if write else os.preadv
     bs = spec.bs
+    pread = not write and bs <= PREAD_MAX and not _is_direct(fd)
+    call = "os.pwrite" if write else ("os.pread" if pread else "os.preadv")
+    out = JobOutput(io_path=f"sync ({call}, 1 in flight)")
+    nbuf = max(1, min(64, (16 << 20) // bs)) if write else 1
+    pool = aligned_buffers(nbuf, bs, fill_random=write, buffers=spec.buffers)
+    if pread:
+        out.extra["buffers_used"] = "os.pread's bytes objects (buffered: the page cache copies into them)"
+    else:
+        pool.record(out.extra)
+    bufs = [[v] for v in pool.views]
     pc = time.perf_counter_ns
-    meter = Meter(spec, out)
-    lats = meter.lats
-    app = lats.append
-    it = offsets(spec)
-    done = 0
-    k = 0
+    offs = Offsets(spec)
+    meter = Meter(spec, out, offs)
+    stamps = meter.stamps
+    app = stamps.append
+    if write:
+        ios = map(os.pwrite, repeat(fd), cycle(pool.views), offs.iter)
+    elif pread:
+        ios = map(len, map(os.pread, repeat(fd), repeat(bs), offs.iter))
+    else:
+        ios = map(os.preadv, repeat(fd), repeat(bufs[0]), offs.iter)
     short = None
+    n = bs
+    now = pc()
     try:
         nev = meter.next_event
-        prev = pc()
-        for off in it:
-            n = io(fd, bufs[k], off)
-            now = pc()
-            app(now - prev)
-            prev = now
-            done += 1
-            if n != bs:
-                short = (off, n)
-                break
-            if write:
-                k = (k + 1) % nbuf
-            if now >= nev:
-                if not meter.event(now, done, 1):
+        meter.stamp0 = pc()
+        while True:
+            for n in ios:
+                now = pc()
+                app(now)
+                if n != bs or now >= nev:
                     break
-                nev = meter.next_event
+            else:
+                break  # size based: every offset done
+            if n != bs:
+                short = n
+                break
+            if not meter.event(now, meter.flushed + len(stamps), 1):
+                break
+            nev = meter.next_event
         if write and spec.fsync_end and not out.interrupted:
             os.fdatasync(fd)
-        now = pc()
+            now = pc()
         out.qd_max = 1
-        meter.finish(now, done, None if short is None else short[1])
+        meter.finish(now, meter.flushed + len(stamps), short)
         out.qd_mean = 1.0
     finally:
-        del bufs
-        _release(mm, views)
+        del ios, bufs
+        pool.release()
     if short is not None:
-        out.extra["short_io"] = {"offset": short[0], "bytes": short[1]}
+        out.extra["short_io"] = {"bytes": short}
+        k = out.ios - 1 + meter.done0  # the short I/O's index among all issued (ramp included)
+        nblocks = max(1, spec.region // bs)
+        if spec.pattern == "seq" or nblocks == 1:
+            out.extra["short_io"]["offset"] = (k % nblocks) * bs
     return out
 
 
@@ -121,7 +238,9 @@ def run_threads(spec: JobSpec) -> JobOutput:
     qd = max(1, spec.qd)
     out = JobOutput(io_path=f"threads ({qd} x os.preadv/pwritev)")
     write = spec.op == "write"
-    mm, views = aligned_buffers(qd, spec.bs, fill_random=write)
+    pool = aligned_buffers(qd, spec.bs, fill_random=write, buffers=spec.buffers)
+    views = pool.views
+    pool.record(out.extra)
     meter = Meter(spec, out)
     it = offsets(spec)
     lock = threading.Lock()
@@ -183,7 +302,7 @@ def run_threads(spec: JobSpec) -> JobOutput:
             out.bytes += max(0, state["error"]["bytes"])
         out.qd_max = qd
         out.qd_mean = float(qd)
-        _release(mm, views)
+        pool.release()
     if state["error"] is not None:
         err = state["error"]
         if isinstance(err, OSError):

@@ -36,7 +36,7 @@ import mmap
 import os
 import time
 
-from .job import JobOutput, JobSpec, Meter, offsets
+from .job import JobOutput, JobSpec, Meter, Offsets
 from .sync import aligned_buffers
 
 __all__ = ["available", "run_uring", "Ring"]
@@ -224,7 +224,8 @@ def run_uring(spec: JobSpec) -> JobOutput:
         ring = Ring(entries)
     write = spec.op == "write"
     bs = spec.bs
-    mm, views = aligned_buffers(qd, bs, fill_random=write)
+    pool = aligned_buffers(qd, bs, fill_random=write, buffers=spec.buffers)
+    views = pool.views
     anchor = ctypes.c_char.from_buffer(views[0])
     base = ctypes.addressof(anchor)  # the slots are contiguous from here
     # Registered buffers and file: the kernel pins the pages and looks the file up once,
@@ -239,6 +240,7 @@ def run_uring(spec: JobSpec) -> JobOutput:
            "sqpoll": ", SQPOLL kernel submission thread"}[mode]
     out = JobOutput(io_path=f"io_uring (ctypes syscalls{how}, {qd} in flight"
                     + (", " + ", ".join(extras) if extras else "") + ")")
+    pool.record(out.extra)
     sq32, cq32, cqi32, cq64 = ring.sq32, ring.cq32, ring.cqi32, ring.cq64
     sqe8, sqe32, sqe64 = ring.sqe8, ring.sqe32, ring.sqe64
     if fixed_bufs:
@@ -278,8 +280,9 @@ def run_uring(spec: JobSpec) -> JobOutput:
             raise OSError(e, os.strerror(e))
         return r
     pc = time.perf_counter_ns
-    it = offsets(spec)
-    meter = Meter(spec, out)
+    offs = Offsets(spec)
+    it = offs.iter
+    meter = Meter(spec, out, offs)
     app = meter.lats.append
     sub_t = [0] * qd
     tail = sq32[sq_tail_i]
@@ -385,9 +388,7 @@ def run_uring(spec: JobSpec) -> JobOutput:
             except OSError:
                 break
         del anchor
-        for v in views:
-            v.release()
-        mm.close()
+        pool.release()
         ring.close()
     if error is not None:
         if error < 0:
