@@ -81,3 +81,10 @@ def test_an_interrupted_monitored_cell_still_shows_its_interrupt(ipshell, capsys
     out, err = capsys.readouterr()
     assert r.error_in_exec is None and "KeyboardInterrupt" in out + err and "INTERRUPTED" in out + err
     assert default_store().history(kind="monitor")["status"].tolist() == ["interrupted"]
+
+
+def test_with_o_it_is_shown_and_returned_as_before(ipshell, runs, capsys):
+    capsys.readouterr()
+    ipshell.run_cell("cmp = %iobench compare first-run second-run -o")
+    out = capsys.readouterr().out
+    assert isinstance(ipshell.user_ns["cmp"], Comparison) and out.count("Δ% second-run") == 1

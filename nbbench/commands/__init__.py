@@ -129,7 +129,8 @@ class Command:
     #: results are saved to the store unless --no-save
     saves: bool = True
     #: its value is the answer (a table, a comparison): where values are returned (the
-    #: notebook) it is returned like an expression's, without -o, and not shown twice
+    #: notebook) it is returned like an expression's without -o, and then not shown by the
+    #: command too (IPython displays it as the cell's value); with -o: shown and returned
     expression: bool = False
 
     def add_arguments(self, parser) -> None:

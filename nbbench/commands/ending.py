@@ -71,15 +71,18 @@ def execute(inv, ctx, store=None) -> Any:
 
 
 def returns_value(inv, ctx) -> bool:
-    """Whether front end ``ctx`` hands what ``inv`` gave back as the expression's value
-    (``h = %iobench history``): with ``-o``, and for a command whose value is the answer
-    (``Command.expression``: history, compare) unless ``--json``.  Such a value is not
-    shown by :func:`finish` too: IPython displays it when it is the cell's value."""
-    if not ctx.returns_result:
-        return False
-    if getattr(inv.args, "return_result", False):
-        return True
-    return bool(getattr(inv.command, "expression", False)) and not getattr(inv.args, "json", False)
+    """Whether front end ``ctx`` hands what ``inv`` gave back as the expression's value:
+    with ``-o`` (shown and returned, like ``%timeit -o``), and for a command whose value
+    is the answer (``Command.expression``: ``h = %iobench history``) unless ``--json``."""
+    return ctx.returns_result and (getattr(inv.args, "return_result", False) or _value_only(inv, ctx))
+
+
+def _value_only(inv, ctx) -> bool:
+    """An expression command without -o / --json where values are returned: it is only
+    returned, not shown — IPython displays it when it is the cell's value (no double display)."""
+    args = inv.args
+    return (ctx.returns_result and bool(getattr(inv.command, "expression", False))
+            and not getattr(args, "return_result", False) and not getattr(args, "json", False))
 
 
 def finish(inv, value: Any, ctx, store=None) -> Any:
@@ -95,7 +98,7 @@ def finish(inv, value: Any, ctx, store=None) -> Any:
     if saving and label is not None:
         for r in _results(value):
             r.labels["label"] = label
-    if not (getattr(inv.command, "expression", False) and returns_value(inv, ctx)):
+    if not _value_only(inv, ctx):
         show(inv, value, ctx)
     if saving:
         try:
