@@ -5,7 +5,7 @@ import sqlite3
 import pytest
 
 from nbbench.results import Result
-from nbbench.store import SCHEMA_VERSION, Store, StoreError, default_path, default_store
+from nbbench.store import SCHEMA_VERSION, Store, default_path, default_store
 
 ENV = {"id": "env-one", "host": "h"}
 
@@ -71,6 +71,8 @@ def test_migrates_a_version_1_database(tmp_path):
 
 
 def test_refuses_a_newer_schema(tmp_path):
+    from nbbench.store import StoreError
+
     path = tmp_path / "new.sqlite"
     Store(path)
     conn = sqlite3.connect(path)

@@ -22,7 +22,7 @@ import pytest
 from nbbench import cli
 from nbbench.results import Result
 from nbbench.results.gpu import GpuCheckResult
-from nbbench.store import SCHEMA_VERSION, Store, StoreError
+from nbbench.store import SCHEMA_VERSION, Store
 
 ENV = {"id": "env-test"}
 
@@ -147,7 +147,7 @@ def _one_not_saved_line(err: str, why: str) -> str:
 
 
 def test_the_store_raises_one_typed_error_with_a_sentence(broken_home):
-    from nbbench.store import default_store
+    from nbbench.store import StoreError, default_store
 
     home, why = broken_home
     with pytest.raises(StoreError, match=why) as info:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from nbbench import cli, commands
-from nbbench.results import Result, worst_verdict
+from nbbench.results import Result
 from nbbench.results.doctor import Check, DoctorResult
 from nbbench.results.gpu import GpuCheckResult
 from nbbench.store import default_store
@@ -34,6 +34,8 @@ def doctor_result(*statuses) -> DoctorResult:
 
 # --------------------------------------------------------------------- the model
 def test_worst_verdict():
+    from nbbench.results import worst_verdict
+
     assert worst_verdict(["ok", "warn", "n/a", "ok"]) == "warn"
     assert worst_verdict(["warn", "fail", "ok"]) == "fail"
     assert worst_verdict(["ok", "n/a"]) == "ok"
