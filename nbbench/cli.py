@@ -1,8 +1,12 @@
 """``nbbench SUBCOMMAND …`` for terminals (users who come in over SSH).
 
 The same subcommands and options as ``%iobench``.  A small table for people,
-``--json`` for scripts.  Exit codes: 0 ok, 1 the probe failed (or could not run),
-2 usage error, 130 interrupted.
+``--json`` for scripts.  Exit codes (:data:`nbbench.commands.EXIT_CODES`, the one
+rule :func:`nbbench.commands.exit_code`): 0 ran, 1 the probe failed (or could not
+run), 2 usage error, 3 ran and a check failed (``nbbench gpu`` without CUDA,
+``nbbench doctor`` with a failing check), 130 interrupted — so a CI job can gate on
+``nbbench doctor`` or ``nbbench gpu``.  A result the store cannot keep is still
+shown, with one "not saved: …" line on stderr; the exit code is the probe's.
 """
 
 from __future__ import annotations
@@ -63,10 +67,12 @@ class TerminalContext(Context):
 
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser: only its help is shown (each subcommand is parsed by :func:`nbbench.commands.parse`)."""
+    codes = "\n".join(f"  {code:<4} {text}" for code, text in commands.EXIT_CODES)
     parser = argparse.ArgumentParser(
         prog="nbbench",
         description="Benchmarks for GPU training containers: GPU stack, storage, input pipeline, environment.",
-        epilog="Run 'nbbench SUBCOMMAND --help' for a subcommand's options.",
+        epilog=f"Run 'nbbench SUBCOMMAND --help' for a subcommand's options.\n\nExit codes:\n{codes}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         add_help=False,
     )
     parser.add_argument("-h", "--help", action="store_true", help="show this help")
@@ -77,13 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def exit_code(value) -> int:
-    """0 ok, 1 failed, 130 interrupted (:func:`nbbench.commands.outcome`); a command that ran a
-    program (``nbbench monitor -- CMD``) exits with that program's code."""
-    code = value if isinstance(value, int) else getattr(value, "exit_code", None)
-    if isinstance(code, int) and not isinstance(code, bool):
-        return code
-    return {"ok": 0, "failed": 1, "interrupted": 130}[commands.outcome(value)]
+#: the exit code of what a command returned: :func:`nbbench.commands.exit_code`, the one rule
+exit_code = commands.exit_code
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -113,15 +114,15 @@ def _main(argv: list[str] | None = None) -> int:
     except UsageProblem as exc:   # as argparse words it: the usage line, then PROG: error: MESSAGE
         sys.stderr.write(exc.usage)
         print(f"{exc.prog}: error: {exc}", file=sys.stderr)
-        return 2
+        return commands.EXIT_USAGE
     try:
         value = commands.execute(inv, ctx)
     except ProbeError as exc:
         print(f"nbbench {inv.name}: {ctx.error_text(exc)}", file=sys.stderr)
-        return 1
+        return commands.EXIT_FAILED
     except KeyboardInterrupt:
         print(f"nbbench {inv.name}: interrupted", file=sys.stderr)
-        return 130
+        return commands.EXIT_INTERRUPTED
     return exit_code(value)
 
 

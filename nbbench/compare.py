@@ -270,6 +270,7 @@ class Comparison:
     def to_dict(self) -> dict[str, Any]:
         return {"refs": self.refs, "warnings": self.all_warnings, "notes": self.notes,
                 "groups": [{"kind": g.kind, "names": g.names, "run_ids": [r.run_id for r in g.runs],
+                            "verdicts": [r.verdict for r in g.runs],
                             "metrics": g.metrics, "warnings": g.warnings, "notes": g.notes, "rows": g.rows}
                            for g in self.groups]}
 
@@ -415,6 +416,10 @@ def _like_for_like(g: ComparisonGroup) -> None:
         vals = [str(r.labels.get(k, "—")) for r in g.runs]
         if len(set(vals)) > 1:
             g.notes.append(f"{k}: " + ", ".join(f"{v} ({n})" for v, n in zip(vals, g.names)))
+    verdicts = [r.verdict or "none" for r in g.runs]   # what each run's checks found (none: no checks)
+    if len(set(verdicts)) > 1:
+        g.notes.append("verdicts differ — " + ", ".join(f"{v} ({n})" for v, n in zip(verdicts, g.names))
+                       + ": what the runs' checks found changed")
     for n, r in zip(g.names, g.runs):
         if r.status != "ok":
             g.warnings.append(f"{n} (run {r.run_id}) is {r.status}" + (f": {r.reason}" if r.reason else "")

@@ -4,6 +4,12 @@ Every subcommand's options come from :mod:`nbbench.commands`, parsed by
 :func:`nbbench.commands.parse` with IPython's ``MagicArgumentParser``; a bad option
 is a one-line ``UsageError``.  :class:`NotebookContext` is what the notebook offers
 a command: widgets progress bars, rich display, live plots, ``%iobench`` wording.
+
+The magic returns the result with ``-o``; ``history`` and ``compare`` return theirs
+always, like any expression (``h = %iobench history``), and IPython displays it when
+it is the cell's value.  A cell body run under ``%%iobench monitor`` that raises
+shows its own traceback once: the body's traceback is kept, not shown, and shown by
+IPython when the magic re-raises the error (after the monitor's result).
 """
 
 from __future__ import annotations
@@ -137,20 +143,55 @@ class IOBenchMagics(Magics):
             value = commands.execute(inv, ctx)
         except ProbeError as exc:
             raise UsageError(ctx.error_text(exc)) from None
-        return value if getattr(inv.args, "return_result", False) else None
+        return value if commands.returns_value(inv, ctx) else None
 
     def _run_cell(self, body: str):
-        """Run a cell body in the user's namespace; re-raise its exception."""
-        res = self.shell.run_cell(body, store_history=False)
-        if res.error_before_exec is not None:
-            raise res.error_before_exec
-        if res.error_in_exec is not None:
-            raise res.error_in_exec
+        """Run a cell body in the user's namespace; re-raise its exception.
+
+        The traceback IPython draws for the body's error is kept on the exception
+        (``_render_traceback_``) instead of being shown now, so it is shown once, when
+        the magic re-raises it; an interrupt's is shown at once (the run goes on)."""
+        shell = self.shell
+        kept: list = []
+        own = "_showtraceback" in vars(shell)
+        original = shell._showtraceback
+
+        def keep(etype, evalue, stb):
+            kept.append((etype, evalue, stb))
+
+        shell._showtraceback = keep
+        try:
+            res = shell.run_cell(body, store_history=False)
+        finally:
+            if own:
+                shell._showtraceback = original
+            else:
+                del shell._showtraceback
+        error = res.error_before_exec if res.error_before_exec is not None else res.error_in_exec
+        for etype, evalue, stb in kept:
+            if evalue is error and not isinstance(error, KeyboardInterrupt):
+                try:
+                    error._render_traceback_ = lambda stb=stb: stb
+                    continue
+                except (AttributeError, TypeError):  # exceptions with __slots__: shown now, as before
+                    pass
+            original(etype, evalue, stb)
+        if error is not None:
+            raise error
         return res.result
+
+
+def _display_comparison(cmp) -> None:
+    """A Comparison shown as a cell's value (``cmp = %iobench compare A B; cmp``) the way
+    ``compare`` shows it: the table as HTML, each bar chart as its own image/png output."""
+    commands.get_command("compare").show(cmp, None, NotebookContext())
 
 
 def load_ipython_extension(ipython) -> None:
     ipython.register_magics(IOBenchMagics)
+    from .compare import Comparison
+
+    ipython.display_formatter.ipython_display_formatter.for_type(Comparison, _display_comparison)
 
 
 def unload_ipython_extension(ipython) -> None:  # pragma: no cover - IPython keeps magics

@@ -9,6 +9,11 @@ autosave (the settings file below), so a test never writes to a notebook.
 
 Chromium is Debian's (``/usr/bin/chromium``) driven by Playwright from PyPI with a
 fresh user-data dir; nothing is downloaded (no ``playwright install``).
+
+The temporary state (``/tmp/nbbench-lab-state-*``) is removed when the ``with`` block
+ends, also when it ends by an exception (the server log's tail is printed first, so a
+failing test still shows it); without ``with``, call :meth:`JupyterLab.cleanup` in a
+``finally``.
 """
 
 from __future__ import annotations
@@ -185,19 +190,27 @@ class JupyterLab:
                 pass
         if getattr(self, "_log", None):
             self._log.close()
+            self._log = None
 
     def cleanup(self) -> None:
+        """Remove the temporary state (the server is stopped first if it still runs)."""
+        self.stop()
         shutil.rmtree(self.state, ignore_errors=True)
 
     def __enter__(self) -> "JupyterLab":
         try:
             return self.start()
         except BaseException:
-            self.stop()
+            print("---- jupyter server log (tail) ----\n" + self.log_tail(6000))
+            self.cleanup()
             raise
 
-    def __exit__(self, *exc) -> None:
-        self.stop()
+    def __exit__(self, exc_type, exc, tb) -> None:
+        try:
+            if exc_type is not None:
+                print("---- jupyter server log (tail) ----\n" + self.log_tail(6000))
+        finally:
+            self.cleanup()
 
 
 def launch_chromium(playwright, user_data_dir: str, viewport=(1280, 1400)):

@@ -52,8 +52,6 @@ def _wait(cond, timeout: float, what: str, poll: float = 0.05):
 
 def test_panel_in_jupyterlab(tmp_path):
     require_browser()
-    from playwright.sync_api import sync_playwright
-
     root = tmp_path / "lab"
     root.mkdir()
     shutil.copy(NOTEBOOK, root / "panel.ipynb")
@@ -64,6 +62,15 @@ def test_panel_in_jupyterlab(tmp_path):
     timings: dict = {}
 
     lab = JupyterLab(root, start_timeout=90)
+    try:   # the lab's temporary state goes at the end, also on failure
+        _drive_and_check(lab, tmp_path, root, data, shot, timings)
+    finally:
+        lab.cleanup()
+
+
+def _drive_and_check(lab, tmp_path, root, data, shot, timings):
+    from playwright.sync_api import sync_playwright
+
     try:
         lab.start()
         with sync_playwright() as pw:
@@ -172,4 +179,4 @@ def test_panel_in_jupyterlab(tmp_path):
     assert timings["stop_latency_in_kernel_s"] < 5, timings
     (ARTIFACTS / "panel-stop.json").write_text(json.dumps(timings, indent=2))
     print("stop timings:", timings, "screenshot:", shot)
-    lab.cleanup()
+    st.close()

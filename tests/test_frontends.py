@@ -77,9 +77,12 @@ def test_cli_exit_codes(capsys):
 
 
 def test_cli_json_is_the_result_dict(capsys):
-    assert cli.main(["gpu", "--json", "--no-bench"]) == 0
+    code = cli.main(["gpu", "--json", "--no-bench"])
     data = json.loads(capsys.readouterr().out)
     assert data["kind"] == "gpu" and isinstance(data["available"], bool)
+    # it ran (status ok); whether CUDA is usable is its verdict, and the exit code says it
+    assert data["status"] == "ok" and data["verdict"] in ("ok", "warn", "fail")
+    assert code == (3 if data["verdict"] == "fail" else 0)
     assert default_store().count("gpu") >= 1
 
 

@@ -107,11 +107,14 @@ def test_versions_helpers():
 
 
 def test_real_machine_without_gpu_cli_json():
-    """The absent path for real: this machine has no GPU (or CI's)."""
+    """The absent path for real: this machine has no GPU (or CI's).  The check ran (status
+    ok); CUDA not usable is its verdict, fail, and the exit code 3 says so."""
     out = subprocess.run([sys.executable, "-m", "nbbench", "gpu", "--json", "--no-save"],
                          capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
-    assert data["kind"] == "gpu"
+    assert data["kind"] == "gpu" and data["status"] == "ok", out.stderr
     if not data["available"]:
         assert data["reason"] and data["metrics"]["device_count"] == 0
+        assert data["verdict"] == "fail" and out.returncode == 3, out.stderr
+    else:
+        assert out.returncode == (3 if data["verdict"] == "fail" else 0), out.stderr

@@ -197,7 +197,7 @@ def test_result_round_trip_and_verdict():
     back = Result.from_dict(res.to_dict())
     assert isinstance(back, LoaderResult)
     assert back == res
-    assert "a100-resnet50" in res.verdict()
+    assert "a100-resnet50" in res.sentence()
     assert res.metrics["accelerators_fed_count"] >= 0
 
 

@@ -96,9 +96,9 @@ def test_exception_in_cell_is_reraised_after_plot_final_and_saved_as_failed():
     stored = default_store().find(1)[0] if default_store().count("monitor") else None
     assert stored is not None and stored.status == "failed"
     assert "ZeroDivisionError" in stored.reason
-    # the traceback is shown once by the cell run: the re-raise renders one line
-    lines = info.value._render_traceback_()
-    assert lines[0] == "ZeroDivisionError: division by zero" and "saved as failed" in lines[1]
+    # the command passes the cell's own error on untouched: how its traceback is shown (once)
+    # is the front end's (nbbench.magics keeps the cell's own; tests/test_frontends.py)
+    assert not hasattr(info.value, "_render_traceback_")
     assert ctx.shown and ctx.shown[0].status == "failed"
 
 

@@ -2,6 +2,7 @@
 
 import base64
 import io
+import re
 
 import nbformat
 import pytest
@@ -59,6 +60,13 @@ def test_saved_notebook_holds_the_final_png_of_the_monitored_cell(tmp_path):
     err = nb.cells[3].outputs
     assert any("image/png" in o.get("data", {}) for o in err if o.output_type == "display_data")
     assert [o.ename for o in err if o.output_type == "error"][-1] == "ZeroDivisionError"
+    # shown once: the cell's own traceback (its frames), not a second copy when the magic re-raises
+    errors = [o for o in err if o.output_type == "error"]
+    assert len(errors) == 1, [o.output_type for o in err]
+    assert any("1/0" in re.sub(r"\x1b\[[0-9;]*m", "", line) for line in errors[0].traceback)
+    # after the monitor's result, which says it failed
+    assert any("FAILED" in o.get("data", {}).get("text/plain", "") for o in err
+               if o.output_type == "display_data")
 
 
 def test_interrupt_button_keeps_the_samples_and_finishes_the_plot(tmp_path):

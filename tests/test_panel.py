@@ -235,10 +235,12 @@ def test_gpu_tab_runs_the_gpu_command_and_shows_the_result(panel, store, monkeyp
     panel.label.value = "lab"
     panel.run_button.click()
     rec = panel.wait(10)
-    assert rec.status == "ok"
+    assert rec.status == "ok" and rec.verdict == "fail"   # it ran; its check failed
     assert calls and calls[0]["benchmark"] is False
     assert "CPU-only build" in panel.results.value
-    assert "done in" in panel.status.value
+    # never green "done" over a failed check: the status line is red and says so
+    assert "nbbench-status-fail" in panel.status.value and "a check failed" in panel.status.value
+    assert "done in" not in panel.status.value and "#2e7d32" not in panel.status.value
     assert store.history(kind="gpu")["label"].tolist() == ["lab"]
     assert panel.stop_button.disabled and not panel.run_button.disabled
 

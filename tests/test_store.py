@@ -71,14 +71,53 @@ def test_migrates_a_version_1_database(tmp_path):
 
 
 def test_refuses_a_newer_schema(tmp_path):
+    from nbbench.store import StoreError
+
     path = tmp_path / "new.sqlite"
     Store(path)
     conn = sqlite3.connect(path)
     conn.execute("UPDATE schema_version SET version=?", (SCHEMA_VERSION + 1,))
     conn.commit()
     conn.close()
-    with pytest.raises(RuntimeError, match="newer"):
+    with pytest.raises(StoreError, match="newer than this nbbench") as info:
         Store(path)
+    assert isinstance(info.value, RuntimeError) and "NBBENCH_HOME" in str(info.value)
+
+
+def test_migrates_a_version_2_database_and_fills_the_verdict_column(tmp_path):
+    """v2 -> v3 added the verdict column; runs stored before are judged from their JSON."""
+    from nbbench.results.gpu import GpuCheckResult
+
+    path = tmp_path / "v2.sqlite"
+    conn = sqlite3.connect(path)
+    conn.executescript("""
+        CREATE TABLE schema_version (version INTEGER NOT NULL);
+        INSERT INTO schema_version VALUES (2);
+        CREATE TABLE environments (env_id TEXT PRIMARY KEY, created_at REAL NOT NULL, data TEXT NOT NULL);
+        CREATE TABLE runs (run_id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, label TEXT,
+            status TEXT NOT NULL, started_at REAL NOT NULL, ended_at REAL, env_id TEXT, data TEXT NOT NULL,
+            summary TEXT);
+        CREATE INDEX runs_label ON runs(label);
+    """)
+    gpu = GpuCheckResult(extra={"available": False, "verdicts": [
+        {"check": "torch build", "status": "fail", "message": "CPU-only"}]}).finish()
+    old_rows = []
+    for r in (res(1), gpu):
+        d = r.to_dict()
+        del d["verdict"]   # written by an nbbench without verdicts
+        old_rows.append((r.kind, "old", r.status, r.started_at, r.ended_at, None, json.dumps(d), str(r)))
+    conn.executemany("INSERT INTO runs(kind,label,status,started_at,ended_at,env_id,data,summary)"
+                     " VALUES (?,?,?,?,?,?,?,?)", old_rows)
+    conn.commit()
+    conn.close()
+    st = Store(path)
+    assert st.schema_version == SCHEMA_VERSION == 3
+    h = st.history()
+    assert h["status"].tolist() == ["ok", "ok"]
+    assert h["verdict"].isna().tolist() == [True, False] and h.loc[2, "verdict"] == "fail"
+    assert st.get(2).verdict == "fail" and st.get(1).verdict is None
+    st.save(res(2), environment=ENV)   # and new rows keep theirs
+    assert st.history()["verdict"].isna().tolist() == [True, False, True]
 
 
 def _writer(path, tag, n, barrier):

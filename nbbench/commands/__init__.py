@@ -10,8 +10,11 @@ control panel) goes through three steps, each written once here:
    :class:`Context` gives; ``-h`` raises :class:`HelpRequested`, a bad option
    :class:`UsageProblem` — the one usage error every front end words its own way;
 2. :func:`execute` runs it and :func:`finish` ends it: show the result, then save it
-   (unless ``--no-save``) and return it;
-3. :func:`outcome` says how it went ("ok" / "interrupted" / "failed").
+   (unless ``--no-save``; a store that cannot be written is one "not saved: …" line)
+   and return it;
+3. :func:`outcome` says whether it ran ("ok" / "interrupted" / "failed"), :func:`verdict`
+   what its checks found ("ok" / "warn" / "fail" / None), :func:`exit_code` both as
+   the CLI's exit code (:data:`EXIT_CODES`).
 
 Whatever differs between front ends is a method or attribute of :class:`Context`
 (showing HTML, images, tables and live plots, drawing progress, naming a command in
@@ -32,11 +35,15 @@ from typing import Any
 
 from ..results import ProbeError
 from .context import Context
-from .ending import RaiseAfterFinish, execute, finish, outcome, save_results, show, to_json
+from .ending import (EXIT_CHECK_FAILED, EXIT_CODES, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE,
+                     RaiseAfterFinish, execute, exit_code, finish, outcome, returns_value, save_results, show,
+                     to_json, verdict)
 
 __all__ = ["Command", "Context", "REGISTRY", "get_command", "names", "available", "add_common_options",
            "HelpRequested", "UsageProblem", "Invocation", "parse", "defaults", "build_parser",
-           "execute", "finish", "show", "save_results", "outcome", "to_json", "RaiseAfterFinish"]
+           "execute", "finish", "show", "save_results", "outcome", "verdict", "exit_code", "returns_value",
+           "to_json", "RaiseAfterFinish", "EXIT_OK", "EXIT_FAILED", "EXIT_USAGE", "EXIT_CHECK_FAILED",
+           "EXIT_INTERRUPTED", "EXIT_CODES"]
 
 # name: ("module:Class", one-line help).  Order is the order of the help listing.
 REGISTRY: dict[str, tuple[str, str]] = {
@@ -121,6 +128,10 @@ class Command:
     cell: bool = False
     #: results are saved to the store unless --no-save
     saves: bool = True
+    #: its value is the answer (a table, a comparison): where values are returned (the
+    #: notebook) it is returned like an expression's without -o, and then not shown by the
+    #: command too (IPython displays it as the cell's value); with -o: shown and returned
+    expression: bool = False
 
     def add_arguments(self, parser) -> None:
         """Declare this subcommand's own options (argparse API)."""

@@ -12,6 +12,7 @@ subclass it (``nbbench.magics.NotebookContext``, ``nbbench.cli.TerminalContext``
 from __future__ import annotations
 
 import argparse
+import sys
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -102,6 +103,11 @@ class Context:
     def write(self, text: str) -> None:
         """Output asked for even when quiet (``--json``)."""
         print(text)
+
+    def note(self, text: str) -> None:
+        """One line about the run that is not its result ("not saved: …"): shown even when
+        quiet or with ``--json``, on stderr (so stdout stays the JSON alone)."""
+        print(text, file=sys.stderr, flush=True)
 
     # ----------------------------------------------------------- widgets
     def live_plot(self, **kwargs):

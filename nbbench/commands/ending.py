@@ -3,17 +3,37 @@
 :func:`execute` runs an :class:`~nbbench.commands.Invocation` and hands what it
 returned to :func:`finish`: the result is shown first (``--json``: its JSON; else
 the command's ``show`` unless ``--quiet``), then saved to the store unless
-``--no-save``, then returned.  :func:`outcome` is the one rule for how a run went,
-from what it returned: the CLI's exit code and the panel's status line follow it.
+``--no-save``, then returned.  A store that cannot be written never costs the
+result: it has been shown, and one line says why it was not saved
+(:class:`nbbench.store.StoreError`, through :meth:`Context.note`).
+
+How a run went is two things, each with one rule here: :func:`outcome` — did it
+run (ok / interrupted / failed) — and :func:`verdict` — what its checks found
+(ok / warn / fail, None without checks).  :func:`exit_code` combines them into the
+CLI's exit code (:data:`EXIT_CODES`); the panel's status line follows both.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..results import Result
+from ..results import Result, worst_verdict
 
-__all__ = ["execute", "finish", "show", "save_results", "outcome", "to_json", "RaiseAfterFinish"]
+__all__ = ["execute", "finish", "show", "save_results", "outcome", "verdict", "exit_code", "returns_value",
+           "to_json", "RaiseAfterFinish", "EXIT_OK", "EXIT_FAILED", "EXIT_USAGE", "EXIT_CHECK_FAILED",
+           "EXIT_INTERRUPTED", "EXIT_CODES"]
+
+EXIT_OK = 0              # ran; its checks (if any) found nothing worse than a warning
+EXIT_FAILED = 1          # the probe failed (or could not run)
+EXIT_USAGE = 2           # a usage error: unknown subcommand, bad option or value
+EXIT_CHECK_FAILED = 3    # ran, and a check failed (verdict fail)
+EXIT_INTERRUPTED = 130   # interrupted (Ctrl-C, SIGINT)
+#: the exit codes, as ``nbbench --help`` and the README list them
+EXIT_CODES = ((EXIT_OK, "ran (its checks, if any, found nothing worse than a warning)"),
+              (EXIT_FAILED, "the probe failed"),
+              (EXIT_USAGE, "usage error"),
+              (EXIT_CHECK_FAILED, "ran, and a check failed (verdict fail: e.g. nbbench gpu without CUDA)"),
+              (EXIT_INTERRUPTED, "interrupted"))
 
 
 class RaiseAfterFinish(Exception):
@@ -50,19 +70,41 @@ def execute(inv, ctx, store=None) -> Any:
     raise error
 
 
+def returns_value(inv, ctx) -> bool:
+    """Whether front end ``ctx`` hands what ``inv`` gave back as the expression's value:
+    with ``-o`` (shown and returned, like ``%timeit -o``), and for a command whose value
+    is the answer (``Command.expression``: ``h = %iobench history``) unless ``--json``."""
+    return ctx.returns_result and (getattr(inv.args, "return_result", False) or _value_only(inv, ctx))
+
+
+def _value_only(inv, ctx) -> bool:
+    """An expression command without -o / --json where values are returned: it is only
+    returned, not shown — IPython displays it when it is the cell's value (no double display)."""
+    args = inv.args
+    return (ctx.returns_result and bool(getattr(inv.command, "expression", False))
+            and not getattr(args, "return_result", False) and not getattr(args, "json", False))
+
+
 def finish(inv, value: Any, ctx, store=None) -> Any:
     """The end of every front end's run: show ``value``, then save its Results (unless
     ``--no-save``), then return it.  The label is put on the results before they are
-    shown, so what is shown is what is stored."""
+    shown, so what is shown is what is stored.  A store that cannot be written
+    (:class:`~nbbench.store.StoreError`) is one line through ``ctx.note``: "not saved: …"."""
+    from ..store import StoreError
+
     ctx.worded(value)
     label = getattr(inv.args, "label", None)
     saving = _saving(inv)
     if saving and label is not None:
         for r in _results(value):
             r.labels["label"] = label
-    show(inv, value, ctx)
+    if not _value_only(inv, ctx):
+        show(inv, value, ctx)
     if saving:
-        save_results(value, label, store)
+        try:
+            save_results(value, label, store)
+        except StoreError as exc:
+            ctx.note(f"not saved: {exc}")
     return value
 
 
@@ -100,10 +142,36 @@ def outcome(value: Any) -> str:
             return s
     if statuses:
         return "ok"
-    code = value if isinstance(value, int) else getattr(value, "exit_code", None)
-    if isinstance(code, int) and not isinstance(code, bool):
-        return "ok" if code == 0 else ("interrupted" if code == 130 else "failed")
+    code = _program_code(value)
+    if code is not None:
+        return "ok" if code == 0 else ("interrupted" if code == EXIT_INTERRUPTED else "failed")
     return "ok"
+
+
+def verdict(value: Any) -> str | None:
+    """What a run's checks found, from what it returned: the worst verdict among its
+    Results ("fail" > "warn" > "ok"), None when none has checks."""
+    return worst_verdict(r.verdict for r in _results(value))
+
+
+def exit_code(value: Any) -> int:
+    """The CLI's exit code for what a run returned (:data:`EXIT_CODES`): a program's own code
+    (``nbbench monitor -- CMD``), else 130 interrupted, 1 failed (:func:`outcome`), 3 ran but
+    a check failed (:func:`verdict` "fail"), 0 ran.  Usage errors (2) never get this far."""
+    code = _program_code(value)
+    if code is not None:
+        return code
+    how = outcome(value)
+    if how == "interrupted":
+        return EXIT_INTERRUPTED
+    if how == "failed":
+        return EXIT_FAILED
+    return EXIT_CHECK_FAILED if verdict(value) == "fail" else EXIT_OK
+
+
+def _program_code(value: Any) -> int | None:
+    code = value if isinstance(value, int) else getattr(value, "exit_code", None)
+    return code if isinstance(code, int) and not isinstance(code, bool) else None
 
 
 def to_json(value: Any) -> str:

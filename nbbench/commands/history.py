@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from . import Command
 
-_BRIEF = ["kind", "label", "status", "started", "summary"]
+_BRIEF = ["kind", "label", "status", "verdict", "started", "summary"]
 
 
 def _csv(text: str) -> list[str]:
@@ -18,10 +18,12 @@ def _csv(text: str) -> list[str]:
 
 class HistoryCommand(Command):
     help = "stored runs as a table"
-    description = ("Stored runs, oldest first, one row each with its metrics as columns (base units). "
-                   "-o returns the full DataFrame; the table shown keeps the summary columns.")
-    epilog = "Example: df = %iobench history --kind dd -o   ·   nbbench history --label baseline"
+    description = ("Stored runs, oldest first, one row each: status (did it run), verdict (what its checks "
+                   "found), its metrics as columns (base units). In a notebook it is the full DataFrame, "
+                   "returned as the cell's value; a terminal shows the summary columns.")
+    epilog = "Example: df = %iobench history --kind dd   ·   nbbench history --label baseline"
     saves = False
+    expression = True
 
     def add_arguments(self, p) -> None:
         from .options import positive_int
@@ -45,6 +47,8 @@ class HistoryCommand(Command):
         brief = value[[c for c in _BRIEF if c in value.columns]].copy()
         brief["started"] = brief["started"].dt.strftime("%Y-%m-%d %H:%M:%S")
         brief["label"] = brief["label"].fillna("")
+        if "verdict" in brief.columns:
+            brief["verdict"] = brief["verdict"].fillna("")
         brief.index.name = "run"
         ctx.display_table(brief, left=("kind", "label", "summary"))
 
@@ -54,8 +58,9 @@ class CompareCommand(Command):
     description = ("Compare stored runs like for like — same kind; a warning when parameters or the cache mode "
                    "differ — as a metric table with % deltas against the first and a bar chart. Each "
                    "RUN_OR_LABEL is a run id or a label (a label's latest run of each kind is used).")
-    epilog = "Example: %iobench compare nvme nfs   ·   nbbench compare 3 7 --png cmp.png"
+    epilog = "Example: cmp = %iobench compare nvme nfs   ·   nbbench compare 3 7 --png cmp.png"
     saves = False
+    expression = True
 
     def add_arguments(self, p) -> None:
         p.add_argument("refs", nargs="+", metavar="RUN_OR_LABEL", help="run ids or labels; the first is the baseline")

@@ -75,23 +75,6 @@ def _first_line(body: str) -> str:
     return ""
 
 
-def _quiet_traceback(exc: BaseException, saved: bool = True) -> None:
-    """The cell's traceback is already shown once (by the cell run): show a one-line
-    reminder instead of a second full traceback when the magic re-raises it."""
-    name = type(exc).__name__
-    msg = str(exc)
-
-    tail = "; the monitor result was saved as failed" if saved else ""
-
-    def render():
-        return [f"{name}: {msg}" if msg else name, f"(raised in the monitored cell — traceback above{tail})"]
-
-    try:
-        exc._render_traceback_ = render
-    except (AttributeError, TypeError):  # exceptions with __slots__
-        pass
-
-
 class MonitorCommand(Command):
     name = "monitor"
     help = "sample GPU, CPU and disk while a cell (or command) runs"
@@ -216,8 +199,9 @@ class MonitorCommand(Command):
         res = mon.result(status, reason, params=self._params(args, what="cell", cell=_first_line(body)))
         self._plot_figures(plot, res)
         if error is not None:
-            _quiet_traceback(error, saved=self.saves and not getattr(args, "no_save", False))
-            raise RaiseAfterFinish(res, error)   # shown and saved like any result, then the cell's error
+            # shown and saved like any result, then the cell's error — whose traceback the front
+            # end shows once (the notebook keeps the body's own: nbbench.magics)
+            raise RaiseAfterFinish(res, error)
         return res
 
     def _run_for(self, args, ctx, duration: float):

@@ -57,8 +57,10 @@ def result_card(r) -> str:
 
     if type(r)._repr_html_ is not Result._repr_html_:  # the result class knows its own view (presets, feed)
         return r._repr_html_()
+    verdict = (f"<span class='status verdict' style='background:{_CHIP[r.verdict]}'>checks: {esc(r.verdict)}</span>"
+               if r.verdict in _CHIP else "")
     head = (f"<div class='head'>{esc(r.headline())}<span class='status' style='background:"
-            f"{_STATUS.get(r.status, '#757575')}'>{esc(r.status)}</span>"
+            f"{_STATUS.get(r.status, '#757575')}'>{esc(r.status)}</span>{verdict}"
             + (f" <span class='note'>— {esc(r.reason)}</span>" if r.reason else "") + "</div>")
     labels = " · ".join(f"{esc(str(k))} <code>{esc(str(v))}</code>" for k, v in r.labels.items())
     shown = table_metrics(list(r.metrics))
@@ -112,7 +114,8 @@ def export(data, path=None, files=None) -> str:
         chips = "".join(f"<span class='chip' style='background:{_CHIP[s]}'>{doc.metrics.get(k, 0)} {s}</span>"
                         for s, k in (("fail", "fail_count"), ("warn", "warn_count"), ("ok", "ok_count"),
                                      ("n/a", "na_count")))
-        parts.append(f"<div class='chips'>doctor: {chips}</div>")
+        parts.append(f"<div class='chips'>doctor: {chips}"
+                     + (f" — verdict <b>{esc(doc.verdict)}</b>" if doc.verdict else "") + "</div>")
 
     parts.append("<h2>Environment</h2>")
     parts.append(_env_table(data))

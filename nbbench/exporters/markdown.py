@@ -61,7 +61,8 @@ def export(data, path=None, files=None) -> str:
 
     doc = data.doctor
     if doc is not None:
-        L += ["## Doctor", "", f"{doc} — checked `{doc.params.get('path')}` on this machine.", ""]
+        verdict = f" Verdict: **{doc.verdict}**." if doc.verdict else ""
+        L += ["## Doctor", "", f"{doc} — checked `{doc.params.get('path')}` on this machine.{verdict}", ""]
         order = {"fail": 0, "warn": 1, "ok": 2, "n/a": 3}
         def fix(c):   # a shared document names the terminal command
             text = c.fix_text(lambda name, args: " ".join(p for p in ("nbbench", name, args) if p))
@@ -80,6 +81,8 @@ def export(data, path=None, files=None) -> str:
             L += [", ".join(f"{k}: `{v}`" for k, v in r.labels.items()), ""]
         if r.status != "ok":
             L += [f"**{r.status}**" + (f": {r.reason}" if r.reason else ""), ""]
+        if r.verdict is not None:   # what its checks found (the status above says whether it ran)
+            L += [f"verdict: **{r.verdict}**", ""]
         if r.metrics:
             L += _table(["metric", "value"], [[metric_label(k), format_metric(k, v)] for k, v in r.metrics.items()])
         for w in r.warnings:

@@ -26,7 +26,7 @@ from typing import Any
 from ..results import ProbeError
 from .pathfield import PathField, PathInfo
 from .runner import Job, PanelRunner, RunnerHost, RunRecord
-from .views import error_html, status_html, to_html
+from .views import error_html, notes_html, status_html, to_html
 
 __all__ = ["ControlPanel"]
 
@@ -293,7 +293,15 @@ class ControlPanel(RunnerHost):
         if record.value is not None and not self._shown:
             self.show(record.value)
         took = f"{record.elapsed_s:.1f} s" if record.elapsed_s is not None else ""
-        if record.status == "ok":
+        if record.notes:   # after the result: "not saved: …"
+            with self._shown_lock:
+                self._shown.append(notes_html(record.notes))
+                self.results.value = "".join(self._shown)
+        if record.status == "ok" and record.verdict == "fail":   # it ran; its checks found a failure: red
+            self.set_status("fail", f"{record.title}: ran in {took} — a check failed")
+        elif record.status == "ok" and record.verdict == "warn":
+            self.set_status("warn", f"{record.title}: ran in {took} — with warnings")
+        elif record.status == "ok":
             self.set_status("ok", f"{record.title}: done in {took}")
         elif record.status == "interrupted":
             extra = ""

@@ -104,9 +104,11 @@ class RunRecord:
 
     title: str
     status: str = "running"            # running | ok | interrupted | failed | error
+    verdict: str | None = None         # what the run's checks found: ok | warn | fail | None (no checks)
     value: Any = None
     error: str | None = None           # the message shown in red
     details: str | None = None         # a traceback, for errors that are not user mistakes
+    notes: list[str] = field(default_factory=list)   # lines about the run, e.g. "not saved: …"
     started: float = field(default_factory=time.monotonic)
     ended: float | None = None
     stop_requested: float | None = None
@@ -140,6 +142,8 @@ class RunnerHost:
     def show(self, obj: Any) -> None: ...
 
     def echo(self, text: str) -> None: ...
+
+    def note(self, text: str) -> None: ...
 
     def live_plot(self, **kwargs):
         return None
@@ -175,6 +179,7 @@ class PanelContext(Context):
                          cancel=cancel if cancel is not None else threading.Event())
         self.host = host if host is not None else RunnerHost()
         self.progresses: list = []
+        self.notes: list[str] = []
 
     def command_text(self, name: str, args: str = "", cell: bool = False) -> str:
         """The tab that runs ``name`` ("the DataLoader tab's sweep"); a subcommand no tab runs
@@ -205,6 +210,11 @@ class PanelContext(Context):
 
     def echo(self, text: str) -> None:
         self.host.echo(text)
+
+    def note(self, text: str) -> None:
+        """A line about the run ("not saved: …"): kept on the run's record, shown by the panel when it ends."""
+        self.notes.append(text)
+        self.host.note(text)
 
     def live_plot(self, **kwargs):
         return self.host.live_plot(**kwargs)
@@ -279,6 +289,7 @@ class PanelRunner:
             value = commands.execute(inv, ctx, store=self.store)   # run, show, save: as every front end
             record.value = value
             record.status = commands.outcome(value)
+            record.verdict = commands.verdict(value)
             if job.on_value is not None:
                 job.on_value(value)
         except ProbeError as exc:
@@ -292,6 +303,7 @@ class PanelRunner:
             record.status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "error"
             record.error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
         finally:
+            record.notes = list(ctx.notes)
             final = {"ok": "ok", "interrupted": "interrupted"}.get(record.status, "failed")
             for p in ctx.progresses:
                 if getattr(p, "status", None) == "running":

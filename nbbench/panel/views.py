@@ -9,10 +9,12 @@ from __future__ import annotations
 import html
 from typing import Any
 
-__all__ = ["to_html", "error_html", "status_html", "COLOURS"]
+__all__ = ["to_html", "error_html", "notes_html", "status_html", "COLOURS"]
 
+# a run's state: ok / interrupted / failed / error; or, for a run that ended ok, its verdict
+# when its checks found something: warn (amber), fail (red) — never green over a failed check
 COLOURS = {"ok": "#2e7d32", "interrupted": "#ef6c00", "failed": "#c62828", "error": "#c62828",
-           "running": "#1565c0", "stopping": "#ef6c00", "idle": "#555", "warn": "#ef6c00"}
+           "running": "#1565c0", "stopping": "#ef6c00", "idle": "#555", "warn": "#ef6c00", "fail": "#c62828"}
 
 
 def to_html(obj: Any) -> str:
@@ -41,6 +43,11 @@ def error_html(message: str, details: str | None = None) -> str:
         out += (f"<details><summary>traceback</summary><pre style='font-size:85%;white-space:pre-wrap'>"
                 f"{html.escape(details)}</pre></details>")
     return out + "</div>"
+
+
+def notes_html(notes) -> str:
+    """Lines about a run that are not its result ("not saved: …"), in amber."""
+    return "".join(f"<div class='nbbench-note' style='color:#b35c00'>{html.escape(n)}</div>" for n in notes)
 
 
 def status_html(state: str, text: str) -> str:

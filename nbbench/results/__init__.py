@@ -7,8 +7,10 @@ The one exception, written in ``tests/test_layers.py``'s allow-list: a result's
 ``.plot()`` / ``.figure()`` convenience reaches into :mod:`nbbench.plots`, as pandas'
 ``DataFrame.plot`` does.
 
-* :mod:`.base`    :class:`Result` (params, metrics, labels, samples, status), the
+* :mod:`.base`    :class:`Result` (params, metrics, labels, samples, status — did it run —
+  and verdict — what its checks found), the
   declarative :data:`KINDS` registry, :class:`ProbeError`
+* :mod:`.verdict` ok / warn / fail: what a result's checks found (apart from its status)
 * :mod:`.advice`  advice as data ("run ``sweep``"), worded by the front end showing it
 * :mod:`.hist`    fio's log-linear latency histogram (kept as a result's raw samples)
 * :mod:`.series`  statistics of a sampled series: :class:`~.series.FieldStats`, the
@@ -21,5 +23,6 @@ The one exception, written in ``tests/test_layers.py``'s allow-list: a result's
 from __future__ import annotations
 
 from .base import KINDS, STATUSES, ProbeError, Result, register, result_class
+from .verdict import VERDICTS, worst_verdict
 
-__all__ = ["Result", "ProbeError", "register", "result_class", "STATUSES", "KINDS"]
+__all__ = ["Result", "ProbeError", "register", "result_class", "STATUSES", "VERDICTS", "worst_verdict", "KINDS"]

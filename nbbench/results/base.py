@@ -8,6 +8,13 @@ see :mod:`nbbench.results.advice`), the raw ``samples`` (never only summaries),
 timestamps, a status and the environment fingerprint id.  Probe-specific subclasses add derived properties, the
 way IPython's ``TimeitResult`` keeps the runs and derives statistics.
 
+Two things a result says about how it went, kept apart: ``status`` — did the probe
+*run* (:data:`STATUSES`: ok / interrupted / failed) — and ``verdict`` — what its
+*checks found* (:data:`VERDICTS`: ok / warn / fail; None for a result without checks,
+such as a plain measurement).  ``nbbench gpu`` on a machine without CUDA ran fine
+(status ok) and found CUDA unusable (verdict fail).  A result with checks derives its
+verdict from them (:meth:`Result.judge`, the worst of its checks: fail > warn > ok).
+
 Results know nothing of IPython or widgets; the ``_repr_*_`` hooks are plain
 methods any front end may call.
 """
@@ -25,9 +32,11 @@ from typing import Any, Callable, ClassVar
 
 from ..units import format_metric, metric_label, unit_of
 from . import advice as _advice
+from .verdict import VERDICTS, verdict_badge, worst_verdict
 
-__all__ = ["Result", "register", "result_class", "STATUSES", "ProbeError", "KINDS"]
+__all__ = ["Result", "register", "result_class", "STATUSES", "VERDICTS", "worst_verdict", "ProbeError", "KINDS"]
 
+#: did the probe run: to the end, stopped early, or not to a result
 STATUSES = ("ok", "interrupted", "failed")
 
 #: Every built-in result kind and the class that holds it, by name, like
@@ -130,6 +139,8 @@ class Result:
     run_id: int | None = None
     #: what to run next, as data: ``{"text", "command", "args"}`` (see :mod:`nbbench.results.advice`)
     advice: list[dict] = field(default_factory=list)
+    #: what the result's checks found (:data:`VERDICTS`), None without checks; ``status`` says whether it ran
+    verdict: str | None = None
 
     KIND: ClassVar[str] = "result"
     #: how this result's advice names a command, ``(name, args) -> text``: set by the front end
@@ -143,6 +154,16 @@ class Result:
             self.kind = self.KIND
         if self.status not in STATUSES:
             raise ValueError(f"status must be one of {STATUSES}, not {self.status!r}")
+        if self.verdict is None:
+            self.verdict = self.judge()
+        if self.verdict is not None and self.verdict not in VERDICTS:
+            raise ValueError(f"verdict must be one of {VERDICTS} or None, not {self.verdict!r}")
+
+    def judge(self) -> str | None:
+        """The verdict this result's own checks give (:func:`worst_verdict` of them); None
+        for a result without checks.  Subclasses with checks (the GPU check, the doctor)
+        override it; :meth:`finish` and :meth:`from_dict` of an old stored run call it."""
+        return None
 
     # ----------------------------------------------------------------- building
     def warn(self, sentence: str) -> None:
@@ -175,6 +196,9 @@ class Result:
         self.status = status
         if reason is not None:
             self.reason = reason
+        judged = self.judge()
+        if judged is not None:
+            self.verdict = judged
         self.ended_at = _now()
         return self
 
@@ -197,6 +221,7 @@ class Result:
         return {
             "kind": self.kind,
             "status": self.status,
+            "verdict": self.verdict,
             "reason": self.reason,
             "params": copy.deepcopy(self.params),
             "metrics": copy.deepcopy(self.metrics),
@@ -230,6 +255,7 @@ class Result:
             extra=copy.deepcopy(data.get("extra", {})),
             run_id=data.get("run_id"),
             advice=copy.deepcopy(list(data.get("advice") or [])),   # runs stored before advice existed: []
+            verdict=data.get("verdict"),   # runs stored before verdicts existed: judged from their checks
         )
 
     def to_json(self, **kw) -> str:
@@ -324,6 +350,8 @@ class Result:
             f"<b>{esc(self.headline())}</b> "
             f"<span style='color:{colour};font-weight:bold'>{esc(self.status)}</span>"
         )
+        if self.verdict is not None:
+            head += " " + verdict_badge(self.verdict)
         if self.reason:
             head += f" — {esc(self.reason)}"
         labels = " · ".join(f"{esc(str(k))}: <code>{esc(str(v))}</code>" for k, v in self.labels.items())

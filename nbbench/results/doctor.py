@@ -8,6 +8,7 @@ from typing import Any
 
 from . import advice as _advice
 from .base import Result, register
+from .verdict import verdict_badge, worst_verdict
 
 __all__ = ["DoctorResult", "Check", "CHECK_STATUSES"]
 
@@ -70,6 +71,10 @@ class DoctorResult(Result):
     def checks(self) -> list[Check]:
         return [Check.from_dict(d) for d in self.samples.get("checks", [])]
 
+    def judge(self) -> str | None:
+        """The worst of the checks (fail > warn > ok; n/a does not count); None without any."""
+        return worst_verdict(c.get("status") for c in self.samples.get("checks", []))
+
     def by_status(self, status: str) -> list[Check]:
         return [c for c in self.checks if c.status == status]
 
@@ -131,7 +136,7 @@ class DoctorResult(Result):
                 f"<td style='text-align:left;white-space:nowrap'><b>{esc(c.name)}</b></td>"
                 f"<td style='text-align:left'>{esc(c.evidence)}</td>"
                 f"<td style='text-align:left'><code>{fix}</code></td></tr>")
-        return (f"<div class='nbbench-doctor'><b>{esc(str(self))}</b>"
+        return (f"<div class='nbbench-doctor'><b>{esc(str(self))}</b> {verdict_badge(self.verdict)}"
                 "<table class='nbbench-doctor-table'><thead><tr><th>status</th><th style='text-align:left'>check</th>"
                 "<th style='text-align:left'>evidence</th><th style='text-align:left'>fix</th></tr></thead>"
                 f"<tbody>{''.join(rows)}</tbody></table></div>")

@@ -7,6 +7,7 @@ from typing import Any
 from ..nvml import is_na
 from ..units import format_bytes, format_metric, metric_label
 from .base import Result, register
+from .verdict import verdict_badge, worst_verdict
 
 __all__ = ["GpuCheckResult", "device_line"]
 
@@ -32,6 +33,12 @@ class GpuCheckResult(Result):
     def versions(self) -> dict:
         return self.extra.get("versions", {})
 
+    def judge(self) -> str | None:
+        """fail when CUDA is not usable, else the worst of :attr:`verdicts`; None before the check ran."""
+        if "available" in self.extra and not self.available:
+            return "fail"
+        return worst_verdict(v.get("status") for v in self.verdicts)
+
     def headline(self) -> str:
         if self.available:
             names = ", ".join(d.get("name") or "?" for d in self.devices)
@@ -49,7 +56,7 @@ class GpuCheckResult(Result):
         return d
 
     def text_table(self) -> str:
-        lines = [self.headline()]
+        lines = [self.headline() + (f"  [checks: {self.verdict}]" if self.verdict else "")]
         if not self.available and self.reason:
             lines.append(f"  why: {self.reason}")
         v = self.versions
@@ -68,7 +75,7 @@ class GpuCheckResult(Result):
 
         esc = html.escape
         colour = {"ok": "#2e7d32", "warn": "#ef6c00", "fail": "#c62828"}
-        out = [f"<div class='nbbench-result'><b>{esc(self.headline())}</b>"]
+        out = [f"<div class='nbbench-result'><b>{esc(self.headline())}</b> {verdict_badge(self.verdict)}"]
         if not self.available and self.reason:
             out.append(f"<div>why: {esc(self.reason)}</div>")
         v = self.versions

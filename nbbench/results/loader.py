@@ -160,8 +160,8 @@ class LoaderResult(Result):
         """Throughput over 1 s windows: t_s (window end), samples_per_s, au_pct, data_wait_pct."""
         return self.samples_frame("windows")
 
-    def verdict(self) -> str:
-        """One sentence for people."""
+    def sentence(self) -> str:
+        """The answer in one sentence for people (its ``verdict`` field is what checks found: None here)."""
         m = self.metrics
         if self.status == "failed":
             return f"The loader benchmark failed: {self.reason}"
@@ -186,12 +186,12 @@ class LoaderResult(Result):
         return s + "."
 
     def text_table(self) -> str:
-        return super().text_table() + "\n  " + self.verdict()
+        return super().text_table() + "\n  " + self.sentence()
 
     def _repr_html_(self) -> str:
         import html
 
-        return super()._repr_html_() + f"<div>{html.escape(self.verdict())}</div>"
+        return super()._repr_html_() + f"<div>{html.escape(self.sentence())}</div>"
 
 
 @register("sweep")

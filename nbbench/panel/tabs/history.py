@@ -178,6 +178,8 @@ def _row_text(rec: dict, widths: dict | None = None) -> str:
     kind = _cell(rec.get("kind")).ljust(widths.get("kind", 0))
     label = _cell(rec.get("label")).ljust(widths.get("label", 0))
     summary = str(rec.get("summary") or rec.get("kind"))   # str(Result): says INTERRUPTED / FAILED itself
+    if rec.get("verdict") in ("warn", "fail"):   # it ran, and its checks found something
+        summary += f" — checks: {rec['verdict']}"
     return "  ".join((rid, when, kind, label, summary))
 
 

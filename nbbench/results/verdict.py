@@ -1,0 +1,35 @@
+"""A result's verdict: what its checks found, apart from whether it ran (its status).
+
+``status`` (:data:`nbbench.results.base.STATUSES`) says whether the probe ran: ok,
+interrupted, failed.  ``verdict`` says what its checks found: ok, warn or fail — the
+worst of them — or None for a result without checks (a plain measurement).  The
+CLI's exit code, the panel's status line and the reports follow both
+(:func:`nbbench.commands.exit_code`).
+"""
+
+from __future__ import annotations
+
+import html
+
+__all__ = ["VERDICTS", "VERDICT_COLOURS", "worst_verdict", "verdict_badge"]
+
+#: what a result's checks found, best first (a result without checks has verdict None)
+VERDICTS = ("ok", "warn", "fail")
+
+#: a verdict's colour, as the panel's status line and the reports draw it
+VERDICT_COLOURS = {"ok": "#2e7d32", "warn": "#ef6c00", "fail": "#c62828"}
+
+
+def worst_verdict(statuses) -> str | None:
+    """The worst of check statuses (fail > warn > ok); others ("n/a") do not count.
+    None when none counts (no checks, or only n/a)."""
+    found = [s for s in statuses if s in VERDICTS]
+    return max(found, key=VERDICTS.index) if found else None
+
+
+def verdict_badge(verdict: str | None) -> str:
+    """HTML: "checks: fail" in the verdict's colour ('' for None)."""
+    if verdict is None:
+        return ""
+    return (f"<span class='nbbench-verdict nbbench-verdict-{html.escape(verdict)}' style='color:"
+            f"{VERDICT_COLOURS.get(verdict, '#555')};font-weight:bold'>checks: {html.escape(verdict)}</span>")
