@@ -95,8 +95,9 @@ def dispatch(name: str, kind: str, args, ctx, params: dict, desc: str, on_figure
 
         return command_lines(child_argv(name, args, strip_ranks=True), n, args.nnodes, args.rdzv_host)
     from ..dist.jobs import job_for
-    from ..dist.launch import launch
+    from ..dist.launch import launch, need_torch
 
+    need_torch()   # one line, before any bar
     job = job_for(kind, params)
     job.local_checks(n)
     argv = child_argv(name, args)

@@ -286,7 +286,12 @@ def _status(out: Combined, recs: list[dict], world: int) -> None:
     elif stopped:
         out.status = "interrupted"
         out.reason = stopped[0].get("reason") or "stopped; the figures cover what the ranks did before"
+    said: dict[str, list] = {}
     for r in recs:
         for w in r.get("warnings") or []:
-            if w not in out.warnings:
-                out.warnings.append(w)
+            said.setdefault(w, []).append(str(r.get("rank")))
+    for w, who in said.items():
+        if len(recs) == 1:
+            out.warnings.append(w)
+        else:
+            out.warnings.append(f"rank{'s' if len(who) > 1 else ''} {', '.join(who)}: {w}")

@@ -39,12 +39,12 @@ from .. import tempfiles
 from ..results import ProbeError, Result
 from .control import ENV_STORE, ENV_TOKEN, Control
 
-__all__ = ["launch", "torchrun_argv", "parse_failure", "sum_progress", "LaunchStore"]
+__all__ = ["launch", "need_torch", "torchrun_argv", "parse_failure", "sum_progress", "LaunchStore"]
 
 POLL_S = 0.2
 
 
-def _need_torch():
+def need_torch():
     try:
         import torch.distributed as td
     except ImportError:
@@ -58,7 +58,7 @@ class LaunchStore:
     """The launcher's TCPStore: listening on 127.0.0.1 only, keys under a fresh token."""
 
     def __init__(self, world_size: int):
-        td = _need_torch()
+        td = need_torch()
         self.token = "nbbench-" + secrets.token_hex(6)
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.bind(("127.0.0.1", 0))
@@ -129,8 +129,8 @@ def parse_failure(stderr: str) -> list[dict]:
                 mm = re.match(r"(-?\d+)\s*\(pid:\s*(\d+)\)\s*(\S*)", val)
                 if mm:
                     row["exitcode"], row["pid"] = int(mm.group(1)), int(mm.group(2))
-                    if mm.group(3):
-                        row["signal"] = mm.group(3)
+                    if mm.group(3).strip("()"):
+                        row["signal"] = mm.group(3).strip("()")
             else:
                 row[key] = val
         if "rank" in row and all(r.get("rank") != row["rank"] for r in out):
