@@ -157,7 +157,7 @@ Root Cause (first observed failure):
   time      : 2025-01-01_00:00:00
   host      : vm
   rank      : 1 (local_rank: 1)
-  exitcode  : -9 (pid: 4242)
+  exitcode  : -9 (pid: 4242) (SIGKILL)
   error_file: <N/A>
   traceback : Signal 9 (SIGKILL) received by PID 4242
 ============================================================
