@@ -211,3 +211,9 @@ def test_units_of_last_done_figures():
     assert unit_of("read_bytes_per_s_last_done") == "bytes/s"
     assert metric_label("read_bytes_per_s_last_done") == "read (last done)"
     assert format_metric("iops_last_done", 2.5e4) == format_metric("iops", 2.5e4)
+
+
+def test_nbbench_launcher_marks_a_single_rank():
+    single = {"WORLD_SIZE": "1", "RANK": "0", "MASTER_ADDR": "127.0.0.1"}
+    assert detect(single, modules={}) is None
+    assert detect(dict(single, NBBENCH_LAUNCH_STORE="127.0.0.1:1"), modules={}).world_size == 1

@@ -194,7 +194,8 @@ def record_of(job, env, host, res: Result | None, error: str | None, clock, host
         warnings = list(res.warnings)
     return {"rank": env.rank, "host": host, "local_rank": env.local_rank, "pid": os.getpid(), "status": status,
             "reason": reason, "metrics": metrics, "tracks": tracks, "result": rd, "host_stats": host_stats,
-            "warnings": warnings, "clock_offset_s": clock.offset_s if clock else None}
+            "warnings": warnings, "clock_offset_s": clock.offset_s if clock else None,
+            "start_unix": clock.rank0_start if clock else None}
 
 
 def build_result(job, records: list[dict], env: RankEnv | None, backend: str, launcher: str | None = None) -> Result:
@@ -219,6 +220,9 @@ def build_result(job, records: list[dict], env: RankEnv | None, backend: str, la
         res.warn(w)
     res.extra["answer"] = answer(res, job)
     job.finish(res, records)   # may refine the answer
+    zero = [r.get("start_unix") for r in records if r.get("start_unix")]
+    if zero:
+        res.extra["start_unix"] = min(zero)   # the start barrier's time (rank 0's clock): the common zero
     starts = [((r.get("result") or {}).get("started_at")) for r in records]
     starts = [s for s in starts if s]
     if starts:

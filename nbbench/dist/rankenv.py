@@ -1,7 +1,8 @@
 """Is this process a rank of a distributed job?  Read from the environment a launcher sets.
 
 * torchrun, a Kubernetes PyTorchJob (and anything else using ``env://``): ``WORLD_SIZE``
-  > 1 with ``RANK`` and ``MASTER_ADDR`` set; ``LOCAL_RANK`` / ``LOCAL_WORLD_SIZE`` when given.
+  > 1 with ``RANK`` and ``MASTER_ADDR`` set; ``LOCAL_RANK`` / ``LOCAL_WORLD_SIZE`` when given
+  (a single rank only when nbbench's own ``--ranks`` launched it: ``NBBENCH_LAUNCH_STORE``).
 * Slurm's ``srun``: inside a job step (``SLURM_STEP_ID`` set) with ``SLURM_NTASKS`` > 1:
   ``SLURM_PROCID`` is the rank, ``SLURM_LOCALID`` the local rank; the master address is
   ``MASTER_ADDR`` or the first host of ``SLURM_JOB_NODELIST`` (``scontrol show hostnames``
@@ -83,7 +84,9 @@ def detect(environ=None, modules=None, no_dist: bool = False) -> RankEnv | None:
     env = os.environ if environ is None else environ
     world = _int(env, "WORLD_SIZE")
     rank = _int(env, "RANK")
-    if world is not None and world > 1 and rank is not None and env.get("MASTER_ADDR"):
+    # nbbench's own --ranks launcher marks its children: one rank (--ranks 1) is a rank too
+    launched = bool(env.get("NBBENCH_LAUNCH_STORE"))
+    if world is not None and (world > 1 or launched) and rank is not None and env.get("MASTER_ADDR"):
         local = _int(env, "LOCAL_RANK", 0) or 0
         local_world = _int(env, "LOCAL_WORLD_SIZE") or _int(env, "LOCAL_SIZE") or 0
         source = "torchrun" if env.get("TORCHELASTIC_RUN_ID") else "env"
