@@ -12,6 +12,10 @@
 * ``--ranks N``: launch N local ranks through PyTorch's launcher as child processes
   (:func:`nbbench.dist.launch.launch`) with the aggregate progress live; with
   ``--nnodes M`` > 1 print the torchrun and srun lines to run on each host instead.
+
+A new probe (the checkpoint and shard probes to come) opts in with three pieces: this
+module's :func:`add_rank_options` in its ``add_arguments``, :func:`dispatch` at the top of
+its ``run``, and its rank part, a :class:`nbbench.dist.jobs.RankJob` in ``dist.jobs.JOBS``.
 """
 
 from __future__ import annotations
@@ -117,7 +121,7 @@ def _as_rank(kind, args, ctx, params, env, desc):
     tempfiles.install_handlers()      # signal handlers: from the main thread, before the probe's thread
     install_sigterm_note(env)
     return ctx.run_probe(f"{desc} (rank {env.rank} of {env.world_size})",
-                         lambda p, c: run_rank(job, env, backend=args.backend, cancel=c))
+                         lambda p, c: run_rank(job, env, backend=args.backend, cancel=c, progress=p))
 
 
 class RankedCommand(Command):

@@ -37,6 +37,8 @@ __all__ = ["Control", "Watchdog", "Gate", "connect_launcher_store", "ENV_STORE",
 ENV_STORE = "NBBENCH_LAUNCH_STORE"
 ENV_TOKEN = "NBBENCH_LAUNCH_TOKEN"
 BEAT_S = 0.2
+#: how often a rank looks at its peers' heartbeats
+PEER_CHECK_S = 1.0
 #: a peer whose heartbeat has not moved for this long is taken for dead
 DEAD_AFTER_S = float(os.environ.get("NBBENCH_RANK_DEAD_AFTER_S", "6"))
 
@@ -82,8 +84,13 @@ class Control:
             return default
 
     def beats(self) -> list[int]:
-        """Every rank's heartbeat counter (0 for one that never beat)."""
-        return [int(self.store.add(f"hb/{r}", 0)) for r in range(self.world_size)]
+        """Every rank's heartbeat counter, in one round trip (every rank has beaten once before the
+        start barrier, so every key exists by the time anyone asks)."""
+        keys = [f"hb/{r}" for r in range(self.world_size)]
+        try:
+            return [int(v) for v in self.store.multi_get(keys)]
+        except (AttributeError, NotImplementedError):   # a store without multi_get
+            return [int(self.store.add(k, 0)) for k in keys]
 
     def beat(self, rank: int) -> None:
         self.store.add(f"hb/{rank}", 1)
@@ -127,6 +134,7 @@ class Watchdog(threading.Thread):
         self._sent_progress = None
         self._sent_tmp = None
         self._seen: dict[int, tuple[int, float]] = {}
+        self._checked = 0.0
         self._lock = threading.Lock()
 
     def arm(self) -> None:
@@ -178,8 +186,12 @@ class Watchdog(threading.Thread):
         if reason and self.stop_reason is None:
             self.stop_reason = str(reason)
             self.cancel.set()
-        if self._armed:
-            now = time.monotonic()
+        elif not reason and self.cancel.is_set():   # this rank was interrupted (Ctrl-C) or lost a peer
+            c.request_stop(f"rank {self.rank} lost rank(s) {', '.join(map(str, self.dead))}" if self.dead
+                           else f"rank {self.rank} was interrupted")
+        now = time.monotonic()
+        if self._armed and now - self._checked >= PEER_CHECK_S:
+            self._checked = now
             beats = c.beats()
             for r, (last, since) in list(self._seen.items()):
                 if beats[r] != last:
@@ -194,7 +206,7 @@ class Gate:
     phases start together; cancellable, unlike a collective: it opens on the watchdog's
     cancel (stop, a dead peer) and when a rank's probe failed (``abort``)."""
 
-    def __init__(self, control: Control, world_size: int, cancel: threading.Event, poll_s: float = 0.002):
+    def __init__(self, control: Control, world_size: int, cancel: threading.Event, poll_s: float = 0.001):
         self.control = control
         self.world_size = world_size
         self.cancel = cancel
@@ -206,14 +218,17 @@ class Gate:
         key = f"gate/{phase}"
         store = self.control.store
         store.add(key, 1)
+        wait = self.poll_s
         n = 0
         while store.add(key, 0) < self.world_size:
             if self.cancel.is_set():
                 break
             n += 1
-            if n % 50 == 0 and self.control.has("abort"):
+            if n % 20 == 0 and self.control.has("abort"):
                 break
-            time.sleep(self.poll_s)
+            time.sleep(wait)
+            if n > 2000:   # 1 ms polls for the first seconds (ranks leave together), then lighter on the store
+                wait = 0.01
         self.waited_s[phase] = time.monotonic() - t
 
     def abort(self, reason: str) -> None:

@@ -30,7 +30,7 @@ from ..results.hist import LatencyHistogram
 from ..units import parse_size
 from .aggregate import Phase, track_from_windows
 
-__all__ = ["RankJob", "DdJob", "RandreadJob", "FilesJob", "job_for"]
+__all__ = ["RankJob", "DdJob", "RandreadJob", "FilesJob", "job_for", "JOBS"]
 
 
 class RankJob:
@@ -307,14 +307,18 @@ class FilesJob(RankJob):
         res.labels["shards"] = "files split between ranks by a stable hash of the relative path"
 
 
+#: probe kind -> its rank part.  A new probe opts in with a RankJob subclass here, and in its
+#: command ``commands.ranks.add_rank_options(parser)`` and ``commands.ranks.dispatch(...)``.
+JOBS: dict[str, type[RankJob]] = {"dd": DdJob, "randread": RandreadJob, "files": FilesJob}
+
+
 def job_for(kind: str, params: dict) -> RankJob:
     """The job of probe ``kind`` with ``params`` (the probe function's own keyword arguments + path)."""
     if kind in ("loader", "sweep", "feed"):
         from .loaderjobs import job_for as loader_job
 
         return loader_job(kind, params)
-    jobs = {"dd": DdJob, "randread": RandreadJob, "files": FilesJob}
-    if kind not in jobs:
-        raise ProbeError(f"{kind} does not run as ranks (dd, randread, files, loader, sweep, feed do)")
-    return jobs[kind](params)
+    if kind not in JOBS:
+        raise ProbeError(f"{kind} does not run as ranks ({', '.join([*JOBS, 'loader', 'sweep', 'feed'])} do)")
+    return JOBS[kind](params)
 

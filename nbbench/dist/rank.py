@@ -58,22 +58,30 @@ class RankOutcome:
 
 
 class _Tap:
-    """The probe's progress callback: to the watchdog (published), and when each figure was last reported."""
+    """The probe's progress callback: to the watchdog (published), to this process's own bar,
+    and when each figure was last reported."""
 
-    def __init__(self, watchdog: Watchdog, job):
+    def __init__(self, watchdog: Watchdog, job, local=None):
         self.watchdog = watchdog
         self.job = job
+        self.local = local
 
     def __call__(self, fraction, metrics=None):
         now = time.time()
         for k in metrics or ():
             self.job.last_report[k] = now
         self.watchdog.progress(fraction, metrics)
+        if self.local is not None:
+            try:
+                self.local(fraction, metrics)
+            except Exception:  # noqa: BLE001 - a bar never stops a probe
+                pass
 
 
 def run_rank(job, env: RankEnv, backend: str = "gloo", cancel: threading.Event | None = None,
-             start_timeout_s: float = 60.0, timeout_s: float = group.DEFAULT_TIMEOUT_S):
-    """Run ``job`` as rank ``env.rank``: rank 0 returns the aggregate Result, the others a RankOutcome."""
+             start_timeout_s: float = 60.0, timeout_s: float = group.DEFAULT_TIMEOUT_S, progress=None):
+    """Run ``job`` as rank ``env.rank``: rank 0 returns the aggregate Result, the others a RankOutcome.
+    ``progress``: this rank's own bar (its figures also go to the control store)."""
     cancel = cancel if cancel is not None else threading.Event()
     host = hostname()
     tempfiles.install_handlers()
@@ -89,7 +97,8 @@ def run_rank(job, env: RankEnv, backend: str = "gloo", cancel: threading.Event |
         wd = Watchdog(control, env.rank, cancel, temp_files=tempfiles.registered)
         wd.start()
         try:
-            return _run(job, env, backend, control, wd, cancel, host, launcher is not None, start_timeout_s)
+            return _run(job, env, backend, control, wd, cancel, host, launcher is not None, start_timeout_s,
+                        progress)
         except _Quiet as quiet:   # refused with the others; rank 0 says why
             return RankOutcome(env.rank, "failed", str(quiet))
         finally:
@@ -98,7 +107,7 @@ def run_rank(job, env: RankEnv, backend: str = "gloo", cancel: threading.Event |
         group.leave()
 
 
-def _run(job, env, backend, control, wd, cancel, host, under_launcher, start_timeout_s):
+def _run(job, env, backend, control, wd, cancel, host, under_launcher, start_timeout_s, progress=None):
     rank, world = env.rank, env.world_size
     _preflight(job, env, control, host, under_launcher)
     try:
@@ -116,7 +125,7 @@ def _run(job, env, backend, control, wd, cancel, host, under_launcher, start_tim
         res, error = None, None
         gate = job.ready = Gate(control, world, cancel)
         try:
-            res = job.run(_Tap(wd, job), cancel)
+            res = job.run(_Tap(wd, job, progress), cancel)
         except ProbeError as exc:
             error = str(exc)
         except Exception as exc:  # noqa: BLE001 - this rank's failure, reported with the others'
@@ -239,10 +248,13 @@ def answer(res: Result, job) -> str:
     bits = []
     for ph in job.phases:
         k = ph.primary
-        if res.metrics.get(k) is None and res.metrics.get(f"{k}_last_done") is None:
-            continue
-        bits.append(f"{metric_label(k)} {format_metric(k, res.metrics.get(k))} together while all ran "
-                    f"({format_metric(k, res.metrics.get(f'{k}_last_done'))} until the last finished)")
+        last = format_metric(k, res.metrics.get(f"{k}_last_done"))
+        if res.metrics.get(k) is not None:
+            bits.append(f"{metric_label(k)} {format_metric(k, res.metrics[k])} together while all ran "
+                        f"({last} until the last finished)")
+        elif res.metrics.get(f"{k}_last_done") is not None:
+            bits.append(f"{metric_label(k)} {last} together until the last finished (the ranks' {ph.name} phases "
+                        "never ran at the same time: too short to overlap)")
     sp = res.metrics.get("rank_spread_pct")
     tail = f"; the slowest rank got {sp:.0f} % less than the fastest" if sp is not None else ""
     return f"{who}: " + ("; ".join(bits) if bits else "no figures") + tail
