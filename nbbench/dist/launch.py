@@ -44,7 +44,18 @@ __all__ = ["launch", "need_torch", "torchrun_argv", "parse_failure", "sum_progre
 POLL_S = 0.2
 
 
-def need_torch():
+def need_torch(import_it: bool = False):
+    """A one-line ProbeError when torch is not installed (found without importing it, unless asked)."""
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec("torch") is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        raise ProbeError("--ranks needs PyTorch (torch.distributed): pip install torch")
+    if not import_it:
+        return None
     try:
         import torch.distributed as td
     except ImportError:
@@ -55,18 +66,28 @@ def need_torch():
 
 
 class LaunchStore:
-    """The launcher's TCPStore: listening on 127.0.0.1 only, keys under a fresh token."""
+    """The launcher's TCPStore: listening on 127.0.0.1 only, keys under a fresh token.
+
+    The socket is bound at once (its port goes to the ranks by environment); the store
+    itself starts with :meth:`serve`, which imports torch — while the launched processes
+    import theirs (ranks connecting earlier wait in the socket's backlog)."""
 
     def __init__(self, world_size: int):
-        td = need_torch()
+        self.world_size = world_size
         self.token = "nbbench-" + secrets.token_hex(6)
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(128)
         self.port = self.sock.getsockname()[1]
+        self.server = None
+        self.control: Control | None = None
+
+    def serve(self) -> Control:
+        td = need_torch(import_it=True)
         self.server = td.TCPStore("127.0.0.1", self.port, is_master=True, wait_for_workers=False,
                                   timeout=datetime.timedelta(seconds=30), master_listen_fd=self.sock.fileno())
-        self.control = Control(td.PrefixStore(self.token, self.server), world_size)
+        self.control = Control(td.PrefixStore(self.token, self.server), self.world_size)
+        return self.control
 
     def environ(self) -> dict[str, str]:
         return {ENV_STORE: f"127.0.0.1:{self.port}", ENV_TOKEN: self.token}
@@ -155,11 +176,10 @@ def launch(argv: list[str], nproc: int, job, progress: Callable | None = None, c
            on_figures: Callable | None = None, grace_s: float = 3.0, kill_after_s: float = 5.0,
            backend: str = "gloo") -> Result:
     """Run ``nbbench ARGV`` as ``nproc`` local ranks and return the one aggregate result."""
+    need_torch()
     store = LaunchStore(nproc)
     log_dir = tempfile.mkdtemp(prefix="nbbench-ranks-")
-    control = store.control
-    for r in range(nproc):
-        control.set(f"prog/{r}", None)
+    control = None
     env = dict(os.environ, **store.environ(), PYTHONUNBUFFERED="1")
     if "GLOO_SOCKET_IFNAME" not in env and os.path.exists("/sys/class/net/lo"):
         env["GLOO_SOCKET_IFNAME"] = "lo"   # local ranks talk over loopback only
@@ -172,6 +192,7 @@ def launch(argv: list[str], nproc: int, job, progress: Callable | None = None, c
     try:
         proc = subprocess.Popen(torchrun_argv(nproc, argv, log_dir, store.token), stdin=subprocess.DEVNULL,
                                 stdout=out_f, stderr=err_f, env=env, start_new_session=True)
+        control = store.serve()   # torch imported here while the launcher and the ranks import theirs
         while proc.poll() is None:
             time.sleep(POLL_S)
             _relay(control, nproc, progress, on_figures)
@@ -209,7 +230,8 @@ def launch(argv: list[str], nproc: int, job, progress: Callable | None = None, c
             except subprocess.TimeoutExpired:
                 _signal_group(proc, signal.SIGKILL)
                 proc.wait()
-            _sweep(control, nproc)
+            if control is not None:
+                _sweep(control, nproc)
         out_f.close()
         err_f.close()
         shutil.rmtree(log_dir, ignore_errors=True)
