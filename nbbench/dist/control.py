@@ -31,7 +31,7 @@ import threading
 import time
 from typing import Any
 
-__all__ = ["Control", "Watchdog", "Gate", "connect_launcher_store", "ENV_STORE", "ENV_TOKEN", "DEAD_AFTER_S",
+__all__ = ["Control", "Watchdog", "Gate", "connect_launcher_store", "remove_left_files", "ENV_STORE", "ENV_TOKEN", "DEAD_AFTER_S",
            "BEAT_S"]
 
 ENV_STORE = "NBBENCH_LAUNCH_STORE"
@@ -236,3 +236,44 @@ class Gate:
             self.control.set("abort", reason)
         except Exception:  # noqa: BLE001
             pass
+
+
+def _gone(pid) -> bool:
+    """The process is no more (or a zombie: killed, not yet reaped)."""
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except (PermissionError, TypeError, ValueError):
+        return False
+    try:
+        with open(f"/proc/{int(pid)}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def remove_left_files(control: Control, host: str | None = None) -> list[str]:
+    """Remove the temporary files that ranks listed (``tmp/R``) and could not remove themselves:
+    those of ranks whose process is gone — on ``host`` only (None: this machine runs them all)."""
+    from ..tempfiles import PREFIX
+
+    removed = []
+    try:
+        infos, held = control.per_rank("info"), control.per_rank("tmp")
+    except Exception:  # noqa: BLE001 - no store, nothing known to remove
+        return removed
+    for r, paths in held.items():
+        info = infos.get(r) or {}
+        if host is not None and info.get("host") != host:
+            continue
+        if info.get("pid") is not None and not _gone(info["pid"]):
+            continue
+        for p in paths or []:
+            if os.path.basename(p).startswith(PREFIX) and os.path.lexists(p):
+                try:
+                    os.unlink(p)
+                    removed.append(p)
+                except OSError:
+                    pass
+    return removed

@@ -35,9 +35,8 @@ import tempfile
 import time
 from typing import Callable
 
-from .. import tempfiles
 from ..results import ProbeError, Result
-from .control import ENV_STORE, ENV_TOKEN, Control
+from .control import ENV_STORE, ENV_TOKEN, Control, remove_left_files
 
 __all__ = ["launch", "need_torch", "torchrun_argv", "parse_failure", "sum_progress", "LaunchStore"]
 
@@ -270,20 +269,7 @@ def _signal_group(proc, sig) -> int:
 
 def _sweep(control: Control, nproc: int) -> list[str]:
     """Remove the temporary files ranks still listed (a rank that was killed could not)."""
-    removed = []
-    try:
-        held = control.per_rank("tmp")
-    except Exception:  # noqa: BLE001
-        return removed
-    for paths in held.values():
-        for p in paths or []:
-            if os.path.basename(p).startswith(tempfiles.PREFIX) and os.path.lexists(p):
-                try:
-                    os.unlink(p)
-                    removed.append(p)
-                except OSError:
-                    pass
-    return removed
+    return remove_left_files(control)
 
 
 def _failed(job, control: Control, nproc: int, code: int | None, stderr: str, backend: str,

@@ -33,7 +33,7 @@ from .. import tempfiles
 from ..results import ProbeError, Result, result_class
 from . import group
 from .aggregate import combine
-from .control import Control, Gate, Watchdog, connect_launcher_store
+from .control import Control, Gate, Watchdog, connect_launcher_store, remove_left_files
 from .rankenv import RankEnv, hostname
 
 __all__ = ["run_rank", "RankOutcome", "build_result", "record_of", "install_sigterm_note"]
@@ -92,6 +92,7 @@ def run_rank(job, env: RankEnv, backend: str = "gloo", cancel: threading.Event |
     try:
         store = launcher if launcher is not None else group.default_store()
         control = Control(store, env.world_size)
+        _ACTIVE[:] = [control, host]
         control.set(f"info/{env.rank}", {"host": host, "local_rank": env.local_rank, "pid": os.getpid()})
         control.beat(env.rank)
         wd = Watchdog(control, env.rank, cancel, temp_files=tempfiles.registered)
@@ -104,6 +105,7 @@ def run_rank(job, env: RankEnv, backend: str = "gloo", cancel: threading.Event |
         finally:
             wd.halt()
     finally:
+        _ACTIVE.clear()
         group.leave()
 
 
@@ -273,7 +275,8 @@ def _broken(job, env, control, wd, rec, host):
         who = infos.get(r) or {}
         dead.append(f"rank {r} on {who.get('host', '?')} (pid {who.get('pid', '?')}) stopped answering "
                     f"(no heartbeat for {int(wd_dead_after())} s: killed, crashed or its host lost)")
-    why = "; ".join(dead) or f"lost the coordination store: {wd.lost}"
+    why = "; ".join(dead) or (f"lost the coordination store (the launcher of rank 0's host keeps it: rank 0 or "
+                              f"its host is gone): {wd.lost}")
     if env.rank != 0:
         raise ProbeError(f"rank {env.rank} on {host}: the run failed: {why}")
     deadline = time.monotonic() + 2.0
@@ -286,6 +289,7 @@ def _broken(job, env, control, wd, rec, host):
         if len(recs) >= env.world_size - len(wd.dead):
             break
         time.sleep(0.1)
+    remove_left_files(control, host)   # a dead peer on this host cannot remove its own files
     for r in wd.dead:
         who = infos.get(r) or {}
         recs[r] = {"rank": r, "host": who.get("host", "?"), "local_rank": who.get("local_rank"), "status": "failed",
@@ -303,6 +307,7 @@ def wd_dead_after() -> float:
 
 
 _SIGTERM_NOTED: list = []
+_ACTIVE: list = []   # [control, host] while a rank runs
 
 
 def install_sigterm_note(env: RankEnv) -> None:
@@ -321,6 +326,8 @@ def install_sigterm_note(env: RankEnv) -> None:
             os.write(sys.stderr.fileno(), line.encode())
         except (OSError, ValueError):
             pass
+        if _ACTIVE:   # the files of a rank on this host that was killed outright: nobody else can remove them
+            remove_left_files(*_ACTIVE)
         if callable(prev):
             prev(signum, frame)
         else:
