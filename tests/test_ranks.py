@@ -228,6 +228,8 @@ def test_several_hosts_print_the_lines_to_run(tmp_path, capsys):
     assert f"-m nbbench dd {tmp_path} --size 1G" in text and "--ranks" not in text.split("host 0:")[1]
     assert "srun --nodes 2 --ntasks-per-node 4 python -m nbbench dd" in text
     assert "warning: the rendezvous server on 10.0.0.5:29400" in text
+    assert main(["dd", str(tmp_path), "--nnodes", "2"]) == 1
+    assert capsys.readouterr().err.strip() == "nbbench dd: --nnodes M goes with --ranks N (the ranks on each host)"
 
 
 def test_preflight_names_the_hosts_that_lack_the_path(monkeypatch):

@@ -93,6 +93,8 @@ def dispatch(name: str, kind: str, args, ctx, params: dict, desc: str, on_figure
         return _as_rank(kind, args, ctx, params, env, desc)
     n = getattr(args, "ranks", None)
     if n is None:
+        if getattr(args, "nnodes", 1) > 1:
+            raise ProbeError("--nnodes M goes with --ranks N (the ranks on each host)")
         return LOCAL
     if getattr(args, "nnodes", 1) > 1:
         from ..dist.cmdlines import command_lines
