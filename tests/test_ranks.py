@@ -249,3 +249,22 @@ def test_preflight_names_the_hosts_that_lack_the_path(monkeypatch):
                             "on host b (ranks 1, 2)")
     with pytest.raises(rank._Quiet):   # the other ranks refuse too, quietly
         rank._preflight(FilesJob({"path": "/"}), RankEnv(1, 3, 0, 1, "h", 1, "torchrun"), None, "b", False)
+
+
+def test_panel_ranks_field_becomes_the_option(tmp_path):
+    pytest.importorskip("ipywidgets")
+    from nbbench.panel import panel as make
+    from nbbench.panel.runner import parse_command
+    from nbbench.store import Store
+
+    p = make(str(tmp_path), store=Store(tmp_path / "results.sqlite"))
+    S = p.tab("Storage")
+    info = p.path_field.current()
+    assert "--ranks" not in S.job(info, None).argv          # 0: this process alone
+    S.ranks.value = 2
+    assert parse_command(S.job(info, None).argv).args.ranks == 2
+    S.probe.value = "disk"                                  # the presets do not run as ranks
+    assert "--ranks" not in S.job(info, None).argv and S.ranks.layout.display == "none"
+    L = p.tab("DataLoader")
+    L.ranks.value = 3
+    assert parse_command(L.job(info, None).argv).args.ranks == 3
