@@ -106,8 +106,20 @@ _BARE = {
 }
 
 
+#: qualifiers after a metric's own key: ``read_bytes_per_s_last_done`` is in bytes/s, "read (last done)"
+_QUALIFIERS = (("_last_done", "last done"),)
+
+
+def _qualified(key: str) -> tuple[str, str]:
+    for suffix, words in _QUALIFIERS:
+        if key.endswith(suffix) and len(key) > len(suffix):
+            return key[: -len(suffix)], words
+    return key, ""
+
+
 def unit_of(key: str) -> str:
     """The unit encoded in a metric key ('' when none)."""
+    key = _qualified(key)[0]
     if key in _BARE:
         return _BARE[key]
     if key.endswith("_iops") or key == "iops":
@@ -218,7 +230,11 @@ def format_metric(key: str, value) -> str:
 
 
 def metric_label(key: str) -> str:
-    """Human name of a metric key: 'read_bytes_per_s' -> 'read'."""
+    """Human name of a metric key: 'read_bytes_per_s' -> 'read'; 'read_bytes_per_s_last_done' ->
+    'read (last done)'."""
+    key, words = _qualified(key)
+    if words:
+        return f"{metric_label(key)} ({words})"
     unit = unit_of(key)
     name = key
     for suffix, u in _UNITS:

@@ -236,6 +236,7 @@ def parse(argv, ctx: Context | None = None) -> Invocation:
         raise UsageProblem(f"{ctx.command_text(name, cell=True)} takes no cell body; use {ctx.command_text(name)}",
                            prog=ctx.prog)
     args = build_parser(cmd, ctx).parse_args(rest)
+    args._nbbench_argv = list(rest)   # as typed: what --ranks hands to the ranks it launches
     ctx.as_json = ctx.as_json or bool(getattr(args, "json", False))
     ctx.quiet = ctx.quiet or ctx.as_json or bool(getattr(args, "quiet", False))
     return Invocation(name, cmd, args)

@@ -19,7 +19,7 @@ import os
 from . import options
 from ..probes.dataloader import require_torch
 from ..results import ProbeError
-from . import Command
+from . import ranks
 
 __all__ = ["LoaderCommand", "SweepCommand", "FeedCommand"]
 
@@ -56,6 +56,46 @@ def _add_dir_loader_options(parser, workers_default_help: str) -> None:
     parser.add_argument("--size", type=options.positive_int, default=224, help="crop size in pixels (224)")
 
 
+def _add_dataset_option(parser) -> None:
+    parser.add_argument("--dataset", metavar="MODULE:FUNCTION", default=None,
+                        help="a function returning a map-style Dataset (importable by every rank with --ranks), "
+                             "instead of a folder or a notebook variable")
+
+
+def _ranked(name: str, kind: str, args, ctx, what: str, params: dict, desc: str, plot=None):
+    """Rank mode or ``--ranks``: the folder (or --dataset) and the options as plain values; else LOCAL."""
+    from ..dist.rankenv import detect
+
+    if args.ranks is None and detect(no_dist=args.no_dist) is None:
+        return ranks.LOCAL
+    src = getattr(args, what)
+    if src is not None:
+        ranks.refuse_variable(ctx, src)
+    elif not args.dataset:
+        raise ProbeError(f"give a dataset folder or --dataset module:function to run {kind} as ranks")
+    if src is not None and not args.dataset:
+        params["path"] = os.path.abspath(os.path.expanduser(src))
+    params["dataset"] = args.dataset
+    return ranks.dispatch(name, kind, args, ctx, params, desc, on_figures=_throttled(plot))
+
+
+def _throttled(plot, every_s: float = 1.0):
+    """The live plot fed at most once a second with the ranks' summed figures."""
+    if plot is None:
+        return None
+    import time
+
+    last = [0.0]
+
+    def feed(figs):
+        now = time.monotonic()
+        if now - last[0] >= every_s:
+            last[0] = now
+            plot.on_window(figs)
+
+    return feed
+
+
 def _is_dir_arg(ctx, name: str) -> bool:
     in_ns = ctx.user_ns is not None and name in ctx.user_ns
     return not in_ns and os.path.isdir(os.path.expanduser(name))
@@ -75,7 +115,7 @@ def _resolve(ctx, name: str, what: str):
                      f"give the name of a {what} or a dataset folder")
 
 
-class LoaderCommand(Command):
+class LoaderCommand(ranks.RankedCommand):
     name = "loader"
     description = ("Benchmark a DataLoader (any iterable of batches): time each next() (data) and each step "
                    "(compute); samples/s, AU = compute / wall time against the 90% line, the data-wait share "
@@ -85,8 +125,9 @@ class LoaderCommand(Command):
               "           nbbench loader /dataset/train --workers 8 --batch-size 256 --emulate a100-resnet50")
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("loader", metavar="LOADER",
+        parser.add_argument("loader", metavar="LOADER", nargs="?", default=None,
                             help="a DataLoader variable in the notebook, or a dataset folder")
+        _add_dataset_option(parser)
         parser.add_argument("--steps", type=options.positive_int, default=None, help="measured steps")
         parser.add_argument("--duration", type=options.duration, default=None,
                             help="measured seconds (default 10 s when --steps is not given)")
@@ -105,10 +146,17 @@ class LoaderCommand(Command):
                             help="for a folder: batch size (64)")
         _add_dir_loader_options(parser, "")
         parser.add_argument("--no-plot", dest="no_plot", action="store_true", help="no live plot")
+        ranks.add_rank_options(parser)
 
     def run(self, args, ctx):
         from ..probes.loader import bench_loader
 
+        from ..dist.rankenv import detect
+
+        if args.ranks is not None or args.dataset or detect(no_dist=args.no_dist) is not None:
+            return self._run_ranked(args, ctx)
+        if args.loader is None:
+            raise ProbeError("give a DataLoader variable, a dataset folder or --dataset module:function")
         target, is_dir = _resolve(ctx, args.loader, "DataLoader")
         dl = None
         accelerator = args.accelerator
@@ -161,6 +209,38 @@ class LoaderCommand(Command):
             res.params["path"] = str(target)
         return res
 
+    def _run_ranked(self, args, ctx):
+        epochs = None if not args.epochs else args.epochs
+        params = dict(batch_size=args.batch_size, workers=args.workers, decode=args.decode, size=args.size,
+                      steps=args.steps, duration=args.duration, warmup=args.warmup, step=_step_of(args),
+                      accelerator=args.accelerator, epochs=epochs)
+        plot = _live_plot(ctx, args) if args.ranks is not None else None
+        try:
+            value = _ranked("loader", "loader", args, ctx, "loader", params,
+                            f"loader {args.loader or args.dataset}", plot)
+        finally:
+            if plot is not None:
+                plot.stop()
+        if value is ranks.LOCAL:   # --dataset alone: one process
+            from ..probes.dataloader import close_loader, make_loader
+            from ..dist.loaderjobs import load_dataset
+            from ..probes.loader import bench_loader
+            from ..env import usable_cpus
+
+            ds = load_dataset(args.dataset)
+            nw = usable_cpus()["usable_int"] if args.workers is None else args.workers
+            dl = make_loader(ds, args.batch_size, nw, persistent_workers=nw > 0)
+            try:
+                value = ctx.run_probe(f"loader {args.dataset}", lambda p, cancel: bench_loader(
+                    dl, steps=args.steps, duration=args.duration, warmup=args.warmup, step=_step_of(args),
+                    progress=p, cancel=cancel, accelerator=args.accelerator, epochs=epochs))
+            finally:
+                close_loader(dl, force=True)
+            value.params["path"] = args.dataset
+        elif plot is not None and hasattr(value, "metrics"):
+            plot.finish(value)
+        return value
+
 
 def _live_plot(ctx, args):
     if getattr(args, "no_plot", False):
@@ -171,7 +251,7 @@ def _live_plot(ctx, args):
         return None
 
 
-class SweepCommand(Command):
+class SweepCommand(ranks.RankedCommand):
     name = "sweep"
     description = ("Sweep DataLoader settings (num_workers × batch size × pin_memory × prefetch factor) on a "
                    "dataset, measure each on a short window after warm-up, and recommend the smallest "
@@ -182,8 +262,9 @@ class SweepCommand(Command):
               "           nbbench sweep /dataset/train --workers 0,4,8 --emulate h100-resnet50")
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("dataset", metavar="DATASET",
+        parser.add_argument("source", metavar="DATASET", nargs="?", default=None,
                             help="a dataset variable in the notebook (a DataLoader: its dataset), or a folder")
+        _add_dataset_option(parser)
         parser.add_argument("--workers", type=options.int_list, default=None,
                             help="num_workers values, e.g. 0,2,4,8 (default 0,1,2,4… up to the usable CPUs)")
         parser.add_argument("--batch-size", dest="batch_size", type=options.int_list, default=[64],
@@ -199,12 +280,26 @@ class SweepCommand(Command):
         parser.add_argument("--warmup", type=options.nonneg_int, default=2, help="warm-up steps (2)")
         _add_step_options(parser)
         _add_dir_loader_options(parser, "")
+        ranks.add_rank_options(parser)
 
     def run(self, args, ctx):
         from ..probes.sweep import sweep
 
+        params = dict(num_workers=args.workers, batch_size=args.batch_size, pin_memory=args.pin_memory,
+                      prefetch_factor=args.prefetch, persistent_workers=args.persistent, step=_step_of(args),
+                      duration=args.duration, warmup=args.warmup, decode=args.decode, size=args.size)
+        value = _ranked("sweep", "sweep", args, ctx, "source", params, f"sweep {args.source or args.dataset}")
+        if value is not ranks.LOCAL:
+            return value
         require_torch("sweep")
-        target, is_dir = _resolve(ctx, args.dataset, "dataset")
+        if args.source is None and not args.dataset:
+            raise ProbeError("give a dataset variable, a dataset folder or --dataset module:function")
+        if args.dataset:
+            from ..dist.loaderjobs import load_dataset
+
+            target, is_dir = load_dataset(args.dataset), False
+        else:
+            target, is_dir = _resolve(ctx, args.source, "dataset")
         if is_dir:
             from ..probes.imagefolder import ImageFolderDataset
 
@@ -214,7 +309,7 @@ class SweepCommand(Command):
         if 0 in args.batch_size:
             raise ProbeError("--batch-size values must be 1 or more")
         step = _step_of(args)
-        res = ctx.run_probe(f"sweep {args.dataset}",
+        res = ctx.run_probe(f"sweep {args.source or args.dataset}",
             lambda p, cancel: sweep(target, num_workers=args.workers, batch_size=args.batch_size,
                                     pin_memory=args.pin_memory, prefetch_factor=args.prefetch,
                                     persistent_workers=args.persistent, step=step, duration=args.duration,
@@ -224,7 +319,7 @@ class SweepCommand(Command):
         return res
 
 
-class FeedCommand(Command):
+class FeedCommand(ranks.RankedCommand):
     name = "feed"
     description = ("How many accelerators can the storage under DIR and this CPU feed at AU >= 90%? Reads "
                    "the image folder through a DataLoader (Pillow decode, random-resized crop, flip) with a "
@@ -253,10 +348,17 @@ class FeedCommand(Command):
         parser.add_argument("--max-files", dest="max_files", type=options.positive_int, default=20000,
                             help="a random subset of a larger folder (20000)")
         _add_dir_loader_options(parser, "")
+        ranks.add_rank_options(parser)
 
     def run(self, args, ctx):
         from ..probes.feed import feed
 
+        value = ranks.dispatch("feed", "feed", args, ctx, dict(
+            path=os.path.abspath(os.path.expanduser(args.path)), accelerator=args.accelerator,
+            batch_size=args.batch_size, workers=args.workers, decode=args.decode, duration=args.duration,
+            warmup=args.warmup, cold=args.cold, size=args.size, max_files=args.max_files), f"feed {args.path}")
+        if value is not ranks.LOCAL:
+            return value
         path = os.path.expanduser(args.path)
         if not os.path.isdir(path):
             raise ProbeError(f"{args.path} is not a directory: give an image folder (root/CLASS/IMAGE)")

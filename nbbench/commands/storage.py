@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from . import options
 from . import Command
+from . import ranks
 from ..results import ProbeError
 from ..units import format_bytes
 
@@ -67,7 +68,7 @@ def _run_probe(ctx, desc: str, fn):
     return ctx.run_probe(desc, fn)
 
 
-class DdCommand(Command):
+class DdCommand(ranks.RankedCommand):
     description = ("Sequential write then read, like dd: in a directory a new temp file is written, "
                    "read back and removed; a file or block device is only read. Sizes follow dd: "
                    "K/M/G = powers of 1024, KB/MB/GB = powers of 1000, KiB/MiB/GiB explicit.")
@@ -84,17 +85,23 @@ class DdCommand(Command):
         _add_cache(parser)
         _add_engine(parser)
         _add_buffers(parser)
+        ranks.add_rank_options(parser)
 
     def run(self, args, ctx):
         from ..probes import disk
 
+        value = ranks.dispatch("dd", "dd", args, ctx, dict(
+            path=args.path, bs=args.bs, size=args.size, count=args.count, direct=args.direct, engine=args.engine,
+            mode=args.mode), f"dd {args.path}")
+        if value is not ranks.LOCAL:
+            return value
         target = _target(args.path)
         return _run_probe(ctx, f"dd {args.path}", lambda p, c: disk.dd(
             target, bs=args.bs, size=args.size, count=args.count, direct=args.direct, engine=args.engine,
             mode=args.mode, buffers=args.buffers, progress=p, cancel=c))
 
 
-class RandreadCommand(Command):
+class RandreadCommand(ranks.RankedCommand):
     description = ("Random reads at a block size and queue depth, time based: IOPS, bandwidth, latency "
                    "mean/stddev and fio's 17 percentiles, and the queue depth reached.")
 
@@ -114,10 +121,17 @@ class RandreadCommand(Command):
         _add_cache(parser)
         _add_engine(parser, ("builtin", "fio"))
         _add_buffers(parser)
+        ranks.add_rank_options(parser, file_per_rank=True)
 
     def run(self, args, ctx):
         from ..probes import disk
 
+        value = ranks.dispatch("randread", "randread", args, ctx, dict(
+            path=args.path, bs=args.bs, qd=args.qd, runtime=args.runtime, ramp=args.ramp, size=args.size,
+            direct=args.direct, engine=args.engine, threads=args.threads, warm=args.warm,
+            file_per_rank=args.file_per_rank), f"randread {args.path}")
+        if value is not ranks.LOCAL:
+            return value
         target = _target(args.path)
         return _run_probe(ctx, f"randread {args.path}", lambda p, c: disk.randread(
             target, bs=args.bs, qd=args.qd, runtime=args.runtime, ramp=args.ramp, size=args.size,
@@ -125,7 +139,7 @@ class RandreadCommand(Command):
             progress=p, cancel=c))
 
 
-class FilesCommand(Command):
+class FilesCommand(ranks.RankedCommand):
     description = ("Read many files the way an image dataset is read: walk the tree (memory bounded), "
                    "read --sample random files whole with --threads threads; files/s, bytes/s, per-file "
                    "latency, the tree's size distribution.")
@@ -138,10 +152,16 @@ class FilesCommand(Command):
         parser.add_argument("--cold", action="store_true",
                             help="drop the page cache first (root: drop_caches, else posix_fadvise per file)")
         parser.add_argument("--seed", type=options.nonneg_int, default=0, help="the sample's seed")
+        ranks.add_rank_options(parser)
 
     def run(self, args, ctx):
         from ..probes import files
 
+        value = ranks.dispatch("files", "files", args, ctx, dict(
+            path=args.path, sample=args.sample, threads=args.threads, cold=args.cold, seed=args.seed),
+            f"files {args.path}")
+        if value is not ranks.LOCAL:
+            return value
         target = _target(args.path)
         return _run_probe(ctx, f"files {args.path}", lambda p, c: files.read_files(
             target, sample=args.sample, threads=args.threads, cold=args.cold, seed=args.seed,

@@ -45,7 +45,7 @@ __all__ = ["dd", "randread", "preset", "DiskResult", "IoJobResult", "RandreadRes
 
 # =========================================================================== dd
 def dd(path, bs="1M", size="1G", count=None, direct=None, engine="builtin", progress=None, cancel=None,
-       mode=None, buffers="pages") -> DiskResult:
+       mode=None, buffers="pages", ready=None) -> DiskResult:
     """Sequential write then read, like ``dd``.
 
     Parameters
@@ -73,6 +73,8 @@ def dd(path, bs="1M", size="1G", count=None, direct=None, engine="builtin", prog
         The builtin engine's buffers: ordinary page-aligned memory as dd and fio use (default:
         the same request shape as theirs), or 2 MiB huge pages (a 1 MiB I/O stays one segment).
         Labelled ``buffers``; the device's request limits and any split are labelled too.
+    ready : callable ``ready(phase)``, optional — called just before each timed phase
+        ("write", "read"): the ranks of a many-rank run meet there, so their phases start together.
     """
     engine = _check_engine(engine)
     devlimits.check_buffers(buffers, engine)
@@ -98,9 +100,13 @@ def dd(path, bs="1M", size="1G", count=None, direct=None, engine="builtin", prog
         w_out = r_out = None
         try:
             if wrote:
+                if ready is not None:
+                    ready("write")
                 w_out = _dd_write(s, engine, bs_b, total, cancel, _stage_progress(progress, 0.0, 0.5), buffers)
             if mode in ("both", "read") and not (w_out and w_out.interrupted):
                 cache_mode = s.prepare_read(total)
+                if ready is not None:
+                    ready("read")
                 r_out = _dd_read(s, engine, bs_b, total, cancel,
                                  _stage_progress(progress, 0.5 if wrote else 0.0, 1.0), buffers)
             else:
@@ -123,6 +129,8 @@ def dd(path, bs="1M", size="1G", count=None, direct=None, engine="builtin", prog
             if out is None:
                 continue
             res.labels[f"{op}_io_path"] = out.io_path
+            if "t0_unix" in out.extra:   # the phase's t = 0 on the wall clock (many-rank runs line series up)
+                res.extra.setdefault("t0_unix", {})[op] = out.extra["t0_unix"]
             res.metrics[f"{op}_bytes_per_s"] = out.bytes_per_s
             res.metrics[f"{op}_elapsed_s"] = out.elapsed_s
             res.metrics[f"{op}_total_bytes"] = out.bytes
@@ -182,7 +190,8 @@ def _dd_read(s: Session, engine: str, bs: int, total: int, cancel, progress, buf
 
 
 def randread(path, bs="4k", qd=1, runtime=10, ramp=1, size=None, direct=None, engine="builtin", threads=1,
-             progress=None, cancel=None, warm=False, seed=0, builtin_path=None, buffers="pages") -> RandreadResult:
+             progress=None, cancel=None, warm=False, seed=0, builtin_path=None, buffers="pages",
+             ready=None) -> RandreadResult:
     """Random reads, time based: IOPS, bytes/s, latency mean/stddev and fio's 17 percentiles.
 
     Parameters
@@ -200,6 +209,7 @@ def randread(path, bs="4k", qd=1, runtime=10, ramp=1, size=None, direct=None, en
     builtin_path : None | "sync" | "uring" | "threads" — force the builtin engine's I/O path
         (for comparisons; default: sync at QD1, io_uring deeper, threads without io_uring).
     buffers : "pages" | "huge" — the builtin engine's buffers, as :func:`dd`.
+    ready : callable ``ready("read")``, optional — called just before the timed reads (as :func:`dd`).
     """
     engine = _check_engine(engine)
     devlimits.check_buffers(buffers, engine)
@@ -231,6 +241,8 @@ def randread(path, bs="4k", qd=1, runtime=10, ramp=1, size=None, direct=None, en
             return res.finish("interrupted", "cancelled while writing the file to read")
         try:
             cache_mode = s.prepare_read(region, warm=warm)
+            if ready is not None:
+                ready("read")
             out = run_job(s, engine, op="read", pattern="rand", bs=bs_b, qd=qd, threads=threads, region=region,
                           runtime=runtime_s, ramp=ramp_s, cache_mode=cache_mode, cancel=cancel,
                           progress=_stage_progress(progress, 0.15 if fill else 0.0, 1.0), seed=seed,

@@ -31,7 +31,15 @@ from ..results.hist import LatencyHistogram
 from ..results.storage import FilesResult
 from .target import inspect
 
-__all__ = ["read_files", "walk", "FilesResult", "TreeIndex"]
+__all__ = ["read_files", "walk", "FilesResult", "TreeIndex", "shard_of"]
+
+
+def shard_of(relpath: str, shards: int) -> int:
+    """The shard (0 … shards-1) a file belongs to: a stable hash of its path relative to the tree's
+    root, the same on every host and run (ranks of a many-rank run read disjoint shards)."""
+    import zlib
+
+    return zlib.crc32(relpath.encode("utf-8", "surrogateescape")) % max(1, int(shards))
 
 
 class TreeIndex:
@@ -66,8 +74,9 @@ class TreeIndex:
             self.first_unreadable = f"{path}: {exc.strerror or exc}"
 
 
-def walk(root: str, sample: int, seed: int = 0, cancel=None, progress=None) -> TreeIndex:
-    """Index the tree under ``root``; memory is O(sample + directory depth x width of one level)."""
+def walk(root: str, sample: int, seed: int = 0, cancel=None, progress=None, keep=None) -> TreeIndex:
+    """Index the tree under ``root``; memory is O(sample + directory depth x width of one level).
+    ``keep(path)``: index only the files it accepts (a rank's shard)."""
     idx = TreeIndex(sample, seed)
     stack = [root]
     last = time.monotonic()
@@ -97,7 +106,8 @@ def walk(root: str, sample: int, seed: int = 0, cancel=None, progress=None) -> T
                     if e.is_dir(follow_symlinks=False):
                         stack.append(e.path)
                     elif e.is_file(follow_symlinks=False):
-                        idx.add(e.path, e.stat(follow_symlinks=False).st_size)
+                        if keep is None or keep(e.path):
+                            idx.add(e.path, e.stat(follow_symlinks=False).st_size)
                     else:
                         idx.skipped += 1
                 except OSError as exc:
@@ -123,7 +133,8 @@ def _open_noatime(path: str) -> int:
     return os.open(path, flags)
 
 
-def read_files(path, sample=1000, threads=8, cold=False, progress=None, cancel=None, seed=0) -> FilesResult:
+def read_files(path, sample=1000, threads=8, cold=False, progress=None, cancel=None, seed=0,
+               shard=None, ready=None) -> FilesResult:
     """Read ``sample`` random files of the tree at ``path`` whole, with ``threads`` threads.
 
     Parameters
@@ -139,6 +150,9 @@ def read_files(path, sample=1000, threads=8, cold=False, progress=None, cancel=N
         labelled ``cache`` = ``buffered-cold`` and ``cache_drop`` = the method.
     progress : callable ``(fraction, metrics)``; cancel : threading.Event (honoured within 0.5 s).
     seed : the sample's random seed.
+    shard : ``(i, n)``: only the files of shard ``i`` of ``n`` (:func:`shard_of`) — one rank's part.
+    ready : callable ``ready("read")``, called just before the timed reads (the ranks of a
+        many-rank run meet there).
     """
     sample = int(sample)
     threads = int(threads)
@@ -153,9 +167,15 @@ def read_files(path, sample=1000, threads=8, cold=False, progress=None, cancel=N
     if not os.access(target.path, os.R_OK | os.X_OK):
         raise ProbeError(f"no permission to list {target.path}")
     params = {"path": target.path, "sample": sample, "threads": threads, "cold": bool(cold), "seed": seed}
+    keep = None
+    if shard is not None:
+        i, n = int(shard[0]), int(shard[1])
+        params["shard"] = [i, n]
+        root = target.path
+        keep = lambda p: shard_of(os.path.relpath(p, root), n) == i  # noqa: E731
     res = FilesResult(params=params)
     t0 = time.perf_counter()
-    idx = walk(target.path, sample, seed, cancel, progress)
+    idx = walk(target.path, sample, seed, cancel, progress, keep)
     walk_s = time.perf_counter() - t0
     res.labels = {"engine": "builtin", "cache": "buffered-warm", "cache_drop": "none", **target.labels()}
     if target.memory:
@@ -213,6 +233,8 @@ def read_files(path, sample=1000, threads=8, cold=False, progress=None, cancel=N
         if ram and sample_bytes < 2 * ram:
             res.warn("warm run: files read before may come from the page cache; use --cold to measure the storage")
 
+    if ready is not None:
+        ready("read")
     out = _read_all(picks, threads, cancel, progress)
     el = out["elapsed_s"]
     n = out["files"]
@@ -224,6 +246,7 @@ def read_files(path, sample=1000, threads=8, cold=False, progress=None, cancel=N
     res.metrics.update(out["hist"].metrics("lat"))
     res.samples["bw"] = out["windows"]
     res.samples["lat_hist"] = out["hist"].to_dict()
+    res.extra["t0_unix"] = {"read": out["t0_unix"]}   # the wall-clock time of the reads' t = 0
     if out["errors"] and not n and not out["interrupted"]:
         return res.finish("failed", f"none of the {len(picks)} files sampled could be read (first: "
                                     f"{out['first_error']})")
@@ -321,7 +344,9 @@ def _read_all(picks, threads: int, cancel, progress) -> dict:
                           {"files_per_s": windows["files_per_s"][-1], "read_bytes_per_s": windows["read_bytes_per_s"][-1]})
     for t in ts:
         t.join()
-    el = (pc() - t0) / 1e9
+    end = pc()
+    el = (end - t0) / 1e9
+    t0_unix = time.time() - (pc() - t0) / 1e9
     hist = LatencyHistogram()
     for a in lats:
         hist.add_many(a)
@@ -329,4 +354,4 @@ def _read_all(picks, threads: int, cancel, progress) -> dict:
                   {"files_per_s": state["files"] / el if el > 0 else 0.0})
     return {"files": state["files"], "bytes": state["bytes"], "errors": state["errors"],
             "first_error": state["first_error"], "elapsed_s": el,
-            "hist": hist, "windows": windows, "interrupted": interrupted}
+            "hist": hist, "windows": windows, "interrupted": interrupted, "t0_unix": t0_unix}

@@ -297,6 +297,8 @@ def fill_job_result(res: Result, s: Session, out: JobOutput, engine: str, cache_
         res.labels["uring_unavailable"] = out.extra["uring_unavailable"]
     res.metrics.update(_job_metrics(out, op))
     res.samples["bw"] = _series(out, op)
+    if "t0_unix" in out.extra:   # the job's t = 0 on the wall clock (many-rank runs line series up)
+        res.extra.setdefault("t0_unix", {})[op] = out.extra["t0_unix"]
     if out.hist.n:
         res.samples["lat_hist"] = out.hist.to_dict()
     if out.extra.get("fio_iodepth_level"):

@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..pathfield import PathInfo
     from ..runner import Job
 
-__all__ = ["Tab", "command_defaults", "size_text", "unavailable_reason", "need_path"]
+__all__ = ["Tab", "command_defaults", "size_text", "unavailable_reason", "need_path", "ranks_field", "ranks_opts"]
 
 
 class Tab:
@@ -95,3 +95,19 @@ def need_path(info: "PathInfo", what: str = "this probe") -> str:
     if not info.ok:
         raise ProbeError(info.error or f"{info.path} cannot be used")
     return info.path
+
+
+def ranks_field():
+    """The "ranks" box of the tabs whose probes run as many ranks (``--ranks N``; 0: this process alone)."""
+    import ipywidgets as w
+
+    box = w.BoundedIntText(value=0, min=0, max=1024, description="ranks", style={"description_width": "initial"},
+                           layout=w.Layout(width="150px"),
+                           tooltip="0: this process alone; N: N local ranks through torchrun (--ranks N)")
+    box.add_class("nbbench-ranks")
+    return box
+
+
+def ranks_opts(field) -> list[str]:
+    n = int(field.value or 0)
+    return ["--ranks", str(n)] if n > 0 else []

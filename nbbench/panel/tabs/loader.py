@@ -10,7 +10,7 @@ The widgets become the options of ``nbbench feed DIR …`` / ``nbbench sweep DIR
 from __future__ import annotations
 
 from ..runner import command_job
-from .base import Tab, command_defaults, need_path, unavailable_reason
+from .base import Tab, command_defaults, need_path, unavailable_reason, ranks_field, ranks_opts
 
 ACTIONS = {
     "feed": "how many accelerators can this storage and CPU feed at AU >= 90 % — and what limits it",
@@ -104,9 +104,10 @@ class LoaderTab(Tab):
         self.missing = w.HTML()
         self.hint = w.HTML("<span style='color:#555'>PATH is the dataset folder (root/CLASS/IMAGE). No dataset? "
                            "<code>nbbench make-dataset DIR --files 2000 --jpeg</code> makes one.</span>")
+        self.ranks = ranks_field()   # --ranks N
         self.action.observe(self._switch, names="value")
         self._switch()
-        return w.VBox([self.action, self.about, self.params, self.hint, self.missing])
+        return w.VBox([self.action, self.about, self.params, self.ranks, self.hint, self.missing])
 
     def _switch(self, change=None) -> None:
         name = self.action.value
@@ -140,4 +141,5 @@ class LoaderTab(Tab):
                 opts += ["--workers", self.sw_workers.value.strip()]
             if self.sw_emulate.value:
                 opts += ["--emulate", self.sw_emulate.value]
+        opts += ranks_opts(self.ranks)
         return command_job(f"{name} {target}", name, target, *opts, label=label)

@@ -7,7 +7,7 @@ Each probe's widgets become the options of its subcommand (``nbbench dd PATH --b
 from __future__ import annotations
 
 from ..runner import command_job
-from .base import Tab, command_defaults, need_path, size_text, unavailable_reason
+from .base import Tab, command_defaults, need_path, ranks_field, ranks_opts, size_text, unavailable_reason
 
 PROBES = {
     "dd": "sequential write then read (dd-style)",
@@ -110,13 +110,15 @@ class StorageTab(Tab):
         self.boxes = {"dd": dd_box, "randread": rr_box, "files": files_box, "disk": disk_box}
         self.params = w.Box([dd_box])
         self.missing = w.HTML()
+        self.ranks = ranks_field()   # --ranks N (not for the disk presets)
         self.probe.observe(self._switch, names="value")
         self._switch()
-        return w.VBox([self.probe, self.about, self.params, self.missing])
+        return w.VBox([self.probe, self.about, self.params, self.ranks, self.missing])
 
     def _switch(self, change=None) -> None:
         name = self.probe.value
         self.params.children = (self.boxes[name],)
+        self.ranks.layout.display = "none" if name == "disk" else None
         self.about.value = f"<span style='color:#555'>{PROBES[name]}</span>"
         note = unavailable_reason(name)
         self.missing.value = f"<span style='color:#c62828'>not available: {note}</span>" if note else ""
@@ -153,6 +155,8 @@ class StorageTab(Tab):
                 opts += ["--size", self.dk_size.value.strip()]
             if self.dk_nowrite.value:
                 opts.append("--no-write")
+        if name != "disk":
+            opts += ranks_opts(self.ranks)
         return command_job(f"{name} {target}", name, target, *opts, label=label)
 
 

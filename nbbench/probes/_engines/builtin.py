@@ -96,6 +96,9 @@ def run_threads_of(spec: JobSpec, nthreads: int, runner) -> JobOutput:
         merged.qd_max += o.qd_max
         merged.qd_mean += o.qd_mean
     merged.elapsed_s = max(o.elapsed_s for o in outs)
+    anchors = [o.extra["t0_unix"] for o in outs if "t0_unix" in o.extra]
+    if anchors:
+        merged.extra["t0_unix"] = min(anchors)
     n = min(len(o.windows) for o in outs)
     merged.windows = [[outs[0].windows[i][0], sum(o.windows[i][1] for o in outs), sum(o.windows[i][2] for o in outs)]
                       for i in range(n)]

@@ -272,6 +272,8 @@ class Meter:
         if short is not None and out.ios > 0:
             out.bytes -= self.spec.bs - max(0, short)
         out.elapsed_s = (now - self.m0) / 1e9
+        # the wall-clock time of the measurement's t = 0, so series of several processes line up
+        out.extra["t0_unix"] = time.time() - (time.perf_counter_ns() - self.m0) / 1e9
         if self.qd_n:
             out.qd_mean = self.qd_sum / self.qd_n
         if self.spec.progress is not None:

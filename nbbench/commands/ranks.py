@@ -1,0 +1,164 @@
+"""``--ranks N`` and rank mode for the subcommands that opt in (dd, randread, files, loader, sweep, feed).
+
+:func:`add_rank_options` declares the options once; a command's ``run`` starts with
+``value = ranks.dispatch(...)`` and goes on with its local code when it gets :data:`LOCAL`:
+
+* this process is a rank (torchrun / srun / a PyTorchJob set the environment; never in a
+  notebook kernel, never with ``--no-dist``): run the probe's rank part
+  (:func:`nbbench.dist.rank.run_rank`).  Rank 0 returns the one aggregate result, which is
+  shown and saved as usual; every other rank shows and saves nothing and exits with the
+  run's outcome.  Under ``--ranks`` even rank 0 stays quiet: the launching process shows
+  and saves the result.
+* ``--ranks N``: launch N local ranks through PyTorch's launcher as child processes
+  (:func:`nbbench.dist.launch.launch`) with the aggregate progress live; with
+  ``--nnodes M`` > 1 print the torchrun and srun lines to run on each host instead.
+
+A new probe (the checkpoint and shard probes to come) opts in with three pieces: this
+module's :func:`add_rank_options` in its ``add_arguments``, :func:`dispatch` at the top of
+its ``run``, and its rank part, a :class:`nbbench.dist.jobs.RankJob` in ``dist.jobs.JOBS``.
+"""
+
+from __future__ import annotations
+
+import os
+
+from . import Command, options
+from ..results import ProbeError, Result
+
+__all__ = ["add_rank_options", "dispatch", "RankedCommand", "LOCAL", "child_argv"]
+
+#: what :func:`dispatch` returns when the command should run as usual, in this process alone
+LOCAL = object()
+
+_DROP_WITH_VALUE = ("--ranks", "--nnodes", "--rdzv-host")
+_DROP = ("-o",)
+
+
+def add_rank_options(parser, file_per_rank: bool = False) -> None:
+    """The options of many-rank runs (one group, the same for every command that opts in)."""
+    g = parser.add_argument_group("many ranks (torch.distributed; see the README's 'Many GPUs, many hosts')")
+    g.add_argument("--ranks", type=options.positive_int, default=None, metavar="N",
+                   help="run N ranks on this host through PyTorch's launcher (torchrun), as DDP runs one process "
+                        "per GPU, and report what they get together")
+    g.add_argument("--nnodes", type=options.positive_int, default=1, metavar="M",
+                   help="with --ranks: M hosts sharing the path; prints the torchrun and srun lines to run")
+    g.add_argument("--rdzv-host", dest="rdzv_host", default=None, metavar="HOST",
+                   help="with --nnodes: the host:port the printed lines meet at (default: a placeholder)")
+    g.add_argument("--backend", choices=("gloo", "nccl"), default="gloo",
+                   help="process group backend: gloo (default, no GPU needed) or nccl (a GPU per rank)")
+    g.add_argument("--no-dist", dest="no_dist", action="store_true",
+                   help="never act as a rank, even where WORLD_SIZE/RANK or SLURM_* say this is one")
+    if file_per_rank:
+        g.add_argument("--file-per-rank", dest="file_per_rank", action="store_true",
+                       help="in a directory: each rank reads a file of its own (default: one file rank 0 "
+                            "writes, read by every rank)")
+
+
+def child_argv(name: str, args, strip_ranks: bool = False) -> list[str]:
+    """The subcommand's command line for the ranks (as typed; ``-o`` left out, and with
+    ``strip_ranks`` the --ranks / --nnodes / --rdzv-host options)."""
+    rest = list(getattr(args, "_nbbench_argv", None) or [])
+    out, skip = [], False
+    for a in rest:
+        if skip:
+            skip = False
+            continue
+        if a in _DROP:
+            continue
+        if strip_ranks and a in _DROP_WITH_VALUE:
+            skip = True
+            continue
+        if strip_ranks and a.startswith(tuple(f"{o}=" for o in _DROP_WITH_VALUE)):
+            continue
+        out.append(a)
+    return [name, *out]
+
+
+def _quiet(args, ctx) -> None:
+    """Nothing shown, nothing saved here (rank 0 or the launcher speaks for the run)."""
+    args.json = False
+    args.quiet = True
+    args.no_save = True
+    ctx.quiet = True
+    ctx.as_json = False
+
+
+def dispatch(name: str, kind: str, args, ctx, params: dict, desc: str, on_figures=None):
+    """Run ``kind`` as a rank, launch ``--ranks`` of it, print the lines for several hosts, or
+    return :data:`LOCAL`."""
+    from ..dist import rankenv
+
+    env = rankenv.detect(no_dist=getattr(args, "no_dist", False))
+    if env is not None:
+        return _as_rank(kind, args, ctx, params, env, desc)
+    n = getattr(args, "ranks", None)
+    if n is None:
+        if getattr(args, "nnodes", 1) > 1:
+            raise ProbeError("--nnodes M goes with --ranks N (the ranks on each host)")
+        return LOCAL
+    if getattr(args, "nnodes", 1) > 1:
+        from ..dist.cmdlines import command_lines
+
+        return command_lines(child_argv(name, args, strip_ranks=True), n, args.nnodes, args.rdzv_host)
+    from ..dist.jobs import job_for
+    from ..dist.launch import launch, need_torch
+
+    need_torch()   # one line, before any bar
+    job = job_for(kind, params)
+    job.local_checks(n)
+    argv = child_argv(name, args)
+    return ctx.run_probe(f"{desc} ×{n} ranks", lambda p, c: launch(argv, n, job, progress=p, cancel=c,
+                                                                   on_figures=on_figures, backend=args.backend))
+
+
+def _as_rank(kind, args, ctx, params, env, desc):
+    from .. import tempfiles
+    from ..dist.control import ENV_STORE
+    from ..dist.jobs import job_for
+    from ..dist.rank import install_sigterm_note, run_rank
+
+    if os.environ.get(ENV_STORE) or not env.is_zero:
+        _quiet(args, ctx)
+    job = job_for(kind, params)
+    tempfiles.install_handlers()      # signal handlers: from the main thread, before the probe's thread
+    install_sigterm_note(env)
+    return ctx.run_probe(f"{desc} (rank {env.rank} of {env.world_size})",
+                         lambda p, c: run_rank(job, env, backend=args.backend, cancel=c, progress=p))
+
+
+class RankedCommand(Command):
+    """A command that can run as ranks: shows a many-rank result's one-line answer first."""
+
+    def show(self, value, args, ctx) -> None:
+        if isinstance(value, Result) and "ranks" in value.labels and value.extra.get("answer"):
+            ctx.echo(value.extra["answer"])
+            if value.extra.get("hosts"):
+                ctx.echo(hosts_table(value))
+        if isinstance(value, str):
+            ctx.echo(value)
+            return
+        super().show(value, args, ctx)
+
+
+def hosts_table(res: Result) -> str:
+    """The per-host rows as text: host, ranks, the primary rate(s), CPU %, disk busy %."""
+    from ..units import format_metric, metric_label
+
+    rows = res.extra.get("hosts") or []
+    keys = [k for k in rows[0] if k.endswith("_per_s") or k == "iops"] if rows else []
+    lines = []
+    for r in rows:
+        figs = ", ".join(f"{metric_label(k)} {format_metric(k, r.get(k))}" for k in keys)
+        lines.append(f"  {r['host']}: {r['ranks']} rank{'s' if r['ranks'] != 1 else ''}"
+                     + (f", {figs}" if figs else "")
+                     + f", CPU {format_metric('cpu_util_pct', r.get('cpu_util_pct'))}"
+                     + f", disk busy {format_metric('disk_busy_pct', r.get('disk_busy_pct'))}")
+    return "\n".join(lines)
+
+
+def refuse_variable(ctx, name: str) -> None:
+    """With --ranks, a notebook variable cannot go to other processes: say what to give instead."""
+    if ctx.user_ns is not None and name in ctx.user_ns:
+        raise ProbeError(f"{name} is a notebook variable: a Python object (a DataLoader) cannot be sent to other "
+                         "processes. With --ranks give a dataset folder, or --dataset module:function "
+                         "(a function every rank can import that returns the Dataset)")

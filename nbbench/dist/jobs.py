@@ -1,0 +1,324 @@
+"""The storage probes' rank parts: what each rank runs, and how rank 0 puts the parts together.
+
+A :class:`RankJob` says, for one probe:
+
+* ``preflight(env)`` — on every rank, before anything is written: the path is there and
+  usable, and the free space holds N × the size (a ProbeError otherwise);
+* ``setup(env)`` / ``teardown(env)`` — shared state made by rank 0 (randread's one file);
+* ``run(progress, cancel)`` — the probe on this rank's own part, returning its Result;
+* ``tracks(res, clock)`` — its progress per phase on the common clock
+  (:mod:`nbbench.dist.aggregate`), from the probe's 500 ms series and the wall-clock
+  anchor of each phase's t = 0 (``res.extra["t0_unix"]``, written by the engines' meter;
+  when an engine gives none, the time of the phase's last progress report minus its
+  elapsed time);
+* ``phases`` — the phases and the rates rank 0 aggregates; ``finish(res, records)`` —
+  what else it adds (the latency histograms merged).
+
+The parts: **dd** — each rank its own new file in the directory (N files, "N-N");
+**randread** — in a directory one file written by rank 0 and read by all after a
+barrier (``file_per_rank``: each its own), a file or device read by all; **files** —
+each rank the files of its own shard of the tree (a stable hash of the relative path).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ..results import ProbeError, Result, result_class
+from ..results.hist import LatencyHistogram
+from ..units import parse_size
+from .aggregate import Phase, track_from_windows
+
+__all__ = ["RankJob", "DdJob", "RandreadJob", "FilesJob", "job_for", "JOBS"]
+
+
+class RankJob:
+    """One probe as a rank runs it (see the module doc)."""
+
+    kind = "result"
+    phases: list[Phase] = []
+    #: bytes each rank writes in the directory (the launcher and the preflight count N × this)
+    write_bytes = 0
+
+    def __init__(self, params: dict[str, Any]):
+        self.params = dict(params)
+        self.rank = 0
+        self.world_size = 1
+        self.last_report: dict[str, float] = {}   # metric key -> wall time of its last progress report
+        #: ``ready(phase)``: the ranks meet just before each timed phase (set by the rank runner)
+        self.ready = None
+
+    # ------------------------------------------------------------ hooks
+    def bind(self, env) -> None:
+        self.rank, self.world_size = env.rank, env.world_size
+
+    def local_checks(self, nranks: int) -> None:
+        """In the launching process, before any rank starts (the free space for N ranks)."""
+        self._room(nranks)
+
+    def preflight(self, env) -> None:
+        self._room(env.world_size)
+
+    def setup(self, env) -> None:
+        pass
+
+    def teardown(self, env) -> None:
+        pass
+
+    def run(self, progress, cancel) -> Result:
+        raise NotImplementedError
+
+    def tracks(self, res: Result, clock) -> dict[str, dict]:
+        return {}
+
+    def finish(self, res: Result, records: list[dict]) -> None:
+        pass
+
+    def monitor_path(self) -> str | None:
+        """Where the host's disk is watched (the probe's path)."""
+        return self.params.get("path")
+
+    def failed_result(self, reason: str) -> Result:
+        res = result_class(self.kind)(params=dict(self.params))
+        return res.fail(reason)
+
+    # ----------------------------------------------------------- helpers
+    def _room(self, nranks: int) -> None:
+        if not self.write_bytes:
+            return
+        from ..probes.target import inspect
+
+        target = inspect(self.params["path"], write=False, read=False)
+        if target.kind == "dir":
+            target.ensure_room(self.write_bytes * nranks)
+
+    def _anchor(self, res: Result, op: str, elapsed: float | None, key: str) -> float | None:
+        """The wall-clock time of phase ``op``'s t = 0 on this rank."""
+        t0 = (res.extra.get("t0_unix") or {}).get(op)
+        if t0 is None and elapsed is not None and key in self.last_report:
+            t0 = self.last_report[key] - elapsed
+        return t0
+
+    def _track(self, res: Result, clock, op: str, series: str, rates: dict[str, str], elapsed_key: str,
+               totals: dict[str, str]) -> dict | None:
+        data = res.samples.get(series) or {}
+        elapsed = res.metrics.get(elapsed_key)
+        first = next(iter(rates))
+        t0 = self._anchor(res, op, elapsed, first)
+        if t0 is None or not elapsed:
+            return None
+        return track_from_windows(clock.at(t0), data.get("t_s") or [],
+                                  {k: data.get(src) or [] for k, src in rates.items()}, end=elapsed,
+                                  totals={k: res.metrics.get(src) for k, src in totals.items()})
+
+
+def _merge_hists(res: Result, records: list[dict], name: str = "lat_hist", prefix: str = "lat") -> None:
+    """Every rank's latency histogram merged: the percentiles of all ranks' I/Os together."""
+    merged = LatencyHistogram()
+    for rec in records:
+        d = ((rec.get("result") or {}).get("samples") or {}).get(name)
+        if d:
+            merged.merge(LatencyHistogram.from_dict(d))
+    if merged.n:
+        res.metrics.update(merged.metrics(prefix))
+        res.samples[name] = merged.to_dict()
+
+
+# ================================================================== dd
+class DdJob(RankJob):
+    """Each rank: dd in the shared directory on a new file of its own (N files, "N-N")."""
+
+    kind = "dd"
+    phases = [Phase("write", ("write_bytes_per_s",), "write_bw"), Phase("read", ("read_bytes_per_s",), "read_bw")]
+
+    def __init__(self, params):
+        super().__init__(params)
+        p = self.params
+        bs = parse_size(p.get("bs", "1M"))
+        total = int(p["count"]) * bs if p.get("count") else parse_size(p.get("size", "1G"))
+        self.write_bytes = 0 if p.get("mode") == "read" else total
+
+    def local_checks(self, nranks: int) -> None:
+        from ..probes.target import inspect
+
+        if self.params.get("mode") in (None, "both", "write"):
+            t = inspect(self.params["path"], write=self.params.get("mode") == "write", read=False)
+            if t.kind != "dir":
+                self.write_bytes = 0
+        super().local_checks(nranks)
+
+    def preflight(self, env) -> None:
+        self.local_checks(env.world_size)
+
+    def run(self, progress, cancel) -> Result:
+        from ..probes import disk
+
+        p = self.params
+        return disk.dd(p["path"], bs=p.get("bs", "1M"), size=p.get("size", "1G"), count=p.get("count"),
+                       direct=p.get("direct"), engine=p.get("engine", "builtin"), mode=p.get("mode"),
+                       progress=progress, cancel=cancel, ready=self.ready)
+
+    def tracks(self, res, clock):
+        out = {}
+        for op in ("write", "read"):
+            key = f"{op}_bytes_per_s"
+            tr = self._track(res, clock, op, f"{op}_bw", {key: key}, f"{op}_elapsed_s", {key: f"{op}_total_bytes"})
+            if tr is not None:
+                out[op] = tr
+        return out
+
+    def finish(self, res, records):
+        for op in ("write", "read"):
+            tot = [((r.get("result") or {}).get("metrics") or {}).get(f"{op}_total_bytes") for r in records]
+            if any(v is not None for v in tot):
+                res.metrics[f"{op}_total_bytes"] = sum(v or 0 for v in tot)
+
+
+# ============================================================ randread
+class RandreadJob(RankJob):
+    """Random reads by every rank: over one shared file (written by rank 0 in a directory,
+    read by all after a barrier, removed by rank 0 at the end), each rank's own file
+    (``file_per_rank``), or the file / device given."""
+
+    kind = "randread"
+    phases = [Phase("read", ("iops", "read_bytes_per_s"), "bw")]
+
+    def __init__(self, params):
+        super().__init__(params)
+        self._session = None
+        self._shared_path: str | None = None
+        self.kind_of_path: str | None = None
+        from ..probes.io_session import DEFAULT_READ_FILE
+
+        size = self.params.get("size")
+        self.region = parse_size(size) if size is not None else DEFAULT_READ_FILE
+
+    def _dir(self) -> bool:
+        from ..probes.target import inspect
+
+        t = inspect(self.params["path"], write=False)
+        self.kind_of_path = t.kind
+        return t.kind == "dir"
+
+    def local_checks(self, nranks: int) -> None:
+        if self._dir():
+            self.write_bytes = self.region
+            self._room(nranks if self.params.get("file_per_rank") else 1)
+
+    def preflight(self, env) -> None:
+        self.local_checks(env.world_size)
+
+    def setup(self, env) -> None:
+        from . import group
+
+        if self.kind_of_path != "dir" or self.params.get("file_per_rank"):
+            return
+        err = None
+        if env.rank == 0:
+            try:
+                self._shared_path = self._write_shared()
+            except ProbeError as exc:
+                err = str(exc)
+            except OSError as exc:
+                err = f"{exc.strerror or exc}"
+        shared = group.broadcast({"path": self._shared_path, "error": err}, env.rank)
+        if shared["error"]:
+            raise ProbeError(f"rank 0 could not write the file all ranks read: {shared['error']}")
+        self._shared_path = shared["path"]
+
+    def _write_shared(self) -> str:
+        from ..probes.io_session import Session
+        from ..probes.target import inspect
+
+        target = inspect(self.params["path"], write=True)
+        s = Session(target, self.params.get("direct"), "randread", fill=self.region)
+        s.__enter__()
+        self._session = s
+        return s.path
+
+    def teardown(self, env) -> None:
+        if self._session is not None:
+            self._session.close()
+            self._session = None
+
+    def run(self, progress, cancel) -> Result:
+        from ..probes import disk
+
+        p = self.params
+        where = self._shared_path or p["path"]
+        size = self.region if self._shared_path else p.get("size")
+        res = disk.randread(where, bs=p.get("bs", "4k"), qd=p.get("qd", 1), runtime=p.get("runtime", 10),
+                            ramp=p.get("ramp", 1), size=size, direct=p.get("direct"),
+                            engine=p.get("engine", "builtin"), threads=p.get("threads", 1), warm=p.get("warm", False),
+                            seed=p.get("seed", 0) + 1000 * self.rank, progress=progress, cancel=cancel,
+                            ready=self.ready)
+        if self._shared_path:
+            res.params["path"] = os.path.abspath(p["path"])
+            res.labels["shared_file"] = "one file written by rank 0, read by every rank"
+        elif self.kind_of_path == "dir":
+            res.labels["shared_file"] = "no: a file per rank"
+        return res
+
+    def tracks(self, res, clock):
+        tr = self._track(res, clock, "read", "bw", {"iops": "iops", "read_bytes_per_s": "read_bytes_per_s"},
+                         "runtime_s", {"iops": "ios_count", "read_bytes_per_s": "read_total_bytes"})
+        return {"read": tr} if tr is not None else {}
+
+    def finish(self, res, records):
+        _merge_hists(res, records)
+        res.labels["file_per_rank"] = bool(self.params.get("file_per_rank"))
+
+
+# =============================================================== files
+class FilesJob(RankJob):
+    """Each rank reads the files of its own shard of the tree (a stable hash of the relative
+    path decides, so no two ranks read the same file); ``sample`` is per rank."""
+
+    kind = "files"
+    phases = [Phase("read", ("files_per_s", "read_bytes_per_s"), "bw")]
+
+    def preflight(self, env) -> None:
+        from ..probes.target import inspect
+
+        t = inspect(self.params["path"], write=False, read=False)
+        if t.kind != "dir":
+            raise ProbeError(f"{t.path} is not a directory: files reads the files of a tree")
+
+    def run(self, progress, cancel) -> Result:
+        from ..probes import files
+
+        p = self.params
+        return files.read_files(p["path"], sample=p.get("sample", 1000), threads=p.get("threads", 8),
+                                cold=p.get("cold", False), seed=p.get("seed", 0), progress=progress, cancel=cancel,
+                                shard=(self.rank, self.world_size), ready=self.ready)
+
+    def tracks(self, res, clock):
+        tr = self._track(res, clock, "read", "bw", {"files_per_s": "files_per_s", "read_bytes_per_s": "read_bytes_per_s"},
+                         "elapsed_s", {"files_per_s": "files_count", "read_bytes_per_s": "read_total_bytes"})
+        return {"read": tr} if tr is not None else {}
+
+    def finish(self, res, records):
+        _merge_hists(res, records)
+        for k in ("files_count", "read_total_bytes", "tree_files_count", "tree_total_bytes"):
+            vals = [((r.get("result") or {}).get("metrics") or {}).get(k) for r in records]
+            if any(v is not None for v in vals):
+                res.metrics[k] = sum(v or 0 for v in vals)
+        res.labels["shards"] = "files split between ranks by a stable hash of the relative path"
+
+
+#: probe kind -> its rank part.  A new probe opts in with a RankJob subclass here, and in its
+#: command ``commands.ranks.add_rank_options(parser)`` and ``commands.ranks.dispatch(...)``.
+JOBS: dict[str, type[RankJob]] = {"dd": DdJob, "randread": RandreadJob, "files": FilesJob}
+
+
+def job_for(kind: str, params: dict) -> RankJob:
+    """The job of probe ``kind`` with ``params`` (the probe function's own keyword arguments + path)."""
+    if kind in ("loader", "sweep", "feed"):
+        from .loaderjobs import job_for as loader_job
+
+        return loader_job(kind, params)
+    if kind not in JOBS:
+        raise ProbeError(f"{kind} does not run as ranks ({', '.join([*JOBS, 'loader', 'sweep', 'feed'])} do)")
+    return JOBS[kind](params)
+

@@ -1,0 +1,370 @@
+"""The DataLoader under DDP: loader, sweep and feed as rank parts.
+
+Each rank builds its DataLoader over its own shard of the data — a
+``DistributedSampler`` over an image folder or over the dataset the user names as
+``module:function`` (importable by every rank) — with ``num_workers`` defaulting to the
+usable CPUs shared among the ranks of the host.
+
+**loader**: the compute step (emulated accelerator, sleep, or a real step on
+``LOCAL_RANK``'s GPU) is followed, as DDP's gradient all-reduce (and DLIO's per-step
+barrier), by a tiny ``all_reduce`` that every rank meets once per step
+(:class:`SyncedStep`).  It also carries each rank's vote to stop (its window is over, or it
+was asked to stop), so every rank runs exactly the same steps.  The time spent there is
+kept apart (``sync_s`` per step, ``sync_wait_pct``): per rank, data wait and AU stay the
+rank's own; together, the step time is set by the slowest rank, and rank 0 reports the
+global samples/s (first done), the global AU (the ranks' mean, as DLIO) and which rank
+stalled most (the largest data wait).
+
+**sweep** and **feed** run on every rank over its shard, started together by the start
+barrier and measured side by side; rank 0 sums the ranks' rates per configuration (sweep,
+with the recommendation made from the sums) and per pass (feed: how many accelerators these
+ranks feed together).  They do not meet per step: a configuration one host's preflight
+skips would put the meetings out of step.
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+
+from ..results import ProbeError, Result
+from .aggregate import Phase, track
+from .jobs import RankJob
+
+__all__ = ["SyncedStep", "LoaderJob", "SweepJob", "FeedJob", "load_dataset", "job_for"]
+
+
+def load_dataset(spec: str):
+    """``module:function`` -> the dataset ``function()`` returns (a ProbeError says why not)."""
+    mod, _, fn = (spec or "").partition(":")
+    if not mod or not fn:
+        raise ProbeError(f"--dataset takes module:function (a function returning a Dataset), not {spec!r}")
+    try:
+        f = getattr(importlib.import_module(mod), fn)
+    except (ImportError, AttributeError) as exc:
+        raise ProbeError(f"cannot import {spec}: {exc} (every rank must be able to import it)") from None
+    return f()
+
+
+def _dataset(p: dict):
+    if p.get("dataset"):
+        return load_dataset(p["dataset"])
+    from ..probes.imagefolder import ImageFolderDataset
+
+    return ImageFolderDataset(p["path"], decode=p.get("decode", "auto"), size=p.get("size", 224))
+
+
+def _workers(p: dict, env_local_world: int) -> int:
+    if p.get("workers") is not None:
+        return int(p["workers"])
+    from ..env import usable_cpus
+
+    return max(0, usable_cpus()["usable_int"] // max(1, env_local_world))
+
+
+class SyncedStep:
+    """The compute step, then one tiny all_reduce every rank meets (DDP's gradient all-reduce).
+
+    The reduced tensor carries two votes, MAX over ranks: "asked to stop" (Stop, Ctrl-C, a
+    dead peer) and "my window is over" (``duration`` seconds measured or ``steps`` steps).
+    Either sets ``stop`` — the loader benchmark's cancel event — on every rank after the
+    same step.  ``sync_s`` is each call's time in the all_reduce; ``anchor`` the wall-clock
+    time the measured window began (after ``warmup + 1`` calls).
+    """
+
+    kind = "synced"
+
+    def __init__(self, inner, warmup: int, duration: float | None, steps: int | None, cancel, stop):
+        self.inner = inner
+        self.n_warm = warmup + 1
+        self.duration = duration
+        self.steps = steps
+        self.cancel = cancel
+        self.stop = stop
+        self.sync_s: list[float] = []
+        self.calls = 0
+        self.t_meas = None
+        self.anchor = None
+        self.cause: str | None = None
+        self.label = (inner.label if inner is not None else "none") + " + all_reduce per step"
+        self._torch = None
+
+    def setup(self) -> None:
+        import torch
+        import torch.distributed as td
+
+        self._torch = (torch, td)
+        if self.inner is not None and hasattr(self.inner, "setup"):
+            self.inner.setup()
+
+    def finish(self) -> dict:
+        return self.inner.finish() if self.inner is not None and hasattr(self.inner, "finish") else {}
+
+    def __call__(self, batch, samples=None) -> None:
+        torch, td = self._torch
+        if self.inner is not None:
+            self.inner(batch, samples)
+        t1 = time.perf_counter()
+        self.calls += 1
+        done = 0.0
+        if self.t_meas is not None:
+            measured = self.calls - self.n_warm
+            if (self.duration is not None and t1 - self.t_meas >= self.duration) or \
+                    (self.steps is not None and measured >= self.steps):
+                done = 1.0
+        votes = torch.tensor([1.0 if self.cancel.is_set() else 0.0, done])
+        td.all_reduce(votes, op=td.ReduceOp.MAX)
+        t2 = time.perf_counter()
+        self.sync_s.append(t2 - t1)
+        if votes[0] > 0 or votes[1] > 0:
+            self.cause = self.cause or ("stop" if votes[0] > 0 else "done")
+            self.stop.set()
+        if self.calls == self.n_warm:   # the measured window starts when this call returns
+            self.t_meas = time.perf_counter()
+            self.anchor = time.time()
+
+
+class LoaderJob(RankJob):
+    kind = "loader"
+    phases = [Phase("steps", ("samples_per_s", "batches_per_s"), "windows")]
+
+    def __init__(self, params):
+        super().__init__(params)
+        self.local_world = 1
+        self.local_rank = 0
+        self._synced = None
+
+    def bind(self, env) -> None:
+        super().bind(env)
+        self.local_world = env.local_world_size or 1
+        self.local_rank = env.local_rank
+
+    def preflight(self, env) -> None:
+        p = self.params
+        if p.get("dataset"):
+            mod = p["dataset"].partition(":")[0]
+            try:
+                importlib.import_module(mod)
+            except ImportError as exc:
+                raise ProbeError(f"cannot import {mod} for --dataset: {exc}") from None
+        else:
+            from ..probes.target import inspect
+
+            t = inspect(p.get("path"), write=False, read=False)
+            if t.kind != "dir":
+                raise ProbeError(f"{t.path} is not a directory: give a dataset folder (root/CLASS/IMAGE)")
+
+    def monitor_path(self):
+        return self.params.get("path")
+
+    def run(self, progress, cancel) -> Result:
+        import threading
+
+        from torch.utils.data.distributed import DistributedSampler
+
+        from ..probes.dataloader import close_loader, make_loader
+        from ..probes.loader import bench_loader
+        from ..probes.steps import resolve_step
+
+        p = self.params
+        ds = _dataset(p)
+        sampler = DistributedSampler(ds, num_replicas=self.world_size, rank=self.rank, shuffle=True, seed=0)
+        nw = _workers(p, self.local_world)
+        dl = make_loader(ds, p.get("batch_size", 64), nw, persistent_workers=nw > 0, shuffle=False, sampler=sampler)
+        step = p.get("step")
+        device = f"cuda:{self.local_rank}" if step == "gpu" else None
+        inner = resolve_step(step, cancel=cancel, device=device)
+        stop = threading.Event()
+        duration = p.get("duration")
+        if p.get("steps") is None and duration is None:
+            duration = 10.0
+        synced = self._synced = SyncedStep(inner, p.get("warmup", 2), duration, p.get("steps"), cancel, stop)
+        acc = p.get("accelerator") or (step[len("emulate:"):] if isinstance(step, str) and step.startswith("emulate:")
+                                       else None)
+        try:
+            res = bench_loader(dl, steps=None, duration=1e9, warmup=p.get("warmup", 2), step=synced,
+                               progress=progress, cancel=stop, accelerator=acc,
+                               epochs=p.get("epochs"), monitor=False, device=device)
+        finally:
+            close_loader(dl, force=True)
+        return self._fix(res, synced, step, duration)
+
+    def _fix(self, res, synced: SyncedStep, step, duration) -> Result:
+        """The rank's own figures: the all_reduce's time out of the compute time, the window as asked."""
+        steps = res.samples.get("steps") or {}
+        n_warm = len((res.samples.get("warmup") or {}).get("wait_s") or [])
+        n = len(steps.get("wait_s") or [])
+        syncs = synced.sync_s[n_warm:n_warm + n]
+        if len(syncs) == n and n:
+            steps["compute_s"] = [max(0.0, c - s) for c, s in zip(steps["compute_s"], syncs)]
+            steps["sync_s"] = syncs
+        res.params.update({"step": step, "duration_s": duration, "steps": self.params.get("steps"),
+                           "path": self.params.get("path") or self.params.get("dataset")})
+        res.labels["step"] = synced.label
+        res.labels["sampler"] = f"DistributedSampler (rank {self.rank} of {self.world_size})"
+        res.derive()
+        wall = res.metrics.get("measured_s") or 0
+        if steps.get("sync_s") and wall > 0:
+            res.metrics["sync_wait_pct"] = 100.0 * sum(steps["sync_s"]) / wall
+        if res.metrics.get("steps_count"):
+            res.metrics["step_time_s"] = wall / res.metrics["steps_count"]
+        if synced.cause == "done" and res.status == "interrupted":
+            res.status, res.reason = "ok", None
+        elif synced.cause == "stop" and res.status == "ok":
+            res.finish("interrupted", "stopped; the figures cover the steps before")
+        res.extra["t0_unix"] = {"steps": synced.anchor}
+        return res
+
+    def tracks(self, res, clock):
+        st = res.samples.get("steps") or {}
+        t0 = (res.extra.get("t0_unix") or {}).get("steps")
+        if t0 is None or not st.get("t_s"):
+            return {}
+        cum_s, cum_b, a = [], [], 0
+        for i, s in enumerate(st.get("samples") or []):
+            a += s or 0
+            cum_s.append(a)
+            cum_b.append(i + 1)
+        return {"steps": track(clock.at(t0), st["t_s"], {"samples_per_s": cum_s, "batches_per_s": cum_b})}
+
+    def finish(self, res, records):
+        res.labels["sampler"] = f"DistributedSampler: {len(records)} shards, one per rank"
+        per = [(r["rank"], r.get("host"), r.get("metrics") or {}) for r in records]
+        aus = [m.get("au_pct") for _, _, m in per if m.get("au_pct") is not None]
+        res.metrics["au_pct"] = sum(aus) / len(aus) if aus else None
+        waits = [(m.get("data_wait_pct"), r, h) for r, h, m in per if m.get("data_wait_pct") is not None]
+        if waits:
+            w, r, h = max(waits)
+            res.metrics["data_wait_pct"] = sum(x for x, _, _ in waits) / len(waits)
+            res.metrics["max_rank_data_wait_pct"] = w
+            res.labels["stalled_most"] = f"rank {r} ({h}): data wait {w:.1f} %"
+        steps = [m.get("step_time_s") for _, _, m in per if m.get("step_time_s")]
+        if steps:
+            res.metrics["step_time_s"] = max(steps)   # every rank meets every step: the slowest sets it
+        for k in ("steps_count", "samples_count"):
+            vals = [m.get(k) for _, _, m in per if m.get(k) is not None]
+            if vals:
+                res.metrics[k] = min(vals) if k == "steps_count" else sum(vals)
+        from ..accelerators import get_accelerator, input_bound_band
+
+        if waits:
+            res.labels["input_bound"] = input_bound_band(res.metrics["max_rank_data_wait_pct"])
+            res.labels["input_bound_basis"] = "the rank that waited most for data (every rank waits for it)"
+        acc = res.labels.get("accelerator")
+        rate = res.metrics.get("samples_per_s")
+        if acc and rate:
+            a = get_accelerator(acc)
+            res.metrics["needed_samples_per_s"] = a.needed_samples_per_s() * len(records)
+            if res.metrics.get("au_pct") is None:
+                res.metrics["accelerators_fed_count"] = a.how_many(rate)
+        if res.metrics.get("au_pct") is not None:
+            res.extra["answer"] += (f"; global AU {res.metrics['au_pct']:.1f} % (the ranks' mean), step time "
+                                    f"{res.metrics.get('step_time_s', 0) * 1e3:.0f} ms set by the slowest rank")
+        if res.labels.get("stalled_most"):
+            res.extra["answer"] += f"; stalled most: {res.labels['stalled_most']}"
+
+
+class _Shard:
+    """A map-style dataset's shard (the indices i with i % n == rank), keeping its collate_fn."""
+
+    def __init__(self, ds, rank: int, n: int):
+        self.ds = ds
+        self.idx = list(range(rank, len(ds), n))
+        self.collate_fn = getattr(ds, "collate_fn", None)
+
+    def __len__(self):
+        return len(self.idx)
+
+    def __getitem__(self, i):
+        return self.ds[self.idx[i]]
+
+    def __repr__(self):
+        return f"{self.ds!r} shard of {len(self.idx)}"
+
+
+class SweepJob(LoaderJob):
+    kind = "sweep"
+    phases: list = []
+
+    def run(self, progress, cancel) -> Result:
+        from ..probes.sweep import sweep
+
+        p = self.params
+        ds = _Shard(_dataset(p), self.rank, self.world_size)
+        kw = {k: p[k] for k in ("num_workers", "batch_size", "pin_memory", "prefetch_factor", "persistent_workers",
+                                "step", "duration", "warmup") if k in p}
+        res = sweep(ds, progress=progress, cancel=cancel, monitor=False, **kw)
+        res.params["path"] = p.get("path") or p.get("dataset")
+        return res
+
+    def finish(self, res, records):
+        from ..probes.sweep import _recommend
+
+        rows = [((r.get("result") or {}).get("samples") or {}).get("configs") or [] for r in records]
+        if not rows or not rows[0]:
+            return
+        merged = []
+        for i, base in enumerate(rows[0]):
+            row = dict(base)
+            same = [rs[i] for rs in rows if i < len(rs)]
+            if any(c.get("status") != "ok" for c in same):
+                bad = next(c for c in same if c.get("status") != "ok")
+                row["status"], row["reason"] = bad.get("status"), bad.get("reason")
+            for k in ("samples_per_s", "bytes_per_s", "batches_per_s"):
+                vals = [c.get(k) for c in same if c.get(k) is not None]
+                row[k] = sum(vals) if vals and len(vals) == len(same) else None
+            for k in ("au_pct", "data_wait_pct"):
+                vals = [c.get(k) for c in same if c.get(k) is not None]
+                row[k] = sum(vals) / len(vals) if vals else None
+            merged.append(row)
+        res.samples["configs"] = merged
+        res.metrics.pop("best_samples_per_s", None)
+        _recommend(res, res.params.get("within_pct", 3.0), res.params.get("au_target_pct", 90.0))
+        res.extra["recommendation"] = f"All {len(records)} ranks together: " + res.extra.get("recommendation", "")
+
+
+class FeedJob(LoaderJob):
+    kind = "feed"
+    phases: list = []
+
+    def run(self, progress, cancel) -> Result:
+        import os
+
+        from ..probes.feed import feed
+        from ..probes.files import shard_of
+        from ..probes.imagefolder import ImageFolderDataset
+
+        p = self.params
+        ds = ImageFolderDataset(p["path"], decode=p.get("decode", "auto"), size=p.get("size", 224))
+        root = str(ds.root)
+        ds.samples = [s for s in ds.samples if shard_of(os.path.relpath(s[0], root), self.world_size) == self.rank]
+        if not ds.samples:
+            raise ProbeError(f"rank {self.rank}'s shard of {root} holds no files: use more files or fewer ranks")
+        kw = {k: p[k] for k in ("accelerator", "batch_size", "duration", "warmup", "cold", "size", "max_files",
+                                "decode") if k in p}
+        return feed(p["path"], num_workers=_workers(p, self.local_world), dataset=ds, progress=progress,
+                    cancel=cancel, **kw)
+
+    def finish(self, res, records):
+        from ..accelerators import get_accelerator
+
+        ms = [((r.get("result") or {}).get("metrics") or {}) for r in records]
+        acc = get_accelerator(res.labels.get("accelerator") or self.params.get("accelerator", "h100-resnet50"))
+        for k in ("cold_samples_per_s", "warm_samples_per_s", "samples_per_s", "files_count", "dataset_bytes"):
+            vals = [m.get(k) for m in ms if m.get(k) is not None]
+            res.metrics[k] = sum(vals) if vals and len(vals) == len(ms) else None
+        rate = res.metrics.get("samples_per_s")
+        res.metrics["accelerators_fed_count"] = acc.how_many(rate) if rate else None
+        warm = res.metrics.get("warm_samples_per_s")
+        res.metrics["accelerators_fed_warm_count"] = acc.how_many(warm) if warm else None
+        res.metrics.pop("au_one_accelerator_pct", None)
+        from ..units import format_metric
+
+        res.extra["answer"] = (f"{len(records)} ranks on {res.labels.get('hosts')} host(s) together deliver "
+                               f"{format_metric('samples_per_s', rate)} from cold storage: enough for "
+                               f"{res.metrics['accelerators_fed_count']} × {acc.name} at AU >= 90 % "
+                               f"(each needs {format_metric('samples_per_s', acc.needed_samples_per_s())})")
+
+
+def job_for(kind: str, params: dict) -> RankJob:
+    return {"loader": LoaderJob, "sweep": SweepJob, "feed": FeedJob}[kind](params)
