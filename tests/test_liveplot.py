@@ -140,6 +140,7 @@ def test_widget_target_sets_image_value():
     p.start()
     assert p.widget is not None and bytes(p.widget.value).startswith(PNG)
     p.add(1.0, {"gpu0.util_pct": 50})
+    p.add(2.0, {"gpu0.util_pct": 60})   # two points: a line, so a final frame
     png = p.close()
     assert bytes(p.widget.value) == png
 
@@ -207,7 +208,7 @@ def test_annotate_returning_its_artists_keeps_the_cached_background():
     p.add(0.0, {"gpu0.util_pct": 10.0})
     p.render_png()
     full = p.timeline._bg_key
-    p.add(1.0, {"gpu0.util_pct": 20.0})
+    p.add(0.5, {"gpu0.util_pct": 20.0})   # within the time axis' first span (1 s): no new limits
     p.render_png()
     assert p.timeline._bg_key == full  # blitted: no full redraw
     assert state["bar"].get_height() == 2 and state["bar"].get_animated()
