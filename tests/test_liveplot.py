@@ -208,7 +208,7 @@ def test_annotate_returning_its_artists_keeps_the_cached_background():
     p.add(0.0, {"gpu0.util_pct": 10.0})
     p.render_png()
     full = p.timeline._bg_key
-    p.add(0.5, {"gpu0.util_pct": 20.0})   # within the time axis' first span (1 s): no new limits
+    p.add(1.0, {"gpu0.util_pct": 20.0})
     p.render_png()
     assert p.timeline._bg_key == full  # blitted: no full redraw
     assert state["bar"].get_height() == 2 and state["bar"].get_animated()

@@ -56,14 +56,16 @@ class Timeline:
     """Named series over a shared time axis and the Figure that draws them.
 
     ``Timeline(panels=None, title="", window_s=None, figsize=None, dpi=80, annotate=None,
-    status=None, max_points=400, capacity=50000, t0=None, blit=True, min_span_s=1.0, span_s=None,
+    status=None, max_points=400, capacity=50000, t0=None, blit=True, min_span_s=10.0, span_s=None,
     min_plot_s=0.0, subtitle="")``
 
     - ``panels``: :class:`Panel` objects or dicts of their fields (default: one panel
       showing every series).
     - ``window_s``: show only the last N seconds (None: everything).
     - ``span_s``: the run's expected length (a probe's runtime + ramp): the time axis spans
-      it from the start; None: the axis grows with the data from ``min_span_s``.
+      it from the start.  None (a run of unknown length, a monitored cell): the axis starts
+      at ``min_span_s`` and grows with the data in nice steps (each step is a full redraw,
+      which the drawing budget pays for with a long rest); the final frame fits the data.
     - ``figsize``, ``dpi``: the figure is at least 800 px wide (a narrower figsize is widened).
     - ``subtitle``: a note under the title (wrapped, never cut), e.g. why the GPU is N/A.
     - ``min_plot_s``: a run shorter than this (two sampling intervals or windows) is not
@@ -84,7 +86,7 @@ class Timeline:
                  figsize: tuple[float, float] | None = None, dpi: int = 80,
                  annotate: Callable[[Any, dict, dict], Any] | None = None,
                  status: Callable[[], str] | None = None, max_points: int = 400, capacity: int = 50_000,
-                 t0: float | None = None, blit: bool = True, min_span_s: float = 1.0,
+                 t0: float | None = None, blit: bool = True, min_span_s: float = 10.0,
                  span_s: float | None = None, min_plot_s: float = 0.0, subtitle: str = ""):
         self.panels = [as_panel(p) for p in (panels or [Panel("", ["*"])])]
         if not self.panels:

@@ -51,7 +51,7 @@ class LivePlot:
 
     ``LivePlot(panels, title="", window_s=None, max_fps=4.0, cpu_budget=0.012,
     figsize=None, dpi=80, target="auto", show=True, annotate=None, status=None,
-    max_points=400, capacity=50000, t0=None, blit=True, min_span_s=1.0, span_s=None, min_plot_s=0.0,
+    max_points=400, capacity=50000, t0=None, blit=True, min_span_s=10.0, span_s=None, min_plot_s=0.0,
     subtitle="")``
 
     - ``panels``, ``title``, ``window_s``, ``figsize``, ``dpi``, ``annotate``, ``status``, ``max_points``,
@@ -75,7 +75,7 @@ class LivePlot:
                  dpi: int = 80, target: str = "auto", show: bool = True,
                  annotate: Callable[[Any, dict, dict], None] | None = None,
                  status: Callable[[], str] | None = None, max_points: int = 400, capacity: int = 50_000,
-                 t0: float | None = None, blit: bool = True, min_span_s: float = 1.0,
+                 t0: float | None = None, blit: bool = True, min_span_s: float = 10.0,
                  span_s: float | None = None, min_plot_s: float = 0.0, subtitle: str = ""):
         self.timeline = Timeline(panels, title=title, window_s=window_s, figsize=figsize, dpi=dpi,
                                  annotate=annotate, status=status, max_points=max_points, capacity=capacity,
