@@ -38,7 +38,7 @@ class PanelProgress(NotebookProgress):
     """
 
     plot_interval = 0.1   # seconds between points added to the plot
-    span_step = 0.05      # the expected length is updated when it moves by more than 5 %
+    span_step = 0.1       # the expected length is updated when it moves by more than 10 %
     min_plot_s = 1.0      # two of the probes' 500 ms windows: a shorter run gets no plot
 
     def __init__(self, desc: str = "", make_plot: Callable | None = None):
@@ -54,6 +54,7 @@ class PanelProgress(NotebookProgress):
         self._closing: threading.Thread | None = None
         self._t0 = time.monotonic()   # the probe starts now: the plot's time origin
         self._span: float | None = None
+        self._f0: tuple[float, float] | None = None   # (time, fraction) of the first report with progress
         self._tag = None
 
     def __call__(self, fraction=None, metrics=None) -> None:
@@ -65,11 +66,20 @@ class PanelProgress(NotebookProgress):
                 self._make_plot = None
 
     def _expected_span(self, now: float) -> float | None:
-        """The run's length, from the share of it done so far (None while unknown)."""
+        """The run's length since the probe started, from how fast its fraction moves (the
+        time before its first report, opening files, counts once, not scaled): updated only
+        when it moves by more than ``span_step``, so the axis is rarely redrawn."""
         f = self.fraction
-        if not f or f < 0.02 or now - self._t0 < 0.2 or self.status != "running":
-            return None
-        span = (now - self._t0) / f
+        if f is None or self.status != "running":
+            return self._span
+        if self._f0 is None:
+            if f > 0:
+                self._f0 = (now, f)
+            return self._span
+        t1, f1 = self._f0
+        if f >= 1.0 or f - f1 < 0.05 or now - t1 < 0.2:
+            return self._span
+        span = now + (1.0 - f) * (now - t1) / (f - f1) - self._t0
         if self._span is None or abs(span - self._span) > self.span_step * self._span:
             self._span = span
         return self._span
