@@ -14,11 +14,11 @@ def sweep_figure(res, ax=None):
     """Throughput against num_workers of a :class:`~nbbench.results.loader.SweepResult`,
     one line per batch size (configurations are points on it, never joined across batch
     sizes); on ``ax`` when given (returns its figure), else a new Figure.  None when no
-    configuration was tried."""
+    configuration was tried or only one (a lone dot: the table says it all)."""
     from matplotlib.figure import Figure
 
     configs = res.configs
-    if not configs:
+    if len(configs) < 2:
         return None
     fig = None
     if ax is None:
@@ -81,7 +81,7 @@ def sweep_png(res) -> bytes:
 
     fig = sweep_figure(res)
     if fig is None:
-        raise ValueError("no configuration was tried: nothing to plot")
+        raise ValueError("fewer than two configurations: nothing to plot")
     FigureCanvasAgg(fig)
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
