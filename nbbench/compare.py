@@ -11,6 +11,7 @@ object API); :meth:`Comparison.figure` is the convenience that calls it.
 
 from __future__ import annotations
 
+import fnmatch
 import html
 import json
 import math
@@ -22,7 +23,8 @@ from .results import ProbeError, Result, advice
 from .units import format_metric, metric_label, unit_of
 
 __all__ = ["compare", "Comparison", "ComparisonGroup", "chart_metrics", "table_metrics",
-           "better", "delta_colour", "resolve", "HIDDEN_PARAMS", "MODE_LABELS"]
+           "better", "delta_colour", "resolve", "HIDDEN_PARAMS", "MODE_LABELS", "DIRECTION_BY_UNIT",
+           "NEUTRAL_KINDS", "NEUTRAL_KEYS"]
 
 # parameters that name the thing measured rather than how: differing is the point of a comparison
 HIDDEN_PARAMS = ("path", "target", "device", "label")
@@ -38,23 +40,30 @@ _PCT_KEY = re.compile(r"lat_p(\d+)(?:_(\d+))?_ns$")
 # percentiles shown in tables; the others stay in .rows / .frame
 KEY_PERCENTILES = ("50", "90", "99", "99.9")
 
+# Which way is better (arrows, delta and bar colours): only what a probe achieved has a direction,
+# a rate (higher) or a latency or the time an operation took (lower); all else is neutral.
+DIRECTION_BY_UNIT = {**dict.fromkeys(("bytes/s", "iops", "flop/s", "samples/s", "files/s", "batches/s", "1/s"),
+                                     "higher"), **dict.fromkeys(("ns", "us", "ms", "s"), "lower")}
+NEUTRAL_KINDS = ("monitor", "env", "doctor")   # observations of a workload: neither better nor worse
+# keys with a rate or time unit that are settings, requirements (what an accelerator needs) or observations
+NEUTRAL_KEYS = tuple("*" + t for t in _SETTING_TIMES) + (
+    "wall_s", "needed_samples_per_s", "accelerator_samples_per_s", "disk_*", "gpu*_pcie_*", "sampler_cpu_pct")
 
-def better(key: str) -> str | None:
-    """'higher' / 'lower' when one direction of this metric is better, else None."""
-    if key.endswith(_SETTING_TIMES):
+
+def better(key: str, kind: str | None = None) -> str | None:
+    """'higher' / 'lower' when one direction of this metric (of a result of ``kind``) is better,
+    else None: :data:`DIRECTION_BY_UNIT`, except :data:`NEUTRAL_KINDS` and :data:`NEUTRAL_KEYS`."""
+    if kind in NEUTRAL_KINDS or any(fnmatch.fnmatchcase(key, p) for p in NEUTRAL_KEYS):
         return None
     unit = unit_of(key)
-    if unit in ("bytes/s", "iops", "flop/s", "samples/s", "files/s", "batches/s", "1/s"):
-        return "higher"
-    if unit in ("ns", "us", "ms", "s") or "lat" in key:
-        return "lower"
-    return None
+    return DIRECTION_BY_UNIT.get(unit, "lower" if "lat" in key and not unit else None)
 
 
-def delta_colour(metric: str, d: float | None, neutral: str) -> str:
+def delta_colour(metric: str, d: float | None, neutral: str, kind: str | None = None) -> str:
     """Green for a delta of 1 % or more the better way for ``metric``, red the worse way, else ``neutral``."""
-    if d is not None and better(metric) and abs(d) >= 1:
-        return "#2e7d32" if (d > 0) == (better(metric) == "higher") else "#c62828"
+    way = better(metric, kind)
+    if d is not None and way and abs(d) >= 1:
+        return "#2e7d32" if (d > 0) == (way == "higher") else "#c62828"
     return neutral
 
 
@@ -98,7 +107,7 @@ class ComparisonGroup:
         out = []
         for m in self.metrics:
             for i, (name, r) in enumerate(zip(self.names, self.runs)):
-                out.append({"kind": self.kind, "metric": m, "unit": unit_of(m), "better": better(m),
+                out.append({"kind": self.kind, "metric": m, "unit": unit_of(m), "better": better(m, self.kind),
                             "ref": name, "run_id": r.run_id, "value": self.value(m, i),
                             "delta_pct": None if i == 0 else self.delta_pct(m, i),
                             "display": format_metric(m, self.value(m, i))})
@@ -124,7 +133,7 @@ class ComparisonGroup:
         body = []
         shown = table_metrics(self.metrics)
         for m in shown:
-            row = [_row_label(m, self.metrics)]
+            row = [_row_label(m, self.metrics, self.kind)]
             row += [format_metric(m, self.value(m, i)) for i in range(len(self.runs))]
             row += [_delta_text(self.delta_pct(m, i)) for i in range(1, len(self.runs))]
             body.append(row)
@@ -144,10 +153,10 @@ def _name(m: str) -> str:
     return re.sub(r"\bp(\d+) (\d+)\b", r"p\1.\2", metric_label(m))
 
 
-def _row_label(m: str, metrics: Sequence[str] = ()) -> str:
+def _row_label(m: str, metrics: Sequence[str] = (), kind: str | None = None) -> str:
     """'read ↑': the name, its unit when another metric shares the name ('write [s]'), and which way is better."""
     unit = unit_of(m)
-    arrow = {"higher": " ↑", "lower": " ↓"}.get(better(m) or "", "")
+    arrow = {"higher": " ↑", "lower": " ↓"}.get(better(m, kind) or "", "")
     clash = sum(1 for x in metrics if metric_label(x) == metric_label(m)) > 1
     return _name(m) + (f" [{unit}]" if unit and clash else "") + arrow
 
@@ -211,10 +220,10 @@ class Comparison:
         return bar_chart(g)
 
     def figures(self) -> list:
-        """Every group's bar chart."""
+        """Every group's bar chart (none for a group without values)."""
         from .plots.compare import bar_chart
 
-        return [bar_chart(g) for g in self.groups]
+        return [f for f in map(bar_chart, self.groups) if f is not None]
 
     def text_table(self) -> str:
         parts = [g.text_table() for g in self.groups]
@@ -241,9 +250,9 @@ class Comparison:
                                 for i in range(len(g.runs)))
                 for i in range(1, len(g.runs)):
                     d = g.delta_pct(m, i)
-                    cells += (f"<td style='text-align:right;color:{delta_colour(m, d, '#444')};font-weight:bold'>"
+                    cells += (f"<td style='text-align:right;color:{delta_colour(m, d, '#444', g.kind)};font-weight:bold'>"
                               f"{_delta_text(d)}</td>")
-                rows.append(f"<tr><td style='text-align:left'>{esc(_row_label(m, g.metrics))}</td>{cells}</tr>")
+                rows.append(f"<tr><td style='text-align:left'>{esc(_row_label(m, g.metrics, g.kind))}</td>{cells}</tr>")
             out.append(f"<table class='nbbench-compare-table'><thead><tr><th style='text-align:left'>metric</th>"
                        f"{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
             if len(shown) < len(g.metrics):
@@ -255,8 +264,9 @@ class Comparison:
                 from .plots import figure_png
                 from .plots.compare import bar_chart
 
-                png = base64.b64encode(figure_png(bar_chart(g))).decode("ascii")
-                out.append(f"<img alt='{esc(g.kind)} comparison' src='data:image/png;base64,{png}'>")
+                chart = bar_chart(g)   # None: no metric has a value
+                png = base64.b64encode(figure_png(chart)).decode("ascii") if chart is not None else ""
+                out += [f"<img alt='{esc(g.kind)} comparison' src='data:image/png;base64,{png}'>"] if png else []
             out += [f"<div style='color:#ef6c00'>warning: {esc(w)}</div>" for w in g.warnings]
             out += [f"<div style='color:#666'>note: {esc(n)}</div>" for n in g.notes]
         out += [f"<div style='color:#ef6c00'>warning: {esc(w)}</div>" for w in self.warnings]
@@ -406,6 +416,8 @@ def _like_for_like(g: ComparisonGroup) -> None:
             what = "cache mode" if k == "cache" else k
             if k not in ("cache", "direct"):
                 why = "the figures were taken differently"
+            elif "memory" in vals:
+                why = "a RAM-backed directory (cache=memory) answers at memory speed, not storage speed"
             elif any("warm" in v for v in vals):
                 why = "a warm page cache answers at memory speed, not storage speed; compare direct with direct"
             else:
@@ -435,4 +447,4 @@ def chart_metrics(g: ComparisonGroup, max_metrics: int = 6) -> list[str]:
     head = [m for m in summary if m in have]
     if head:
         return head[:max_metrics]
-    return ([m for m in have if better(m)] or have)[:max_metrics]
+    return ([m for m in have if better(m, g.kind)] or have)[:max_metrics]

@@ -140,6 +140,7 @@ def test_widget_target_sets_image_value():
     p.start()
     assert p.widget is not None and bytes(p.widget.value).startswith(PNG)
     p.add(1.0, {"gpu0.util_pct": 50})
+    p.add(2.0, {"gpu0.util_pct": 60})   # two points: a line, so a final frame
     png = p.close()
     assert bytes(p.widget.value) == png
 

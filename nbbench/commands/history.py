@@ -76,7 +76,10 @@ class CompareCommand(Command):
         if len(args.refs) < 2:
             raise ProbeError("compare needs two or more run ids or labels, e.g. compare baseline 12")
         cmp = compare(args.refs, metrics=args.metrics)
-        if args.png:
+        fig = cmp.figure(0) if args.png else None
+        if args.png and fig is None:
+            cmp.notes.append("no bar chart: no headline metric has a value")
+        elif args.png:
             import os
 
             path = os.path.abspath(args.png)
@@ -84,7 +87,7 @@ class CompareCommand(Command):
                 raise ProbeError(f"{path} exists: give another --png file name")
             try:
                 with open(path, "xb") as f:
-                    f.write(figure_png(cmp.figure(0)))
+                    f.write(figure_png(fig))
             except OSError as exc:
                 raise ProbeError(f"cannot write {path}: {exc.strerror or exc}") from None
             cmp.notes.append(f"bar chart written to {path}")
@@ -92,8 +95,11 @@ class CompareCommand(Command):
 
     def show(self, value, args, ctx) -> None:
         ctx.display_html(value.html(images=False), text=value.text_table())
+        from ..compare import chart_metrics
+
         for g in value.groups:
-            ctx.display_image(lambda g=g: _chart_png(g))   # drawn only where images show
+            if chart_metrics(g):   # a chart only where a metric has a value
+                ctx.display_image(lambda g=g: _chart_png(g))   # drawn only where images show
 
 
 class ReportCommand(Command):

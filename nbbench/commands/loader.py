@@ -188,6 +188,8 @@ class LoaderCommand(ranks.RankedCommand):
         epochs = args.epochs if args.epochs is not None else (0 if is_dir else 1)
         epochs = None if epochs == 0 else epochs
         plot = _live_plot(ctx, args)
+        _plot_targets(plot, accelerator or args.emulate,
+                      args.duration if args.duration is not None else (10.0 if args.steps is None else None))
         try:
             res = ctx.run_probe(
                 f"loader {args.loader}",
@@ -249,6 +251,21 @@ def _live_plot(ctx, args):
         return ctx.loader_plot()   # the notebook's live view; None where there is none
     except Exception:  # noqa: BLE001 - no plot is better than no benchmark
         return None
+
+
+def _plot_targets(plot, accelerator, span_s) -> None:
+    """The live plot's need line (when the accelerator is known) and the run's expected length."""
+    if plot is None:
+        return
+    try:
+        if accelerator:
+            from ..accelerators import get_accelerator
+
+            acc = get_accelerator(accelerator)
+            plot.set_need(acc.needed_samples_per_s(), acc.name)
+        plot.set_span(span_s)
+    except Exception:  # noqa: BLE001 - a plot detail never stops a benchmark
+        pass
 
 
 class SweepCommand(ranks.RankedCommand):

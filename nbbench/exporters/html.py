@@ -102,7 +102,7 @@ def _env_table(data) -> str:
 
 def export(data, path=None, files=None) -> str:
     from ..version import __version__
-    from ..plots.samples import result_figure
+    from ..plots.samples import sample_plot
 
     parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
              f"<meta name='viewport' content='width=device-width,initial-scale=1'>"
@@ -135,11 +135,13 @@ def export(data, path=None, files=None) -> str:
         except Exception as exc:  # noqa: BLE001 - one odd result must not stop the report
             parts.append(f"<pre>{esc(str(r))}</pre><div class='warn'>(its HTML view failed: {esc(str(exc))})</div>")
         try:
-            fig = result_figure(r)
+            fig, why = sample_plot(r)
         except Exception:  # noqa: BLE001
-            fig = None
+            fig, why = None, None
         if fig is not None:
             parts.append(png_img(fig, f"{r.headline()} samples"))
+        elif why:   # too short to plot: the sentence instead of a plot of dots
+            parts.append(f"<div class='note'>{esc(why)}</div>")
         parts.append("</div>")
 
     if data.comparisons:

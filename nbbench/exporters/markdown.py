@@ -26,7 +26,7 @@ def _table(head, rows) -> list[str]:
 def export(data, path=None, files=None) -> str:
     from ..version import __version__
     from ..plots import figure_png
-    from ..plots.samples import result_figure
+    from ..plots.samples import sample_plot
 
     fig_dir = None
     if path is not None:
@@ -90,13 +90,15 @@ def export(data, path=None, files=None) -> str:
         if r.warnings:
             L.append("")
         try:
-            fig = result_figure(r)
+            fig, why = sample_plot(r)
         except Exception:  # noqa: BLE001
-            fig = None
+            fig, why = None, None
         if fig is not None:
             link = save(fig, f"result-{r.run_id or n}.png")
             if link:
                 L += [f"![{r.headline()} samples]({link})", ""]
+        elif why:   # too short to plot: the sentence instead of a plot of dots
+            L += [f"_{why}_", ""]
 
     if data.comparisons:
         L += ["## Comparisons", ""]
@@ -114,7 +116,8 @@ def export(data, path=None, files=None) -> str:
                 L += [f"- warning: {w}" for w in g.warnings] + [f"- note: {x}" for x in g.notes]
                 from ..plots.compare import bar_chart
 
-                link = save(bar_chart(g), f"compare-{ci}-{gi}.png")
+                chart = bar_chart(g)
+                link = save(chart, f"compare-{ci}-{gi}.png") if chart is not None else None
                 if link:
                     L += ["", f"![{g.kind} comparison]({link})"]
                 L.append("")

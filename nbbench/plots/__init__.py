@@ -8,6 +8,8 @@ layer (units, results, compare's model) and read what the measure layer hands th
 (a Monitor's sources, a result's samples); matplotlib is imported inside the functions
 that draw, so importing them stays light.
 
+* :mod:`.style`     what every figure shares: >= 800 px wide, fonts >= 10 pt (passed
+  explicitly, never rcParams), wrapped titles, axis units, the too-short sentence
 * :mod:`.png`       :func:`figure_png`, axis formatters in the metric's unit
 * :mod:`.panel`     :class:`Panel`: one subplot of a timeline; nice axis limits
 * :mod:`.timeline`  :class:`Timeline`: named series over a shared time axis (the
@@ -16,7 +18,8 @@ that draw, so importing them stays light.
 * :mod:`.loader`    the loader benchmark's panels and AU gauge
 * :mod:`.rates`     panels for the rates a probe reports with its progress
 * :mod:`.compare`   a comparison's bar chart
-* :mod:`.samples`   a result's raw sample series (reports)
+* :mod:`.samples`   a result's raw sample series (reports), or the sentence saying why
+  there is no plot (a run shorter than two windows)
 * :mod:`.sweep`     a DataLoader sweep's throughput by num_workers
 """
 

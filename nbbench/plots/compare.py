@@ -1,53 +1,111 @@
-"""A comparison's bar chart: one panel per headline metric, a bar per run, value and Δ%."""
+"""A comparison's bar chart: one panel per headline metric, a bar per run, value and Δ%.
+
+The caveats that make a delta unlike for like (cache mode, a memory-backed directory,
+different parameters, a partial run) are drawn in the image, under the title, so a
+picture that travels alone still carries them.  A metric without a better/worse
+direction (:func:`~nbbench.compare.better` is None: a monitor's wall time, its disk
+reads) gets grey bars and uncoloured deltas, and so does the delta of a run measured unlike
+the baseline (marked ⚠)."""
 
 from __future__ import annotations
 
 from typing import Sequence
 
-from ..compare import ComparisonGroup, _name, better, chart_metrics, delta_colour
+from ..compare import HIDDEN_PARAMS, MODE_LABELS, ComparisonGroup, _name, better, chart_metrics, delta_colour
 from ..units import format_metric, unit_of
-from .png import metric_formatter
+from .style import FONT, NEUTRAL, display_unit, wrap
 
-__all__ = ["bar_chart"]
+__all__ = ["bar_chart", "caveats"]
 
-_COLOURS = ["#607d8b", "#1e88e5", "#43a047", "#fb8c00", "#8e24aa", "#e53935", "#00897b", "#6d4c41"]
+# a colour per run; no green or red, which say "better" and "worse" here
+_COLOURS = ["#607d8b", "#1e88e5", "#fb8c00", "#8e24aa", "#6d4c41", "#3949ab", "#00acc1", "#f06292"]
+_WIDTH_IN, _DPI = 8.0, 100
+
+
+def caveats(g: ComparisonGroup) -> list[str]:
+    """The group's warnings in a few words each (what makes its deltas unlike for like),
+    and which runs are memory-backed or read a warm page cache."""
+    out = []
+    for w in g.warnings:
+        head, _, rest = w.partition(" — ")
+        if head == "parameters differ":
+            keys = [d.split(" ", 1)[0] for d in rest.rsplit(": the deltas", 1)[0].split("; ")]
+            out.append(f"parameters differ ({', '.join(keys)}): the deltas mix settings and environment")
+        elif rest:
+            out.append(f"{head}: {rest.rsplit(': ', 1)[0]}" if head.endswith("differs") else w.split(" — ")[0])
+        else:
+            out.append(w)
+    memory = [n for n, r in zip(g.names, g.runs) if str(r.labels.get("cache")) == "memory"]
+    if memory:
+        out.append(f"{', '.join(memory)}: memory-backed (cache=memory): memory speed, not storage")
+    warm = [n for n, r in zip(g.names, g.runs) if "warm" in str(r.labels.get("cache", ""))]
+    if warm:
+        out.append(f"{', '.join(warm)}: read from a warm page cache: memory speed, not storage")
+    return out
+
+
+def _unlike(g: ComparisonGroup, i: int) -> bool:
+    """Run ``i`` was measured unlike the baseline (another cache mode or engine, memory-backed
+    or warm, other parameters): its delta is no gain or loss of the environment alone."""
+    a, b = g.runs[0], g.runs[i]
+    if any(str(a.labels.get(k)) != str(b.labels.get(k)) for k in MODE_LABELS):
+        return True
+    if any(str(r.labels.get("cache")) == "memory" or "warm" in str(r.labels.get("cache", "")) for r in (a, b)):
+        return True
+    keys = (set(a.params) | set(b.params)) - set(HIDDEN_PARAMS) - set(MODE_LABELS)
+    return any(str(a.params.get(k)) != str(b.params.get(k)) for k in keys)
 
 
 def bar_chart(g: ComparisonGroup, max_metrics: int = 6, metrics: Sequence[str] | None = None):
-    """One horizontal bar panel per metric, a bar per reference, labelled with value and Δ%.
+    """One horizontal bar panel per metric, a bar per reference, labelled with value and Δ%;
+    the caveats (:func:`caveats`) under the title.  None when no metric has a value.
 
     ``metrics``: which (default :func:`~nbbench.compare.chart_metrics`: the headline figures)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     metrics = list(metrics) if metrics is not None else chart_metrics(g, max_metrics)
-    n = max(1, len(metrics))
-    per = 0.38 * len(g.runs) + 0.75
-    fig = Figure(figsize=(8.0, 0.6 + per * n), dpi=100, layout="constrained")
+    metrics = [m for m in metrics if any(g.value(m, i) is not None for i in range(len(g.runs)))]
+    if not metrics:
+        return None
+    width_px = _WIDTH_IN * _DPI - 30
+    notes = "\n".join(wrap("⚠ " + c, width_px, FONT["note"]) for c in caveats(g))
+    note_h = 0.2 * (notes.count("\n") + 1) + 0.1 if notes else 0.0
+    per = 0.42 * len(g.runs) + 0.85
+    heights = ([note_h] if notes else []) + [per] * len(metrics)
+    fig = Figure(figsize=(_WIDTH_IN, 0.55 + sum(heights)), dpi=_DPI, layout="constrained")
     FigureCanvasAgg(fig)
-    axes = fig.subplots(n, 1, squeeze=False)[:, 0]
-    fig.suptitle(f"{g.kind}: " + " vs ".join(g.names), fontsize=11, fontweight="bold")
+    fig.suptitle(wrap(f"{g.kind}: " + " vs ".join(g.names), width_px, FONT["suptitle"]), fontsize=FONT["suptitle"],
+                 fontweight="bold", x=0.01, ha="left")
+    axes = list(fig.subplots(len(heights), 1, squeeze=False, height_ratios=heights)[:, 0])
+    if notes:   # the caveats, under the title, in an axes of their own height
+        ax = axes.pop(0)
+        ax.set_axis_off()
+        ax.text(0.0, 1.0, notes, transform=ax.transAxes, va="top", ha="left", fontsize=FONT["note"],
+                color="#b45309", linespacing=1.3)
     for ax, m in zip(axes, metrics):
         vals = [g.value(m, i) for i in range(len(g.runs))]
-        ys = list(range(len(vals)))[::-1]
-        ax.barh(ys, [v or 0 for v in vals], color=[_COLOURS[i % len(_COLOURS)] for i in range(len(vals))],
-                height=0.7)
-        ax.set_yticks(ys, labels=g.names, fontsize=9)
-        arrow = {"higher": "  (higher is better)", "lower": "  (lower is better)"}.get(better(m) or "", "")
-        ax.set_title(_name(m) + (f" [{unit_of(m)}]" if unit_of(m) else "") + arrow, fontsize=9, loc="left")
+        way = better(m, g.kind)
         top = max([v for v in vals if v is not None] + [0]) or 1
-        ax.set_xlim(0, top * 1.45)
-        ax.tick_params(axis="x", labelsize=8)
-        ax.xaxis.set_major_formatter(metric_formatter(m))
+        factor, unit = display_unit(unit_of(m), top)
+        ys = list(range(len(vals)))[::-1]
+        colours = [_COLOURS[i % len(_COLOURS)] if way else NEUTRAL for i in range(len(vals))]
+        ax.barh(ys, [(v or 0) * factor for v in vals], color=colours, height=0.7)
+        ax.set_yticks(ys, labels=g.names, fontsize=FONT["tick"])
+        arrow = {"higher": "  (higher is better)", "lower": "  (lower is better)"}.get(way or "", "  (no better/worse)")
+        ax.set_title(_name(m) + (f" [{unit}]" if unit else "") + arrow, fontsize=FONT["title"], loc="left")
+        ax.set_xlim(0, top * factor * 1.55)
+        ax.tick_params(axis="x", labelsize=FONT["tick"])
         for i, (y, v) in enumerate(zip(ys, vals)):
             txt = format_metric(m, v)
             d = None if i == 0 else g.delta_pct(m, i)
+            colour = "#333"
             if d is not None:
-                txt += f"  ({d:+.1f} %)"
-            ax.text((v or 0) + top * 0.02, y, txt, va="center", fontsize=8.5, color=delta_colour(m, d, "#333"))
+                unlike = _unlike(g, i)   # not like for like: the delta is shown, never as a gain or loss
+                txt += f"  ({d:+.1f} %{' ⚠' if unlike else ''})"
+                colour = "#333" if unlike else delta_colour(m, d, "#333", g.kind)
+            ax.text((v or 0) * factor + top * factor * 0.02, y, txt, va="center", fontsize=FONT["value"],
+                    color=colour)
         for side in ("top", "right"):
             ax.spines[side].set_visible(False)
-    if not metrics:
-        axes[0].text(0.5, 0.5, "no numeric metrics", ha="center", va="center", transform=axes[0].transAxes)
-        axes[0].set_axis_off()
     return fig

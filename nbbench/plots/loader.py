@@ -1,30 +1,43 @@
 """The loader benchmark's figure: throughput and GPU kernel-active % on one time axis,
-and an AU gauge with its target line (drawn through a :class:`~.timeline.Timeline`'s
+with the target lines that answer the question (the samples/s an accelerator needs, AU
+90 %), and an AU gauge with its target line (drawn through a :class:`~.timeline.Timeline`'s
 ``annotate`` hook)."""
 
 from __future__ import annotations
 
+from ..units import format_metric
 from .panel import Panel
+from .style import FONT, TARGET
 
-__all__ = ["loader_panels", "AUGauge"]
+__all__ = ["loader_panels", "need_label", "AUGauge"]
 
 
-def loader_panels(gpu_note: str = "") -> list[Panel]:
-    """Throughput over 1 s windows; AU per window with GPU kernel-active % (``gpu_note``:
-    why the GPU is N/A, shown in the title)."""
+def need_label(accelerator: str | None, au_target_pct: float = 90.0, need: float | None = None) -> str:
+    """The target line's text: 'needed by h100-resnet50 at AU 90 %: 1.79 ksamples/s'."""
+    who = f"needed by {accelerator}" if accelerator else "needed"
+    return f"{who} at AU {au_target_pct:g} %" + (f": {format_metric('samples_per_s', need)}" if need else "")
+
+
+def loader_panels(gpu_note: str = "", need: float | None = None, accelerator: str | None = None,
+                  au_target_pct: float = 90.0) -> list[Panel]:
+    """Throughput over 1 s windows, with the samples/s the accelerator needs (``need``) as a
+    target line; AU per window with GPU kernel-active % and the AU target line
+    (``gpu_note``: why the GPU is N/A, in the panel's title)."""
     return [
         Panel("throughput over 1 s windows", ["loader.samples_per_s"], unit="samples/s",
-              labels={"loader.samples_per_s": "samples/s"}, styles={"loader.samples_per_s": {"color": "#1565c0"}}),
-        Panel("AU per window and GPU kernel-active %" + (f" (GPU N/A: {gpu_note})" if gpu_note else ""),
+              labels={"loader.samples_per_s": "samples/s"}, styles={"loader.samples_per_s": {"color": "#1565c0"}},
+              targets={need_label(accelerator, au_target_pct, need): need} if need else {}),
+        Panel("AU per window and GPU kernel-active %" + (" (GPU N/A)" if gpu_note else ""),
               ["gpu*.util_pct", "loader.au_pct"], unit="%",
-              ylim=(0, 105), labels={"loader.au_pct": "AU"},
-              styles={"loader.au_pct": {"color": "#2e7d32", "linestyle": "--"}}),
+              ylim=(0, 105), labels={"loader.au_pct": "AU", **{f"gpu{i}.util_pct": f"GPU{i} busy" for i in range(8)}},
+              styles={"loader.au_pct": {"color": "#6a1b9a", "linestyle": "--"}},
+              targets={f"AU target {au_target_pct:g} %": au_target_pct}),
     ]
 
 
 class AUGauge:
     """A bar from 0 to 100 % beside the panels: the AU, green at or above ``target_pct``
-    (drawn as a red line), orange below it, "—" without a value."""
+    (drawn as a line), orange below it, "—" without a value."""
 
     def __init__(self, target_pct: float = 90.0):
         self.target_pct = target_pct
@@ -35,17 +48,17 @@ class AUGauge:
     def draw(self, fig, au: float | None) -> None:
         """Add the gauge to ``fig`` on first use, then show ``au``."""
         if self.ax is None:
-            ax = fig.add_axes([0.90, 0.09, 0.035, 0.25])
+            ax = fig.add_axes([0.885, 0.075, 0.035, 0.17])   # under the AU panel's legend
             ax.set_xlim(0, 1)
             ax.set_ylim(0, 100)
             ax.set_xticks([])
-            ax.tick_params(labelsize=7)
-            ax.set_title("AU %", fontsize=8)
-            ax.axhline(self.target_pct, color="#c62828", linewidth=1.5)
+            ax.tick_params(labelsize=FONT["tick"])
+            ax.set_title("AU %", fontsize=FONT["label"])
+            ax.axhline(self.target_pct, color=TARGET, linewidth=1.8)
             ax.text(1.15, self.target_pct, f"{self.target_pct:g}%", transform=ax.get_yaxis_transform(),
-                    fontsize=7, va="center", color="#c62828")
+                    fontsize=FONT["note"], va="center", color=TARGET)
             self.bar = ax.bar([0.5], [0.0], width=0.9, color="#9e9e9e")[0]
-            self.label = ax.text(0.5, 2, "", ha="center", va="bottom", fontsize=7, weight="bold")
+            self.label = ax.text(0.5, 2, "", ha="center", va="bottom", fontsize=FONT["value"], weight="bold")
             self.ax = ax
         if au is None:
             self.bar.set_height(0.0)
@@ -53,5 +66,8 @@ class AUGauge:
             return
         self.bar.set_height(au)
         self.bar.set_color("#2e7d32" if au >= self.target_pct else "#ef6c00")
-        self.label.set_y(min(au, 88) + 1)
+        inside = au >= 25   # the figure inside the bar (white), else above it
+        self.label.set_y(au - 2 if inside else au + 1)
+        self.label.set_va("top" if inside else "bottom")
+        self.label.set_color("white" if inside else "black")
         self.label.set_text(f"{au:.0f}")

@@ -43,10 +43,10 @@ def monitor_panels(gpu_info: list[dict] | None = None, gpu_note: str = "", disk_
         total = max((d.get("mem_total_bytes") or 0 for d in gpu_info), default=0)
         panels.append(Panel("GPU kernel-active % (share of time a kernel ran)", util, unit="%", ylim=(0, 105),
                             labels=labels, styles={"gpu*.sm_active_pct": {"linestyle": ":"}},
-                            note=_short(gpu_note)))
+                            note=gpu_note))
         panels.append(Panel("GPU memory used", mem, unit="GiB", scale=2.0 ** -30,
                             ylim=(0, total * 2.0 ** -30 * 1.05) if total else None, labels=mlabels,
-                            note=_short(gpu_note)))
+                            note=gpu_note))
     panels.append(Panel("CPU, whole machine", ["cpu.util_pct", "cpu.iowait_pct"], unit="%", ylim=(0, 105),
                         labels={"cpu.util_pct": "busy", "cpu.iowait_pct": "iowait"}))
     panels.append(Panel(f"Disk ({disk_label})", ["disk.read_bytes_per_s", "disk.write_bytes_per_s"], unit="MB/s",
@@ -65,31 +65,34 @@ def monitor_plot_kwargs(monitor, title: str = "nbbench monitor") -> dict:
     for src in getattr(monitor, "sources", []) or []:
         if getattr(src, "name", "") == "disk":
             disk = (getattr(src, "labels", {}) or {}).get("disk_device", "disk")
-    if not info and note and note != "not monitored":
-        title = f"{title} (GPU {_short(note, 70)})"
+    subtitle = f"GPU {note}" if not info and note and note != "not monitored" else ""   # whole, wrapped
     return {
         "panels": monitor_panels(info, note, disk_label=disk, gpus=getattr(monitor, "gpus", "all") != []),
         "title": title,
+        "subtitle": subtitle,
         "status": lambda: format_status(monitor.latest(), monitor.t_start),
         "t0": monitor.t_start,
+        "min_plot_s": 2 * (getattr(monitor, "interval", 0) or 0),   # two samples' worth, else no plot
     }
 
 
 def monitor_figure(res, **kwargs):
-    """A Figure of a stored :class:`~nbbench.results.monitor.MonitorResult`'s timeline.
+    """A Figure of a stored :class:`~nbbench.results.monitor.MonitorResult`'s timeline; None
+    when it has fewer than two samples (nothing to draw but empty axes or dots).
 
     ``kwargs`` go to :class:`Timeline` (``dpi``, ``figsize``, ``title``, ``panels``…)."""
     tl = res.samples.get("timeline") or {}
     gpu_info = [{"index": i, "mem_total_bytes": res.metrics.get(f"gpu{i}_mem_total_bytes"),
                  "gpm": f"gpu{i}.sm_active_pct" in tl} for i in res.gpu_indices]
     note = "" if gpu_info else "N/A: " + next((n.split(": ", 1)[-1] for n in res.notes if "GPU" in n), "no GPU")
-    title = res.headline() if gpu_info else f"{res.headline()} (GPU {_short(note, 70)})"
-    kw = {"panels": monitor_panels(gpu_info, _short(note), disk_label=res.labels.get("disk_device", "disk")),
-          "title": title, "t0": 0.0, "blit": False, "min_span_s": 1.0}
+    title, subtitle = res.headline(), "" if gpu_info else f"GPU {note}"
+    kw = {"panels": monitor_panels(gpu_info, note, disk_label=res.labels.get("disk_device", "disk")),
+          "title": title, "subtitle": subtitle, "t0": 0.0, "blit": False, "min_span_s": 1.0,
+          "min_plot_s": 2 * float(res.metrics.get("interval_s") or res.params.get("interval_s") or 0)}
     kw.update(kwargs)
     timeline = Timeline(**kw)
     ts = tl.get("t_s", [])
     keys = [k for k in tl if k != "t_s"]
     for j, t in enumerate(ts):
         timeline.add(t, {k: tl[k][j] for k in keys})
-    return timeline.figure
+    return timeline.figure if timeline.has_plot() else None

@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Mapping
 
-__all__ = ["Panel", "as_panel", "nice_ceil"]
+__all__ = ["Panel", "as_panel", "nice_ceil", "draw_targets"]
 
 
 @dataclass
@@ -18,7 +18,9 @@ class Panel:
     ``scale`` multiplies stored values for display (bytes/s -> MB/s: ``1e-6``);
     ``ylim`` fixes the y range (default: 0 .. 1.1 x the largest value shown);
     ``labels`` maps a series name to its legend text (default: the name);
-    ``styles`` maps a series name or pattern to Line2D keyword arguments.
+    ``styles`` maps a series name or pattern to Line2D keyword arguments;
+    ``targets`` maps a label to a value (stored units, like the series): a dashed target
+    line, e.g. ``{"needed by h100-resnet50 at AU 90 %": 1790.0}``.
     Names without wildcards get their line and legend entry up front, so the
     legend (and the cached background) does not change when data starts arriving.
     """
@@ -32,6 +34,7 @@ class Panel:
     styles: dict[str, dict] = field(default_factory=dict)
     note: str = ""  # shown inside the axes when the panel has no data (e.g. "N/A: no GPU")
     ymax_min: float = 1.0  # autoscaled top never below this (in display units)
+    targets: dict[str, float] = field(default_factory=dict)
 
     def matches(self, name: str) -> bool:
         return any(name == p or fnmatch.fnmatchcase(name, p) for p in self.series)
@@ -62,3 +65,20 @@ def nice_ceil(x: float) -> float:
         if v >= x * (1 - 1e-12):
             return v
     return 10.0 ** (exp + 1)
+
+
+def draw_targets(ax, panel: Panel) -> list:
+    """The panel's target lines on ``ax`` (dashed, green), each labelled in the legend (wrapped
+    to the legend's column); returns the artists drawn."""
+    import textwrap
+
+    from .style import TARGET
+
+    out = []
+    for label, value in panel.targets.items():
+        if value is None or not math.isfinite(value):
+            continue
+        text = "\n".join(textwrap.wrap(label, 19, break_long_words=False)) or label
+        out.append(ax.axhline(value * panel.scale, color=TARGET, linestyle="--", linewidth=1.4, zorder=1,
+                              label=text))
+    return out

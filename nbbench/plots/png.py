@@ -10,11 +10,15 @@ __all__ = ["figure_png", "metric_formatter"]
 
 
 def figure_png(fig, dpi: int = 100) -> bytes:
-    """A Figure as PNG bytes (Agg)."""
+    """A Figure as PNG bytes (Agg), at least :data:`~.style.MIN_WIDTH_PX` wide (a narrower
+    figure is saved at a higher dpi)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from .style import MIN_WIDTH_PX
 
     if not isinstance(fig.canvas, FigureCanvasAgg):
         FigureCanvasAgg(fig)
+    dpi = max(float(dpi), MIN_WIDTH_PX / fig.get_figwidth())
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi)
     return buf.getvalue()

@@ -1,13 +1,14 @@
 """Panels for the rates a probe reports with its progress (dd's write then read
 bandwidth, randread's IOPS, files/s, samples/s…), chosen from the metric keys' units
-(``read_bytes_per_s`` → MB/s, ``iops`` → kIOPS)."""
+(``read_bytes_per_s`` → MB/s, ``iops`` → kIOPS); :func:`tag_styles` draws a tagged
+series (one figure per sweep configuration) as markers."""
 
 from __future__ import annotations
 
 from ..units import unit_of
 from .panel import Panel
 
-__all__ = ["rate_panels"]
+__all__ = ["rate_panels", "tag_styles"]
 
 # unit -> (panel title, axis unit, scale, the key patterns it shows)
 _GROUPS = {
@@ -32,3 +33,16 @@ def rate_panels(keys) -> list[Panel]:
         title, axis, scale, patterns = _GROUPS[u]
         panels.append(Panel(title, list(patterns), unit=axis, scale=scale))
     return panels
+
+
+_PER_CONFIG = ", one point per configuration"
+
+
+def tag_styles(panel: Panel, point: dict) -> None:
+    """Series reported with a configuration tag (a sweep's one figure per configuration):
+    drawn as markers, each configuration its own (a NaN between them breaks the line)."""
+    for k in point:
+        if panel.matches(k):
+            panel.styles.setdefault(k, {"marker": "o", "markersize": 7})
+    if not panel.title.endswith(_PER_CONFIG):
+        panel.title += _PER_CONFIG

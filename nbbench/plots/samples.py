@@ -1,4 +1,10 @@
-"""A result's raw samples as a figure (matplotlib object API, Agg, no pyplot): what reports show."""
+"""A result's raw samples as a figure (matplotlib object API, Agg, no pyplot): what reports
+and notebooks show.
+
+A series over time is plotted only when it spans two measuring windows or more (dd and
+randread measure in 500 ms windows, the loader in 1 s windows): a 30 ms dd has one
+partial window, a dot, not a plot.  :func:`sample_plot` then gives the sentence that says
+so instead of a figure."""
 
 from __future__ import annotations
 
@@ -6,11 +12,13 @@ import math
 from typing import Any
 
 from ..units import metric_label, unit_of
-from .png import metric_formatter
+from .style import FONT, figsize, too_short, wrap
 
-__all__ = ["sample_series", "result_figure"]
+__all__ = ["sample_series", "result_figure", "sample_plot", "window_of"]
 
 _TIME_KEYS = ("t_s", "time_s", "elapsed_s", "t", "time", "ts")
+_WINDOW_S = 0.5          # the storage probes' bandwidth windows (dd, randread, files, disk presets)
+_WIDTH_IN, _DPI = 10.0, 100
 
 
 def _is_num(v) -> bool:
@@ -43,13 +51,46 @@ def sample_series(name: str, data: Any) -> tuple[list, dict[str, list], str] | N
     return (x, cols, xlabel) if cols else None
 
 
-def result_figure(result, max_panels: int = 3):
-    """Line plots of the result's numeric sample series, grouped by unit; None when it has none."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
+def window_of(result) -> float:
+    """The length of the result's measuring windows (s): its ``window_s`` parameter, else 500 ms."""
+    w = (result.params or {}).get("window_s")
+    return float(w) if _is_num(w) and w > 0 else _WINDOW_S
 
-    panels = []  # (title, x, {col: y}, xlabel, unit-key)
+
+def _time_span(data: Any) -> float | None:
+    """How long a samples entry over time lasted (its last time stamp), None when it is not over time."""
+    if isinstance(data, dict):
+        t = next((data[k] for k in _TIME_KEYS if isinstance(data.get(k), list)), None)
+    elif isinstance(data, list) and data and all(isinstance(r, dict) for r in data):
+        key = next((k for k in _TIME_KEYS if k in data[0]), None)
+        t = [r.get(key) for r in data] if key else None
+    else:
+        t = None
+    if not t:
+        return None
+    t = [v for v in t if _is_num(v)]
+    return max(t) if t else None
+
+
+def _name(entry: str) -> str:
+    """'write_bw' -> 'write'; 'bw' / 'windows' -> 'the run'."""
+    base = entry[:-3] if entry.endswith("_bw") else entry
+    return "the run" if base in ("bw", "windows", "") else base
+
+
+def _windowed(entry: str) -> bool:
+    return entry in ("bw", "windows") or entry.endswith("_bw")
+
+
+def _panels(result, window: float) -> tuple[list, list]:
+    """The panels worth drawing (windowed series first), and each over-time entry too short to
+    plot with its length."""
+    panels, short = [], []  # panels: (entry, x, {col: y}, xlabel)
     for name, data in (result.samples or {}).items():
+        span = _time_span(data)
+        if span is not None and too_short(span, window):
+            short.append((name, span))
+            continue
         s = sample_series(name, data)
         if s is None:
             continue
@@ -58,29 +99,93 @@ def result_figure(result, max_panels: int = 3):
         for k, v in cols.items():
             by_unit.setdefault(unit_of(k), {})[k] = v
         for unit, group in by_unit.items():
-            panels.append((name, x, group, xlabel))
+            if unit or len(by_unit) == 1:   # unitless columns beside real ones (per-step counts): left out
+                panels.append((name, x, group, xlabel))
+    panels.sort(key=lambda p: not _windowed(p[0]))
+    return panels, short
+
+
+def _short_text(short: list, window: float) -> str:
+    from .style import duration_text
+
+    if len(short) == 1:
+        return too_short(short[0][1], window, _name(short[0][0]))
+    parts = [f"{_name(n)} {duration_text(s)}" for n, s in short]
+    return (f"{parts[0].replace(' ', ' lasted ', 1)} and {', '.join(parts[1:])}, each shorter than two "
+            f"{duration_text(window)} windows: no plot")
+
+
+def sample_plot(result, max_panels: int = 3) -> tuple[Any, str | None]:
+    """``(figure, None)``, or ``(None, sentence)`` when there is nothing worth a plot: "the run
+    lasted 30 ms, shorter than two 500 ms windows: no plot".  The sentence is None too when
+    the result has no series at all (a histogram, a table)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    window = window_of(result)
+    panels, short = _panels(result, window)
     panels = panels[:max_panels]
     if not panels:
-        return None
-    # side by side: a row of small panels keeps a report scannable
-    fig = Figure(figsize=(min(10.0, 4.2 * len(panels)), 2.7), dpi=100, layout="constrained")
+        return None, (_short_text(short, window) if short else None)
+    # two panels a row: a report stays scannable and each panel readable
+    cols = min(2, len(panels))
+    rows = -(-len(panels) // cols)
+    fig = Figure(figsize=figsize(_WIDTH_IN, 0.7 + 3.0 * rows, _DPI), dpi=_DPI, layout="constrained")
     FigureCanvasAgg(fig)
-    axes = fig.subplots(1, len(panels), squeeze=False)[0, :]
-    fig.suptitle(f"{result.headline()} — samples", fontsize=10, fontweight="bold")
+    axes = fig.subplots(rows, cols, squeeze=False).ravel()
+    title = f"{result.headline()} — over time"
+    if short:
+        title += f" ({_short_text(short, window)})"
+    fig.suptitle(wrap(title, _WIDTH_IN * _DPI - 20, FONT["suptitle"]), fontsize=FONT["suptitle"],
+                 fontweight="bold")
+    m = result.metrics or {}
+    targets = {"samples/s": (m.get("needed_samples_per_s"), "need"),
+               "%": ((result.params or {}).get("au_target_pct"), "AU")}
     for ax, (name, x, group, xlabel) in zip(axes, panels):
-        for k, y in list(group.items())[:4]:
-            ax.plot(x, y, label=metric_label(k), linewidth=1.4, marker="o" if len(x) < 30 else None, markersize=3)
-        key = next(iter(group))
-        ax.yaxis.set_major_formatter(metric_formatter(key))
-        names = [metric_label(k) for k in list(group)[:4]]
-        title = name if names == [name] or name.startswith(tuple(names)) else f"{name}: {', '.join(names)}"
-        ax.set_title(title, fontsize=9, loc="left")
-        ax.set_xlabel(xlabel, fontsize=8)
-        ax.tick_params(labelsize=8)
-        ax.set_ylim(bottom=0)
-        ax.grid(alpha=0.3)
-        if len(group) > 1:
-            ax.legend(fontsize=8, frameon=False)
-        for side in ("top", "right"):
-            ax.spines[side].set_visible(False)
-    return fig
+        _draw_panel(ax, name, x, group, xlabel, window if _windowed(name) else None, targets,
+                    result.labels.get("accelerator"), cols)
+    for ax in axes[len(panels):]:
+        ax.set_axis_off()
+    return fig, None
+
+
+def _draw_panel(ax, name, x, group, xlabel, window, targets, accelerator, n_cols) -> None:
+    from .style import TARGET, display_unit, duration_text
+
+    key = next(iter(group))
+    unit = unit_of(key)
+    ymax = max(max(y) for y in group.values())
+    target, what = targets.get(unit, (None, ""))
+    if what == "AU" and "au_pct" not in group:
+        target = None
+    factor, shown = display_unit(unit, max(ymax, target or 0))
+    for k, y in list(group.items())[:4]:
+        ax.plot(x, [v * factor for v in y], label=metric_label(k), linewidth=1.6,
+                marker="o" if len(x) < 30 else None, markersize=4)
+    if target:   # the line the run has to clear: what the accelerator needs, the AU target
+        from .loader import need_label
+
+        label = need_label(accelerator, need=target) if what == "need" else f"AU target {target:g} %"
+        ax.axhline(target * factor, color=TARGET, linestyle="--", linewidth=1.4, label=label)
+        ax.set_ylim(0, max(ymax, target) * factor * 1.25)
+    else:
+        ax.set_ylim(0, max(ymax * factor * 1.1, 1e-9))
+    names = [metric_label(k) for k in list(group)[:4]]
+    title = ", ".join(names) + (f" ({duration_text(window)} windows)" if window else
+                                " (per step)" if name == "steps" else f" ({name})" if names != [name] else "")
+    ax.set_title(wrap(title, _WIDTH_IN * _DPI / n_cols - 20, FONT["title"]), fontsize=FONT["title"], loc="left")
+    if shown:
+        ax.set_ylabel(shown, fontsize=FONT["label"])
+    ax.set_xlabel(xlabel, fontsize=FONT["label"])
+    ax.tick_params(labelsize=FONT["tick"])
+    ax.grid(alpha=0.3)
+    if len(group) > 1 or target:
+        ax.legend(fontsize=FONT["legend"], frameon=False, loc="lower left")
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+
+
+def result_figure(result, max_panels: int = 3):
+    """Line plots of the result's numeric sample series, grouped by unit; None when it has
+    none worth a plot (see :func:`sample_plot` for the sentence saying why)."""
+    return sample_plot(result, max_panels)[0]

@@ -5,19 +5,25 @@ from __future__ import annotations
 
 import io
 
+from .style import FONT, TARGET, figsize
+
 __all__ = ["sweep_figure", "sweep_png"]
 
 
 def sweep_figure(res, ax=None):
     """Throughput against num_workers of a :class:`~nbbench.results.loader.SweepResult`,
-    one line per batch size; on ``ax`` when given (returns its figure), else a new Figure."""
+    one line per batch size (configurations are points on it, never joined across batch
+    sizes); on ``ax`` when given (returns its figure), else a new Figure.  None when no
+    configuration was tried or only one (a lone dot: the table says it all)."""
     from matplotlib.figure import Figure
 
+    configs = res.configs
+    if len(configs) < 2:
+        return None
     fig = None
     if ax is None:
-        fig = Figure(figsize=(6.4, 3.6), dpi=100)
+        fig = Figure(figsize=figsize(8.0, 4.4, 100), dpi=100)
         ax = fig.add_subplot(1, 1, 1)
-    configs = res.configs
     extra_keys = [k for k in ("pin_memory", "prefetch_factor")
                   if len({c[k] for c in configs if c["num_workers"] > 0 or k == "pin_memory"}) > 1]
     groups: dict[tuple, list[dict]] = {}
@@ -41,7 +47,7 @@ def sweep_figure(res, ax=None):
         bad = [c for c in cs if c.get("status") != "ok"]
         if bad:
             ax.plot([c["num_workers"] for c in bad], [0] * len(bad), linestyle="none", marker="x",
-                    color="#c62828", markersize=9,
+                    color="#c62828", markersize=10,
                     label=f"{label}: failed/skipped")
     rec = res.recommended
     if rec and rec.get("samples_per_s"):
@@ -49,17 +55,21 @@ def sweep_figure(res, ax=None):
                 markeredgecolor="black", linestyle="none", label="recommended", zorder=5)
     need = res.metrics.get("needed_samples_per_s")
     if need:
-        ax.axhline(need, color="#2e7d32", linestyle="--", linewidth=1,
-                   label=f"{res.labels.get('accelerator')} at AU 90%")
-    ax.set_xlabel("num_workers")
-    ax.set_ylabel("samples/s")
-    ax.set_title("DataLoader throughput by num_workers")
+        from .loader import need_label
+
+        au = (res.params or {}).get("au_target_pct") or 90.0
+        ax.axhline(need, color=TARGET, linestyle="--", linewidth=1.4,
+                   label=need_label(res.labels.get("accelerator"), au, need))
+    ax.set_xlabel("num_workers", fontsize=FONT["label"])
+    ax.set_ylabel("samples/s", fontsize=FONT["label"])
+    ax.set_title("DataLoader throughput by num_workers", fontsize=FONT["title"], loc="left")
+    ax.tick_params(labelsize=FONT["tick"])
     ax.grid(True, alpha=0.3)
     ax.set_ylim(bottom=0)
     xs_all = sorted({c["num_workers"] for c in configs})
     if xs_all:
         ax.set_xticks(xs_all)
-    ax.legend(fontsize=8, loc="best")
+    ax.legend(fontsize=FONT["legend"], loc="best")
     if fig is not None:
         fig.tight_layout()
     return fig if fig is not None else ax.figure
@@ -70,6 +80,8 @@ def sweep_png(res) -> bytes:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     fig = sweep_figure(res)
+    if fig is None:
+        raise ValueError("fewer than two configurations: nothing to plot")
     FigureCanvasAgg(fig)
     buf = io.BytesIO()
     fig.savefig(buf, format="png")

@@ -28,7 +28,8 @@ import time
 from collections import deque
 from typing import Any, Callable, Iterable, Mapping
 
-from .panel import Panel, as_panel, nice_ceil
+from .panel import Panel, as_panel, draw_targets, nice_ceil
+from .style import FONT, figsize as _min_width, wrap
 
 __all__ = ["Timeline"]
 
@@ -43,19 +44,32 @@ def _fmt(v: float) -> str:
 
 
 def _legend(ax) -> None:
-    ax.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=7, frameon=False,
+    ax.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=FONT["legend"], frameon=False,
               borderaxespad=0.0, handlelength=1.5)
+
+
+def _finite(vs) -> list:
+    return [v for v in vs if v == v]   # NaN (a gap between segments) is not a value
 
 
 class Timeline:
     """Named series over a shared time axis and the Figure that draws them.
 
-    ``Timeline(panels=None, title="", window_s=None, figsize=None, dpi=72, annotate=None,
-    status=None, max_points=400, capacity=50000, t0=None, blit=True, min_span_s=10.0)``
+    ``Timeline(panels=None, title="", window_s=None, figsize=None, dpi=80, annotate=None,
+    status=None, max_points=400, capacity=50000, t0=None, blit=True, min_span_s=10.0, span_s=None,
+    min_plot_s=0.0, subtitle="")``
 
     - ``panels``: :class:`Panel` objects or dicts of their fields (default: one panel
       showing every series).
     - ``window_s``: show only the last N seconds (None: everything).
+    - ``span_s``: the run's expected length (a probe's runtime + ramp): the time axis spans
+      it from the start.  None (a run of unknown length, a monitored cell): the axis starts
+      at ``min_span_s`` and grows with the data in nice steps (each step is a full redraw,
+      which the drawing budget pays for with a long rest); the final frame fits the data.
+    - ``figsize``, ``dpi``: the figure is at least 800 px wide (a narrower figsize is widened).
+    - ``subtitle``: a note under the title (wrapped, never cut), e.g. why the GPU is N/A.
+    - ``min_plot_s``: a run shorter than this (two sampling intervals or windows) is not
+      worth a plot: :meth:`has_plot` is False and :meth:`no_plot_text` says why.
     - ``t0``: time origin (monotonic s); default the first point added.
     - ``blit``: redraw only the lines over a cached background while axis limits hold
       (limits move in 1-2-2.5-5 steps, the time axis starts at ``min_span_s``).
@@ -63,21 +77,25 @@ class Timeline:
       ``capacity``: points kept per series.
 
     :attr:`fit` (set for a final frame) fits the time axis to the data instead of
-    growing it in steps.  :attr:`dirty` says data arrived since the last draw.
+    growing it in steps.  :attr:`dirty` says data arrived since the last draw.  A NaN value
+    ends a line's segment (e.g. one segment per configuration of a sweep).  :meth:`has_plot`
+    says whether any series has two points: a figure with less shows nothing worth a picture.
     """
 
     def __init__(self, panels: Iterable[Any] | None = None, title: str = "", window_s: float | None = None,
-                 figsize: tuple[float, float] | None = None, dpi: int = 72,
+                 figsize: tuple[float, float] | None = None, dpi: int = 80,
                  annotate: Callable[[Any, dict, dict], Any] | None = None,
                  status: Callable[[], str] | None = None, max_points: int = 400, capacity: int = 50_000,
-                 t0: float | None = None, blit: bool = True, min_span_s: float = 10.0):
+                 t0: float | None = None, blit: bool = True, min_span_s: float = 10.0,
+                 span_s: float | None = None, min_plot_s: float = 0.0, subtitle: str = ""):
         self.panels = [as_panel(p) for p in (panels or [Panel("", ["*"])])]
         if not self.panels:
             raise ValueError("a plot needs at least one panel")
         self.title = title
+        self.subtitle = subtitle
         self.window_s = window_s
         self.dpi = dpi
-        self.figsize = figsize or (8.0, 0.8 + 1.75 * len(self.panels))
+        self.figsize = _min_width(*(figsize or (10.0, 0.9 + 1.9 * len(self.panels))), dpi)
         self.annotate = annotate
         self.status = status
         self.max_points = max(10, int(max_points))
@@ -86,6 +104,10 @@ class Timeline:
         self.fit = False
         self.dirty = False
         self.min_span_s = max(1e-3, float(min_span_s))
+        self.span_s = span_s
+        self.min_plot_s = float(min_plot_s or 0.0)
+        self._target_key: dict[int, tuple] = {}
+        self._target_artists: dict[int, list] = {}
         self._series: dict[str, tuple[deque, deque]] = {}
         self._match: dict[str, tuple[int, ...]] = {}
         self._marks: list[tuple[float, str]] = []
@@ -159,29 +181,42 @@ class Timeline:
         fig = Figure(figsize=self.figsize, dpi=self.dpi)
         FigureCanvasAgg(fig)
         n = len(self.panels)
-        top = 1.0 - 0.62 / self.figsize[1]
-        fig.subplots_adjust(left=0.09, right=0.80, top=top, bottom=0.38 / self.figsize[1] + 0.02, hspace=0.35)
+        w_in, h_in = self.figsize
+        # a long title wraps (never cut mid-word); the layout makes room for its lines and the status line
+        title = wrap(self.title, w_in * self.dpi * 0.97, FONT["suptitle"], self.dpi)
+        line_in = FONT["suptitle"] * 1.3 / 72
+        head_in = 0.08 + line_in * (title.count("\n") + 1 if title else 0)
+        sub = wrap(self.subtitle, w_in * self.dpi * 0.97, FONT["label"], self.dpi)
+        if sub:
+            fig.text(0.01, 1.0 - head_in / h_in, sub, fontsize=FONT["label"], va="top", color="#555",
+                     linespacing=1.15)
+            head_in += FONT["label"] * 1.35 / 72 * (sub.count("\n") + 1)
+        status_y = 1.0 - head_in / h_in
+        head_in += line_in if self.status is not None else 0.0
+        fig.subplots_adjust(left=0.085, right=0.80, top=1.0 - (head_in + 0.3) / h_in, bottom=0.55 / h_in,
+                            hspace=0.38)
         axes = fig.subplots(n, 1, sharex=True, squeeze=False)[:, 0]
         for ax, p in zip(axes, self.panels):
-            ax.set_title(p.title, fontsize=9, loc="left", pad=3)
+            ax.set_title(p.title, fontsize=FONT["title"], loc="left", pad=4)
             if p.unit:
-                ax.set_ylabel(p.unit, fontsize=8)
-            ax.tick_params(labelsize=7)
+                ax.set_ylabel(p.unit, fontsize=FONT["label"])
+            ax.tick_params(labelsize=FONT["tick"])
             ax.grid(True, linewidth=0.4, alpha=0.5)
             if p.ylim is not None:
                 ax.set_ylim(*p.ylim)
-        axes[-1].set_xlabel("time (s)", fontsize=8)
+        axes[-1].set_xlabel("time (s)", fontsize=FONT["label"])
         for i, (ax, p) in enumerate(zip(axes, self.panels)):
             fixed = [n for n in p.series if not any(ch in n for ch in "*?[")]
             for name in fixed:
-                line, = ax.plot([], [], linewidth=1.2, label=p.labels.get(name, name), animated=self._blit,
+                line, = ax.plot([], [], linewidth=1.4, label=p.labels.get(name, name), animated=self._blit,
                                 **p.style_for(name))
                 self._lines[(i, name)] = line
             if fixed:
                 _legend(ax)
                 self._legend_n[i] = len(fixed)
-        fig.text(0.01, 1.0 - 0.06 / self.figsize[1], self.title, fontsize=9, va="top", weight="bold")
-        self._status_text = fig.text(0.01, 1.0 - 0.24 / self.figsize[1], "", fontsize=8, va="top",
+        fig.text(0.01, 1.0 - 0.08 / h_in, title, fontsize=FONT["suptitle"], va="top", weight="bold",
+                 linespacing=1.15)
+        self._status_text = fig.text(0.01, status_y - 0.04 / h_in, "", fontsize=FONT["label"], va="top",
                                      family="monospace", animated=self._blit)
         self._fig, self._axes = fig, list(axes)
 
@@ -199,6 +234,8 @@ class Timeline:
         if self.window_s is None:
             if self.fit:  # the final frame (or a static figure) fits the data
                 tmin, xmax = 0.0, max(tmax, 0.1)
+            elif self.span_s and tmax <= self.span_s:  # the run's expected length, known up front
+                tmin, xmax = 0.0, float(self.span_s)
             else:  # start at min_span_s, then grow in nice steps: few full redraws over a long run
                 tmin, xmax = 0.0, nice_ceil(max(tmax * 1.08, self.min_span_s))
         else:
@@ -239,13 +276,20 @@ class Timeline:
                 ys = [v * p.scale for v in vs]
                 line = self._lines.get((i, name))
                 if line is None:
-                    line, = ax.plot([], [], linewidth=1.2, label=p.labels.get(name, name),
+                    line, = ax.plot([], [], linewidth=1.4, label=p.labels.get(name, name),
                                     animated=self._blit, **p.style_for(name))
                     self._lines[(i, name)] = line
                 line.set_data(xs, ys)
-                if ys:
-                    vmax = max(vmax, max(ys))
-            n_lines = sum(1 for (j, _) in self._lines if j == i)
+                vmax = max([vmax] + _finite(ys))
+            tkey = tuple(sorted(p.targets.items()))
+            if tkey != self._target_key.get(i, ()):   # target lines: part of the background
+                for a in self._target_artists.pop(i, []):
+                    a.remove()
+                self._target_artists[i] = draw_targets(ax, p)
+                self._target_key[i] = tkey
+                self._legend_n[i] = -1   # their labels join the legend
+            vmax = max([vmax] + [v * p.scale for v in _finite(p.targets.values())])
+            n_lines = sum(1 for (j, _) in self._lines if j == i) + len(self._target_artists.get(i, ()))
             if n_lines != self._legend_n.get(i, 0):
                 self._legend_n[i] = n_lines
                 _legend(ax)
@@ -256,10 +300,10 @@ class Timeline:
                     self._ytop[i] = top
             if not any(rel.get(k, ((), ()))[0] for k in names) and p.note \
                     and not getattr(ax, "_nbbench_note", False):
-                ax.text(0.5, 0.5, p.note, transform=ax.transAxes, ha="center", va="center", fontsize=8,
-                        color="#777", wrap=True)
+                ax.text(0.5, 0.5, p.note, transform=ax.transAxes, ha="center", va="center",
+                        fontsize=FONT["note"], color="#777", wrap=True)
                 ax._nbbench_note = True
-            key += [bool(getattr(ax, "_nbbench_note", False)), self._ytop.get(i), self._legend_n.get(i, 0)]
+            key += [bool(getattr(ax, "_nbbench_note", False)), self._ytop.get(i), self._legend_n.get(i, 0), tkey]
         if self._xlim != (tmin, xmax):
             self._axes[0].set_xlim(tmin, xmax)
             self._xlim = (tmin, xmax)
@@ -281,7 +325,8 @@ class Timeline:
             if label:
                 ax0 = self._axes[0]
                 self._mark_artists.append(ax0.text(x, 1.0, " " + label, transform=ax0.get_xaxis_transform(),
-                                                   fontsize=7, va="bottom", color="#555", clip_on=False))
+                                                   fontsize=FONT["note"], va="bottom", color="#555",
+                                                   clip_on=False))
         self._n_marks = len(marks)
 
     def _draw_hooks(self, rel: dict) -> list:
@@ -355,6 +400,29 @@ class Timeline:
                 a.set_animated(False)
         return self._fig
 
+    def _span(self) -> float:
+        """How long the run has lasted: from t0 to the last point."""
+        with self._lock:
+            last = max((s[0][-1] for s in self._series.values() if s[0]), default=None)
+            return 0.0 if last is None or self.t0 is None else last - self.t0
+
+    def has_plot(self) -> bool:
+        """Whether any series has two values or more over ``min_plot_s`` at least: less draws
+        empty axes, a lone dot or two dots a few ms apart."""
+        with self._lock:
+            two = any(len(_finite(s[1])) >= 2 for s in self._series.values())
+        return two and self._span() >= self.min_plot_s
+
+    def no_plot_text(self) -> str | None:
+        """The sentence shown instead of a figure without :meth:`has_plot` (None when it has one)."""
+        if self.has_plot():
+            return None
+        from .style import too_short
+
+        span = self._span()
+        why = too_short(span, self.min_plot_s / 2) if self.min_plot_s and span else None
+        return why or "no plot: the run ended before two points were measured"
+
     # ----------------------------------------------------------------- text
     def text(self) -> str:
         """Per series: last, mean and max, in the panel's unit (a terminal summary)."""
@@ -372,7 +440,7 @@ class Timeline:
                 continue
             lines.append(f"{p.title}" + (f" ({p.unit})" if p.unit else ""))
             for name in names:
-                vs = [v * p.scale for v in data[name]]
+                vs = [v * p.scale for v in _finite(data[name])]
                 if vs:
                     lines.append(f"  {p.labels.get(name, name):<28} last {_fmt(vs[-1])}  "
                                  f"mean {_fmt(sum(vs) / len(vs))}  max {_fmt(max(vs))}")

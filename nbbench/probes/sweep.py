@@ -203,7 +203,9 @@ def sweep(dataset, num_workers: Iterable[int] | None = None, batch_size=(64,), p
                     on_config(dict(row))
                 except Exception:  # noqa: BLE001
                     pass
-            call_progress(progress, (i + 1) / n, {k: row[k] for k in ("samples_per_s",) if row.get(k)})
+            # tagged with the configuration: a live plot draws each one apart, never joined by a line
+            call_progress(progress, (i + 1) / n, {"config": _config_text(row),
+                                                  **{k: row[k] for k in ("samples_per_s",) if row.get(k)}})
     finally:
         stop_monitor(mon, mon_started)
 

@@ -75,12 +75,16 @@ class MonitorResult(Result):
 
         return monitor_figure(self, **kwargs)
 
-    def png(self, dpi: int = 80, **kwargs) -> bytes:
-        """The timeline as PNG bytes (``IPython.display.Image(res.png())`` shows it anywhere)."""
+    def png(self, dpi: int = 80, **kwargs) -> bytes | None:
+        """The timeline as PNG bytes (``IPython.display.Image(res.png())`` shows it anywhere);
+        None for a run too short to plot (fewer than two samples)."""
         import io
 
+        fig = self.figure(dpi=dpi, **kwargs)
+        if fig is None:
+            return None
         buf = io.BytesIO()
-        self.figure(dpi=dpi, **kwargs).savefig(buf, format="png")
+        fig.savefig(buf, format="png")
         return buf.getvalue()
 
     # ------------------------------------------------------------- display

@@ -50,11 +50,12 @@ class LivePlot:
     """A :class:`~nbbench.plots.timeline.Timeline` shown live, its frames pushed as PNGs.
 
     ``LivePlot(panels, title="", window_s=None, max_fps=4.0, cpu_budget=0.012,
-    figsize=None, dpi=72, target="auto", show=True, annotate=None, status=None,
-    max_points=400, capacity=50000, t0=None, blit=True, min_span_s=10.0)``
+    figsize=None, dpi=80, target="auto", show=True, annotate=None, status=None,
+    max_points=400, capacity=50000, t0=None, blit=True, min_span_s=10.0, span_s=None, min_plot_s=0.0,
+    subtitle="")``
 
-    - ``panels``, ``title``, ``window_s``, ``figsize``, ``dpi``, ``annotate``,
-      ``status``, ``max_points``, ``capacity``, ``t0``, ``blit``, ``min_span_s``: what
+    - ``panels``, ``title``, ``window_s``, ``figsize``, ``dpi``, ``annotate``, ``status``, ``max_points``,
+      ``capacity``, ``t0``, ``blit``, ``min_span_s``, ``span_s``, ``min_plot_s``, ``subtitle``: what
       is drawn, as :class:`~nbbench.plots.timeline.Timeline` takes them (:attr:`timeline`).
     - ``cpu_budget``: share of one core the drawing thread may use (0.012 = 1.2 %).
     - ``target``: ``"display"`` (an IPython display handle, the PNG is kept in the
@@ -63,17 +64,23 @@ class LivePlot:
       ``"auto"`` (display in a Jupyter kernel, else none).
     - ``show``: display the output in :meth:`start` (False: the caller places
       :attr:`widget` itself).
+
+    A plot that never got two points (or ran shorter than ``min_plot_s``) has no final frame: :meth:`close` returns None,
+    replaces the displayed frame by the sentence in :attr:`note` (a widget is hidden)
+    and leaves no empty axes behind.
     """
 
     def __init__(self, panels: Iterable[Any] | None = None, title: str = "", window_s: float | None = None,
                  max_fps: float = 4.0, cpu_budget: float = 0.012, figsize: tuple[float, float] | None = None,
-                 dpi: int = 72, target: str = "auto", show: bool = True,
+                 dpi: int = 80, target: str = "auto", show: bool = True,
                  annotate: Callable[[Any, dict, dict], None] | None = None,
                  status: Callable[[], str] | None = None, max_points: int = 400, capacity: int = 50_000,
-                 t0: float | None = None, blit: bool = True, min_span_s: float = 10.0):
+                 t0: float | None = None, blit: bool = True, min_span_s: float = 10.0,
+                 span_s: float | None = None, min_plot_s: float = 0.0, subtitle: str = ""):
         self.timeline = Timeline(panels, title=title, window_s=window_s, figsize=figsize, dpi=dpi,
                                  annotate=annotate, status=status, max_points=max_points, capacity=capacity,
-                                 t0=t0, blit=blit, min_span_s=min_span_s)
+                                 t0=t0, blit=blit, min_span_s=min_span_s, span_s=span_s, min_plot_s=min_plot_s,
+                                 subtitle=subtitle)
         self.max_fps = max(0.1, float(max_fps))
         self.cpu_budget = max(1e-4, float(cpu_budget))
         if target == "auto":
@@ -93,6 +100,7 @@ class LivePlot:
         self.last_render_s = 0.0
         self.period_s = 1.0 / self.max_fps
         self.final_png: bytes | None = None
+        self.note: str | None = None   # why there is no final frame (fewer than two points)
         self._paused = False
         self.started = False
         self.closed = False
@@ -181,7 +189,9 @@ class LivePlot:
         elif self.target == "widget":
             import ipywidgets as w
 
-            self.widget = w.Image(value=self.render_png(), format="png", layout=w.Layout(max_width="100%"))
+            # shown once there is a line to see (two points), never as empty axes
+            self.widget = w.Image(value=self.render_png(), format="png", layout=w.Layout(
+                max_width="100%", display=None if self.timeline.has_plot() else "none"))
             if self.show:
                 from IPython.display import display
 
@@ -203,6 +213,20 @@ class LivePlot:
             self._handle.update(self._bundle(png), raw=True)
         elif self.target == "widget" and self.widget is not None:
             self.widget.value = png
+            if self.widget.layout.display == "none" and self.timeline.has_plot():
+                self.widget.layout.display = None
+
+    def _push_note(self, note: str) -> None:
+        try:
+            if self.target == "display" and self._handle is not None:
+                import html
+
+                self._handle.update({"text/plain": note, "text/html": f"<div style='color:#555'>{html.escape(note)}"
+                                     "</div>"}, raw=True)
+            elif self.target == "widget" and self.widget is not None:
+                self.widget.layout.display = "none"
+        except Exception:  # noqa: BLE001
+            pass
 
     def _loop(self) -> None:
         min_period = 1.0 / self.max_fps
@@ -244,6 +268,10 @@ class LivePlot:
         self.timeline.fit = True  # the final frame fits the data
         if not final:
             return None
+        self.note = self.timeline.no_plot_text()
+        if self.note is not None:   # no empty axes or lone dot left behind: the sentence instead
+            self._push_note(self.note)
+            return None
         png = self.render_png(compress_level=6)
         self.final_png = png
         if self.target != "none":
@@ -259,7 +287,9 @@ class LivePlot:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def _repr_png_(self) -> bytes:
+    def _repr_png_(self) -> bytes | None:
+        if self.closed and self.note is not None:
+            return None
         return self.final_png or self.render_png(compress_level=6)
 
     def text(self) -> str:

@@ -7,7 +7,7 @@ through a display handle, a last frame drawn on the main thread so the final pic
 stays in the notebook), fed by a :class:`nbbench.monitor.Monitor` sampling NVML GPU
 utilisation (N/A with the reason where there is no GPU)::
 
-    plot = LoaderPlot.start()
+    plot = LoaderPlot.start(need=1790.0, accelerator="h100-resnet50")   # the need line, when known
     res = bench_loader(loader, step="emulate:h100-resnet50", monitor=plot.monitor,
                        on_window=plot.on_window)
     plot.stop(); plot.finish(res)
@@ -24,14 +24,17 @@ class LoaderPlot:
     """A live view of one loader benchmark."""
 
     def __init__(self, target: str = "auto", show: bool = True, au_target_pct: float = 90.0,
-                 interval: float = 0.25, monitor=None, title: str = "DataLoader benchmark"):
+                 interval: float = 0.25, monitor=None, title: str = "DataLoader benchmark",
+                 need: float | None = None, accelerator: str | None = None, span_s: float | None = None):
         from ..plots.loader import AUGauge, loader_panels
         from ..probes.loadermon import nvml_reason as _nvml_reason
         from .liveplot import LivePlot
 
         self.au_target_pct = au_target_pct
         self.own_monitor = monitor is None
-        if monitor is None:
+        if monitor is False:   # no GPU sampling: throughput and AU only
+            monitor = None
+        elif monitor is None:
             try:
                 from ..monitor import Monitor
 
@@ -41,14 +44,15 @@ class LoaderPlot:
                 monitor = None
         self.monitor = monitor
         reason = _nvml_reason()
-        note = "" if reason is None else reason.split(" (")[0].replace("NVML unavailable: ", "")[:48]
+        note = "" if reason is None else reason.split(" (")[0].replace("NVML unavailable: ", "")
         self.au_last: float | None = None
         self.au_final: float | None = None
         self.samples_last: float | None = None
         self.gauge = AUGauge(au_target_pct)
         t0 = getattr(monitor, "t_start", None) or time.monotonic()
-        self.plot = LivePlot(loader_panels(note), title=title, figsize=(8.5, 4.4), target=target, show=show,
-                             annotate=self._gauge, status=self._status, t0=t0)
+        self.panels = loader_panels(note, need, accelerator, au_target_pct)
+        self.plot = LivePlot(self.panels, title=title, subtitle=f"GPU N/A: {note}" if note else "", figsize=(10.0, 6.6), target=target, show=show,
+                             annotate=self._gauge, status=self._status, t0=t0, span_s=span_s)
         if monitor is not None:
             self.plot.attach(monitor)
 
@@ -59,6 +63,18 @@ class LoaderPlot:
         return p
 
     # ----------------------------------------------------------------- data
+    def set_need(self, need: float | None, accelerator: str | None = None) -> None:
+        """The samples/s ``accelerator`` needs at the AU target: a target line on the throughput panel."""
+        from ..plots.loader import need_label
+
+        panel = self.panels[0]
+        panel.targets = {need_label(accelerator, self.au_target_pct, need): need} if need else {}
+        self.plot.timeline.dirty = True
+
+    def set_span(self, seconds: float | None) -> None:
+        """The run's expected length: the time axis spans it from the start."""
+        self.plot.timeline.span_s = seconds
+
     def on_window(self, window: dict) -> None:
         """bench_loader's ``on_window`` callback: one point per 1 s window."""
         self.samples_last = window.get("samples_per_s")
@@ -95,5 +111,7 @@ class LoaderPlot:
             self.au_final = result.metrics.get("au_pct")
             if result.metrics.get("samples_per_s") is not None:
                 self.samples_last = result.metrics["samples_per_s"]
+            if result.metrics.get("needed_samples_per_s"):
+                self.set_need(result.metrics["needed_samples_per_s"], result.labels.get("accelerator"))
         self.stop()
         return self.plot.close()

@@ -7,15 +7,21 @@ write then read bandwidth, randread's IOPS, files/s, samples/s…) gets a timeli
 in the panel, with no code of its own.  The plot's panels are chosen from the
 units in the first report's keys (``read_bytes_per_s`` → MB/s, ``iops`` → kIOPS) by
 :func:`nbbench.plots.rates.rate_panels`.
+
+The time axis starts when the probe did and spans the run's expected length, estimated
+from the progress fraction (a randread of 3 s shows 0–3 s, not a 10 s window).  A probe
+that reports a ``config`` tag with its figures (the sweep: one report per finished
+configuration) gets one marker per configuration, never a line joining two of them.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from typing import Callable
 
-from nbbench.plots.rates import rate_panels
+from nbbench.plots.rates import rate_panels, tag_styles
 from nbbench.units import metric_label
 
 from ..progress import NotebookProgress
@@ -32,6 +38,8 @@ class PanelProgress(NotebookProgress):
     """
 
     plot_interval = 0.1   # seconds between points added to the plot
+    span_step = 0.1       # the expected length is updated when it moves by more than 10 %
+    min_plot_s = 1.0      # two of the probes' 500 ms windows: a shorter run gets no plot
 
     def __init__(self, desc: str = "", make_plot: Callable | None = None):
         super().__init__(desc, display_now=False)
@@ -44,6 +52,10 @@ class PanelProgress(NotebookProgress):
         self._keys: set[str] = set()
         self._panels: list = []
         self._closing: threading.Thread | None = None
+        self._t0 = time.monotonic()   # the probe starts now: the plot's time origin
+        self._span: float | None = None
+        self._f0: tuple[float, float] | None = None   # (time, fraction) of the first report with progress
+        self._tag = None
 
     def __call__(self, fraction=None, metrics=None) -> None:
         super().__call__(fraction, metrics)
@@ -53,8 +65,28 @@ class PanelProgress(NotebookProgress):
             except Exception:  # noqa: BLE001 - drawing must never break a measurement
                 self._make_plot = None
 
+    def _expected_span(self, now: float) -> float | None:
+        """The run's length since the probe started, from how fast its fraction moves (the
+        time before its first report, opening files, counts once, not scaled): updated only
+        when it moves by more than ``span_step``, so the axis is rarely redrawn."""
+        f = self.fraction
+        if f is None or self.status != "running":
+            return self._span
+        if self._f0 is None:
+            if f > 0:
+                self._f0 = (now, f)
+            return self._span
+        t1, f1 = self._f0
+        if f >= 1.0 or f - f1 < 0.05 or now - t1 < 0.2:
+            return self._span
+        span = now + (1.0 - f) * (now - t1) / (f - f1) - self._t0
+        if self._span is None or abs(span - self._span) > self.span_step * self._span:
+            self._span = span
+        return self._span
+
     def _feed(self, metrics: dict) -> None:
         now = time.monotonic()
+        tag = metrics.get("config")
         with self._plot_lock:
             new = set(metrics) - self._keys
             self._keys |= new
@@ -62,6 +94,9 @@ class PanelProgress(NotebookProgress):
                 self._panels = rate_panels(sorted(self._keys))
                 if not self._panels:
                     return
+                if tag is not None:   # styled before the figure is built (in the thread below)
+                    for panel in self._panels:
+                        tag_styles(panel, metrics)
                 self._maker = threading.Thread(target=self._create, name="nbbench-panel-rateplot", daemon=True)
                 self._maker.start()
             if self._maker is None:
@@ -69,16 +104,27 @@ class PanelProgress(NotebookProgress):
             for k in new:    # legend text: 'read', not 'read_bytes_per_s'
                 for panel in self._panels:
                     panel.labels.setdefault(k, metric_label(k))
-            # a new series (dd's read after its write) is drawn from its first report on
-            if not new and now - self._last_point < self.plot_interval:
+            # a new series (dd's read after its write) or configuration is drawn from its first report on
+            changed = tag is not None and tag != self._tag
+            if not new and not changed and now - self._last_point < self.plot_interval:
                 return
             self._last_point = now
             point = {k: float(v) for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+            points = [(now, point)]
+            if changed:   # another configuration: its own marker, the line broken before it
+                if self._tag is not None:
+                    points.insert(0, (now - 1e-6, dict.fromkeys(point, math.nan)))
+                self._tag = tag
+                for panel in self._panels:
+                    tag_styles(panel, point)
+            span = self._expected_span(now)
             plot = self.plot
             if plot is None:
-                self._pending.append((now, point))
+                self._pending.extend(points)
                 return
-        plot.add(now, point)
+        _set_span(plot, span)
+        for t, pt in points:
+            plot.add(t, pt)
 
     def _create(self) -> None:
         make = self._make_plot
@@ -93,6 +139,11 @@ class PanelProgress(NotebookProgress):
                 self._make_plot = None
                 self._pending = []
                 return
+            if hasattr(plot, "t0"):
+                plot.t0 = self._t0
+            if getattr(plot, "timeline", None) is not None:
+                plot.timeline.min_plot_s = self.min_plot_s
+            _set_span(plot, self._span)
             for t, point in self._pending:
                 plot.add(t, point)
             self._pending = []
@@ -124,3 +175,9 @@ class PanelProgress(NotebookProgress):
         t = self._closing
         if t is not None:
             t.join(timeout)
+
+
+def _set_span(plot, span: float | None) -> None:
+    timeline = getattr(plot, "timeline", None)
+    if timeline is not None and span is not None and timeline.span_s != span:
+        timeline.span_s = span
