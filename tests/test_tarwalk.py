@@ -80,4 +80,4 @@ def test_not_a_tar_stops_with_an_error():
 def test_count_samples_reads_a_file(tmp_path):
     p = tmp_path / "s.tar"
     p.write_bytes(_tar(MEMBERS, tarfile.GNU_FORMAT))
-    assert count_samples(str(p), bs=1000) == (len(MEMBERS), len(KEYS))
+    assert count_samples(str(p)) == (len(MEMBERS), len(KEYS))

@@ -18,6 +18,7 @@ finished sample is handed back as ``(key, {suffix: bytes})`` (the streaming data
 
 from __future__ import annotations
 
+import os
 import re
 
 __all__ = ["TarWalker", "split_key", "count_samples"]
@@ -203,13 +204,26 @@ class TarWalker:
         return suffix if self.collect else None
 
 
-def count_samples(path: str, bs: int = 1 << 20) -> tuple[int, int]:
-    """(members, samples) of the tar file at ``path``, read once sequentially (read-only)."""
+def count_samples(path: str) -> tuple[int, int]:
+    """(members, samples) of the tar file at ``path``, reading its headers only (read-only; member
+    data are jumped over, not read)."""
+    from .files import _open_noatime
+
     w = TarWalker()
-    with open(path, "rb", buffering=0) as f:
+    fd = _open_noatime(path)
+    try:
+        off = 0
         while not w.ended:
-            chunk = f.read(bs)
+            if w._skip:
+                off += w._skip
+                w.offset += w._skip
+                w._skip = 0
+                continue
+            chunk = os.pread(fd, w._take or (_BLOCK - len(w._hdr)), off)
             if not chunk:
                 break
             w.feed(chunk)
+            off += len(chunk)
+    finally:
+        os.close(fd)
     return w.members, w.samples
