@@ -81,3 +81,16 @@ def test_count_samples_reads_a_file(tmp_path):
     p = tmp_path / "s.tar"
     p.write_bytes(_tar(MEMBERS, tarfile.GNU_FORMAT))
     assert count_samples(str(p)) == (len(MEMBERS), len(KEYS))
+
+
+def test_the_index_reads_headers_only(tmp_path, monkeypatch):
+    import nbbench.probes.tarwalk as tw
+
+    members = [(f"{i:06d}.{ext}", os.urandom(20_000)) for i in range(20) for ext in ("jpg", "cls")]
+    p = tmp_path / "big.tar"
+    p.write_bytes(_tar(members, tarfile.GNU_FORMAT))
+    read = []
+    real = os.pread
+    monkeypatch.setattr(tw.os, "pread", lambda fd, n, off: (read.append(n), real(fd, n, off))[1])
+    assert count_samples(str(p)) == (40, 20)
+    assert sum(read) <= 43 * 512 < os.path.getsize(p) // 30     # 40 headers, the directory's, the end block

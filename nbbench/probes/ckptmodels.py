@@ -7,8 +7,9 @@ torch (the shapes are plain arithmetic, tested on their own):
 * ``transformer`` (default): a generic decoder — token embeddings, per layer the
   attention's q/k/v/o projections, the MLP's gate/up/down projections and two norms,
   a final norm and the output head — sized to ``size`` (default 512 MiB): the hidden
-  width ``h`` grows in steps of 64 with ``sqrt(h) / 2`` layers (32 at 4096, as Llama's 8B),
-  a 32,000-token vocabulary takes up the rest.  Weights bf16; with the optimizer (default) Adam's state in fp32:
+  width ``h`` grows in steps of 64 with ``sqrt(h) / 2`` layers (32 at 4096, as Llama's 8B)
+  while the layers hold at most half the parameters; the vocabulary (embeddings and
+  output head) takes up the rest, as in small language models.  Weights bf16; with the optimizer (default) Adam's state in fp32:
   ``exp_avg``, ``exp_avg_sq`` and the fp32 master weights, as mixed-precision training
   saves it (12 bytes a parameter beside the weights' 2).
 * ``resnet50``: torchvision's ResNet-50 — convolution weights, batch-norm weights,
@@ -223,12 +224,12 @@ def _generic_dims(target: int, optimizer: bool) -> tuple[int, int, int, int]:
         layers, ffn = dims(h)
         return layers * (4 * h * h + 3 * h * ffn + 2 * h) + h
 
+    params = target / bpp
     h = 64
-    while h < 16384 and (layer_params(h + 64) + 2 * 32000 * (h + 64)) * bpp <= target:
+    while h < 16384 and layer_params(h + 64) <= params / 2:
         h += 64
     layers, ffn = dims(h)
-    left = target / bpp - layer_params(h)
-    vocab = max(1, int(left // (2 * h)))
+    vocab = max(256, int((params - layer_params(h)) // (2 * h)))
     return layers, h, ffn, vocab
 
 

@@ -5,7 +5,8 @@ Metrics (base units): ``write_bytes_per_s`` (torch.save + fsync, the headline),
 ``read_warm_bytes_per_s``, ``dcp_write_bytes_per_s``, ``dcp_read_bytes_per_s`` (cold),
 ``dcp_read_warm_bytes_per_s``, ``load_mmap_first_tensor_s`` / ``load_mmap_all_s``
 (``torch.load(mmap=True)``, warm), each rate's ``*_elapsed_s``, and ``state_bytes``,
-``file_bytes``, ``dcp_bytes``, ``tensors_count``, ``build_s``.  Each figure's cache mode is
+``file_bytes``, ``dcp_bytes``, ``tensors_count`` (the seconds spent filling the state in memory:
+``extra["build_s"]``).  Each figure's cache mode is
 a label (``cache_read``, ``cache_read_warm``, ``cache_dcp_read``, ``cache_dcp_read_warm``,
 ``cache_mmap``); ``preset_source`` cites where an MLPerf preset's sizes come from.
 """
