@@ -264,3 +264,32 @@ def test_must_show_checkpoint_256m_json(tmp_path):
     assert m["state_bytes"] == pytest.approx(256 << 20, rel=0.01)
     assert lb["cache_read"] == "buffered-cold" and lb["cache_read_warm"] == "buffered-warm"
     assert _left(tmp_path) == []
+
+
+def test_reports_history_and_compare_take_both_kinds(tmp_path):
+    from nbbench.datasets import make_tar_shards
+    from nbbench.probes.shards import shards
+    from nbbench.report import build, report
+    from nbbench.store import default_store
+
+    st = default_store()
+    d = tmp_path / "ckpt"
+    d.mkdir()
+    a, b = ckpt.checkpoint(d, size="2M", dcp=False), ckpt.checkpoint(d, size="2M", dcp=False)
+    s = shards(make_tar_shards(tmp_path / "wds", shards=2, shard_size="64k", size="8k"))
+    for r, label in ((a, "disk-a"), (b, "disk-b"), (s, "wds")):
+        st.save(r, label=label)
+    h = st.history()
+    assert list(h["kind"]) == ["checkpoint", "checkpoint", "shards"]
+    assert h["summary"].iloc[2].startswith(f"shards {s.params['path']}: read ") and "samples" in h["summary"].iloc[2]
+    assert h["write_bytes_per_s"].iloc[0] > 0 and h["samples_per_s"].iloc[2] > 0
+    data = build(runs=["disk-a", "disk-b", "wds"], run_doctor=False)
+    assert [r.kind for r in data.results] == ["checkpoint", "checkpoint", "shards"]
+    g = data.comparisons[0].groups[0]
+    assert g.kind == "checkpoint" and not g.warnings       # like for like: same parameters and cache modes
+    assert g.delta_pct("read_bytes_per_s", 1) is not None
+    out = tmp_path / "r.md"
+    report("md", out=out, runs=["disk-a", "disk-b", "wds"], run_doctor=False)
+    text = out.read_text()
+    assert "### checkpoint transformer" in text and "### shards" in text
+    assert "preset_source" not in text     # only the MLPerf presets cite a source

@@ -173,7 +173,8 @@ def checkpoint(path, model: str = "transformer", size=None, scale: float = 1.0, 
                        "fill": "random bits (incompressible; no two blocks alike)",
                        "write": "buffered; file and directory fsync'd inside the timed window",
                        "cache_read": "buffered-cold", "cache_read_warm": "buffered-warm",
-                       "cache_mmap": "buffered-warm", "memory_check": mem_how})
+                       "cache_mmap": "buffered-warm"})
+    res.extra["memory_check"] = mem_how
     if pl.source:
         res.labels["preset_source"] = pl.source
     if dcp:
