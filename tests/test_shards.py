@@ -133,6 +133,7 @@ def test_shards_reads_cold_then_warm_and_counts_samples(small_shards):
     assert list(st["shards"]) and sum(st["shards"]) == 5 and sum(st["bytes"]) == total
     assert r.ttfb_histogram().n == 5
     assert seen[-1] == 1.0
+    assert set(r.extra["t0_unix"]) == {"read", "read_warm"}            # each pass's start (for ranks' timelines)
     assert _fingerprint(small_shards) == before                       # read only: bytes and mtime unchanged
     assert "samples" in r.answer() and "from the page cache" in r.answer()
     back = Result.from_dict(json.loads(r.to_json()))

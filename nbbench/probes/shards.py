@@ -163,7 +163,7 @@ def shards(path, streams: int | None = None, bs="1M", min_size="1M", cold: bool 
             _read_once(picked, bs_b, cancel)
         if ready is not None:
             ready("read" if which == "cold" else "read_warm")
-        res.extra.setdefault("t0_unix", {})[which] = time.time()
+        res.extra.setdefault("t0_unix", {})["read" if which == "cold" else "read_warm"] = time.time()
         sub = None if progress is None else (
             lambda f, m, i=i: call_progress(progress, None if f is None else (i + f) / len(passes), m))
         out = _pass(plan, bs_b, tar, cancel, sub)
