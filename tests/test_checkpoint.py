@@ -293,3 +293,22 @@ def test_reports_history_and_compare_take_both_kinds(tmp_path):
     text = out.read_text()
     assert "### checkpoint transformer" in text and "### shards" in text
     assert "preset_source" not in text     # only the MLPerf presets cite a source
+
+
+def test_the_memory_room_counts_the_cgroup(tmp_path, monkeypatch):
+    import psutil
+
+    import nbbench.env
+
+    cg = tmp_path / "sys/fs/cgroup"
+    cg.mkdir(parents=True)
+    (cg / "memory.current").write_text(str(3 * GIB) + "\n")
+    (cg / "memory.stat").write_text(f"anon 123\ninactive_file {GIB}\nactive_file 5\n")
+    assert ckpt._cgroup_used(str(tmp_path)) == (2 * GIB, "in use in the cgroup (less its inactive file cache)")
+    monkeypatch.setattr(ckpt, "_cgroup_used", lambda: (2 * GIB, "in use in the cgroup (less its inactive file cache)"))
+    monkeypatch.setattr(nbbench.env, "cgroup_memory_limit", lambda: 4 * GIB)
+    monkeypatch.setattr(psutil, "virtual_memory", lambda: SimpleNamespace(available=64 * GIB))
+    room, how = ckpt.memory_room()
+    assert room == 2 * GIB and "cgroup limit 4.00 GiB less 2.00 GiB in use in the cgroup" in how
+    with pytest.raises(ProbeError, match=r"needs about 2.00 GiB .* cgroup limit 4.00 GiB"):
+        ckpt.check_memory(GIB, "cpu", "a transformer checkpoint")

@@ -62,11 +62,38 @@ def memory_room() -> tuple[int, str]:
     how = f"{format_bytes(avail, binary=True)} available (psutil)"
     limit = cgroup_memory_limit()
     if limit:
-        rss = int(psutil.Process().memory_info().rss)
-        room = max(0, limit - rss)
-        how += f", cgroup limit {format_bytes(limit, binary=True)} less this process's {format_bytes(rss, binary=True)}"
+        used, what = _cgroup_used()
+        if used is None:
+            used, what = int(psutil.Process().memory_info().rss), "this process's"
+        room = max(0, limit - used)
+        how += (f", cgroup limit {format_bytes(limit, binary=True)} less {format_bytes(used, binary=True)} "
+                f"{what}")
         avail = min(avail, room)
     return avail, how
+
+
+def _cgroup_used(root: str = "/") -> tuple[int | None, str]:
+    """The cgroup's memory in use less its reclaimable file cache (as ``docker stats`` counts it)."""
+    def read(rel):
+        try:
+            with open(os.path.join(root, rel)) as f:
+                return f.read()
+        except OSError:
+            return None
+
+    for usage, stat, key in (("sys/fs/cgroup/memory.current", "sys/fs/cgroup/memory.stat", "inactive_file"),
+                             ("sys/fs/cgroup/memory/memory.usage_in_bytes", "sys/fs/cgroup/memory/memory.stat",
+                              "total_inactive_file")):
+        text = read(usage)
+        if not text or not text.strip().isdigit():
+            continue
+        inactive = 0
+        for line in (read(stat) or "").splitlines():
+            k, _, v = line.partition(" ")
+            if k == key and v.strip().isdigit():
+                inactive = int(v)
+        return max(0, int(text) - inactive), "in use in the cgroup (less its inactive file cache)"
+    return None, ""
 
 
 def check_memory(state_bytes: int, device: str, what: str) -> str:
