@@ -3,7 +3,10 @@ without a real one.
 
 :func:`make_image_folder` writes ``root/class_XXX/img_XXXXXXX.bin`` (random bytes)
 or ``.jpg`` (real JPEGs of random noise, made with Pillow, sized so the encoded file
-is about the size asked for).  The same ``seed`` gives the same bytes.
+is about the size asked for).  :func:`make_tar_shards` writes the same kind of JPEGs
+as WebDataset-like tar shards ``root/shard-XXXXXX.tar``, each sample two members
+sharing a key: ``000123.jpg`` and ``000123.cls`` (the class label as text).  The same
+``seed`` gives the same bytes.
 
 Safety: files are created with ``O_CREAT|O_EXCL`` and never overwritten.  A
 non-empty ``root`` is refused unless it holds a previous nbbench dataset (its
@@ -26,7 +29,7 @@ from .progress import call_progress
 from .results import ProbeError
 from .units import format_bytes, parse_size
 
-__all__ = ["make_image_folder", "MARKER", "jpeg_dimensions"]
+__all__ = ["make_image_folder", "make_tar_shards", "MARKER", "jpeg_dimensions"]
 
 MARKER = ".nbbench-dataset.json"
 _JPEG_QUALITY = 85
@@ -194,8 +197,92 @@ def make_image_folder(root, files=1000, size="110k", classes=10, jpeg=False, see
     return root
 
 
+def _shard_params(shards: int, shard_size: int, size: int, classes: int, seed: int) -> dict[str, Any]:
+    return {"nbbench_dataset": 1, "format": "tar-shards", "shards": shards, "shard_size_bytes": shard_size,
+            "size_bytes": size, "classes": classes, "jpeg": True, "seed": seed}
+
+
+def make_tar_shards(root, shards=8, shard_size="32M", size="110k", classes=10, seed=0, progress=None,
+                    *, cancel=None) -> Path:
+    """Make WebDataset-like tar shards ``root/shard-XXXXXX.tar`` of JPEG + class-label samples; returns ``root``.
+
+    Each shard holds as many samples as fit in about ``shard_size`` bytes: a JPEG of random
+    noise of about ``size`` bytes (Pillow) as ``KEY.jpg`` and its class (``KEY.cls``, the
+    number as text), keys numbered across the shards (``000000`` …).  Same safety as
+    :func:`make_image_folder`: a new or empty ``root`` (or one made before with the same
+    parameters: missing shards are added), files created ``O_EXCL``, a shard being
+    written when an error, Ctrl-C or ``cancel`` strikes removed.
+    """
+    import tarfile
+
+    shards, classes = int(shards), int(classes)
+    if shards < 1:
+        raise ProbeError(f"shards must be 1 or more, not {shards}")
+    if classes < 1:
+        raise ProbeError(f"classes must be 1 or more, not {classes}")
+    try:
+        shard_b, img_b = parse_size(shard_size), parse_size(size)
+    except ValueError as exc:
+        raise ProbeError(str(exc)) from None
+    if img_b < 1024:
+        raise ProbeError("size must be at least 1 KiB (a JPEG)")
+    if shard_b < img_b + 2048:
+        raise ProbeError(f"a shard of {format_bytes(shard_b, binary=True)} cannot hold one sample of "
+                         f"{format_bytes(img_b, binary=True)}: give a larger --shard-size")
+    root = Path(os.path.expanduser(str(root))).absolute()
+    params = _shard_params(shards, shard_b, img_b, classes, int(seed))
+    _check_root(root, params)
+    from .probes.target import check_free_space
+
+    parent = root if root.exists() else root.parent
+    if not parent.is_dir():
+        raise ProbeError(f"{parent} does not exist; create it first")
+    check_free_space(parent, shards * shard_b)
+    root.mkdir(parents=True, exist_ok=True)
+    marker = root / MARKER
+    if not marker.exists():
+        marker.write_text(json.dumps(params, indent=1) + "\n")
+    w, h = jpeg_dimensions(img_b, random.Random(seed))
+    padded = -(-img_b // 512) * 512
+    per_shard = max(1, shard_b // (padded + 3 * 512))
+    for i in range(shards):
+        path = root / f"shard-{i:06d}.tar"
+        if path.exists():
+            continue
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o644)
+        done = False
+        try:
+            with os.fdopen(fd, "wb") as f, tarfile.open(fileobj=f, mode="w", format=tarfile.USTAR_FORMAT) as t:
+                for j in range(per_shard):
+                    if cancel is not None and cancel.is_set():
+                        break
+                    k = i * per_shard + j
+                    rng = _file_rng(int(seed), k)
+                    for name, data in ((f"{k:06d}.jpg", _jpeg_bytes(rng, w, h)),
+                                       (f"{k:06d}.cls", str(k % classes).encode())):
+                        ti = tarfile.TarInfo(name)
+                        ti.size, ti.mode, ti.mtime = len(data), 0o644, 0
+                        t.addfile(ti, io.BytesIO(data))
+                    call_progress(progress, (i + (j + 1) / per_shard) / shards, None)
+                else:
+                    done = True
+        finally:
+            if not done:
+                try:
+                    os.unlink(path)
+                except OSError:
+                    pass
+        if not done:
+            break
+    call_progress(progress, 1.0, None)
+    return root
+
+
 def describe(root) -> str:
     """One line about a dataset made here: '1000 files of ~110 KiB in 10 classes'."""
     p = json.loads((Path(root) / MARKER).read_text())
+    if p.get("format") == "tar-shards":
+        return (f"{p['shards']} tar shards of ~{format_bytes(p['shard_size_bytes'], binary=True)} (JPEGs of "
+                f"~{format_bytes(p['size_bytes'], binary=True)} + class labels, {p['classes']} classes)")
     kind = "JPEGs" if p["jpeg"] else "files"
     return f"{p['files']} {kind} of ~{format_bytes(p['size_bytes'], binary=True)} in {p['classes']} classes"

@@ -12,10 +12,17 @@ gets SIGTERM or SIGHUP (a kernel stop or restart): the handlers are installed fr
 main thread only, and chain to the handler that was there before (the default action
 is then re-delivered, so the process still ends as it would have).
 
+A probe that needs a directory of its own (``torch.distributed.checkpoint`` writes a
+directory of files) gets one the same way: :func:`create_dir` makes a new
+``DIR/.nbbench-<what>-<host>-<pid>-<random>.tmp/`` with ``mkdir`` (which fails on an
+existing name, as ``O_EXCL`` does), registered like a file and removed with everything in
+it on the same occasions (:func:`temp_dir` is its context manager).
+
 What a SIGKILL leaves (the dd and fio engines open the file by name) is swept by the
-next probe in that directory (:func:`sweep_stale`): files named exactly as above, of
-this host (the sanitised host name), whose process is gone (``os.kill(pid, 0)`` gives
-ESRCH).  Another host's files (a shared filesystem) and a live process's are never touched.
+next probe in that directory (:func:`sweep_stale`): files and directories named exactly
+as above, of this host (the sanitised host name), whose process is gone (``os.kill(pid,
+0)`` gives ESRCH).  Another host's (a shared filesystem) and a live process's are never
+touched.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ import contextlib
 import os
 import re
 import secrets
+import shutil
 import signal
 import socket
 import stat
@@ -34,12 +42,14 @@ from dataclasses import dataclass
 from .results import ProbeError
 
 __all__ = ["create", "remove", "temp_file", "cleanup_all", "registered", "install_handlers", "sweep_stale",
-           "host_tag", "temp_name", "PREFIX", "TempFile"]
+           "host_tag", "temp_name", "PREFIX", "TempFile", "TempDir", "create_dir", "remove_dir", "temp_dir",
+           "registered_dirs"]
 
 PREFIX = ".nbbench-"
 _lock = threading.Lock()
 _files: dict[str, int | None] = {}  # path -> fd (None once closed)
 _unlinked: set[str] = set()  # registered paths whose name is already gone: only their fd is closed
+_dirs: set[str] = set()  # registered temporary directories (removed with their contents)
 _installed = {"atexit": False, "signals": False}
 _previous: dict[int, object] = {}
 
@@ -139,10 +149,71 @@ def registered() -> list[str]:
         return list(_files)
 
 
+def registered_dirs() -> list[str]:
+    with _lock:
+        return list(_dirs)
+
+
+@dataclass
+class TempDir:
+    path: str
+
+    def remove(self) -> None:
+        remove_dir(self.path)
+
+
+def create_dir(directory, what: str = "probe") -> TempDir:
+    """Create a new temporary directory in ``directory`` (``mkdir``: never an existing one) and register it."""
+    install_handlers()
+    d = os.fspath(directory)
+    for _ in range(20):
+        path = os.path.join(d, temp_name(what))
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            continue
+        except PermissionError:
+            raise ProbeError(f"no permission to create a directory in {d}") from None
+        except OSError as exc:
+            raise ProbeError(f"cannot create a temporary directory in {d}: {exc.strerror or exc}") from None
+        with _lock:
+            _dirs.add(path)
+        return TempDir(path)
+    raise ProbeError(f"cannot find a free temporary directory name in {d}")  # pragma: no cover
+
+
+def _rmtree(path: str) -> None:
+    """Remove a directory we made and all in it (symlinks inside are removed, never followed).  Tried
+    a few times: a writer thread still running (a signal, exit) may add a file while it goes."""
+    for _ in range(5):
+        shutil.rmtree(path, ignore_errors=True)
+        if not os.path.lexists(path):
+            return
+
+
+def remove_dir(path: str) -> None:
+    """Remove a registered temporary directory with everything in it (and forget it)."""
+    with _lock:
+        _dirs.discard(path)
+    _rmtree(path)
+
+
+@contextlib.contextmanager
+def temp_dir(directory, what: str = "probe"):
+    """``with temp_dir(dir) as td:`` — removed with its contents on exit, error and KeyboardInterrupt."""
+    td = create_dir(directory, what)
+    try:
+        yield td
+    finally:
+        td.remove()
+
+
 def cleanup_all() -> None:
-    """Remove every temporary file still registered (atexit, signals)."""
+    """Remove every temporary file and directory still registered (atexit, signals)."""
     for path in registered():
         remove(path)
+    for path in registered_dirs():
+        remove_dir(path)
 
 
 def _alive(pid: int) -> bool:
@@ -158,11 +229,23 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def sweep_stale(directory) -> tuple[int, int]:
-    """Remove the temp files a killed nbbench process of this host left in ``directory``.
+def _tree_bytes(path: str) -> int:
+    total = 0
+    for dirpath, _, names in os.walk(path):
+        for n in names:
+            try:
+                total += os.lstat(os.path.join(dirpath, n)).st_size
+            except OSError:
+                pass
+    return total
 
-    Only regular files named exactly ``.nbbench-<what>-<this host>-<pid>-<8 hex>.tmp`` whose
-    process is gone; returns (files removed, their bytes).
+
+def sweep_stale(directory) -> tuple[int, int]:
+    """Remove the temp files and directories a killed nbbench process of this host left in ``directory``.
+
+    Only regular files and directories (never a symlink) named exactly
+    ``.nbbench-<what>-<this host>-<pid>-<8 hex>.tmp`` whose process is gone; returns (entries
+    removed, their bytes).
     """
     d = os.fspath(directory)
     pattern = re.compile(rf"{re.escape(PREFIX)}[A-Za-z0-9]+-{re.escape(host_tag())}-(\d+)-[0-9a-f]{{8}}\.tmp")
@@ -178,13 +261,20 @@ def sweep_stale(directory) -> tuple[int, int]:
         path = os.path.join(d, name)
         try:
             st = os.lstat(path)
-            if not stat.S_ISREG(st.st_mode):
+            if stat.S_ISDIR(st.st_mode):
+                size = _tree_bytes(path)
+                _rmtree(path)
+                if os.path.lexists(path):
+                    continue
+            elif stat.S_ISREG(st.st_mode):
+                size = st.st_size
+                os.unlink(path)
+            else:
                 continue
-            os.unlink(path)
         except OSError:
             continue
         n += 1
-        nbytes += st.st_size
+        nbytes += size
     return n, nbytes
 
 

@@ -38,7 +38,7 @@ def fake_torch_env(tmp_path):
 
 
 @pytest.mark.parametrize("argv", [["loader", "{tree}"], ["sweep", "{tree}", "--workers", "0,1"],
-                                  ["feed", "{tree}", "--batch-size", "4"]])
+                                  ["feed", "{tree}", "--batch-size", "4"], ["checkpoint", "{tree}"]])
 def test_cli_without_torch_says_one_line_and_exits_1(argv, tree, fake_torch_env):
     argv = [a.format(tree=tree) for a in argv]
     p = subprocess.run([sys.executable, "-m", "nbbench", *argv, "--no-save"], env=fake_torch_env,
@@ -138,3 +138,16 @@ def test_torch_is_an_extra_and_the_readme_says_how_to_install():
     for needed in ("pip install 'nbbench[torch]'", "'nbbench[lab]'", "test]", "without the `torch` extra",
                    "`loader`", "`sweep`", "`feed`", "`gpu`'s benchmark", "exit code 1"):
         assert needed in section, needed
+
+
+def test_shards_needs_no_torch(tmp_path, fake_torch_env):
+    from nbbench.datasets import make_tar_shards
+
+    d = make_tar_shards(tmp_path / "wds", shards=2, shard_size="64k", size="8k")
+    p = subprocess.run([sys.executable, "-m", "nbbench", "shards", str(d), "--json", "--no-save"], env=fake_torch_env,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    import json
+
+    m = json.loads(p.stdout)["metrics"]
+    assert m["read_bytes_per_s"] > 0 and m["samples_count"] > 0

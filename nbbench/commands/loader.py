@@ -126,7 +126,8 @@ class LoaderCommand(ranks.RankedCommand):
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("loader", metavar="LOADER", nargs="?", default=None,
-                            help="a DataLoader variable in the notebook, or a dataset folder")
+                            help="a DataLoader variable in the notebook, or a dataset folder (an image tree or "
+                                 ".tar shards)")
         _add_dataset_option(parser)
         parser.add_argument("--steps", type=options.positive_int, default=None, help="measured steps")
         parser.add_argument("--duration", type=options.duration, default=None,
@@ -165,8 +166,10 @@ class LoaderCommand(ranks.RankedCommand):
             from ..env import usable_cpus
             from ..probes.dataloader import make_loader
             from ..probes.imagefolder import ImageFolderDataset
+            from ..probes.tarshards import TarShardDataset, has_tar_shards
 
-            ds = ImageFolderDataset(target, decode=args.decode, size=args.size)
+            ds = (TarShardDataset if has_tar_shards(target) else ImageFolderDataset)(
+                target, decode=args.decode, size=args.size)
             nw = usable_cpus()["usable_int"] if args.workers is None else args.workers
             dl = make_loader(ds, args.batch_size, nw, persistent_workers=nw > 0)
             loader = dl
@@ -339,14 +342,16 @@ class SweepCommand(ranks.RankedCommand):
 class FeedCommand(ranks.RankedCommand):
     name = "feed"
     description = ("How many accelerators can the storage under DIR and this CPU feed at AU >= 90%? Reads "
-                   "the image folder through a DataLoader (Pillow decode, random-resized crop, flip) with a "
+                   "the image folder (or its .tar shards, streamed) through a DataLoader (Pillow decode, "
+                   "random-resized crop, flip) with a "
                    "cold page cache and a warm one (DS-Analyzer's differential method): if even the warm rate "
                    "falls short of the need, CPU preparation limits it; if only the cold rate does, storage "
                    "fetch. Needs torch (pip install 'nbbench[torch]').")
     epilog = "example:  nbbench feed /dataset/train --accelerator h100-resnet50 --json"
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("path", metavar="DIR", help="an image folder (root/CLASS/IMAGE)")
+        parser.add_argument("path", metavar="DIR", help="an image folder (root/CLASS/IMAGE) or a folder of .tar "
+                                                        "shards (000123.jpg + 000123.cls samples, streamed)")
         parser.add_argument("--accelerator", type=_accelerator, default="h100-resnet50",
                             help="h100-resnet50 (default), a100-resnet50, h100-unet3d, a100-unet3d, h100-cosmoflow")
         parser.add_argument("--count", type=options.positive_int, default=1,
@@ -378,7 +383,8 @@ class FeedCommand(ranks.RankedCommand):
             return value
         path = os.path.expanduser(args.path)
         if not os.path.isdir(path):
-            raise ProbeError(f"{args.path} is not a directory: give an image folder (root/CLASS/IMAGE)")
+            raise ProbeError(f"{args.path} is not a directory: give an image folder (root/CLASS/IMAGE) or a folder "
+                             "of .tar shards")
         require_torch("feed")
         return ctx.run_probe(f"feed {args.path}",
             lambda p, cancel: feed(path, accelerator=args.accelerator, batch_size=args.batch_size,

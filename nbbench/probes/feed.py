@@ -108,8 +108,10 @@ def feed(path, accelerator: str = "h100-resnet50", batch_size: int = 64, num_wor
          dataset=None, count: int = 1) -> FeedResult:
     """How many ``accelerator`` s can the storage under ``path`` and this CPU feed at AU >= 90 %?
 
-    path: an image folder (root/CLASS/IMAGE).  decode: "auto" (Pillow when the files are
-        images), "pil" or "none" (bytes only).
+    path: an image folder (root/CLASS/IMAGE), or a folder of ``.tar`` shards (WebDataset's
+        layout: :class:`~nbbench.probes.tarshards.TarShardDataset` streams them; the cold run
+        evicts the shard files).  decode: "auto" (Pillow when the files are images), "pil" or
+        "none" (bytes only).
     num_workers: DataLoader workers (default: the usable CPUs).
     duration: each run's measured window (s); the cold run also ends after one pass over
         the files, since a second pass would be warm.
@@ -136,7 +138,13 @@ def feed(path, accelerator: str = "h100-resnet50", batch_size: int = 64, num_wor
         raise ProbeError(f"batch_size must be 1 or more, not {batch_size}")
     if count < 1:
         raise ProbeError(f"count must be 1 or more, not {count}")
-    ds = dataset if dataset is not None else ImageFolderDataset(path, decode=decode, size=size)
+    if dataset is not None:
+        ds = dataset
+    else:
+        from .tarshards import TarShardDataset, has_tar_shards
+
+        ds = TarShardDataset(path, decode=decode, size=size, seed=seed) if has_tar_shards(path) else \
+            ImageFolderDataset(path, decode=decode, size=size)
     total_files = len(ds)
     if max_files is not None and len(ds.samples) > max_files:
         rng = random.Random(seed)
@@ -159,6 +167,9 @@ def feed(path, accelerator: str = "h100-resnet50", batch_size: int = 64, num_wor
                        "cold_method": "none" if method == "none" else method})
     res.metrics["files_count"] = len(ds)
     res.metrics["dataset_bytes"] = nbytes
+    if getattr(ds, "shards", None) is not None:   # tar shards: samples streamed from whole files
+        res.labels["dataset"] = f"{type(ds).__name__}: {len(ds.shards)} tar shards, {len(ds)} samples"
+        res.metrics["shards_count"] = len(ds.shards)
     if len(ds) < total_files:
         res.labels["subset"] = f"{len(ds)} of {total_files} files (seed {seed})"
     try:

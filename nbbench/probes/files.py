@@ -35,11 +35,14 @@ __all__ = ["read_files", "walk", "FilesResult", "TreeIndex", "shard_of"]
 
 
 def shard_of(relpath: str, shards: int) -> int:
-    """The shard (0 … shards-1) a file belongs to: a stable hash of its path relative to the tree's
-    root, the same on every host and run (ranks of a many-rank run read disjoint shards)."""
-    import zlib
+    """The shard (0 … shards-1) a file belongs to: a stable hash (BLAKE2b, 64 bits) of its path relative
+    to the tree's root, modulo ``shards`` — the same on every host and run, so the ranks of a many-rank
+    run read disjoint shards.  Not crc32: CRCs are linear, so names that differ only in a counter fall
+    unevenly (``shard-000000.tar`` … ``shard-000007.tar`` all have an even crc32)."""
+    import hashlib
 
-    return zlib.crc32(relpath.encode("utf-8", "surrogateescape")) % max(1, int(shards))
+    digest = hashlib.blake2b(relpath.encode("utf-8", "surrogateescape"), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % max(1, int(shards))
 
 
 class TreeIndex:

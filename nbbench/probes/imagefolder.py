@@ -6,7 +6,8 @@ its file, decodes it with Pillow, takes a random-resized crop (torchvision's
 then a centre crop) resized to ``size``×``size``, flips it left-right half the time,
 and returns ``(tensor, label)`` — a ``uint8`` CHW tensor (torchvision's
 ``PILToTensor``), or ``float32`` normalised with ImageNet's mean and std
-(``ToTensor`` + ``Normalize``).  No torchvision needed.
+(``ToTensor`` + ``Normalize``); the transform is :mod:`nbbench.probes.imagetransform`'s,
+shared with the tar-shard dataset.  No torchvision needed.
 
 ``decode="none"`` reads the bytes only (the storage side of the pipeline); items are
 variable-length, so the dataset's :attr:`collate_fn` gathers them into
@@ -20,19 +21,13 @@ Files are opened read-only.
 
 from __future__ import annotations
 
-import io
-import math
 import os
-import random
 from pathlib import Path
 
 from ..results import ProbeError
+from .imagetransform import IMAGE_EXTENSIONS, CropFlip, pil_can_open
 
 __all__ = ["ImageFolderDataset", "collate_records", "IMAGE_EXTENSIONS"]
-
-IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
-_MEAN = (0.485, 0.456, 0.406)
-_STD = (0.229, 0.224, 0.225)
 
 
 def collate_records(items):
@@ -77,8 +72,9 @@ def _scan(root: Path, extensions) -> tuple[list[tuple[str, int]], list[str]]:
     return samples, classes
 
 
-class ImageFolderDataset:
-    """Files under ``root`` (class folders), decoded with Pillow or read as bytes."""
+class ImageFolderDataset(CropFlip):
+    """Files under ``root`` (class folders), decoded with Pillow or read as bytes (the transform:
+    :class:`~nbbench.probes.imagetransform.CropFlip`, shared with the tar-shard dataset)."""
 
     def __init__(self, root, decode: str = "auto", size: int = 224, flip: bool = True,
                  scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3), dtype: str = "uint8", extensions=None,
@@ -86,13 +82,7 @@ class ImageFolderDataset:
         self.root = Path(os.path.expanduser(str(root))).absolute()
         if decode not in ("auto", "pil", "none"):
             raise ProbeError(f"decode must be 'auto', 'pil' or 'none', not {decode!r}")
-        if dtype not in ("uint8", "float32"):
-            raise ProbeError(f"dtype must be 'uint8' or 'float32', not {dtype!r}")
-        self.size = int(size)
-        self.flip = bool(flip)
-        self.scale = tuple(scale)
-        self.ratio = tuple(ratio)
-        self.dtype = dtype
+        self.init_transform(size, flip, scale, ratio, dtype)
         exts = None if decode == "none" and extensions is None else tuple(extensions or IMAGE_EXTENSIONS)
         if decode == "auto" and extensions is None:
             exts = None  # decide after looking at the files
@@ -152,60 +142,6 @@ class ImageFolderDataset:
             return torch.frombuffer(bytearray(data), dtype=torch.uint8) if data else torch.empty(0, dtype=torch.uint8), label
         return self._transform(data, path), label
 
-    # ------------------------------------------------------------- transform
-    def crop_box(self, width: int, height: int, rng=random) -> tuple[int, int, int, int]:
-        """A random-resized-crop box (left, top, right, bottom), torchvision's rule."""
-        area = width * height
-        log_ratio = (math.log(self.ratio[0]), math.log(self.ratio[1]))
-        for _ in range(10):
-            target = area * rng.uniform(*self.scale)
-            aspect = math.exp(rng.uniform(*log_ratio))
-            w = int(round(math.sqrt(target * aspect)))
-            h = int(round(math.sqrt(target / aspect)))
-            if 0 < w <= width and 0 < h <= height:
-                x = rng.randint(0, width - w)
-                y = rng.randint(0, height - h)
-                return x, y, x + w, y + h
-        # fallback: the central crop with the aspect clamped to the range
-        in_ratio = width / height
-        if in_ratio < self.ratio[0]:
-            w, h = width, int(round(width / self.ratio[0]))
-        elif in_ratio > self.ratio[1]:
-            h, w = height, int(round(height * self.ratio[1]))
-        else:
-            w, h = width, height
-        x, y = (width - w) // 2, (height - h) // 2
-        return x, y, x + w, y + h
-
-    def _transform(self, data: bytes, path: str):
-        import torch
-        from PIL import Image
-
-        try:
-            img = Image.open(io.BytesIO(data))
-            img = img.convert("RGB")
-        except Exception as exc:  # noqa: BLE001 - Pillow raises many kinds
-            raise ValueError(f"Pillow cannot decode {path}: {exc}") from None
-        box = self.crop_box(*img.size)
-        img = img.resize((self.size, self.size), Image.BILINEAR, box=box)
-        if self.flip and random.random() < 0.5:
-            img = img.transpose(Image.FLIP_LEFT_RIGHT)
-        t = torch.frombuffer(bytearray(img.tobytes()), dtype=torch.uint8).view(self.size, self.size, 3)
-        t = t.permute(2, 0, 1).contiguous()
-        if self.dtype == "float32":
-            t = t.to(torch.float32).div_(255.0)
-            mean = torch.tensor(_MEAN).view(3, 1, 1)
-            std = torch.tensor(_STD).view(3, 1, 1)
-            t = t.sub_(mean).div_(std)
-        return t
-
 
 def _pil_can_open(path: str) -> bool:
-    try:
-        from PIL import Image
-
-        with Image.open(path) as im:
-            im.verify()
-        return True
-    except Exception:  # noqa: BLE001
-        return False
+    return pil_can_open(path)

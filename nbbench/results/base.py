@@ -49,6 +49,8 @@ KINDS: dict[str, str] = {
     "randread": "nbbench.results.storage:RandreadResult",
     "disk": "nbbench.results.storage:DiskPresetResult",
     "files": "nbbench.results.storage:FilesResult",
+    "checkpoint": "nbbench.results.checkpoint:CheckpointResult",
+    "shards": "nbbench.results.shards:ShardsResult",
     "loader": "nbbench.results.loader:LoaderResult",
     "sweep": "nbbench.results.loader:SweepResult",
     "feed": "nbbench.results.loader:FeedResult",

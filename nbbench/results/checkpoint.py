@@ -1,0 +1,78 @@
+"""Result of the checkpoint probe (kind ``checkpoint``): torch.save / torch.load and DCP, cold and warm.
+
+Metrics (base units): ``write_bytes_per_s`` (torch.save + fsync, the headline),
+``read_bytes_per_s`` (torch.load, page cache emptied first: ``labels["cache_read"]``),
+``read_warm_bytes_per_s``, ``dcp_write_bytes_per_s``, ``dcp_read_bytes_per_s`` (cold),
+``dcp_read_warm_bytes_per_s``, ``load_mmap_first_tensor_s`` / ``load_mmap_all_s``
+(``torch.load(mmap=True)``, warm), each rate's ``*_elapsed_s``, and ``state_bytes``,
+``file_bytes``, ``dcp_bytes``, ``tensors_count`` (the seconds spent filling the state in memory:
+``extra["build_s"]``).  Each figure's cache mode is
+a label (``cache_read``, ``cache_read_warm``, ``cache_dcp_read``, ``cache_dcp_read_warm``,
+``cache_mmap``); ``preset_source`` cites where an MLPerf preset's sizes come from.
+"""
+
+from __future__ import annotations
+
+from ..units import format_bytes, format_metric
+from .base import Result, register
+
+__all__ = ["CheckpointResult"]
+
+
+@register("checkpoint")
+class CheckpointResult(Result):
+    """One checkpoint save / load run."""
+
+    SUMMARY = ("write_bytes_per_s", "read_bytes_per_s", "read_warm_bytes_per_s", "dcp_write_bytes_per_s",
+               "dcp_read_bytes_per_s")
+
+    def headline(self) -> str:
+        return f"checkpoint {self.params.get('model', '')} {self.params.get('path', '')}".strip()
+
+    @property
+    def write_bytes_per_s(self) -> float | None:
+        return self.metrics.get("write_bytes_per_s")
+
+    @property
+    def read_bytes_per_s(self) -> float | None:
+        return self.metrics.get("read_bytes_per_s")
+
+    def answer(self) -> str:
+        """The result in one sentence: how fast a checkpoint goes to storage and comes back."""
+        m = self.metrics
+        if self.status == "failed":
+            return f"The checkpoint run failed: {self.reason}"
+        size = m.get("file_bytes") or m.get("state_bytes")
+        what = f"the {format_bytes(size, binary=True)} {self.params.get('model', '')} checkpoint" if size else \
+            "the checkpoint"
+        if m.get("write_bytes_per_s") is None:
+            return f"Nothing was saved: {self.reason or 'stopped before torch.save'}."
+
+        def r(k):
+            return format_metric(k, m[k])
+
+        s = (f"torch.save wrote {what} at {r('write_bytes_per_s')} ({m['write_elapsed_s']:.2f} s, fsync'd)")
+        if m.get("read_bytes_per_s") is not None:
+            cold = self.labels.get("cache_read", "buffered-cold")
+            s += f"; torch.load read it back at {r('read_bytes_per_s')} ({m['read_elapsed_s']:.2f} s, {cold})"
+            if m.get("read_warm_bytes_per_s") is not None:
+                s += f" and {r('read_warm_bytes_per_s')} from the page cache"
+        if m.get("dcp_write_bytes_per_s") is not None:
+            s += f"; DCP: {r('dcp_write_bytes_per_s')} write"
+            if m.get("dcp_read_bytes_per_s") is not None:
+                s += f", {r('dcp_read_bytes_per_s')} read ({self.labels.get('cache_dcp_read', 'buffered-cold')})"
+        if m.get("load_mmap_first_tensor_s") is not None and m.get("load_mmap_all_s") is not None:
+            s += (f"; torch.load(mmap=True) gave the first tensor in {r('load_mmap_first_tensor_s')}"
+                  f", all in {r('load_mmap_all_s')}")
+        s += "."
+        if self.status == "interrupted":
+            s += f" Interrupted: {self.reason}."
+        return s
+
+    def text_table(self) -> str:
+        return super().text_table() + "\n  " + self.answer()
+
+    def _repr_html_(self) -> str:
+        import html
+
+        return super()._repr_html_() + f"<p><b>{html.escape(self.answer())}</b></p>"
