@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 from .results import ProbeError, Result, advice
-from .units import format_metric, metric_label, unit_of
+from .units import format_metric, metric_label, shorten_middle, unit_of
 
 __all__ = ["compare", "Comparison", "ComparisonGroup", "chart_metrics", "table_metrics",
            "better", "delta_colour", "resolve", "HIDDEN_PARAMS", "MODE_LABELS"]
@@ -37,6 +37,8 @@ _SETTING_TIMES = ("runtime_s", "duration_s", "ramp_s", "window_s", "interval_s")
 _PCT_KEY = re.compile(r"lat_p(\d+)(?:_(\d+))?_ns$")
 # percentiles shown in tables; the others stay in .rows / .frame
 KEY_PERCENTILES = ("50", "90", "99", "99.9")
+# a terminal's text table: each line of run descriptions fits (a long path shortened in the middle)
+TEXT_WIDTH = 100
 
 
 def better(key: str) -> str | None:
@@ -131,8 +133,8 @@ class ComparisonGroup:
         widths = [max(len(str(r[c])) for r in [head] + body) for c in range(len(head))]
         line = lambda r: "  ".join(str(x).ljust(w) if j == 0 else str(x).rjust(w)  # noqa: E731
                                    for j, (x, w) in enumerate(zip(r, widths)))
-        runs = ", ".join(f"{n} = {_run_desc(r)}" for n, r in zip(self.names, self.runs))
-        out = [f"{self.kind}: {runs}", line(head), line(["-" * w for w in widths])] + [line(r) for r in body]
+        out = [f"{self.kind}:"] + [_run_line(n, r) for n, r in zip(self.names, self.runs)]
+        out += [line(head), line(["-" * w for w in widths])] + [line(r) for r in body]
         if len(shown) < len(self.metrics):
             out.append(f"({len(self.metrics) - len(shown)} more latency percentiles in .frame / --json)")
         out += [f"warning: {w}" for w in self.warnings] + [f"note: {n}" for n in self.notes]
@@ -140,8 +142,8 @@ class ComparisonGroup:
 
 
 def _name(m: str) -> str:
-    """metric_label, with percentiles written as such: 'lat p99 9' -> 'lat p99.9'."""
-    return re.sub(r"\bp(\d+) (\d+)\b", r"p\1.\2", metric_label(m))
+    """The metric's human name (:func:`nbbench.units.metric_label`: 'latency p99.9')."""
+    return metric_label(m)
 
 
 def _row_label(m: str, metrics: Sequence[str] = ()) -> str:
@@ -165,13 +167,23 @@ def table_metrics(metrics: Sequence[str]) -> list[str]:
     return out
 
 
-def _run_desc(r: Result) -> str:
+def _run_line(name: str, r: Result, width: int = TEXT_WIDTH) -> str:
+    """'  nvme = run 3 /tmp/nbbench-…/disk direct': one run of a text table, its path shortened
+    in the middle to fit ``width``."""
+    line = f"  {name} = {_run_desc(r)}"
+    path = str(r.params.get("path") or "")
+    if len(line) > width and path:
+        line = f"  {name} = {_run_desc(r, shorten_middle(path, max(12, len(path) - (len(line) - width))))}"
+    return line
+
+
+def _run_desc(r: Result, path: str | None = None) -> str:
     bits = []
     if r.run_id is not None:
         bits.append(f"run {r.run_id}")
     tags = [str(r.labels[k]) for k in MODE_LABELS if k in r.labels]
     if r.params.get("path"):
-        tags.insert(0, str(r.params["path"]))
+        tags.insert(0, path or str(r.params["path"]))
     if tags:
         bits.append(" ".join(tags))
     return " ".join(bits) or r.kind
