@@ -203,7 +203,8 @@ def sweep(dataset, num_workers: Iterable[int] | None = None, batch_size=(64,), p
                     on_config(dict(row))
                 except Exception:  # noqa: BLE001
                     pass
-            call_progress(progress, (i + 1) / n, {k: row[k] for k in ("samples_per_s",) if row.get(k)})
+            call_progress(progress, (i + 1) / n, {**{k: row[k] for k in ("samples_per_s",) if row.get(k)},
+                                                  "done": i + 1, "total": n, "unit": "configs"})
     finally:
         stop_monitor(mon, mon_started)
 

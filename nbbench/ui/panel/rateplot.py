@@ -18,6 +18,7 @@ from typing import Callable
 from nbbench.plots.rates import rate_panels
 from nbbench.units import metric_label
 
+from ...progress import figures
 from ..progress import NotebookProgress
 
 __all__ = ["PanelProgress", "rate_panels"]
@@ -47,6 +48,7 @@ class PanelProgress(NotebookProgress):
 
     def __call__(self, fraction=None, metrics=None) -> None:
         super().__call__(fraction, metrics)
+        metrics = figures(metrics)   # the rates, without done / total / unit
         if metrics and self._make_plot is not None:
             try:
                 self._feed(metrics)
