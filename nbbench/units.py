@@ -24,6 +24,7 @@ __all__ = [
     "format_rate",
     "format_duration_ns",
     "format_si",
+    "format_sig",
     "metric_label",
     "metric_phrase",
     "percentile_name",
@@ -148,6 +149,14 @@ def _sig(x: float, digits: int) -> str:
         mag = int(math.floor(math.log10(abs(r))))
         return f"{r:.{max(0, digits - 1 - mag)}f}"
     return f"{x:.{digits}g}"
+
+
+def format_sig(x: float, digits: int = 3) -> str:
+    """A plain number to ``digits`` significant figures, no prefix: 1310.5 -> '1310', 54.16 -> '54.2'
+    (for a table whose header carries the unit, "Read [MB/s]")."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "N/A"
+    return _sig(float(x), digits)
 
 
 def format_bytes(n: float, binary: bool = False) -> str:

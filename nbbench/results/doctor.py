@@ -122,7 +122,7 @@ class DoctorResult(Result):
         rows = [[c.status, c.name, c.evidence, c.fix_text(self.wording) if c.status in ("warn", "fail") else ""]
                 for c in checks]
         return [Section(f"findings ({_counts(self.findings())})", rows, head=["status", "check", "evidence", "fix"],
-                        folded=False, align="llll", marks=[_MARK[c.status] for c in checks],
+                        folded=False, align="llll", marks=[_MARK[c.status] for c in checks], nowrap=2,
                         css="nbbench-doctor-table", text=self._text_lines)]
 
     def _text_lines(self, width: int) -> list[str]:

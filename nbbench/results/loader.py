@@ -186,6 +186,10 @@ class LoaderResult(Result):
                 s += f"; {acc} needs {format_metric('samples_per_s', need)} at AU 90 %"
         return s + "."
 
+    def metric_name(self, key: str) -> str:
+        """Names that say which accelerator ("h100-resnet50 consumes")."""
+        return _accelerator_names(self).get(key) or super().metric_name(key)
+
     def answer_line(self) -> str:
         """'1.65 ksamples/s at AU 42.1 % (below the 90 % line) · 57.0 % data wait: highly input-bound',
         or without a step: '208 samples/s · the input pipeline's ceiling (no compute step) · feeds 0 × h100-resnet50'."""
@@ -342,14 +346,7 @@ class FeedResult(Result):
 
     def metric_name(self, key: str) -> str:
         """Names that say which accelerator: "one h100-resnet50's AU at this rate", "h100-resnet50 consumes"."""
-        acc = self.labels.get("accelerator") or "accelerator"
-        target = self.params.get("au_target_pct", AU_TARGET_PCT)
-        own = {"au_one_accelerator_pct": f"one {acc}'s AU at this rate",
-               "accelerator_samples_per_s": f"{acc} consumes",
-               "needed_samples_per_s": f"one {acc} needs (AU ≥ {target:g} %)",
-               "accelerators_fed_count": f"{acc}s fed (AU ≥ {target:g} %)",
-               "accelerators_fed_warm_count": f"{acc}s fed from memory (warm cache)",
-               "samples_per_s": "throughput (cold cache)"}
+        own = {"samples_per_s": "throughput (cold cache)", **_accelerator_names(self)}
         return own.get(key) or super().metric_name(key)
 
     def answer_line(self) -> str:
@@ -391,6 +388,17 @@ class FeedResult(Result):
             rows = [[_cell(k, accs[k][i]) for k in cols] for i in range(len(accs["accelerator"]))]
             out.append(Section("every accelerator of this workload", rows, head=[head[c] for c in cols]))
         return out + super().sections()
+
+
+def _accelerator_names(r: Result) -> dict[str, str]:
+    """Metric names that say which accelerator: "h100-resnet50 consumes", "one h100-resnet50's AU at this rate"."""
+    acc = r.labels.get("accelerator") or "accelerator"
+    target = r.params.get("au_target_pct", AU_TARGET_PCT)
+    return {"au_one_accelerator_pct": f"one {acc}'s AU at this rate",
+            "accelerator_samples_per_s": f"{acc} consumes",
+            "needed_samples_per_s": f"one {acc} needs (AU ≥ {target:g} %)",
+            "accelerators_fed_count": f"{acc}s fed (AU ≥ {target:g} %)",
+            "accelerators_fed_warm_count": f"{acc}s fed from memory (warm cache)"}
 
 
 def _cell(key: str, v) -> str:

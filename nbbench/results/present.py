@@ -67,7 +67,8 @@ class Section:
     terminal puts between cells; ``folded``: a detail (HTML ``<details>``; the terminal
     shows it on request); ``css``: a class on the HTML table; ``html_extra``: HTML drawn under
     the table (an image), or a function making it (called only when HTML is drawn); ``text``: the terminal's own lines for
-    a width, instead of the table (the doctor's wrapped findings); ``note``: a line under it.
+    a width, instead of the table (the doctor's wrapped findings); ``note``: a line under it;
+    ``nowrap``: how many leading columns HTML keeps on one line (the row's name).
     """
 
     title: str
@@ -81,6 +82,7 @@ class Section:
     html_extra: str | Callable[[], str] = ""
     text: Callable[[int], list[str]] | None = None
     note: str = ""
+    nowrap: int = 1
 
 
 @dataclass
@@ -208,10 +210,11 @@ def _table_html(sec: Section) -> str:
     align = sec.align or ("l" + "r" * (n - 1))
 
     def style(c):
-        return "text-align:" + ("left" if align[min(c, len(align) - 1)] == "l" else "right")
+        return ("text-align:" + ("left" if align[min(c, len(align) - 1)] == "l" else "right")
+                + (";white-space:nowrap" if c < sec.nowrap else ""))
 
     css = f" class='{_esc(sec.css)}'" if sec.css else ""
-    out = [f"<table{css} style='border-collapse:collapse;margin:4px 0'>"]
+    out = [f"<table{css} style='border-collapse:collapse;margin:4px 0;font-size:inherit'>"]
     if sec.head:
         out.append("<thead><tr>" + "".join(f"<th style='{style(c)}'>{_cell(h)}</th>"
                                            for c, h in enumerate(sec.head)) + "</tr></thead>")
@@ -225,7 +228,7 @@ def _table_html(sec: Section) -> str:
                 colour = TONE_COLOURS.get(mark) or "#757575"
                 text = (f"<span style='background:{colour};color:#fff;padding:1px 6px;border-radius:3px;"
                         f"font-weight:bold'>{text}</span>")
-            cells.append(f"<td style='{style(c)};padding:1px 8px 1px 0'>{text}</td>")
+            cells.append(f"<td style='{style(c)};padding:1px 8px 1px 0;vertical-align:top'>{text}</td>")
         out.append("<tr>" + "".join(cells) + "</tr>")
     out.append("</tbody></table>")
     return "".join(out)

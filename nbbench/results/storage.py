@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..units import format_bytes, format_metric, format_si, percentile_name
+from ..units import format_bytes, format_metric, format_si, format_sig, percentile_name
 from .base import Result, register
 from .hist import PERCENTILES, LatencyHistogram, percentile_key
 from .present import SEP, Section
@@ -191,7 +191,7 @@ class DiskPresetResult(_StorageMixin, Result):
 
 
 def _mbs(v) -> str:
-    return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else format_si(v / 1e6, "")
+    return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else format_sig(v / 1e6)
 
 
 def _num(v) -> str:
