@@ -277,7 +277,9 @@ class Meter:
         if self.qd_n:
             out.qd_mean = self.qd_sum / self.qd_n
         if self.spec.progress is not None:
-            key = self.spec.progress_key
-            call_progress(self.spec.progress, None if out.interrupted else 1.0,
-                          {key: out.bytes_per_s} if out.elapsed_s > 0 else None)
+            spec = self.spec
+            last = {spec.progress_key: out.bytes_per_s} if out.elapsed_s > 0 else {}
+            if self.deadline is None and spec.total:   # how far it got, in bytes
+                last.update(done=min(out.bytes, spec.total), total=spec.total, unit="bytes")
+            call_progress(spec.progress, None if out.interrupted else 1.0, last or None)
         return out
