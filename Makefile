@@ -23,12 +23,13 @@ $(STAMP): pyproject.toml tools/setup-venv.sh
 	bash tools/setup-venv.sh "$(PYTHON)" "$(VENV)" "$(TORCH_SPEC)"
 	@touch $(STAMP)
 
-# JupyterLab listens on 127.0.0.1 with a token (its defaults); as root (usual in containers) it
-# needs --allow-root.  Reach it over SSH with `ssh -L 8888:127.0.0.1:8888 HOST`.
+# JupyterLab listens on 127.0.0.1 with a token; as root (usual in containers) it needs
+# --allow-root.  tools/lab.sh prints a short banner first: the link with its token, the
+# notebook to open, the `ssh -L 8888:127.0.0.1:8888 HOST` line, how to stop it.
 LAB_ARGS ?= $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 lab: setup
-	$(BIN)/jupyter lab --notebook-dir=notebooks --LabApp.default_url=/lab/tree/01-quickstart.ipynb $(LAB_ARGS)
+	@bash tools/lab.sh "$(BIN)/jupyter" $(LAB_ARGS)
 
 unit: setup
 	MPLBACKEND=Agg $(PY) -m pytest -q $(PYTEST_ARGS)

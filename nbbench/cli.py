@@ -20,6 +20,7 @@ from . import commands
 from .version import __version__
 from .commands import Context, HelpRequested, UsageProblem
 from .results import ProbeError, Result
+from .results.present import count_line
 
 __all__ = ["main", "TerminalContext", "build_parser", "exit_code"]
 
@@ -39,15 +40,34 @@ class TerminalContext(Context):
         return TerminalProgress(desc)
 
     def display(self, obj) -> None:
+        """A Result by the one presentation rule (the answer first; ``-v``: the details too), its
+        answer coloured on a terminal; then, where it returned several things (a list of results,
+        a result with checks or tests), one line counting the results and the findings apart."""
         if self.quiet:
             return
         obj = self.worded(obj)
-        if isinstance(obj, Result):
-            print(obj.text_table())
+        results = [r for r in (obj if isinstance(obj, (list, tuple)) else [obj]) if isinstance(r, Result)]
+        if results:
+            for r in results:
+                print(r.text_table(width=self.width(), details=self.details, ansi=self.ansi()))
+            if len(results) > 1 or results[0].findings():
+                print(count_line(results))
         elif hasattr(obj, "to_string"):
             print(obj.to_string())
         elif obj is not None:
             print(obj)
+
+    @staticmethod
+    def width() -> int:
+        """The terminal's width, 100 columns where there is none (a pipe), at most 120."""
+        import shutil
+
+        return min(120, shutil.get_terminal_size((100, 24)).columns)
+
+    @staticmethod
+    def ansi() -> bool:
+        """Colour the answer: stdout is a terminal and NO_COLOR is not set."""
+        return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
 
     def display_table(self, frame, left=()) -> None:
         """The frame as text, the columns in ``left`` left-aligned and never cut short."""

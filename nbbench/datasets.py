@@ -192,7 +192,8 @@ def make_image_folder(root, files=1000, size="110k", classes=10, jpeg=False, see
         if progress is not None and now - last > 0.2:
             last = now
             el = max(now - t0, 1e-9)
-            call_progress(progress, (i + 1) / files, {"files_per_s": written / el})
+            call_progress(progress, (i + 1) / files, {"files_per_s": written / el, "done": i + 1, "total": files,
+                                                      "unit": "files"})
     call_progress(progress, 1.0, None)
     return root
 

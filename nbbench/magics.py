@@ -25,7 +25,7 @@ from IPython.display import display
 
 from . import commands
 from .commands import Context, HelpRequested, Invocation, UsageProblem
-from .results import ProbeError
+from .results import ProbeError, Result
 
 __all__ = ["IOBenchMagics", "NotebookContext", "load_ipython_extension", "parse"]
 
@@ -78,7 +78,9 @@ class NotebookContext(Context):
 
     def display(self, obj) -> None:
         if not self.quiet:
-            display(self.worded(obj))
+            obj = self.worded(obj)
+            # -v/--details: the result with its details unfolded (open <details>; all the text)
+            display(obj.details() if self.details and isinstance(obj, Result) else obj)
 
     def display_html(self, html: str, text: str) -> None:
         if not self.quiet:   # HTML in a notebook, its text form in terminal IPython

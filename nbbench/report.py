@@ -13,57 +13,12 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .results import ProbeError, Result, advice
+from .results.env import ENV_ROWS as _ENV_ROWS, env_rows as _env_rows
 
 __all__ = ["ReportData", "Report", "build", "report", "default_filename", "ENV_ROWS"]
 
-# (label, getter over a fingerprint) rows shown for each environment
-ENV_ROWS = (
-    ("host", lambda f: f.get("host")),
-    ("OS", lambda f: f.get("os")),
-    ("kernel", lambda f: f.get("kernel")),
-    ("container", lambda f: f.get("container") or "none detected"),
-    ("CPU", lambda f: f.get("cpu_model")),
-    ("usable CPUs", lambda f: _cpus(f.get("cpus") or {})),
-    ("memory", lambda f: _mem(f.get("memory") or {})),
-    ("GPUs", lambda f: ", ".join(f"{g.get('name')} (driver {g.get('driver')})" for g in f.get("gpus") or [])
-     or "none"),
-    ("Python", lambda f: (f.get("python") or {}).get("version")),
-    ("torch", lambda f: _torch(f.get("torch"))),
-    ("nbbench", lambda f: f"{f.get('nbbench')}" + (f" ({str(f.get('git_commit'))[:10]})" if f.get("git_commit") else "")),
-    ("packages sha256", lambda f: str(f.get("packages_sha256") or "")[:16]),
-    ("environment id", lambda f: f.get("id")),
-)
-
-
-def _cpus(c: dict) -> str:
-    if not c:
-        return ""
-    s = f"{c.get('usable', '?'):g}" if isinstance(c.get("usable"), (int, float)) else str(c.get("usable"))
-    return f"{s} of {c.get('logical')} (affinity {c.get('affinity')}, cgroup quota {c.get('cgroup_quota') or 'none'})"
-
-
-def _mem(m: dict) -> str:
-    from .units import format_bytes
-
-    tot = m.get("total_bytes")
-    lim = m.get("cgroup_limit_bytes")
-    s = format_bytes(tot, binary=True) if tot else "?"
-    return s + (f", cgroup limit {format_bytes(lim, binary=True)}" if lim else ", no cgroup limit")
-
-
-def _torch(t) -> str:
-    if not t:
-        return "not installed"
-    s = str(t.get("version"))
-    if t.get("cuda_build"):
-        s += f", CUDA {t['cuda_build']}"
-    elif t.get("hip_build"):
-        s += f", ROCm {t['hip_build']}"
-    else:
-        s += ", CPU-only build"
-    if t.get("cudnn"):
-        s += f", cuDNN {t['cudnn']}"
-    return s
+#: (label, getter over a fingerprint) rows shown for each environment (:data:`nbbench.results.env.ENV_ROWS`)
+ENV_ROWS = _ENV_ROWS
 
 
 @dataclass
@@ -82,14 +37,7 @@ class ReportData:
         return _dt.datetime.fromtimestamp(self.created_at).astimezone().isoformat(timespec="seconds")
 
     def env_rows(self, fp: dict[str, Any]) -> list[tuple[str, str]]:
-        out = []
-        for label, get in ENV_ROWS:
-            try:
-                v = get(fp)
-            except Exception:  # noqa: BLE001 - an older fingerprint may lack a field
-                v = None
-            out.append((label, "" if v is None else str(v)))
-        return out
+        return _env_rows(fp)
 
     def disk_results(self) -> list[Result]:
         from .exporters.fio import is_disk_result
@@ -114,13 +62,16 @@ class Report:
     files: list[str] = field(default_factory=list)
 
     def __str__(self) -> str:
-        n = len(self.data.results)
+        """'report (html) /out/r.html: 2 results: 2 ok; the doctor's checks: 2 fail, 4 warn, 10 ok, 2 n/a'
+        — the results and the doctor's findings counted apart."""
+        from .results.present import count_line
+
+        text = count_line(self.data.results)
         doc = self.data.doctor
-        bits = [f"{n} result{'s' if n != 1 else ''}"]
-        if doc is not None:
-            bits.append(str(doc).split(": ", 1)[-1])
+        if doc is not None and doc.findings():
+            text += f"; the doctor's checks: {', '.join(f'{n} {s}' for s, n in doc.findings().items() if n)}"
         where = self.path or "(not written)"
-        return f"report ({self.format}) {where}: " + "; ".join(bits)
+        return f"report ({self.format}) {where}: {text}"
 
     def to_dict(self) -> dict[str, Any]:
         return {"format": self.format, "path": self.path, "files": self.files,
@@ -142,7 +93,8 @@ class Report:
             except ValueError:
                 rel = self.path
             link = f"<a href='{esc(rel)}' target='_blank'>{esc(rel)}</a>"
-        return f"<div class='nbbench-report'><b>nbbench report</b> ({esc(self.format)}) {link} — {esc(str(self).split(': ', 1)[-1])}</div>"
+        return (f"<div class='nbbench-report'><b>nbbench report</b> ({esc(self.format)}) {link} — "
+                f"{esc(str(self).split(': ', 1)[-1])}</div>")
 
 
 def default_filename(fmt: str, when: float | None = None) -> str:

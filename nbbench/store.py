@@ -343,6 +343,7 @@ class Store:
         records = []
         for run_id, kind_, label_, status, verdict, started, ended, env_id, summary, data in rows:
             d = json.loads(data)
+            summary = _summary(d, summary)
             rec = {
                 "run_id": run_id,
                 "kind": kind_,
@@ -372,6 +373,16 @@ class Store:
             return conn.executemany("DELETE FROM runs WHERE run_id=?", [(i,) for i in ids]).rowcount
 
         return self._write(run)
+
+
+def _summary(data: dict[str, Any], stored: str | None) -> str | None:
+    """A stored run's one-line summary worded now, from its stored result (answer first, as
+    :meth:`Result.summary` words it today) — the stored ``summary`` text only when the result
+    cannot be rebuilt (a kind this nbbench does not know how to read)."""
+    try:
+        return Result.from_dict(data, copy_data=False).summary()
+    except Exception:  # noqa: BLE001 - an unreadable row still lists, with what it said then
+        return stored
 
 
 _default: Store | None = None

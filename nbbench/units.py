@@ -24,7 +24,12 @@ __all__ = [
     "format_rate",
     "format_duration_ns",
     "format_si",
+    "format_sig",
     "metric_label",
+    "metric_phrase",
+    "percentile_name",
+    "shorten_middle",
+    "LABELS",
 ]
 
 _SIZE_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([a-zA-Z]*)\s*$")
@@ -134,24 +139,36 @@ def format_si(value: float, unit: str, digits: int = 3) -> str:
     """Decimal-prefixed figure: 943e6, 'B/s' -> '943 MB/s'."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "N/A"
-    av = abs(value)
+    av = _rounded(abs(value), digits)
     for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
         if av >= scale:
             return f"{_sig(value / scale, digits)} {prefix}{unit}"
     return f"{_sig(value, digits)} {unit}".rstrip()
 
 
+def _rounded(x: float, digits: int = 3) -> float:
+    """``x`` rounded to ``digits`` significant figures (to pick a prefix: 999.6 kB is 1.00 MB)."""
+    return float(f"{x:.{digits - 1}e}") if math.isfinite(x) else x
+
+
 def _sig(x: float, digits: int) -> str:
-    if x == 0:
-        return "0"
-    ax = abs(x)
-    if ax >= 100:
-        return f"{x:.0f}"
-    if ax >= 10:
-        return f"{x:.1f}" if digits > 2 else f"{x:.0f}"
-    if ax >= 1:
-        return f"{x:.2f}" if digits > 2 else f"{x:.1f}"
+    """``x`` to ``digits`` significant figures, as people write it: 943, 94.3, 9.43, 0.943
+    (99.96 is "100", never "100.0"; 0.9996 is "1.00")."""
+    if x == 0 or not math.isfinite(x):
+        return "0" if x == 0 else str(x)
+    r = _rounded(x, digits)
+    if abs(r) >= 1:
+        mag = int(math.floor(math.log10(abs(r))))
+        return f"{r:.{max(0, digits - 1 - mag)}f}"
     return f"{x:.{digits}g}"
+
+
+def format_sig(x: float, digits: int = 3) -> str:
+    """A plain number to ``digits`` significant figures, no prefix: 1310.5 -> '1310', 54.16 -> '54.2'
+    (for a table whose header carries the unit, "Read [MB/s]")."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "N/A"
+    return _sig(float(x), digits)
 
 
 def format_bytes(n: float, binary: bool = False) -> str:
@@ -181,7 +198,9 @@ def format_duration_ns(ns: float) -> str:
     """'850 ns', '12.3 µs', '4.56 ms', '1.20 s'."""
     if ns is None or (isinstance(ns, float) and math.isnan(ns)):
         return "N/A"
-    a = abs(ns)
+    a = _rounded(abs(ns))
+    if a == 0:
+        return "0 s"
     if a >= 1e9:
         return f"{_sig(ns / 1e9, 3)} s"
     if a >= 1e6:
@@ -217,7 +236,7 @@ def format_metric(key: str, value) -> str:
     if unit == "s":
         return format_duration_ns(value * 1e9)
     if unit == "%":
-        return f"{value:.1f} %"
+        return f"{_sig(float(value), 3)} %"
     if unit == "ratio":
         return f"{value:.3f}"
     if unit in ("MHz", "W", "°C"):
@@ -229,9 +248,59 @@ def format_metric(key: str, value) -> str:
     return _sig(float(value), 3)
 
 
+#: human names where the automatic rule (:func:`metric_label`) is not good enough; a result
+#: kind may name its own metrics better still (:meth:`nbbench.results.Result.metric_name`)
+LABELS: dict[str, str] = {
+    "samples_per_s": "throughput",
+    "files_per_s": "throughput",
+    "batches_per_s": "batches",
+    "bytes_per_s": "bandwidth",
+    "au_pct": "AU",
+    "au_one_accelerator_pct": "AU of one accelerator fed this rate",
+    "accelerator_samples_per_s": "the accelerator consumes",
+    "needed_samples_per_s": "needed for the AU target",
+    "accelerators_fed_count": "accelerators fed",
+    "accelerators_fed_warm_count": "accelerators fed from memory (warm cache)",
+    "cold_samples_per_s": "from storage (cold cache)",
+    "cold_bytes_per_s": "from storage (cold cache), bandwidth",
+    "warm_samples_per_s": "from memory (warm cache)",
+    "warm_bytes_per_s": "from memory (warm cache), bandwidth",
+    "cold_vs_warm_pct": "cold cache against warm",
+    "proc_cpu_s": "process CPU time",
+    "sampler_cpu_pct": "the sampler's own CPU",
+    "qd_reached": "queue depth reached",
+    "qd_mean": "queue depth (mean)",
+    "startup_s": "worker start-up",
+    "warmup_s": "warm-up",
+    "batch_bytes": "batch size (bytes)",
+    "device_count": "devices",
+    "dataset_bytes": "dataset size",
+    "wall_s": "wall time",
+    "runtime_s": "run time",
+}
+#: words of metric keys as people write them
+_WORDS = {"lat": "latency", "gpu": "GPU", "cpu": "CPU", "au": "AU", "qd": "QD", "proc": "process",
+          "mem": "memory", "sys": "system", "h2d": "host→device", "d2h": "device→host", "rss": "RSS",
+          "ios": "I/Os", "startup": "start-up", "stddev": "std dev"}
+#: keys whose figure names itself ("74.8 kIOPS", "165 samples/s"): a phrase gives the figure alone
+_SELF_NAMED = ("iops", "samples_per_s", "files_per_s", "batches_per_s")
+_PCT_WORD = re.compile(r"^p(\d+)$")
+
+
+def percentile_name(p: float) -> str:
+    """99.9 -> 'p99.9', 50 -> 'p50': how a percentile is written, everywhere."""
+    return f"p{p:g}"
+
+
 def metric_label(key: str) -> str:
-    """Human name of a metric key: 'read_bytes_per_s' -> 'read'; 'read_bytes_per_s_last_done' ->
-    'read (last done)'."""
+    """Human name of a metric key: 'read_bytes_per_s' -> 'read', 'lat_p99_9_ns' -> 'latency p99.9',
+    'read_bytes_per_s_last_done' -> 'read (last done)'.
+
+    The unit is left out (the figure carries it); :data:`LABELS` names the keys the
+    rule does not get right; percentiles are written ``p1`` … ``p99.99``.
+    """
+    if key in LABELS:
+        return LABELS[key]
     key, words = _qualified(key)
     if words:
         return f"{metric_label(key)} ({words})"
@@ -243,4 +312,45 @@ def metric_label(key: str) -> str:
         if u == unit and key.endswith(suffix) and key != suffix.lstrip("_"):
             name = key[: -len(suffix)]
             break
-    return name.replace("_", " ") or key
+    words = name.split("_")
+    out: list[str] = []
+    i = 0
+    while i < len(words):
+        w = words[i]
+        if _PCT_WORD.match(w) and i + 1 < len(words) and words[i + 1].isdigit():
+            out.append(f"{w}.{words[i + 1]}")   # p99_9 -> p99.9
+            i += 2
+            continue
+        out.append(_WORDS.get(w, w))
+        i += 1
+    return " ".join(x for x in out if x) or key
+
+
+def metric_phrase(key: str, value, name: str | None = None) -> str:
+    """A figure with its name, the figure first: '2.01 GB/s read', '74.8 kIOPS', '1.20 ms latency p99'.
+
+    ``name`` overrides :func:`metric_label` (a result kind's own name for it)."""
+    fig = format_metric(key, value)
+    if key in _SELF_NAMED and name is None:
+        return fig
+    label = metric_label(key) if name is None else name
+    return f"{fig} {label}".strip()
+
+
+def shorten_middle(text: str, width: int) -> str:
+    """``text`` cut in the middle to ``width`` characters with '…': '/tmp/nbbench-…/disk' — both
+    ends stay (a path keeps its last part whole where it can).  Unchanged when it fits."""
+    text = str(text)
+    if width <= 0:
+        return ""
+    if len(text) <= width:
+        return text
+    if width == 1:
+        return "…"
+    cut = text.rfind("/")
+    if 0 < cut and len(text) - cut <= (2 * width) // 3:   # the path's last part, whole
+        tail = len(text) - cut
+    else:
+        tail = (width - 1) // 2
+    head = width - 1 - tail
+    return text[:head] + "…" + (text[-tail:] if tail else "")

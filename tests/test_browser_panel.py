@@ -110,6 +110,11 @@ def _drive_and_check(lab, tmp_path, root, data, shot, timings):
                 _wait(lambda: _progress_width(panel) > 0, 60, "the dd progress bar to move")
                 panel.locator(".nbbench-status-ok", has_text=re.compile(r"^dd ")).wait_for(timeout=120_000)
                 results = panel.locator(".nbbench-results")
+                answer = results.locator(".nbbench-answer")   # the answer first: dd's figures, with units
+                answer.wait_for(timeout=10_000)
+                assert RATE.search(answer.inner_text()) and "write" in answer.inner_text(), answer.inner_text()
+                # every figure is a detail, folded under the answer: open it
+                results.locator("details.nbbench-details summary", has_text="figures").click()
                 table = results.locator("table.nbbench-metrics")
                 table.wait_for(timeout=10_000)
                 assert RATE.search(table.inner_text()), table.inner_text()

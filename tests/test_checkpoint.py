@@ -212,7 +212,9 @@ def test_magic_runs_and_stores_it(tmp_path, ipshell):
     from nbbench.store import default_store
 
     h = default_store().history(kind="checkpoint")
-    assert len(h) == 1 and h["summary"].iloc[0].startswith(f"checkpoint transformer {tmp_path}: write ")
+    summary = h["summary"].iloc[0]      # the answer first, then what was measured
+    assert len(h) == 1 and re.match(r"[0-9.]+ [kMG]?B/s write · ", summary), summary
+    assert f"checkpoint transformer {tmp_path}" in summary
     assert _left(tmp_path) == []
 
 
@@ -281,7 +283,9 @@ def test_reports_history_and_compare_take_both_kinds(tmp_path):
         st.save(r, label=label)
     h = st.history()
     assert list(h["kind"]) == ["checkpoint", "checkpoint", "shards"]
-    assert h["summary"].iloc[2].startswith(f"shards {s.params['path']}: read ") and "samples" in h["summary"].iloc[2]
+    summary = h["summary"].iloc[2]
+    assert re.match(r"[0-9.]+ [kMG]?B/s read · ", summary) and "samples/s" in summary, summary
+    assert f"shards {s.params['path']}" in summary
     assert h["write_bytes_per_s"].iloc[0] > 0 and h["samples_per_s"].iloc[2] > 0
     data = build(runs=["disk-a", "disk-b", "wds"], run_doctor=False)
     assert [r.kind for r in data.results] == ["checkpoint", "checkpoint", "shards"]
@@ -291,7 +295,9 @@ def test_reports_history_and_compare_take_both_kinds(tmp_path):
     out = tmp_path / "r.md"
     report("md", out=out, runs=["disk-a", "disk-b", "wds"], run_doctor=False)
     text = out.read_text()
-    assert "### checkpoint transformer" in text and "### shards" in text
+    # each result under its answer (the figure first), then what was measured
+    assert re.search(r"^### [0-9.]+ [kMG]?B/s write", text, re.M) and "checkpoint transformer" in text
+    assert re.search(r"^### [0-9.]+ [kMG]?B/s read", text, re.M) and "shards " in text
     assert "preset_source" not in text     # only the MLPerf presets cite a source
 
 

@@ -173,9 +173,9 @@ def test_tables_keep_key_percentiles_and_settings_have_no_direction():
 
     keys = ["iops", "lat_p1_ns", "lat_p50_ns", "lat_p95_ns", "lat_p99_ns", "lat_p99_9_ns", "lat_p99_99_ns"]
     assert table_metrics(keys) == ["iops", "lat_p50_ns", "lat_p99_ns", "lat_p99_9_ns"]
-    assert _name("lat_p99_9_ns") == "lat p99.9"
+    assert _name("lat_p99_9_ns") == "latency p99.9"
     assert better("runtime_s") is None and better("write_elapsed_s") == "lower"
     a = Result(kind="rr", metrics={k: 1.0 for k in keys})
     b = Result(kind="rr", metrics={k: 2.0 for k in keys})
     text = compare([a, b]).groups[0].text_table()
-    assert "lat p99.9" in text and "lat p95" not in text and "3 more latency percentiles" in text
+    assert "latency p99.9" in text and "latency p95" not in text and "3 more latency percentiles" in text

@@ -143,8 +143,9 @@ def test_a_real_feed_bar_ends_on_the_results_figures(jpeg_tree, monkeypatch, cap
     assert rc == 0 and got
     res = got[0]
     last = [ln for ln in err.splitlines() if ln.strip()][-1]
-    assert last.endswith("ok") and f"samples per s {sps(res.metrics['samples_per_s'])}" in last
-    assert f"warm {sps(res.metrics['warm_samples_per_s'])}" in last
+    assert last.endswith("ok") and f"| {sps(res.metrics['samples_per_s'])}" not in last
+    assert f"{sps(res.metrics['samples_per_s'])}, " in last   # the rate, labelled by its unit
+    assert f"{sps(res.metrics['warm_samples_per_s'])} from memory (warm cache)" in last
     assert res.limiter in ("storage fetch", "CPU preparation")
     # whatever it measured, the advice follows the limiter
     if res.metrics["accelerators_fed_warm_count"] == 0:
@@ -170,4 +171,4 @@ def test_the_loader_bar_ends_on_the_results_figures():
     bar.close(res.status)
     assert calls[-1]["samples_per_s"] == res.metrics["samples_per_s"]
     assert calls[-1]["au_pct"] == res.metrics["au_pct"]
-    assert f"samples per s {sps(res.metrics['samples_per_s'])}" in out.getvalue().splitlines()[-1]
+    assert f", {sps(res.metrics['samples_per_s'])}" in out.getvalue().splitlines()[-1]

@@ -193,7 +193,9 @@ def test_cli_text_summary(capsys):
     rc = cli.main(["monitor", "--no-save", "--interval", "0.05", "--", "true"])
     out = capsys.readouterr().out
     assert rc == 0
-    assert out.startswith("monitor true:") and "cpu mean" in out
+    first, second = out.splitlines()[:2]   # the answer first, then what it is about
+    assert first.split(" · ")[0].endswith("wall time") and "CPU mean" in first
+    assert second.strip().startswith("monitor true")
 
 
 def test_cli_json_stdout_is_only_json_even_when_the_program_prints(capfd):

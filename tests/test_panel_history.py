@@ -37,8 +37,17 @@ def test_history_lists_runs_newest_first_and_filters(panel):
     assert panel.current_tab is h and panel.run_button.disabled   # nothing to Run on this tab
     assert [v for _, v in h.runs.options] == [3, 2, 1]
     rows = [text for text, _ in h.runs.options]
-    assert "INTERRUPTED" in rows[0] and "  ddtest     baseline  ddtest /a: read 800 MB/s" in rows[2]
-    assert len({r.index("ddtest /") for r in rows[1:]}) == 1     # aligned columns (a monospace list)
+    assert "INTERRUPTED" in rows[0] and "  ddtest     baseline  ok           800 MB/s read" in rows[2]
+    # a header names the columns, aligned over them (a monospace list); the answer leads each summary
+    import html
+    import re
+
+    head = html.unescape(re.sub(r"<[^>]+>", "", h.header.value))
+    assert head.split() == ["run", "started", "kind", "label", "outcome", "summary"]
+    col = head.index("summary")
+    assert [r[col:].split(" — ")[0] for r in rows] == ["1.00 kIOPS (INTERRUPTED)", "943 MB/s read · 450 MB/s write",
+                                                       "800 MB/s read · 500 MB/s write"]
+    assert rows[2][col:].endswith("— /a [direct]") and rows[0][col:] == "1.00 kIOPS (INTERRUPTED)"
     assert set(h.kind.options) == {"all kinds", "ddtest", "othertest"}
     h.kind.value = "ddtest"
     assert [v for _, v in h.runs.options] == [2, 1]

@@ -93,7 +93,7 @@ def test_monitor_tab_samples_plots_and_saves(panel, store):
     assert img.value[:4] == b"\x89PNG"
     (row,) = store.history(kind="monitor").to_dict("records")
     assert row["label"] == "mon" and row["status"] == "ok"
-    assert "cpu" in panel.progress.label.value
+    assert "CPU" in panel.progress.label.value
 
 
 def test_monitor_until_stop_ends_ok_on_stop(panel, store):

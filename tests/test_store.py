@@ -66,7 +66,8 @@ def test_migrates_a_version_1_database(tmp_path):
     st = Store(path)
     assert st.schema_version == SCHEMA_VERSION
     h = st.history()
-    assert h.loc[1, "summary"].startswith("dd")  # column added and filled by the migration
+    # column added by the migration; the summary is worded from the stored result, the answer first
+    assert h.loc[1, "summary"] == str(old) and h.loc[1, "summary"].startswith("6.00 MB/s read — dd")
     assert st.get(1).metrics == old.metrics
 
 
@@ -148,3 +149,18 @@ def test_two_processes_saving_at_once_lose_nothing(tmp_path):
     # every (tag, i) pair is there exactly once
     pairs = {(r.params["tag"], r.params["i"]) for r in (st.get(i) for i in h["run_id"])}
     assert len(pairs) == 400
+
+
+def test_history_words_summaries_now_from_the_stored_results_not_the_stored_text(tmp_path):
+    """A run saved by an older nbbench ('dd /tmp/…: write …', the path first) lists answer first."""
+    st = Store(tmp_path / "r.sqlite")
+    r = Result(kind="dd", params={"path": "/tmp/nbbench-06-q15srco8/disk"},
+               metrics={"write_bytes_per_s": 1.82e9, "read_bytes_per_s": 2.01e9}, labels={"cache": "direct"}).finish()
+    rid = st.save(r, environment=ENV)
+    conn = sqlite3.connect(tmp_path / "r.sqlite")
+    conn.execute("UPDATE runs SET summary=? WHERE run_id=?",
+                 ("dd /tmp/nbbench-06-q15srco8/disk: write 1.82 GB/s, read 2.01 GB/s [direct]", rid))
+    conn.commit()
+    conn.close()
+    summary = st.history().loc[rid, "summary"]
+    assert summary == "1.82 GB/s write · 2.01 GB/s read — dd /tmp/nbbench-06-q15srco8/disk [direct]"

@@ -53,5 +53,42 @@ def test_format_metric_uses_decimal_mb_and_binary_mib():
 
 def test_metric_label():
     assert units.metric_label("read_bytes_per_s") == "read"
-    assert units.metric_label("lat_p99_ns") == "lat p99"
+    assert units.metric_label("lat_p99_ns") == "latency p99"
     assert units.metric_label("iops") == "iops"
+
+
+@pytest.mark.parametrize("key,label", [
+    ("lat_p99_9_ns", "latency p99.9"), ("lat_p99_5_ns", "latency p99.5"), ("lat_p99_95_ns", "latency p99.95"),
+    ("lat_p99_99_ns", "latency p99.99"), ("lat_p1_ns", "latency p1"), ("write_lat_p99_ns", "write latency p99"),
+    ("file_size_p50_bytes", "file size p50"), ("data_wait_p99_s", "data wait p99"),
+])
+def test_percentiles_are_written_as_such(key, label):
+    assert units.metric_label(key) == label
+
+
+def test_labels_that_the_rule_alone_gets_wrong_are_named():
+    # feed's rows, each distinct: cold and warm, samples/s and bytes/s
+    names = [units.metric_label(k) for k in ("cold_samples_per_s", "cold_bytes_per_s", "warm_samples_per_s",
+                                             "warm_bytes_per_s")]
+    assert len(set(names)) == 4 and all("cold" in n or "warm" in n for n in names)
+    assert units.metric_label("samples_per_s") == "throughput"
+    # CPU seconds: a time of its own, not 'proc cpu 0 ns'
+    assert units.metric_label("proc_cpu_s") == "process CPU time"
+    assert units.format_metric("proc_cpu_s", 0) == "0 s" and units.format_metric("proc_cpu_s", 2.5) == "2.50 s"
+    assert units.metric_label("proc_cpu_mean_pct") == "process CPU mean"
+
+
+def test_three_significant_figures_also_at_the_boundary():
+    assert units.format_metric("warm_samples_per_s", 99.96) == "100 samples/s"      # not '100.0'
+    assert units.format_metric("read_bytes_per_s", 999.7e6) == "1.00 GB/s"          # not '1000 MB/s'
+    assert units.format_metric("data_wait_pct", 99.96) == "100 %"
+    assert units.format_metric("au_pct", 5.4321) == "5.43 %"
+
+
+def test_phrases_put_the_figure_first_and_paths_shorten_in_the_middle():
+    assert units.metric_phrase("read_bytes_per_s", 2.01e9) == "2.01 GB/s read"
+    assert units.metric_phrase("iops", 74_800) == "74.8 kIOPS"                     # the unit names it
+    assert units.metric_phrase("lat_p99_9_ns", 1.2e6) == "1.20 ms latency p99.9"
+    short = units.shorten_middle("/tmp/nbbench-06-q15srco8/disk", 20)
+    assert len(short) == 20 and short.startswith("/tmp/nbbench") and short.endswith("…/disk")
+    assert units.shorten_middle("/data", 20) == "/data"

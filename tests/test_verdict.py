@@ -164,8 +164,8 @@ def test_history_has_a_verdict_column(capsys):
     assert h["verdict"].tolist()[0] == "fail" and h["verdict"].isna().tolist() == [False, True]
     assert cli.main(["history"]) == 0
     out = capsys.readouterr().out
-    head, first = out.splitlines()[0], out.splitlines()[2]
-    assert "verdict" in head and "fail" in first
+    head, first = out.splitlines()[0], out.splitlines()[1]
+    assert "outcome" in head and "checks: fail" in first and "checks" not in out.splitlines()[2]
 
 
 def test_compare_notes_when_verdicts_differ(capsys):

@@ -111,6 +111,8 @@ def add_common_options(parser, ctx: Context, saves: bool = True) -> None:
         parser.add_argument("-o", dest="return_result", action="store_true",
                             help="return the result object (like %%timeit -o)")
     parser.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
+    parser.add_argument("-v", "--details", action="store_true",
+                        help="show the details too: every figure, the latency percentiles, how it was measured")
     parser.add_argument("--json", action="store_true", help="print the result as JSON (its to_dict())")
     if saves:
         parser.add_argument("--label", metavar="TEXT", default=None,
@@ -241,6 +243,7 @@ def parse(argv, ctx: Context | None = None) -> Invocation:
     args._nbbench_argv = list(rest)   # as typed: what --ranks hands to the ranks it launches
     ctx.as_json = ctx.as_json or bool(getattr(args, "json", False))
     ctx.quiet = ctx.quiet or ctx.as_json or bool(getattr(args, "quiet", False))
+    ctx.details = ctx.details or bool(getattr(args, "details", False))
     return Invocation(name, cmd, args)
 
 

@@ -31,6 +31,8 @@ class Context:
     frontend: str = "api"
     quiet: bool = False
     as_json: bool = False
+    #: ``-v/--details``: show a result's folded details too
+    details: bool = False
     user_ns: dict | None = None
     #: the cell body (``%%iobench NAME``); None: no cell
     cell: str | None = None
@@ -58,7 +60,8 @@ class Context:
         lines = [f"{prefix} SUBCOMMAND [options]   ({prefix} SUBCOMMAND --help for its options)", ""]
         for name, (_, one_line) in REGISTRY.items():
             lines.append(f"  {name:<{width}}  {one_line}")
-        common = ["-o return the result"] * self.returns_result + ["-q quiet", "--label TEXT", "--no-save", "--json"]
+        common = ["-o return the result"] * self.returns_result + ["-q quiet", "-v details", "--label TEXT",
+                                                                   "--no-save", "--json"]
         lines += ["", "Common options: " + ", ".join(common)]
         return "\n".join(lines)
 

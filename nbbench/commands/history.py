@@ -4,9 +4,6 @@ from __future__ import annotations
 
 from . import Command
 
-_BRIEF = ["kind", "label", "status", "verdict", "started", "summary"]
-
-
 def _csv(text: str) -> list[str]:
     import argparse
 
@@ -19,8 +16,10 @@ def _csv(text: str) -> list[str]:
 class HistoryCommand(Command):
     help = "stored runs as a table"
     description = ("Stored runs, oldest first, one row each: status (did it run), verdict (what its checks "
-                   "found), its metrics as columns (base units). In a notebook it is the full DataFrame, "
-                   "returned as the cell's value; a terminal shows the summary columns.")
+                   "found), its metrics as columns (base units), and a summary worded from the stored result, "
+                   "the answer first. In a notebook it is the full DataFrame, returned as the cell's value; a "
+                   "terminal shows one line per run under a header, at most 100 columns wide (a long path is "
+                   "shortened in the middle, never a figure).")
     epilog = "Example: df = %iobench history --kind dd   ·   nbbench history --label baseline"
     saves = False
     expression = True
@@ -44,13 +43,7 @@ class HistoryCommand(Command):
             what = " and ".join(f"{k} {v!r}" for k, v in (("kind", args.kind), ("label", args.label)) if v)
             ctx.echo(f"no stored runs{' with ' + what if what else ''} in {default_store().path}")
             return
-        brief = value[[c for c in _BRIEF if c in value.columns]].copy()
-        brief["started"] = brief["started"].dt.strftime("%Y-%m-%d %H:%M:%S")
-        brief["label"] = brief["label"].fillna("")
-        if "verdict" in brief.columns:
-            brief["verdict"] = brief["verdict"].fillna("")
-        brief.index.name = "run"
-        ctx.display_table(brief, left=("kind", "label", "summary"))
+        ctx.echo("\n".join(history_text(value, width=100)))
 
 
 class CompareCommand(Command):
@@ -150,6 +143,23 @@ class ReportCommand(Command):
                 ctx.echo(value.text.rstrip("\n"))
             return
         ctx.display_html(value._repr_html_(), text="\n".join([str(value)] + [f"  + {f}" for f in value.files]))
+
+
+def history_text(frame, width: int | None = 100) -> list[str]:
+    """The history frame (:meth:`nbbench.store.Store.history`) as lines under a header: run,
+    started (local time), kind, label, outcome, summary — each at most ``width`` columns
+    (:func:`nbbench.results.present.history_lines`).  The panel's History list uses it too."""
+    import datetime as _dt
+
+    from ..results.present import history_lines
+
+    def when(ts) -> str:
+        try:   # stored as naive UTC timestamps: shown in local time
+            return _dt.datetime.fromtimestamp(ts.timestamp()).strftime("%m-%d %H:%M")
+        except Exception:  # noqa: BLE001
+            return str(ts)[:16]
+
+    return history_lines(frame.to_dict("records"), width=width, when=when)
 
 
 def _chart_png(group) -> bytes:

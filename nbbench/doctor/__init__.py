@@ -122,7 +122,7 @@ def doctor(path: str | os.PathLike | None = None, root: str | os.PathLike = "/",
         "ssh": lambda: exposure.check_sshd(root),
     }
     for i, key in enumerate(selected):
-        call_progress(progress, i / max(1, len(selected)), None)
+        call_progress(progress, i / max(1, len(selected)), {"done": i, "total": len(selected), "unit": "checks"})
         found += _safe(key, table[key])
     call_progress(progress, 1.0, None)
     res.samples["checks"] = [c.to_dict() for c in found]

@@ -44,38 +44,10 @@ def png_img(fig, alt: str) -> str:
     return f"<img alt='{esc(alt)}' src='data:image/png;base64,{data}'>"
 
 
-_STATUS = {"ok": "#2e7d32", "interrupted": "#ef6c00", "failed": "#c62828"}
-
-
 def result_card(r) -> str:
-    """A compact view of one result: headline, status, labels, a grid of metrics, warnings."""
-    import datetime as dt
-
-    from ..compare import _name, table_metrics
-    from ..results import Result
-    from ..units import format_metric
-
-    if type(r)._repr_html_ is not Result._repr_html_:  # the result class knows its own view (presets, feed)
-        return r._repr_html_()
-    verdict = (f"<span class='status verdict' style='background:{_CHIP[r.verdict]}'>checks: {esc(r.verdict)}</span>"
-               if r.verdict in _CHIP else "")
-    head = (f"<div class='head'>{esc(r.headline())}<span class='status' style='background:"
-            f"{_STATUS.get(r.status, '#757575')}'>{esc(r.status)}</span>{verdict}"
-            + (f" <span class='note'>— {esc(r.reason)}</span>" if r.reason else "") + "</div>")
-    labels = " · ".join(f"{esc(str(k))} <code>{esc(str(v))}</code>" for k, v in r.labels.items())
-    shown = table_metrics(list(r.metrics))
-    cells = "".join(f"<div class='metric'><div class='k'>{esc(_name(k))}</div>"
-                    f"<div class='v'>{esc(format_metric(k, r.metrics[k]))}</div></div>" for k in shown)
-    more = (f"<div class='note'>{len(r.metrics) - len(shown)} more latency percentiles in the JSON export</div>"
-            if len(shown) < len(r.metrics) else "")
-    warns = "".join(f"<li>{esc(w)}</li>" for w in r.warnings)
-    when = dt.datetime.fromtimestamp(r.started_at).isoformat(timespec="seconds")
-    meta = " · ".join(x for x in (f"run {r.run_id}" if r.run_id is not None else "", when,
-                                  f"env {r.env_id[:12]}" if r.env_id else "",
-                                  f"{r.duration_s:.1f} s" if r.duration_s is not None else "") if x)
-    return (head + (f"<div class='labels'>{labels}</div>" if labels else "")
-            + (f"<div class='metrics'>{cells}</div>" if cells else "") + more
-            + (f"<ul class='warn'>{warns}</ul>" if warns else "") + f"<div class='note'>{esc(meta)}</div>")
+    """One result as the one presentation rule draws it (:meth:`nbbench.results.Result.html`):
+    the answer first, then what qualifies it, then the details folded."""
+    return r.html()
 
 
 def _env_table(data) -> str:

@@ -23,6 +23,33 @@ def _table(head, rows) -> list[str]:
     return out + [""]
 
 
+def _result(r) -> list[str]:
+    """One result by the one presentation rule: the answer as the heading, what qualifies it,
+    the story, warnings and advice, open tables, folded ones in ``<details>``."""
+    p = r.present()
+    L = [f"### {p.answer}", ""]
+    quals = [p.subject] + [f"{k} `{v}`" if k else str(v) for k, v in p.qualifiers]
+    L += [" · ".join(q for q in quals if q) + (f" — run {r.run_id}" if r.run_id is not None else ""), ""]
+    if p.status:
+        L += [f"**{r.status}**" + (f": {r.reason}" if r.reason else ""), ""]
+    if p.verdict is not None:   # what its checks found (the status above says whether it ran)
+        L += [f"verdict: **{p.verdict}**", ""]
+    L += [x for s in p.story for x in (s, "")]
+    L += [f"- warning: {w}" for w in p.warnings] + [f"- advice: {a}" for a in p.advice]
+    if p.warnings or p.advice:
+        L.append("")
+    for sec in p.sections:
+        if not sec.rows:
+            continue
+        head = sec.head or [""] * max(len(row) for row in sec.rows)
+        table = _table(head, sec.rows)
+        if sec.folded:
+            L += [f"<details><summary>{sec.title}</summary>", ""] + table + ["</details>", ""]
+        else:
+            L += [f"**{sec.title}**", ""] + table
+    return L
+
+
 def export(data, path=None, files=None) -> str:
     from ..version import __version__
     from ..plots import figure_png
@@ -76,19 +103,7 @@ def export(data, path=None, files=None) -> str:
     if not data.results:
         L += ["No stored results were selected.", ""]
     for n, r in enumerate(data.results, 1):
-        L += [f"### {r.headline()}" + (f" — run {r.run_id}" if r.run_id is not None else ""), ""]
-        if r.labels:
-            L += [", ".join(f"{k}: `{v}`" for k, v in r.labels.items()), ""]
-        if r.status != "ok":
-            L += [f"**{r.status}**" + (f": {r.reason}" if r.reason else ""), ""]
-        if r.verdict is not None:   # what its checks found (the status above says whether it ran)
-            L += [f"verdict: **{r.verdict}**", ""]
-        if r.metrics:
-            L += _table(["metric", "value"], [[metric_label(k), format_metric(k, v)] for k, v in r.metrics.items()])
-        for w in r.warnings:
-            L.append(f"- warning: {w}")
-        if r.warnings:
-            L.append("")
+        L += _result(r)
         try:
             fig, why = sample_plot(r)
         except Exception:  # noqa: BLE001

@@ -20,6 +20,7 @@ at a time, and Stop sets the run's cancel event.
 
 from __future__ import annotations
 
+import html
 import threading
 from typing import Any
 
@@ -232,7 +233,7 @@ class ControlPanel(RunnerHost):
 
         p = PanelProgress(desc, make_plot=make_plot if self.plot_rates.value and self.live is None else None)
         # the panel says what runs in its status line; the bar keeps the probe's name
-        p.bar.description = (desc.split() or [""])[0]
+        p.desc_label.value = html.escape((desc.split() or [""])[0])
         p.bar.layout.width = "40%"
         p.bar.layout.min_width = "220px"
         p.label.layout.flex = "1 1 auto"

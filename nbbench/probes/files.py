@@ -344,7 +344,8 @@ def _read_all(picks, threads: int, cancel, progress) -> dict:
             last_f, last_b = f, b
             next_win += 500_000_000
             call_progress(progress, f / total if total else None,
-                          {"files_per_s": windows["files_per_s"][-1], "read_bytes_per_s": windows["read_bytes_per_s"][-1]})
+                          {"files_per_s": windows["files_per_s"][-1], "read_bytes_per_s": windows["read_bytes_per_s"][-1],
+                           "done": f, "total": total or None, "unit": "files"})
     for t in ts:
         t.join()
     end = pc()

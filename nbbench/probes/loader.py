@@ -336,6 +336,8 @@ def _progress(progress, steps, duration, elapsed, windows, waits, computes, size
         m["au_pct"] = 100.0 * sum(computes) / elapsed
     if elapsed > 0:
         m["data_wait_pct"] = 100.0 * sum(waits) / elapsed
+    if steps is not None:   # a step-bound run: how far, in steps
+        m.update(done=len(waits), total=steps, unit="steps")
     call_progress(progress, min(frac, 1.0), m)
 
 

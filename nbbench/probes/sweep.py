@@ -205,7 +205,8 @@ def sweep(dataset, num_workers: Iterable[int] | None = None, batch_size=(64,), p
                     pass
             # tagged with the configuration: a live plot draws each one apart, never joined by a line
             call_progress(progress, (i + 1) / n, {"config": _config_text(row),
-                                                  **{k: row[k] for k in ("samples_per_s",) if row.get(k)}})
+                                                  **{k: row[k] for k in ("samples_per_s",) if row.get(k)},
+                                                  "done": i + 1, "total": n, "unit": "configs"})
     finally:
         stop_monitor(mon, mon_started)
 

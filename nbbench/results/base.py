@@ -16,23 +16,24 @@ such as a plain measurement).  ``nbbench gpu`` on a machine without CUDA ran fin
 verdict from them (:meth:`Result.judge`, the worst of its checks: fail > warn > ok).
 
 Results know nothing of IPython or widgets; the ``_repr_*_`` hooks are plain
-methods any front end may call.
+methods any front end may call.  How a result is shown follows one rule,
+:mod:`nbbench.results.present`: the answer first (:meth:`Result.answer_line`), then what
+qualifies it, then the details folded (:meth:`Result.sections`).
 """
 
 from __future__ import annotations
 
 import copy
-import datetime as _dt
-import html
 import json
 import math
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar
 
-from ..units import format_metric, metric_label, unit_of
+from ..units import format_metric, unit_of
 from . import advice as _advice
-from .verdict import VERDICTS, verdict_badge, worst_verdict
+from .verdict import VERDICTS, worst_verdict
+from .view import ResultView
 
 __all__ = ["Result", "register", "result_class", "STATUSES", "VERDICTS", "worst_verdict", "ProbeError", "KINDS"]
 
@@ -122,9 +123,10 @@ def _now() -> float:
     return time.time()
 
 
-@dataclass
-class Result:
-    """One probe run."""
+@dataclass(repr=False)   # repr, str, _repr_pretty_: the presentation rule's (ResultView)
+class Result(ResultView):
+    """One probe run.  How it is shown: :class:`~nbbench.results.view.ResultView` (the one
+    presentation rule: the answer first, then what qualifies it, then the details)."""
 
     kind: str = "result"
     params: dict[str, Any] = field(default_factory=dict)
@@ -148,8 +150,6 @@ class Result:
     #: how this result's advice names a command, ``(name, args) -> text``: set by the front end
     #: that shows it (``%iobench sweep`` / ``nbbench sweep`` / a tab); None: neutral (```sweep```)
     wording: ClassVar[Callable[[str, str], str] | None] = None
-    # metrics shown in the one-line summary, in order (None: all, up to four)
-    SUMMARY: ClassVar[tuple[str, ...] | None] = None
 
     def __post_init__(self):
         if self.kind == "result" and self.KIND != "result":
@@ -239,24 +239,27 @@ class Result:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Result":
+    def from_dict(cls, data: dict[str, Any], copy_data: bool = True) -> "Result":
+        """The result ``to_dict`` gave; ``copy_data=False`` shares ``data``'s dicts and lists
+        (a read-only view, e.g. to word a stored run's summary without copying its samples)."""
         kind = data.get("kind", "result")
         target = cls if cls is not Result else result_class(kind)
+        cp = copy.deepcopy if copy_data else (lambda x: x)
         return target(
             kind=kind,
-            params=copy.deepcopy(data.get("params", {})),
-            metrics=copy.deepcopy(data.get("metrics", {})),
-            labels=copy.deepcopy(data.get("labels", {})),
+            params=cp(data.get("params", {})),
+            metrics=cp(data.get("metrics", {})),
+            labels=cp(data.get("labels", {})),
             warnings=list(data.get("warnings", [])),
-            samples=copy.deepcopy(data.get("samples", {})),
+            samples=cp(data.get("samples", {})),
             started_at=data.get("started_at", 0.0),
             ended_at=data.get("ended_at"),
             status=data.get("status", "ok"),
             reason=data.get("reason"),
             env_id=data.get("env_id"),
-            extra=copy.deepcopy(data.get("extra", {})),
+            extra=cp(data.get("extra", {})),
             run_id=data.get("run_id"),
-            advice=copy.deepcopy(list(data.get("advice") or [])),   # runs stored before advice existed: []
+            advice=cp(list(data.get("advice") or [])),   # runs stored before advice existed: []
             verdict=data.get("verdict"),   # runs stored before verdicts existed: judged from their checks
         )
 
@@ -274,14 +277,17 @@ class Result:
 
     # ------------------------------------------------------------- tabular views
     def to_frame(self):
-        """Metrics as a pandas DataFrame: metric, value (base unit), unit, display."""
+        """Metrics as a pandas DataFrame: metric (the key), value (base unit), unit, display
+        (the figure as people read it), indexed by the metric's human name."""
         import pandas as pd
 
         rows = [
             {"metric": k, "value": v, "unit": unit_of(k), "display": format_metric(k, v)}
             for k, v in self.metrics.items()
         ]
-        return pd.DataFrame(rows, columns=["metric", "value", "unit", "display"])
+        frame = pd.DataFrame(rows, columns=["metric", "value", "unit", "display"])
+        frame.index = pd.Index([self.metric_name(k) for k in self.metrics], name="name")
+        return frame
 
     def samples_frame(self, name: str | None = None):
         """Raw samples as a DataFrame (``name``: which series; default the first)."""
@@ -297,88 +303,6 @@ class Result:
         if data and isinstance(data[0], dict):
             return pd.DataFrame.from_records(data)
         return pd.DataFrame({name: data})
-
-    # ------------------------------------------------------------------ display
-    def summary_metrics(self) -> list[str]:
-        if self.SUMMARY is not None:
-            return [k for k in self.SUMMARY if k in self.metrics]
-        return [k for k, v in self.metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)][:4]
-
-    def headline(self) -> str:
-        """What the result is about, e.g. 'dd /dataset'."""
-        target = self.params.get("path") or self.labels.get("device") or ""
-        return f"{self.kind} {target}".strip()
-
-    def __str__(self) -> str:
-        parts = [f"{metric_label(k)} {format_metric(k, self.metrics[k])}" for k in self.summary_metrics()]
-        tags = [str(v) for k, v in self.labels.items() if k in ("engine", "cache", "mode")]
-        s = self.headline() + ": " + (", ".join(parts) if parts else "no metrics")
-        if tags:
-            s += " [" + ", ".join(tags) + "]"
-        if self.status != "ok":
-            s += f" — {self.status.upper()}" + (f": {self.reason}" if self.reason else "")
-        if self.warnings:
-            s += f" ({len(self.warnings)} warning{'s' if len(self.warnings) > 1 else ''})"
-        return s
-
-    def __repr__(self) -> str:
-        rid = f" run_id={self.run_id}" if self.run_id is not None else ""
-        return f"<{type(self).__name__} {self}{rid}>"
-
-    def _repr_pretty_(self, p, cycle):
-        if cycle:
-            p.text(f"{type(self).__name__}(...)")
-            return
-        p.text(self.text_table())
-
-    def text_table(self) -> str:
-        """A small plain-text table: headline, labels, metrics, warnings."""
-        lines = [str(self)]
-        if self.labels:
-            lines.append("  " + "  ".join(f"{k}={v}" for k, v in self.labels.items()))
-        width = max((len(metric_label(k)) for k in self.metrics), default=0)
-        for k, v in self.metrics.items():
-            lines.append(f"  {metric_label(k):<{width}}  {format_metric(k, v)}")
-        for w in self.warnings:
-            lines.append(f"  warning: {w}")
-        for a in self.advice_lines():
-            lines.append(f"  advice: {a}")
-        return "\n".join(lines)
-
-    def _repr_html_(self) -> str:
-        esc = html.escape
-        colour = {"ok": "#2e7d32", "interrupted": "#ef6c00", "failed": "#c62828"}[self.status]
-        head = (
-            f"<b>{esc(self.headline())}</b> "
-            f"<span style='color:{colour};font-weight:bold'>{esc(self.status)}</span>"
-        )
-        if self.verdict is not None:
-            head += " " + verdict_badge(self.verdict)
-        if self.reason:
-            head += f" — {esc(self.reason)}"
-        labels = " · ".join(f"{esc(str(k))}: <code>{esc(str(v))}</code>" for k, v in self.labels.items())
-        rows = "".join(
-            f"<tr><td style='text-align:left'>{esc(metric_label(k))}</td>"
-            f"<td style='text-align:right'>{esc(format_metric(k, v))}</td></tr>"
-            for k, v in self.metrics.items()
-        )
-        warns = "".join(f"<li>{esc(w)}</li>" for w in self.warnings)
-        out = f"<div class='nbbench-result'>{head}"
-        if labels:
-            out += f"<div style='font-size:90%'>{labels}</div>"
-        if rows:
-            out += f"<table class='nbbench-metrics'>{rows}</table>"
-        if warns:
-            out += f"<ul style='color:#ef6c00'>{warns}</ul>"
-        out += self.advice_html()
-        when = _dt.datetime.fromtimestamp(self.started_at).isoformat(timespec="seconds")
-        extra = f"run {self.run_id} · " if self.run_id is not None else ""
-        out += f"<div style='font-size:80%;color:#666'>{extra}{esc(when)}"
-        if self.env_id:
-            out += f" · env {esc(self.env_id[:12])}"
-        out += "</div></div>"
-        return out
-
 
 def _json_default(o):
     try:

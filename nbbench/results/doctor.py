@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import html
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from . import advice as _advice
 from .base import Result, register
-from .verdict import verdict_badge, worst_verdict
+from .present import SEP, Section
+from .verdict import worst_verdict
 
 __all__ = ["DoctorResult", "Check", "CHECK_STATUSES"]
 
 CHECK_STATUSES = ("ok", "warn", "fail", "n/a")
-
-_BADGE = {"ok": "#2e7d32", "warn": "#ef6c00", "fail": "#c62828", "n/a": "#757575"}
 
 @dataclass
 class Check:
@@ -94,49 +92,82 @@ class DoctorResult(Result):
     def headline(self) -> str:
         return f"doctor {self.params.get('path') or ''}".strip()
 
-    def __str__(self) -> str:
+    def findings(self) -> dict[str, int]:
+        """How many checks found each status: {"fail": 2, "warn": 4, "ok": 10, "n/a": 2}."""
         m = self.metrics
-        return (f"{self.headline()}: {m.get('fail_count', 0)} fail, {m.get('warn_count', 0)} warn, "
-                f"{m.get('ok_count', 0)} ok, {m.get('na_count', 0)} n/a")
+        return {s: int(m.get(k) or 0) for s, k in (("fail", "fail_count"), ("warn", "warn_count"),
+                                                     ("ok", "ok_count"), ("n/a", "na_count"))}
 
-    def text_table(self, width: int | None = None) -> str:
-        """status, check, evidence, fix — wrapped to the terminal width."""
-        import shutil
+    def answer_line(self) -> str:
+        """What to fix first: '2 fail (gpu: torch build, gpu: driver) · 4 warn (open-file limit, …)',
+        or 'all 16 checks ok (2 n/a)'."""
+        checks = self.checks
+        if not checks:
+            return "no checks ran"
+        parts = []
+        for status in ("fail", "warn"):
+            names = [c.name for c in checks if c.status == status]
+            if names:
+                shown = ", ".join(names[:3]) + (f", +{len(names) - 3} more" if len(names) > 3 else "")
+                parts.append(f"{len(names)} {status} ({shown})")
+        if parts:
+            return SEP.join(parts)
+        ok = sum(c.status == "ok" for c in checks)
+        na = len(checks) - ok
+        return f"all {ok} checks ok" + (f" ({na} n/a)" if na else "")
+
+    def sections(self) -> list[Section]:
+        """The findings, worst first: status, check, evidence, fix (open)."""
+        checks = sorted(self.checks, key=lambda c: _ORDER[c.status])
+        rows = [[c.status, c.name, c.evidence, c.fix_text(self.wording) if c.status in ("warn", "fail") else ""]
+                for c in checks]
+        return [Section(f"findings ({_counts(self.findings())})", rows, head=["status", "check", "evidence", "fix"],
+                        folded=False, align="llll", marks=[_MARK[c.status] for c in checks], nowrap=2,
+                        css="nbbench-doctor-table", text=self._text_lines)]
+
+    def _text_lines(self, width: int) -> list[str]:
+        """status, check, evidence, fix — wrapped to ``width``."""
         import textwrap
 
-        width = width or max(80, shutil.get_terminal_size((120, 24)).columns)
         checks = self.checks
         nw = max([len(c.name) for c in checks] + [5])
         lead = 6 + 2 + nw + 2
         body = max(30, width - lead)
-        lines = [str(self), ""]
-        order = {"fail": 0, "warn": 1, "ok": 2, "n/a": 3}
-        for c in sorted(checks, key=lambda c: order[c.status]):
+        lines = []
+        for c in sorted(checks, key=lambda c: _ORDER[c.status]):
             ev = textwrap.wrap(c.evidence, body) or [""]
             lines.append(f"{c.status.upper():<6}  {c.name:<{nw}}  {ev[0]}")
             lines += [" " * lead + e for e in ev[1:]]
             fix = c.fix_text(self.wording)
             if fix and c.status in ("warn", "fail"):
-                fx = textwrap.wrap("fix: " + fix, body)
-                lines += [" " * lead + f for f in fx]
-        return "\n".join(lines)
+                lines += [" " * lead + f for f in textwrap.wrap("fix: " + fix, body)]
+        return lines
 
-    def _repr_html_(self) -> str:
-        return self.html_table()
+    def text_table(self, width: int | None = None, details: bool = False, ansi: bool = False) -> str:
+        """The answer, then the findings wrapped to the terminal's width (at least 80 columns)."""
+        if width is None:
+            import shutil
+
+            width = max(80, shutil.get_terminal_size((120, 24)).columns)
+        return super().text_table(width=width, details=details, ansi=ansi)
+
+    def warnings_shown(self) -> list[str]:
+        return []   # each is a finding's fix, in the findings table
+
+    def present(self):
+        p = super().present()
+        p.css += " nbbench-doctor"
+        p.advice = p.advice_html = []   # each is in its finding's fix
+        return p
 
     def html_table(self) -> str:
-        esc = html.escape
-        order = {"fail": 0, "warn": 1, "ok": 2, "n/a": 3}
-        rows = []
-        for c in sorted(self.checks, key=lambda c: order[c.status]):
-            fix = esc(c.fix_text(self.wording)) if c.status in ("warn", "fail") else ""
-            rows.append(
-                f"<tr><td><span style='background:{_BADGE[c.status]};color:#fff;padding:1px 6px;"
-                f"border-radius:3px;font-weight:bold'>{esc(c.status)}</span></td>"
-                f"<td style='text-align:left;white-space:nowrap'><b>{esc(c.name)}</b></td>"
-                f"<td style='text-align:left'>{esc(c.evidence)}</td>"
-                f"<td style='text-align:left'><code>{fix}</code></td></tr>")
-        return (f"<div class='nbbench-doctor'><b>{esc(str(self))}</b> {verdict_badge(self.verdict)}"
-                "<table class='nbbench-doctor-table'><thead><tr><th>status</th><th style='text-align:left'>check</th>"
-                "<th style='text-align:left'>evidence</th><th style='text-align:left'>fix</th></tr></thead>"
-                f"<tbody>{''.join(rows)}</tbody></table></div>")
+        """The doctor's HTML view (the report's doctor section): its answer, then the findings."""
+        return self.html()
+
+
+_ORDER = {"fail": 0, "warn": 1, "ok": 2, "n/a": 3}
+_MARK = {"fail": "fail", "warn": "warn", "ok": "ok", "n/a": "neutral"}
+
+
+def _counts(found: dict[str, int]) -> str:
+    return ", ".join(f"{n} {s}" for s, n in found.items())

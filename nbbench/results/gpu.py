@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from ..nvml import is_na
-from ..units import format_bytes, format_metric, metric_label
+from ..units import format_bytes
 from .base import Result, register
-from .verdict import verdict_badge, worst_verdict
+from .present import SEP, Section
+from .verdict import worst_verdict
 
-__all__ = ["GpuCheckResult", "device_line"]
+__all__ = ["GpuCheckResult", "device_line", "first_clause"]
 
 @register("gpu")
 class GpuCheckResult(Result):
@@ -39,62 +40,72 @@ class GpuCheckResult(Result):
             return "fail"
         return worst_verdict(v.get("status") for v in self.verdicts)
 
-    def headline(self) -> str:
-        if self.available:
-            names = ", ".join(d.get("name") or "?" for d in self.devices)
-            return f"gpu: CUDA available — {names}"
-        return "gpu: CUDA not available"
-
-    def __str__(self) -> str:
-        if not self.available:
-            return f"{self.headline()}: {self.reason}"
-        return super().__str__()
-
     def to_dict(self) -> dict[str, Any]:
         d = super().to_dict()
         d["available"] = self.available
         return d
 
-    def text_table(self) -> str:
-        lines = [self.headline() + (f"  [checks: {self.verdict}]" if self.verdict else "")]
-        if not self.available and self.reason:
-            lines.append(f"  why: {self.reason}")
-        v = self.versions
-        lines.append("  " + "  ".join(f"{k}={v.get(k) if v.get(k) is not None else 'N/A'}"
-                                       for k in ("torch", "cuda_build", "cudnn", "driver", "driver_cuda")))
-        for dev in self.devices:
-            lines.append(f"  [{dev.get('index')}] {device_line(dev)}")
-        for k, val in self.metrics.items():
-            lines.append(f"  {metric_label(k):<22}  {format_metric(k, val)}")
-        for ver in self.verdicts:
-            lines.append(f"  {ver['status'].upper():<4}  {ver['check']}: {ver['message']}")
-        return "\n".join(lines)
+    def headline(self) -> str:
+        return "gpu check"
 
-    def _repr_html_(self) -> str:
-        import html
+    def findings(self) -> dict[str, int] | None:
+        found: dict[str, int] = {}
+        for v in self.verdicts:
+            found[v.get("status")] = found.get(v.get("status"), 0) + 1
+        return found or None
 
-        esc = html.escape
-        colour = {"ok": "#2e7d32", "warn": "#ef6c00", "fail": "#c62828"}
-        out = [f"<div class='nbbench-result'><b>{esc(self.headline())}</b> {verdict_badge(self.verdict)}"]
-        if not self.available and self.reason:
-            out.append(f"<div>why: {esc(self.reason)}</div>")
+    def answer_line(self) -> str:
+        """'CUDA available on 8 × NVIDIA H100 80GB HBM3 · 756 TFLOP/s matmul bf16 · …', or why not:
+        'CUDA not available: this torch (2.13.0+cpu) is a CPU-only build'."""
+        if not self.available:
+            if "available" not in self.extra:
+                return "not checked"
+            return f"CUDA not available: {first_clause(self.reason or 'no reason given')}"
+        names: dict[str, int] = {}
+        for d in self.devices:
+            names[d.get("name") or "unknown GPU"] = names.get(d.get("name") or "unknown GPU", 0) + 1
+        where = ", ".join(f"{n} × {name}" for name, n in names.items()) or "no device listed"
+        figs = [self.phrase(k) for k in self.SUMMARY[1:] if self.metrics.get(k) is not None]
+        return SEP.join([f"CUDA available on {where}"] + figs)
+
+    def qualifiers(self) -> list[tuple[str, str]]:
+        """torch's version and build, cuDNN, the driver and the CUDA it supports."""
         v = self.versions
-        out.append("<div style='font-size:90%'>" + " · ".join(
-            f"{k}: <code>{esc(str(v.get(k)) if v.get(k) is not None else 'N/A')}</code>"
-            for k in ("torch", "cuda_build", "cudnn", "driver", "driver_cuda")) + "</div>")
+        out = [("torch", str(v.get("torch") or "not installed")),
+               ("CUDA build", str(v.get("cuda_build") or "none (CPU-only)"))]
+        out += [(name, str(v[k])) for name, k in (("cuDNN", "cudnn"), ("driver", "driver"),
+                                                  ("driver's CUDA", "driver_cuda")) if v.get(k) is not None]
+        return out
+
+    def story(self) -> list[str]:
+        """Why CUDA is not usable, in full (the answer says it in short)."""
+        return [f"why: {self.reason}"] if not self.available and self.reason else []
+
+    def sections(self) -> list[Section]:
+        """The checks (open, each with its status), the devices, then every figure (folded)."""
+        out = []
+        if self.verdicts:
+            out.append(Section("checks", [[x["status"].upper(), x["check"], x["message"]] for x in self.verdicts],
+                               head=None, folded=False, align="lll", marks=[x["status"] for x in self.verdicts],
+                               css="nbbench-checks"))
         if self.devices:
-            out.append("<ul>" + "".join(f"<li>[{d.get('index')}] {esc(device_line(d))}</li>"
-                                        for d in self.devices) + "</ul>")
-        base = Result._repr_html_(self)
-        if self.metrics:
-            start = base.find("<table")
-            end = base.find("</table>") + len("</table>")
-            out.append(base[start:end])
-        out.append("<table>" + "".join(
-            f"<tr><td style='color:{colour.get(x['status'], '#000')};font-weight:bold'>{esc(x['status'])}</td>"
-            f"<td style='text-align:left'>{esc(x['check'])}</td><td style='text-align:left'>{esc(x['message'])}</td></tr>"
-            for x in self.verdicts) + "</table></div>")
-        return "".join(out)
+            out.append(Section("devices", [[f"[{d.get('index')}]", device_line(d)] for d in self.devices],
+                               folded=False, align="ll"))
+        return out + [s for s in super().sections() if s.css == "nbbench-metrics"]
+
+
+def first_clause(text: str) -> str:
+    """The part of a sentence before its first ': ' outside brackets ('no NVIDIA driver found
+    (NVML: not found): run …' -> 'no NVIDIA driver found (NVML: not found)')."""
+    depth = 0
+    for i, ch in enumerate(text):
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth = max(0, depth - 1)
+        elif ch == ":" and depth == 0 and text[i + 1:i + 2] == " ":
+            return text[:i]
+    return text
 
 
 def _fmt(v, fn=str):

@@ -17,8 +17,9 @@ import math
 import statistics
 
 from ..accelerators import AU_TARGET_PCT, get_accelerator, input_bound_band
-from ..units import format_metric
+from ..units import format_metric, metric_label
 from .base import Result, register
+from .present import SEP, Section
 
 __all__ = ["LoaderResult", "SweepResult", "FeedResult", "loader_figures"]
 
@@ -185,13 +186,32 @@ class LoaderResult(Result):
                 s += f"; {acc} needs {format_metric('samples_per_s', need)} at AU 90 %"
         return s + "."
 
-    def text_table(self) -> str:
-        return super().text_table() + "\n  " + self.sentence()
+    def metric_name(self, key: str) -> str:
+        """Names that say which accelerator ("h100-resnet50 consumes")."""
+        return _accelerator_names(self).get(key) or super().metric_name(key)
 
-    def _repr_html_(self) -> str:
-        import html
+    def answer_line(self) -> str:
+        """'1.65 ksamples/s at AU 42.1 % (below the 90 % line) · 57.0 % data wait: highly input-bound',
+        or without a step: '208 samples/s · the input pipeline's ceiling (no compute step) · feeds 0 × h100-resnet50'."""
+        m = self.metrics
+        rate = format_metric("samples_per_s", m.get("samples_per_s"))
+        au = m.get("au_pct")
+        if au is not None:
+            line = self.params.get("au_target_pct", AU_TARGET_PCT)
+            out = [f"{rate} at AU {format_metric('au_pct', au)} ({'meets' if au >= line else 'below'} the "
+                   f"{line:g} % line)"]
+            wait = m.get("data_wait_pct")
+            if wait is not None:
+                out.append(f"{format_metric('data_wait_pct', wait)} data wait: {self.labels.get('input_bound')}")
+            return SEP.join(out)
+        out = [rate, "the input pipeline's ceiling (no compute step)"]
+        acc, need = self.labels.get("accelerator"), m.get("needed_samples_per_s")
+        if acc and need and m.get("samples_per_s"):
+            out.append(f"feeds {get_accelerator(acc).how_many(m['samples_per_s'])} × {acc}")
+        return SEP.join(out)
 
-        return super()._repr_html_() + f"<div>{html.escape(self.sentence())}</div>"
+    def story(self) -> list[str]:
+        return [self.sentence()]
 
 
 @register("sweep")
@@ -263,40 +283,40 @@ class SweepResult(Result):
                                  "data_wait_pct": "data wait", "gpu_util_mean_pct": "GPU util",
                                  "startup_s": "start-up", "prefetch_factor": "prefetch"})
 
-    def text_table(self) -> str:
-        lines = [str(self)]
+    def answer_line(self) -> str:
+        """The recommendation's settings and rate: 'num_workers=4, batch_size=64 · 1.65 ksamples/s'."""
+        rec = self.recommended
+        if not rec:
+            return "no configuration ran" if not self.configs else "no recommendation"
+        settings = ", ".join(f"{k}={rec[k]}" for k in ("num_workers", "batch_size", "pin_memory", "prefetch_factor")
+                             if rec.get(k) is not None)
+        figs = [format_metric(k, rec[k]) + ("" if k == "samples_per_s" else f" {metric_label(k)}")
+                for k in ("samples_per_s", "au_pct") if rec.get(k) is not None]
+        return SEP.join([f"use {settings}"] + figs)
+
+    def story(self) -> list[str]:
+        return [x for x in (self.recommendation, f"note: {self.note}" if self.note else "") if x]
+
+    def sections(self) -> list[Section]:
+        """Every configuration (open) with the throughput plot under it in HTML, then every
+        figure and how it was measured (folded)."""
         t = self.display_table()
+        out = []
         if not t.empty:
-            if "reason" in t.columns:
-                t["reason"] = [r[:70] for r in t["reason"]]
-            lines.append(t.to_string(index=False))
-        lines.append(self.recommendation)
-        if self.note:
-            lines.append(f"  note: {self.note}")
-        for w in self.warnings:
-            lines.append(f"  warning: {w}")
-        for a in self.advice_lines():
-            lines.append(f"  advice: {a}")
-        return "\n".join(lines)
+            rows = [["" if v is None else str(v) for v in row] for row in t.itertuples(index=False)]
+            out.append(Section(f"{len(rows)} configurations", rows, head=[str(c) for c in t.columns], folded=False,
+                               align="r" * (len(t.columns) - 1) + "l", css="nbbench-sweep",
+                               html_extra=self._plot_html))
+        return out + super().sections()
 
-    def _repr_html_(self) -> str:
+    def _plot_html(self) -> str:
         import base64
-        import html
 
-        head = super()._repr_html_()
-        out = head + f"<p><b>{html.escape(self.recommendation)}</b></p>"
-        if self.note:
-            out += f"<p>{html.escape(self.note)}</p>"
-        try:
-            out += self.display_table().to_html(index=False, na_rep="")
-        except Exception:  # noqa: BLE001
-            pass
         try:
             png = base64.b64encode(self.plot_png()).decode()
-            out += f"<img src='data:image/png;base64,{png}' alt='throughput by num_workers'/>"
         except Exception:  # noqa: BLE001 - no matplotlib: the table is enough
-            pass
-        return out
+            return ""
+        return f"<img src='data:image/png;base64,{png}' alt='throughput by num_workers'/>"
 
 
 @register("feed")
@@ -324,10 +344,62 @@ class FeedResult(Result):
         """Every emulated accelerator of the same workload: need and how many are fed."""
         return self.samples_frame("accelerators")
 
-    def text_table(self) -> str:
-        return super().text_table() + "\n  " + self.answer
+    def metric_name(self, key: str) -> str:
+        """Names that say which accelerator: "one h100-resnet50's AU at this rate", "h100-resnet50 consumes"."""
+        own = {"samples_per_s": "throughput (cold cache)", **_accelerator_names(self)}
+        return own.get(key) or super().metric_name(key)
 
-    def _repr_html_(self) -> str:
-        import html
+    def answer_line(self) -> str:
+        """'feeds 3 × h100-resnet50 · storage fetch limits it · 5.20 ksamples/s from storage ·
+        1.61 ksamples/s needed per h100-resnet50'."""
+        m, acc = self.metrics, self.labels.get("accelerator") or "accelerator"
+        n = m.get("accelerators_fed_count")
+        out = [f"feeds {n if n is not None else '?'} × {acc}"]
+        if self.limiter:
+            out.append(f"{self.limiter} limits it")
+        if m.get("cold_samples_per_s") is not None:
+            out.append(f"{format_metric('samples_per_s', m['cold_samples_per_s'])} from storage")
+        if m.get("needed_samples_per_s") is not None:
+            out.append(f"{format_metric('samples_per_s', m['needed_samples_per_s'])} needed per {acc}")
+        return SEP.join(out)
 
-        return super()._repr_html_() + f"<p><b>{html.escape(self.answer)}</b></p>"
+    def story(self) -> list[str]:
+        return [self.answer] if self.answer else []
+
+    def sections(self) -> list[Section]:
+        """Cold and warm rates against the need (open), then every accelerator of the same
+        workload, every figure and how it was measured (folded)."""
+        m, acc = self.metrics, self.labels.get("accelerator") or "accelerator"
+
+        def cells(name, sps, bps):
+            return [name, format_metric("samples_per_s", m.get(sps)), format_metric("bytes_per_s", m.get(bps))
+                    if bps else ""]
+
+        rows = [cells("from storage (cold cache)", "cold_samples_per_s", "cold_bytes_per_s"),
+                cells("from memory (warm cache)", "warm_samples_per_s", "warm_bytes_per_s"),
+                cells(f"one {acc} needs", "needed_samples_per_s", None),
+                cells(f"one {acc} consumes", "accelerator_samples_per_s", None)]
+        out = [Section("rates", rows, head=["", "samples/s", "bandwidth"], folded=False, css="nbbench-feed")]
+        accs = self.samples.get("accelerators")
+        if isinstance(accs, dict) and accs.get("accelerator"):
+            cols = [c for c in ("accelerator", "needed_samples_per_s", "fed_count", "fed_warm_count") if c in accs]
+            head = {"accelerator": "accelerator", "needed_samples_per_s": "one needs",
+                    "fed_count": "fed from storage", "fed_warm_count": "fed from memory"}
+            rows = [[_cell(k, accs[k][i]) for k in cols] for i in range(len(accs["accelerator"]))]
+            out.append(Section("every accelerator of this workload", rows, head=[head[c] for c in cols]))
+        return out + super().sections()
+
+
+def _accelerator_names(r: Result) -> dict[str, str]:
+    """Metric names that say which accelerator: "h100-resnet50 consumes", "one h100-resnet50's AU at this rate"."""
+    acc = r.labels.get("accelerator") or "accelerator"
+    target = r.params.get("au_target_pct", AU_TARGET_PCT)
+    return {"au_one_accelerator_pct": f"one {acc}'s AU at this rate",
+            "accelerator_samples_per_s": f"{acc} consumes",
+            "needed_samples_per_s": f"one {acc} needs (AU ≥ {target:g} %)",
+            "accelerators_fed_count": f"{acc}s fed (AU ≥ {target:g} %)",
+            "accelerators_fed_warm_count": f"{acc}s fed from memory (warm cache)"}
+
+
+def _cell(key: str, v) -> str:
+    return v if isinstance(v, str) else format_metric(key, v)

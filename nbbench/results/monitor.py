@@ -88,17 +88,13 @@ class MonitorResult(Result):
         return buf.getvalue()
 
     # ------------------------------------------------------------- display
-    def text_table(self) -> str:
-        text = super().text_table()
-        for n in self.notes:
-            text += f"\n  note: {n}"
-        return text
+    def answer_line(self) -> str:
+        """What the run used, the figures first: '12.0 s wall time · 87.0 % GPU util mean · …'
+        (figures that could not be read are left out: the notes say why)."""
+        text = super().answer_line()
+        code = self.exit_code
+        return text + (f" · exit code {code}" if code not in (None, 0) else "")
 
-    def _repr_html_(self) -> str:
-        import html
-
-        out = super()._repr_html_()
-        if self.notes:
-            items = "".join(f"<li>{html.escape(n)}</li>" for n in self.notes)
-            out = out[: -len("</div>")] + f"<ul style='font-size:85%;color:#555'>{items}</ul></div>"
-        return out
+    def story(self) -> list[str]:
+        """The notes: what was N/A and why, how figures were taken."""
+        return [f"note: {n}" for n in self.notes]

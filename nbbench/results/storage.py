@@ -5,15 +5,50 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ..units import format_bytes, format_metric, format_si, format_sig, percentile_name
 from .base import Result, register
 from .hist import PERCENTILES, LatencyHistogram, percentile_key
+from .present import SEP, Section
 
-__all__ = ["DiskResult", "IoJobResult", "RandreadResult", "DiskPresetResult", "FilesResult"]
+__all__ = ["DiskResult", "IoJobResult", "RandreadResult", "DiskPresetResult", "FilesResult", "percentiles_frame"]
 
 
 class _StorageMixin:
+    #: how a storage figure was measured, beside it: the engine, the page cache, where
+    QUALIFIERS = ("engine", "cache", "filesystem", "device")
+
+
+def _block(n) -> str:
+    """A block or file size as people write it: 4096 -> '4 KiB', 1.5 MiB -> '1.50 MiB'."""
+    if not isinstance(n, int) or isinstance(n, bool):
+        return format_bytes(n, True) if isinstance(n, float) else str(n)
+    for scale, unit in ((2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
+        if n >= scale:
+            return f"{n // scale} {unit}" if n % scale == 0 else format_bytes(n, True)
+    return f"{int(n)} B"
+
     def headline(self) -> str:
         return f"{self.kind} {self.params.get('path', '')}".strip()
+
+
+def percentiles_frame(runs, unit: str = "µs"):
+    """Latency percentiles side by side, as people read them: one row per run, columns
+    ``p1`` … ``p99.99``, values in ``unit`` (ns, µs, ms or s), the columns' name saying so
+    ("latency [µs]").  ``runs``: a dict ``{name: result}``, a list of results, or one result."""
+    import pandas as pd
+
+    scale = {"ns": 1.0, "µs": 1e3, "us": 1e3, "ms": 1e6, "s": 1e9}[unit]
+    if isinstance(runs, Result):
+        runs = [runs]
+    items = runs.items() if isinstance(runs, dict) else [(r.headline(), r) for r in runs]
+    cols = [percentile_name(p) for p in PERCENTILES]
+    data = {}
+    for name, r in items:
+        vals = [r.metrics.get(percentile_key(p)) for p in PERCENTILES]
+        data[name] = [None if v is None else float(f"{v / scale:.3g}") for v in vals]
+    frame = pd.DataFrame.from_dict(data, orient="index", columns=cols)
+    frame.columns.name = f"latency [{'µs' if unit == 'us' else unit}]"
+    return frame
 
 
 @register("dd")
@@ -22,6 +57,12 @@ class DiskResult(_StorageMixin, Result):
     hold the bandwidth in 500 ms windows (``t_s``, ``*_bytes_per_s``)."""
 
     SUMMARY = ("write_bytes_per_s", "read_bytes_per_s")
+
+    def qualifiers(self) -> list[tuple[str, str]]:
+        """How much in which blocks ('16 MiB in 1 MiB blocks'), then engine, cache, where."""
+        size, bs = self.params.get("size"), self.params.get("bs")
+        what = f"{_block(size)} in {_block(bs)} blocks" if size and bs else ""
+        return [("", what)] * bool(what) + super().qualifiers()
 
     @property
     def write_bytes_per_s(self) -> float | None:
@@ -40,17 +81,28 @@ class IoJobResult(_StorageMixin, Result):
 
     @property
     def percentiles(self) -> dict[float, float]:
+        """fio's 17 latency percentiles in ns, by percentile (99.9 -> ns); for people:
+        :meth:`percentiles_frame`."""
         return {p: self.metrics.get(percentile_key(p)) for p in PERCENTILES}
+
+    def percentiles_frame(self, unit: str = "µs"):
+        """The percentiles as a one-row DataFrame: columns p1 … p99.99, in ``unit`` ("latency [µs]")."""
+        return percentiles_frame([self], unit)
 
     def histogram(self) -> LatencyHistogram | None:
         d = self.samples.get("lat_hist")
         return LatencyHistogram.from_dict(d) if d else None
 
-    def text_table(self) -> str:
-        """Headline, labels, the main figures, then the 17 latency percentiles in rows of six."""
-        from ._text import text_table
-
-        return text_table(self)
+    def qualifiers(self) -> list[tuple[str, str]]:
+        """The I/O shape (4 KiB random reads, QD 32 × 1 thread), then engine, cache, where."""
+        p = self.params
+        bs = p.get("bs")
+        what = " ".join(x for x in (_block(bs) if bs else "",
+                                    {"rand": "random", "seq": "sequential"}.get(p.get("pattern"), ""),
+                                    {"read": "reads", "write": "writes"}.get(p.get("op"), "")) if x)
+        if p.get("qd") is not None:
+            what += f" at QD {p['qd']}" + (f" × {p['threads']} threads" if (p.get("threads") or 1) > 1 else "")
+        return [("", what.strip())] * bool(what.strip()) + super().qualifiers()
 
 
 @register("randread")
@@ -98,68 +150,52 @@ class DiskPresetResult(_StorageMixin, Result):
 
         return pd.DataFrame(self.table())
 
-    def text_table(self) -> str:
+    FINDINGS = "tests"
+
+    def findings(self) -> dict[str, int] | None:
+        """The preset's tests (read and write of each) by how they ran: {"ok": 8}."""
+        found: dict[str, int] = {}
+        for r in self.samples.get("rows", []):
+            found[r.get("status", "ok")] = found.get(r.get("status", "ok"), 0) + 1
+        return found or None
+
+    def answer_line(self) -> str:
+        """The first test's read (and write) bandwidth and the last random test's IOPS:
+        'SEQ1M Q8T1 290 MB/s read, 560 MB/s write · RND4K Q1T1 13.2 kIOPS read'."""
         rows = self.table()
-        has_w = any("write_bytes_per_s" in r for r in rows)
-        lines = [str(self)]
-        if self.labels:
-            lines.append("  " + "  ".join(f"{k}={v}" for k, v in self.labels.items()))
-        head = f"  {'':<16}{'Read [MB/s]':>13}" + (f"{'Write [MB/s]':>14}" if has_w else "") + f"{'Read IOPS':>12}"
-        lines.append(head)
-        for r in rows:
-            rd = r.get("read_bytes_per_s")
-            wr = r.get("write_bytes_per_s")
-            line = f"  {r['test']:<16}{_mbs(rd):>13}"
-            if has_w:
-                line += f"{_mbs(wr):>14}"
-            line += f"{_num(r.get('read_iops')):>12}"
-            lines.append(line)
-        for w in self.warnings:
-            lines.append(f"  warning: {w}")
-        lines += [f"  advice: {a}" for a in self.advice_lines()]
-        return "\n".join(lines)
+        if not rows:
+            return "no tests ran"
+        first = rows[0]
+        parts = [f"{format_metric('x_bytes_per_s', first[k])} {k.split('_')[0]}"
+                 for k in ("read_bytes_per_s", "write_bytes_per_s") if first.get(k) is not None]
+        out = [f"{first['test']} {', '.join(parts)}"] if parts else []
+        rnd = [r for r in rows[1:] if str(r["test"]).upper().startswith("RND") and r.get("read_iops")]
+        if rnd:
+            out.append(f"{rnd[-1]['test']} {format_metric('iops', rnd[-1]['read_iops'])} read")
+        return SEP.join(out) or "no figures"
 
-    def _repr_pretty_(self, p, cycle):
-        p.text(self.text_table())
-
-    def _repr_html_(self) -> str:
-        import html
-
+    def sections(self) -> list[Section]:
+        """The preset's table (open), then how it was measured (folded)."""
         rows = self.table()
-        has_w = any("write_bytes_per_s" in r for r in rows)
-        esc = html.escape
-        colour = {"ok": "#2e7d32", "interrupted": "#ef6c00", "failed": "#c62828"}[self.status]
-        out = [f"<div class='nbbench-result'><b>{esc(self.headline())}</b> "
-               f"<span style='color:{colour};font-weight:bold'>{esc(self.status)}</span>"]
-        if self.reason:
-            out.append(f" — {esc(self.reason)}")
-        out.append("<div style='font-size:90%'>" + " · ".join(
-            f"{esc(str(k))}: <code>{esc(str(v))}</code>" for k, v in self.labels.items()) + "</div>")
-        th = "<th style='text-align:right'>"
-        out.append("<table class='nbbench-metrics'><tr><th></th>" + th + "Read [MB/s]</th>"
-                   + (th + "Write [MB/s]</th>" if has_w else "") + th + "Read IOPS</th>"
-                   + (th + "Write IOPS</th>" if has_w else "") + "</tr>")
+        has_w = any(r.get("write_bytes_per_s") is not None for r in rows)
+        head = ["test", "Read [MB/s]"] + ["Write [MB/s]"] * has_w + ["Read IOPS"] + ["Write IOPS"] * has_w
+        body = []
         for r in rows:
-            out.append(f"<tr><td style='text-align:left;font-weight:bold'>{esc(r['test'])}</td>"
-                       f"<td style='text-align:right'>{_mbs(r.get('read_bytes_per_s'))}</td>"
-                       + (f"<td style='text-align:right'>{_mbs(r.get('write_bytes_per_s'))}</td>" if has_w else "")
-                       + f"<td style='text-align:right'>{_num(r.get('read_iops'))}</td>"
-                       + (f"<td style='text-align:right'>{_num(r.get('write_iops'))}</td>" if has_w else "")
-                       + "</tr>")
-        out.append("</table>")
-        if self.warnings:
-            out.append("<ul style='color:#ef6c00'>" + "".join(f"<li>{esc(w)}</li>" for w in self.warnings) + "</ul>")
-        out.append(self.advice_html())
-        out.append("</div>")
-        return "".join(out)
+            line = [str(r["test"]), _mbs(r.get("read_bytes_per_s"))]
+            line += [_mbs(r.get("write_bytes_per_s"))] * has_w + [_num(r.get("read_iops"))]
+            line += [_num(r.get("write_iops"))] * has_w
+            body.append(line)
+        table = Section(self.labels.get("preset") or str(self.params.get("preset") or "tests"), body, head=head,
+                        folded=False, css="nbbench-metrics nbbench-preset")
+        return [table] + [s for s in super().sections() if s.css == "nbbench-labels"]
 
 
 def _mbs(v) -> str:
-    return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v / 1e6:.2f}"
+    return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else format_sig(v / 1e6)
 
 
 def _num(v) -> str:
-    return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:,.0f}"
+    return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else format_si(v, "")
 
 
 @register("files")
@@ -168,14 +204,10 @@ class FilesResult(Result):
     tree's file-size distribution (bucket bytes, counts)."""
 
     SUMMARY = ("files_per_s", "read_bytes_per_s", "lat_p50_ns", "lat_p99_ns")
+    QUALIFIERS = _StorageMixin.QUALIFIERS
 
     def headline(self) -> str:
         return f"files {self.params.get('path', '')}".strip()
-
-    def text_table(self) -> str:
-        from ._text import text_table
-
-        return text_table(self)
 
     def size_histogram(self) -> LatencyHistogram | None:
         d = self.samples.get("size_hist")

@@ -7,13 +7,16 @@ one ``%iobench compare`` and ``nbbench compare`` show.
 
 from __future__ import annotations
 
-import datetime as _dt
+import html
 
+from ...commands.history import history_text
 from ...results import ProbeError
 from ...units import metric_label
 from .base import Tab
 
 ALL = "all kinds"
+#: the list's rows are cut to this many characters (a long path in the middle, never a figure)
+ROW_WIDTH = 120
 
 
 class HistoryTab(Tab):
@@ -31,6 +34,9 @@ class HistoryTab(Tab):
         self.refresh_button = w.Button(description="Refresh", icon="refresh", layout=w.Layout(width="auto"))
         self.runs = w.SelectMultiple(options=[], rows=8, layout=w.Layout(width="100%"))
         self.runs.add_class("nbbench-history-runs")
+        # the list's column names, in the list's monospace font, over its columns
+        self.header = w.HTML("", layout=w.Layout(margin="0 0 -4px 0"))
+        self.header.add_class("nbbench-history-header")
         self.compare_button = w.Button(description="Compare selected", icon="bar-chart", disabled=True,
                                        button_style="info", layout=w.Layout(width="auto"),
                                        tooltip="select two or more runs (ctrl/shift-click): % against the first")
@@ -52,7 +58,7 @@ class HistoryTab(Tab):
         self.show_button.on_click(lambda b: self.show_selected())
         self._frame = None
         self.refresh()
-        return w.VBox([w.HBox([self.kind, self.label_filter, self.refresh_button]), self.runs,
+        return w.VBox([w.HBox([self.kind, self.label_filter, self.refresh_button]), self.header, self.runs,
                        w.HBox([self.compare_button, self.show_button, self.hint]), self.out, self.charts])
 
     # ----------------------------------------------------------------- data
@@ -85,9 +91,11 @@ class HistoryTab(Tab):
         self.label_filter.options = labels
         self._frame = frame
         selected = set(self.runs.value)
-        recs = frame.iloc[::-1].to_dict("records")   # newest first
-        widths = {c: max([len(_cell(r.get(c))) for r in recs] + [0]) for c in ("run_id", "kind", "label")}
-        options = [(_row_text(rec, widths), int(rec["run_id"])) for rec in recs]
+        newest = frame.iloc[::-1]
+        head, *lines = history_text(newest, width=ROW_WIDTH)   # the CLI's rows: the answer first
+        self.header.value = (f"<pre style='margin:0;padding:0 5px;font-family:var(--jp-code-font-family,monospace);"
+                             f"font-size:var(--jp-code-font-size,12px);color:#555'>{html.escape(head)}</pre>")
+        options = [(text, int(rid)) for text, rid in zip(lines, newest["run_id"])]
         self.runs.options = options
         self.runs.value = tuple(v for _, v in options if v in selected)
         self._selected()
@@ -160,27 +168,6 @@ class HistoryTab(Tab):
 
     def on_run_finished(self, record) -> None:
         self.refresh()
-
-
-def _cell(v) -> str:
-    return v if isinstance(v, str) else ("" if v is None or v != v else str(int(v)) if isinstance(v, float) else str(v))
-
-
-def _row_text(rec: dict, widths: dict | None = None) -> str:
-    """'#12  12-02 16:28  dd        baseline  dd /data: write 943 MB/s, …' (aligned in a monospace list)."""
-    widths = widths or {}
-    when = rec.get("started")
-    try:
-        when = _dt.datetime.fromtimestamp(when.timestamp()).strftime("%m-%d %H:%M")   # naive UTC -> local
-    except Exception:  # noqa: BLE001
-        when = str(when)[:16]
-    rid = f"#{int(rec['run_id'])}".ljust(widths.get("run_id", 0) + 1)
-    kind = _cell(rec.get("kind")).ljust(widths.get("kind", 0))
-    label = _cell(rec.get("label")).ljust(widths.get("label", 0))
-    summary = str(rec.get("summary") or rec.get("kind"))   # str(Result): says INTERRUPTED / FAILED itself
-    if rec.get("verdict") in ("warn", "fail"):   # it ran, and its checks found something
-        summary += f" — checks: {rec['verdict']}"
-    return "  ".join((rid, when, kind, label, summary))
 
 
 def _error(msg: str) -> str:

@@ -249,7 +249,8 @@ def run_dd(*, src: str, dst: str, bs: int, count: int, direct: bool, op: str, fs
         if m:
             b, t = int(m.group(1)), float(m.group(2))
             points.append((t, b))
-            call_progress(progress, b / total if total else None, {progress_key: b / t if t > 0 else None})
+            call_progress(progress, b / total if total else None,
+                          {progress_key: b / t if t > 0 else None, "done": b, "total": total or None, "unit": "bytes"})
 
     rc, _out, err, interrupted = _run(argv, cancel, on_stderr=on_line, env={**os.environ, "LC_ALL": "C"})
     summary = parse_dd_summary(err)

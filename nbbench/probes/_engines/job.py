@@ -244,10 +244,12 @@ class Meter:
             rate = self.out.windows[-1][1]
         elif self.m0 is not None and now > self.m0:
             rate = (done - self.done0) * spec.bs / ((now - self.m0) / 1e9)
-        metrics = {spec.progress_key: rate} if rate is not None else None
-        if metrics is not None and spec.pattern == "rand":
+        metrics = {spec.progress_key: rate} if rate is not None else {}
+        if rate is not None and spec.pattern == "rand":
             metrics["iops"] = rate / spec.bs
-        call_progress(spec.progress, frac, metrics)
+        if self.deadline is None and spec.total:   # a size-bound job: how far, in bytes
+            metrics.update(done=min(done * spec.bs, spec.total), total=spec.total, unit="bytes")
+        call_progress(spec.progress, frac, metrics or None)
 
     def finish(self, now: int, done: int, short: int | None = None) -> JobOutput:
         """Close the measurement at ``now`` (the last completion counted); ``short``: the real bytes of
@@ -277,7 +279,9 @@ class Meter:
         if self.qd_n:
             out.qd_mean = self.qd_sum / self.qd_n
         if self.spec.progress is not None:
-            key = self.spec.progress_key
-            call_progress(self.spec.progress, None if out.interrupted else 1.0,
-                          {key: out.bytes_per_s} if out.elapsed_s > 0 else None)
+            spec = self.spec
+            last = {spec.progress_key: out.bytes_per_s} if out.elapsed_s > 0 else {}
+            if self.deadline is None and spec.total:   # how far it got, in bytes
+                last.update(done=min(out.bytes, spec.total), total=spec.total, unit="bytes")
+            call_progress(spec.progress, None if out.interrupted else 1.0, last or None)
         return out

@@ -24,6 +24,7 @@ from typing import Callable
 from nbbench.plots.rates import rate_panels, tag_styles
 from nbbench.units import metric_label
 
+from ...progress import figures
 from ..progress import NotebookProgress
 
 __all__ = ["PanelProgress", "rate_panels"]
@@ -59,6 +60,7 @@ class PanelProgress(NotebookProgress):
 
     def __call__(self, fraction=None, metrics=None) -> None:
         super().__call__(fraction, metrics)
+        metrics = figures(metrics)   # the rates, without done / total / unit
         if metrics and self._make_plot is not None:
             try:
                 self._feed(metrics)

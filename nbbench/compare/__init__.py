@@ -6,12 +6,16 @@ cache mode that differ are compared anyway, with a warning saying so, because th
 delta then mixes the settings with the environment.  The plain data is
 :attr:`Comparison.rows`; :attr:`Comparison.frame` is a DataFrame of it.  This module
 draws nothing: :func:`nbbench.plots.compare.bar_chart` draws a group (matplotlib's
-object API); :meth:`Comparison.figure` is the convenience that calls it.
+object API); :meth:`Comparison.figure` is the convenience that calls it.  Which way of
+a metric is better lives in :mod:`.direction`.
+
+Layer: core (with results, store, units).  The comparison model imports only the core;
+its one upward import, allowed as a result's drawing convenience, is
+:meth:`Comparison.figure` reaching into :mod:`nbbench.plots`.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import html
 import json
 import math
@@ -19,8 +23,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
-from .results import ProbeError, Result, advice
-from .units import format_metric, metric_label, unit_of
+from ..results import ProbeError, Result, advice
+from ..units import format_metric, metric_label, shorten_middle, unit_of
+from .direction import DIRECTION_BY_UNIT, NEUTRAL_KEYS, NEUTRAL_KINDS, better, delta_colour
 
 __all__ = ["compare", "Comparison", "ComparisonGroup", "chart_metrics", "table_metrics",
            "better", "delta_colour", "resolve", "HIDDEN_PARAMS", "MODE_LABELS", "DIRECTION_BY_UNIT",
@@ -34,38 +39,11 @@ MODE_LABELS = ("cache", "engine", "mode", "direct")
 TARGET_LABELS = ("filesystem", "device")
 
 
-# times that are settings (a time-based run's length), not outcomes
-_SETTING_TIMES = ("runtime_s", "duration_s", "ramp_s", "window_s", "interval_s")
 _PCT_KEY = re.compile(r"lat_p(\d+)(?:_(\d+))?_ns$")
 # percentiles shown in tables; the others stay in .rows / .frame
 KEY_PERCENTILES = ("50", "90", "99", "99.9")
-
-# Which way is better (arrows, delta and bar colours): only what a probe achieved has a direction,
-# a rate (higher) or a latency or the time an operation took (lower); all else is neutral.
-DIRECTION_BY_UNIT = {**dict.fromkeys(("bytes/s", "iops", "flop/s", "samples/s", "files/s", "batches/s", "1/s"),
-                                     "higher"), **dict.fromkeys(("ns", "us", "ms", "s"), "lower")}
-NEUTRAL_KINDS = ("monitor", "env", "doctor")   # observations of a workload: neither better nor worse
-# keys with a rate or time unit that are settings, requirements (what an accelerator needs) or observations
-NEUTRAL_KEYS = tuple("*" + t for t in _SETTING_TIMES) + (
-    "wall_s", "needed_samples_per_s", "accelerator_samples_per_s", "disk_*", "gpu*_pcie_*", "sampler_cpu_pct")
-
-
-def better(key: str, kind: str | None = None) -> str | None:
-    """'higher' / 'lower' when one direction of this metric (of a result of ``kind``) is better,
-    else None: :data:`DIRECTION_BY_UNIT`, except :data:`NEUTRAL_KINDS` and :data:`NEUTRAL_KEYS`."""
-    if kind in NEUTRAL_KINDS or any(fnmatch.fnmatchcase(key, p) for p in NEUTRAL_KEYS):
-        return None
-    unit = unit_of(key)
-    return DIRECTION_BY_UNIT.get(unit, "lower" if "lat" in key and not unit else None)
-
-
-def delta_colour(metric: str, d: float | None, neutral: str, kind: str | None = None) -> str:
-    """Green for a delta of 1 % or more the better way for ``metric``, red the worse way, else ``neutral``."""
-    way = better(metric, kind)
-    if d is not None and way and abs(d) >= 1:
-        return "#2e7d32" if (d > 0) == (way == "higher") else "#c62828"
-    return neutral
-
+# a terminal's text table: each line of run descriptions fits (a long path shortened in the middle)
+TEXT_WIDTH = 100
 
 def _delta_text(d: float | None) -> str:
     return "—" if d is None else f"{d:+.1f} %"
@@ -140,8 +118,8 @@ class ComparisonGroup:
         widths = [max(len(str(r[c])) for r in [head] + body) for c in range(len(head))]
         line = lambda r: "  ".join(str(x).ljust(w) if j == 0 else str(x).rjust(w)  # noqa: E731
                                    for j, (x, w) in enumerate(zip(r, widths)))
-        runs = ", ".join(f"{n} = {_run_desc(r)}" for n, r in zip(self.names, self.runs))
-        out = [f"{self.kind}: {runs}", line(head), line(["-" * w for w in widths])] + [line(r) for r in body]
+        out = [f"{self.kind}:"] + [_run_line(n, r) for n, r in zip(self.names, self.runs)]
+        out += [line(head), line(["-" * w for w in widths])] + [line(r) for r in body]
         if len(shown) < len(self.metrics):
             out.append(f"({len(self.metrics) - len(shown)} more latency percentiles in .frame / --json)")
         out += [f"warning: {w}" for w in self.warnings] + [f"note: {n}" for n in self.notes]
@@ -149,8 +127,8 @@ class ComparisonGroup:
 
 
 def _name(m: str) -> str:
-    """metric_label, with percentiles written as such: 'lat p99 9' -> 'lat p99.9'."""
-    return re.sub(r"\bp(\d+) (\d+)\b", r"p\1.\2", metric_label(m))
+    """The metric's human name (:func:`nbbench.units.metric_label`: 'latency p99.9')."""
+    return metric_label(m)
 
 
 def _row_label(m: str, metrics: Sequence[str] = (), kind: str | None = None) -> str:
@@ -174,13 +152,23 @@ def table_metrics(metrics: Sequence[str]) -> list[str]:
     return out
 
 
-def _run_desc(r: Result) -> str:
+def _run_line(name: str, r: Result, width: int = TEXT_WIDTH) -> str:
+    """'  nvme = run 3 /tmp/nbbench-…/disk direct': one run of a text table, its path shortened
+    in the middle to fit ``width``."""
+    line = f"  {name} = {_run_desc(r)}"
+    path = str(r.params.get("path") or "")
+    if len(line) > width and path:
+        line = f"  {name} = {_run_desc(r, shorten_middle(path, max(12, len(path) - (len(line) - width))))}"
+    return line
+
+
+def _run_desc(r: Result, path: str | None = None) -> str:
     bits = []
     if r.run_id is not None:
         bits.append(f"run {r.run_id}")
     tags = [str(r.labels[k]) for k in MODE_LABELS if k in r.labels]
     if r.params.get("path"):
-        tags.insert(0, str(r.params["path"]))
+        tags.insert(0, path or str(r.params["path"]))
     if tags:
         bits.append(" ".join(tags))
     return " ".join(bits) or r.kind
@@ -214,14 +202,14 @@ class Comparison:
 
     def figure(self, group: int | str = 0):
         """One group's bar chart (:func:`nbbench.plots.compare.bar_chart`): by index or kind."""
-        from .plots.compare import bar_chart
+        from ..plots.compare import bar_chart
 
         g = self.groups[group] if isinstance(group, int) else next(x for x in self.groups if x.kind == group)
         return bar_chart(g)
 
     def figures(self) -> list:
         """Every group's bar chart (none for a group without values)."""
-        from .plots.compare import bar_chart
+        from ..plots.compare import bar_chart
 
         return [f for f in map(bar_chart, self.groups) if f is not None]
 
@@ -261,8 +249,8 @@ class Comparison:
             if images:
                 import base64
 
-                from .plots import figure_png
-                from .plots.compare import bar_chart
+                from ..plots import figure_png
+                from ..plots.compare import bar_chart
 
                 chart = bar_chart(g)   # None: no metric has a value
                 png = base64.b64encode(figure_png(chart)).decode("ascii") if chart is not None else ""
@@ -299,7 +287,7 @@ def resolve(refs: Sequence[Any], store=None) -> list[tuple[str, list[Result]]]:
             out.append((name, [ref]))
             continue
         if store is None:
-            from .store import default_store
+            from ..store import default_store
 
             store = default_store()
         try:
@@ -349,7 +337,7 @@ def compare(refs: Iterable[Any], store=None, metrics: Sequence[str] | None = Non
     if len(refs) < 2:
         raise ProbeError("compare needs two or more runs or labels, e.g. compare baseline 12")
     if any(not isinstance(r, Result) for r in refs) and store is None:
-        from .store import default_store
+        from ..store import default_store
 
         store = default_store()
     resolved = resolve(refs, store)
