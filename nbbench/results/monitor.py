@@ -38,6 +38,19 @@ class MonitorResult(Result):
 
         return pd.DataFrame(self.samples.get("cores") or {})
 
+    def procs_frame(self):
+        """The per-process table (one row per process: pid, role, name, reads, CPU, peak RSS/PSS,
+        GPU memory), the biggest reader first; empty when the run kept none."""
+        import pandas as pd
+
+        return pd.DataFrame(self.samples.get("procs") or {})
+
+    @property
+    def marks(self) -> list[tuple[float, str]]:
+        """The labelled marks: ``(seconds since the start, label)``."""
+        m = self.samples.get("marks") or {}
+        return list(zip(m.get("t_s", []), m.get("label", [])))
+
     @property
     def gpu_indices(self) -> list[int]:
         out = set()
@@ -84,8 +97,31 @@ class MonitorResult(Result):
         return buf.getvalue()
 
     # ------------------------------------------------------------- display
+    def procs_lines(self, n: int = 8) -> list[str]:
+        """The per-process table as text lines (the ``n`` biggest readers), like iotop's."""
+        from ..units import format_bytes
+
+        p = self.samples.get("procs") or {}
+        if not p.get("pid"):
+            return []
+        out = [f"  {'pid':>8}  {'role':<10} {'name':<16} {'read':>9} {'read()':>9} {'CPU s':>7} "
+               f"{'RSS peak':>9} {'PSS peak':>9} {'GPU mem':>9}"]
+        size = lambda v: "-" if v is None else format_bytes(v)  # noqa: E731
+        for i in range(min(n, len(p["pid"]))):
+            out.append(f"  {p['pid'][i]:>8}  {str(p['role'][i]):<10} {str(p['name'][i])[:16]:<16} "
+                       f"{size(p['read_bytes'][i]):>9} {size(p['read_syscall_bytes'][i]):>9} "
+                       f"{p['cpu_s'][i]:>7.1f} {size(p['rss_peak_bytes'][i]):>9} "
+                       f"{size(p['pss_peak_bytes'][i]):>9} {size(p['gpu_mem_peak_bytes'][i]):>9}")
+        if len(p["pid"]) > n:
+            out.append(f"  … {len(p['pid']) - n} more in res.procs_frame()")
+        return out
+
     def text_table(self) -> str:
         text = super().text_table()
+        lines = self.procs_lines()
+        if lines:
+            text += "\n  processes (the biggest readers first; read = from storage, read() = read calls):\n" \
+                + "\n".join(lines)
         for n in self.notes:
             text += f"\n  note: {n}"
         return text
@@ -94,6 +130,11 @@ class MonitorResult(Result):
         import html
 
         out = super()._repr_html_()
+        lines = self.procs_lines()
+        if lines:
+            table = html.escape("\n".join(lines))
+            out = out[: -len("</div>")] + ("<details style='font-size:85%'><summary>processes (the biggest readers "
+                                          f"first)</summary><pre>{table}</pre></details></div>")
         if self.notes:
             items = "".join(f"<li>{html.escape(n)}</li>" for n in self.notes)
             out = out[: -len("</div>")] + f"<ul style='font-size:85%;color:#555'>{items}</ul></div>"
