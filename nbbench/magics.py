@@ -47,6 +47,7 @@ class NotebookContext(Context):
     prog: str = "%iobench"
     parser_class: type = MagicParser
     returns_result: bool = True
+    lasting: bool = True
 
     def __post_init__(self):
         if self.cell is not None:
@@ -54,6 +55,15 @@ class NotebookContext(Context):
 
     def command_text(self, name: str, args: str = "", cell: bool = False) -> str:
         return " ".join(p for p in ("%%iobench" if cell else "%iobench", name, args) if p)
+
+    def origin(self) -> str:
+        try:
+            from IPython import get_ipython
+
+            n = getattr(get_ipython(), "execution_count", None)
+        except Exception:  # noqa: BLE001
+            n = None
+        return f"cell [{n}]" if n is not None else ""
 
     def progress(self, desc: str = ""):
         if self.quiet:
