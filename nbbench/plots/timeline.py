@@ -55,7 +55,8 @@ class Timeline:
 
     - ``panels``: :class:`Panel` objects or dicts of their fields (default: one panel
       showing every series).
-    - ``window_s``: show only the last N seconds (None: everything).
+    - ``window_s``: show only the last N seconds (None: everything); the shown range moves in
+      steps of a tenth of the window, so most frames only redraw the lines.
     - ``t0``: time origin (monotonic s); default the first point added.
     - ``blit``: redraw only the lines over a cached background while axis limits hold
       (limits move in 1-2-2.5-5 steps, the time axis starts at ``min_span_s``).
@@ -104,6 +105,7 @@ class Timeline:
         self._ytop: dict[int, float] = {}
         self._xlim = None
         self._n_marks = -1
+        self._marks_tmin = None
 
     # ------------------------------------------------------------------ data
     def add(self, t: float, values: Mapping[str, Any]) -> None:
@@ -201,9 +203,16 @@ class Timeline:
                 tmin, xmax = 0.0, max(tmax, 0.1)
             else:  # start at min_span_s, then grow in nice steps: few full redraws over a long run
                 tmin, xmax = 0.0, nice_ceil(max(tmax * 1.08, self.min_span_s))
-        else:
+        elif self.fit:
             tmin = max(0.0, tmax - self.window_s)
             xmax = max(tmax, tmin + 1.0)
+        else:  # the window moves in steps of a tenth of itself: most frames redraw only the lines
+            step = nice_ceil(self.window_s / 10.0)
+            if tmax * 1.08 <= self.window_s:
+                tmin, xmax = 0.0, min(self.window_s, nice_ceil(max(tmax * 1.08, self.min_span_s)))
+            else:
+                xmax = math.ceil(tmax / step + 1e-9) * step
+                tmin = max(0.0, xmax - self.window_s)
         rel = {}
         for name, (ts, vs) in data.items():
             if self.window_s is not None:
@@ -267,8 +276,9 @@ class Timeline:
         return tuple(key + self._draw_hooks(rel))
 
     def _draw_marks(self, marks: list, t0: float, tmin: float) -> None:
-        if len(marks) == self._n_marks and self.window_s is None:
+        if len(marks) == self._n_marks and (self.window_s is None or tmin == self._marks_tmin):
             return
+        self._marks_tmin = tmin
         for a in self._mark_artists:
             a.remove()
         self._mark_artists = []
