@@ -63,7 +63,8 @@ class NotebookContext(Context):
             n = getattr(get_ipython(), "execution_count", None)
         except Exception:  # noqa: BLE001
             n = None
-        return f"cell [{n}]" if n is not None else ""
+        # IPython counts the running cell before it runs: the cell's own number is one less
+        return f"cell [{n - 1}]" if isinstance(n, int) and n > 1 else ""
 
     def progress(self, desc: str = ""):
         if self.quiet:

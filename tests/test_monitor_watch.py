@@ -147,12 +147,13 @@ def test_watch_command_view_gets_the_records_and_the_marks_and_is_closed_by_stop
 
 def test_magic_watch_twice_mark_and_stop(ipshell, no_watch, capsys):
     before = default_store().count("monitor")
-    ipshell.run_line_magic("iobench", "watch --interval 0.05 --gpu none --no-plot")
+    first = ipshell.run_cell("%iobench watch --interval 0.05 --gpu none --no-plot", store_history=True)
+    assert first.error_in_exec is None and first.execution_count
     assert default_store().count("monitor") == before   # starting saves nothing
-    with pytest.raises(UsageError) as info:
-        ipshell.run_line_magic("iobench", "watch")
-    msg = str(info.value)
-    assert "already running (started in cell [" in msg and "%iobench watch --stop" in msg and "\n" not in msg
+    second = ipshell.run_cell("%iobench watch", store_history=True)
+    msg = str(second.error_in_exec)
+    assert isinstance(second.error_in_exec, UsageError) and "\n" not in msg
+    assert f"already running (started in cell [{first.execution_count}] at" in msg and "%iobench watch --stop" in msg
     ipshell.run_line_magic("iobench", "mark epoch 2")
     time.sleep(0.2)
     res = ipshell.run_line_magic("iobench", "watch --stop -o -q")

@@ -93,21 +93,28 @@ class WatchCommand(Command):
         return bg
 
     def _view(self, args, ctx, mon):
+        """The live view: the timeline of the last --window and, in a kernel, the process table under
+        it (one widget that updates in place while other cells run)."""
         try:
             from ..plots.monitor import monitor_plot_kwargs
             from ..ui.kernel import in_kernel
 
+            widget = in_kernel()
             kw = monitor_plot_kwargs(mon, title=f"nbbench watch — the last {args.window / 60:g} min")
-            # a widget view: it updates in place, in this cell or a docked copy, while other cells run
             plot = ctx.live_plot(**kw, window_s=args.window, max_fps=1.0, cpu_budget=0.01,
-                                 target="widget" if in_kernel() else "none",
+                                 target="widget" if widget else "none", show=False,
                                  capacity=int(1.2 * args.window / args.interval) + 10)
             if plot is None:
                 return None
             plot.start()
             plot.attach(mon)
-            unmark = mon.on_mark(plot.mark)
-            return _View(plot, unmark)
+            if widget:
+                from ..ui.watchview import WatchView
+
+                view = WatchView(plot, mon)
+                ctx.display(view.widget)
+                return view
+            return _View(plot, mon.on_mark(plot.mark))
         except Exception as exc:  # noqa: BLE001 - the view is a convenience; the monitor runs on
             mon._note(f"the live view could not start: {type(exc).__name__}: {exc}")
             return None
