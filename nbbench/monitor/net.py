@@ -16,8 +16,9 @@ list: exactly those (``lo`` counts each byte sent over loopback once in rx and o
 
 Summary (from the counters, not integrated rates): ``net_rx_bytes``, ``net_tx_bytes``,
 ``net_rx_packets_count``, ``net_tx_packets_count``, ``net_rx_mean_bytes_per_s`` (bytes over
-the wall time), ``net_rx_peak_bytes_per_s`` (highest sample) and the tx twins; per
-interface ``net_<IF>_rx_bytes``, ``net_<IF>_tx_bytes``, ``net_<IF>_rx_peak_bytes_per_s``…
+the wall time), ``net_rx_peak_bytes_per_s`` (highest sample: :meth:`NetSource.peaks`, from the
+monitor's statistics) and the tx twins; per interface ``net_<IF>_rx_bytes``,
+``net_<IF>_tx_bytes``, ``net_<IF>_rx_peak_bytes_per_s``…
 (``IF`` with characters other than letters, digits and ``_`` written as ``_``).
 Labels: ``net_interfaces``.  On Linux ``/proc/net/dev`` stays open (one ``pread`` a
 sample, this network namespace's interfaces); elsewhere psutil.
@@ -88,10 +89,10 @@ class NetSource:
         self.interfaces: list[str] = []
         self._psutil = None
         self._f = None
+        self._wanted: frozenset | None = None
         self._prev: dict[str, tuple] = {}
         self._t = None
         self._tot: dict[str, list[int]] = {}  # interface -> [rx bytes, rx packets, tx bytes, tx packets] since start
-        self._peak: dict[str, list[float]] = {}  # "" (all) and each interface -> [rx B/s, tx B/s] highest sample
         self._keys: dict[str, tuple[str, ...]] = {}
         self._wall0 = None
 
@@ -131,13 +132,14 @@ class NetSource:
             self.notes.append("loopback (lo) is watched: each byte sent to this machine counts once in rx "
                               "and once in tx")
         self.labels = {"net_interfaces": f"{','.join(self.interfaces) or 'none'}: {why}"}
+        self._wanted = frozenset(n.encode() for n in self.interfaces)
         self._wall0 = None
 
     def _counters(self) -> dict:
         if self.fast:
             from .procfs import read_net_dev
 
-            return read_net_dev(self._f)
+            return read_net_dev(self._f, self._wanted)
         return self._psutil.net_io_counters(pernic=True, nowrap=True) or {}
 
     def _fields(self, name: str) -> tuple[str, ...]:
@@ -179,36 +181,27 @@ class NetSource:
             tot = self._tot.get(name)
             if tot is None:
                 tot = self._tot[name] = [0, 0, 0, 0]
-            for j in range(4):
-                d = c[j] - p[j]
-                if d < 0:  # counter reset (interface re-created): count from the new value
-                    d = 0
-                tot[j] += d
-                r = d / dt
-                total[j] += r
-                out[keys[j]] = round(r, 1)
-            self._peak_of(name, out[keys[0]], out[keys[2]])
+            # a counter that went back (the interface was re-created) counts from its new value
+            d = [c[0] - p[0], c[1] - p[1], c[2] - p[2], c[3] - p[3]]
+            for j in (0, 1, 2, 3):
+                if d[j] < 0:
+                    d[j] = 0
+                tot[j] += d[j]
+                total[j] += d[j]
+            out[keys[0]] = round(d[0] / dt, 1)
+            out[keys[1]] = round(d[1] / dt, 1)
+            out[keys[2]] = round(d[2] / dt, 1)
+            out[keys[3]] = round(d[3] / dt, 1)
         self._prev, self._t = cur, now
         if any_rate:
-            out["net.rx_bytes_per_s"] = round(total[0], 1)
-            out["net.rx_packets_per_s"] = round(total[1], 1)
-            out["net.tx_bytes_per_s"] = round(total[2], 1)
-            out["net.tx_packets_per_s"] = round(total[3], 1)
-            self._peak_of("", out["net.rx_bytes_per_s"], out["net.tx_bytes_per_s"])
+            out["net.rx_bytes_per_s"] = round(total[0] / dt, 1)
+            out["net.rx_packets_per_s"] = round(total[1] / dt, 1)
+            out["net.tx_bytes_per_s"] = round(total[2] / dt, 1)
+            out["net.tx_packets_per_s"] = round(total[3] / dt, 1)
         else:
             out["net.rx_bytes_per_s"] = out["net.tx_bytes_per_s"] = None
             out["net.rx_packets_per_s"] = out["net.tx_packets_per_s"] = None
         return out
-
-    def _peak_of(self, name: str, rx: float, tx: float) -> None:
-        pk = self._peak.get(name)
-        if pk is None:
-            self._peak[name] = [rx, tx]
-        else:
-            if rx > pk[0]:
-                pk[0] = rx
-            if tx > pk[1]:
-                pk[1] = tx
 
     def totals(self) -> dict[str, tuple[int, int, int, int]]:
         """interface -> (rx bytes, rx packets, tx bytes, tx packets) since the monitor started."""
@@ -227,18 +220,23 @@ class NetSource:
         if wall > 0:
             out["net_rx_mean_bytes_per_s"] = round(all4[0] / wall, 1)
             out["net_tx_mean_bytes_per_s"] = round(all4[2] / wall, 1)
-        pk = self._peak.get("")
-        if pk is not None:
-            out["net_rx_peak_bytes_per_s"], out["net_tx_peak_bytes_per_s"] = pk
         for name in self.interfaces:
             t = tots.get(name)
             if t is None:
                 continue
             m = metric_name(name)
             out[f"net_{m}_rx_bytes"], out[f"net_{m}_tx_bytes"] = t[0], t[2]
-            pki = self._peak.get(name)
-            if pki is not None:
-                out[f"net_{m}_rx_peak_bytes_per_s"], out[f"net_{m}_tx_peak_bytes_per_s"] = pki
+        return out
+
+    def peaks(self, stats: dict) -> dict:
+        """The highest samples (``net_rx_peak_bytes_per_s``, per interface too) from the monitor's
+        running statistics (field -> :class:`~nbbench.results.series.FieldStats`)."""
+        out: dict[str, Any] = {}
+        for name, prefix in [("", "net.")] + [(metric_name(n) + "_", f"net.{n}.") for n in self.interfaces]:
+            for way in ("rx", "tx"):
+                st = stats.get(f"{prefix}{way}_bytes_per_s")
+                if st is not None and st.n:
+                    out[f"net_{name}{way}_peak_bytes_per_s"] = st.max
         return out
 
     def close(self) -> None:

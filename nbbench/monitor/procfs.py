@@ -18,7 +18,7 @@ import os
 from collections import namedtuple
 
 __all__ = ["available", "ProcFile", "CpuTimes", "DiskCounters", "ProcCounters", "NetCounters", "read_cpu_times",
-           "read_diskstats", "read_net_dev", "read_pss", "proc_identity", "ProcReader", "PsutilProcReader",
+           "read_diskstats", "read_net_dev", "read_meminfo", "read_pss", "proc_identity", "ProcReader", "PsutilProcReader",
            "process_reader", "children_of"]
 
 CpuTimes = namedtuple("CpuTimes", "user nice system idle iowait irq softirq steal guest guest_nice")
@@ -73,28 +73,47 @@ def read_cpu_times(f: ProcFile) -> list[CpuTimes]:
     return out
 
 
-def read_diskstats(f: ProcFile) -> dict[str, DiskCounters]:
-    """name -> counters from /proc/diskstats (sectors are 512 bytes there, always)."""
+def read_diskstats(f: ProcFile, names: frozenset | None = None) -> dict[str, DiskCounters]:
+    """name -> counters from /proc/diskstats (sectors are 512 bytes there, always); only ``names``
+    (bytes) when given."""
     out = {}
     for line in f.read().split(b"\n"):
         p = line.split()
-        if len(p) < 14:
+        if len(p) < 14 or (names is not None and p[2] not in names):
             continue
         out[p[2].decode()] = DiskCounters(int(p[3]), int(p[7]), int(p[5]) * 512, int(p[9]) * 512, int(p[12]))
     return out
 
 
-def read_net_dev(f: ProcFile) -> dict[str, NetCounters]:
-    """interface -> counters from /proc/net/dev (this network namespace's interfaces)."""
+def read_meminfo(f: ProcFile) -> tuple[int, int]:
+    """``(total, available)`` bytes from an open /proc/meminfo (as psutil's virtual_memory)."""
+    total = avail = None
+    for line in f.read().split(b"\n"):
+        if line.startswith(b"MemTotal:"):
+            total = int(line.split()[1]) * 1024
+        elif line.startswith(b"MemAvailable:"):
+            avail = int(line.split()[1]) * 1024
+            break
+    if total is None or avail is None:
+        raise ValueError("no MemTotal / MemAvailable in /proc/meminfo")
+    return total, avail
+
+
+def read_net_dev(f: ProcFile, names: frozenset | None = None) -> dict[str, NetCounters]:
+    """interface -> counters from /proc/net/dev (this network namespace's interfaces); only ``names``
+    (bytes) when given."""
     out = {}
     for line in f.read().split(b"\n")[2:]:
         name, sep, rest = line.partition(b":")
         if not sep:
             continue
+        name = name.strip()
+        if names is not None and name not in names:
+            continue
         p = rest.split()
         if len(p) < 10:
             continue
-        out[name.strip().decode()] = NetCounters(int(p[0]), int(p[1]), int(p[8]), int(p[9]))
+        out[name.decode()] = NetCounters(int(p[0]), int(p[1]), int(p[8]), int(p[9]))
     return out
 
 
@@ -142,11 +161,15 @@ class ProcReader:
         rb = rc = 0
         if self.io is not None:
             try:
-                for line in self.io.read().split(b"\n"):
-                    if line.startswith(b"rchar:"):
-                        rc = int(line[6:])
-                    elif line.startswith(b"read_bytes:"):
-                        rb = int(line[11:])
+                tok = self.io.read().split()
+                if len(tok) > 9 and tok[0] == b"rchar:" and tok[8] == b"read_bytes:":  # the layout since 2.6
+                    rc, rb = int(tok[1]), int(tok[9])
+                else:
+                    for k, v in zip(tok[::2], tok[1::2]):
+                        if k == b"rchar:":
+                            rc = int(v)
+                        elif k == b"read_bytes:":
+                            rb = int(v)
             except PermissionError:
                 self.io = None
         return ProcCounters(cpu, rb, rc, rss)

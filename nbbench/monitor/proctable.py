@@ -17,8 +17,8 @@ so the id itself cannot be read back); any other process is ``child``.
 The :class:`~nbbench.monitor.procs.ProcessTreeSource` reads every process's counters
 each sample anyway; the table turns them into rows every ``interval`` seconds (1 s by
 default).  PSS is costly (the kernel walks the page tables: ~15 ms for a 400 MB process),
-so it is read within a CPU budget (``pss_budget``, 0.25 % of one core): every few seconds
-for a small process, seldom for a large one.  When a child exits, Linux adds its totals
+so it is read within a CPU budget (``pss_budget``, 0.1 % of one core for all processes
+together): every few seconds for a small process, seldom for a large one.  When a child exits, Linux adds its totals
 to its parent's counters; the table takes them back (what the child did after its last
 sample is inferred from its parent's jump, less the parent's own recent rate:
 :meth:`ProcessTable.reaped`), so a worker's reads do not show up as the main process's.  Exited processes keep their rows (the oldest are merged into
@@ -84,7 +84,7 @@ class _Row:
 class ProcessTable:
     """Rows of the processes a :class:`~nbbench.monitor.procs.ProcessTreeSource` reads (see the module doc)."""
 
-    def __init__(self, root_pid: int, interval: float = 1.0, pss: bool = True, pss_budget: float = 0.0025,
+    def __init__(self, root_pid: int, interval: float = 1.0, pss: bool = True, pss_budget: float = 0.001,
                  fast: bool = True, ps=None, max_rows: int = 256):
         self.root = root_pid
         self.interval = max(0.05, float(interval))
@@ -289,8 +289,9 @@ class ProcessTable:
         except Exception:  # noqa: BLE001 - no permission, or gone
             pss = None
         cost = time.thread_time() - c0
-        # the next read waits so long that PSS reads stay within the budget
-        r.pss_next = now + max(self.interval, cost / self.pss_budget)
+        # the next read waits so long that the PSS reads of all live processes together stay within the budget
+        live = sum(1 for x in self.rows.values() if x.t_end is None) or 1
+        r.pss_next = now + max(self.interval, cost * live / self.pss_budget)
         if pss is not None:
             r.pss = pss
             if r.pss_peak is None or pss > r.pss_peak:

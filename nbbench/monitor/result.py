@@ -141,6 +141,9 @@ def build_result(mon, status: str = "ok", reason: str | None = None, params: dic
     put("disk_write_peak_bytes_per_s", "disk.write_bytes_per_s", "max")
     put("disk_read_peak_iops", "disk.read_iops", "max")
     put("disk_busy_mean_pct", "disk.busy_pct")
+    net = next((s for s in mon.sources if getattr(s, "name", "") == "net"), None)
+    if net is not None and hasattr(net, "peaks"):
+        metrics.update(net.peaks(stats))
     if mon.sampler_cpu_pct is not None:
         metrics["sampler_cpu_pct"] = round(mon.sampler_cpu_pct, 3)
 

@@ -122,7 +122,10 @@ class Monitor(RecordBuffer):
         self._given_sources = list(sources) if sources is not None else None
         self.sources: list[Any] = []
         self._subs: list[Callable[[dict], Any]] = []
-        self._stop = threading.Event()
+        # held while the thread runs; stop() releases it: the thread's wait between samples is one
+        # lock acquire with a timeout (cheaper than an Event's Condition at 10 Hz)
+        self._halt = threading.Lock()
+        self._stopping = False
         self._thread: threading.Thread | None = None
         self._dead_sources: set[str] = set()
         self.notes: list[str] = []
@@ -195,7 +198,9 @@ class Monitor(RecordBuffer):
         if self.t_stop is not None:
             raise RuntimeError("this Monitor has run and stopped (its sources are closed): make a new one")
         self.open()
-        self._stop.clear()
+        self._stopping = False
+        if not self._halt.locked():
+            self._halt.acquire()
         self.started_at = time.time()
         self.t_start = time.monotonic()
         self.t_stop = None
@@ -212,7 +217,11 @@ class Monitor(RecordBuffer):
                 self._close_sources()
                 self._opened = False
             return self
-        self._stop.set()
+        self._stopping = True
+        try:
+            self._halt.release()
+        except RuntimeError:
+            pass
         if self._thread is not None:
             self._thread.join()
         self._running = False
@@ -248,12 +257,13 @@ class Monitor(RecordBuffer):
         cpu0 = time.thread_time()
         interval = self.interval
         nxt = self.t_start + interval
-        stop = self._stop
+        halt = self._halt
         while True:
             delay = nxt - time.monotonic()
-            if delay > 0 and stop.wait(delay):
+            if delay > 0 and halt.acquire(timeout=delay):
+                halt.release()
                 break
-            if stop.is_set():
+            if self._stopping:
                 break
             now = time.monotonic()
             if not self._paused:
