@@ -164,6 +164,10 @@ class MarkCommand(Command):
 
         text = " ".join(args.text)
         bg = background.current()
+        if bg is None and not ctx.lasting:
+            raise ProbeError("mark puts a line on a background monitor of the same process: %iobench watch in a "
+                             "notebook or nbbench.watch() in Python (a terminal's nbbench watch runs in its own "
+                             "process, where nothing else can reach it)")
         if bg is None:
             raise ProbeError(f"no background monitor is running here: start one with {ctx.command_text('watch')}")
         t, _ = background.mark(text)
