@@ -146,6 +146,12 @@ def test_pss_is_read_within_its_cpu_budget():
     assert r.pss is not None and 0 < r.pss <= 4 * r.rss_peak + 2**30
     # the next read waits cost / budget (at least one table interval)
     assert r.pss_next >= 0.1
+    # over a (simulated) minute, all the PSS reads together stay within the budget
+    first = t._pss_spent
+    for i in range(1, 601):
+        t.step(i * 0.1, {os.getpid(): c})
+    assert t._pss_spent <= t.pss_budget * 60 + 0.005 + 2 * first
+    assert t._pss_spent > first   # and PSS is read again meanwhile
     t.close()
 
 
@@ -248,3 +254,17 @@ def test_the_monitor_links_the_table_to_the_gpu_source_and_stores_it():
         assert res.samples["procs"]["gpu_mem_peak_bytes"][0] == 2**30
     else:
         assert res.samples["gpu_procs_unmatched"]["pid"] == [os.getpid()]
+
+
+def test_a_short_run_gives_rates_over_the_time_it_was_watched():
+    t = ProcessTable(root_pid=os.getpid(), interval=1.0, pss=False)
+    t.seen(os.getpid(), ProcCounters(1.0, 0, 0, 2**20), 10.0, fresh=False)
+    t.step(10.0, {os.getpid(): ProcCounters(1.0, 0, 0, 2**20)})
+    last = {os.getpid(): ProcCounters(1.025, 6_000_000, 6_000_000, 2**20)}
+    t.sync(last, 10.05)   # the run ends 50 ms later, before another step
+    metrics, labels = t.summary()
+    assert labels["proc_top_reader"] == f"main (pid {os.getpid()}): 120 MB/s from storage (6.00 MB read)"
+    assert labels["proc_top_cpu"] == f"main (pid {os.getpid()}): 50 % of one core (0.0 s CPU)"
+    assert t.columns(10.0)["read_mean_bytes_per_s"] == [pytest.approx(120e6)]
+    t.sync(last, 10.005)   # under one step: no rate rather than a made-up one
+    assert "proc_top_reader" not in t.summary()[1]

@@ -39,6 +39,7 @@ class ProcFile:
 
     def __init__(self, path: str, size: int = 16384):
         self.path = path
+        self.fd = None
         self.fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         self.size = size
 

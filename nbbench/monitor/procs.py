@@ -191,7 +191,7 @@ class ProcessTreeSource:
         before = None
         if table is not None:
             before = dict(last)
-            table.rename()
+            table.rename(now)
         for pid, r in self._procs.items():
             try:
                 c = r.read()
@@ -253,7 +253,7 @@ class ProcessTreeSource:
             out["proc_read_bytes"] = int(max(0.0, b[1] - a[1]))
             out["proc_read_syscall_bytes"] = int(max(0.0, b[2] - a[2]))
         if self.table is not None:
-            self.table.sync(self._last)
+            self.table.sync(self._last, self._t)
             metrics, labels = self.table.summary()
             out.update(metrics)
             self.labels.update(labels)
@@ -266,7 +266,7 @@ class ProcessTreeSource:
         """``{"procs": columns}`` of the per-process table (``{}`` without one)."""
         if self.table is None or not self.table.rows:
             return {}
-        self.table.sync(self._last)
+        self.table.sync(self._last, self._t)
         out = {"procs": self.table.columns(t_origin)}
         gpu = self.table.gpu
         if gpu is not None and gpu.unmatched:

@@ -18,7 +18,8 @@ The :class:`~nbbench.monitor.procs.ProcessTreeSource` reads every process's coun
 each sample anyway; the table turns them into rows every ``interval`` seconds (1 s by
 default).  PSS is costly (the kernel walks the page tables: ~15 ms for a 400 MB process),
 so it is read within a CPU budget (``pss_budget``, 0.1 % of one core for all processes
-together): every few seconds for a small process, seldom for a large one.  When a child exits, Linux adds its totals
+together, first reads included): every few seconds for a small process, seldom for a large
+one, and in a short run perhaps not at all (``pss_peak_bytes`` is then None).  When a child exits, Linux adds its totals
 to its parent's counters; the table takes them back (what the child did after its last
 sample is inferred from its parent's jump, less the parent's own recent rate:
 :meth:`ProcessTable.reaped`), so a worker's reads do not show up as the main process's.  Exited processes keep their rows (the oldest are merged into
@@ -95,15 +96,17 @@ class ProcessTable:
         self.max_rows = max(8, int(max_rows))
         self.rows: dict[int, _Row] = {}
         self.gpu = None  # a GpuProcesses, linked by the monitor when there are GPUs
-        self._unnamed: list[_Row] = []  # seen in the last sample: their names are read once more
+        self._unnamed: list[_Row] = []  # young processes: their names are read again
         self.notes: list[str] = []
         self.cpu_s = 0.0  # CPU time the table's own steps took
         self.merged = 0
         self._new: list[int] = []
         self._t_step = None
+        self._t_now = None  # when the counters were last read
         self._t_start = None
         self._pids_changed = True
         self._pss_ok = True
+        self._pss_spent = 0.0  # CPU seconds the PSS reads took so far
 
     # -------------------------------------------------------------- tracking
     def seen(self, pid: int, counters, now: float, fresh: bool) -> None:
@@ -122,14 +125,23 @@ class ProcessTable:
         self._new.append(pid)
         self._pids_changed = True
 
-    def rename(self) -> None:
-        """Read the names of the processes seen in the previous sample again (every sample, cheap
-        when nobody is new): a forked DataLoader worker names itself just after it starts."""
-        if self._unnamed:
-            for r in self._unnamed:
-                if r.t_end is None:
-                    self._identity(r)
-            self._unnamed = []
+    def rename(self, now: float) -> None:
+        """Read the names of young processes again (each sample, for their first 2 s; nothing to do
+        when nobody is new): a forked DataLoader worker names itself once it gets to run."""
+        if not self._unnamed:
+            return
+        keep = []
+        for r in self._unnamed:
+            if r.t_end is not None:
+                continue
+            old = r.name
+            self._identity(r)
+            if r.name == WORKER_COMM:
+                if old != WORKER_COMM and r.pid not in self._new:
+                    self._new.append(r.pid)   # its role is settled at the next step
+            elif now - r.t0 < 2.0:
+                keep.append(r)
+        self._unnamed = keep
 
     def gone(self, pid: int, now: float, counters=None) -> None:
         """``pid`` exited (and was reaped): its parent's counters now hold its totals
@@ -181,8 +193,11 @@ class ProcessTable:
             for k, f in zip(kids, finals):
                 self.gone(k.pid, now, ProcCounters(*f))
 
-    def sync(self, last: dict) -> None:
-        """Bring the live rows' counters up to date (before reading totals at the end)."""
+    def sync(self, last: dict, now: float | None = None) -> None:
+        """Bring the live rows' counters up to date (before reading totals at the end; ``now``:
+        when they were read)."""
+        if now is not None:
+            self._t_now = now
         for pid, r in self.rows.items():
             if r.t_end is None and pid in last:
                 r.last = last[pid]
@@ -227,7 +242,7 @@ class ProcessTable:
             r.rss = c.rss_bytes
             if c.rss_bytes > r.rss_peak:
                 r.rss_peak = c.rss_bytes
-            if self.want_pss and self._pss_ok and now >= r.pss_next:
+            if self.want_pss and self._pss_ok and now >= r.pss_next and self._pss_allowed(now):
                 self._read_pss(r, now)
             if gpu is not None:
                 g = gpu.get(pid)
@@ -265,10 +280,19 @@ class ProcessTable:
                 r.kind = "main"
             elif r.name == WORKER_COMM:
                 r.kind = "worker"
-                # by start time among the workers of the same parent alive when it was seen
-                sib = sorted((x.start, x.pid) for x in self.rows.values()
-                             if x.kind == "worker" and x.ppid == r.ppid and (x.t_end is None or x is r))
-                r.worker = sib.index((r.start, r.pid))
+        # numbered by start time among the live workers of the same parent (all of them again: a
+        # sibling that started earlier may be seen later)
+        for ppid in {self.rows[p].ppid for p in pids if p in self.rows and self.rows[p].kind == "worker"}:
+            sib = sorted((x for x in self.rows.values() if x.kind == "worker" and x.ppid == ppid
+                          and (x.t_end is None or x.pid in pids)), key=lambda x: (x.start, x.pid))
+            for k, x in enumerate(sib):
+                x.worker = k
+
+    def _pss_allowed(self, now: float) -> bool:
+        """The budget holds over the whole run, first reads included: what PSS cost so far stays under
+        ``pss_budget`` of the time since the start (plus 5 ms to begin with)."""
+        start = self._t_start if self._t_start is not None else now
+        return self._pss_spent < self.pss_budget * (now - start) + 0.005
 
     def _read_pss(self, r: _Row, now: float) -> None:
         c0 = time.thread_time()
@@ -289,6 +313,7 @@ class ProcessTable:
         except Exception:  # noqa: BLE001 - no permission, or gone
             pss = None
         cost = time.thread_time() - c0
+        self._pss_spent += cost
         # the next read waits so long that the PSS reads of all live processes together stay within the budget
         live = sum(1 for x in self.rows.values() if x.t_end is None) or 1
         r.pss_next = now + max(self.interval, cost * live / self.pss_budget)
@@ -342,11 +367,11 @@ class ProcessTable:
         cols: dict[str, list] = {c: [] for c in COLUMNS}
         for r in rows:
             cpu, rb, rc = r.totals()
-            end = r.t_end if r.t_end is not None else self._t_step
-            life = max(1e-9, (end or r.t0) - r.t0)
+            life = self._life(r)
             vals = (r.pid, r.ppid, r.role, r.name, round(r.t0 - t_origin, 3),
                     None if r.t_end is None else round(r.t_end - t_origin, 3), int(rb), int(rc), round(cpu, 3),
-                    round(rb / life, 1) if life > 1e-6 else None, r.peak_read, round(100.0 * cpu / life, 1),
+                    round(rb / life, 1) if life else None, r.peak_read,
+                    round(100.0 * cpu / life, 1) if life else None,
                     r.rss_peak, r.pss_peak, r.gpu_mem_peak,
                     round(r.gpu_util_sum / r.gpu_util_n, 1) if r.gpu_util_n else None)
             for c, v in zip(COLUMNS, vals):
@@ -363,10 +388,7 @@ class ProcessTable:
         if not rows:
             return metrics, labels
 
-        def life(r):
-            end = r.t_end if r.t_end is not None else self._t_step
-            return max(1e-9, (end or r.t0) - r.t0)
-
+        life = self._life
         def who(r):
             return f"{r.role} (pid {r.pid})"
 
@@ -375,19 +397,25 @@ class ProcessTable:
         metrics["proc_workers_count"] = sum(1 for r in rows if r.kind == "worker")
         top = max(rows, key=lambda r: (r.totals()[1], r.totals()[2]))
         cpu, rb, rc = top.totals()
-        if rb > 0:
+        if rb > 0 and life(top):
             labels["proc_top_reader"] = (f"{who(top)}: {format_si(rb / life(top), 'B/s')} from storage "
                                          f"({format_si(rb, 'B')} read)")
-        elif rc > 0:
+        elif rc > 0 and life(top):
             labels["proc_top_reader"] = (f"{who(top)}: {format_si(rc / life(top), 'B/s')} through read(), "
                                          "none from storage (the page cache served it)")
         metrics["proc_top_reader_read_bytes"] = int(rb)
         topc = max(rows, key=lambda r: r.totals()[0])
         c = topc.totals()[0]
-        if c > 0:
+        if c > 0 and life(topc):
             labels["proc_top_cpu"] = f"{who(topc)}: {100.0 * c / life(topc):.0f} % of one core ({c:.1f} s CPU)"
         metrics["proc_top_cpu_s"] = round(c, 3)
         return metrics, labels
+
+    def _life(self, r: _Row) -> float | None:
+        """Seconds the process was watched (None when under one sampling step: no rate then)."""
+        end = r.t_end if r.t_end is not None else max(self._t_now or 0.0, self._t_step or 0.0)
+        span = end - r.t0
+        return span if span > 0.01 else None
 
     def close(self) -> None:
         for r in self.rows.values():
