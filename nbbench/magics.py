@@ -105,6 +105,19 @@ class NotebookContext(Context):
         plot = LivePlot(**kwargs)
         return None if plot.target == "none" else plot   # terminal IPython: nowhere to show a picture
 
+    def watch_view(self, monitor, **kwargs):
+        if self.quiet:
+            return None
+        from .ui.kernel import in_kernel
+
+        if not in_kernel():   # terminal IPython: no widgets
+            return None
+        from .ui.watchview import WatchView
+
+        view = WatchView(monitor, **kwargs)
+        display(view.widget)
+        return view
+
     def loader_plot(self):
         if self.quiet:
             return None

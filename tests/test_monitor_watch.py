@@ -108,41 +108,45 @@ def test_one_background_monitor_marks_and_its_result(no_watch):
 
 
 class LastingContext(Context):
-    """A front end that lives on (like a kernel), with a real live plot that draws nowhere."""
+    """A front end that lives on (like a kernel) and makes the real watch view (its widgets shown nowhere)."""
 
     def __init__(self, **kw):
         super().__init__(frontend="api", lasting=True, **kw)
-        self.plots = []
+        self.views = []
 
     def origin(self):
         return "cell [3]"
 
-    def live_plot(self, **kw):
-        from nbbench.ui.liveplot import LivePlot
+    def watch_view(self, monitor, **kw):
+        from nbbench.ui.watchview import WatchView
 
-        plot = LivePlot(**kw)
-        self.plots.append(plot)
-        return plot
+        view = WatchView(monitor, max_rest_s=0.5, **kw)
+        self.views.append(view)
+        return view
 
 
-def test_watch_command_view_gets_the_records_and_the_marks_and_is_closed_by_stop(no_watch, capsys):
+def test_watch_command_view_gets_the_records_the_table_and_the_marks_and_is_closed_by_stop(no_watch, capsys):
     ctx = LastingContext()
     inv = commands.parse(["watch", "--interval", "0.05", "--gpu", "none", "--window", "30s"], ctx)
     bg = commands.execute(inv, ctx)
     assert isinstance(bg, background.Background) and bg.running
     out = capsys.readouterr().out
     assert "watching in the background (started in cell [3]" in out and "watch --stop" in out
-    plot = ctx.plots[-1]
-    assert plot.timeline.window_s == 30 and plot.max_fps == 1.0
-    time.sleep(0.3)
+    view = ctx.views[-1]
+    assert view.timeline.window_s == 30 and view.max_fps == 1.0 and view in bg.views
+    first = view.image.value
+    assert first[:4] == b"\x89PNG"
+    time.sleep(2.5)
     commands.execute(commands.parse(["mark", "lr", "0.1"], ctx), ctx)
     assert "mark 'lr 0.1' at" in capsys.readouterr().out
-    assert plot.timeline._marks[-1][1] == "lr 0.1" and plot.names()
+    assert view.timeline._marks[-1][1] == "lr 0.1" and "cpu.util_pct" in view.timeline.names()
+    assert view.frames >= 1 and view.image.value != first   # new frames while it runs
+    assert f"<td style='text-align:left;padding:0 6px'>{os.getpid()}</td>" in view.table.value
     before = default_store().count("monitor")
     res = commands.execute(commands.parse(["watch", "--stop", "--label", "w1"], ctx), ctx)
-    assert plot.closed and res.labels["label"] == "w1" and res.params["what"] == "watch"
+    assert view.closed and res.labels["label"] == "w1" and res.params["what"] == "watch"
     assert default_store().count("monitor") == before + 1
-    assert not [t for t in threading.enumerate() if t.name in ("nbbench-monitor", "nbbench-liveplot")]
+    assert not [t for t in threading.enumerate() if t.name in ("nbbench-monitor", "nbbench-watchview")]
 
 
 def test_magic_watch_twice_mark_and_stop(ipshell, no_watch, capsys):

@@ -116,6 +116,11 @@ class Context:
         """A live plot for samplers (``nbbench.ui.liveplot.LivePlot`` kwargs) or None where there is none."""
         return None
 
+    def watch_view(self, monitor, **kwargs):
+        """A live view of a background monitor (``nbbench.ui.watchview.WatchView`` kwargs), shown, that
+        updates while other cells run; None where there is none.  It has ``close()``."""
+        return None
+
     def loader_plot(self):
         """A started live view of a DataLoader benchmark (``nbbench.ui.loaderplot.LoaderPlot``) or None."""
         return None

@@ -93,28 +93,14 @@ class WatchCommand(Command):
         return bg
 
     def _view(self, args, ctx, mon):
-        """The live view: the timeline of the last --window and, in a kernel, the process table under
-        it (one widget that updates in place while other cells run)."""
+        """The front end's live view: the timeline of the last --window and the process table under it,
+        updating in place while other cells run (None where views do not show)."""
         try:
             from ..plots.monitor import monitor_plot_kwargs
-            from ..ui.kernel import in_kernel
 
-            widget = in_kernel()
             kw = monitor_plot_kwargs(mon, title=f"nbbench watch — the last {args.window / 60:g} min")
-            plot = ctx.live_plot(**kw, window_s=args.window, max_fps=1.0, cpu_budget=0.01,
-                                 target="widget" if widget else "none", show=False,
-                                 capacity=int(1.2 * args.window / args.interval) + 10)
-            if plot is None:
-                return None
-            plot.start()
-            plot.attach(mon)
-            if widget:
-                from ..ui.watchview import WatchView
-
-                view = WatchView(plot, mon)
-                ctx.display(view.widget)
-                return view
-            return _View(plot, mon.on_mark(plot.mark))
+            return ctx.watch_view(mon, window_s=args.window, capacity=int(1.2 * args.window / args.interval) + 10,
+                                  **kw)
         except Exception as exc:  # noqa: BLE001 - the view is a convenience; the monitor runs on
             mon._note(f"the live view could not start: {type(exc).__name__}: {exc}")
             return None
@@ -133,20 +119,6 @@ class WatchCommand(Command):
         if isinstance(value, Result):
             ctx.display(value)
             ctx.display_image(value.png)
-
-
-class _View:
-    """The live plot of a background monitor, closed (last frame drawn) when the watch stops."""
-
-    def __init__(self, plot, unmark):
-        self.plot, self._unmark = plot, unmark
-
-    def close(self) -> None:
-        self._unmark()
-        self.plot.close()
-
-    def __getattr__(self, name):
-        return getattr(self.plot, name)
 
 
 class MarkCommand(Command):

@@ -1,17 +1,23 @@
 """The view of a background monitor (``%iobench watch``): its live timeline and, under it,
 the per-process table like iotop's — which process reads, computes, holds memory now.
 
-Both are widgets (an ``ipywidgets.Image`` the :class:`~nbbench.ui.liveplot.LivePlot`
-pushes frames into, an ``HTML`` table refreshed every ``table_every`` seconds from the
-sampler's thread), so the view updates in place while other cells run, and a copy
-made with JupyterLab's "Create New View for Output" updates too.
+One ``ipywidgets.VBox``: an ``Image`` its own drawing thread pushes frames into and an
+``HTML`` table refreshed from the sampler's thread, so the view updates in place while other
+cells run, and a copy made with JupyterLab's "Create New View for Output" updates too.
+
+Its cadence is a dashboard's, not a cell plot's: at most ``max_fps`` frames a second, resting
+``cost / cpu_budget`` after a frame (so drawing stays within ``cpu_budget`` of one core) but
+never more than ``max_rest_s`` — a frame that had to redraw the axes (the window moved, an axis
+grew) on a busy machine does not freeze the view for half a minute.
 """
 
 from __future__ import annotations
 
 import html
+import threading
 import time
 
+from ..plots.timeline import Timeline
 from ..units import format_bytes, format_si
 
 __all__ = ["WatchView", "table_html"]
@@ -47,26 +53,66 @@ def table_html(rows: list[dict], limit: int = 8) -> str:
 
 
 class WatchView:
-    """A started live plot (``target="widget"``, not shown) and the process table of ``monitor``, in one widget."""
+    """The live view of a started ``monitor``: ``WatchView(monitor, panels=…, title=…, window_s=600,
+    max_fps=1.0, cpu_budget=0.01, max_rest_s=5.0, table_every=2.0, **timeline_kwargs)``;
+    :attr:`widget` is what to display, :meth:`close` draws the last frame and stops."""
 
-    def __init__(self, plot, monitor, table_every: float = 2.0):
+    def __init__(self, monitor, window_s: float = 600.0, max_fps: float = 1.0, cpu_budget: float = 0.01,
+                 max_rest_s: float = 5.0, table_every: float = 2.0, **timeline_kwargs):
         import ipywidgets as w
 
-        self.plot = plot
         self.monitor = monitor
+        self.timeline = Timeline(window_s=window_s, **timeline_kwargs)
+        if self.timeline.t0 is None:
+            self.timeline.t0 = monitor.t_start
+        self.max_fps = max(0.1, float(max_fps))
+        self.cpu_budget = max(1e-4, float(cpu_budget))
+        self.max_rest_s = max(1.0 / self.max_fps, float(max_rest_s))
         self.table_every = table_every
-        self._last = -1e9
-        self._html = ""
+        self.frames = 0
+        self.draw_cpu_s = 0.0
+        self.closed = False
+        for rec in monitor.records():
+            self.timeline.add_record(rec)
+        for t, text in list(getattr(monitor, "marks", [])):
+            self.timeline.mark(t, text)
+        self.image = w.Image(value=self._render(), format="png", layout=w.Layout(max_width="100%"))
         self.table = w.HTML(value="")
-        self.widget = w.VBox([plot.widget, self.table])
+        self.widget = w.VBox([self.image, self.table])
+        self._last_table = -1e9
+        self._html = ""
         self._unsub = monitor.subscribe(self._on_record)
-        self._unmark = monitor.on_mark(plot.mark)
+        self._unmark = monitor.on_mark(self.timeline.mark)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="nbbench-watchview", daemon=True)
+        self._thread.start()
+
+    def _render(self) -> bytes:
+        c0 = time.thread_time()
+        png = self.timeline.png(compress_level=1)
+        self.last_cost = time.thread_time() - c0
+        self.draw_cpu_s += self.last_cost
+        return png
+
+    def _loop(self) -> None:
+        period = 1.0 / self.max_fps
+        while not self._stop.wait(period):
+            if not self.timeline.dirty:
+                continue
+            try:
+                self.image.value = self._render()
+            except Exception:  # noqa: BLE001 - drawing trouble never stops the monitor
+                period = self.max_rest_s
+                continue
+            self.frames += 1
+            period = min(self.max_rest_s, max(1.0 / self.max_fps, self.last_cost / self.cpu_budget))
 
     def _on_record(self, rec: dict) -> None:
+        self.timeline.add_record(rec)
         now = time.monotonic()
-        if now - self._last < self.table_every:
+        if now - self._last_table < self.table_every:
             return
-        self._last = now
+        self._last_table = now
         src = self.monitor.source("proc") if hasattr(self.monitor, "source") else None
         table = getattr(src, "table", None)
         if table is None:
@@ -76,11 +122,19 @@ class WatchView:
             self._html = text
             self.table.value = text
 
+    def mark(self, t: float, text: str = "") -> None:
+        self.timeline.mark(t, text)
+
     def close(self) -> None:
-        """Stop updating; the plot's last frame is drawn (its thread joined first)."""
+        """Stop updating (the drawing thread joined), then draw the last frame here."""
+        if self.closed:
+            return
+        self.closed = True
         self._unsub()
         self._unmark()
-        self.plot.close()
-
-    def __getattr__(self, name):
-        return getattr(self.plot, name)
+        self._stop.set()
+        self._thread.join()
+        try:
+            self.image.value = self.timeline.png(compress_level=6)
+        except Exception:  # noqa: BLE001
+            pass
