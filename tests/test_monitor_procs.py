@@ -147,11 +147,11 @@ def test_pss_is_read_within_its_cpu_budget():
     # the next read waits cost / budget (at least one table interval)
     assert r.pss_next >= 0.1
     # over a (simulated) minute, all the PSS reads together stay within the budget
-    first = t._pss_spent
+    first = t.pss.spent
     for i in range(1, 601):
         t.step(i * 0.1, {os.getpid(): c})
-    assert t._pss_spent <= t.pss_budget * 60 + 0.005 + 2 * first
-    assert t._pss_spent > first   # and PSS is read again meanwhile
+    assert t.pss.spent <= t.pss.budget * 60 + 0.005 + 2 * first
+    assert t.pss.spent > first   # and PSS is read again meanwhile
     t.close()
 
 

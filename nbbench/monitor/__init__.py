@@ -22,8 +22,9 @@ monitor starts); :class:`MonitorResult` lives in :mod:`nbbench.results.monitor`.
   at full rate and older means), running statistics, windows
 * :mod:`.result`   :func:`build_result`: a stopped monitor's :class:`MonitorResult`
 * the sources: :mod:`.cpu`, :mod:`.disk`, :mod:`.net` (network interfaces), :mod:`.procs`
-  (the process tree, with :mod:`.proctable`, the per-process table, and :mod:`.gpuprocs`,
-  GPU memory per process), :mod:`.gpu` (NVML); :mod:`.procfs` reads /proc
+  (the process tree, with :mod:`.proctable`, the per-process table, :mod:`.pss`, PSS within
+  a CPU budget, and :mod:`.gpuprocs`, GPU memory per process), :mod:`.gpu` (NVML);
+  :mod:`.procfs` reads /proc
 * :mod:`.background` the one background monitor of a process (``%iobench watch``),
   :mod:`.exporter` ``/metrics`` for Prometheus (``--serve``), :mod:`.text` the status line
 

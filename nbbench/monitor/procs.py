@@ -257,7 +257,8 @@ class ProcessTreeSource:
             metrics, labels = self.table.summary()
             out.update(metrics)
             self.labels.update(labels)
-            for n in self.table.notes + (self.table.gpu.notes if self.table.gpu is not None else []):
+            t = self.table
+            for n in t.notes + (t.gpu.notes if t.gpu is not None else []) + (t.pss.notes if t.pss else []):
                 if n not in self.notes:
                     self.notes.append(n)
         return out

@@ -16,14 +16,12 @@ so the id itself cannot be read back); any other process is ``child``.
 
 The :class:`~nbbench.monitor.procs.ProcessTreeSource` reads every process's counters
 each sample anyway; the table turns them into rows every ``interval`` seconds (1 s by
-default).  PSS is costly (the kernel walks the page tables: ~15 ms for a 400 MB process),
-so it is read within a CPU budget (``pss_budget``, 0.1 % of one core for all processes
-together, first reads included): every few seconds for a small process, seldom for a large
-one, and in a short run perhaps not at all (``pss_peak_bytes`` is then None).  When a child exits, Linux adds its totals
-to its parent's counters; the table takes them back (what the child did after its last
-sample is inferred from its parent's jump, less the parent's own recent rate:
-:meth:`ProcessTable.reaped`), so a worker's reads do not show up as the main process's.  Exited processes keep their rows (the oldest are merged into
-one row past ``max_rows``).
+default).  PSS is costly, so it is read within a CPU budget (:mod:`.pss`).  When a child
+exits, Linux adds its totals to its parent's counters; the table takes them back (what
+the child did after its last sample is inferred from its parent's jump, less the parent's
+own recent rate: :meth:`ProcessTable.reaped`), so a worker's reads do not show up as the
+main process's.  Exited processes keep their rows (the oldest are merged into one row
+past ``max_rows``).
 """
 
 from __future__ import annotations
@@ -32,6 +30,7 @@ import time
 from typing import Any
 
 from .procfs import ProcCounters
+from .pss import PssReader
 
 __all__ = ["ProcessTable", "COLUMNS", "WORKER_COMM"]
 
@@ -89,8 +88,7 @@ class ProcessTable:
                  fast: bool = True, ps=None, max_rows: int = 256):
         self.root = root_pid
         self.interval = max(0.05, float(interval))
-        self.want_pss = pss
-        self.pss_budget = max(1e-5, float(pss_budget))
+        self.pss = PssReader(pss_budget, self.interval, fast, ps, root_pid) if pss else None
         self.fast = fast
         self.ps = ps
         self.max_rows = max(8, int(max_rows))
@@ -105,8 +103,6 @@ class ProcessTable:
         self._t_now = None  # when the counters were last read
         self._t_start = None
         self._pids_changed = True
-        self._pss_ok = True
-        self._pss_spent = 0.0  # CPU seconds the PSS reads took so far
 
     # -------------------------------------------------------------- tracking
     def seen(self, pid: int, counters, now: float, fresh: bool) -> None:
@@ -152,7 +148,8 @@ class ProcessTable:
         if counters is not None:
             r.last = counters
         r.t_end = now
-        self._close_pss(r)
+        if self.pss is not None:
+            self.pss.close(r)
         parent = self.rows.get(r.ppid)
         if parent is not None and parent.t_end is None and r.last is not None:
             c, a = r.last, parent.absorbed
@@ -242,7 +239,7 @@ class ProcessTable:
             r.rss = c.rss_bytes
             if c.rss_bytes > r.rss_peak:
                 r.rss_peak = c.rss_bytes
-            if self.want_pss and self._pss_ok and now >= r.pss_next and self._pss_allowed(now):
+            if self.pss is not None and now >= r.pss_next and self.pss.allowed(now, self._t_start):
                 self._read_pss(r, now)
             if gpu is not None:
                 g = gpu.get(pid)
@@ -288,45 +285,12 @@ class ProcessTable:
             for k, x in enumerate(sib):
                 x.worker = k
 
-    def _pss_allowed(self, now: float) -> bool:
-        """The budget holds over the whole run, first reads included: what PSS cost so far stays under
-        ``pss_budget`` of the time since the start (plus 5 ms to begin with)."""
-        start = self._t_start if self._t_start is not None else now
-        return self._pss_spent < self.pss_budget * (now - start) + 0.005
-
     def _read_pss(self, r: _Row, now: float) -> None:
-        c0 = time.thread_time()
-        try:
-            if self.fast:
-                from .procfs import ProcFile, read_pss
-
-                if r.pss_file is None:
-                    r.pss_file = ProcFile(f"/proc/{r.pid}/smaps_rollup", 4096)
-                pss = read_pss(r.pss_file)
-            else:
-                pss = getattr(self.ps.Process(r.pid).memory_full_info(), "pss", None)
-        except FileNotFoundError:
-            pss = None
-            if r.pid == self.root:
-                self._pss_ok = False
-                self.notes.append("PSS is N/A: /proc/PID/smaps_rollup is missing (Linux 4.14 or later has it)")
-        except Exception:  # noqa: BLE001 - no permission, or gone
-            pss = None
-        cost = time.thread_time() - c0
-        self._pss_spent += cost
-        # the next read waits so long that the PSS reads of all live processes together stay within the budget
-        live = sum(1 for x in self.rows.values() if x.t_end is None) or 1
-        r.pss_next = now + max(self.interval, cost * live / self.pss_budget)
+        pss = self.pss.read(r, now, live=sum(1 for x in self.rows.values() if x.t_end is None))
         if pss is not None:
             r.pss = pss
             if r.pss_peak is None or pss > r.pss_peak:
                 r.pss_peak = pss
-
-    @staticmethod
-    def _close_pss(r: _Row) -> None:
-        if r.pss_file is not None:
-            r.pss_file.close()
-            r.pss_file = None
 
     def _merge_oldest(self) -> None:
         ended = sorted((r.t_end, pid) for pid, r in self.rows.items() if r.t_end is not None and pid > 0)
@@ -418,8 +382,9 @@ class ProcessTable:
         return span if span > 0.01 else None
 
     def close(self) -> None:
-        for r in self.rows.values():
-            self._close_pss(r)
+        if self.pss is not None:
+            for r in self.rows.values():
+                self.pss.close(r)
 
 
 class _Zero:
