@@ -12,7 +12,7 @@ from .version import __version__  # noqa: E402
 from .results import ProbeError, Result  # noqa: E402  (light: stdlib only)
 
 __all__ = ["__version__", "Result", "ProbeError", "load_ipython_extension", "default_store", "history", "panel",
-           "monitor"]
+           "monitor", "watch", "mark"]
 
 
 def load_ipython_extension(ipython) -> None:
@@ -32,6 +32,42 @@ def default_store():
 def history(kind=None, label=None):
     """Stored runs as a pandas DataFrame (see :meth:`nbbench.store.Store.history`)."""
     return default_store().history(kind=kind, label=label)
+
+
+def watch(stop: bool = False, **options):
+    """The dashboard that stays, from Python: ``%iobench watch`` (see :mod:`nbbench.commands.watch`).
+
+    ``nbbench.watch(interval=1.0, window="10m", serve=None, gpus="all", path=None, net="auto",
+    procs=1.0, no_plot=False)`` starts this process's background monitor and, in a Jupyter
+    kernel, shows its live view; returns the running background monitor.
+    ``nbbench.watch(stop=True, label=None, no_save=False)`` stops it and returns the
+    saved :class:`~nbbench.results.monitor.MonitorResult`.  The sampler lives in
+    :mod:`nbbench.monitor.background` (no widgets); this function is the front end that draws.
+    """
+    from . import commands
+    from .commands.context import Context
+    from .commands.watch import invocation
+    from .ui.kernel import in_kernel
+
+    if in_kernel():
+        from .magics import NotebookContext
+
+        ctx = NotebookContext(quiet=bool(options.get("quiet", False)))
+    else:
+        ctx = Context(frontend="api", lasting=True, quiet=bool(options.get("quiet", False)))
+    inv = invocation(ctx, "watch", stop=stop, **options)
+    return commands.execute(inv, ctx)
+
+
+def mark(text: str = ""):
+    """A labelled mark on the background monitor's timeline (``%iobench mark TEXT``); returns
+    ``(monotonic t, text)``.  Raises RuntimeError when no :func:`watch` runs."""
+    from .monitor import background
+
+    try:
+        return background.mark(text)
+    except background.NotWatching:
+        raise RuntimeError("no background monitor is running: start one with nbbench.watch()") from None
 
 
 def __getattr__(name):

@@ -53,6 +53,7 @@ class NotebookContext(Context):
     prog: str = "%iobench"
     parser_class: type = MagicParser
     returns_result: bool = True
+    lasting: bool = True
 
     def __post_init__(self):
         if self.cell is not None:
@@ -60,6 +61,16 @@ class NotebookContext(Context):
 
     def command_text(self, name: str, args: str = "", cell: bool = False) -> str:
         return " ".join(p for p in ("%%iobench" if cell else "%iobench", name, args) if p)
+
+    def origin(self) -> str:
+        try:
+            from IPython import get_ipython
+
+            n = getattr(get_ipython(), "execution_count", None)
+        except Exception:  # noqa: BLE001
+            n = None
+        # IPython counts the running cell before it runs: the cell's own number is one less
+        return f"cell [{n - 1}]" if isinstance(n, int) and n > 1 else ""
 
     def progress(self, desc: str = ""):
         if self.quiet:
@@ -101,6 +112,19 @@ class NotebookContext(Context):
             return None
         plot = LivePlot(**kwargs)
         return None if plot.target == "none" else plot   # terminal IPython: nowhere to show a picture
+
+    def watch_view(self, monitor, **kwargs):
+        if self.quiet:
+            return None
+        from .ui.kernel import in_kernel
+
+        if not in_kernel():   # terminal IPython: no widgets
+            return None
+        from .ui.watchview import WatchView
+
+        view = WatchView(monitor, **kwargs)
+        display(view.widget)
+        return view
 
     def loader_plot(self):
         if self.quiet:

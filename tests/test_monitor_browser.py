@@ -1,4 +1,4 @@
-"""``%%iobench monitor`` in a real JupyterLab: the plot updates while the cell is busy.
+"""``%%iobench monitor`` and ``%iobench watch`` in a real JupyterLab: the views update while a cell is busy.
 
 Runs a notebook whose monitored cell spins for several seconds, reads the plot's
 <img> src while the cell still shows [*], and checks that it changed (live frames
@@ -69,6 +69,61 @@ def test_monitor_plot_updates_live_while_the_cell_runs(tmp_path):
             assert final[-200:] not in seen
             assert page.locator(".nbbench-result").count() == 1  # the summary table
             page.screenshot(path=str(ARTIFACTS / "monitor-final.png"))
+        finally:
+            ctx.close()
+    shutil.rmtree(tmp_path / "chromium", ignore_errors=True)
+
+
+WATCH_CELLS = [
+    "%load_ext nbbench",
+    "%iobench watch --interval 0.2 --gpu none --window 1m",
+    "import time\nt = time.time()\nwhile time.time() - t < 12:\n    sum(range(10000))\nprint('busy done')",
+    "r = %iobench watch --stop -o --no-save\nprint(r.params['what'], r.metrics['samples_count'] > 20)",
+]
+
+
+def test_watch_view_updates_while_another_cell_is_busy(tmp_path):
+    require_browser()
+    from playwright.sync_api import sync_playwright
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in WATCH_CELLS]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, tmp_path / "watch.ipynb")
+    ARTIFACTS.mkdir(exist_ok=True)
+    with JupyterLab(tmp_path) as lab, sync_playwright() as pw:
+        ctx = launch_chromium(pw, str(tmp_path / "chromium"))
+        try:
+            page = ctx.new_page()
+            page.goto(lab.url("watch.ipynb"))
+            wait_kernel_idle(page)
+            page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+            cells = page.locator(".jp-Notebook .jp-Cell")
+            view = cells.nth(1).locator(".jp-OutputArea-output img").first
+            view.wait_for(timeout=60_000)
+
+            def busy_cell_running():
+                prompt = cells.nth(2).locator(".jp-InputArea-prompt").first.text_content() or ""
+                return "*" in prompt
+
+            deadline = time.monotonic() + 60
+            while not busy_cell_running() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert busy_cell_running(), "the busy cell never started"
+            seen = set()
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and busy_cell_running():
+                seen.add(view.get_attribute("src") or "")
+                if len(seen) >= 3:
+                    break
+                time.sleep(0.3)
+            still_busy = busy_cell_running()
+            page.screenshot(path=str(ARTIFACTS / "watch-live.png"))
+            assert len(seen) >= 3, f"only {len(seen)} distinct frame(s) of the watch view while the busy cell ran"
+            assert still_busy, "the busy cell ended before three different frames were seen"
+            wait_cells_done(page)
+            out = cells.nth(3).locator(".jp-OutputArea-output").last.text_content() or ""
+            assert "watch True" in out
         finally:
             ctx.close()
     shutil.rmtree(tmp_path / "chromium", ignore_errors=True)

@@ -57,6 +57,8 @@ REGISTRY: dict[str, tuple[str, str]] = {
     "shards": ("nbbench.commands.ckpt:ShardsCommand", "read large shard files as parallel sequential streams (WebDataset-like)"),
     "make-dataset": ("nbbench.commands.storage:MakeDatasetCommand", "make a synthetic ImageNet-like folder tree or tar shards to try the probes"),
     "monitor": ("nbbench.commands.monitor:MonitorCommand", "sample GPU, CPU and disk while a cell (or command) runs"),
+    "watch": ("nbbench.commands.watch:WatchCommand", "a background monitor for the kernel's life: live view, marks, /metrics"),
+    "mark": ("nbbench.commands.watch:MarkCommand", "a labelled mark on the background monitor's timeline"),
     "loader": ("nbbench.commands.loader:LoaderCommand", "DataLoader throughput with the data-wait / compute split"),
     "sweep": ("nbbench.commands.loader:SweepCommand", "sweep num_workers / batch size / pin_memory and recommend"),
     "feed": ("nbbench.commands.loader:FeedCommand", "how many accelerators can this storage and CPU feed"),

@@ -45,11 +45,19 @@ class Context:
     parser_class: type = argparse.ArgumentParser
     #: the front end can return the result as a value (``-o``, like ``%timeit -o``)
     returns_result: bool = False
+    #: the front end lives on after a command returns (a Jupyter kernel, a Python session), so a
+    #: command may leave a background monitor running there (``watch``); a terminal's process ends
+    #: with its command
+    lasting: bool = False
 
     # ------------------------------------------------------------- words
     def command_text(self, name: str, args: str = "", cell: bool = False) -> str:
         """How a user of this front end runs subcommand ``name`` with ``args``: "nbbench sweep DATASET"."""
         return " ".join(p for p in ("nbbench", name, args) if p)
+
+    def origin(self) -> str:
+        """Where the running command was given, for messages ("cell [12]"); '' when nothing useful."""
+        return ""
 
     def help_overview(self) -> str:
         """The list of subcommands (``help``, or no subcommand)."""
@@ -115,6 +123,11 @@ class Context:
     # ----------------------------------------------------------- widgets
     def live_plot(self, **kwargs):
         """A live plot for samplers (``nbbench.ui.liveplot.LivePlot`` kwargs) or None where there is none."""
+        return None
+
+    def watch_view(self, monitor, **kwargs):
+        """A live view of a background monitor (``nbbench.ui.watchview.WatchView`` kwargs), shown, that
+        updates while other cells run; None where there is none.  It has ``close()``."""
         return None
 
     def loader_plot(self):

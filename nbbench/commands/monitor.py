@@ -1,7 +1,9 @@
 """``%%iobench monitor`` (a cell), ``monitor -- COMMAND`` (a program), ``monitor --duration S``.
 
-Samples GPU (NVML), CPU, memory and disk while the cell or program runs (or for S
-seconds, 0: until Stop / Ctrl-C), plots it live where the front end shows plots,
+Samples GPU (NVML), CPU, memory, disk, network and the process tree (a per-process
+table) while the cell or program runs (or for S seconds, 0: until Stop / Ctrl-C),
+plots it live where the front end shows plots, serves the latest samples at
+``/metrics`` for Prometheus with ``--serve [HOST:]PORT`` (stopped with the monitor),
 and ends with a summary saved as a ``MonitorResult``.  The options are the same in
 every front end: ``%iobench monitor -- sleep 1`` runs a program from a notebook,
 ``nbbench monitor --duration 10`` watches for ten seconds in a terminal.
@@ -24,39 +26,9 @@ import time
 
 from . import Command, RaiseAfterFinish
 from ..results import ProbeError
+from .monitoring import _StatusLine, _wind_down, add_monitor_options, live_metrics, start_server  # noqa: F401
 
 __all__ = ["MonitorCommand", "live_metrics"]
-
-# record fields shown next to a progress bar (--duration), as metric keys (their unit is in the key)
-_LIVE = (("cpu.util_pct", "cpu_util_pct"), ("gpu0.util_pct", "gpu0_util_pct"),
-         ("disk.read_bytes_per_s", "disk_read_bytes_per_s"), ("disk.write_bytes_per_s", "disk_write_bytes_per_s"))
-
-
-def live_metrics(rec: dict | None) -> dict:
-    """A monitor record's headline fields as metrics for a progress bar."""
-    if not rec:
-        return {}
-    return {key: rec[field] for field, key in _LIVE if rec.get(field) is not None}
-
-
-def _interval(text: str) -> float:
-    from .options import duration
-
-    v = duration(text)
-    if v < 0.01:
-        raise argparse.ArgumentTypeError(f"the interval must be 0.01 s or more, not {text!r}")
-    if v > 3600:
-        raise argparse.ArgumentTypeError(f"the interval must be under an hour, not {text!r}")
-    return v
-
-
-def _gpus(text: str):
-    t = text.strip().lower()
-    if t in ("all", "none"):
-        return t
-    from .options import int_list
-
-    return int_list(text)
 
 
 def _check_path(path):
@@ -93,13 +65,7 @@ class MonitorCommand(Command):
     def add_arguments(self, parser) -> None:
         from .options import duration
 
-        parser.add_argument("--interval", type=_interval, default=0.2, metavar="S",
-                            help="seconds between samples (default 0.2; 500ms, 1s also work)")
-        parser.add_argument("--gpu", dest="gpus", type=_gpus, default="all", metavar="all|none|0,1",
-                            help="which GPUs to sample (NVML indices; default all)")
-        parser.add_argument("--path", default=None, metavar="DIR",
-                            help="watch the block device behind DIR (default: the current directory); "
-                                 "system-wide disk figures are always taken too")
+        add_monitor_options(parser)
         parser.add_argument("--duration", type=duration, default=None, metavar="S",
                             help="no cell or program: watch for S seconds (0: until Stop / Ctrl-C)")
         parser.add_argument("--no-plot", dest="no_plot", action="store_true",
@@ -129,16 +95,22 @@ class MonitorCommand(Command):
         raise ProbeError("give the command to run after --, e.g.: " + ctx.command_text("monitor", "-- python train.py")
                          + f" (or {ctx.command_text('monitor', '--duration 60')} to watch for a minute)")
 
-    def _monitor(self, args):
+    def _monitor(self, args, recent_s: float | None = None):
         from ..monitor import Monitor
 
         try:
-            return Monitor(interval=args.interval, gpus=args.gpus, path=_check_path(args.path))
+            return Monitor(interval=args.interval, gpus=args.gpus, path=_check_path(args.path),
+                           net=getattr(args, "net", "auto"), procs=getattr(args, "procs", 1.0), recent_s=recent_s)
         except ValueError as exc:
             raise ProbeError(str(exc)) from None
 
     def _params(self, args, **extra) -> dict:
-        return dict(extra, interval_s=args.interval, gpus=args.gpus, path=args.path)
+        out = dict(extra, interval_s=args.interval, gpus=args.gpus, path=args.path)
+        if getattr(args, "net", "auto") != "auto":
+            out["net"] = args.net
+        if getattr(args, "serve", None):
+            out["serve"] = args.serve
+        return out
 
     def _plot(self, args, ctx, mon):
         """The front end's live plot of an opened monitor (None: no plot here, or --no-plot), first frame drawn."""
@@ -162,10 +134,15 @@ class MonitorCommand(Command):
             plot.attach(mon)
 
     @staticmethod
-    def _close(plot) -> None:
+    def _stop(srv, mon, plot) -> None:
+        """The end of every run: the metrics server, then the sampler (idempotent; closes the
+        sources), then the plot's last frame (its thread joined first)."""
+        if srv is not None:
+            srv.stop()
+        mon.stop()
         if plot is not None:
             try:
-                plot.close()  # joins the drawing thread, then the last frame from here
+                plot.close()
             except Exception:  # noqa: BLE001
                 pass
 
@@ -181,9 +158,10 @@ class MonitorCommand(Command):
                              "its first line")
         mon = self._monitor(args)
         mon.open()  # sources first: the plot's panels depend on which GPUs there are
-        plot = None
+        plot = srv = None
         try:
             plot = self._plot(args, ctx, mon)
+            srv = start_server(args, ctx, mon)
             mon.start()
             self._attach(plot, mon)
             status, reason, error = "ok", None, None
@@ -194,8 +172,7 @@ class MonitorCommand(Command):
             except BaseException as exc:  # noqa: BLE001 - re-raised below, after the result is shown
                 status, reason, error = "failed", f"the cell raised {type(exc).__name__}: {exc}", exc
         finally:
-            mon.stop()  # idempotent; closes the sources however the cell ended
-            self._close(plot)
+            self._stop(srv, mon, plot)  # however the cell ended
         res = mon.result(status, reason, params=self._params(args, what="cell", cell=_first_line(body)))
         self._plot_figures(plot, res)
         if error is not None:
@@ -204,15 +181,18 @@ class MonitorCommand(Command):
             raise RaiseAfterFinish(res, error)
         return res
 
-    def _run_for(self, args, ctx, duration: float):
+    def _run_for(self, args, ctx, duration: float, what: str | None = None, recent_s: float = 600.0):
         """Watch for ``duration`` seconds (0: until Stop / Ctrl-C); stopping a set duration early
-        marks the result interrupted, stopping an open-ended watch is its normal end."""
-        mon = self._monitor(args)
+        marks the result interrupted, stopping an open-ended watch is its normal end.  An
+        open-ended one keeps the last ``recent_s`` seconds at full rate and older samples as
+        means, so memory stays bounded however long it runs."""
+        mon = self._monitor(args, recent_s=None if duration else recent_s)
         mon.open()
-        plot = None
+        plot = srv = None
         stopped = False
         try:
             plot = self._plot(args, ctx, mon)
+            srv = start_server(args, ctx, mon)
             mon.start()
             self._attach(plot, mon)
             p = ctx.progress("monitor")   # after the plot: a front end may plot the bar's rates otherwise
@@ -226,12 +206,12 @@ class MonitorCommand(Command):
             except KeyboardInterrupt:
                 stopped = True
         finally:
-            mon.stop()
-            self._close(plot)
+            self._stop(srv, mon, plot)
         interrupted = stopped and bool(duration)
+        what = what or (f"for {duration:g} s" if duration else "until stopped")
         res = mon.result("interrupted" if interrupted else "ok",
                          "stopped before the set duration" if interrupted else None,
-                         params=self._params(args, what=f"for {duration:g} s" if duration else "until stopped",
+                         params=self._params(args, what=what,
                                              duration_s=duration or None,
                                              frontend=ctx.frontend))
         self._plot_figures(plot, res)
@@ -247,9 +227,10 @@ class MonitorCommand(Command):
 
         mon = self._monitor(args)
         mon.open()
-        plot = None
+        plot = srv = None
         try:
             plot = self._plot(args, ctx, mon)
+            srv = start_server(args, ctx, mon)
             mon.start()
             self._attach(plot, mon)
             status_line = _StatusLine(mon, enabled=plot is None and (not getattr(args, "quiet", False)
@@ -274,8 +255,7 @@ class MonitorCommand(Command):
                 mon.stop()
                 status_line.end()
         finally:
-            mon.stop()
-            self._close(plot)
+            self._stop(srv, mon, plot)
         if code < 0:
             code = 128 + (-code)
         if status == "ok" and code != 0:
@@ -285,62 +265,3 @@ class MonitorCommand(Command):
         res.extra["exit_code"] = code
         res.labels["exit_code"] = code
         return res
-
-
-def _wind_down(proc, grace: float = 5.0) -> int:
-    """After Ctrl-C: give the program a moment (a terminal sent it SIGINT too), then
-    forward SIGINT, then terminate, then kill."""
-    import signal
-
-    for action, wait in ((None, 1.0), ("sigint", grace), ("terminate", grace), ("kill", grace)):
-        try:
-            if action == "sigint":
-                proc.send_signal(signal.SIGINT)
-            elif action is not None:
-                getattr(proc, action)()
-        except OSError:
-            pass
-        try:
-            return proc.wait(timeout=wait)
-        except KeyboardInterrupt:
-            continue
-        except Exception:  # noqa: BLE001 - subprocess.TimeoutExpired
-            continue
-    return proc.returncode if proc.returncode is not None else 130
-
-
-class _StatusLine:
-    """A one-line status on stderr: redrawn in place on a terminal, every 10 s otherwise."""
-
-    def __init__(self, mon, enabled: bool, format_status, stream=None):
-        self.mon = mon
-        self.stream = stream or sys.stderr
-        self.tty = getattr(self.stream, "isatty", lambda: False)()
-        self.enabled = enabled
-        self.every = 0.5 if self.tty else 10.0
-        self.last = time.monotonic()
-        self.fmt = format_status
-        self.drawn = False
-
-    def __call__(self, rec) -> None:
-        if not self.enabled or rec["t"] - self.last < self.every:
-            return
-        self.last = rec["t"]
-        line = "monitor " + self.fmt(rec, self.mon.t_start)
-        try:
-            if self.tty:
-                self.stream.write("\r\x1b[2K" + line)
-                self.drawn = True
-            else:
-                self.stream.write(line + "\n")
-            self.stream.flush()
-        except (OSError, ValueError):
-            self.enabled = False
-
-    def end(self) -> None:
-        if self.drawn:
-            try:
-                self.stream.write("\r\x1b[2K")
-                self.stream.flush()
-            except (OSError, ValueError):
-                pass

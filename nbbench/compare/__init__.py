@@ -32,7 +32,7 @@ __all__ = ["compare", "Comparison", "ComparisonGroup", "chart_metrics", "table_m
            "NEUTRAL_KINDS", "NEUTRAL_KEYS"]
 
 # parameters that name the thing measured rather than how: differing is the point of a comparison
-HIDDEN_PARAMS = ("path", "target", "device", "label")
+HIDDEN_PARAMS = ("path", "target", "device", "label", "command")
 # labels that say how it was measured: differing makes the delta partly the method's
 MODE_LABELS = ("cache", "engine", "mode", "direct")
 # labels that describe the target: differing is noted (it is usually the point)

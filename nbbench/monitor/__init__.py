@@ -1,4 +1,4 @@
-"""Live monitoring: background samplers (CPU, disk, process tree, NVML GPU) with callbacks.
+"""Live monitoring: background samplers (CPU, disk, network, process tree, NVML GPU) with callbacks.
 
 Use it from Python code::
 
@@ -17,16 +17,21 @@ Use it from Python code::
 Importing this package is light (no psutil, pynvml, pandas or matplotlib until a
 monitor starts); :class:`MonitorResult` lives in :mod:`nbbench.results.monitor`.
 
-* :mod:`.sampler`  :class:`Monitor`: the sampling thread, sources, subscribers
-* :mod:`.records`  what it keeps: the ring buffer, running statistics, windows
+* :mod:`.sampler`  :class:`Monitor`: the sampling thread, sources, subscribers, marks
+* :mod:`.records`  what it keeps: the ring buffer (or, for a long life, the recent window
+  at full rate and older means), running statistics, windows
 * :mod:`.result`   :func:`build_result`: a stopped monitor's :class:`MonitorResult`
-* the sources (the GPUs through NVML; the host's CPU, memory, disks, processes) and
-  :mod:`.text` (the status line)
+* the sources: :mod:`.cpu`, :mod:`.disk`, :mod:`.net` (network interfaces), :mod:`.procs`
+  (the process tree, with :mod:`.proctable`, the per-process table, :mod:`.pss`, PSS within
+  a CPU budget, and :mod:`.gpuprocs`, GPU memory per process), :mod:`.gpu` (NVML);
+  :mod:`.procfs` reads /proc
+* :mod:`.background` the one background monitor of a process (``%iobench watch``),
+  :mod:`.exporter` ``/metrics`` for Prometheus (``--serve``), :mod:`.text` the status line
 
 Layer: measure (with probes, doctor, datasets).  The sampler and its sources import the
 bottom layer (:mod:`nbbench.topology` for the disk behind a path, ``results``, ``nvml``,
-``units``) and psutil / pynvml inside functions; drawing a live plot is ui's job, never
-imported from here.
+``units``) and psutil / pynvml / prometheus_client inside functions; drawing a live plot
+(and the watch view) is ui's job, never imported from here.
 """
 
 from __future__ import annotations
@@ -41,7 +46,7 @@ from .text import format_status
 
 __all__ = ["Monitor", "MonitorResult", "Source", "FieldStats", "monitor", "format_status",
            "build_result", "IDLE_THRESHOLD_PCT", "DEFAULT_CAPACITY", "CpuSource", "DiskSource",
-           "ProcessTreeSource", "NvmlGpuSource"]
+           "ProcessTreeSource", "NvmlGpuSource", "NetSource", "MetricsServer"]
 
 
 def monitor(interval: float = 0.2, gpus="all", path=None, sources=None, capacity: int = DEFAULT_CAPACITY,
@@ -68,6 +73,14 @@ def __getattr__(name):
         from .gpu import NvmlGpuSource
 
         return NvmlGpuSource
+    if name == "NetSource":
+        from .net import NetSource
+
+        return NetSource
+    if name == "MetricsServer":
+        from .exporter import MetricsServer
+
+        return MetricsServer
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

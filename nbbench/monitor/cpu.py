@@ -7,7 +7,8 @@ Fields (rates over the interval since the previous sample; None on the first):
   Inside a container these count the *host's* CPUs, other tenants included.
 - ``mem.used_bytes``, ``mem.available_bytes`` (whole machine; read at most every 0.5 s).
 
-Label: ``cpus_logical``.  On Linux the CPU times come from a kept-open ``/proc/stat``
+Label: ``cpus_logical``.  On Linux the CPU times and memory come from kept-open ``/proc/stat``
+and ``/proc/meminfo``
 (:mod:`nbbench.monitor.procfs`, one ``pread`` a sample); ``fast=False`` or another
 platform uses psutil.
 """
@@ -36,6 +37,7 @@ class CpuSource:
         self.labels: dict[str, Any] = {}
         self._psutil = None
         self._f_stat = None
+        self._f_mem = None
         self._cpu_prev = None
         self._slow_t = -1e9
         self._mem = (None, None)
@@ -55,6 +57,12 @@ class CpuSource:
                     f.close()
             except (OSError, ValueError, IndexError):
                 self.fast = False
+            try:
+                g = procfs.ProcFile("/proc/meminfo")
+                procfs.read_meminfo(g)
+                self._f_mem = g
+            except (OSError, ValueError, IndexError):
+                self._f_mem = None
         self.labels = {"cpus_logical": psutil.cpu_count() or 0}
 
     def sample(self, now: float) -> dict:
@@ -67,8 +75,14 @@ class CpuSource:
         # memory moves slowly: read it at most every _SLOW_S (fewer /proc reads per sample)
         if now - self._slow_t >= _SLOW_S:
             self._slow_t = now
-            vm = ps.virtual_memory()
-            self._mem = (vm.total - vm.available, vm.available)
+            if self._f_mem is not None:
+                from .procfs import read_meminfo
+
+                total, avail = read_meminfo(self._f_mem)
+            else:
+                vm = ps.virtual_memory()
+                total, avail = vm.total, vm.available
+            self._mem = (total - avail, avail)
         out["mem.used_bytes"], out["mem.available_bytes"] = self._mem
         return out
 
@@ -76,9 +90,14 @@ class CpuSource:
         if self.fast:
             from .procfs import read_cpu_times
 
-            cur = read_cpu_times(self._f_stat)
+            # per CPU: (total, idle + iowait, iowait); as psutil.cpu_percent, guest time is in user time
+            cur = [(sum(c) - c.guest - c.guest_nice, c.idle + c.iowait, c.iowait)
+                   for c in read_cpu_times(self._f_stat)]
         else:
-            cur = ps.cpu_times(percpu=True)
+            cur = []
+            for c in ps.cpu_times(percpu=True):
+                w = getattr(c, "iowait", 0.0)
+                cur.append((sum(c) - getattr(c, "guest", 0.0) - getattr(c, "guest_nice", 0.0), c.idle + w, w))
         prev = self._cpu_prev
         self._cpu_prev = cur
         if prev is None or len(prev) != len(cur):
@@ -90,27 +109,23 @@ class CpuSource:
         cores = []
         tot_all = busy_all = iow_all = 0.0
         for a, b in zip(prev, cur):
-            # as psutil.cpu_percent: guest time is already in user time
-            ta = sum(a) - getattr(a, "guest", 0.0) - getattr(a, "guest_nice", 0.0)
-            tb = sum(b) - getattr(b, "guest", 0.0) - getattr(b, "guest_nice", 0.0)
-            ia = a.idle + getattr(a, "iowait", 0.0)
-            ib = b.idle + getattr(b, "iowait", 0.0)
-            dt = tb - ta
-            busy = dt - (ib - ia)
+            dt = b[0] - a[0]
             if dt <= 0:
                 cores.append(0.0)
                 continue
-            busy = min(max(busy, 0.0), dt)
+            busy = min(max(dt - (b[1] - a[1]), 0.0), dt)
             cores.append(round(100.0 * busy / dt, 1))
             tot_all += dt
             busy_all += busy
-            iow_all += max(0.0, getattr(b, "iowait", 0.0) - getattr(a, "iowait", 0.0))
+            if b[2] > a[2]:
+                iow_all += b[2] - a[2]
         out["cpu.util_pct"] = round(100.0 * busy_all / tot_all, 2) if tot_all > 0 else 0.0
         out["cpu.iowait_pct"] = round(100.0 * iow_all / tot_all, 2) if tot_all > 0 else 0.0
         if self.per_core:
             out["cpu.cores_pct"] = tuple(cores)
 
     def close(self) -> None:
-        if self._f_stat is not None:
-            self._f_stat.close()
-        self._f_stat = None
+        for f in (self._f_stat, self._f_mem):
+            if f is not None:
+                f.close()
+        self._f_stat = self._f_mem = None

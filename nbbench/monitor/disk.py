@@ -99,6 +99,7 @@ class DiskSource:
         self._psutil = None
         self._f_disk = None
         self._physical: list[str] = []
+        self._wanted: frozenset | None = None
         self._prev = None
         self._first = None
         self._t = None
@@ -131,6 +132,8 @@ class DiskSource:
             self.notes.append(f"{dev.name} is not in /proc/diskstats: disk figures are system-wide")
             self.device = dev = None
         self._physical = physical_disks(names, self.root)
+        # from now on only the devices used are parsed
+        self._wanted = frozenset(n.encode() for n in self._physical + ([dev.name] if dev is not None else []))
         self.labels = {
             "path": self.path,
             "disk_device": describe(dev) if dev else "system-wide",
@@ -141,7 +144,7 @@ class DiskSource:
         if self.fast:
             from .procfs import read_diskstats
 
-            return read_diskstats(self._f_disk)
+            return read_diskstats(self._f_disk, self._wanted)
         return self._psutil.disk_io_counters(perdisk=True, nowrap=False)
 
     def sample(self, now: float) -> dict:

@@ -17,13 +17,16 @@ from __future__ import annotations
 import os
 from collections import namedtuple
 
-__all__ = ["available", "ProcFile", "CpuTimes", "DiskCounters", "ProcCounters", "read_cpu_times",
-           "read_diskstats", "ProcReader", "PsutilProcReader", "process_reader", "children_of"]
+__all__ = ["available", "ProcFile", "CpuTimes", "DiskCounters", "ProcCounters", "NetCounters", "read_cpu_times",
+           "read_diskstats", "read_net_dev", "read_meminfo", "read_pss", "proc_identity", "ProcReader", "PsutilProcReader",
+           "process_reader", "children_of"]
 
 CpuTimes = namedtuple("CpuTimes", "user nice system idle iowait irq softirq steal guest guest_nice")
 DiskCounters = namedtuple("DiskCounters", "read_count write_count read_bytes write_bytes busy_time")
 #: cpu in seconds (self + reaped children), bytes; rss in bytes
 ProcCounters = namedtuple("ProcCounters", "cpu_s read_bytes read_chars rss_bytes")
+#: one network interface's counters since boot, as psutil names them
+NetCounters = namedtuple("NetCounters", "bytes_recv packets_recv bytes_sent packets_sent")
 
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -36,6 +39,7 @@ class ProcFile:
 
     def __init__(self, path: str, size: int = 16384):
         self.path = path
+        self.fd = None
         self.fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         self.size = size
 
@@ -70,15 +74,68 @@ def read_cpu_times(f: ProcFile) -> list[CpuTimes]:
     return out
 
 
-def read_diskstats(f: ProcFile) -> dict[str, DiskCounters]:
-    """name -> counters from /proc/diskstats (sectors are 512 bytes there, always)."""
+def read_diskstats(f: ProcFile, names: frozenset | None = None) -> dict[str, DiskCounters]:
+    """name -> counters from /proc/diskstats (sectors are 512 bytes there, always); only ``names``
+    (bytes) when given."""
     out = {}
     for line in f.read().split(b"\n"):
         p = line.split()
-        if len(p) < 14:
+        if len(p) < 14 or (names is not None and p[2] not in names):
             continue
         out[p[2].decode()] = DiskCounters(int(p[3]), int(p[7]), int(p[5]) * 512, int(p[9]) * 512, int(p[12]))
     return out
+
+
+def read_meminfo(f: ProcFile) -> tuple[int, int]:
+    """``(total, available)`` bytes from an open /proc/meminfo (as psutil's virtual_memory)."""
+    total = avail = None
+    for line in f.read().split(b"\n"):
+        if line.startswith(b"MemTotal:"):
+            total = int(line.split()[1]) * 1024
+        elif line.startswith(b"MemAvailable:"):
+            avail = int(line.split()[1]) * 1024
+            break
+    if total is None or avail is None:
+        raise ValueError("no MemTotal / MemAvailable in /proc/meminfo")
+    return total, avail
+
+
+def read_net_dev(f: ProcFile, names: frozenset | None = None) -> dict[str, NetCounters]:
+    """interface -> counters from /proc/net/dev (this network namespace's interfaces); only ``names``
+    (bytes) when given."""
+    out = {}
+    for line in f.read().split(b"\n")[2:]:
+        name, sep, rest = line.partition(b":")
+        if not sep:
+            continue
+        name = name.strip()
+        if names is not None and name not in names:
+            continue
+        p = rest.split()
+        if len(p) < 10:
+            continue
+        out[name.decode()] = NetCounters(int(p[0]), int(p[1]), int(p[8]), int(p[9]))
+    return out
+
+
+def read_pss(f: ProcFile) -> int | None:
+    """Proportional set size in bytes from an open /proc/PID/smaps_rollup (None when absent).
+
+    The kernel walks the process's page tables to make this file: read it seldom.
+    """
+    for line in f.read().split(b"\n"):
+        if line.startswith(b"Pss:"):
+            return int(line.split()[1]) * 1024
+    return None
+
+
+def proc_identity(pid: int) -> tuple[str, int, float]:
+    """``(comm, ppid, start time in seconds since boot)`` of ``pid`` from /proc/PID/stat (OSError once gone)."""
+    with open(f"/proc/{pid}/stat", "rb") as fh:
+        data = fh.read()
+    comm = data[data.index(b"(") + 1:data.rindex(b")")].decode(errors="replace")
+    rest = data[data.rindex(b")") + 2:].split()
+    return comm, int(rest[1]), int(rest[19]) / _TICK
 
 
 class ProcReader:
@@ -105,11 +162,15 @@ class ProcReader:
         rb = rc = 0
         if self.io is not None:
             try:
-                for line in self.io.read().split(b"\n"):
-                    if line.startswith(b"rchar:"):
-                        rc = int(line[6:])
-                    elif line.startswith(b"read_bytes:"):
-                        rb = int(line[11:])
+                tok = self.io.read().split()
+                if len(tok) > 9 and tok[0] == b"rchar:" and tok[8] == b"read_bytes:":  # the layout since 2.6
+                    rc, rb = int(tok[1]), int(tok[9])
+                else:
+                    for k, v in zip(tok[::2], tok[1::2]):
+                        if k == b"rchar:":
+                            rc = int(v)
+                        elif k == b"read_bytes:":
+                            rb = int(v)
             except PermissionError:
                 self.io = None
         return ProcCounters(cpu, rb, rc, rss)

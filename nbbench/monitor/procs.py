@@ -14,6 +14,12 @@ On Linux each process is read through kept-open ``/proc/PID/stat`` and ``/proc/P
 (:class:`~nbbench.monitor.procfs.ProcReader`); ``fast=False`` or another platform uses
 psutil (:class:`~nbbench.monitor.procfs.PsutilProcReader`).  The tree is rescanned at
 most once a second.
+
+With ``table`` (seconds, default 1.0; 0 or None: off) it also keeps the per-process
+table (:class:`~nbbench.monitor.proctable.ProcessTable`): one row per process with its
+role (main, ``worker k``, child), reads, CPU, RSS/PSS and GPU memory, built from the
+counters read here every ``table`` seconds; the result stores it as ``samples["procs"]``
+and its summary names the top reader and the top CPU user.
 """
 
 from __future__ import annotations
@@ -32,8 +38,14 @@ class ProcessTreeSource:
 
     name = "proc"
 
-    def __init__(self, pid: int | None = None, fast: bool = True):
+    def __init__(self, pid: int | None = None, fast: bool = True, table: float | None = 1.0,
+                 pss: bool = True):
         self.pid = pid if pid is not None else os.getpid()
+        self.table_interval = float(table) if table else None
+        self.want_pss = pss
+        self.table = None  # a ProcessTable once opened (with table=...)
+        self._last: dict[int, Any] = {}
+        self._own = self.pid == os.getpid()
         self.want_fast = fast
         self.fast = False
         self.notes: list[str] = []
@@ -66,12 +78,27 @@ class ProcessTreeSource:
                 self.fast = True
             except (OSError, ValueError, IndexError):
                 self.fast = False
+        if self.table_interval:
+            from .proctable import ProcessTable
+
+            self.table = ProcessTable(self.pid, interval=self.table_interval, pss=self.want_pss, fast=self.fast,
+                                      ps=psutil)
         try:
             self._procs = {self.pid: self._reader(self.pid)}
             self._preexisting = set(self._child_pids())
         except (OSError, psutil.Error) as exc:
             self.notes.append(f"process {self.pid} cannot be read ({exc}): process figures are N/A")
             self._procs = {}
+
+    def link(self, sources) -> None:
+        """Per-process GPU figures come from the GPU source's devices (called by the monitor once opened)."""
+        if self.table is None:
+            return
+        gpu = next((s for s in sources if getattr(s, "name", "") == "gpu" and getattr(s, "devices", None)), None)
+        if gpu is not None:
+            from .gpuprocs import GpuProcesses
+
+            self.table.gpu = GpuProcesses(gpu.nv, gpu.devices)
 
     def _reader(self, pid: int):
         from .procfs import process_reader
@@ -99,6 +126,35 @@ class ProcessTreeSource:
             self._sample(now, out)
         return out
 
+    def _quick_children(self) -> None:
+        """This process's multiprocessing children (DataLoader workers) are read from their first
+        sample on, not only after the next tree scan: a worker that lives less than a second still
+        gets its own row (else its reads would land on the main process when it is reaped)."""
+        mp = sys.modules.get("multiprocessing.process")
+        if mp is None:
+            return
+        try:
+            kids = list(mp._children)
+        except (RuntimeError, AttributeError):
+            return
+        procs = self._procs
+        for p in kids:
+            pop = getattr(p, "_popen", None)
+            pid = getattr(pop, "pid", None)
+            if pid and pid not in procs and getattr(pop, "returncode", None) is None:
+                self._add(pid)
+
+    def _add(self, pid: int) -> None:
+        try:
+            r = self._reader(pid)
+            if pid in self._preexisting:
+                # a child older than the monitor: count only what it does from now on
+                c = r.read()
+                self._offsets[pid] = (c.cpu_s, c.read_bytes, c.read_chars)
+        except Exception:  # noqa: BLE001 - it exited meanwhile, or cannot be read
+            return
+        self._procs[pid] = r
+
     def _scan_children(self, now: float) -> None:
         if now - self._child_scan_t < _CHILD_SCAN_S:
             return
@@ -107,21 +163,15 @@ class ProcessTreeSource:
         procs = self._procs
         fresh = set(kids)
         for pid in kids:
-            if pid in procs:
-                continue
-            try:
-                r = self._reader(pid)
-                if pid in self._preexisting:
-                    # a child older than the monitor: count only what it does from now on
-                    c = r.read()
-                    self._offsets[pid] = (c.cpu_s, c.read_bytes, c.read_chars)
-            except Exception:  # noqa: BLE001 - it exited meanwhile, or cannot be read
-                continue
-            procs[pid] = r
+            if pid not in procs:
+                self._add(pid)
         for pid in [p for p in procs if p != self.pid and p not in fresh]:
-            self._drop(pid)
+            self._drop(pid, now)
 
-    def _drop(self, pid: int) -> None:
+    def _drop(self, pid: int, now: float | None = None, tabled: bool = False) -> None:
+        c = self._last.pop(pid, None)
+        if self.table is not None and not tabled:
+            self.table.gone(pid, now if now is not None else self._t or 0.0, c)
         r = self._procs.pop(pid, None)
         if r is not None:
             r.close()
@@ -131,9 +181,17 @@ class ProcessTreeSource:
                 self._retired[j] += off[j]
 
     def _sample(self, now: float, out: dict) -> None:
+        if self._own:
+            self._quick_children()
         self._scan_children(now)
         cpu = rbytes = rchars = rss = 0.0
         gone = []
+        last = self._last
+        table = self.table
+        before = None
+        if table is not None:
+            before = dict(last)
+            table.rename(now)
         for pid, r in self._procs.items():
             try:
                 c = r.read()
@@ -141,14 +199,22 @@ class ProcessTreeSource:
                 if pid != self.pid:
                     gone.append(pid)
                 continue
+            if table is not None and pid not in last:
+                table.seen(pid, c, now, fresh=pid not in self._preexisting)
+            last[pid] = c
             cpu += c.cpu_s
             rbytes += c.read_bytes
             rchars += c.read_chars
             rss += c.rss_bytes
             if not r.has_io:
                 self._io_ok = False
-        for pid in gone:
-            self._drop(pid)
+        if gone:
+            if table is not None:  # their last reads, and what their parent gained when it reaped them
+                table.reaped(gone, before, last, now, now - self._t if self._t is not None else 0.0)
+            for pid in gone:
+                self._drop(pid, now, tabled=table is not None)
+        if table is not None and table.due(now):
+            table.step(now, last)
         out["proc.rss_bytes"] = int(rss)
         for off in self._offsets.values():
             cpu -= off[0]
@@ -179,16 +245,40 @@ class ProcessTreeSource:
         out["proc.read_syscall_bytes_per_s"] = round(max(0.0, rchars - prev[2]) / dt, 1)
 
     def summary(self) -> dict:
-        """Totals over the run from the counters (not integrated rates)."""
+        """Totals over the run from the counters (not integrated rates); the table's top reader and CPU user."""
         out: dict[str, Any] = {}
         if self._first is not None and self._prev is not None:
             a, b = self._first, self._prev
             out["proc_cpu_s"] = round(max(0.0, b[0] - a[0]), 3)
             out["proc_read_bytes"] = int(max(0.0, b[1] - a[1]))
             out["proc_read_syscall_bytes"] = int(max(0.0, b[2] - a[2]))
+        if self.table is not None:
+            self.table.sync(self._last, self._t)
+            metrics, labels = self.table.summary()
+            out.update(metrics)
+            self.labels.update(labels)
+            t = self.table
+            for n in t.notes + (t.gpu.notes if t.gpu is not None else []) + (t.pss.notes if t.pss else []):
+                if n not in self.notes:
+                    self.notes.append(n)
+        return out
+
+    def table_samples(self, t_origin: float) -> dict:
+        """``{"procs": columns}`` of the per-process table (``{}`` without one)."""
+        if self.table is None or not self.table.rows:
+            return {}
+        self.table.sync(self._last, self._t)
+        out = {"procs": self.table.columns(t_origin)}
+        gpu = self.table.gpu
+        if gpu is not None and gpu.unmatched:
+            out["gpu_procs_unmatched"] = {"gpu": [g for g, _, _ in gpu.unmatched],
+                                          "pid": [p for _, p, _ in gpu.unmatched],
+                                          "gpu_mem_bytes": [m for _, _, m in gpu.unmatched]}
         return out
 
     def close(self) -> None:
         for r in self._procs.values():
             r.close()
         self._procs = {}
+        if self.table is not None:
+            self.table.close()

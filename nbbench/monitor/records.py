@@ -7,6 +7,11 @@ A *record* is a flat dict: ``"t"`` (:func:`time.monotonic` seconds) and fields k
 (:class:`~nbbench.results.series.FieldStats`) cover every record, so summaries stay
 right after the buffer wraps.  :class:`~nbbench.monitor.Monitor` is a RecordBuffer
 whose sampling thread appends the records.
+
+A monitor that lives as long as a kernel keeps memory bounded another way
+(``recent_s``): the last ``recent_s`` seconds at full rate, older records folded into
+means over coarser buckets (:data:`TIERS`: 10 s buckets for 6 hours, then 1 min buckets
+for 7 days; older ones are dropped), while the statistics still cover every record.
 """
 
 from __future__ import annotations
@@ -18,16 +23,81 @@ from collections import deque
 
 from ..results.series import FieldStats, window
 
-__all__ = ["RecordBuffer"]
+__all__ = ["RecordBuffer", "TIERS", "mean_record"]
+
+#: (bucket seconds, buckets kept) of the downsampled tiers, finest first: 10 s means for 6 h, 1 min means for 7 days
+TIERS = ((10.0, 2160), (60.0, 10080))
+
+
+def mean_record(recs: list[dict]) -> dict:
+    """One record standing for ``recs``: the mean of each numeric field (tuples element-wise), ``t`` the last."""
+    out: dict = {"t": recs[-1]["t"]}
+    sums: dict = {}
+    for r in recs:
+        for k, v in r.items():
+            if k == "t" or v is None:
+                continue
+            cls = v.__class__
+            if cls is float or cls is int:
+                acc = sums.get(k)
+                if acc is None:
+                    sums[k] = [v, 1]
+                elif acc.__class__ is list:
+                    acc[0] += v
+                    acc[1] += 1
+            elif cls is tuple:
+                acc = sums.get(k)
+                if acc is None:
+                    sums[k] = ([float(x) for x in v], len(v), 1)
+                elif acc.__class__ is tuple and acc[1] == len(v):
+                    for i, x in enumerate(v):
+                        acc[0][i] += x
+                    sums[k] = (acc[0], acc[1], acc[2] + 1)
+    for k, acc in sums.items():
+        if acc.__class__ is list:
+            out[k] = round(acc[0] / acc[1], 3)
+        else:
+            out[k] = tuple(round(x / acc[2], 2) for x in acc[0])
+    return out
+
+
+class _Tier:
+    """Means over fixed buckets of ``bucket_s`` seconds; at most ``keep`` of them."""
+
+    __slots__ = ("bucket_s", "keep", "done", "pending", "key")
+
+    def __init__(self, bucket_s: float, keep: int):
+        self.bucket_s, self.keep = bucket_s, keep
+        self.done: deque = deque()
+        self.pending: list[dict] = []
+        self.key = None
+
+    def add(self, rec: dict) -> dict | None:
+        """Fold ``rec`` in; returns a record pushed out of this tier (the oldest mean), if any."""
+        key = int(rec["t"] // self.bucket_s)
+        if self.pending and key != self.key:
+            self.done.append(mean_record(self.pending))
+            self.pending = []
+        self.key = key
+        self.pending.append(rec)
+        if len(self.done) > self.keep:
+            return self.done.popleft()
+        return None
+
+    def records(self) -> list[dict]:
+        return list(self.done) + ([mean_record(self.pending)] if self.pending else [])
 
 
 class RecordBuffer:
     """The newest ``capacity`` records (one every ``interval`` s) and statistics of all."""
 
-    def __init__(self, interval: float, capacity: int):
+    def __init__(self, interval: float, capacity: int, recent_s: float | None = None, tiers=TIERS):
         self.interval = interval
         self.capacity = max(2, int(capacity))
-        self._buf: deque = deque(maxlen=self.capacity)
+        #: full rate for this many seconds, then the downsampled tiers (None: a plain ring of ``capacity``)
+        self.recent_s = float(recent_s) if recent_s else None
+        self._tiers = [_Tier(float(b), int(n)) for b, n in tiers] if self.recent_s else []
+        self._buf: deque = deque(maxlen=None if self.recent_s else self.capacity)
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._stats: dict[str, FieldStats] = {}
@@ -47,16 +117,36 @@ class RecordBuffer:
                 st = stats[k] = FieldStats()
             st.add(now, v)
         with self._cond:
-            if len(self._buf) == self.capacity:
-                self.n_dropped += 1
-            self._buf.append(rec)
+            buf = self._buf
+            if self.recent_s is None:
+                if len(buf) == self.capacity:
+                    self.n_dropped += 1
+            else:
+                # records older than recent_s (or past capacity) move into the downsampled tiers
+                cut = now - self.recent_s
+                while buf and (buf[0]["t"] < cut or len(buf) >= self.capacity):
+                    self._fold(buf.popleft())
+            buf.append(rec)
             self.n_samples += 1
             self._cond.notify_all()
+
+    def _fold(self, rec: dict) -> None:
+        for tier in self._tiers:
+            rec = tier.add(rec)
+            if rec is None:
+                return
+        self.n_dropped += 1
+
+    @property
+    def n_kept(self) -> int:
+        """How many records are held now (full rate and downsampled)."""
+        with self._lock:
+            return len(self._buf) + sum(len(t.done) + bool(t.pending) for t in self._tiers)
 
     def records(self, t0: float | None = None, t1: float | None = None) -> list[dict]:
         """A copy of the buffered records with ``t0 <= t <= t1`` (monotonic seconds)."""
         with self._lock:
-            recs = list(self._buf)
+            recs = [r for t in reversed(self._tiers) for r in t.records()] + list(self._buf)
         if t0 is None and t1 is None:
             return recs
         lo = -math.inf if t0 is None else t0
@@ -94,9 +184,7 @@ class RecordBuffer:
         come up to one interval after ``t1`` (use ``wait=True`` in :meth:`stats` /
         :meth:`mean` to wait for it).
         """
-        with self._lock:
-            recs = list(self._buf)
-        return window(((r["t"], r.get(field)) for r in recs), t0, t1)
+        return window(((r["t"], r.get(field)) for r in self.records()), t0, t1)
 
     def stats(self, field: str, t0: float | None = None, t1: float | None = None,
               wait: bool = False) -> dict:

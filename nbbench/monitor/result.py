@@ -17,10 +17,19 @@ Metrics (base units, unit in the key):
   ``sys_read_bytes`` (all disks), ``proc_read_bytes`` (this process tree, from storage),
   ``proc_read_syscall_bytes`` (its read() calls, page-cache hits included)
 - ``mem_used_peak_bytes``, ``proc_rss_peak_bytes``
+- ``net_rx_bytes``, ``net_tx_bytes``, ``net_rx_mean_bytes_per_s``, ``net_rx_peak_bytes_per_s``
+  (and tx), per interface ``net_eth0_rx_bytes``… (:mod:`nbbench.monitor.net`)
+- ``proc_top_reader_read_bytes``, ``proc_top_cpu_s``, ``proc_main_read_bytes``,
+  ``proc_workers_read_bytes``, ``proc_workers_count``; labels ``proc_top_reader``
+  ("worker 2 (pid 123): 45 MB/s from storage …") and ``proc_top_cpu``
+  (:mod:`nbbench.monitor.proctable`)
 
 ``samples["timeline"]`` holds the records column-wise (``t_s`` = seconds since the
-start, then one list per field), ``samples["cores"]`` the per-core CPU %.
-:attr:`MonitorResult.frame` gives the timeline as a DataFrame.
+start, then one list per field), ``samples["cores"]`` the per-core CPU %,
+``samples["procs"]`` the per-process table (one list per column: pid, role, name, reads,
+CPU, peak RSS/PSS, GPU memory), ``samples["marks"]`` the labelled marks (``t_s``,
+``label``).  :attr:`MonitorResult.frame` gives the timeline as a DataFrame,
+:meth:`MonitorResult.procs_frame` the table.
 """
 
 from __future__ import annotations
@@ -132,6 +141,9 @@ def build_result(mon, status: str = "ok", reason: str | None = None, params: dic
     put("disk_write_peak_bytes_per_s", "disk.write_bytes_per_s", "max")
     put("disk_read_peak_iops", "disk.read_iops", "max")
     put("disk_busy_mean_pct", "disk.busy_pct")
+    net = next((s for s in mon.sources if getattr(s, "name", "") == "net"), None)
+    if net is not None and hasattr(net, "peaks"):
+        metrics.update(net.peaks(stats))
     if mon.sampler_cpu_pct is not None:
         metrics["sampler_cpu_pct"] = round(mon.sampler_cpu_pct, 3)
 
@@ -148,6 +160,16 @@ def build_result(mon, status: str = "ok", reason: str | None = None, params: dic
     samples: dict[str, Any] = {"timeline": timeline}
     if cores:
         samples["cores"] = cores
+    for src in mon.sources:
+        more = getattr(src, "table_samples", None)
+        if more is not None:
+            try:
+                samples.update(more(t0))
+            except Exception:  # noqa: BLE001
+                pass
+    marks = list(getattr(mon, "marks", []) or [])
+    if marks:
+        samples["marks"] = {"t_s": [round(t - t0, 3) for t, _ in marks], "label": [m for _, m in marks]}
 
     res = MonitorResult(
         params=dict(params or {}, interval_s=mon.interval,
@@ -160,7 +182,13 @@ def build_result(mon, status: str = "ok", reason: str | None = None, params: dic
         extra={"notes": mon.all_notes(), "na": mon.na(),
                "field_stats": {k: v.to_dict() for k, v in stats.items()}},
     )
-    if mon.n_dropped:
+    if getattr(mon, "recent_s", None):
+        res.extra["retention"] = (f"the last {mon.recent_s:g} s at full rate, older samples as 10 s means "
+                                  "(1 min means after 6 h); the summary covers every sample")
+        if mon.n_dropped:
+            res.warn(f"{mon.n_dropped} downsampled samples older than 7 days were dropped from the timeline "
+                     "(the summary covers the whole run)")
+    elif mon.n_dropped:
         res.warn(f"the ring buffer kept only the last {mon.capacity} samples ({mon.n_dropped} older ones "
                  "dropped from the timeline; the summary covers the whole run): raise capacity= or the interval")
     if mon.n_late > max(2, mon.n_samples // 10):

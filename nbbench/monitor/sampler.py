@@ -80,6 +80,14 @@ class Monitor(RecordBuffer):
       directory); system-wide disk figures are always sampled too.
     - ``capacity``: records kept in the ring buffer (older ones are dropped; running
       statistics still cover the whole run).
+    - ``net``: network interfaces (:class:`~nbbench.monitor.net.NetSource`): ``"auto"``
+      (default: every interface but loopback, counted once), ``"all"``, ``"none"`` or
+      names (``"lo"``, ``"eth0,eth1"``).
+    - ``procs``: seconds between updates of the per-process table
+      (:class:`~nbbench.monitor.proctable.ProcessTable`; default 1.0; 0: no table).
+    - ``recent_s``: for a monitor that lives long (``nbbench.watch``): keep the last
+      ``recent_s`` seconds at full rate and older samples as 10 s / 1 min means
+      (:class:`~nbbench.monitor.records.RecordBuffer`), so memory stays bounded.
 
     Use as a context manager (``with Monitor() as m: ...``) or ``start()`` / ``stop()``.
     After (or during) the run (the records' methods are
@@ -91,20 +99,33 @@ class Monitor(RecordBuffer):
     """
 
     def __init__(self, interval: float = 0.2, sources: Iterable[Any] | None = None, gpus="all",
-                 path=None, capacity: int = DEFAULT_CAPACITY, nvml=None):
+                 path=None, capacity: int = DEFAULT_CAPACITY, nvml=None, net="auto", procs: float | None = 1.0,
+                 recent_s: float | None = None):
         interval = float(interval)
         if not interval > 0 or not math.isfinite(interval):
             raise ValueError(f"interval must be a positive number of seconds, not {interval!r}")
         if interval < 0.01:
             raise ValueError(f"interval {interval} s is too short: use 0.01 s or more")
-        super().__init__(interval, capacity)
+        if recent_s:
+            capacity = max(int(capacity), int(1.5 * float(recent_s) / interval) + 10)
+        super().__init__(interval, capacity, recent_s=recent_s)
+        from .net import parse_interfaces
+
+        self.net = parse_interfaces(net)
+        self.procs_interval = float(procs) if procs else None
+        #: labelled marks on the timeline: (monotonic t, text)
+        self.marks: list[tuple[float, str]] = []
+        self._mark_subs: list[Callable[[float, str], Any]] = []
         self.gpus = _parse_gpus(gpus)
         self.path = path
         self._nvml = nvml
         self._given_sources = list(sources) if sources is not None else None
         self.sources: list[Any] = []
         self._subs: list[Callable[[dict], Any]] = []
-        self._stop = threading.Event()
+        # held while the thread runs; stop() releases it: the thread's wait between samples is one
+        # lock acquire with a timeout (cheaper than an Event's Condition at 10 Hz)
+        self._halt = threading.Lock()
+        self._stopping = False
         self._thread: threading.Thread | None = None
         self._dead_sources: set[str] = set()
         self.notes: list[str] = []
@@ -122,7 +143,11 @@ class Monitor(RecordBuffer):
         from .disk import DiskSource
         from .procs import ProcessTreeSource
 
-        out: list[Any] = [CpuSource(), DiskSource(path=self.path), ProcessTreeSource()]
+        out: list[Any] = [CpuSource(), DiskSource(path=self.path), ProcessTreeSource(table=self.procs_interval)]
+        if self.net != "none":
+            from .net import NetSource
+
+            out.append(NetSource(self.net))
         if self.gpus != []:
             from .gpu import NvmlGpuSource
 
@@ -153,7 +178,18 @@ class Monitor(RecordBuffer):
                 except Exception as exc:  # noqa: BLE001 - a source that cannot open is N/A
                     self._note(f"source {getattr(src, 'name', src)!r} could not start: {exc}")
                     self._dead_sources.add(getattr(src, "name", repr(src)))
+        for src in self.sources:  # sources that use another's (the process table, the GPUs' handles)
+            link = getattr(src, "link", None)
+            if link is not None and getattr(src, "name", None) not in self._dead_sources:
+                try:
+                    link(self.sources)
+                except Exception as exc:  # noqa: BLE001
+                    self._note(f"source {getattr(src, 'name', src)!r} could not use the others: {exc}")
         return self
+
+    def source(self, name: str):
+        """The source called ``name`` ("cpu", "disk", "proc", "net", "gpu") or None."""
+        return next((s for s in self.sources if getattr(s, "name", None) == name), None)
 
     def start(self) -> "Monitor":
         """Open the sources (unless :meth:`open` did), take a first sample, start the thread."""
@@ -162,7 +198,9 @@ class Monitor(RecordBuffer):
         if self.t_stop is not None:
             raise RuntimeError("this Monitor has run and stopped (its sources are closed): make a new one")
         self.open()
-        self._stop.clear()
+        self._stopping = False
+        if not self._halt.locked():
+            self._halt.acquire()
         self.started_at = time.time()
         self.t_start = time.monotonic()
         self.t_stop = None
@@ -179,7 +217,11 @@ class Monitor(RecordBuffer):
                 self._close_sources()
                 self._opened = False
             return self
-        self._stop.set()
+        self._stopping = True
+        try:
+            self._halt.release()
+        except RuntimeError:
+            pass
         if self._thread is not None:
             self._thread.join()
         self._running = False
@@ -215,12 +257,13 @@ class Monitor(RecordBuffer):
         cpu0 = time.thread_time()
         interval = self.interval
         nxt = self.t_start + interval
-        stop = self._stop
+        halt = self._halt
         while True:
             delay = nxt - time.monotonic()
-            if delay > 0 and stop.wait(delay):
+            if delay > 0 and halt.acquire(timeout=delay):
+                halt.release()
                 break
-            if stop.is_set():
+            if self._stopping:
                 break
             now = time.monotonic()
             if not self._paused:
@@ -285,6 +328,26 @@ class Monitor(RecordBuffer):
             self._subs.remove(callback)
         except ValueError:
             pass
+
+    # ------------------------------------------------------------------- marks
+    def mark(self, text: str = "", t: float | None = None) -> tuple[float, str]:
+        """A labelled mark on the timeline at ``t`` (monotonic s; default now): stored in the
+        result (``samples["marks"]``) and drawn as a vertical line."""
+        m = (time.monotonic() if t is None else float(t), str(text))
+        self.marks.append(m)
+        if len(self.marks) > 10_000:  # a mark per step of a week-long loop: keep the newest
+            del self.marks[:1000]
+        for cb in tuple(self._mark_subs):
+            try:
+                cb(*m)
+            except Exception:  # noqa: BLE001
+                self._mark_subs.remove(cb)
+        return m
+
+    def on_mark(self, callback: Callable[[float, str], Any]) -> Callable[[], None]:
+        """Call ``callback(t, text)`` for each new mark; returns a function that unsubscribes."""
+        self._mark_subs.append(callback)
+        return lambda: self._mark_subs.remove(callback) if callback in self._mark_subs else None
 
     # ------------------------------------------------------------------ labels
     def na(self) -> dict[str, str]:

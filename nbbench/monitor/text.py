@@ -18,7 +18,8 @@ def _gpu_indices(rec: dict) -> list[int]:
 
 
 def format_status(rec: dict | None, t0: float | None = None, max_gpus: int = 4) -> str:
-    """``'12.3 s  CPU 45%  GPU0 87% 12.1 GiB  disk R 320 MB/s W 0 B/s'``; '' without a record."""
+    """``'12.3 s  CPU 45%  GPU0 87% 12.1 GiB  disk R 320 MB/s W 0 B/s  net rx 12 MB/s tx 1 MB/s'``;
+    '' without a record."""
     if not rec:
         return ""
     parts = []
@@ -44,4 +45,8 @@ def format_status(rec: dict | None, t0: float | None = None, max_gpus: int = 4) 
     w = rec.get("disk.write_bytes_per_s")
     if r is not None or w is not None:
         parts.append(f"disk R {format_si(r or 0, 'B/s')} W {format_si(w or 0, 'B/s')}")
+    rx = rec.get("net.rx_bytes_per_s")
+    tx = rec.get("net.tx_bytes_per_s")
+    if rx is not None or tx is not None:
+        parts.append(f"net rx {format_si(rx or 0, 'B/s')} tx {format_si(tx or 0, 'B/s')}")
     return "  ".join(parts)

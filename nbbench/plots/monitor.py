@@ -1,5 +1,6 @@
-"""The monitor's timeline: its default panels (GPU kernel-active %, GPU memory, CPU, disk),
-the specification of a live monitor plot, and a stored monitor run's figure."""
+"""The monitor's timeline: its default panels (GPU kernel-active %, GPU memory, CPU, disk,
+network), the specification of a live monitor plot, and a stored monitor run's figure
+(with its labelled marks as vertical lines)."""
 
 from __future__ import annotations
 
@@ -25,8 +26,9 @@ def _short(text: str, n: int = 90) -> str:
 
 
 def monitor_panels(gpu_info: list[dict] | None = None, gpu_note: str = "", disk_label: str = "disk",
-                   gpus: bool = True) -> list[Panel]:
-    """The default panels of ``%%iobench monitor``: GPU kernel-active %, GPU memory, CPU, disk MB/s."""
+                   gpus: bool = True, net_label: str | None = None) -> list[Panel]:
+    """The default panels of ``%%iobench monitor``: GPU kernel-active %, GPU memory, CPU, disk MB/s
+    and, with ``net_label`` (the interfaces watched), network receive / transmit MB/s."""
     gpu_info = gpu_info or []
     panels = []
     if gpus and gpu_info:
@@ -52,7 +54,19 @@ def monitor_panels(gpu_info: list[dict] | None = None, gpu_note: str = "", disk_
     panels.append(Panel(f"Disk ({disk_label})", ["disk.read_bytes_per_s", "disk.write_bytes_per_s"], unit="MB/s",
                         scale=1e-6, labels={"disk.read_bytes_per_s": "read", "disk.write_bytes_per_s": "write"},
                         ymax_min=10.0))
+    if net_label is not None:
+        panels.append(Panel(f"Network ({_short(net_label, 60)})", ["net.rx_bytes_per_s", "net.tx_bytes_per_s"],
+                            unit="MB/s", scale=1e-6,
+                            labels={"net.rx_bytes_per_s": "receive", "net.tx_bytes_per_s": "transmit"},
+                            ymax_min=1.0))
     return panels
+
+
+def _net_label(monitor) -> str | None:
+    for src in getattr(monitor, "sources", []) or []:
+        if getattr(src, "name", "") == "net":
+            return ",".join(getattr(src, "interfaces", []) or []) or "none"
+    return None
 
 
 def monitor_plot_kwargs(monitor, title: str = "nbbench monitor") -> dict:
@@ -67,7 +81,8 @@ def monitor_plot_kwargs(monitor, title: str = "nbbench monitor") -> dict:
             disk = (getattr(src, "labels", {}) or {}).get("disk_device", "disk")
     subtitle = f"GPU {note}" if not info and note and note != "not monitored" else ""   # whole, wrapped
     return {
-        "panels": monitor_panels(info, note, disk_label=disk, gpus=getattr(monitor, "gpus", "all") != []),
+        "panels": monitor_panels(info, note, disk_label=disk, gpus=getattr(monitor, "gpus", "all") != [],
+                                 net_label=_net_label(monitor)),
         "title": title,
         "subtitle": subtitle,
         "status": lambda: format_status(monitor.latest(), monitor.t_start),
@@ -86,7 +101,11 @@ def monitor_figure(res, **kwargs):
                  "gpm": f"gpu{i}.sm_active_pct" in tl} for i in res.gpu_indices]
     note = "" if gpu_info else "N/A: " + next((n.split(": ", 1)[-1] for n in res.notes if "GPU" in n), "no GPU")
     title, subtitle = res.headline(), "" if gpu_info else f"GPU {note}"
-    kw = {"panels": monitor_panels(gpu_info, note, disk_label=res.labels.get("disk_device", "disk")),
+    net = None
+    if "net.rx_bytes_per_s" in tl:
+        net = str(res.labels.get("net_interfaces", "")).split(":", 1)[0] or "network"
+    kw = {"panels": monitor_panels(gpu_info, note, disk_label=res.labels.get("disk_device", "disk"),
+                                   net_label=net),
           "title": title, "subtitle": subtitle, "t0": 0.0, "blit": False, "min_span_s": 1.0,
           "min_plot_s": 2 * float(res.metrics.get("interval_s") or res.params.get("interval_s") or 0)}
     kw.update(kwargs)
@@ -95,4 +114,7 @@ def monitor_figure(res, **kwargs):
     keys = [k for k in tl if k != "t_s"]
     for j, t in enumerate(ts):
         timeline.add(t, {k: tl[k][j] for k in keys})
+    marks = res.samples.get("marks") or {}
+    for t, label in zip(marks.get("t_s", []), marks.get("label", [])):
+        timeline.mark(t, label)
     return timeline.figure if timeline.has_plot() else None

@@ -12,7 +12,7 @@ import math
 import textwrap
 
 __all__ = ["MIN_WIDTH_PX", "FONT", "NEUTRAL", "GOOD", "BAD", "TARGET", "figsize", "wrap", "display_unit",
-           "too_short", "duration_text"]
+           "too_short", "duration_text", "value_text", "legend_right", "finite"]
 
 MIN_WIDTH_PX = 800   # saved PNGs are at least this wide
 # points; every text a figure draws is at least 10 pt
@@ -85,3 +85,23 @@ def too_short(span_s: float | None, window_s: float | None, what: str = "the run
         return (f"{what} lasted {duration_text(span_s)}, shorter than two {duration_text(window_s)} windows: "
                 "no plot")
     return None
+
+
+def value_text(v: float) -> str:
+    """A value for a status line, 7 characters wide."""
+    a = abs(v)
+    if a >= 100:
+        return f"{v:7.0f}"
+    if a >= 10:
+        return f"{v:7.1f}"
+    return f"{v:7.2f}"
+
+
+def legend_right(ax) -> None:
+    """The legend outside the axes, on the right (never over the data)."""
+    ax.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=FONT["legend"], frameon=False,
+              borderaxespad=0.0, handlelength=1.5)
+
+
+def finite(vs) -> list:
+    return [v for v in vs if v == v]   # NaN (a gap between segments) is not a value

@@ -30,26 +30,9 @@ from typing import Any, Callable, Iterable, Mapping
 
 from .panel import Panel, as_panel, draw_targets, nice_ceil
 from .style import FONT, figsize as _min_width, wrap
+from .style import finite as _finite, legend_right as _legend, value_text as _fmt
 
 __all__ = ["Timeline"]
-
-
-def _fmt(v: float) -> str:
-    a = abs(v)
-    if a >= 100:
-        return f"{v:7.0f}"
-    if a >= 10:
-        return f"{v:7.1f}"
-    return f"{v:7.2f}"
-
-
-def _legend(ax) -> None:
-    ax.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=FONT["legend"], frameon=False,
-              borderaxespad=0.0, handlelength=1.5)
-
-
-def _finite(vs) -> list:
-    return [v for v in vs if v == v]   # NaN (a gap between segments) is not a value
 
 
 class Timeline:
@@ -61,7 +44,8 @@ class Timeline:
 
     - ``panels``: :class:`Panel` objects or dicts of their fields (default: one panel
       showing every series).
-    - ``window_s``: show only the last N seconds (None: everything).
+    - ``window_s``: show only the last N seconds (None: everything); the shown range moves in
+      steps of a tenth of the window, so most frames only redraw the lines.
     - ``span_s``: the run's expected length (a probe's runtime + ramp): the time axis spans
       it from the start.  None (a run of unknown length, a monitored cell): the axis starts
       at ``min_span_s`` and grows with the data in nice steps (each step is a full redraw,
@@ -126,6 +110,7 @@ class Timeline:
         self._ytop: dict[int, float] = {}
         self._xlim = None
         self._n_marks = -1
+        self._marks_tmin = None
 
     # ------------------------------------------------------------------ data
     def add(self, t: float, values: Mapping[str, Any]) -> None:
@@ -238,9 +223,16 @@ class Timeline:
                 tmin, xmax = 0.0, float(self.span_s)
             else:  # start at min_span_s, then grow in nice steps: few full redraws over a long run
                 tmin, xmax = 0.0, nice_ceil(max(tmax * 1.08, self.min_span_s))
-        else:
+        elif self.fit:
             tmin = max(0.0, tmax - self.window_s)
             xmax = max(tmax, tmin + 1.0)
+        else:  # the window moves in steps of a tenth of itself: most frames redraw only the lines
+            step = nice_ceil(self.window_s / 10.0)
+            if tmax * 1.08 <= self.window_s:
+                tmin, xmax = 0.0, min(self.window_s, nice_ceil(max(tmax * 1.08, self.min_span_s)))
+            else:
+                xmax = math.ceil(tmax / step + 1e-9) * step
+                tmin = max(0.0, xmax - self.window_s)
         rel = {}
         for name, (ts, vs) in data.items():
             if self.window_s is not None:
@@ -311,8 +303,9 @@ class Timeline:
         return tuple(key + self._draw_hooks(rel))
 
     def _draw_marks(self, marks: list, t0: float, tmin: float) -> None:
-        if len(marks) == self._n_marks and self.window_s is None:
+        if len(marks) == self._n_marks and (self.window_s is None or tmin == self._marks_tmin):
             return
+        self._marks_tmin = tmin
         for a in self._mark_artists:
             a.remove()
         self._mark_artists = []

@@ -38,6 +38,19 @@ class MonitorResult(Result):
 
         return pd.DataFrame(self.samples.get("cores") or {})
 
+    def procs_frame(self):
+        """The per-process table (one row per process: pid, role, name, reads, CPU, peak RSS/PSS,
+        GPU memory), the biggest reader first; empty when the run kept none."""
+        import pandas as pd
+
+        return pd.DataFrame(self.samples.get("procs") or {})
+
+    @property
+    def marks(self) -> list[tuple[float, str]]:
+        """The labelled marks: ``(seconds since the start, label)``."""
+        m = self.samples.get("marks") or {}
+        return list(zip(m.get("t_s", []), m.get("label", [])))
+
     @property
     def gpu_indices(self) -> list[int]:
         out = set()
@@ -98,3 +111,39 @@ class MonitorResult(Result):
     def story(self) -> list[str]:
         """The notes: what was N/A and why, how figures were taken."""
         return [f"note: {n}" for n in self.notes]
+
+    def procs_lines(self, n: int = 8) -> list[str]:
+        """The per-process table as text lines (the ``n`` biggest readers), like iotop's."""
+        rows = self._procs_rows(n)
+        if not rows:
+            return []
+        head, body, more = rows
+        out = ["  " + "  ".join(f"{c:>9}" for c in head)] + ["  " + "  ".join(f"{c:>9}" for c in r) for r in body]
+        return out + ([f"  … {more} more in res.procs_frame()"] if more else [])
+
+    def _procs_rows(self, n: int = 8):
+        from ..units import format_bytes
+
+        p = self.samples.get("procs") or {}
+        if not p.get("pid"):
+            return None
+        size = lambda v: "-" if v is None else format_bytes(v)  # noqa: E731
+        head = ["pid", "role", "name", "read", "read()", "CPU s", "RSS peak", "PSS peak", "GPU mem"]
+        body = [[str(p["pid"][i]), str(p["role"][i]), str(p["name"][i])[:16], size(p["read_bytes"][i]),
+                 size(p["read_syscall_bytes"][i]), f"{p['cpu_s'][i]:.1f}", size(p["rss_peak_bytes"][i]),
+                 size(p["pss_peak_bytes"][i]), size(p["gpu_mem_peak_bytes"][i])]
+                for i in range(min(n, len(p["pid"])))]
+        return head, body, max(0, len(p["pid"]) - n)
+
+    def sections(self):
+        """The per-process table (open: which process read and ran most), then the defaults."""
+        from .present import Section
+
+        rows = self._procs_rows()
+        if not rows:
+            return super().sections()
+        head, body, more = rows
+        table = Section("processes (the biggest readers first; read = from storage, read() = read calls)", body,
+                        head=head, folded=False, align="rllrrrrrr",
+                        note=f"… {more} more in res.procs_frame()" if more else "")
+        return [table] + super().sections()

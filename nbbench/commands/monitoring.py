@@ -1,0 +1,174 @@
+"""What ``monitor`` and ``watch`` share: their options, the ``--serve`` metrics server,
+the terminal's status line and how a monitored program is wound down after Ctrl-C."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from ..results import ProbeError
+
+__all__ = ["live_metrics", "add_monitor_options", "start_server", "serve_address", "interfaces"]
+
+# record fields shown next to a progress bar (--duration), as metric keys (their unit is in the key)
+_LIVE = (("cpu.util_pct", "cpu_util_pct"), ("gpu0.util_pct", "gpu0_util_pct"),
+         ("disk.read_bytes_per_s", "disk_read_bytes_per_s"), ("disk.write_bytes_per_s", "disk_write_bytes_per_s"))
+
+
+def live_metrics(rec: dict | None) -> dict:
+    """A monitor record's headline fields as metrics for a progress bar."""
+    if not rec:
+        return {}
+    return {key: rec[field] for field, key in _LIVE if rec.get(field) is not None}
+
+
+def _interval(text: str) -> float:
+    from .options import duration
+
+    v = duration(text)
+    if v < 0.01:
+        raise argparse.ArgumentTypeError(f"the interval must be 0.01 s or more, not {text!r}")
+    if v > 3600:
+        raise argparse.ArgumentTypeError(f"the interval must be under an hour, not {text!r}")
+    return v
+
+
+def serve_address(text: str) -> str:
+    """``--serve``: ``PORT`` (on 127.0.0.1), ``HOST:PORT``, ``[::1]:PORT``; 0 picks a free port."""
+    from ..monitor.exporter import parse_address
+
+    try:
+        host, port, _ = parse_address(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def interfaces(text: str):
+    """``--net``: ``auto``, ``all``, ``none`` or interface names ``eth0,lo``."""
+    from ..monitor.net import parse_interfaces
+
+    try:
+        return parse_interfaces(text.strip())
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _table_interval(text: str) -> float:
+    from .options import duration
+
+    v = duration(text)
+    if 0 < v < 0.05:
+        raise argparse.ArgumentTypeError(f"the table interval must be 0 (off) or 0.05 s or more, not {text!r}")
+    return v
+
+
+def add_monitor_options(parser, interval: float = 0.2) -> None:
+    """The options ``monitor`` and ``watch`` share: what to sample, how often, where to serve it."""
+    parser.add_argument("--interval", type=_interval, default=interval, metavar="S",
+                        help=f"seconds between samples (default {interval:g}; 500ms, 1s also work)")
+    parser.add_argument("--gpu", dest="gpus", type=_gpus, default="all", metavar="all|none|0,1",
+                        help="which GPUs to sample (NVML indices; default all)")
+    parser.add_argument("--path", default=None, metavar="DIR",
+                        help="watch the block device behind DIR (default: the current directory); "
+                             "system-wide disk figures are always taken too")
+    parser.add_argument("--net", type=interfaces, default="auto", metavar="IF[,IF]|all|none",
+                        help="network interfaces (default: every one but loopback, each byte counted once; "
+                             "lo: loopback; all: every one; none: no network figures)")
+    parser.add_argument("--procs", type=_table_interval, default=1.0, metavar="S",
+                        help="update the per-process table (reads, CPU, RSS/PSS, GPU memory per process) every "
+                             "S seconds (default 1; 0: no table)")
+    parser.add_argument("--serve", type=serve_address, default=None, metavar="[HOST:]PORT",
+                        help="serve the latest samples at http://HOST:PORT/metrics for Prometheus while it runs "
+                             "(host 127.0.0.1 unless given; port 0 picks a free one)")
+
+
+def start_server(args, ctx, mon):
+    """The ``--serve`` metrics server of an opened monitor, started (None without --serve): the URL is
+    shown, and a warning when it listens beyond loopback; a port that cannot be bound is a ProbeError."""
+    spec = getattr(args, "serve", None)
+    if spec is None:
+        return None
+    from ..monitor.exporter import MetricsServer
+
+    srv = MetricsServer.from_text(mon, spec)
+    try:
+        srv.start()
+    except OSError as exc:
+        raise ProbeError(str(exc.strerror or exc)) from None
+    if srv.warning:
+        if ctx.quiet:
+            sys.stderr.write(f"warning: {srv.warning}\n")
+        ctx.echo(f"warning: {srv.warning}")
+    ctx.echo(f"metrics for Prometheus at {srv.url}")
+    return srv
+
+
+def _gpus(text: str):
+    t = text.strip().lower()
+    if t in ("all", "none"):
+        return t
+    from .options import int_list
+
+    return int_list(text)
+
+
+
+def _wind_down(proc, grace: float = 5.0) -> int:
+    """After Ctrl-C: give the program a moment (a terminal sent it SIGINT too), then
+    forward SIGINT, then terminate, then kill."""
+    import signal
+
+    for action, wait in ((None, 1.0), ("sigint", grace), ("terminate", grace), ("kill", grace)):
+        try:
+            if action == "sigint":
+                proc.send_signal(signal.SIGINT)
+            elif action is not None:
+                getattr(proc, action)()
+        except OSError:
+            pass
+        try:
+            return proc.wait(timeout=wait)
+        except KeyboardInterrupt:
+            continue
+        except Exception:  # noqa: BLE001 - subprocess.TimeoutExpired
+            continue
+    return proc.returncode if proc.returncode is not None else 130
+
+
+class _StatusLine:
+    """A one-line status on stderr: redrawn in place on a terminal, every 10 s otherwise."""
+
+    def __init__(self, mon, enabled: bool, format_status, stream=None):
+        self.mon = mon
+        self.stream = stream or sys.stderr
+        self.tty = getattr(self.stream, "isatty", lambda: False)()
+        self.enabled = enabled
+        self.every = 0.5 if self.tty else 10.0
+        self.last = time.monotonic()
+        self.fmt = format_status
+        self.drawn = False
+
+    def __call__(self, rec) -> None:
+        if not self.enabled or rec["t"] - self.last < self.every:
+            return
+        self.last = rec["t"]
+        line = "monitor " + self.fmt(rec, self.mon.t_start)
+        try:
+            if self.tty:
+                self.stream.write("\r\x1b[2K" + line)
+                self.drawn = True
+            else:
+                self.stream.write(line + "\n")
+            self.stream.flush()
+        except (OSError, ValueError):
+            self.enabled = False
+
+    def end(self) -> None:
+        if self.drawn:
+            try:
+                self.stream.write("\r\x1b[2K")
+                self.stream.flush()
+            except (OSError, ValueError):
+                pass
