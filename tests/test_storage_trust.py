@@ -466,3 +466,30 @@ def test_files_cold_as_root_says_it_emptied_the_whole_page_cache(tmp_path, monke
     assert r.labels["cache_drop"] == "/proc/sys/vm/drop_caches: the whole machine's page cache"
     assert ("emptied the whole machine's page cache (/proc/sys/vm/drop_caches) — other workloads on this host "
             "now read from disk too") in r.warnings
+
+
+@pytest.mark.parametrize("tool", ["dd", "fio"])
+def test_an_external_engine_dies_with_a_sigkilled_probe(tmp_path, tool):
+    """dd and fio run in their own session (a Ctrl-C meant for the notebook must not reach them),
+    yet a probe killed outright must not leave them writing into a file nobody will remove: the
+    kernel ends them (PR_SET_PDEATHSIG).  dd would also die of SIGPIPE at its next progress line;
+    fio writes nothing until it ends, so it is the case that needs the kernel's help."""
+    if shutil.which(tool) is None:
+        pytest.skip(f"no {tool}")
+    proc = _start_writer(tmp_path, tool)
+    t0 = time.monotonic()
+    pids = []
+    while not pids and time.monotonic() - t0 < 10:
+        pids = [c for c in _children(proc.pid) if _comm(c) == tool]
+        time.sleep(0.02)
+    assert pids, f"{tool} did not start"
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=30)
+    try:
+        for c in pids:   # nobody kills the tool here: it must end by itself
+            _gone(c, timeout=10)
+            assert not (os.path.exists(f"/proc/{c}") and _comm(c) == tool), f"{tool} outlived the killed probe"
+    finally:
+        for c in pids:
+            if os.path.exists(f"/proc/{c}") and _comm(c) == tool:
+                os.kill(c, signal.SIGKILL)

@@ -19,6 +19,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -50,10 +51,34 @@ def dd_path() -> str:
     return p
 
 
+def _death_signal():
+    """A preexec function that asks the kernel to SIGKILL the child when the thread that
+    started it dies (``prctl(PR_SET_PDEATHSIG)``), or None where that is not available.
+
+    The tool runs in its own session so that a Ctrl-C meant for the notebook does not reach it
+    (we stop it ourselves and read what it did); without this, a probe killed outright (the OOM
+    killer, a kernel restart) would leave fio writing into a file nobody removes.  libc and the
+    function are looked up here, before the fork, so the child only makes one system call."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    PR_SET_PDEATHSIG = 1
+
+    def _die_with_parent():
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+    return _die_with_parent
+
+
 def _run(argv, cancel, on_stderr=None, env=None):
-    """Run ``argv``; SIGINT on cancel; returns (rc, stdout, stderr, interrupted)."""
+    """Run ``argv``; SIGINT on cancel; returns (rc, stdout, stderr, interrupted).  Waits in the
+    calling thread, which therefore outlives the tool (the death signal follows that thread)."""
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env=env, start_new_session=True)
+                            env=env, start_new_session=True, preexec_fn=_death_signal())
     out_chunks: list[bytes] = []
     err_chunks: list[bytes] = []
 
