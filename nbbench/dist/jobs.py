@@ -5,7 +5,8 @@ The parts: **dd** — each rank its own new file in the directory (N files, "N-N
 **randread** — in a directory one file written by rank 0 and read by all after a
 barrier (``file_per_rank``: each its own), a file or device read by all; **files** —
 each rank the files of its own shard of the tree (a stable hash of the relative path).
-Loader, sweep and feed live in :mod:`.loaderjobs`.
+**checkpoint** and **shards** live in :mod:`.ckptjobs`; loader, sweep and feed in
+:mod:`.loaderjobs`.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ import os
 from ..results import ProbeError, Result
 from ..units import parse_size
 from .aggregate import Phase
+from .ckptjobs import CheckpointJob, ShardsJob
 from .rankjob import RankJob, merge_hists, sum_metrics
 
-__all__ = ["RankJob", "DdJob", "RandreadJob", "FilesJob", "job_for", "JOBS"]
+__all__ = ["RankJob", "DdJob", "RandreadJob", "FilesJob", "CheckpointJob", "ShardsJob", "job_for", "JOBS"]
 
 
 # ================================================================== dd
@@ -198,7 +200,8 @@ class FilesJob(RankJob):
 
 #: probe kind -> its rank part.  A new probe opts in with a RankJob subclass here, and in its
 #: command ``commands.ranks.add_rank_options(parser)`` and ``commands.ranks.dispatch(...)``.
-JOBS: dict[str, type[RankJob]] = {"dd": DdJob, "randread": RandreadJob, "files": FilesJob}
+JOBS: dict[str, type[RankJob]] = {"dd": DdJob, "randread": RandreadJob, "files": FilesJob,
+                                   "checkpoint": CheckpointJob, "shards": ShardsJob}
 
 
 def job_for(kind: str, params: dict) -> RankJob:

@@ -17,8 +17,8 @@ A :class:`RankJob` says, for one probe:
 * ``sweep_left()`` — after a rank was killed: what it left in the directory (the stale
   temporary files of dead processes of this host), removed.
 
-The parts themselves: :mod:`.jobs` (dd, randread, files), :mod:`.loaderjobs` (loader,
-sweep, feed).
+The parts themselves: :mod:`.jobs` (dd, randread, files), :mod:`.ckptjobs` (checkpoint,
+shards), :mod:`.loaderjobs` (loader, sweep, feed).
 """
 
 from __future__ import annotations
