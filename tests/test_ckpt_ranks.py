@@ -237,6 +237,22 @@ def test_a_host_must_hold_its_ranks_states(tmp_path, monkeypatch):
     job.preflight(env)
 
 
+def test_device_cuda_gives_each_local_rank_its_gpu(tmp_path, monkeypatch):
+    job = CheckpointJob({"path": str(tmp_path), "size": "8M", "device": "cuda"})
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(ProbeError, match=r"^--device cuda: CUDA is not usable here"):
+        job.local_checks(1)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    job.local_checks(1)
+    with pytest.raises(ProbeError, match=r"^--device cuda gives each rank the GPU of its local rank: 2 ranks on a host "
+                                         r"with 1 GPU\(s\); use at most 1 rank per host, or --device cuda:0"):
+        job.local_checks(2)
+    CheckpointJob({"path": str(tmp_path), "size": "8M", "device": "cuda:0"}).local_checks(2)   # one GPU, shared
+    job.bind(SimpleNamespace(rank=3, world_size=4, local_rank=1, local_world_size=2))
+    assert job._device() == "cuda:1"
+
+
 def test_a_rank_without_shards_is_refused_before_the_launch(tmp_path):
     from nbbench.probes.shards import shard_rank
 

@@ -117,9 +117,27 @@ class CheckpointJob(RankJob):
 
     def local_checks(self, nranks: int) -> None:
         self._checks(nranks, nranks)      # --ranks N: all N on this host
+        self._gpus(nranks - 1)
 
     def preflight(self, env) -> None:
         self._checks(env.world_size, _local_ranks(env))
+        self._gpus(env.local_rank)
+
+    def _gpus(self, local_rank: int) -> None:
+        """``--device cuda``: a GPU for this local rank (counted, no CUDA context made)."""
+        d = str(self.params.get("device") or "cpu")
+        if not d.startswith("cuda"):
+            return
+        import torch
+
+        n = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if n == 0:
+            raise ProbeError(f"--device {d}: CUDA is not usable here (torch {torch.__version__}); run on the CPU "
+                             "(the default) or where a GPU is visible")
+        if d == "cuda" and local_rank >= n:
+            raise ProbeError(f"--device cuda gives each rank the GPU of its local rank: {local_rank + 1} ranks on a "
+                             f"host with {n} GPU(s); use at most {n} rank{'s' if n != 1 else ''} per host, or --device cuda:0 for every "
+                             "rank to share one")
 
     def _device(self) -> str:
         d = str(self.params.get("device") or "cpu")
