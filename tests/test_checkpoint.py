@@ -94,7 +94,7 @@ def test_a_small_checkpoint_saves_and_loads_cold_and_warm(tmp_path):
     assert m["cold_resident_pct"] < 5 and lb["cache_read"] == "buffered-cold"
     assert _left(tmp_path) == []
     assert steps[-1][0] == 1.0 and [f for f, _ in steps] == sorted(f for f, _ in steps)
-    assert set(r.extra["t0_unix"]) == {"write", "read"}
+    assert set(r.extra["t0_unix"]) == {"write", "dcp_write", "read", "dcp_read", "read_warm", "dcp_read_warm"}
     a = r.answer()
     assert a.startswith("torch.save wrote the ") and "fsync" in a and "from the page cache" in a and "DCP" in a
     back = Result.from_dict(json.loads(r.to_json()))

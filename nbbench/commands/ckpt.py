@@ -3,7 +3,8 @@
 
 Each parses its options, checks the path before any bar (as the storage commands do),
 then runs the probe of :mod:`nbbench.probes.checkpoint` / :mod:`nbbench.probes.shards`
-cancellably with a progress bar.  Probe modules are imported inside ``run`` so
+cancellably with a progress bar.  Both run as ranks too (``--ranks N``, torchrun, srun:
+:mod:`nbbench.commands.ranks`; their rank parts are :mod:`nbbench.dist.ckptjobs`).  Probe modules are imported inside ``run`` so
 ``--help`` stays light (no torch).
 """
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 import argparse
 
 from ..probes.ckptmodels import MODELS as _MODELS
-from . import Command, options
+from . import options, ranks
 from .storage import _run_probe, _target
 
 __all__ = ["CheckpointCommand", "ShardsCommand"]
@@ -29,7 +30,7 @@ def _scale(text: str) -> float:
     return v
 
 
-class CheckpointCommand(Command):
+class CheckpointCommand(ranks.RankedCommand):
     description = ("Save a model-like state dict the way training scripts do — torch.save to one new file, "
                    "fsync'd (write_bytes_per_s), and torch.distributed.checkpoint to a new directory — then load "
                    "it back with the page cache emptied (torch.load cold: read_bytes_per_s; DCP cold) and warm "
@@ -40,7 +41,8 @@ class CheckpointCommand(Command):
               "size (mlcommons/storage mlpstorage/config.py LLM_SIZE_BY_RANK) and layer shapes "
               "(configs/dlio/workload/llama3_*.yaml); scale them with --scale 0.01 on a small disk.\n"
               "examples:  nbbench checkpoint /scratch --size 256M --json\n"
-              "           nbbench checkpoint /scratch --model llama3-8b --scale 0.01")
+              "           nbbench checkpoint /scratch --model llama3-8b --scale 0.01\n"
+              "           nbbench checkpoint /shared/ckpt --size 1G --ranks 8   (each rank its own state and files)")
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("path", metavar="DIR", help="a directory (new .nbbench-* temp files are written there "
@@ -59,10 +61,16 @@ class CheckpointCommand(Command):
         parser.add_argument("--no-dcp", dest="dcp", action="store_false",
                             help="torch.save / torch.load only, no torch.distributed.checkpoint")
         parser.add_argument("--seed", type=options.nonneg_int, default=0, help="the random fill's seed")
+        ranks.add_rank_options(parser)
 
     def run(self, args, ctx):
         from ..probes.checkpoint import checkpoint, preflight
 
+        value = ranks.dispatch("checkpoint", "checkpoint", args, ctx, dict(
+            path=args.path, model=args.model, size=args.size, scale=args.scale, optimizer=args.optimizer,
+            device=args.device, dcp=args.dcp, seed=args.seed), f"checkpoint {args.path}")
+        if value is not ranks.LOCAL:
+            return value
         target = _target(args.path)
         preflight(target, model=args.model, size=args.size, scale=args.scale, optimizer=args.optimizer,
                   device=args.device, dcp=args.dcp)   # every refusal before the bar
@@ -71,12 +79,13 @@ class CheckpointCommand(Command):
             device=args.device, dcp=args.dcp, seed=args.seed, progress=p, cancel=c))
 
 
-class ShardsCommand(Command):
+class ShardsCommand(ranks.RankedCommand):
     description = ("Read a set of large files the way streaming loaders (WebDataset, MDS, Parquet) do: --streams "
                    "parallel streams, each reading whole shards in shuffled order with a --bs buffer, cold (page "
                    "cache dropped per shard) then warm; aggregate and per-stream MB/s, time to first byte per "
                    "shard, and for .tar shards WebDataset samples/s. Read only; no torch needed.")
-    epilog = "example:  nbbench make-dataset /scratch/shards --shards 8 --shard-size 32M; nbbench shards /scratch/shards"
+    epilog = ("example:  nbbench make-dataset /scratch/shards --shards 8 --shard-size 32M; nbbench shards /scratch/shards\n"
+              "          nbbench shards /shared/shards --ranks 8   (each rank its own shards, each shard read once)")
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("path", metavar="DIR", help="a folder of .tar shards, .bin/.parquet/.mds chunks, or "
@@ -92,10 +101,16 @@ class ShardsCommand(Command):
         parser.add_argument("--no-cold", dest="cold", action="store_false", help="skip the cold pass")
         parser.add_argument("--no-warm", dest="warm", action="store_false", help="skip the warm pass")
         parser.add_argument("--seed", type=options.nonneg_int, default=0, help="the shuffle's seed")
+        ranks.add_rank_options(parser)
 
     def run(self, args, ctx):
         from ..probes.shards import shards
 
+        value = ranks.dispatch("shards", "shards", args, ctx, dict(
+            path=args.path, streams=args.streams, bs=args.bs, min_size=args.min_size, cold=args.cold, warm=args.warm,
+            seed=args.seed, max_bytes=args.max_bytes), f"shards {args.path}")
+        if value is not ranks.LOCAL:
+            return value
         target = _target(args.path)
         return _run_probe(ctx, f"shards {args.path}", lambda p, c: shards(
             target, streams=args.streams, bs=args.bs, min_size=args.min_size, cold=args.cold, warm=args.warm,

@@ -1,4 +1,5 @@
-"""``--ranks N`` and rank mode for the subcommands that opt in (dd, randread, files, loader, sweep, feed).
+"""``--ranks N`` and rank mode for the subcommands that opt in (dd, randread, files, checkpoint, shards,
+loader, sweep, feed).
 
 :func:`add_rank_options` declares the options once; a command's ``run`` starts with
 ``value = ranks.dispatch(...)`` and goes on with its local code when it gets :data:`LOCAL`:
@@ -13,7 +14,7 @@
   (:func:`nbbench.dist.launch.launch`) with the aggregate progress live; with
   ``--nnodes M`` > 1 print the torchrun and srun lines to run on each host instead.
 
-A new probe (the checkpoint and shard probes to come) opts in with three pieces: this
+A new probe opts in with three pieces (as checkpoint and shards did): this
 module's :func:`add_rank_options` in its ``add_arguments``, :func:`dispatch` at the top of
 its ``run``, and its rank part, a :class:`nbbench.dist.jobs.RankJob` in ``dist.jobs.JOBS``.
 """

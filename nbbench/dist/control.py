@@ -6,8 +6,8 @@ Keys (JSON values), under a per-run prefix:
               for :data:`DEAD_AFTER_S` is taken for dead (killed, crashed, host lost)
 ``info/R``    who rank R is: host, local rank, pid
 ``prog/R``    its latest progress: fraction and figures (the launcher sums them live)
-``tmp/R``     the temporary files it holds right now (the launcher removes what a killed
-              rank leaves)
+``tmp/R``     the temporary files and directories it holds right now (the launcher removes
+              what a killed rank leaves)
 ``stop``      set by the launcher (Stop, Ctrl-C) or a rank: every rank winds up its probe
 ``rec/R``     a rank's record when the group can no longer gather (a peer died)
 ``result``    rank 0's aggregate result (to the launcher under ``--ranks``)
@@ -27,6 +27,7 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import shutil
 import threading
 import time
 from typing import Any
@@ -254,7 +255,7 @@ def _gone(pid) -> bool:
 
 
 def remove_left_files(control: Control, host: str | None = None) -> list[str]:
-    """Remove the temporary files that ranks listed (``tmp/R``) and could not remove themselves:
+    """Remove the temporary files (and directories) that ranks listed (``tmp/R``) and could not remove themselves:
     those of ranks whose process is gone — on ``host`` only (None: this machine runs them all)."""
     from ..tempfiles import PREFIX
 
@@ -270,10 +271,16 @@ def remove_left_files(control: Control, host: str | None = None) -> list[str]:
         if info.get("pid") is not None and not _gone(info["pid"]):
             continue
         for p in paths or []:
-            if os.path.basename(p).startswith(PREFIX) and os.path.lexists(p):
-                try:
+            if not os.path.basename(p).startswith(PREFIX) or not os.path.lexists(p):
+                continue
+            try:
+                if os.path.isdir(p) and not os.path.islink(p):   # a directory of its own (DCP's)
+                    shutil.rmtree(p, ignore_errors=True)
+                    if os.path.lexists(p):
+                        continue
+                else:
                     os.unlink(p)
-                    removed.append(p)
-                except OSError:
-                    pass
+                removed.append(p)
+            except OSError:
+                pass
     return removed

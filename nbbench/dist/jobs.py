@@ -1,128 +1,25 @@
-"""The storage probes' rank parts: what each rank runs, and how rank 0 puts the parts together.
-
-A :class:`RankJob` says, for one probe:
-
-* ``preflight(env)`` — on every rank, before anything is written: the path is there and
-  usable, and the free space holds N × the size (a ProbeError otherwise);
-* ``setup(env)`` / ``teardown(env)`` — shared state made by rank 0 (randread's one file);
-* ``run(progress, cancel)`` — the probe on this rank's own part, returning its Result;
-* ``tracks(res, clock)`` — its progress per phase on the common clock
-  (:mod:`nbbench.dist.aggregate`), from the probe's 500 ms series and the wall-clock
-  anchor of each phase's t = 0 (``res.extra["t0_unix"]``, written by the engines' meter;
-  when an engine gives none, the time of the phase's last progress report minus its
-  elapsed time);
-* ``phases`` — the phases and the rates rank 0 aggregates; ``finish(res, records)`` —
-  what else it adds (the latency histograms merged).
+"""The storage probes' rank parts (:class:`~nbbench.dist.rankjob.RankJob` subclasses), and
+the registry of every probe that runs as ranks (:data:`JOBS`, :func:`job_for`).
 
 The parts: **dd** — each rank its own new file in the directory (N files, "N-N");
 **randread** — in a directory one file written by rank 0 and read by all after a
 barrier (``file_per_rank``: each its own), a file or device read by all; **files** —
 each rank the files of its own shard of the tree (a stable hash of the relative path).
+**checkpoint** and **shards** live in :mod:`.ckptjobs`; loader, sweep and feed in
+:mod:`.loaderjobs`.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any
 
-from ..results import ProbeError, Result, result_class
-from ..results.hist import LatencyHistogram
+from ..results import ProbeError, Result
 from ..units import parse_size
-from .aggregate import Phase, track_from_windows
+from .aggregate import Phase
+from .ckptjobs import CheckpointJob, ShardsJob
+from .rankjob import RankJob, merge_hists, sum_metrics
 
-__all__ = ["RankJob", "DdJob", "RandreadJob", "FilesJob", "job_for", "JOBS"]
-
-
-class RankJob:
-    """One probe as a rank runs it (see the module doc)."""
-
-    kind = "result"
-    phases: list[Phase] = []
-    #: bytes each rank writes in the directory (the launcher and the preflight count N × this)
-    write_bytes = 0
-
-    def __init__(self, params: dict[str, Any]):
-        self.params = dict(params)
-        self.rank = 0
-        self.world_size = 1
-        self.last_report: dict[str, float] = {}   # metric key -> wall time of its last progress report
-        #: ``ready(phase)``: the ranks meet just before each timed phase (set by the rank runner)
-        self.ready = None
-
-    # ------------------------------------------------------------ hooks
-    def bind(self, env) -> None:
-        self.rank, self.world_size = env.rank, env.world_size
-
-    def local_checks(self, nranks: int) -> None:
-        """In the launching process, before any rank starts (the free space for N ranks)."""
-        self._room(nranks)
-
-    def preflight(self, env) -> None:
-        self._room(env.world_size)
-
-    def setup(self, env) -> None:
-        pass
-
-    def teardown(self, env) -> None:
-        pass
-
-    def run(self, progress, cancel) -> Result:
-        raise NotImplementedError
-
-    def tracks(self, res: Result, clock) -> dict[str, dict]:
-        return {}
-
-    def finish(self, res: Result, records: list[dict]) -> None:
-        pass
-
-    def monitor_path(self) -> str | None:
-        """Where the host's disk is watched (the probe's path)."""
-        return self.params.get("path")
-
-    def failed_result(self, reason: str) -> Result:
-        res = result_class(self.kind)(params=dict(self.params))
-        return res.fail(reason)
-
-    # ----------------------------------------------------------- helpers
-    def _room(self, nranks: int) -> None:
-        if not self.write_bytes:
-            return
-        from ..probes.target import inspect
-
-        target = inspect(self.params["path"], write=False, read=False)
-        if target.kind == "dir":
-            target.ensure_room(self.write_bytes * nranks)
-
-    def _anchor(self, res: Result, op: str, elapsed: float | None, key: str) -> float | None:
-        """The wall-clock time of phase ``op``'s t = 0 on this rank."""
-        t0 = (res.extra.get("t0_unix") or {}).get(op)
-        if t0 is None and elapsed is not None and key in self.last_report:
-            t0 = self.last_report[key] - elapsed
-        return t0
-
-    def _track(self, res: Result, clock, op: str, series: str, rates: dict[str, str], elapsed_key: str,
-               totals: dict[str, str]) -> dict | None:
-        data = res.samples.get(series) or {}
-        elapsed = res.metrics.get(elapsed_key)
-        first = next(iter(rates))
-        t0 = self._anchor(res, op, elapsed, first)
-        if t0 is None or not elapsed:
-            return None
-        return track_from_windows(clock.at(t0), data.get("t_s") or [],
-                                  {k: data.get(src) or [] for k, src in rates.items()}, end=elapsed,
-                                  totals={k: res.metrics.get(src) for k, src in totals.items()})
-
-
-def _merge_hists(res: Result, records: list[dict], name: str = "lat_hist", prefix: str = "lat") -> None:
-    """Every rank's latency histogram merged: the percentiles of all ranks' I/Os together."""
-    merged = LatencyHistogram()
-    for rec in records:
-        d = ((rec.get("result") or {}).get("samples") or {}).get(name)
-        if d:
-            merged.merge(LatencyHistogram.from_dict(d))
-    if merged.n:
-        res.metrics.update(merged.metrics(prefix))
-        res.samples[name] = merged.to_dict()
+__all__ = ["RankJob", "DdJob", "RandreadJob", "FilesJob", "CheckpointJob", "ShardsJob", "job_for", "JOBS"]
 
 
 # ================================================================== dd
@@ -169,10 +66,7 @@ class DdJob(RankJob):
         return out
 
     def finish(self, res, records):
-        for op in ("write", "read"):
-            tot = [((r.get("result") or {}).get("metrics") or {}).get(f"{op}_total_bytes") for r in records]
-            if any(v is not None for v in tot):
-                res.metrics[f"{op}_total_bytes"] = sum(v or 0 for v in tot)
+        sum_metrics(res, records, ("write_total_bytes", "read_total_bytes"))
 
 
 # ============================================================ randread
@@ -266,7 +160,7 @@ class RandreadJob(RankJob):
         return {"read": tr} if tr is not None else {}
 
     def finish(self, res, records):
-        _merge_hists(res, records)
+        merge_hists(res, records)
         res.labels["file_per_rank"] = bool(self.params.get("file_per_rank"))
 
 
@@ -299,17 +193,15 @@ class FilesJob(RankJob):
         return {"read": tr} if tr is not None else {}
 
     def finish(self, res, records):
-        _merge_hists(res, records)
-        for k in ("files_count", "read_total_bytes", "tree_files_count", "tree_total_bytes"):
-            vals = [((r.get("result") or {}).get("metrics") or {}).get(k) for r in records]
-            if any(v is not None for v in vals):
-                res.metrics[k] = sum(v or 0 for v in vals)
+        merge_hists(res, records)
+        sum_metrics(res, records, ("files_count", "read_total_bytes", "tree_files_count", "tree_total_bytes"))
         res.labels["shards"] = "files split between ranks by a stable hash of the relative path"
 
 
 #: probe kind -> its rank part.  A new probe opts in with a RankJob subclass here, and in its
 #: command ``commands.ranks.add_rank_options(parser)`` and ``commands.ranks.dispatch(...)``.
-JOBS: dict[str, type[RankJob]] = {"dd": DdJob, "randread": RandreadJob, "files": FilesJob}
+JOBS: dict[str, type[RankJob]] = {"dd": DdJob, "randread": RandreadJob, "files": FilesJob,
+                                   "checkpoint": CheckpointJob, "shards": ShardsJob}
 
 
 def job_for(kind: str, params: dict) -> RankJob:

@@ -11,8 +11,9 @@ session of its own (so a terminal's Ctrl-C reaches only the launcher), and while
   half a second and the partial results are still gathered — the run ends
   ``interrupted`` in about 2 s; ranks that do not answer within ``grace_s`` are
   terminated (SIGTERM to the launcher's session, then SIGKILL);
-* afterwards removes any temporary file a terminated rank left (each rank publishes the
-  ones it holds), and torchrun's log folder (``--log-dir``, a new temporary folder: no
+* afterwards removes any temporary file or directory a terminated rank left (each rank
+  publishes the ones it holds; the job then sweeps its directory for what a killed rank
+  made since: :meth:`~nbbench.dist.rankjob.RankJob.sweep_left`), and torchrun's log folder (``--log-dir``, a new temporary folder: no
   ``torchelastic_*`` folder is left in /tmp).
 
 Rank 0 hands the aggregate result back through the store.  When a rank crashes or is
@@ -210,6 +211,7 @@ def launch(argv: list[str], nproc: int, job, progress: Callable | None = None, c
         if error:
             raise ProbeError(error)
         left = _sweep(control, nproc)
+        stale = _sweep_job(job)
         data = control.get("result")
         if data is not None:
             res = Result.from_dict(data)
@@ -221,6 +223,9 @@ def launch(argv: list[str], nproc: int, job, progress: Callable | None = None, c
             res.warn(f"some ranks did not finish within {grace_s:g} s of Stop and were terminated")
         if left:
             res.warn(f"removed {len(left)} temporary file(s) a terminated rank left: {', '.join(left)}")
+        if stale:
+            res.warn(f"removed {stale} stale nbbench temporary entr{'y' if stale == 1 else 'ies'} from "
+                     f"{job.params.get('path')}: left by processes of this host that were killed (a rank)")
         return res
     finally:
         if proc is not None and proc.poll() is None:   # the launcher itself was interrupted
@@ -232,6 +237,7 @@ def launch(argv: list[str], nproc: int, job, progress: Callable | None = None, c
                 proc.wait()
             if control is not None:
                 _sweep(control, nproc)
+            _sweep_job(job)
         out_f.close()
         err_f.close()
         shutil.rmtree(log_dir, ignore_errors=True)
@@ -271,6 +277,14 @@ def _signal_group(proc, sig) -> int:
 def _sweep(control: Control, nproc: int) -> list[str]:
     """Remove the temporary files ranks still listed (a rank that was killed could not)."""
     return remove_left_files(control)
+
+
+def _sweep_job(job) -> int:
+    """What a killed rank made after it last published its files (the job's stale sweep: dead processes only)."""
+    try:
+        return int(job.sweep_left() or 0)
+    except Exception:  # noqa: BLE001 - never hides the run's outcome
+        return 0
 
 
 def _failed(job, control: Control, nproc: int, code: int | None, stderr: str, backend: str,

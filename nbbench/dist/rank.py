@@ -95,7 +95,7 @@ def run_rank(job, env: RankEnv, backend: str = "gloo", cancel: threading.Event |
         _ACTIVE[:] = [control, host]
         control.set(f"info/{env.rank}", {"host": host, "local_rank": env.local_rank, "pid": os.getpid()})
         control.beat(env.rank)
-        wd = Watchdog(control, env.rank, cancel, temp_files=tempfiles.registered)
+        wd = Watchdog(control, env.rank, cancel, temp_files=_held)
         wd.start()
         try:
             return _run(job, env, backend, control, wd, cancel, host, launcher is not None, start_timeout_s,
@@ -134,6 +134,8 @@ def _run(job, env, backend, control, wd, cancel, host, under_launcher, start_tim
             error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")
         if error is not None:
             gate.abort(f"rank {rank}: {error}")
+        elif res is not None and res.status == "failed":   # the others must not wait at its next phase's meeting
+            gate.abort(f"rank {rank}: {res.reason or 'failed'}")
         rec = record_of(job, env, host, res, error, clock, stats.stop() if stats else None, wd)
         if wd.dead or wd.lost:
             return _broken(job, env, control, wd, rec, host)
@@ -290,6 +292,10 @@ def _broken(job, env, control, wd, rec, host):
             break
         time.sleep(0.1)
     remove_left_files(control, host)   # a dead peer on this host cannot remove its own files
+    try:
+        job.sweep_left()                 # and what it made after it last said (stale: its process is gone)
+    except Exception:  # noqa: BLE001 - the run's outcome matters more
+        pass
     for r in wd.dead:
         who = infos.get(r) or {}
         recs[r] = {"rank": r, "host": who.get("host", "?"), "local_rank": who.get("local_rank"), "status": "failed",
@@ -298,6 +304,12 @@ def _broken(job, env, control, wd, rec, host):
     res = build_result(job, list(recs.values()), env, "?")
     res.reason = why
     return res
+
+
+def _held() -> list[str]:
+    """The temporary files and directories this rank holds (published: the launcher removes what a
+    killed rank leaves)."""
+    return tempfiles.registered() + tempfiles.registered_dirs()
 
 
 def wd_dead_after() -> float:

@@ -28,7 +28,11 @@ started runs to its end (one call cannot be interrupted), so Stop ends after it.
 
 ``rank`` / ``world_size`` name this process's part when several run at once (each
 writes its own files, the rank in their names); ``ready(phase)`` is called just
-before each timed phase (``"write"``, ``"read"``), as the storage probes do.
+before each timed phase (``"write"``, ``"dcp_write"``, ``"read"``, ``"dcp_read"``,
+``"read_warm"``, ``"dcp_read_warm"``), as the storage probes do, and
+``extra["t0_unix"][phase]`` is the wall-clock time the phase began (after ``ready``
+returned).  :func:`disk_bytes` is what one part writes (the free-space rule; N parts
+need N times it) and :func:`check_memory`'s ``ranks`` counts the parts on one host.
 """
 
 from __future__ import annotations
@@ -44,10 +48,13 @@ from . import ckptio, ckptmodels
 from .dataloader import require_torch
 from .target import inspect
 
-__all__ = ["checkpoint", "preflight", "CheckpointResult", "memory_room", "check_memory", "PHASES"]
+__all__ = ["checkpoint", "preflight", "CheckpointResult", "memory_room", "check_memory", "disk_bytes", "PHASES",
+           "TIMED"]
 
 PHASES = ("build", "save", "dcp save", "drop cache", "load cold", "dcp load cold", "load warm", "dcp load warm",
           "mmap load")
+#: the timed phases, as ``ready`` and ``extra["t0_unix"]`` name them
+TIMED = ("write", "dcp_write", "read", "dcp_read", "read_warm", "dcp_read_warm")
 #: what the free-space rule counts per tensor beyond its bytes (zip and pickle records; DCP's per-item headers)
 _SAVE_OVERHEAD, _DCP_OVERHEAD = 1024, 4096
 
@@ -96,21 +103,29 @@ def _cgroup_used(root: str = "/") -> tuple[int | None, str]:
     return None, ""
 
 
-def check_memory(state_bytes: int, device: str, what: str) -> str:
+def check_memory(state_bytes: int, device: str, what: str, ranks: int = 1, gpu: bool = True) -> str:
     """Refuse (ProbeError, with the numbers) a state of ``state_bytes`` whose build and one loaded
-    copy would not fit in memory (host RAM; for a CUDA device its memory too); returns how it was judged."""
+    copy would not fit in memory (host RAM; for a CUDA device its memory too); returns how it was judged.
+    ``ranks``: that many parts run at once on this host, each with a state of its own (host RAM
+    counts them all); ``gpu`` False: the host's RAM only (a launcher that must not touch the GPU)."""
     room, how = memory_room()
     on_gpu = str(device).startswith("cuda")
-    need = state_bytes * (1 if on_gpu else 2)
+    ranks = max(1, int(ranks))
+    each = state_bytes * (1 if on_gpu else 2)
+    need = each * ranks
     keep = max(256 << 20, room // 20)
     if need > room - keep:
         fits = max(0.0, (room - keep) / need)
+        why = 'the state staged on the host' if on_gpu else 'the state dict and one loaded copy'
+        if ranks > 1:
+            why = f"{ranks} ranks on this host × {format_bytes(each, binary=True)} each: {why}"
         raise ProbeError(
-            f"not enough memory for {what} of {format_bytes(state_bytes, binary=True)}: it needs about "
-            f"{format_bytes(need, binary=True)} ({'the state staged on the host' if on_gpu else 'the state dict and one loaded copy'}) "
+            f"not enough memory for {what} of {format_bytes(state_bytes, binary=True)}"
+            f"{' per rank' if ranks > 1 else ''}: it needs about {format_bytes(need, binary=True)} ({why}) "
             f"and {how}, keeping {format_bytes(keep, binary=True)} spare; refused rather than swap — "
-            f"use a smaller --size or --scale (about {_round_down(fits):g} of this fits)")
-    if on_gpu:
+            f"use a smaller --size or --scale (about {_round_down(fits):g} of this fits)"
+            + (" or fewer ranks" if ranks > 1 else ""))
+    if on_gpu and gpu:
         import torch
 
         free, total = torch.cuda.mem_get_info(torch.device(device))
@@ -165,10 +180,15 @@ def preflight(path, model: str = "transformer", size=None, scale: float = 1.0, o
         raise ProbeError(f"{target.path} is not a directory: checkpoint writes new files of its own in a directory "
                          "(and removes them)")
     dev = _device(device)
+    target.ensure_room(disk_bytes(pl, dcp))
+    return pl, target, dev, check_memory(pl.total_bytes, dev, f"a {pl.model} checkpoint")
+
+
+def disk_bytes(pl, dcp: bool = True) -> int:
+    """What one run writes at most (the torch.save file and the DCP directory, with their per-tensor
+    overheads) for the plan ``pl``: the free-space rule's figure."""
     nbytes = pl.total_bytes
-    target.ensure_room(nbytes + _SAVE_OVERHEAD * pl.count + (nbytes + _DCP_OVERHEAD * pl.count if dcp else 0)
-                       + (1 << 20))
-    return pl, target, dev, check_memory(nbytes, dev, f"a {pl.model} checkpoint")
+    return nbytes + _SAVE_OVERHEAD * pl.count + (nbytes + _DCP_OVERHEAD * pl.count if dcp else 0) + (1 << 20)
 
 
 def checkpoint(path, model: str = "transformer", size=None, scale: float = 1.0, optimizer: bool = True,
@@ -183,7 +203,7 @@ def checkpoint(path, model: str = "transformer", size=None, scale: float = 1.0, 
     dcp: also save and load with torch.distributed.checkpoint.
     rank, world_size: this process's part when several run at once (its files carry the rank).
     progress: ``(fraction, metrics)`` per phase; cancel: a threading.Event, honoured between phases.
-    ready: ``ready(phase)`` just before each timed phase ("write", "read").
+    ready: ``ready(phase)`` just before each timed phase (:data:`TIMED`).
     """
     rank, world_size = int(rank), int(world_size)
     if world_size < 1 or not 0 <= rank < world_size:
@@ -257,9 +277,10 @@ class _Run:
         call_progress(self.progress, (i + within) / len(self.phases), metrics)
 
     def _mark(self, phase: str) -> None:
-        self.res.extra.setdefault("t0_unix", {})[phase] = time.time()
+        """Just before a timed phase: meet the other ranks (``ready``), then note when it begins."""
         if self.ready is not None:
             self.ready(phase)
+        self.res.extra.setdefault("t0_unix", {})[phase] = time.time()
 
     def _rate(self, key: str, nbytes: int, seconds: float, elapsed_key: str) -> dict:
         m = self.res.metrics
@@ -291,6 +312,7 @@ class _Run:
             if self.dcp:
                 self.current = "the DCP save"
                 self.td = tempfiles.create_dir(self.dir, f"dcpr{self.rank}")
+                self._mark("dcp_write")
                 secs = ckptio.save_dcp(self.state, self.td.path)
                 m["dcp_bytes"] = sum(os.path.getsize(p) for p in ckptio.files_of(self.td.path))
                 m["dcp_files_count"] = len(ckptio.files_of(self.td.path))
@@ -335,12 +357,14 @@ class _Run:
         del loaded
         if self.td is not None and res.status == "ok" and not self._stop("the cold torch.load"):
             self.current = "the DCP load"
+            self._mark("dcp_read")
             secs = ckptio.load_dcp(self.state, self.td.path, self.dev)
             self._step("dcp load cold", self._rate("dcp_read_bytes_per_s", m["dcp_bytes"], secs, "dcp_read_elapsed_s"))
 
     def _warm(self) -> None:
         m = self.res.metrics
         self.current = "the warm torch.load"
+        self._mark("read_warm")
         loaded, secs = ckptio.load_torch(self.tf.path, self.dev)
         del loaded
         self._step("load warm", self._rate("read_warm_bytes_per_s", m["file_bytes"], secs, "read_warm_elapsed_s"))
@@ -348,6 +372,7 @@ class _Run:
             return
         if self.td is not None:
             self.current = "the warm DCP load"
+            self._mark("dcp_read_warm")
             secs = ckptio.load_dcp(self.state, self.td.path, self.dev)
             self._step("dcp load warm", self._rate("dcp_read_warm_bytes_per_s", m["dcp_bytes"], secs,
                                                    "dcp_read_warm_elapsed_s"))

@@ -42,6 +42,8 @@ class CheckpointResult(Result):
         m = self.metrics
         if self.status == "failed":
             return f"The checkpoint run failed: {self.reason}"
+        if "ranks" in self.labels and self.extra.get("answer"):   # many ranks: what they got together
+            return self.extra["answer"]
         size = m.get("file_bytes") or m.get("state_bytes")
         what = f"the {format_bytes(size, binary=True)} {self.params.get('model', '')} checkpoint" if size else \
             "the checkpoint"

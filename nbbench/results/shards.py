@@ -45,6 +45,8 @@ class ShardsResult(Result):
         m, p = self.metrics, self.params
         if self.status == "failed":
             return f"The shards run failed: {self.reason}"
+        if "ranks" in self.labels and self.extra.get("answer"):   # many ranks: what they got together
+            return self.extra["answer"]
         n, streams = m.get("shards_count"), m.get("streams_count")
         total = m.get("read_total_bytes") or m.get("read_warm_total_bytes")
         what = f"{n} {self.labels.get('shard_format', '')} shards".replace(" tar ", " .tar ")
