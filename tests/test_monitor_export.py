@@ -147,3 +147,37 @@ def test_a_port_in_use_is_a_one_line_error(capsys):
     err = capsys.readouterr().err
     assert rc == 1 and f"cannot serve metrics on 127.0.0.1:{port}" in err and "Traceback" not in err
     assert no_server_threads()
+
+
+def test_under_a_launcher_each_hosts_local_rank_0_serves_and_the_others_say_where(tmp_path):
+    """torchrun --nproc-per-node 2 … nbbench monitor --serve PORT: both ranks of a host would bind
+    one port (the second failing); local rank 0 serves the host's figures, rank 1 says so."""
+    import subprocess
+    import sys
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    procs = []
+    for rank in (1, 0):
+        env = dict(os.environ, RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE="2", LOCAL_WORLD_SIZE="2",
+                   MASTER_ADDR="127.0.0.1", MASTER_PORT="29500")
+        procs.append(subprocess.Popen(
+            [sys.executable, "-m", "nbbench", "monitor", "--serve", f"127.0.0.1:{port}", "--no-save", "--gpu",
+             "none", "--interval", "0.1", "--", sys.executable, "-c", "import time; time.sleep(6)"],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    fams = None
+    deadline = time.monotonic() + 30
+    while (fams is None or "nbbench_cpu_utilization_ratio" not in fams) and time.monotonic() < deadline:
+        try:
+            fams = scrape(f"http://127.0.0.1:{port}/metrics")
+        except OSError:
+            pass
+        time.sleep(0.2)
+    outs = [p.communicate(timeout=60) for p in procs]
+    (out1, err1), (out0, err0) = outs
+    assert [p.returncode for p in procs] == [0, 0], (err1, err0)
+    assert fams is not None and "nbbench_cpu_utilization_ratio" in fams
+    assert f"metrics for Prometheus at http://127.0.0.1:{port}" in out0
+    assert "rank 1 of 2 (local rank 1" in out1 and "served by its local rank 0" in out1
+    assert "metrics for Prometheus" not in out1

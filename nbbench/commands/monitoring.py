@@ -9,7 +9,7 @@ import time
 
 from ..results import ProbeError
 
-__all__ = ["live_metrics", "add_monitor_options", "start_server", "serve_address", "interfaces"]
+__all__ = ["live_metrics", "add_monitor_options", "start_server", "serve_address", "interfaces", "serve_here"]
 
 # record fields shown next to a progress bar (--duration), as metric keys (their unit is in the key)
 _LIVE = (("cpu.util_pct", "cpu_util_pct"), ("gpu0.util_pct", "gpu0_util_pct"),
@@ -84,10 +84,30 @@ def add_monitor_options(parser, interval: float = 0.2) -> None:
                              "(host 127.0.0.1 unless given; port 0 picks a free one)")
 
 
+def serve_here(spec, environ=None):
+    """Whether this process serves ``--serve SPEC``: (spec or None, a note or None).
+
+    Under a launcher (torchrun, srun, a PyTorchJob: :func:`nbbench.dist.rankenv.detect`) every
+    rank of a host would bind the same port; each host's local rank 0 serves its own host (the
+    monitor's figures are the host's: GPUs, CPU, disks, network) and the other ranks say where."""
+    if spec is None:
+        return None, None
+    from ..dist import rankenv
+
+    env = rankenv.detect(environ)
+    if env is None or env.local_rank == 0:
+        return spec, None
+    return None, (f"{env.describe()}: this host's metrics are served by its local rank 0 "
+                  f"(--serve {spec}), not by this rank")
+
+
 def start_server(args, ctx, mon):
-    """The ``--serve`` metrics server of an opened monitor, started (None without --serve): the URL is
-    shown, and a warning when it listens beyond loopback; a port that cannot be bound is a ProbeError."""
-    spec = getattr(args, "serve", None)
+    """The ``--serve`` metrics server of an opened monitor, started (None without --serve, or on a
+    rank that is not its host's local rank 0: :func:`serve_here`): the URL is shown, and a warning
+    when it listens beyond loopback; a port that cannot be bound is a ProbeError."""
+    spec, note = serve_here(getattr(args, "serve", None))
+    if note:
+        ctx.echo(note)
     if spec is None:
         return None
     from ..monitor.exporter import MetricsServer

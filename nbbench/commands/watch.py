@@ -67,10 +67,14 @@ class WatchCommand(Command):
     def _start(self, args, ctx):
         from ..monitor import background
         from .monitor import _check_path
+        from .monitoring import serve_here
 
+        serve, note = serve_here(args.serve)
+        if note:
+            ctx.echo(note)
         try:
             bg = background.start(interval=args.interval, gpus=args.gpus, path=_check_path(args.path),
-                                  net=args.net, procs=args.procs, window_s=args.window, serve=args.serve,
+                                  net=args.net, procs=args.procs, window_s=args.window, serve=serve,
                                   origin=ctx.origin())
         except background.AlreadyWatching as exc:
             raise ProbeError(f"{exc}: stop it first with {ctx.command_text('watch', '--stop')}") from None
