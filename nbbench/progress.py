@@ -194,8 +194,14 @@ class Progress:
     def draw(self) -> None:  # pragma: no cover - overridden
         pass
 
-    def close(self, status: str = "ok") -> None:
-        """End the bar: ``ok``, ``interrupted`` or ``failed``."""
+    def close(self, status: str = "ok", final: dict | None = None) -> None:
+        """End the bar: ``ok``, ``interrupted`` or ``failed``.  ``final``: the result's metrics —
+        the bar then ends on the result's figures, never on a mid-run one that differs from
+        them (a figure the result does not have is dropped)."""
+        if final:
+            with self._lock:
+                self.metrics = {k: final[k] for k in self.metrics
+                                if isinstance(final.get(k), (int, float)) and not isinstance(final.get(k), bool)}
         self.status = status
         if self.ended is None:
             self.ended = self.clock()

@@ -197,3 +197,40 @@ def test_a_report_counts_results_and_the_doctors_findings_apart(tmp_path):
     rep = Report(format="html", text="", path=str(tmp_path / "r.html"), data=data)
     assert str(rep) == (f"report (html) {tmp_path / 'r.html'}: 2 results: 2 ok; "
                         "the doctor's checks: 1 fail, 1 warn, 1 ok, 1 n/a")
+
+
+def test_every_kind_is_shown_by_the_one_rule_with_its_options():
+    """Each registered result kind answers the front ends' call (the CLI's
+    ``text_table(width=, details=, ansi=)``) and puts its answer first; a kind that
+    overrides the view with another signature broke `nbbench checkpoint` once."""
+    from nbbench.results import KINDS, result_class
+
+    assert {"checkpoint", "shards", "dd", "feed"} <= set(KINDS)
+    for kind in KINDS:
+        cls = result_class(kind)
+        r = cls(kind=kind, params={"path": "/data/x"}, metrics={"write_bytes_per_s": 2.0e9}, status="ok")
+        text = r.text_table(width=80, details=True, ansi=False)
+        assert text.strip(), kind
+        assert r.lead().split(" ")[0] in text.splitlines()[0], (kind, text.splitlines()[0])
+        assert r._repr_html_().count(r.headline().split(" ")[0]) >= 1, kind
+
+
+def test_a_many_rank_result_says_its_together_answer_once_then_its_hosts():
+    from nbbench.results import result_class
+
+    for kind, key in (("dd", "write_bytes_per_s"), ("checkpoint", "write_bytes_per_s"),
+                      ("shards", "read_bytes_per_s")):
+        r = result_class(kind)(kind=kind, params={"path": "/data"}, metrics={key: 4.95e8},
+                               labels={"ranks": "2"}, status="ok",
+                               extra={"answer": "2 ranks on 2 hosts together: 495 MB/s write",
+                                      "hosts": [{"host": "a", "ranks": 1, key: 2.5e8,
+                                                 "cpu_util_pct": 10.0, "disk_busy_pct": 50.0},
+                                                {"host": "b", "ranks": 1, key: 2.45e8,
+                                                 "cpu_util_pct": 11.0, "disk_busy_pct": 52.0}]})
+        text = r.text_table(width=120)
+        assert text.count("2 ranks on 2 hosts together") == 1, (kind, text)
+        lines = text.splitlines()
+        assert "495 MB/s" in lines[0]
+        host_rows = [ln for ln in lines if ln.split()[:2] in (["a", "1"], ["b", "1"])]
+        assert len(host_rows) == 2 and "250 MB/s" in host_rows[0], text
+        assert r._repr_html_().count("2 ranks on 2 hosts together") == 1

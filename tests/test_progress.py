@@ -128,3 +128,27 @@ def test_the_panels_bar_plots_rates_only():
     p.wait_plot()
     assert made and made[0].points == [{"write_bytes_per_s": 5e8}]
     assert "16.0 MiB/16.0 MiB" in p.label.value
+
+
+def test_the_bar_ends_on_the_results_figures_not_a_mid_run_one():
+    """A run's last progress report (244 MB/s mid-run, one rank's view) is not its result
+    (495 MB/s all ranks together): the bar must end on the result's figure."""
+    from nbbench.commands.context import Context
+    from nbbench.results import Result
+
+    shown = []
+
+    class Bar(Progress):
+        def draw(self):
+            shown.append(self.text())
+
+    ctx = Context()
+    ctx.progress = lambda desc: Bar(desc)
+
+    def probe(p, cancel):
+        p(0.9, {"write_bytes_per_s": 2.44e8, "mid_run_only_per_s": 1.0})
+        return Result(kind="dd", metrics={"write_bytes_per_s": 4.95e8}, status="ok")
+
+    ctx.run_probe("dd /x", probe)
+    assert "495 MB/s" in shown[-1] and "244" not in shown[-1], shown[-1]
+    assert "mid run" not in shown[-1].replace("_", " ")

@@ -152,7 +152,8 @@ class Context:
         except BaseException:
             bar.close("failed")
             raise
-        bar.close(getattr(res, "status", "ok"))
+        metrics = getattr(res, "metrics", None)
+        bar.close(getattr(res, "status", "ok"), final=metrics if isinstance(metrics, dict) else None)
         return res
 
     def lookup(self, name: str) -> Any:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 
 from . import Command, options
-from ..results import ProbeError, Result
+from ..results import ProbeError
 
 __all__ = ["add_rank_options", "dispatch", "RankedCommand", "LOCAL", "child_argv"]
 
@@ -128,33 +128,14 @@ def _as_rank(kind, args, ctx, params, env, desc):
 
 
 class RankedCommand(Command):
-    """A command that can run as ranks: shows a many-rank result's one-line answer first."""
+    """A command that can run as ranks (a many-rank result says its together-answer and its
+    per-host rows through the one presentation rule: :meth:`~nbbench.results.view.ResultView.present`)."""
 
     def show(self, value, args, ctx) -> None:
-        if isinstance(value, Result) and "ranks" in value.labels and value.extra.get("answer"):
-            ctx.echo(value.extra["answer"])
-            if value.extra.get("hosts"):
-                ctx.echo(hosts_table(value))
         if isinstance(value, str):
             ctx.echo(value)
             return
         super().show(value, args, ctx)
-
-
-def hosts_table(res: Result) -> str:
-    """The per-host rows as text: host, ranks, the primary rate(s), CPU %, disk busy %."""
-    from ..units import format_metric, metric_label
-
-    rows = res.extra.get("hosts") or []
-    keys = [k for k in rows[0] if k.endswith("_per_s") or k == "iops"] if rows else []
-    lines = []
-    for r in rows:
-        figs = ", ".join(f"{metric_label(k)} {format_metric(k, r.get(k))}" for k in keys)
-        lines.append(f"  {r['host']}: {r['ranks']} rank{'s' if r['ranks'] != 1 else ''}"
-                     + (f", {figs}" if figs else "")
-                     + f", CPU {format_metric('cpu_util_pct', r.get('cpu_util_pct'))}"
-                     + f", disk busy {format_metric('disk_busy_pct', r.get('disk_busy_pct'))}")
-    return "\n".join(lines)
 
 
 def refuse_variable(ctx, name: str) -> None:

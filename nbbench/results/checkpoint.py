@@ -53,10 +53,15 @@ class CheckpointResult(Result):
         def r(k):
             return format_metric(k, m[k])
 
-        s = (f"torch.save wrote {what} at {r('write_bytes_per_s')} ({m['write_elapsed_s']:.2f} s, fsync'd)")
+        def took(k, *more):   # "(1.23 s, fsync'd)"; a figure missing from an older run is left out
+            bits = ([f"{m[k]:.2f} s"] if isinstance(m.get(k), (int, float)) else []) + list(more)
+            return f" ({', '.join(bits)})" if bits else ""
+
+        durable = took("write_elapsed_s", "fsync'd")
+        s = f"torch.save wrote {what} at {r('write_bytes_per_s')}{durable}"
         if m.get("read_bytes_per_s") is not None:
             cold = self.labels.get("cache_read", "buffered-cold")
-            s += f"; torch.load read it back at {r('read_bytes_per_s')} ({m['read_elapsed_s']:.2f} s, {cold})"
+            s += f"; torch.load read it back at {r('read_bytes_per_s')}{took('read_elapsed_s', cold)}"
             if m.get("read_warm_bytes_per_s") is not None:
                 s += f" and {r('read_warm_bytes_per_s')} from the page cache"
         if m.get("dcp_write_bytes_per_s") is not None:
@@ -71,10 +76,6 @@ class CheckpointResult(Result):
             s += f" Interrupted: {self.reason}."
         return s
 
-    def text_table(self) -> str:
-        return super().text_table() + "\n  " + self.answer()
-
-    def _repr_html_(self) -> str:
-        import html
-
-        return super()._repr_html_() + f"<p><b>{html.escape(self.answer())}</b></p>"
+    def story(self) -> list[str]:
+        """The sentence under the figures (terminal, notebook, panel and report alike)."""
+        return [self.answer()]

@@ -75,10 +75,6 @@ class ShardsResult(Result):
             s += f" Interrupted: {self.reason}."
         return s
 
-    def text_table(self) -> str:
-        return super().text_table() + "\n  " + self.answer()
-
-    def _repr_html_(self) -> str:
-        import html
-
-        return super()._repr_html_() + f"<p><b>{html.escape(self.answer())}</b></p>"
+    def story(self) -> list[str]:
+        """The sentence under the figures (terminal, notebook, panel and report alike)."""
+        return [self.answer()]

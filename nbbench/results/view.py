@@ -145,11 +145,31 @@ class ResultView:
         status = ""
         if self.status != "ok":
             status = self.status + (f": {self.reason}" if self.reason else "")
+        story, sections = self.story(), self.sections()
+        ranked = self.extra.get("answer") if "ranks" in self.labels else None
+        if ranked and ranked not in story:   # many ranks: what they got together, said once
+            story = [ranked] + story
+        hosts = self.hosts_section()
+        if hosts is not None:
+            sections = [hosts] + sections
         return Presentation(
             answer=self.lead(), tone=self.tone(), subject=self.headline(), qualifiers=self.qualifiers(),
-            status=status, verdict=self.verdict, story=self.story(), warnings=self.warnings_shown(),
+            status=status, verdict=self.verdict, story=story, warnings=self.warnings_shown(),
             advice=self.advice_lines(), advice_html=[_advice.word_html(a, self.wording) for a in self.advice],
-            sections=self.sections(), meta=self.meta())
+            sections=sections, meta=self.meta())
+
+    def hosts_section(self) -> Section | None:
+        """A many-rank result's per-host rows (elbencho's per-host view), open: host, ranks,
+        the primary rate(s), CPU %, disk busy %; None for a one-process result."""
+        rows = self.extra.get("hosts") or []
+        if "ranks" not in self.labels or not rows:
+            return None
+        keys = [k for k in rows[0] if k.endswith("_per_s") or k == "iops"]
+        head = ["host", "ranks"] + [metric_label(k) for k in keys] + ["CPU", "disk busy"]
+        body = [[str(r.get("host")), str(r.get("ranks"))] + [format_metric(k, r.get(k)) for k in keys]
+                + [format_metric("cpu_util_pct", r.get("cpu_util_pct")),
+                   format_metric("disk_busy_pct", r.get("disk_busy_pct"))] for r in rows]
+        return Section("per host", body, head=head, folded=False, css="nbbench-hosts")
 
     def summary(self, width: int | None = None) -> str:
         """One line, the answer first: '392 MB/s read · 69.7 MB/s write — dd /data/x [builtin, direct]
