@@ -346,26 +346,17 @@ class ShardsJob(RankJob):
             res.extra["answer"] = self._answer(res)
 
     def _answer(self, res) -> str:
+        from ..results.shards import samples_phrase, shards_what, ttfb_phrase, warm_phrase
+
         m, lab = res.metrics, res.labels
-        n, total = m.get("shards_count"), m.get("read_total_bytes") or m.get("read_warm_total_bytes")
-        what = f"{n} {lab.get('shard_format', '')} shards".replace(" tar ", " .tar ")
-        if total:
-            what += f" ({format_bytes(total, binary=True)})"
+        what = shards_what(m, lab)
         bits = []
         cold = _together(m, "read_bytes_per_s")
         if cold:
-            s = f"read {cold} from storage ({lab.get('cache')})"
-            if m.get("samples_per_s") is not None:
-                s += f", {format_metric('samples_per_s', m['samples_per_s'])}"
-            bits.append(s)
-        if m.get("read_warm_bytes_per_s") is not None:
-            s = f"{format_metric('read_warm_bytes_per_s', m['read_warm_bytes_per_s'])} from the page cache"
-            if m.get("warm_samples_per_s") is not None:
-                s += f" ({format_metric('samples_per_s', m['warm_samples_per_s'])})"
-            bits.append(s)
-        if m.get("ttfb_p50_ns") is not None:
-            bits.append(f"first byte of a shard after {format_metric('ttfb_p50_ns', m['ttfb_p50_ns'])} (p50), "
-                        f"{format_metric('ttfb_p99_ns', m['ttfb_p99_ns'])} (p99), every rank's shards merged")
+            bits.append(f"read {cold} from storage ({lab.get('cache')})" + samples_phrase(m, "samples_per_s"))
+        bits += [x for x in (warm_phrase(m), ttfb_phrase(m)) if x]
+        if bits and ttfb_phrase(m) == bits[-1]:
+            bits[-1] += ", every rank's shards merged"
         sp = m.get("rank_spread_pct")
         tail = f"; the slowest rank got {sp:.0f} % less than the fastest" if sp is not None else ""
         return f"{_who(res)}, {what} each read by one rank: " + ("; ".join(bits) or "no figures") + tail

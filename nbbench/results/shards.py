@@ -16,7 +16,35 @@ from ..units import format_bytes, format_metric
 from .base import Result, register
 from .hist import LatencyHistogram
 
-__all__ = ["ShardsResult"]
+__all__ = ["ShardsResult", "shards_what", "samples_phrase", "warm_phrase", "ttfb_phrase"]
+
+
+def shards_what(m: dict, labels: dict) -> str:
+    """'4 .tar shards (128 MiB)'."""
+    n, total = m.get("shards_count"), m.get("read_total_bytes") or m.get("read_warm_total_bytes")
+    what = f"{n} {labels.get('shard_format', '')} shards".replace(" tar ", " .tar ")
+    return what + (f" ({format_bytes(total, binary=True)})" if total else "")
+
+
+def samples_phrase(m: dict, key: str, fmt: str = ", {}") -> str:
+    """The samples/s beside a byte rate (tar shards only): ', 17.5 ksamples/s'."""
+    return fmt.format(format_metric("samples_per_s", m[key])) if m.get(key) is not None else ""
+
+
+def warm_phrase(m: dict) -> str | None:
+    """'7.68 GB/s from the page cache (67.2 ksamples/s)', or None without a warm pass."""
+    if m.get("read_warm_bytes_per_s") is None:
+        return None
+    return (f"{format_metric('read_bytes_per_s', m['read_warm_bytes_per_s'])} from the page cache"
+            + samples_phrase(m, "warm_samples_per_s", " ({})"))
+
+
+def ttfb_phrase(m: dict) -> str | None:
+    """'first byte of a shard after 3.06 ms (p50), 4.49 ms (p99)', or None."""
+    if m.get("ttfb_p50_ns") is None:
+        return None
+    return (f"first byte of a shard after {format_metric('ttfb_p50_ns', m['ttfb_p50_ns'])} (p50), "
+            f"{format_metric('ttfb_p99_ns', m.get('ttfb_p99_ns'))} (p99)")
 
 
 @register("shards")
@@ -47,27 +75,18 @@ class ShardsResult(Result):
             return f"The shards run failed: {self.reason}"
         if "ranks" in self.labels and self.extra.get("answer"):   # many ranks: what they got together
             return self.extra["answer"]
-        n, streams = m.get("shards_count"), m.get("streams_count")
-        total = m.get("read_total_bytes") or m.get("read_warm_total_bytes")
-        what = f"{n} {self.labels.get('shard_format', '')} shards".replace(" tar ", " .tar ")
-        if total:
-            what += f" ({format_bytes(total, binary=True)})"
-        head = f"{streams} parallel streams read {what}"
+        head = f"{m.get('streams_count')} parallel streams read {shards_what(m, self.labels)}"
         parts = []
         if m.get("read_bytes_per_s") is not None:
-            cold = f"{format_metric('read_bytes_per_s', m['read_bytes_per_s'])} from storage ({self.labels.get('cache')})"
-            if m.get("samples_per_s") is not None:
-                cold += f", {format_metric('samples_per_s', m['samples_per_s'])}"
-            parts.append(cold)
-        if m.get("read_warm_bytes_per_s") is not None:
-            warm = f"{format_metric('read_bytes_per_s', m['read_warm_bytes_per_s'])} from the page cache"
-            if m.get("warm_samples_per_s") is not None:
-                warm += f" ({format_metric('samples_per_s', m['warm_samples_per_s'])})"
+            parts.append(f"{format_metric('read_bytes_per_s', m['read_bytes_per_s'])} from storage "
+                         f"({self.labels.get('cache')})" + samples_phrase(m, "samples_per_s"))
+        warm = warm_phrase(m)
+        if warm:
             parts.append(warm)
         s = f"{head} at " + " and ".join(parts) if parts else f"{head}: nothing measured"
-        if m.get("ttfb_p50_ns") is not None:
-            s += (f"; first byte of a shard after {format_metric('ttfb_p50_ns', m['ttfb_p50_ns'])} (p50), "
-                  f"{format_metric('ttfb_p99_ns', m['ttfb_p99_ns'])} (p99)")
+        ttfb = ttfb_phrase(m)
+        if ttfb:
+            s += f"; {ttfb}"
         if p.get("bs"):
             s += f"; {format_bytes(p['bs'], binary=True)} reads"
         s += "."
