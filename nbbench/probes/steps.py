@@ -208,7 +208,8 @@ class CudaStep:
         self.label = f"gpu:{torch.cuda.get_device_name(dev)}"
         from ..nvml import get_nvml
 
-        self.nvml_gpus = nvml_gpus(torch, get_nvml(), dev.index if dev.index is not None else torch.cuda.current_device())
+        index = dev.index if dev.index is not None else torch.cuda.current_device()
+        self.nvml_gpus = nvml_gpus(torch, get_nvml(), index)
         self._ready = True
 
     def __call__(self, batch, samples: int | None = None) -> None:
