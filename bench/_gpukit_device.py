@@ -13,7 +13,7 @@ import os
 import statistics
 import time
 
-from _gpukit_lines import FAIL, SKIP, GiB, Line, MiB
+from _gpukit_lines import FAIL, SKIP, GiB, Line, MiB, installed
 from _gpukit_verdicts import (judge_available, judge_devices, judge_gpm, judge_link, judge_matmul, judge_mem_rise,
                               judge_overlap, judge_pinned_vs_pageable, judge_process_memory, judge_util,
                               judge_verdict, judge_versions)
@@ -216,9 +216,7 @@ def _process_line(mon, res, reserved: int, pid: int) -> Line:
 
 def nvml_missing_reason() -> str | None:
     """Why the monitor checks cannot run here (None: NVML works)."""
-    import importlib.util
-
-    if importlib.util.find_spec("pynvml") is None:
+    if not installed("pynvml"):
         return "nvidia-ml-py is not installed (pip install nvidia-ml-py): the monitor reads the GPU through NVML"
     from nbbench.nvml import get_nvml
 

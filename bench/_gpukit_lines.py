@@ -37,6 +37,16 @@ class Line:
         return asdict(self)
 
 
+def installed(module: str) -> bool:
+    """Is ``module`` importable here (found, without importing it)?"""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def one_line(exc: BaseException) -> str:
     """An exception as one line: its type and the first line of its message."""
     text = str(exc).strip().splitlines()

@@ -20,7 +20,7 @@ import subprocess
 import sys
 import time
 
-from _gpukit_lines import FAIL, Line
+from _gpukit_lines import FAIL, Line, installed
 from _gpukit_pipeverdicts import (judge_au_sum, judge_checkpoint, judge_notebook, judge_ranks, judge_step_length,
                                   judge_sweep, judge_vs_emulated)
 
@@ -126,10 +126,7 @@ print("GPUKIT " + json.dumps({"status": r.status, "utils": utils}))"""
 
 
 def notebook_missing() -> str | None:
-    import importlib.util
-
-    miss = [m for m in ("nbformat", "nbclient", "ipykernel", "IPython", "matplotlib")
-            if importlib.util.find_spec(m) is None]
+    miss = [m for m in ("nbformat", "nbclient", "ipykernel", "IPython", "matplotlib") if not installed(m)]
     return f"the notebook stack is not installed ({', '.join(miss)} missing: pip install 'nbbench[test]')" \
         if miss else None
 

@@ -49,7 +49,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path[:0] = [str(HERE), str(REPO)]   # the kit's helpers, then this checkout's nbbench
 
-from _gpukit_lines import FAIL, SKIP, Line, one_line, summary, summary_text  # noqa: E402
+from _gpukit_lines import FAIL, SKIP, Line, installed, one_line, summary, summary_text  # noqa: E402
 
 BUDGET_S = 240.0
 MIN_RUN_S = 15.0   # a check given less than this (or its own limit, if smaller) is not started
@@ -146,14 +146,12 @@ def cuda_state() -> tuple[bool, str | None, str]:
 
 def missing(chk: Check) -> str | None:
     """Why a check cannot run for want of a package (None: it can)."""
-    import importlib.util
-
     why = []
     if "nvml" in chk.needs:
         from _gpukit_device import nvml_missing_reason
 
         why.append(nvml_missing_reason())
-    if "psutil" in chk.needs and importlib.util.find_spec("psutil") is None:
+    if "psutil" in chk.needs and not installed("psutil"):
         why.append("psutil is not installed (pip install psutil): nbbench reads memory and processes through it")
     if "notebook" in chk.needs:
         from _gpukit_pipeline import notebook_missing
