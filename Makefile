@@ -15,7 +15,7 @@ STAMP       := $(VENV)/.nbbench-installed
 NB_TIMEOUT  ?= 300
 PYTEST_ARGS ?=
 
-.PHONY: lab test setup unit notebooks bench clean
+.PHONY: lab test setup unit notebooks bench gpu-check clean
 
 setup: $(STAMP)
 
@@ -42,7 +42,16 @@ notebooks: setup
 test: unit notebooks
 
 bench: setup
-	@for f in bench/*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
+	@for f in bench/*.py; do \
+	  case $$f in bench/_*|bench/gpu_check.py) continue;; esac; \
+	  echo "== $$f"; $(PY) $$f || exit 1; done
+
+# The GPU validation kit: every GPU path of nbbench run for real, one line per check (about
+# 3 minutes on one GPU, at most 4); without CUDA it lists what it would run and exits 0.
+# GPU_CHECK_ARGS: e.g. --only gpu,monitor --json gpu-check.json --artifacts gpu-check/
+GPU_CHECK_ARGS ?=
+gpu-check: setup
+	PYTHONPATH=. $(PY) bench/gpu_check.py $(GPU_CHECK_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

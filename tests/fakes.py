@@ -94,6 +94,13 @@ class FakePynvml:
         self._u("power")
         return h.get("power_mw", 70000)
 
+    def nvmlDeviceGetPciInfo(self, h):
+        self._u("pci")
+        if "pci" not in h:
+            raise NVMLError(self.NVML_ERROR_NOT_SUPPORTED)
+        domain, bus, device = h["pci"]
+        return SimpleNamespace(domain=domain, bus=bus, device=device)
+
 
 def fake_device(name="NVIDIA H100 80GB HBM3", width=16, width_max=16, gen=5, gen_max=5, mig=0, **kw):
     d = {"name": name, "total": 80 * 2**30, "free": 79 * 2**30, "cc": (9, 0), "gen": gen,
@@ -134,7 +141,7 @@ class FakeTorch:
     float32, bfloat16 = "float32", "bfloat16"
 
     def __init__(self, version="2.7.0+cu128", cuda="12.8", available=True, devices=1, step_ms=2.0,
-                 cudnn=90100, bf16=True):
+                 cudnn=90100, bf16=True, props=None):
         self.__version__ = version
         self.version = SimpleNamespace(cuda=cuda, hip=None)
         clock = SimpleNamespace(now=0.0, step_ms=step_ms)
@@ -152,8 +159,10 @@ class FakeTorch:
 
             @staticmethod
             def get_device_properties(i):
-                return SimpleNamespace(name="NVIDIA H100 80GB HBM3", major=9, minor=0,
-                                       total_memory=80 * 2**30, multi_processor_count=132)
+                p = SimpleNamespace(name="NVIDIA H100 80GB HBM3", major=9, minor=0,
+                                    total_memory=80 * 2**30, multi_processor_count=132)
+                p.__dict__.update((props or {}).get(i, {}))   # e.g. pci_bus_id=…, name=…
+                return p
 
             @staticmethod
             def mem_get_info(i):

@@ -118,3 +118,31 @@ def test_real_machine_without_gpu_cli_json():
         assert data["verdict"] == "fail" and out.returncode == 3, out.stderr
     else:
         assert out.returncode == (3 if data["verdict"] == "fail" else 0), out.stderr
+
+
+def test_torch_devices_get_the_nvml_facts_of_the_same_gpu():
+    """CUDA_VISIBLE_DEVICES=1 makes NVML's GPU 1 torch's device 0: its NVML facts (name, PCIe
+    link, memory) are matched by PCI address, not by index; NVML's other GPU follows, marked
+    not visible to CUDA, and the device count is the GPUs torch can use."""
+    nv = FakePynvml(devices=[fake_device(name="NVIDIA A100-SXM4-80GB", gen=4, gen_max=4, pci=(0, 0x07, 0)),
+                             fake_device(name="NVIDIA H100 80GB HBM3", width=8, pci=(0, 0x4f, 0))])
+    torch = FakeTorch(devices=1, props={0: {"pci_domain_id": 0, "pci_bus_id": 0x4f, "pci_device_id": 0}})
+    res = check(torch=torch, nvml=Nvml(nv), benchmark=False, env={"CUDA_VISIBLE_DEVICES": "1"})
+    first, other = res.devices
+    assert first["index"] == 0 and first["nvml_index"] == 1
+    assert first["name"] == "NVIDIA H100 80GB HBM3" and first["pcie_gen"] == 5 and first["pcie_width"] == 8
+    assert "cuda_visible" not in first
+    assert other["nvml_index"] == 0 and other["cuda_visible"] is False and other["name"] == "NVIDIA A100-SXM4-80GB"
+    assert res.metrics["device_count"] == 1 and res.labels["device"] == "NVIDIA H100 80GB HBM3"
+    # the x8 link warned is the H100's, the GPU torch uses
+    assert "H100" in next(v["message"] for v in res.verdicts if v["check"] == "PCIe link [0]")
+
+
+def test_without_pci_or_uuid_a_reordered_gpu_gets_no_nvml_facts():
+    """Where nothing can be compared (no PCI address, no UUID) and CUDA_VISIBLE_DEVICES is set,
+    NVML's GPU 0 is not taken for torch's device 0: the facts stay torch's."""
+    nv = FakePynvml(devices=[fake_device(name="NVIDIA A100-SXM4-80GB"), fake_device(name="NVIDIA L4")])
+    res = check(torch=FakeTorch(devices=1), nvml=Nvml(nv), benchmark=False, env={"CUDA_VISIBLE_DEVICES": "1"})
+    d = res.devices[0]
+    assert d["name"] == "NVIDIA H100 80GB HBM3" and d.get("pcie_gen") is None and "nvml_index" not in d
+    assert [x.get("cuda_visible") for x in res.devices[1:]] == [False, False]

@@ -379,3 +379,53 @@ def test_epochs_go_round_the_loader_and_count_the_restart_as_data_wait():
     assert three.metrics["steps_count"] == 13
     with pytest.raises(ProbeError):
         bench_loader(dl, epochs=0)
+
+
+def test_gpu_util_is_the_gpu_steps_own_device_not_the_mean_of_every_gpu():
+    """On a host of several GPUs the step computes on one; the monitor samples them all.  The
+    run's GPU utilisation is that GPU's (NVML index from the step), not diluted by idle ones —
+    nor raised by another job's busy GPU."""
+
+    class FakeMonitor:
+        def fields(self):
+            return ["gpu0.util_pct", "gpu1.util_pct", "gpu2.util_pct"]
+
+        def mean(self, field, t0, t1, wait=False):
+            return {"gpu0.util_pct": 0.0, "gpu1.util_pct": 96.0, "gpu2.util_pct": 100.0}[field]
+
+    class StepOnGpu1:
+        label = "gpu:fake"
+        nvml_gpus = [1]   # the step's device is NVML's GPU 1
+
+        def setup(self):
+            pass
+
+        def __call__(self, batch, samples=None):
+            pass
+
+        def finish(self):
+            return {}
+
+    res = bench_loader([b"a"] * 10, warmup=1, batch_size=1, step=StepOnGpu1(), monitor=FakeMonitor())
+    assert res.metrics["gpu_util_mean_pct"] == pytest.approx(96.0)
+    assert "1" in res.labels["gpu_util_of"]
+
+    class StepOnGpu5(StepOnGpu1):
+        nvml_gpus = [5]   # not sampled by this monitor: N/A and why, not another GPU's figure
+
+    res = bench_loader([b"a"] * 10, warmup=1, batch_size=1, step=StepOnGpu5(), monitor=FakeMonitor())
+    assert res.metrics["gpu_util_mean_pct"] is None
+    assert "GPU 5" in res.labels["gpu_util"]
+
+
+def test_cuda_step_names_the_nvml_gpu_it_computes_on():
+    """torch's device 0 is NVML's GPU 1 here (matched by PCI address): the step says so."""
+    from fakes import FakePynvml, FakeTorch, fake_device
+
+    from nbbench.nvml import Nvml
+    from nbbench.probes.steps import nvml_gpus
+
+    nv = Nvml(FakePynvml(devices=[fake_device(pci=(0, 0x07, 0)), fake_device(pci=(0, 0x4f, 0))]))
+    torch = FakeTorch(devices=1, props={0: {"pci_domain_id": 0, "pci_bus_id": 0x4f, "pci_device_id": 0}})
+    assert nvml_gpus(torch, nv, 0) == [1]
+    assert nvml_gpus(FakeTorch(devices=1), Nvml(FakePynvml(init_error=12)), 0) is None   # no NVML: not known

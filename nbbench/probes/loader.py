@@ -131,8 +131,12 @@ def bench_loader(loader, steps: int | None = None, duration: float | None = None
     res.derive(acc)
 
     if run.mono0 is not None:
-        util, why = gpu_util_mean(mon, run.mono0, run.mono1 or time.monotonic())
+        # a GPU step computes on one GPU: its utilisation, not the mean of every GPU the monitor samples
+        gpus = getattr(stepper, "nvml_gpus", None)
+        util, why = gpu_util_mean(mon, run.mono0, run.mono1 or time.monotonic(), gpus)
         res.metrics["gpu_util_mean_pct"] = util
+        if gpus is not None:
+            res.labels["gpu_util_of"] = f"NVML GPU {', '.join(str(i) for i in gpus)}: the one the step computes on"
         if util is None:
             res.labels["gpu_util"] = f"N/A: {why if mon is not None else mon_reason}"
     else:

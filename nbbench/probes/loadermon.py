@@ -41,11 +41,18 @@ def _na_reason(monitor) -> str:
     return "the monitor recorded no GPU utilisation (no GPU, or NVML does not report it)"
 
 
-def gpu_util_over(monitor, t0: float, t1: float) -> tuple[float | None, str | None]:
-    """(mean utilisation % over all GPUs in monotonic (t0, t1], None) or (None, why)."""
+def gpu_util_over(monitor, t0: float, t1: float, gpus: list[int] | None = None) -> tuple[float | None, str | None]:
+    """(mean utilisation % in monotonic (t0, t1], None) or (None, why): of the NVML GPUs ``gpus``
+    (a GPU step's own device), else the mean over every GPU the monitor samples."""
     fields = gpu_fields(monitor)
     if not fields:
         return None, _na_reason(monitor)
+    if gpus is not None:
+        want = {f"gpu{int(i)}.util_pct" for i in gpus}
+        fields = [f for f in fields if f in want]
+        if not fields:
+            which = ", ".join(str(i) for i in gpus)
+            return None, f"the monitor did not sample GPU {which} (NVML), the one the step computes on"
     means = []
     for f in fields:
         try:
@@ -104,13 +111,14 @@ def stop_monitor(monitor, started: bool) -> None:
             pass
 
 
-def gpu_util_mean(monitor, t0: float, t1: float) -> tuple[float | None, str | None]:
-    """(mean GPU utilisation % over monotonic [t0, t1], None) from the monitor's samples, or (None, why)."""
+def gpu_util_mean(monitor, t0: float, t1: float, gpus: list[int] | None = None) -> tuple[float | None, str | None]:
+    """(mean GPU utilisation % over monotonic [t0, t1], None) from the monitor's samples, or (None, why);
+    ``gpus``: only these NVML GPUs (see :func:`gpu_util_over`)."""
     if monitor is None:
         return None, "no monitor"
     try:
-        util, why = gpu_util_over(monitor, t0, t1)
-        if util is None:
+        util, why = gpu_util_over(monitor, t0, t1, gpus)
+        if util is None and not gpu_fields(monitor):   # no GPU sampled at all: NVML says why
             nv = nvml_reason()
             if nv is not None:
                 why = nv

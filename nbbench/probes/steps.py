@@ -23,7 +23,7 @@ from typing import Any, Callable
 from ..accelerators import Accelerator
 from ..results import ProbeError, advice
 
-__all__ = ["EmulatedStep", "CallableStep", "CudaStep", "EventTimeline", "resolve_step"]
+__all__ = ["EmulatedStep", "CallableStep", "CudaStep", "EventTimeline", "resolve_step", "nvml_gpus"]
 
 
 class EmulatedStep:
@@ -144,8 +144,19 @@ def _to_device(batch, device, non_blocking: bool = True):
     return batch
 
 
+def nvml_gpus(torch, nv, index: int) -> list[int] | None:
+    """``[NVML index]`` of torch's CUDA device ``index`` (None when it cannot be told, or no NVML):
+    the GPU whose utilisation a run of the step reads from a monitor, which samples by NVML index."""
+    from .gpu import nvml_index
+
+    k = nvml_index(torch, nv, index)
+    return None if k is None else [k]
+
+
 class CudaStep:
-    """A real GPU step: non-blocking copy of the batch, then matmuls for about ``target_step_s``."""
+    """A real GPU step: non-blocking copy of the batch, then matmuls for about ``target_step_s``.
+
+    ``nvml_gpus`` (after :meth:`setup`): NVML's index of its device, or None when unknown."""
 
     kind = "gpu"
 
@@ -159,6 +170,7 @@ class CudaStep:
         self.reps = 1
         self.timeline: EventTimeline | None = None
         self.label = "gpu"
+        self.nvml_gpus: list[int] | None = None
         self._ready = False
 
     def setup(self) -> None:
@@ -194,6 +206,10 @@ class CudaStep:
         self.timeline = EventTimeline(lambda: torch.cuda.Event(enable_timing=True), self.lookahead)
         self._torch = torch
         self.label = f"gpu:{torch.cuda.get_device_name(dev)}"
+        from ..nvml import get_nvml
+
+        index = dev.index if dev.index is not None else torch.cuda.current_device()
+        self.nvml_gpus = nvml_gpus(torch, get_nvml(), index)
         self._ready = True
 
     def __call__(self, batch, samples: int | None = None) -> None:
