@@ -32,6 +32,7 @@ import threading
 from typing import Any
 
 from ..results import ProbeError
+from ..ui.warmup import warm_up
 from .area import RunArea, value_widgets
 from .pathfield import PathField, PathInfo
 from .runner import Job, PanelRunner, RunnerHost, RunRecord
@@ -58,10 +59,11 @@ class ControlPanel(RunnerHost):
         self.runner = PanelRunner(self, store=store, user_ns=user_ns)
         self._run_area: RunArea | None = None    # where the current (or last) run draws
         self._next_area: RunArea | None = None   # where the run being started will draw
+        self._after: threading.Thread | None = None   # draws the end of the last run (plot note, snapshot)
         self.snapshot = Snapshot(self)
 
         self.title = w.HTML("<b style='font-size:115%'>nbbench</b> <span style='color:#555'>control panel — "
-                            "the probes of <code>%iobench</code>, behind buttons</span>")
+                            "the probes of <code>%iobench</code>, behind buttons</span>" + _CSS)
         kw = {"checker": checker} if checker is not None else {}
         self.path_field = PathField(path, on_change=self._path_changed, **kw)
 
@@ -107,7 +109,7 @@ class ControlPanel(RunnerHost):
                              layout=w.Layout(border="1px solid #ccc", padding="6px", width="100%"))
         self.widget.add_class("nbbench-panel")
 
-        _warm_up(plotting=self.plot_rates.value)
+        warm_up(plotting=self.plot_rates.value)
         self.run_button.on_click(lambda _b: self.run())
         self.stop_button.on_click(lambda _b: self.stop())
         self.save.observe(lambda _c: self._update_controls(), names="value")
@@ -215,8 +217,16 @@ class ControlPanel(RunnerHost):
         return self.runner.stop()
 
     def wait(self, timeout: float | None = None) -> RunRecord | None:
-        """Wait for the running probe to end (for scripts and tests)."""
-        return self.runner.wait(timeout)
+        """Wait for the running probe to end and the panel to show it — its plot's last frame and
+        the refreshed snapshot (for scripts, tests and a notebook cell that runs the panel)."""
+        import time
+
+        t0 = time.monotonic()
+        record = self.runner.wait(timeout)
+        after = self._after
+        if after is not None:
+            after.join(None if timeout is None else max(0.0, timeout - (time.monotonic() - t0)))
+        return record
 
     def snapshot_html(self) -> str:
         """The panel as static HTML: each tab's last run (status, answer, plot), no widgets needed."""
@@ -369,7 +379,9 @@ class ControlPanel(RunnerHost):
                 t.on_run_finished(record)
             except Exception:  # noqa: BLE001
                 pass
-        threading.Thread(target=self._after_run, args=(area,), name="nbbench-panel-snapshot", daemon=True).start()
+        self._after = threading.Thread(target=self._after_run, args=(area,), name="nbbench-panel-snapshot",
+                                       daemon=True)
+        self._after.start()
 
     def _after_run(self, area: RunArea) -> None:
         """Once the live plot's last frame is drawn: say why there is no plot, refresh the snapshot."""
@@ -382,38 +394,9 @@ class ControlPanel(RunnerHost):
         self.snapshot.refresh()
 
 
-_warmed = threading.Event()
-
-
-def _warm_up(plotting: bool = True) -> None:
-    """Once per kernel, in a background thread at low priority: compute the environment
-    fingerprint (the first save of a process needs it: package list, torch versions — seconds)
-    and import matplotlib's Agg canvas (the first live plot), so neither delays the end of
-    the panel's first run."""
-    if _warmed.is_set():
-        return
-    _warmed.set()
-
-    def load():
-        try:
-            import os
-
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)   # Linux: this thread only
-        except (AttributeError, OSError):
-            pass
-        try:
-            from ..env import fingerprint
-
-            fingerprint()
-        except Exception:  # noqa: BLE001 - the save will say what is wrong
-            pass
-        if plotting:
-            from ..ui.warmup import preload_plotting
-
-            preload_plotting()
-
-    threading.Thread(target=load, name="nbbench-panel-warmup", daemon=True).start()
-
+#: the panel's own style rules: the progress bar's figures wrap instead of being cut at the edge
+_CSS = ("<style>.nbbench-panel .nbbench-progress-label{white-space:normal;height:auto;min-height:"
+        "var(--jp-widgets-inline-height,28px);line-height:1.4;overflow:visible}</style>")
 
 def _without_label(argv: list[str]) -> list[str]:
     """``argv`` less its ``--label TEXT`` (the option and its value)."""

@@ -23,9 +23,10 @@ class MonitorTab(Tab):
         self.interval = w.BoundedFloatText(value=0.2, min=0.01, max=60, step=0.05, description="interval (s)",
                                            style=st, layout=w.Layout(width="170px"))
         self.until_stop = w.Checkbox(value=False, description="until Stop", indent=False,
-                                     layout=w.Layout(width=FIT))
+                                     layout=w.Layout(width=FIT, margin="0 16px 0 4px"))
         self.duration = w.BoundedFloatText(value=30, min=0.5, max=7 * 24 * 3600, description="for (s)", style=st,
                                            layout=w.Layout(width="150px"))
+        self.duration.add_class("nbbench-monitor-duration")
         self.gpus = w.Text(value="all", description="GPUs", placeholder="all, none or 0,1", style=st,
                            layout=w.Layout(width="180px"))
         self.until_stop.observe(self._until_stop, names="value")
