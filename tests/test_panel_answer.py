@@ -344,3 +344,47 @@ def test_displaying_the_panel_leaves_the_snapshot_and_refreshes_it(panel, fake_g
     updates = [o for o in cap.outputs if o.update]
     assert updates and all(o.transient["display_id"] == panel.snapshot.display_id for o in updates)
     assert "check 0: ok" in updates[-1].data["text/html"]
+
+
+# ------------------------------------------------------------------ the live plot's look
+def test_live_plot_legend_text_wraps_instead_of_being_cut():
+    from nbbench.plots.panel import Panel
+    from nbbench.plots.timeline import Timeline
+
+    tl = Timeline([Panel("samples/s", ["warm_samples_per_s"], labels={"warm_samples_per_s":
+                                                                       "from memory (warm cache)"})])
+    tl.add(0.0, {"warm_samples_per_s": 1.0})
+    tl.add(1.0, {"warm_samples_per_s": 2.0})
+    assert tl.png()[:4] == b"\x89PNG"
+    (ax,) = tl._axes
+    (text,) = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert text.replace("\n", " ") == "from memory (warm cache)" and "\n" in text
+    # and it fits the figure: the legend's right edge is inside the canvas
+    renderer = tl._fig.canvas.get_renderer()
+    assert ax.get_legend().get_window_extent(renderer).x1 <= tl._fig.bbox.x1
+
+
+def test_a_figure_first_seen_in_the_last_report_gets_no_lone_legend_entry():
+    from nbbench.ui.panel.rateplot import PanelProgress
+
+    made = []
+
+    class FakePlot:
+        def __init__(self, panels, title):
+            self.panels, self.points = panels, []
+            made.append(self)
+
+        def add(self, t, values):
+            self.points.append(values)
+
+        def close(self):
+            pass
+
+    p = PanelProgress("feed /x", make_plot=lambda **kw: FakePlot(**kw))
+    p(0.3, {"samples_per_s": 800.0})
+    p(1.0, {"samples_per_s": 411.0, "warm_samples_per_s": 733.0})   # the summary
+    p.close("ok")
+    p.wait_plot()
+    (plot,) = made
+    assert all("warm_samples_per_s" not in pt for pt in plot.points)
+    assert all("warm_samples_per_s" not in panel.labels for panel in plot.panels)
