@@ -388,3 +388,14 @@ def test_a_figure_first_seen_in_the_last_report_gets_no_lone_legend_entry():
     (plot,) = made
     assert all("warm_samples_per_s" not in pt for pt in plot.points)
     assert all("warm_samples_per_s" not in panel.labels for panel in plot.panels)
+
+
+def test_table_headers_are_padded_like_their_cells():
+    """Column names in the panel's (and notebook's) tables do not run together ("pidrole name")."""
+    from nbbench.results.present import Section, _table_html
+
+    html = _table_html(Section("t", [["1", "2"]], head=["samples/s", "bandwidth"], folded=False))
+    heads = re.findall(r"<th style='([^']*)'>", html)
+    cells = re.findall(r"<td style='([^']*)'>", html)
+    assert len(heads) == 2 and all("padding:1px 8px 1px 0" in h for h in heads)
+    assert all("padding:1px 8px 1px 0" in c for c in cells)
