@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import io
 import re
+import shutil
 import sys
 import tempfile
 import time
@@ -148,6 +149,7 @@ def main(out: Path) -> None:
             browser.close()
     finally:
         lab.cleanup()
+        shutil.rmtree(tmp, ignore_errors=True)   # the image folder, the lab root, chromium's profile
 
 
 if __name__ == "__main__":
