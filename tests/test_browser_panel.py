@@ -1,11 +1,14 @@
 """The control panel in a real JupyterLab, driven by headless chromium.
 
 Opens a temporary copy of notebooks/05-control-panel.ipynb in a fresh JupyterLab
-(see tests/jupyterlab_harness.py), runs it, types a temporary directory into the
-panel's PATH field, runs a small dd, waits for the progress bar to move and a
-MB/s figure in the result table, starts a long randread, presses Stop and checks
-that the run ends as interrupted — in the panel and in the store the kernel wrote.
-A screenshot goes to artifacts/panel.png (the CI artifact).
+(see tests/jupyterlab_harness.py), runs it, checks the rendered look (no option text
+or label cut on any tab, no Run row on History, each tab showing its own last run),
+types a temporary directory into the panel's PATH field, sees a bad size refused in
+the panel's words, runs a small dd, waits for the progress bar to move and a MB/s
+figure in the result, checks the static snapshot under the widget was refreshed
+(only its first line visible while the widget shows), starts a long randread, presses
+Stop and checks that the run ends as interrupted — in the panel and in the store the
+kernel wrote.  A screenshot goes to artifacts/panel.png (the CI artifact).
 
 It must run, not skip, where CI is set; elsewhere it skips when chromium or
 Playwright is missing.
@@ -30,6 +33,24 @@ REPO = Path(__file__).resolve().parent.parent
 NOTEBOOK = REPO / "notebooks" / "05-control-panel.ipynb"
 ARTIFACTS = REPO / "artifacts"
 RATE = re.compile(r"\d+(\.\d+)?\s?[kMGT]B/s")
+
+# every visible label, checkbox text, button and dropdown of the panel: is any text cut?
+CUT_TEXTS = """(root) => {
+  const cut = [];
+  const visible = e => !!(e.offsetWidth || e.offsetHeight || e.getClientRects().length);
+  for (const el of root.querySelectorAll('label, .widget-label, .widget-label-basic span, button')) {
+    if (visible(el) && el.scrollWidth > el.clientWidth + 1) cut.push((el.textContent || '').trim());
+  }
+  const ctx = document.createElement('canvas').getContext('2d');
+  for (const sel of root.querySelectorAll('select:not([multiple])')) {
+    if (!visible(sel)) continue;
+    const cs = getComputedStyle(sel);
+    ctx.font = `${cs.fontStyle} ${cs.fontWeight} ${cs.fontSize} ${cs.fontFamily}`;
+    const room = sel.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+    for (const o of sel.options) if (ctx.measureText(o.text).width > room + 1) cut.push(o.text);
+  }
+  return cut;
+}"""
 
 
 def _progress_width(panel) -> float:
@@ -85,9 +106,30 @@ def _drive_and_check(lab, tmp_path, root, data, shot, timings):
                 panel.wait_for(timeout=90_000)
                 wait_cells_done(page, timeout_ms=120_000)
 
+                # --- the rendered look: every tab, every choice, nothing cut
+                for tab, choices in (("GPU", ()), ("Storage", ("dd", "randread", "files", "disk")),
+                                     ("DataLoader", ("feed", "sweep")), ("Monitor", ()), ("History", ())):
+                    panel.get_by_role("tab", name=tab).click()
+                    for choice in choices or (None,):
+                        if choice:
+                            panel.locator(".nbbench-storage-probe button, .nbbench-loader-action button",
+                                          has_text=choice).first.click()
+                        page.wait_for_timeout(200)
+                        cut = panel.evaluate(CUT_TEXTS)
+                        assert cut == [], f"{tab} {choice or ''}: cut texts {cut}"
+                    controls = panel.locator(".nbbench-controls")   # nothing to Run on History
+                    _wait(lambda: controls.is_visible() == (tab != "History"), 10, f"the controls row on {tab}")
+                # each tab shows its own last run: the notebook's GPU check under GPU, its dd under Storage
+                panel.get_by_role("tab", name="GPU").click()
+                status = panel.locator(".nbbench-controls .nbbench-status-line")
+                _wait(lambda: status.inner_text().startswith("gpu check"), 10, "the GPU tab's own status")
+                panel.get_by_role("tab", name="Monitor").click()
+                _wait(lambda: status.inner_text() == "not run yet", 10, "the Monitor tab's own (empty) status")
+                assert panel.locator(".nbbench-answer").count() == 0
+
                 # --- the PATH field, checked as you type
                 field = panel.locator(".nbbench-path input")
-                field.click()
+                field.fill("")
                 field.press_sequentially(str(data), delay=10)
                 ok = panel.locator(".nbbench-path-status .nbbench-path-ok")
                 ok.wait_for(timeout=20_000)
@@ -98,17 +140,28 @@ def _drive_and_check(lab, tmp_path, root, data, shot, timings):
                 panel.get_by_role("tab", name="Storage").click()
                 panel.locator(".nbbench-storage-probe button", has_text="dd").click()
                 size = panel.locator(".nbbench-dd-size input")
+                run = panel.locator(".nbbench-run")
+                _wait(lambda: run.inner_text().strip() == "Run dd", 10, "the Run button to say dd")
+                # a bad size: refused in the panel's words, the status red (not the notebook's green dd)
+                size.fill("16Q")
+                size.press("Tab")
+                run.click()
+                refused = panel.locator(".nbbench-errors .nbbench-error")
+                refused.wait_for(timeout=30_000)
+                assert "size: unknown size unit" in refused.inner_text() and "--size" not in refused.inner_text()
+                assert panel.locator(".nbbench-controls .nbbench-status-error").is_visible()
+                assert panel.locator(".nbbench-controls .nbbench-status-ok").count() == 0
                 size.fill("16M")
                 size.press("Tab")
-                run = panel.locator(".nbbench-run")
-                assert run.inner_text().strip() == "Run dd"
+                refused.wait_for(state="detached", timeout=10_000)   # fixed: the refusal goes
                 run.click()
-                # the notebook's own GPU run left an "ok" status: wait for this run's
-                panel.locator(".nbbench-status-running", has_text="dd ").or_(
-                    panel.locator(".nbbench-status-ok", has_text=re.compile(r"^dd "))).first.wait_for(timeout=30_000)
+                # the notebook's own dd (on its scratch folder) is not this one: wait for this run's
+                this_dd = f"dd {data}"
+                panel.locator(".nbbench-status-running", has_text=this_dd).or_(
+                    panel.locator(".nbbench-status-ok", has_text=this_dd)).first.wait_for(timeout=30_000)
                 panel.locator(".nbbench-progress .progress-bar").wait_for(timeout=60_000)
                 _wait(lambda: _progress_width(panel) > 0, 60, "the dd progress bar to move")
-                panel.locator(".nbbench-status-ok", has_text=re.compile(r"^dd ")).wait_for(timeout=120_000)
+                panel.locator(".nbbench-status-ok", has_text=this_dd).wait_for(timeout=120_000)
                 results = panel.locator(".nbbench-results")
                 answer = results.locator(".nbbench-answer")   # the answer first: dd's figures, with units
                 answer.wait_for(timeout=10_000)
@@ -121,6 +174,14 @@ def _drive_and_check(lab, tmp_path, root, data, shot, timings):
                 assert "write" in table.inner_text() and "read" in table.inner_text()
                 errors = panel.locator(".nbbench-errors").inner_text().strip()
                 assert errors == "", errors
+                # the static snapshot under the widget was refreshed with this run (from a button's
+                # run, in the background): only its first line shows while the live panel does
+                snap = page.locator(".nbbench-snapshot")
+                _wait(lambda: this_dd in snap.locator(".nbbench-snapshot-head").inner_text(), 30,
+                      "the snapshot to be refreshed after the dd")
+                body = snap.locator(".nbbench-snapshot-body")
+                assert not body.is_visible()
+                assert answer.inner_text().strip() in body.text_content()
 
                 # --- a long randread, then Stop
                 panel.locator(".nbbench-storage-probe button", has_text="randread").click()

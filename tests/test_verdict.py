@@ -216,4 +216,7 @@ def test_panel_status_colour_follows_the_verdict(tmp_path, monkeypatch):
         assert rec.status == "ok" and rec.verdict == state
         assert f"nbbench-status-{state}" in p.status.value and words in p.status.value
         assert COLOURS[state] in p.status.value
-    assert COLOURS["fail"] == "#c62828" and COLOURS["warn"] == "#ef6c00" and COLOURS["ok"] == "#2e7d32"
+    # ok green, warn amber, fail red: the presentation rule's colours, and amber is not the
+    # orange of an interrupted run
+    assert COLOURS["fail"] == "#c62828" and COLOURS["warn"] == "#a86800" and COLOURS["ok"] == "#2e7d32"
+    assert COLOURS["warn"] != COLOURS["interrupted"]

@@ -9,13 +9,20 @@
       …the tab's parameters…
     label [     ] [x] save [x] live plot  [▶ Run dd] [■ Stop]   running dd /dataset…
     [██████████······] 61.0%  write 943 MB/s
-    (live plot)
     (errors, red)
-    (the result table)
+    (the result: the answer first)
+    (live plot)
+
+Each tab has its own run area (:class:`~.area.RunArea`: status line, bar, plot, errors,
+result), so a tab shows only its own last run and a new run clears it; the controls row
+shows only what does something on the tab shown (no Run on History, no live-plot box
+where nothing is plotted, no label when nothing is saved).
 
 The panel's cell returns at once (a kernel only handles button clicks while no
 cell is busy); runs happen in the background :class:`~.runner.PanelRunner`, one
-at a time, and Stop sets the run's cancel event.
+at a time, and Stop sets the run's cancel event.  Displayed, the panel also leaves a
+static snapshot (:mod:`.snapshot`) under the widget, refreshed after each run, which
+is what a saved notebook shows where widgets cannot (GitHub, nbviewer).
 """
 
 from __future__ import annotations
@@ -25,15 +32,18 @@ import threading
 from typing import Any
 
 from ..results import ProbeError
+from ..ui.warmup import warm_up
+from .area import RunArea, value_widgets
 from .pathfield import PathField, PathInfo
 from .runner import Job, PanelRunner, RunnerHost, RunRecord
-from .views import error_html, notes_html, status_html, to_html
+from .snapshot import Snapshot
+from .views import to_html
 
 __all__ = ["ControlPanel"]
 
 
 class ControlPanel(RunnerHost):
-    """The panel.  ``widget`` is its ipywidgets tree; displaying the panel shows it."""
+    """The panel.  ``widget`` is its ipywidgets tree; displaying the panel shows it (and its snapshot)."""
 
     def __init__(self, path: str | None = None, tab: str | None = None, store=None, user_ns: dict | None = None,
                  checker=None):
@@ -47,13 +57,13 @@ class ControlPanel(RunnerHost):
         tempfiles.install_handlers()
         self.store = store
         self.runner = PanelRunner(self, store=store, user_ns=user_ns)
-        self._shown: list[str] = []
-        self._shown_lock = threading.Lock()
-        self.progress = None
-        self.live = None
+        self._run_area: RunArea | None = None    # where the current (or last) run draws
+        self._next_area: RunArea | None = None   # where the run being started will draw
+        self._after: threading.Thread | None = None   # draws the end of the last run (plot note, snapshot)
+        self.snapshot = Snapshot(self)
 
         self.title = w.HTML("<b style='font-size:115%'>nbbench</b> <span style='color:#555'>control panel — "
-                            "the probes of <code>%iobench</code>, behind buttons</span>")
+                            "the probes of <code>%iobench</code>, behind buttons</span>" + _CSS)
         kw = {"checker": checker} if checker is not None else {}
         self.path_field = PathField(path, on_change=self._path_changed, **kw)
 
@@ -62,50 +72,51 @@ class ControlPanel(RunnerHost):
         self.tabs = None
         for cls in TAB_CLASSES():
             t = cls(self)
+            t.area = RunArea(t.title)
             self.tab_list.append(t)
             self.tabs_by_title[t.title] = t
         self.tabs = w.Tab(children=[t.widget for t in self.tab_list],
                           titles=[t.title for t in self.tab_list])
         self.tabs.add_class("nbbench-tabs")
+        if self.path_field.info is not None:   # the first check ran before the tabs existed
+            self._path_changed(self.path_field.info)
 
         style = {"description_width": "initial"}
         self.label = w.Text(value="", description="label", placeholder="e.g. baseline", style=style,
                             layout=w.Layout(width="220px"))
         self.label.add_class("nbbench-label")
         self.save = w.Checkbox(value=True, description="save to the store", indent=False,
-                               layout=w.Layout(width="150px"))
+                               layout=w.Layout(width="max-content"))
+        self.save.add_class("nbbench-save")
         self.plot_rates = w.Checkbox(value=True, description="live plot", indent=False,
-                                     layout=w.Layout(width="90px"),
+                                     layout=w.Layout(width="max-content"),
                                      tooltip="plot the rates a probe reports while it runs")
+        self.plot_rates.add_class("nbbench-live-plot")
         self.run_button = w.Button(description="Run", button_style="success", icon="play",
                                    layout=w.Layout(width="auto", min_width="110px"))
         self.run_button.add_class("nbbench-run")
         self.stop_button = w.Button(description="Stop", button_style="danger", icon="stop", disabled=True,
                                     tooltip="stop the run (its partial result is kept, marked interrupted)")
         self.stop_button.add_class("nbbench-stop")
-        self.status = w.HTML(status_html("idle", "idle"))
-        self.status.add_class("nbbench-status-line")
-        controls = w.HBox([self.label, self.save, self.plot_rates, self.run_button, self.stop_button, self.status],
-                          layout=w.Layout(align_items="center", flex_flow="row wrap"))
+        self.status_slot = w.Box([])
+        self.controls = w.HBox([self.label, self.save, self.plot_rates, self.run_button, self.stop_button,
+                                self.status_slot],
+                               layout=w.Layout(align_items="center", flex_flow="row wrap", grid_gap="4px 8px"))
+        self.controls.add_class("nbbench-controls")
+        self.area_box = w.Box([], layout=w.Layout(width="100%"))
 
-        self.progress_box = w.Box([], layout=w.Layout(width="100%"))
-        self.progress_box.add_class("nbbench-progress")
-        self.plot = w.Box([], layout=w.Layout(max_width="100%"))
-        self.plot.add_class("nbbench-plot")
-        self.error = w.HTML("")
-        self.error.add_class("nbbench-errors")
-        self.results = w.HTML("", layout=w.Layout(max_height="640px", overflow="auto"))
-        self.results.add_class("nbbench-results")
-
-        self.widget = w.VBox([self.title, self.path_field.widget, self.tabs, controls, self.progress_box,
-                              self.plot, self.error, self.results],
+        self.widget = w.VBox([self.title, self.path_field.widget, self.tabs, self.controls, self.area_box],
                              layout=w.Layout(border="1px solid #ccc", padding="6px", width="100%"))
         self.widget.add_class("nbbench-panel")
 
-        _warm_up(plotting=self.plot_rates.value)
+        warm_up(plotting=self.plot_rates.value)
         self.run_button.on_click(lambda _b: self.run())
         self.stop_button.on_click(lambda _b: self.stop())
+        self.save.observe(lambda _c: self._update_controls(), names="value")
         self.tabs.observe(self._tab_selected, names="selected_index")
+        for t in self.tab_list:   # a field changed: a refused Run's error no longer applies
+            for v in value_widgets([t.widget, *getattr(t, "boxes", {}).values()]):
+                v.observe(lambda _c, a=t.area: self._field_changed(a), names="value")
         if tab is not None:
             self.select(tab)
         self.tab_changed()
@@ -113,6 +124,15 @@ class ControlPanel(RunnerHost):
     # ------------------------------------------------------------- display
     def _repr_mimebundle_(self, **kwargs):
         return self.widget._repr_mimebundle_(**kwargs)
+
+    def _ipython_display_(self):
+        """The live widget, then the static snapshot (what a saved notebook shows without widgets)."""
+        from IPython.display import display
+
+        bundle = dict(self.widget._repr_mimebundle_() or {})
+        bundle["text/plain"] = repr(self)   # not the VBox's repr of every child
+        display(bundle, raw=True)
+        self.snapshot.display()
 
     def __repr__(self) -> str:
         state = "running" if self.runner.running else "idle"
@@ -130,6 +150,20 @@ class ControlPanel(RunnerHost):
     @property
     def current_tab(self):
         return self.tab_list[self.tabs.selected_index or 0]
+
+    @property
+    def area(self) -> RunArea:
+        """The run area of the tab shown (its status, bar, plot, errors and result)."""
+        return self.current_tab.area
+
+    # the tab shown's run area, by part (what tests and scripts read)
+    status = property(lambda self: self.area.status)
+    progress_box = property(lambda self: self.area.progress_box)
+    plot = property(lambda self: self.area.plot)
+    error = property(lambda self: self.area.error)
+    results = property(lambda self: self.area.results)
+    progress = property(lambda self: self.area.progress)
+    live = property(lambda self: self.area.live)
 
     def tab(self, title: str):
         for t in self.tab_list:
@@ -157,8 +191,9 @@ class ControlPanel(RunnerHost):
         """Run the current tab's probe (what the Run button does); returns its record.
 
         Problems (a bad value, a path the probe cannot use, a run already going)
-        are shown in red in the panel; nothing is raised to the caller.
+        are shown in red in the tab's area, in the panel's words; nothing is raised.
         """
+        area = self.area
         try:
             if job is None:
                 info = self.path_field.current()
@@ -167,13 +202,14 @@ class ControlPanel(RunnerHost):
                 if job.argv is not None:
                     job.argv = _without_label(job.argv) + ["--no-save"]
                 job.save = False
+            self._next_area = area
             return self.runner.start(job)
         except ProbeError as exc:
-            self.show_error(str(exc))
+            self._refuse(area, str(exc))
         except Exception as exc:  # noqa: BLE001 - shown, never swallowed
             import traceback
 
-            self.show_error(f"{type(exc).__name__}: {exc}", traceback.format_exc())
+            self._refuse(area, f"{type(exc).__name__}: {exc}", traceback.format_exc())
         return None
 
     def stop(self) -> bool:
@@ -181,29 +217,70 @@ class ControlPanel(RunnerHost):
         return self.runner.stop()
 
     def wait(self, timeout: float | None = None) -> RunRecord | None:
-        """Wait for the running probe to end (for scripts and tests)."""
-        return self.runner.wait(timeout)
+        """Wait for the running probe to end and the panel to show it — its plot's last frame and
+        the refreshed snapshot (for scripts, tests and a notebook cell that runs the panel)."""
+        import time
+
+        t0 = time.monotonic()
+        record = self.runner.wait(timeout)
+        after = self._after
+        if after is not None:
+            after.join(None if timeout is None else max(0.0, timeout - (time.monotonic() - t0)))
+        return record
+
+    def snapshot_html(self) -> str:
+        """The panel as static HTML: each tab's last run (status, answer, plot), no widgets needed."""
+        return self.snapshot.html()
 
     # ------------------------------------------------------------ drawing
     def show_error(self, message: str, details: str | None = None) -> None:
-        self.error.value = error_html(message, details)
+        self.area.show_error(message, details)
 
     def clear_error(self) -> None:
-        self.error.value = ""
+        self.area.error.value = ""
 
     def set_status(self, state: str, text: str) -> None:
-        self.status.value = status_html(state, text)
+        self.area.set_status(state, text)
+
+    def _refuse(self, area: RunArea, message: str, details: str | None = None) -> None:
+        if self.runner.running:   # "still running": said, and the run going on is left alone
+            area.show_error(message, details)
+            return
+        area.refuse(message, details)
+        self.snapshot.refresh()
+
+    def _field_changed(self, area: RunArea) -> None:
+        if area.refused:
+            area.unrefuse()
+            self.snapshot.refresh()
 
     def tab_changed(self, running: bool | None = None) -> None:
-        """A tab's selection changed (or a run ended): update the Run button."""
+        """A tab's selection changed (or a run ended): update the Run button and the controls shown."""
         if self.tabs is None or not hasattr(self, "run_button"):
             return
-        label = self.current_tab.run_label()
+        tab = self.current_tab
+        label = tab.run_label()
         if running is None:
             running = self.runner.running
         self.run_button.description = label or "Run"
         self.run_button.disabled = running or label is None
-        self.run_button.tooltip = "" if label else f"nothing to run on the {self.current_tab.title} tab"
+        if running and self._run_area is not None and self._run_area is not tab.area:
+            self.run_button.tooltip = f"one run at a time: {self._run_area.title} is running"
+        else:
+            self.run_button.tooltip = "" if label else f"nothing to run on the {tab.title} tab"
+        self._update_controls()
+
+    def _update_controls(self) -> None:
+        """Show only the controls that do something on the tab shown."""
+        if not hasattr(self, "controls"):
+            return
+        tab = self.current_tab
+        runs = tab.run_label() is not None
+        self.controls.layout.display = None if runs else "none"
+        self.area_box.children = (tab.area.widget,) if runs else ()
+        self.status_slot.children = (tab.area.status,)
+        self.plot_rates.layout.display = None if getattr(tab, "live_plot", True) else "none"
+        self.label.layout.display = None if self.save.value else "none"   # a label is only stored
 
     def _tab_selected(self, change) -> None:
         self.tab_changed()
@@ -218,20 +295,23 @@ class ControlPanel(RunnerHost):
                 t.on_path(info)
             except Exception:  # noqa: BLE001 - a tab's hint must not break the field
                 pass
+            if getattr(t, "area", None) is not None:
+                self._field_changed(t.area)
 
     # ------------------------------------------------- RunnerHost interface
     def make_progress(self, desc: str):
         from ..ui.panel.rateplot import PanelProgress
 
         record = self.runner.record
+        area = self._run_area
 
         def make_plot(**kwargs):
             # made in a helper thread: never for a run that has ended (or been replaced) meanwhile
             if self.runner.record is not record or record is None or record.ended is not None:
                 return None
-            return self._rate_plot(**kwargs)
+            return self._rate_plot(area, **kwargs)
 
-        p = PanelProgress(desc, make_plot=make_plot if self.plot_rates.value and self.live is None else None)
+        p = PanelProgress(desc, make_plot=make_plot if self.plot_rates.value and area.live is None else None)
         # the panel says what runs in its status line; the bar keeps the probe's name
         p.desc_label.value = html.escape((desc.split() or [""])[0])
         p.bar.layout.width = "40%"
@@ -240,42 +320,43 @@ class ControlPanel(RunnerHost):
         p.widget.layout.width = "100%"
         p.label.add_class("nbbench-progress-label")
         p.bar.add_class("nbbench-progress-bar")
-        self.progress = p
-        self.progress_box.children = (p.widget,)
+        area.progress = p
+        area.progress_box.children = (p.widget,)
         return p
 
-    def _rate_plot(self, **kwargs):
+    def _rate_plot(self, area: RunArea, **kwargs):
         """The live plot of a probe's reported rates (unless a command drew its own)."""
-        if self.live is not None:
+        if area.live is not None:
             return None
-        return self.live_plot(window_s=None, **kwargs)
+        return self._live_plot(area, window_s=None, **kwargs)
 
     def run_started(self, record: RunRecord) -> None:
-        with self._shown_lock:
-            self._shown = []
-        self.clear_error()
-        self.results.value = ""
-        self.progress_box.children = ()
-        self.plot.children = ()
-        self.live = None
+        area = self._next_area or self.area
+        self._next_area = None
+        area.clear()
+        area.record = record
+        self._run_area = area
         self.run_button.disabled = True
         self.stop_button.disabled = False
-        self.set_status("running", f"running {record.title}…")
+        area.set_status("running", f"running {record.title}…")
+        self.tab_changed(running=True)
 
     def run_stopping(self, record: RunRecord) -> None:
         self.stop_button.disabled = True
-        self.set_status("stopping", f"stopping {record.title}…")
+        if self._run_area is not None:
+            self._run_area.set_status("stopping", f"stopping {record.title}…")
 
     def show(self, obj: Any) -> None:
-        with self._shown_lock:
-            self._shown.append(to_html(obj))
-            self.results.value = "".join(self._shown)
+        (self._run_area or self.area).show(to_html(obj))
 
     def echo(self, text: str) -> None:
         self.show(text)
 
     def live_plot(self, **kwargs):
-        """A :class:`~nbbench.ui.liveplot.LivePlot` drawing into the panel (started; the caller closes it)."""
+        """A :class:`~nbbench.ui.liveplot.LivePlot` drawing into the run's area (started; the caller closes it)."""
+        return self._live_plot(self._run_area or self.area, **kwargs)
+
+    def _live_plot(self, area: RunArea, **kwargs):
         try:
             from ..ui.liveplot import LivePlot
         except ImportError:
@@ -284,37 +365,13 @@ class ControlPanel(RunnerHost):
         lp = LivePlot(**kwargs).start()
         if lp.widget is not None:
             lp.widget.add_class("nbbench-plot-png")
-            self.plot.children = (lp.widget,)
-        self.live = lp
+            area.plot.children = (lp.widget,)
+        area.live = lp
         return lp
 
     def run_finished(self, record: RunRecord) -> None:
-        if record.error:
-            self.show_error(record.error, record.details)
-        if record.value is not None and not self._shown:
-            self.show(record.value)
-        took = f"{record.elapsed_s:.1f} s" if record.elapsed_s is not None else ""
-        if record.notes:   # after the result: "not saved: …"
-            with self._shown_lock:
-                self._shown.append(notes_html(record.notes))
-                self.results.value = "".join(self._shown)
-        if record.status == "ok" and record.verdict == "fail":   # it ran; its checks found a failure: red
-            self.set_status("fail", f"{record.title}: ran in {took} — a check failed")
-        elif record.status == "ok" and record.verdict == "warn":
-            self.set_status("warn", f"{record.title}: ran in {took} — with warnings")
-        elif record.status == "ok":
-            self.set_status("ok", f"{record.title}: done in {took}")
-        elif record.status == "interrupted":
-            extra = ""
-            if record.stop_latency_s is not None:
-                extra = f" — ended {record.stop_latency_s:.2f} s after Stop"
-            self.set_status("interrupted", f"{record.title}: interrupted{extra}")
-        elif record.status == "failed":
-            reason = _reason(record.value)
-            self.set_status("failed", f"{record.title}: failed" + (f" — {reason}" if reason else ""))
-            self.show_error(f"{record.title} failed" + (f": {reason}" if reason else ""))
-        else:
-            self.set_status("error", f"{record.title}: error (see below)")
+        area = self._run_area or self.area
+        area.finish(record)
         self.stop_button.disabled = True
         self.tab_changed(running=False)
         for t in self.tab_list:
@@ -322,40 +379,24 @@ class ControlPanel(RunnerHost):
                 t.on_run_finished(record)
             except Exception:  # noqa: BLE001
                 pass
+        self._after = threading.Thread(target=self._after_run, args=(area,), name="nbbench-panel-snapshot",
+                                       daemon=True)
+        self._after.start()
+
+    def _after_run(self, area: RunArea) -> None:
+        """Once the live plot's last frame is drawn: say why there is no plot, refresh the snapshot."""
+        p = area.progress
+        if p is not None and hasattr(p, "wait_plot"):
+            p.wait_plot(60)
+        note = getattr(area.live, "note", None)
+        if note:
+            area.plot_note.value = f"<div style='color:#555'>{html.escape(note)}</div>"
+        self.snapshot.refresh()
 
 
-_warmed = threading.Event()
-
-
-def _warm_up(plotting: bool = True) -> None:
-    """Once per kernel, in a background thread at low priority: compute the environment
-    fingerprint (the first save of a process needs it: package list, torch versions — seconds)
-    and import matplotlib's Agg canvas (the first live plot), so neither delays the end of
-    the panel's first run."""
-    if _warmed.is_set():
-        return
-    _warmed.set()
-
-    def load():
-        try:
-            import os
-
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)   # Linux: this thread only
-        except (AttributeError, OSError):
-            pass
-        try:
-            from ..env import fingerprint
-
-            fingerprint()
-        except Exception:  # noqa: BLE001 - the save will say what is wrong
-            pass
-        if plotting:
-            from ..ui.warmup import preload_plotting
-
-            preload_plotting()
-
-    threading.Thread(target=load, name="nbbench-panel-warmup", daemon=True).start()
-
+#: the panel's own style rules: the progress bar's figures wrap instead of being cut at the edge
+_CSS = ("<style>.nbbench-panel .nbbench-progress-label{white-space:normal;height:auto;min-height:"
+        "var(--jp-widgets-inline-height,28px);line-height:1.4;overflow:visible}</style>")
 
 def _without_label(argv: list[str]) -> list[str]:
     """``argv`` less its ``--label TEXT`` (the option and its value)."""
@@ -368,14 +409,3 @@ def _without_label(argv: list[str]) -> list[str]:
         else:
             out.append(a)
     return out
-
-
-def _reason(value) -> str:
-    from ..results import Result
-
-    results = value if isinstance(value, (list, tuple)) else [value]
-    for r in results:
-        if isinstance(r, Result) and r.status == "failed" and r.reason:
-            return r.reason
-    return ""
-

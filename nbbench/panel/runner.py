@@ -28,6 +28,7 @@ from typing import Any, Callable
 from .. import commands
 from ..commands import Command, Context, HelpRequested, Invocation, UsageProblem
 from ..results import ProbeError
+from .wording import panel_words
 
 __all__ = ["Job", "PanelRunner", "PanelContext", "RunRecord", "RunnerHost", "command_job", "parse_command"]
 
@@ -64,6 +65,9 @@ class Job:
     label: str | None = None
     #: called in the runner thread with the value when the job ends without an exception
     on_value: Callable[[Any], None] | None = None
+    #: each flag the tab may pass and the name of its field ("--size": "size"), so errors
+    #: name the field the user sees, not the flag (:func:`~nbbench.panel.wording.panel_words`)
+    fields: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self):
         if (self.argv is None) == (self.fn is None):
@@ -112,6 +116,7 @@ class RunRecord:
     started: float = field(default_factory=time.monotonic)
     ended: float | None = None
     stop_requested: float | None = None
+    fields: dict[str, str] = field(default_factory=dict)   # the job's flag -> field names (for wording)
 
     @property
     def elapsed_s(self) -> float | None:
@@ -260,9 +265,12 @@ class PanelRunner:
                                  "press Stop (or wait for it) before starting another")
             cancel = threading.Event()
             ctx = PanelContext(self.host, cancel, user_ns=self.user_ns)
-            inv = _invocation(job, ctx)
+            try:
+                inv = _invocation(job, ctx)
+            except ProbeError as exc:   # a bad value: named as its field is, not as its flag
+                raise ProbeError(panel_words(str(exc), job.fields)) from None
             self.cancel = cancel
-            record = RunRecord(title=job.title)
+            record = RunRecord(title=job.title, fields=dict(job.fields))
             self.record = record
             self.history.append(record)
             t = threading.Thread(target=self._run, args=(job, inv, record, ctx),
@@ -294,7 +302,7 @@ class PanelRunner:
                 job.on_value(value)
         except ProbeError as exc:
             record.status = "error"
-            record.error = ctx.error_text(exc)
+            record.error = panel_words(ctx.error_text(exc), job.fields)
         except Exception as exc:  # noqa: BLE001 - shown in the panel, never swallowed
             record.status = "error"
             record.error = f"{type(exc).__name__}: {exc}"

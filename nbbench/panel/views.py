@@ -9,12 +9,18 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from ..results.present import TONE_COLOURS
+
 __all__ = ["to_html", "error_html", "notes_html", "status_html", "COLOURS"]
 
 # a run's state: ok / interrupted / failed / error; or, for a run that ended ok, its verdict
-# when its checks found something: warn (amber), fail (red) — never green over a failed check
-COLOURS = {"ok": "#2e7d32", "interrupted": "#ef6c00", "failed": "#c62828", "error": "#c62828",
-           "running": "#1565c0", "stopping": "#ef6c00", "idle": "#555", "warn": "#ef6c00", "fail": "#c62828"}
+# when its checks found something: warn (amber), fail (red) — never green over a failed check.
+# The verdict colours are the presentation rule's (results.present.TONE_COLOURS), so the status
+# line and the result under it agree: ok green, warn amber, fail red, interrupted orange.
+COLOURS = {"ok": TONE_COLOURS["ok"], "warn": TONE_COLOURS["warn"], "fail": TONE_COLOURS["fail"],
+           "interrupted": TONE_COLOURS["interrupted"], "failed": TONE_COLOURS["fail"],
+           "error": TONE_COLOURS["fail"], "running": "#1565c0", "stopping": TONE_COLOURS["interrupted"],
+           "idle": "#555"}
 
 
 def to_html(obj: Any) -> str:

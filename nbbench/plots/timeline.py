@@ -193,7 +193,7 @@ class Timeline:
         for i, (ax, p) in enumerate(zip(axes, self.panels)):
             fixed = [n for n in p.series if not any(ch in n for ch in "*?[")]
             for name in fixed:
-                line, = ax.plot([], [], linewidth=1.4, label=p.labels.get(name, name), animated=self._blit,
+                line, = ax.plot([], [], linewidth=1.4, label=self._legend_text(p, name), animated=self._blit,
                                 **p.style_for(name))
                 self._lines[(i, name)] = line
             if fixed:
@@ -204,6 +204,12 @@ class Timeline:
         self._status_text = fig.text(0.01, status_y - 0.04 / h_in, "", fontsize=FONT["label"], va="top",
                                      family="monospace", animated=self._blit)
         self._fig, self._axes = fig, list(axes)
+
+    def _legend_text(self, p, name: str) -> str:
+        """A series' legend text, wrapped to the legend's column right of the axes (never cut
+        at the figure's edge: "from memory (warm cache)" takes two lines)."""
+        room_px = (1.0 - 0.805) * self.figsize[0] * self.dpi - 2.5 * FONT["legend"] * self.dpi / 72
+        return wrap(p.labels.get(name, name), room_px, FONT["legend"], self.dpi)
 
     def _snapshot(self) -> tuple[dict, list, float]:
         with self._lock:
@@ -268,7 +274,7 @@ class Timeline:
                 ys = [v * p.scale for v in vs]
                 line = self._lines.get((i, name))
                 if line is None:
-                    line, = ax.plot([], [], linewidth=1.4, label=p.labels.get(name, name),
+                    line, = ax.plot([], [], linewidth=1.4, label=self._legend_text(p, name),
                                     animated=self._blit, **p.style_for(name))
                     self._lines[(i, name)] = line
                 line.set_data(xs, ys)

@@ -216,7 +216,8 @@ def _table_html(sec: Section) -> str:
     css = f" class='{_esc(sec.css)}'" if sec.css else ""
     out = [f"<table{css} style='border-collapse:collapse;margin:4px 0;font-size:inherit'>"]
     if sec.head:
-        out.append("<thead><tr>" + "".join(f"<th style='{style(c)}'>{_cell(h)}</th>"
+        # padded like the cells under them: "samples/s" and "bandwidth" never run together
+        out.append("<thead><tr>" + "".join(f"<th style='{style(c)};padding:1px 8px 1px 0'>{_cell(h)}</th>"
                                            for c, h in enumerate(sec.head)) + "</tr></thead>")
     out.append("<tbody>")
     for i, r in enumerate(sec.rows):

@@ -18,13 +18,21 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..pathfield import PathInfo
     from ..runner import Job
 
-__all__ = ["Tab", "command_defaults", "size_text", "unavailable_reason", "need_path", "ranks_field", "ranks_opts"]
+__all__ = ["Tab", "command_defaults", "size_text", "unavailable_reason", "need_path", "ranks_field", "ranks_opts",
+           "COMMON_FIELDS", "show", "FIT"]
+
+#: a layout width that fits the widget's whole text (its description and its longest option)
+FIT = "max-content"
 
 
 class Tab:
     title: str = ""
     #: subcommands this tab runs (for "not available" notes)
     commands: tuple[str, ...] = ()
+    #: the panel's "live plot" box does something here (a probe reporting rates, or its own plot)
+    live_plot: bool = True
+    #: this tab's run area (:class:`~nbbench.panel.area.RunArea`), given by the panel
+    area = None
 
     def __init__(self, panel: "ControlPanel"):
         self.panel = panel
@@ -51,6 +59,20 @@ class Tab:
 
     def on_run_finished(self, record) -> None:
         """A run (of any tab) ended."""
+
+    def fields(self) -> dict[str, str]:
+        """Each flag this tab's current probe may pass, and the name of the field that sets it
+        (errors name the field, not the flag: :mod:`nbbench.panel.wording`)."""
+        return {}
+
+
+#: the flags of the panel's own fields (the controls row) and the ranks box
+COMMON_FIELDS = {"--label": "label", "--ranks": "ranks"}
+
+
+def show(widget, visible: bool) -> None:
+    """Show or hide ``widget`` (hidden: takes no room)."""
+    widget.layout.display = None if visible else "none"
 
 
 def unavailable_reason(name: str) -> str | None:

@@ -10,7 +10,8 @@ The widgets become the options of ``nbbench feed DIR …`` / ``nbbench sweep DIR
 from __future__ import annotations
 
 from ..runner import command_job
-from .base import Tab, command_defaults, need_path, unavailable_reason, ranks_field, ranks_opts
+from ..wording import field_names
+from .base import COMMON_FIELDS, FIT, Tab, command_defaults, need_path, unavailable_reason, ranks_field, ranks_opts
 
 ACTIONS = {
     "feed": "how many accelerators can this storage and CPU feed at AU >= 90 % — and what limits it",
@@ -60,7 +61,7 @@ class LoaderTab(Tab):
         # feed
         self.fd_accel = w.Dropdown(options=accels, value=fd.get("accelerator") if fd.get("accelerator") in accels
                                    else accels[0], description="accelerator", style=st,
-                                   layout=w.Layout(width="260px"))
+                                   layout=w.Layout(width=FIT))
         self.fd_batch = w.BoundedIntText(value=int(fd.get("batch_size") or 64), min=1, max=65536,
                                          description="batch size", style=st, layout=w.Layout(width="170px"))
         self.fd_workers = w.Text(value="" if fd.get("workers") is None else str(fd["workers"]),
@@ -73,10 +74,10 @@ class LoaderTab(Tab):
                                            ("drop_caches (root, whole machine)", "drop_caches"),
                                            ("none: warm run only", "none")],
                                   value=fd.get("cold") or "auto", description="cold cache", style=st,
-                                  layout=w.Layout(width="360px"))
+                                  layout=w.Layout(width=FIT))
         self.fd_decode = w.Dropdown(options=[("auto", "auto"), ("Pillow decode + crop", "pil"),
                                              ("bytes only", "none")], value=fd.get("decode") or "auto",
-                                    description="decode", style=st, layout=w.Layout(width="260px"))
+                                    description="decode", style=st, layout=w.Layout(width=FIT))
         feed_box = w.VBox([w.HBox([self.fd_accel, self.fd_batch, self.fd_workers]),
                            w.HBox([self.fd_duration, self.fd_decode]), self.fd_cold])
 
@@ -92,10 +93,10 @@ class LoaderTab(Tab):
         self.sw_duration = w.Text(value=_secs(sw.get("duration"), "2s"), description="seconds each", style=st,
                                   layout=w.Layout(width="170px"))
         self.sw_emulate = w.Dropdown(options=[("none: the loader alone", "")] + [(a, a) for a in accels],
-                                     value="", description="emulate", style=st, layout=w.Layout(width="280px"))
+                                     value="", description="emulate", style=st, layout=w.Layout(width=FIT))
         self.sw_decode = w.Dropdown(options=[("auto", "auto"), ("Pillow decode + crop", "pil"),
                                              ("bytes only", "none")], value=sw.get("decode") or "auto",
-                                    description="decode", style=st, layout=w.Layout(width="260px"))
+                                    description="decode", style=st, layout=w.Layout(width=FIT))
         sweep_box = w.VBox([w.HBox([self.sw_workers, self.sw_batch, self.sw_pin]),
                             w.HBox([self.sw_prefetch, self.sw_duration, self.sw_emulate]), self.sw_decode])
 
@@ -120,6 +121,16 @@ class LoaderTab(Tab):
     def run_label(self) -> str:
         return f"Run {self.action.value}"
 
+    def fields(self) -> dict[str, str]:
+        if self.action.value == "feed":
+            own = [("--accelerator", self.fd_accel), ("--batch-size", self.fd_batch), ("--workers", self.fd_workers),
+                   ("--duration", self.fd_duration), ("--cold", self.fd_cold), ("--decode", self.fd_decode)]
+        else:
+            own = [("--workers", self.sw_workers), ("--batch-size", self.sw_batch), ("--pin-memory", self.sw_pin),
+                   ("--prefetch", self.sw_prefetch), ("--duration", self.sw_duration),
+                   ("--emulate", self.sw_emulate), ("--decode", self.sw_decode)]
+        return {**COMMON_FIELDS, **field_names(own)}
+
     def job(self, path, label):
         name = self.action.value
         target = need_path(path, name)
@@ -142,4 +153,4 @@ class LoaderTab(Tab):
             if self.sw_emulate.value:
                 opts += ["--emulate", self.sw_emulate.value]
         opts += ranks_opts(self.ranks)
-        return command_job(f"{name} {target}", name, target, *opts, label=label)
+        return command_job(f"{name} {target}", name, target, *opts, label=label, fields=self.fields())

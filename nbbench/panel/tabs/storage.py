@@ -7,7 +7,9 @@ Each probe's widgets become the options of its subcommand (``nbbench dd PATH --b
 from __future__ import annotations
 
 from ..runner import command_job
-from .base import Tab, command_defaults, need_path, ranks_field, ranks_opts, size_text, unavailable_reason
+from ..wording import field_names
+from .base import (COMMON_FIELDS, FIT, Tab, command_defaults, need_path, ranks_field, ranks_opts, show, size_text,
+                   unavailable_reason)
 
 PROBES = {
     "dd": "sequential write then read (dd-style)",
@@ -19,6 +21,8 @@ PRESETS = ("cdm", "mlperf-resnet50", "mlperf-unet3d")
 ENGINES = {"dd": ("builtin", "dd", "fio"), "randread": ("builtin", "fio"), "disk": ("builtin", "fio")}
 CACHE = (("auto: direct where the filesystem accepts it", "auto"), ("direct (O_DIRECT)", "direct"),
          ("buffered (page cache)", "buffered"))
+#: dd's mode in a directory (a file or a device is only read: no choice to make there)
+DD_MODES = (("write, then read back", ""), ("write only", "write"))
 
 
 def _cache_opts(mode: str) -> list[str]:
@@ -48,15 +52,14 @@ class StorageTab(Tab):
         self.dd_bs = w.Text(value=size_text(dd.get("bs"), "1M"), description="block size", style=st, layout=small)
         self.dd_size = w.Text(value=size_text(dd.get("size"), "1G"), description="size", style=st, layout=small)
         self.dd_cache = w.Dropdown(options=CACHE, value="auto", description="cache", style=st,
-                                   layout=w.Layout(width="330px"))
+                                   layout=w.Layout(width=FIT))
         self.dd_engine = w.Dropdown(options=ENGINES["dd"], value=dd.get("engine") or "builtin", description="engine",
-                                    style=st, layout=w.Layout(width="170px"))
-        self.dd_mode = w.Dropdown(options=[("write then read (a directory) / read (a file)", ""),
-                                           ("write only", "write"), ("read only", "read")], value="",
-                                  description="mode", style=st, layout=w.Layout(width="400px"))
+                                    style=st, layout=w.Layout(width=FIT))
+        self.dd_mode = w.Dropdown(options=DD_MODES, value="", description="mode", style=st,
+                                  layout=w.Layout(width=FIT))
         for x, c in ((self.dd_bs, "bs"), (self.dd_size, "size")):
             x.add_class(f"nbbench-dd-{c}")
-        dd_box = w.VBox([w.HBox([self.dd_bs, self.dd_size, self.dd_engine]), self.dd_cache, self.dd_mode])
+        dd_box = w.VBox([w.HBox([self.dd_bs, self.dd_size, self.dd_engine]), w.HBox([self.dd_cache, self.dd_mode])])
 
         # randread
         self.rr_bs = w.Text(value=size_text(rr.get("bs"), "4k"), description="block size", style=st, layout=small)
@@ -68,40 +71,42 @@ class StorageTab(Tab):
         self.rr_size = w.Text(value=size_text(rr.get("size"), ""), description="region", style=st, layout=small,
                               placeholder="auto")
         self.rr_cache = w.Dropdown(options=CACHE, value="auto", description="cache", style=st,
-                                   layout=w.Layout(width="330px"))
-        self.rr_engine = w.Dropdown(options=ENGINES["randread"], value=rr.get("engine") or "builtin", description="engine",
-                                    style=st, layout=w.Layout(width="170px"))
+                                   layout=w.Layout(width=FIT))
+        self.rr_engine = w.Dropdown(options=ENGINES["randread"], value=rr.get("engine") or "builtin",
+                                    description="engine", style=st, layout=w.Layout(width=FIT))
         self.rr_threads = w.BoundedIntText(value=int(rr.get("threads") or 1), min=1, max=1024,
                                            description="threads", style=st, layout=w.Layout(width="140px"))
-        self.rr_warm = w.Checkbox(value=False, indent=False, layout=w.Layout(width="auto"),
-                                  description="warm: read the region once first (buffered: measures the page cache)")
+        # only a buffered read has a page cache to warm (O_DIRECT bypasses it)
+        self.rr_warm = w.Checkbox(value=False, indent=False, layout=w.Layout(width=FIT),
+                                  description="warm: read the region once first (measures the page cache)")
         for x, c in ((self.rr_bs, "bs"), (self.rr_runtime, "runtime"), (self.rr_size, "size")):
             x.add_class(f"nbbench-randread-{c}")
         rr_box = w.VBox([w.HBox([self.rr_bs, self.rr_qd, self.rr_threads, self.rr_runtime, self.rr_ramp]),
-                         w.HBox([self.rr_size, self.rr_engine]), self.rr_cache, self.rr_warm])
+                         w.HBox([self.rr_size, self.rr_engine, self.rr_cache]), self.rr_warm])
 
         # files
         self.fl_sample = w.BoundedIntText(value=int(fl.get("sample") or 1000), min=1, max=10**8,
                                           description="sample files", style=st, layout=w.Layout(width="190px"))
         self.fl_threads = w.BoundedIntText(value=int(fl.get("threads") or 8), min=1, max=1024,
                                            description="threads", style=st, layout=w.Layout(width="150px"))
-        self.fl_cold = w.Checkbox(value=bool(fl.get("cold", False)), indent=False,
+        self.fl_cold = w.Checkbox(value=bool(fl.get("cold", False)), indent=False, layout=w.Layout(width=FIT),
                                   description="cold: drop the page cache first (else labelled warm)")
         files_box = w.VBox([w.HBox([self.fl_sample, self.fl_threads]), self.fl_cold])
 
         # disk presets
         self.dk_preset = w.Dropdown(options=PRESETS, value=dk.get("preset") if dk.get("preset") in PRESETS
-                                    else "cdm", description="preset", style=st, layout=w.Layout(width="260px"))
+                                    else "cdm", description="preset", style=st, layout=w.Layout(width=FIT))
         self.dk_size = w.Text(value=size_text(dk.get("size"), "1G"), description="size", style=st, layout=small)
         self.dk_runtime = w.Text(value=_dur(dk.get("runtime"), "5s"), description="per test", style=st,
                                  layout=small)
         self.dk_ramp = w.Text(value=_dur(dk.get("ramp"), "1s"), description="ramp", style=st, layout=small)
         self.dk_cache = w.Dropdown(options=CACHE, value="auto", description="cache", style=st,
-                                   layout=w.Layout(width="330px"))
+                                   layout=w.Layout(width=FIT))
         self.dk_engine = w.Dropdown(options=ENGINES["disk"], value=dk.get("engine") or "builtin",
-                                    description="engine", style=st, layout=w.Layout(width="170px"))
-        self.dk_nowrite = w.Checkbox(value=False, indent=False, description="reads only (also in a directory)",
-                                     layout=w.Layout(width="auto"))
+                                    description="engine", style=st, layout=w.Layout(width=FIT))
+        # a file or a device is only read anyway: shown for a directory
+        self.dk_nowrite = w.Checkbox(value=False, indent=False, description="reads only (no write tests)",
+                                     layout=w.Layout(width=FIT))
         disk_box = w.VBox([w.HBox([self.dk_preset, self.dk_size, self.dk_runtime, self.dk_ramp]),
                            w.HBox([self.dk_cache, self.dk_engine]), self.dk_nowrite,
                            w.HTML("<span style='color:#555'>cdm: SEQ1M Q8T1, SEQ1M Q1T1, RND4K Q32T1, RND4K Q1T1, "
@@ -112,8 +117,26 @@ class StorageTab(Tab):
         self.missing = w.HTML()
         self.ranks = ranks_field()   # --ranks N (not for the disk presets)
         self.probe.observe(self._switch, names="value")
+        self.rr_cache.observe(lambda c: self._relevant(), names="value")
+        self._info = None
         self._switch()
         return w.VBox([self.probe, self.about, self.params, self.ranks, self.missing])
+
+    def _relevant(self) -> None:
+        """Show only the fields that do something for this PATH and these choices."""
+        info = self._info
+        kind = info.kind if info is not None and info.ok else None
+        # dd's mode and the presets' "reads only" choose writes: a file or a device is only read
+        show(self.dd_mode, kind in (None, "dir"))
+        show(self.dk_nowrite, kind in (None, "dir"))
+        # warming fills the page cache: only a buffered read uses it ("auto" is buffered where
+        # the filesystem refuses O_DIRECT)
+        no_direct = info is not None and info.ok and info.direct is False
+        show(self.rr_warm, self.rr_cache.value == "buffered" or (self.rr_cache.value == "auto" and no_direct))
+
+    def on_path(self, info) -> None:
+        self._info = info
+        self._relevant()
 
     def _switch(self, change=None) -> None:
         name = self.probe.value
@@ -122,10 +145,25 @@ class StorageTab(Tab):
         self.about.value = f"<span style='color:#555'>{PROBES[name]}</span>"
         note = unavailable_reason(name)
         self.missing.value = f"<span style='color:#c62828'>not available: {note}</span>" if note else ""
+        self._relevant()
         self.panel.tab_changed()
 
     def run_label(self) -> str:
         return f"Run {self.probe.value}"
+
+    def fields(self) -> dict[str, str]:
+        name = self.probe.value
+        own = {"dd": [("--bs", self.dd_bs), ("--size", self.dd_size), ("--engine", self.dd_engine),
+                      ("--mode", self.dd_mode), ("--direct", "cache"), ("--buffered", "cache")],
+               "randread": [("--bs", self.rr_bs), ("--qd", self.rr_qd), ("--threads", self.rr_threads),
+                            ("--runtime", self.rr_runtime), ("--ramp", self.rr_ramp), ("--size", self.rr_size),
+                            ("--engine", self.rr_engine), ("--warm", "warm"), ("--direct", "cache"),
+                            ("--buffered", "cache")],
+               "files": [("--sample", self.fl_sample), ("--threads", self.fl_threads), ("--cold", "cold")],
+               "disk": [("--preset", self.dk_preset), ("--size", self.dk_size), ("--runtime", self.dk_runtime),
+                        ("--ramp", self.dk_ramp), ("--engine", self.dk_engine), ("--no-write", "reads only"),
+                        ("--direct", "cache"), ("--buffered", "cache")]}[name]
+        return {**COMMON_FIELDS, **field_names(own)}
 
     def job(self, path, label):
         name = self.probe.value
@@ -133,13 +171,13 @@ class StorageTab(Tab):
         if name == "dd":
             opts = ["--bs", self.dd_bs.value.strip(), "--size", self.dd_size.value.strip(),
                     "--engine", self.dd_engine.value, *_cache_opts(self.dd_cache.value)]
-            if self.dd_mode.value:
+            if self.dd_mode.value and path.kind == "dir":
                 opts += ["--mode", self.dd_mode.value]
         elif name == "randread":
             opts = ["--bs", self.rr_bs.value.strip(), "--qd", self.rr_qd.value, "--threads", self.rr_threads.value,
                     "--runtime", self.rr_runtime.value.strip(), "--ramp", self.rr_ramp.value.strip(),
                     "--engine", self.rr_engine.value, *_cache_opts(self.rr_cache.value)]
-            if self.rr_warm.value:
+            if self.rr_warm.value and self.rr_warm.layout.display != "none":
                 opts.append("--warm")
             if self.rr_size.value.strip():
                 opts += ["--size", self.rr_size.value.strip()]
@@ -153,11 +191,11 @@ class StorageTab(Tab):
                     *_cache_opts(self.dk_cache.value)]
             if self.dk_size.value.strip():
                 opts += ["--size", self.dk_size.value.strip()]
-            if self.dk_nowrite.value:
+            if self.dk_nowrite.value and path.kind == "dir":
                 opts.append("--no-write")
         if name != "disk":
             opts += ranks_opts(self.ranks)
-        return command_job(f"{name} {target}", name, target, *opts, label=label)
+        return command_job(f"{name} {target}", name, target, *opts, label=label, fields=self.fields())
 
 
 def _dur(value, fallback: str) -> str:

@@ -89,6 +89,10 @@ class PanelProgress(NotebookProgress):
     def _feed(self, metrics: dict) -> None:
         now = time.monotonic()
         tag = metrics.get("config")
+        if self.fraction is not None and self.fraction >= 1.0 and self._keys:
+            # the last report sums the run up (feed's warm figure, …): a figure first seen there has
+            # no course over time — one point would be a legend entry with no line
+            metrics = {k: v for k, v in metrics.items() if k in self._keys}
         with self._plot_lock:
             new = set(metrics) - self._keys
             self._keys |= new
