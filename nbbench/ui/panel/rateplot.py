@@ -155,10 +155,11 @@ class PanelProgress(NotebookProgress):
             self._pending = []
             self.plot = plot
 
-    def close(self, status: str = "ok") -> None:
-        """End the bar now; the plot's last frame is drawn in the background (it may still be
-        waiting for matplotlib), so a stopped run ends without waiting for a drawing."""
-        super().close(status)
+    def close(self, status: str = "ok", final: dict | None = None) -> None:
+        """End the bar now (on the result's figures, ``final``); the plot's last frame is drawn in
+        the background (it may still be waiting for matplotlib), so a stopped run ends without
+        waiting for a drawing."""
+        super().close(status, final=final)
         with self._plot_lock:
             self._closing = threading.Thread(target=self._finish, name="nbbench-panel-rateplot-close",
                                              daemon=True)
