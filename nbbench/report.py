@@ -1,6 +1,8 @@
-"""A shareable report: the environment fingerprint, the doctor's findings and selected
-results with their plots.  :func:`build` gathers the data, :func:`report` renders it
-with an exporter (``nbbench.exporters``: html, md, json) and writes it.
+"""A shareable report: a paragraph that answers first (the headline deltas, what was
+compared, the doctor's findings that bear on it), the selected results with their plots and
+comparisons, then the environment fingerprint and the doctor's full table.  :func:`build`
+gathers the data, :func:`report` renders it with an exporter (``nbbench.exporters``: html,
+md, json) and writes it.
 """
 
 from __future__ import annotations
@@ -38,6 +40,21 @@ class ReportData:
 
     def env_rows(self, fp: dict[str, Any]) -> list[tuple[str, str]]:
         return _env_rows(fp)
+
+    def summary(self, doctor: bool = True) -> str:
+        """The opening paragraph, plain text: the headline deltas (figures first, with units),
+        what was compared (kinds, hosts, paths) and what the doctor found among the checks
+        that bear on these results (:func:`nbbench.exporters.summary.summary`)."""
+        from .exporters.summary import summary
+
+        return summary(self, doctor=doctor)
+
+    def doctor_scope(self):
+        """The doctor's checks split into those that bear on these results and the others
+        (:class:`nbbench.exporters.summary.DoctorScope`); None without a doctor."""
+        from .exporters.summary import doctor_scope
+
+        return doctor_scope(self.doctor, self.results)
 
     def disk_results(self) -> list[Result]:
         from .exporters.fio import is_disk_result
