@@ -79,14 +79,18 @@ class Report:
     files: list[str] = field(default_factory=list)
 
     def __str__(self) -> str:
-        """'report (html) /out/r.html: 2 results: 2 ok; the doctor's checks: 2 fail, 4 warn, 10 ok, 2 n/a'
-        — the results and the doctor's findings counted apart."""
+        """'report (html) /out/r.html: 2 results: 2 ok; the doctor's checks on them: 3 warn, 5 ok
+        (10 others in the report)' — the results and the doctor's findings counted apart, the
+        findings scoped as the report's badge is (a storage report counts no GPU check)."""
         from .results.present import count_line
 
         text = count_line(self.data.results)
-        doc = self.data.doctor
-        if doc is not None and doc.findings():
-            text += f"; the doctor's checks: {', '.join(f'{n} {s}' for s, n in doc.findings().items() if n)}"
+        scope = self.data.doctor_scope()
+        if scope is not None and (scope.checks or scope.others):
+            found = ", ".join(f"{n} {s}" for s, n in scope.counts().items() if n)
+            others = f" ({len(scope.others)} others in the report)" if scope.others else ""
+            text += (f"; the doctor's checks on them: {found}{others}" if scope.checks else
+                     f"; none of the doctor's {len(scope.others)} checks bears on them (all in the report)")
         where = self.path or "(not written)"
         return f"report ({self.format}) {where}: {text}"
 
