@@ -1,6 +1,8 @@
-"""A shareable report: the environment fingerprint, the doctor's findings and selected
-results with their plots.  :func:`build` gathers the data, :func:`report` renders it
-with an exporter (``nbbench.exporters``: html, md, json) and writes it.
+"""A shareable report: a paragraph that answers first (the headline deltas, what was
+compared, the doctor's findings that bear on it), the selected results with their plots and
+comparisons, then the environment fingerprint and the doctor's full table.  :func:`build`
+gathers the data, :func:`report` renders it with an exporter (``nbbench.exporters``: html,
+md, json) and writes it.
 """
 
 from __future__ import annotations
@@ -39,6 +41,21 @@ class ReportData:
     def env_rows(self, fp: dict[str, Any]) -> list[tuple[str, str]]:
         return _env_rows(fp)
 
+    def summary(self, doctor: bool = True) -> str:
+        """The opening paragraph, plain text: the headline deltas (figures first, with units),
+        what was compared (kinds, hosts, paths) and what the doctor found among the checks
+        that bear on these results (:func:`nbbench.exporters.summary.summary`)."""
+        from .exporters.summary import summary
+
+        return summary(self, doctor=doctor)
+
+    def doctor_scope(self):
+        """The doctor's checks split into those that bear on these results and the others
+        (:class:`nbbench.exporters.summary.DoctorScope`); None without a doctor."""
+        from .exporters.summary import doctor_scope
+
+        return doctor_scope(self.doctor, self.results)
+
     def disk_results(self) -> list[Result]:
         from .exporters.fio import is_disk_result
 
@@ -62,14 +79,18 @@ class Report:
     files: list[str] = field(default_factory=list)
 
     def __str__(self) -> str:
-        """'report (html) /out/r.html: 2 results: 2 ok; the doctor's checks: 2 fail, 4 warn, 10 ok, 2 n/a'
-        — the results and the doctor's findings counted apart."""
+        """'report (html) /out/r.html: 2 results: 2 ok; the doctor's checks on them: 3 warn, 5 ok
+        (10 others in the report)' — the results and the doctor's findings counted apart, the
+        findings scoped as the report's badge is (a storage report counts no GPU check)."""
         from .results.present import count_line
 
         text = count_line(self.data.results)
-        doc = self.data.doctor
-        if doc is not None and doc.findings():
-            text += f"; the doctor's checks: {', '.join(f'{n} {s}' for s, n in doc.findings().items() if n)}"
+        scope = self.data.doctor_scope()
+        if scope is not None and (scope.checks or scope.others):
+            found = ", ".join(f"{n} {s}" for s, n in scope.counts().items() if n)
+            others = f" ({len(scope.others)} others in the report)" if scope.others else ""
+            text += (f"; the doctor's checks on them: {found}{others}" if scope.checks else
+                     f"; none of the doctor's {len(scope.others)} checks bears on them (all in the report)")
         where = self.path or "(not written)"
         return f"report ({self.format}) {where}: {text}"
 

@@ -153,6 +153,19 @@ def test_a_long_title_wraps_instead_of_being_cut():
     assert "…" not in title and "No such file or directory" in title.replace("\n", " ")
 
 
+def test_a_bold_title_that_says_why_a_panel_is_missing_stays_inside_the_figure():
+    from nbbench.plots.samples import sample_plot
+
+    # the write spans three windows, the read lasted 194 ms: the title says so, in bold, and must wrap to fit
+    res = _dd({"write": {"t_s": [0.5, 1.0, 1.55], "write_bytes_per_s": [6e8, 4e8, 2e8]},
+               "read": {"t_s": [0.194], "read_bytes_per_s": [2.7e9]}}, path="/tmp/shotrep/data")
+    fig, _ = sample_plot(res)
+    fig.canvas.draw()
+    box = fig._suptitle.get_window_extent(fig.canvas.get_renderer())
+    assert "no plot" in fig._suptitle.get_text()
+    assert box.x0 >= 0 and box.x1 <= fig.bbox.width, (box, fig.bbox.width)
+
+
 # ------------------------------------------------------------ time axis
 def test_the_live_time_axis_follows_the_run_length():
     from nbbench.plots.panel import Panel

@@ -50,8 +50,10 @@ def feed():
 def doctor_result():
     from nbbench.results.doctor import Check
 
-    checks = [Check("open-file limit", "warn", "soft 1024", fix="ulimit -n 65536"), Check("mount", "ok", "ext4"),
-              Check("gpu: driver", "fail", "no driver", fix="--gpus all"), Check("ssh root login", "n/a", "no sshd")]
+    checks = [Check("open-file limit", "warn", "soft 1024", fix="ulimit -n 65536", group="limits"),
+              Check("mount", "ok", "ext4", group="storage"),
+              Check("gpu: driver", "fail", "no driver", fix="--gpus all", group="gpu"),
+              Check("ssh root login", "n/a", "no sshd", group="exposure")]
     r = Result.from_dict({"kind": "doctor", "params": {"path": "/data"},
                           "samples": {"checks": [c.to_dict() for c in checks]},
                           "metrics": {"fail_count": 1, "warn_count": 1, "ok_count": 1, "na_count": 1}})
@@ -195,8 +197,12 @@ def test_a_report_counts_results_and_the_doctors_findings_apart(tmp_path):
 
     data = ReportData(title="t", created_at=0.0, environment={}, doctor=doctor_result(), results=[dd(), dd()])
     rep = Report(format="html", text="", path=str(tmp_path / "r.html"), data=data)
+    # the doctor's findings scoped as the report's badge: a dd report counts the storage checks, not the GPU's
     assert str(rep) == (f"report (html) {tmp_path / 'r.html'}: 2 results: 2 ok; "
-                        "the doctor's checks: 1 fail, 1 warn, 1 ok, 1 n/a")
+                        "the doctor's checks on them: 1 ok (3 others in the report)")
+    data.results.append(gpu_without_cuda())
+    assert str(rep).endswith("3 results: 3 ok; gpu's checks: 1 fail; the doctor's checks on them: 1 fail, 1 ok "
+                             "(2 others in the report)")
 
 
 def test_every_kind_is_shown_by_the_one_rule_with_its_options():

@@ -171,3 +171,85 @@ def test_histograms_are_not_time_series_and_cards_are_compact():
     assert "use --direct" in html[quals:html.index("<details")]
     pct = html[html.index("<summary style='cursor:pointer;color:#555'>latency percentiles"):]
     assert "p5 40.0 µs" in pct and "p50 50.0 µs" in pct and "lat p5" not in html
+
+
+# ------------------------------------------------------------- the answer first
+def _doctor(*checks):
+    """A doctor result with these (name, status, group) findings."""
+    from nbbench.results.doctor import Check, DoctorResult
+
+    doc = DoctorResult(params={"path": "/data"})
+    doc.samples["checks"] = [Check(n, s, f"evidence of {n}", group=g).to_dict() for n, s, g in checks]
+    for s in ("ok", "warn", "fail", "n/a"):
+        doc.metrics[f"{s.replace('/', '')}_count"] = sum(st == s for _, st, _ in checks)
+    return doc.finish("ok")
+
+
+MIXED = [("gpu: torch build", "fail", "gpu"), ("gpu: driver", "fail", "gpu"), ("ssh root login", "fail", "exposure"),
+         ("atime", "warn", "storage"), ("read-ahead", "ok", "block device"), ("/dev/shm size", "ok", "memory")]
+
+
+def test_a_report_opens_with_one_paragraph_that_answers_then_results_before_the_doctor(two_runs, tmp_path):
+    rep = report("html", out=tmp_path / "r.html", runs=["A", "B"], doctor_checks=CHEAP_DOCTOR)
+    text = rep.text
+    para = rep.data.summary()
+    # the headline deltas first, figures with their units; then what was compared; then the doctor
+    assert para.startswith("+5.0 % write (420 MB/s vs 400 MB/s), +383.3 % read (2.90 GB/s vs 600 MB/s) "
+                           "for B against A (dd). Caveat")
+    assert "cache mode differs" in para and "2 dd results from " in para and ", on /data." in para
+    assert para.index("+383.3 %") < para.index("2 dd results") < para.index("Doctor:")
+    # nothing but the title and the meta line before it; results, comparisons, environment, then the doctor
+    body = text[text.index("<main>"):]
+    first = re.sub(r"<h1>.*?</h1><div class='meta'>.*?</div>\s*", "", body[len("<main>"):].lstrip(), count=1)
+    assert first.startswith("<div class='summary'><p><b>+5.0 %</b> write (420 MB/s vs 400 MB/s)")
+    order = [text.index(h) for h in ("class='summary'", "<h2>Results", "<h2>Comparisons", "<h2>Environment",
+                                     "<h2 id='doctor'>Doctor")]
+    assert order == sorted(order)
+    md = report("md", out="-", data=rep.data).text
+    paras = [p for p in md.split("\n\n") if p.strip()]
+    assert paras[0].startswith("# nbbench report") and paras[1].startswith("Generated ")
+    assert paras[2].startswith("+5.0 % write (420 MB/s vs 400 MB/s)")
+    assert md.index(paras[2]) < md.index("## Results") < md.index("## Comparisons") < md.index("## Doctor")
+    assert json.loads(report("json", out="-", data=rep.data).text)["summary"] == para
+
+
+def test_a_report_without_comparisons_leads_with_each_results_answer(two_runs):
+    para = build(runs=["A"], run_doctor=False).summary()
+    assert para.startswith("400 MB/s write · 600 MB/s read (dd /data). 1 dd result from ")
+
+
+def test_the_doctor_badge_counts_only_the_checks_that_bear_on_the_results(two_runs, tmp_path):
+    from nbbench.exporters.html import export as html
+    from nbbench.exporters.markdown import export as md
+
+    data = build(runs=["A", "B"], run_doctor=False)
+    data.doctor = _doctor(*MIXED)
+    text = html(data)
+    badge = text[text.index("<div class='chips'>"):text.index("<h2>Results")]
+    # a storage report: the GPU stack's and exposure's fails are not its badge's
+    assert "fail" not in badge and ">1 warn<" in badge and ">1 ok<" in badge
+    assert "the 2 checks that bear on dd results (storage, block device)" in badge
+    assert "all 6 checks below" in badge and "href='#doctor'" in badge
+    assert "verdict <b>warn</b>" in badge
+    doctor = text[text.index("<h2 id='doctor'>"):]
+    assert "gpu: torch build" in doctor and "ssh root login" in doctor   # the full table keeps every check
+    assert "Doctor:" in data.summary() and "fail" not in data.summary()
+    head = md(data).split("## Results")[0]
+    assert "fail" not in head and "the 2 checks that bear on dd results" in head and "1 warn, 1 ok" in head
+
+    # a GPU result brings the GPU checks into scope
+    data.results.append(Result(kind="gpu", metrics={"device_count": 0}).finish())
+    badge = html(data).split("<h2>Results")[0]
+    assert ">2 fail<" in badge and "dd and gpu results (gpu, storage, block device)" in badge
+    assert "exposure" not in badge
+
+
+def test_which_doctor_checks_bear_on_a_loader_depends_on_its_step():
+    from nbbench.exporters.summary import doctor_groups
+
+    emulated = Result(kind="loader", params={"step": "emulate:h100-resnet50"})
+    trained = Result(kind="loader", params={"step": "gpu"})
+    assert "gpu" not in doctor_groups(emulated) and {"memory", "cpu", "storage"} <= set(doctor_groups(emulated))
+    assert "gpu" in doctor_groups(trained)
+    assert "exposure" not in doctor_groups(Result(kind="some-new-kind"))
+    assert doctor_groups(Result(kind="checkpoint", params={"device": "cuda"}))[-1] == "gpu"

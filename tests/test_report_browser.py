@@ -55,6 +55,7 @@ def test_report_renders_in_chromium(tmp_path):
             widths = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
             heads = page.evaluate("Array.from(document.querySelectorAll('h2')).map(h => h.textContent)")
             badge = page.evaluate("document.querySelectorAll('.nbbench-doctor-table tbody tr').length")
+            summary = page.evaluate("document.querySelector('main > .summary p').textContent")
             ARTIFACTS.mkdir(exist_ok=True)
             page.screenshot(path=str(ARTIFACTS / "report.png"), full_page=True)
         finally:
@@ -62,6 +63,9 @@ def test_report_renders_in_chromium(tmp_path):
     assert len(imgs) == 3 and all(c and w >= 400 and h >= 150 for c, w, h in imgs), imgs
     assert [u for u in requests if not u.startswith(("file:", "data:"))] == []
     assert widths[0] <= widths[1], "the page scrolls sideways"
-    assert heads[:3] == ["Environment", "Doctor", "Results"] and "Comparisons" in heads
+    # the answer first: the results and their comparison, then the environment and the doctor's full table
+    assert heads[:4] == ["Results", "Comparisons", "Environment", "Doctor"]
+    assert summary.startswith("-2.4 % write (400 MB/s vs 410 MB/s), +344.4 % read (2.80 GB/s vs 630 MB/s) for "
+                              "buffered against direct (dd)")
     assert badge >= 7
     assert (ARTIFACTS / "report.png").stat().st_size > 10_000

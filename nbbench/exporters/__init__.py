@@ -1,5 +1,6 @@
 """Report exporters, one small module per format: ``html`` (self-contained, embedded PNGs),
-``markdown``, ``json``; ``fio`` turns disk results into fio-shaped JSON.  They take a
+``markdown``, ``json``; ``fio`` turns disk results into fio-shaped JSON; ``summary`` words the
+opening paragraph and scopes the doctor's findings to the results shown.  They take a
 :class:`nbbench.report.ReportData` and return text.
 
 Layer: report, with :mod:`nbbench.report` (above ui, below commands).  Exporters may

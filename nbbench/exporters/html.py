@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import html
 import json
+import re
 
 __all__ = ["export", "png_img"]
 
@@ -16,6 +17,7 @@ main{max-width:1100px;margin:0 auto;padding:24px 28px 48px;background:#fff;min-h
 h1{font-size:24px;margin:0 0 4px}h2{font-size:18px;margin:32px 0 10px;padding-bottom:4px;border-bottom:2px solid #e3e6ea}
 h3{font-size:15px;margin:18px 0 6px}h4{font-size:14px;margin:12px 0 6px}
 .meta{color:#666;font-size:13px}
+.summary{margin:14px 0 6px;max-width:980px}.summary p{font-size:15px;line-height:1.55;margin:0 0 8px}
 .chips{margin:14px 0 0}.chip{display:inline-block;border-radius:12px;padding:3px 10px;margin:0 6px 6px 0;font-size:13px;font-weight:600;color:#fff}
 table{border-collapse:collapse;font-size:13px;margin:6px 0 10px}
 th,td{border:1px solid #e3e6ea;padding:4px 8px;vertical-align:top}th{background:#f0f2f5;text-align:left}
@@ -72,6 +74,25 @@ def _env_table(data) -> str:
     return f"<table class='env'><thead><tr><th></th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>{note}"
 
 
+def _bold_deltas(text: str) -> str:
+    """The % deltas of the summary in bold: the figures a reader looks for."""
+    return re.sub(r"(?<![\w.])([+-]\d[\d,]*(?:\.\d+)? %)", r"<b>\1</b>", text)
+
+
+def _badge(scope) -> str:
+    """The doctor's counts over the checks that bear on the results shown, in their colours,
+    and where the full table is."""
+    total = len(scope.checks) + len(scope.others)
+    if not scope.checks:
+        return (f"<div class='chips'>Doctor: none of its {total} checks bears on these results — "
+                "<a href='#doctor'>full table below</a></div>")
+    chips = "".join(f"<span class='chip' style='background:{_CHIP[s]}'>{n} {s}</span>"
+                    for s, n in scope.counts().items() if n)
+    verdict = f" — verdict <b>{esc(scope.verdict)}</b>" if scope.verdict else ""
+    return (f"<div class='chips'>Doctor, {esc(scope.what())}: {chips}{verdict} · "
+            f"<a href='#doctor'>all {total} checks below</a></div>")
+
+
 def export(data, path=None, files=None) -> str:
     from ..version import __version__
     from ..plots.samples import sample_plot
@@ -81,21 +102,10 @@ def export(data, path=None, files=None) -> str:
              f"<title>{esc(data.title)}</title><style>{_CSS}</style></head><body><main>"]
     parts.append(f"<h1>{esc(data.title)}</h1><div class='meta'>generated {esc(data.created_iso)} by nbbench "
                  f"{esc(__version__)} · {len(data.results)} result{'s' if len(data.results) != 1 else ''}</div>")
-    doc = data.doctor
-    if doc is not None:
-        chips = "".join(f"<span class='chip' style='background:{_CHIP[s]}'>{doc.metrics.get(k, 0)} {s}</span>"
-                        for s, k in (("fail", "fail_count"), ("warn", "warn_count"), ("ok", "ok_count"),
-                                     ("n/a", "na_count")))
-        parts.append(f"<div class='chips'>doctor: {chips}"
-                     + (f" — verdict <b>{esc(doc.verdict)}</b>" if doc.verdict else "") + "</div>")
-
-    parts.append("<h2>Environment</h2>")
-    parts.append(_env_table(data))
-
-    if doc is not None:
-        parts.append(f"<h2>Doctor</h2><div class='meta'>checked {esc(str(doc.params.get('path')))} on this machine "
-                     "— status, the evidence (value and where it was read) and the fix</div>")
-        parts.append(doc.html_table())
+    # the answer first: one paragraph, then the doctor's badge for the checks that bear on these results
+    doc, scope = data.doctor, data.doctor_scope()
+    parts.append(f"<div class='summary'><p>{_bold_deltas(esc(data.summary(doctor=False)))}</p>"
+                 + (_badge(scope) if scope is not None else "") + "</div>")
 
     parts.append("<h2>Results</h2>")
     if not data.results:
@@ -121,6 +131,15 @@ def export(data, path=None, files=None) -> str:
                      "against the first</div>")
         for c in data.comparisons:
             parts.append(f"<div class='card'>{c.html(images=True)}</div>")
+
+    parts.append("<h2>Environment</h2>")
+    parts.append(_env_table(data))
+
+    if doc is not None:
+        parts.append(f"<h2 id='doctor'>Doctor</h2><div class='meta'>all {len(doc.checks)} checks of "
+                     f"{esc(str(doc.params.get('path')))} on this machine — status, the evidence (value and where "
+                     "it was read) and the fix</div>")
+        parts.append(doc.html_table())
 
     fio = data.fio()
     if fio is not None:

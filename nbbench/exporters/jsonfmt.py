@@ -10,6 +10,7 @@ __all__ = ["export", "to_dict"]
 def to_dict(data) -> dict:
     from ..version import __version__
 
+    scope = data.doctor_scope()
     return {
         "format": "nbbench-report",
         "version": 1,
@@ -17,9 +18,14 @@ def to_dict(data) -> dict:
         "title": data.title,
         "created_at": data.created_at,
         "created": data.created_iso,
+        "summary": data.summary(),
         "environment": data.environment,
         "environments": data.environments,
         "doctor": data.doctor.to_dict() if data.doctor is not None else None,
+        # the doctor's checks that bear on these results: their groups and counts
+        "doctor_scope": None if scope is None else {"groups": scope.groups, "kinds": scope.kinds,
+                                                    "counts": scope.counts(), "verdict": scope.verdict,
+                                                    "checks": [c.name for c in scope.checks]},
         "results": [r.to_dict() for r in data.results],
         "comparisons": [c.to_dict() for c in data.comparisons],
         "fio": data.fio(),

@@ -73,31 +73,17 @@ def export(data, path=None, files=None) -> str:
 
     L = [f"# {data.title}", "", f"Generated {data.created_iso} by nbbench {__version__}; "
          f"{len(data.results)} result{'s' if len(data.results) != 1 else ''}.", ""]
+    L += [data.summary(doctor=False), ""]
+    scope = data.doctor_scope()
+    if scope is not None:   # the doctor's counts over the checks that bear on these results
+        total = len(scope.checks) + len(scope.others)
+        if scope.checks:
+            found = ", ".join(f"{n} {st}" for st, n in scope.counts().items() if n)
+            L += [f"**Doctor**, {scope.what()}: {found} — all {total} checks in the Doctor section below.", ""]
+        else:
+            L += [f"**Doctor**: none of its {total} checks bears on these results — its table is below.", ""]
     if fig_dir is None:
         L += ["_Written without a file path, so the plots are left out (use --out FILE.md or --format html)._", ""]
-
-    envs = dict(data.environments)
-    here = data.environment
-    if here.get("id") not in envs:
-        envs = {here.get("id"): here, **envs}
-    ids = list(envs)
-    L += ["## Environment", ""]
-    head = [""] + [f"{envs[i].get('host')}" + (" (this machine)" if i == here.get("id") else "") for i in ids]
-    cols = [dict(data.env_rows(envs[i])) for i in ids]
-    L += _table(head, [[lab] + [c.get(lab, "") for c in cols] for lab, _ in data.env_rows(here)])
-
-    doc = data.doctor
-    if doc is not None:
-        verdict = f" Verdict: **{doc.verdict}**." if doc.verdict else ""
-        L += ["## Doctor", "", f"{doc} — checked `{doc.params.get('path')}` on this machine.{verdict}", ""]
-        order = {"fail": 0, "warn": 1, "ok": 2, "n/a": 3}
-        def fix(c):   # a shared document names the terminal command
-            text = c.fix_text(lambda name, args: " ".join(p for p in ("nbbench", name, args) if p))
-            return f"`{text}`" if text and c.status in ("warn", "fail") else ""
-
-        rows = [[f"**{c.status}**", c.name, c.evidence, fix(c)]
-                for c in sorted(doc.checks, key=lambda c: order[c.status])]
-        L += _table(["status", "check", "evidence", "fix"], rows)
 
     L += ["## Results", ""]
     if not data.results:
@@ -136,6 +122,30 @@ def export(data, path=None, files=None) -> str:
                 if link:
                     L += ["", f"![{g.kind} comparison]({link})"]
                 L.append("")
+
+    envs = dict(data.environments)
+    here = data.environment
+    if here.get("id") not in envs:
+        envs = {here.get("id"): here, **envs}
+    ids = list(envs)
+    L += ["## Environment", ""]
+    head = [""] + [f"{envs[i].get('host')}" + (" (this machine)" if i == here.get("id") else "") for i in ids]
+    cols = [dict(data.env_rows(envs[i])) for i in ids]
+    L += _table(head, [[lab] + [c.get(lab, "") for c in cols] for lab, _ in data.env_rows(here)])
+
+    doc = data.doctor
+    if doc is not None:
+        verdict = f" Verdict: **{doc.verdict}**." if doc.verdict else ""
+        L += ["## Doctor", "", f"All {len(doc.checks)} checks of `{doc.params.get('path')}` on this machine: "
+              f"{doc.answer_line()}.{verdict}", ""]
+        order = {"fail": 0, "warn": 1, "ok": 2, "n/a": 3}
+        def fix(c):   # a shared document names the terminal command
+            text = c.fix_text(lambda name, args: " ".join(p for p in ("nbbench", name, args) if p))
+            return f"`{text}`" if text and c.status in ("warn", "fail") else ""
+
+        rows = [[f"**{c.status}**", c.name, c.evidence, fix(c)]
+                for c in sorted(doc.checks, key=lambda c: order[c.status])]
+        L += _table(["status", "check", "evidence", "fix"], rows)
 
     fio = data.fio()
     if fio is not None:

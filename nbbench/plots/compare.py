@@ -75,8 +75,8 @@ def bar_chart(g: ComparisonGroup, max_metrics: int = 6, metrics: Sequence[str] |
     heights = ([note_h] if notes else []) + [per] * len(metrics)
     fig = Figure(figsize=(_WIDTH_IN, 0.55 + sum(heights)), dpi=_DPI, layout="constrained")
     FigureCanvasAgg(fig)
-    fig.suptitle(wrap(f"{g.kind}: " + " vs ".join(g.names), width_px, FONT["suptitle"]), fontsize=FONT["suptitle"],
-                 fontweight="bold", x=0.01, ha="left")
+    fig.suptitle(wrap(f"{g.kind}: " + " vs ".join(g.names), width_px, FONT["suptitle"], bold=True),
+                 fontsize=FONT["suptitle"], fontweight="bold", x=0.01, ha="left")
     axes = list(fig.subplots(len(heights), 1, squeeze=False, height_ratios=heights)[:, 0])
     if notes:   # the caveats, under the title, in an axes of their own height
         ax = axes.pop(0)

@@ -136,7 +136,7 @@ def sample_plot(result, max_panels: int = 3) -> tuple[Any, str | None]:
     title = f"{result.headline()} — over time"
     if short:
         title += f" ({_short_text(short, window)})"
-    fig.suptitle(wrap(title, _WIDTH_IN * _DPI - 20, FONT["suptitle"]), fontsize=FONT["suptitle"],
+    fig.suptitle(wrap(title, _WIDTH_IN * _DPI - 20, FONT["suptitle"], bold=True), fontsize=FONT["suptitle"],
                  fontweight="bold")
     m = result.metrics or {}
     targets = {"samples/s": (m.get("needed_samples_per_s"), "need"),

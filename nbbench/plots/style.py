@@ -27,11 +27,11 @@ def figsize(width_in: float, height_in: float, dpi: float) -> tuple[float, float
     return max(float(width_in), MIN_WIDTH_PX / float(dpi)), float(height_in)
 
 
-def wrap(text: str, width_px: float, font_pt: float, dpi: float = 100.0) -> str:
+def wrap(text: str, width_px: float, font_pt: float, dpi: float = 100.0, bold: bool = False) -> str:
     """``text`` wrapped at word boundaries to fit about ``width_px`` pixels (never cut mid-word)."""
     if not text:
         return ""
-    char_px = 0.55 * font_pt * dpi / 72.0    # a DejaVu Sans character's mean width
+    char_px = (0.62 if bold else 0.55) * font_pt * dpi / 72.0    # a DejaVu Sans (Bold) character's mean width
     chars = max(20, int(width_px / char_px))
     return "\n".join(textwrap.wrap(text, chars, break_long_words=False, break_on_hyphens=False)) or text
 
