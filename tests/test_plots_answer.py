@@ -245,6 +245,17 @@ def test_compare_images_carry_the_caveats_and_units_that_match_the_ticks():
     # a RAM-backed run's +333 % is no gain of the environment: not green
     delta = next(t for t in _texts(fig) if "+333.3 %" in t.get_text())
     assert _hex(delta.get_color()) not in (GREEN, RED)
+    # …and the HTML table beside it says the same: the delta uncoloured, marked ⚠
+    import re as _re
+
+    cells = _re.findall(r"<td style='text-align:right;color:(#[0-9a-f]{3,6});font-weight:bold'>([^<]*)</td>", g_html(g))
+    assert cells and all(c == "#444" and "⚠" in t for c, t in cells if t.strip() not in ("", "—")), cells
+
+
+def g_html(g):
+    from nbbench.compare import Comparison
+
+    return Comparison(refs=list(g.names), groups=[g]).html(images=False)
 
 
 def test_metrics_without_a_direction_are_never_green_or_red():

@@ -25,18 +25,13 @@ from typing import Any, Iterable, Sequence
 
 from ..results import ProbeError, Result, advice
 from ..units import format_metric, metric_label, shorten_middle, unit_of
+from .likeness import HIDDEN_PARAMS, MODE_LABELS, TARGET_LABELS, unlike
 from .direction import DIRECTION_BY_UNIT, NEUTRAL_KEYS, NEUTRAL_KINDS, better, delta_colour
 
 __all__ = ["compare", "Comparison", "ComparisonGroup", "chart_metrics", "table_metrics",
            "better", "delta_colour", "resolve", "HIDDEN_PARAMS", "MODE_LABELS", "DIRECTION_BY_UNIT",
            "NEUTRAL_KINDS", "NEUTRAL_KEYS"]
 
-# parameters that name the thing measured rather than how: differing is the point of a comparison
-HIDDEN_PARAMS = ("path", "target", "device", "label", "command")
-# labels that say how it was measured: differing makes the delta partly the method's
-MODE_LABELS = ("cache", "engine", "mode", "direct")
-# labels that describe the target: differing is noted (it is usually the point)
-TARGET_LABELS = ("filesystem", "device")
 
 
 _PCT_KEY = re.compile(r"lat_p(\d+)(?:_(\d+))?_ns$")
@@ -73,6 +68,10 @@ class ComparisonGroup:
     def value(self, metric: str, i: int):
         v = self.runs[i].metrics.get(metric)
         return v if _num(v) else None
+
+    def unlike(self, i: int) -> bool:
+        """Run ``i`` was measured unlike the baseline (:func:`~nbbench.compare.likeness.unlike`)."""
+        return unlike(self.runs[0], self.runs[i])
 
     def delta_pct(self, metric: str, i: int) -> float | None:
         v0, v = self.value(metric, 0), self.value(metric, i)
@@ -238,8 +237,11 @@ class Comparison:
                                 for i in range(len(g.runs)))
                 for i in range(1, len(g.runs)):
                     d = g.delta_pct(m, i)
-                    cells += (f"<td style='text-align:right;color:{delta_colour(m, d, '#444', g.kind)};font-weight:bold'>"
-                              f"{_delta_text(d)}</td>")
+                    unlike = g.unlike(i)   # not like for like: shown, never as a gain or loss
+                    colour = "#444" if unlike else delta_colour(m, d, "#444", g.kind)
+                    mark = " ⚠" if unlike and d is not None else ""
+                    cells += (f"<td style='text-align:right;color:{colour};font-weight:bold'>"
+                              f"{_delta_text(d)}{mark}</td>")
                 rows.append(f"<tr><td style='text-align:left'>{esc(_row_label(m, g.metrics, g.kind))}</td>{cells}</tr>")
             out.append(f"<table class='nbbench-compare-table'><thead><tr><th style='text-align:left'>metric</th>"
                        f"{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..compare import HIDDEN_PARAMS, MODE_LABELS, ComparisonGroup, _name, better, chart_metrics, delta_colour
+from ..compare import ComparisonGroup, _name, better, chart_metrics, delta_colour
 from ..units import format_metric, unit_of
 from .style import FONT, NEUTRAL, display_unit, wrap
 
@@ -42,18 +42,6 @@ def caveats(g: ComparisonGroup) -> list[str]:
     if warm:
         out.append(f"{', '.join(warm)}: read from a warm page cache: memory speed, not storage")
     return out
-
-
-def _unlike(g: ComparisonGroup, i: int) -> bool:
-    """Run ``i`` was measured unlike the baseline (another cache mode or engine, memory-backed
-    or warm, other parameters): its delta is no gain or loss of the environment alone."""
-    a, b = g.runs[0], g.runs[i]
-    if any(str(a.labels.get(k)) != str(b.labels.get(k)) for k in MODE_LABELS):
-        return True
-    if any(str(r.labels.get("cache")) == "memory" or "warm" in str(r.labels.get("cache", "")) for r in (a, b)):
-        return True
-    keys = (set(a.params) | set(b.params)) - set(HIDDEN_PARAMS) - set(MODE_LABELS)
-    return any(str(a.params.get(k)) != str(b.params.get(k)) for k in keys)
 
 
 def bar_chart(g: ComparisonGroup, max_metrics: int = 6, metrics: Sequence[str] | None = None):
@@ -101,7 +89,7 @@ def bar_chart(g: ComparisonGroup, max_metrics: int = 6, metrics: Sequence[str] |
             d = None if i == 0 else g.delta_pct(m, i)
             colour = "#333"
             if d is not None:
-                unlike = _unlike(g, i)   # not like for like: the delta is shown, never as a gain or loss
+                unlike = g.unlike(i)   # not like for like: the delta is shown, never as a gain or loss
                 txt += f"  ({d:+.1f} %{' ⚠' if unlike else ''})"
                 colour = "#333" if unlike else delta_colour(m, d, "#333", g.kind)
             ax.text((v or 0) * factor + top * factor * 0.02, y, txt, va="center", fontsize=FONT["value"],
