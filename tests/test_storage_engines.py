@@ -82,3 +82,37 @@ def test_fio_and_builtin_same_schema(datafile):
     core = {"iops", "read_bytes_per_s", "lat_mean_ns", "lat_stddev_ns", "qd_reached", *(percentile_key(p) for p in PERCENTILES)}
     assert core <= set(a.metrics) and core <= set(b.metrics)
     assert {"engine", "cache", "path", "filesystem", "device", "io_path"} <= set(a.labels) & set(b.labels)
+
+
+def test_the_builtin_engine_says_how_busy_its_io_thread_was(datafile):
+    """The I/O thread's CPU time over the measured window (thread_time): the figure that tells a
+    storage-bound run from one bound by the engine's own CPU cost per I/O."""
+    for qd in (1, 8):
+        r = disk.randread(datafile, engine="builtin", runtime=0.3, ramp=0, qd=qd, direct=False)
+        pct, per_io = r.metrics["engine_cpu_pct"], r.metrics["engine_cpu_per_io_ns"]
+        assert 0 < pct <= 110 and per_io > 0, (qd, pct, per_io)
+        # CPU time per I/O x I/Os = CPU time <= wall time (one thread at QD1, one ring at QD8)
+        assert per_io * r.metrics["ios_count"] / 1e9 <= r.metrics["runtime_s"] * 1.1
+    assert "engine_cpu_pct" not in disk.randread(datafile, engine="fio", runtime=0.2, ramp=0).metrics \
+        if shutil.which("fio") else True
+
+
+def test_a_cpu_bound_run_is_labelled_with_its_cpu_cost_per_io():
+    from nbbench.probes._engines.job import JobOutput
+    from nbbench.probes.io_session import cpu_bound_warning
+    from nbbench.results import Result
+
+    def judged(pct, engine="builtin"):
+        r = Result(kind="randread")
+        cpu_bound_warning(r, JobOutput(ios=1000, extra={"engine_cpu_pct": pct, "engine_cpu_ns_per_io": 9400.0}),
+                          engine)
+        return r
+
+    busy = judged(97.0)
+    assert busy.metrics["engine_cpu_pct"] == 97.0 and busy.metrics["engine_cpu_per_io_ns"] == 9400.0
+    assert len(busy.warnings) == 1 and busy.warnings[0].startswith("CPU-bound: the builtin engine's I/O thread was busy 97 %")
+    assert "9.4 µs of CPU per I/O" in busy.warnings[0] and "--engine fio" in busy.warnings[0]
+    assert busy.labels["cpu_bound"].endswith("97 % of the measured time")
+    idle = judged(12.0)
+    assert idle.warnings == [] and "cpu_bound" not in idle.labels and idle.metrics["engine_cpu_pct"] == 12.0
+    assert judged(97.0, engine="fio").metrics == {}

@@ -311,11 +311,34 @@ def fill_job_result(res: Result, s: Session, out: JobOutput, engine: str, cache_
     if out.qd_mean and out.qd_mean < 0.9 * qd_asked and out.ios > 100:
         res.warn(f"the queue depth reached (mean {out.qd_mean:.1f}) stayed below the {qd_asked} asked for: "
                  "the CPU, not the storage, may be the limit")
+    cpu_bound_warning(res, out, engine)
     for w in s.warnings:
         res.warn(w)
     if warning:
         res.warn(warning)
     return reason
+
+
+#: the share of the measured time the I/O thread spent on the CPU from which the figure is the
+#: engine's CPU cost per I/O rather than the storage's speed
+CPU_BOUND_PCT = 85.0
+
+
+def cpu_bound_warning(res: Result, out: JobOutput, engine: str) -> None:
+    """The builtin engine's thread CPU time (``engine_cpu_pct``, ``engine_cpu_per_io_ns``), and a
+    warning where that thread was busy nearly all the time: the figure is then what one Python
+    thread submits and reaps, not what the storage gives (fio, in C, spends less CPU per I/O)."""
+    pct, per_io = out.extra.get("engine_cpu_pct"), out.extra.get("engine_cpu_ns_per_io")
+    if engine != "builtin" or pct is None or per_io is None:
+        return
+    res.metrics["engine_cpu_pct"] = pct
+    res.metrics["engine_cpu_per_io_ns"] = per_io
+    if pct >= CPU_BOUND_PCT:
+        res.labels["cpu_bound"] = f"the I/O thread was on the CPU {pct:.0f} % of the measured time"
+        res.warn(f"CPU-bound: the builtin engine's I/O thread was busy {pct:.0f} % of the measured time, "
+                 f"{per_io / 1e3:.1f} µs of CPU per I/O (Python and the kernel); this figure is the engine's "
+                 "CPU cost per I/O, a lower bound of what the storage gives at this queue depth — "
+                 "fio spends less CPU per I/O (compare with --engine fio)")
 
 
 def short_transfer(out: JobOutput, bs: int, path: str, op: str, expected: int | None = None):

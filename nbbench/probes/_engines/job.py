@@ -150,6 +150,7 @@ class Meter:
         time_based = spec.runtime is not None
         self.ramp_end = now + int(spec.ramp * 1e9) if time_based and spec.ramp > 0 else None
         self.m0 = now if self.ramp_end is None else None
+        self.cpu0 = time.thread_time_ns()   # this (the I/O) thread's CPU time at the measurement's start
         self.done0 = 0
         self.win_ns = int(spec.window_s * 1e9)
         self.next_win = (now if self.ramp_end is None else self.ramp_end) + self.win_ns
@@ -195,6 +196,7 @@ class Meter:
         self._take_stamps()
         if self.m0 is None and now >= self.ramp_end:
             self.m0 = now
+            self.cpu0 = time.thread_time_ns()
             self.done0 = done
             self.win_done = done
             self.next_win = now + self.win_ns
@@ -274,6 +276,10 @@ class Meter:
         if short is not None and out.ios > 0:
             out.bytes -= self.spec.bs - max(0, short)
         out.elapsed_s = (now - self.m0) / 1e9
+        if now > self.m0 and out.ios > 0:   # how busy the thread that submits and reaps was
+            cpu_ns = max(0, time.thread_time_ns() - self.cpu0)
+            out.extra["engine_cpu_pct"] = 100.0 * cpu_ns / (now - self.m0)
+            out.extra["engine_cpu_ns_per_io"] = cpu_ns / out.ios
         # the wall-clock time of the measurement's t = 0, so series of several processes line up
         out.extra["t0_unix"] = time.time() - (time.perf_counter_ns() - self.m0) / 1e9
         if self.qd_n:
