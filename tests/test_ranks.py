@@ -184,6 +184,21 @@ def test_a_rank_killed_mid_write_fails_the_run_and_leaves_no_file(tmp_path):
 
 
 @pytest.mark.slow
+def test_randread_ranks_on_a_directory_share_one_file_rank_0_wrote(tmp_path):
+    """The shared file rank 0 writes is opened by name by every rank (on other hosts too): its
+    name must stay until rank 0 removes it at the end (the builtin engine's early unlink of its
+    own files made every rank fail with 'does not exist')."""
+    out = _nbbench("randread", tmp_path, "--size", "16M", "--runtime", "0.5", "--ramp", "0", "--ranks", "2",
+                   "--json", "--no-save")
+    assert out.returncode == 0, out.stderr[-2000:]
+    res = json.loads(out.stdout)
+    assert res["status"] == "ok" and res["labels"]["ranks"] == 2
+    assert [r["status"] for r in res["extra"]["ranks"]] == ["ok", "ok"]
+    assert all(r["metrics"]["ios_count"] > 0 for r in res["extra"]["ranks"])
+    assert _leftovers(tmp_path) == []
+
+
+@pytest.mark.slow
 def test_ctrl_c_stops_every_rank_and_keeps_their_partial_results(tmp_path):
     proc = subprocess.Popen([PY, "-m", "nbbench", "randread", tmp_path, "--size", "16M", "--runtime", "60",
                              "--ramp", "0", "--file-per-rank", "--ranks", "2", "--json", "--no-save"],

@@ -126,7 +126,8 @@ class RandreadJob(RankJob):
         from ..probes.target import inspect
 
         target = inspect(self.params["path"], write=True)
-        s = Session(target, self.params.get("direct"), "randread", fill=self.region)
+        # the other ranks open it by name (on other hosts too): its name stays until rank 0 removes it
+        s = Session(target, self.params.get("direct"), "randread", fill=self.region, keep_name=True)
         s.__enter__()
         self._session = s
         return s.path

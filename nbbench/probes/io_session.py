@@ -60,7 +60,7 @@ class Session:
     """
 
     def __init__(self, target: StorageTarget, direct_req, what: str, fill: int = 0, write: bool = False,
-                 cancel=None, progress=None, engine: str = "builtin"):
+                 cancel=None, progress=None, engine: str = "builtin", keep_name: bool = False):
         self.target = target
         self.labels: dict[str, Any] = {}
         self.warnings: list[str] = []
@@ -70,7 +70,9 @@ class Session:
         self.fd = -1  # for reads (O_DIRECT when direct)
         self.wfd = -1  # writable fd of our temp file
         self.dwfd = -1  # its O_DIRECT write fd, when direct
-        self.unlink = engine == "builtin"  # descriptors only: the name goes as soon as they are open
+        # descriptors only: the name goes as soon as they are open — unless others open it by name
+        # (``keep_name``: the one file every rank reads; rank 0 removes it at the end)
+        self.unlink = engine == "builtin" and not keep_name
         self.region = target.size
         self._direct_req = direct_req
         self._what = what
