@@ -135,6 +135,27 @@ def test_adaptive_throttle_respects_the_cpu_budget(monkeypatch):
     assert p.period_s >= 0.5
 
 
+def test_a_costly_frame_never_buys_a_rest_longer_than_max_rest(monkeypatch):
+    """A frame costing 0.3 s against a 1.2 % budget would buy a 25 s rest: the plot would stand
+    still for most of a cell.  The rest is capped (5 s by default), as the watch view's."""
+    import IPython.display
+
+    monkeypatch.setattr(IPython.display, "display", lambda *a, **k: FakeHandle([]))
+    p = LivePlot(panels(), target="display", max_fps=4, cpu_budget=0.012, max_rest_s=2.0)
+    import itertools
+
+    clock = itertools.count(0.0, 0.3)   # every reading 0.3 s of CPU after the one before: each frame costs >= 0.3 s
+    monkeypatch.setattr(time, "thread_time", lambda: next(clock))
+    p.start()
+    p.add(time.monotonic(), {"loader.samples_per_s": 1.0})
+    deadline = time.monotonic() + 5
+    while p.frames < 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    p.close(final=False)
+    assert p.frames >= 1 and p.period_s == 2.0
+    assert LivePlot(panels(), target="none").max_rest_s == 5.0
+
+
 def test_widget_target_sets_image_value():
     p = LivePlot(panels(), target="widget", show=False)
     p.start()

@@ -49,7 +49,7 @@ __all__ = ["LivePlot", "Panel", "for_monitor", "monitor_plot_kwargs", "in_kernel
 class LivePlot:
     """A :class:`~nbbench.plots.timeline.Timeline` shown live, its frames pushed as PNGs.
 
-    ``LivePlot(panels, title="", window_s=None, max_fps=4.0, cpu_budget=0.012,
+    ``LivePlot(panels, title="", window_s=None, max_fps=4.0, cpu_budget=0.012, max_rest_s=5.0,
     figsize=None, dpi=80, target="auto", show=True, annotate=None, status=None,
     max_points=400, capacity=50000, t0=None, blit=True, min_span_s=10.0, span_s=None, min_plot_s=0.0,
     subtitle="")``
@@ -58,6 +58,9 @@ class LivePlot:
       ``capacity``, ``t0``, ``blit``, ``min_span_s``, ``span_s``, ``min_plot_s``, ``subtitle``: what
       is drawn, as :class:`~nbbench.plots.timeline.Timeline` takes them (:attr:`timeline`).
     - ``cpu_budget``: share of one core the drawing thread may use (0.012 = 1.2 %).
+    - ``max_rest_s``: the longest rest after a frame (5 s): a frame so costly that the budget would
+      buy a longer one (a full redraw beside a GIL-bound cell on a busy machine) still leaves the
+      plot live — a view that stood still for 30 s looked broken; drawing may then exceed the budget.
     - ``target``: ``"display"`` (an IPython display handle, the PNG is kept in the
       saved notebook), ``"widget"`` (an ``ipywidgets.Image`` in :attr:`widget`, for
       panels that embed it), ``"none"`` (no output: :meth:`png`, :meth:`text` only) or
@@ -71,7 +74,7 @@ class LivePlot:
     """
 
     def __init__(self, panels: Iterable[Any] | None = None, title: str = "", window_s: float | None = None,
-                 max_fps: float = 4.0, cpu_budget: float = 0.012, figsize: tuple[float, float] | None = None,
+                 max_fps: float = 4.0, cpu_budget: float = 0.012, max_rest_s: float = 5.0, figsize: tuple[float, float] | None = None,
                  dpi: int = 80, target: str = "auto", show: bool = True,
                  annotate: Callable[[Any, dict, dict], None] | None = None,
                  status: Callable[[], str] | None = None, max_points: int = 400, capacity: int = 50_000,
@@ -83,6 +86,7 @@ class LivePlot:
                                  subtitle=subtitle)
         self.max_fps = max(0.1, float(max_fps))
         self.cpu_budget = max(1e-4, float(cpu_budget))
+        self.max_rest_s = max(1.0 / self.max_fps, float(max_rest_s))
         if target == "auto":
             target = "display" if in_kernel() else "none"
         if target not in ("display", "widget", "none"):
@@ -245,8 +249,8 @@ class LivePlot:
             cost = time.thread_time() - c0
             # adaptive throttle: after a frame that cost c, rest c/budget, so drawing stays
             # under cpu_budget of one core (a full redraw buys a longer rest); never more
-            # than max_fps frames a second
-            self.period_s = min(30.0, max(min_period, cost / self.cpu_budget))
+            # than max_fps frames a second, never a rest longer than max_rest_s
+            self.period_s = min(self.max_rest_s, max(min_period, cost / self.cpu_budget))
             self.live_cpu_s += cost
 
     def close(self, final: bool = True) -> bytes | None:
