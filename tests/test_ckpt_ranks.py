@@ -23,6 +23,7 @@ torch = pytest.importorskip("torch")
 from nbbench.dist.ckptjobs import CheckpointJob, ShardsJob  # noqa: E402
 from nbbench.dist.jobs import JOBS, job_for  # noqa: E402
 from nbbench.results import ProbeError  # noqa: E402
+from rankproc import clean_env, run_nbbench  # noqa: E402
 
 PY = sys.executable
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,16 +32,11 @@ MIB = 1 << 20
 
 
 def _env(**extra) -> dict:
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "SLURM_STEP_ID", "NBBENCH_HOSTNAME"):
-        env.pop(k, None)
-    env.update(extra)
-    return env
+    return clean_env(**extra)
 
 
 def _nbbench(*args):
-    return subprocess.run([PY, "-m", "nbbench", *map(str, args)], capture_output=True, text=True, timeout=TIMEOUT,
-                          stdin=subprocess.DEVNULL, env=_env())
+    return run_nbbench(*args, timeout=TIMEOUT)
 
 
 # ------------------------------------------------------------ real processes

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from rankproc import clean_env, run_nbbench
 
 PY = sys.executable
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,16 +24,11 @@ TIMEOUT = 180
 
 
 def _env(**extra) -> dict:
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "SLURM_STEP_ID", "NBBENCH_HOSTNAME"):
-        env.pop(k, None)
-    env.update(extra)
-    return env
+    return clean_env(**extra)
 
 
 def _nbbench(*args, **kw):
-    return subprocess.run([PY, "-m", "nbbench", *map(str, args)], capture_output=True, text=True, timeout=TIMEOUT,
-                          stdin=subprocess.DEVNULL, env=_env(), **kw)
+    return run_nbbench(*args, timeout=TIMEOUT, **kw)
 
 
 def _torchrun(*args):

@@ -1,0 +1,25 @@
+"""Running nbbench as real processes for the many-rank tests: an environment without a
+launcher's variables (so the test's own process is never taken for a rank) and the CLI."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+PY = sys.executable
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def clean_env(**extra) -> dict:
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "SLURM_STEP_ID", "NBBENCH_HOSTNAME"):
+        env.pop(k, None)
+    env.update(extra)
+    return env
+
+
+def run_nbbench(*args, timeout: float = 180, **kw):
+    return subprocess.run([PY, "-m", "nbbench", *map(str, args)], capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL, env=clean_env(), **kw)
