@@ -399,3 +399,35 @@ def test_table_headers_are_padded_like_their_cells():
     cells = re.findall(r"<td style='([^']*)'>", html)
     assert len(heads) == 2 and all("padding:1px 8px 1px 0" in h for h in heads)
     assert all("padding:1px 8px 1px 0" in c for c in cells)
+
+
+def test_the_dataloader_tabs_final_frame_draws_what_the_accelerators_need():
+    """feed's result says the samples/s one accelerator needs: the panel's final frame draws it
+    as a target line on the samples/s panel (the live plot had only the throughput)."""
+    from nbbench.ui.panel.rateplot import PanelProgress
+
+    made = []
+
+    class FakePlot:
+        def __init__(self, panels, title):
+            self.panels, self.targets_at_close = panels, None
+            made.append(self)
+
+        def add(self, t, values):
+            pass
+
+        def close(self):
+            self.targets_at_close = [dict(p.targets) for p in self.panels]
+
+    p = PanelProgress("feed /x", make_plot=lambda **kw: FakePlot(**kw))
+    p(0.5, {"samples_per_s": 300.0})
+    p.close("ok", final={"samples_per_s": 297.0, "needed_samples_per_s": 1610.0, "au_target_pct": 90.0})
+    p.wait_plot()
+    (plot,) = made
+    (targets,) = [t for t in plot.targets_at_close if t]
+    assert targets == {"needed at AU 90 %: 1.61 ksamples/s": 1610.0}
+    q = PanelProgress("dd /x", make_plot=lambda **kw: FakePlot(**kw))   # nothing needed: no line
+    q(0.5, {"write_bytes_per_s": 3e8})
+    q.close("ok", final={"write_bytes_per_s": 3e8})
+    q.wait_plot()
+    assert all(not t for t in made[-1].targets_at_close)

@@ -57,6 +57,7 @@ class PanelProgress(NotebookProgress):
         self._span: float | None = None
         self._f0: tuple[float, float] | None = None   # (time, fraction) of the first report with progress
         self._tag = None
+        self._final: dict | None = None
 
     def __call__(self, fraction=None, metrics=None) -> None:
         super().__call__(fraction, metrics)
@@ -160,6 +161,7 @@ class PanelProgress(NotebookProgress):
         the background (it may still be waiting for matplotlib), so a stopped run ends without
         waiting for a drawing."""
         super().close(status, final=final)
+        self._final = final
         with self._plot_lock:
             self._closing = threading.Thread(target=self._finish, name="nbbench-panel-rateplot-close",
                                              daemon=True)
@@ -172,10 +174,26 @@ class PanelProgress(NotebookProgress):
         with self._plot_lock:
             plot, self._make_plot = self.plot, None
         if plot is not None:
+            self._need_line()
             try:
                 plot.close()
             except Exception:  # noqa: BLE001
                 pass
+
+    def _need_line(self) -> None:
+        """A result that says what the accelerators need (feed, loader with an emulated
+        accelerator: ``needed_samples_per_s``) gets that target line on the samples/s panel of
+        the final frame — the one comparison that matters for a DataLoader."""
+        from nbbench.plots.loader import need_label
+
+        final = self._final or {}
+        need = final.get("needed_samples_per_s")
+        if not isinstance(need, (int, float)) or isinstance(need, bool) or not need > 0:
+            return
+        au = final.get("au_target_pct") or 90.0
+        for panel in self._panels:
+            if panel.matches("samples_per_s"):
+                panel.targets = {need_label(None, au, need): float(need)}
 
     def wait_plot(self, timeout: float | None = 30) -> None:
         """Wait until the plot's last frame is drawn (for tests and scripts)."""
