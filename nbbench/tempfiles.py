@@ -102,25 +102,31 @@ def _flags(extra: int = 0) -> int:
     return os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0) | extra
 
 
-def create(directory, what: str = "probe", flags: int = 0) -> TempFile:
-    """Create a new temporary file in ``directory`` (O_CREAT|O_EXCL) and register it."""
+def _create_new(directory, what: str, make, noun: str):
+    """``make(path)`` on a new name in ``directory`` (it must refuse an existing one:
+    FileExistsError, then the next name); its refusals as one-line ProbeErrors.
+    Returns ``(path, what make returned)``."""
     install_handlers()
     d = os.fspath(directory)
     for _ in range(20):
-        name = temp_name(what)
-        path = os.path.join(d, name)
+        path = os.path.join(d, temp_name(what))
         try:
-            fd = os.open(path, _flags(flags), 0o600)
+            return path, make(path)
         except FileExistsError:
             continue
         except PermissionError:
-            raise ProbeError(f"no permission to create a file in {d}") from None
+            raise ProbeError(f"no permission to create a {noun} in {d}") from None
         except OSError as exc:
-            raise ProbeError(f"cannot create a temporary file in {d}: {exc.strerror or exc}") from None
-        with _lock:
-            _files[path] = fd
-        return TempFile(path, fd)
-    raise ProbeError(f"cannot find a free temporary file name in {d}")  # pragma: no cover
+            raise ProbeError(f"cannot create a temporary {noun} in {d}: {exc.strerror or exc}") from None
+    raise ProbeError(f"cannot find a free temporary {noun} name in {d}")  # pragma: no cover
+
+
+def create(directory, what: str = "probe", flags: int = 0) -> TempFile:
+    """Create a new temporary file in ``directory`` (O_CREAT|O_EXCL) and register it."""
+    path, fd = _create_new(directory, what, lambda p: os.open(p, _flags(flags), 0o600), "file")
+    with _lock:
+        _files[path] = fd
+    return TempFile(path, fd)
 
 
 def remove(path: str) -> None:
@@ -164,22 +170,10 @@ class TempDir:
 
 def create_dir(directory, what: str = "probe") -> TempDir:
     """Create a new temporary directory in ``directory`` (``mkdir``: never an existing one) and register it."""
-    install_handlers()
-    d = os.fspath(directory)
-    for _ in range(20):
-        path = os.path.join(d, temp_name(what))
-        try:
-            os.mkdir(path, 0o700)
-        except FileExistsError:
-            continue
-        except PermissionError:
-            raise ProbeError(f"no permission to create a directory in {d}") from None
-        except OSError as exc:
-            raise ProbeError(f"cannot create a temporary directory in {d}: {exc.strerror or exc}") from None
-        with _lock:
-            _dirs.add(path)
-        return TempDir(path)
-    raise ProbeError(f"cannot find a free temporary directory name in {d}")  # pragma: no cover
+    path, _ = _create_new(directory, what, lambda p: os.mkdir(p, 0o700), "directory")
+    with _lock:
+        _dirs.add(path)
+    return TempDir(path)
 
 
 def _rmtree(path: str) -> None:
