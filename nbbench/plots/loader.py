@@ -9,13 +9,18 @@ from ..units import format_metric
 from .panel import Panel
 from .style import FONT, TARGET
 
-__all__ = ["loader_panels", "need_label", "AUGauge"]
+__all__ = ["loader_panels", "need_label", "need_targets", "AUGauge"]
 
 
 def need_label(accelerator: str | None, au_target_pct: float = 90.0, need: float | None = None) -> str:
     """The target line's text: 'needed by h100-resnet50 at AU 90 %: 1.79 ksamples/s'."""
     who = f"needed by {accelerator}" if accelerator else "needed"
     return f"{who} at AU {au_target_pct:g} %" + (f": {format_metric('samples_per_s', need)}" if need else "")
+
+
+def need_targets(need: float | None, accelerator: str | None = None, au_target_pct: float = 90.0) -> dict:
+    """A throughput panel's ``targets``: the need line, labelled (:func:`need_label`); none without a need."""
+    return {need_label(accelerator, au_target_pct, need): need} if need else {}
 
 
 def loader_panels(gpu_note: str = "", need: float | None = None, accelerator: str | None = None,
@@ -26,7 +31,7 @@ def loader_panels(gpu_note: str = "", need: float | None = None, accelerator: st
     return [
         Panel("throughput over 1 s windows", ["loader.samples_per_s"], unit="samples/s",
               labels={"loader.samples_per_s": "samples/s"}, styles={"loader.samples_per_s": {"color": "#1565c0"}},
-              targets={need_label(accelerator, au_target_pct, need): need} if need else {}),
+              targets=need_targets(need, accelerator, au_target_pct)),
         Panel("AU per window and GPU kernel-active %" + (" (GPU N/A)" if gpu_note else ""),
               ["gpu*.util_pct", "loader.au_pct"], unit="%",
               ylim=(0, 105), labels={"loader.au_pct": "AU", **{f"gpu{i}.util_pct": f"GPU{i} busy" for i in range(8)}},

@@ -65,10 +65,9 @@ class LoaderPlot:
     # ----------------------------------------------------------------- data
     def set_need(self, need: float | None, accelerator: str | None = None) -> None:
         """The samples/s ``accelerator`` needs at the AU target: a target line on the throughput panel."""
-        from ..plots.loader import need_label
+        from ..plots.loader import need_targets
 
-        panel = self.panels[0]
-        panel.targets = {need_label(accelerator, self.au_target_pct, need): need} if need else {}
+        self.panels[0].targets = need_targets(need, accelerator, self.au_target_pct)
         self.plot.timeline.dirty = True
 
     def set_span(self, seconds: float | None) -> None:

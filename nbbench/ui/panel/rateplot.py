@@ -184,16 +184,15 @@ class PanelProgress(NotebookProgress):
         """A result that says what the accelerators need (feed, loader with an emulated
         accelerator: ``needed_samples_per_s``) gets that target line on the samples/s panel of
         the final frame — the one comparison that matters for a DataLoader."""
-        from nbbench.plots.loader import need_label
+        from nbbench.plots.loader import need_targets
 
         final = self._final or {}
         need = final.get("needed_samples_per_s")
         if not isinstance(need, (int, float)) or isinstance(need, bool) or not need > 0:
             return
-        au = final.get("au_target_pct") or 90.0
         for panel in self._panels:
             if panel.matches("samples_per_s"):
-                panel.targets = {need_label(None, au, need): float(need)}
+                panel.targets = need_targets(float(need), None, final.get("au_target_pct") or 90.0)
 
     def wait_plot(self, timeout: float | None = 30) -> None:
         """Wait until the plot's last frame is drawn (for tests and scripts)."""
