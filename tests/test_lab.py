@@ -32,6 +32,8 @@ def test_the_banner_comes_first_with_the_link_the_notebook_the_tunnel_and_the_st
     banner = "\n".join(lines[:run])            # all of it before JupyterLab would start
     assert f"http://127.0.0.1:{port}/lab/tree/01-quickstart.ipynb?token=t0k3n" in banner
     assert "01-quickstart.ipynb, then 02" in banner
+    last = sorted(p.name for p in (ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb"))[-1][:2]
+    assert f"then 02 … {last} in order" in banner        # every tutorial, 08 today
     assert f"ssh -L {port}:127.0.0.1:{port} HOST" in banner
     assert "Ctrl-C twice" in banner and f"lab stop {port}" in banner
     cmd = lines[run]

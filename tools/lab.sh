@@ -28,12 +28,14 @@ moved=""
 [ "$PORT" != "$first" ] && moved="   (port $first is taken)"
 
 URL="http://127.0.0.1:$PORT/lab/tree/$NOTEBOOK?token=$TOKEN"
+# the last tutorial's number, from the folder (a new notebook is named without editing this)
+last=$(cd notebooks 2>/dev/null && ls [0-9][0-9]-*.ipynb 2>/dev/null | tail -n 1 | cut -c1-2)
 line="────────────────────────────────────────────────────────────────────────"
 cat <<BANNER
 $line
  nbbench lab: JupyterLab on the tutorial notebooks (notebooks/)
    open    $URL$moved
-   start   $NOTEBOOK, then 02 … 06 in order
+   start   $NOTEBOOK, then 02 … ${last:-06} in order
    remote  on your laptop: ssh -L $PORT:127.0.0.1:$PORT HOST   then open the link there
            (HOST: this machine as you reach it over SSH, e.g. you@$(hostname))
    stop    Ctrl-C twice here, or from another shell: $JUPYTER lab stop $PORT
