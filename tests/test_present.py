@@ -93,7 +93,7 @@ def test_details_are_folded_and_given_on_request():
     assert html.count("<details") == 3 and "<details class='nbbench-details'>" in html   # closed
     assert "p99.9 " in pct and "p99.99 " in pct and "lat p99 9" not in html            # fio-like rows
     text = r.text_table(width=100)
-    assert "p99.9" not in text and "details: all 3 figures · latency percentiles · how it was measured" in text
+    assert "p99.9" not in text and "details: all 3 metrics · latency percentiles · how it was measured" in text
     full = r.details()
     assert re.search(r"\n    p1 10.1 µs +· p5 10.5 µs +· p10 11.0 µs", str(full))   # in rows, as fio prints them
     assert "<details class='nbbench-details' open>" in full._repr_html_()
