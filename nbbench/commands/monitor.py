@@ -227,7 +227,7 @@ class MonitorCommand(Command):
 
         mon = self._monitor(args)
         mon.open()
-        plot = srv = None
+        plot = srv = status_line = None
         try:
             plot = self._plot(args, ctx, mon)
             srv = start_server(args, ctx, mon)
@@ -264,4 +264,6 @@ class MonitorCommand(Command):
         self._plot_figures(plot, res)
         res.extra["exit_code"] = code
         res.labels["exit_code"] = code
+        if status_line is not None:
+            status_line.final(res.answer_line())
         return res

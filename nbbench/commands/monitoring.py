@@ -185,6 +185,17 @@ class _StatusLine:
         except (OSError, ValueError):
             self.enabled = False
 
+    def final(self, text: str) -> None:
+        """The last status line: the result's own figures (the answer line), so the line the
+        terminal is left with agrees with the result printed under it."""
+        if not self.enabled or not text:
+            return
+        try:
+            self.stream.write(f"monitor done: {text}\n")
+            self.stream.flush()
+        except (OSError, ValueError):
+            pass
+
     def end(self) -> None:
         if self.drawn:
             try:
