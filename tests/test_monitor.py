@@ -306,3 +306,11 @@ def test_the_monitor_answers_about_the_tree_with_one_verdict_from_its_figures():
     assert first == "0.98 cores CPU · 2.00 MB read() (0 B from storage) · 10.0 s · CPU-bound (1 core)"
     assert "the machine: 71.1 % of its 2 CPUs · device vda 297 MB read, 1.50 MB written (every process)" in rest
     assert "idle: no network traffic · no GPU" in rest   # a line, not an empty plot
+
+
+def test_a_tree_short_of_cpu_on_a_full_machine_is_waiting_for_cpu():
+    from nbbench.results.monitor import monitor_verdict
+
+    m = {"wall_s": 10.0, "proc_cpu_s": 2.0, "cpu_mean_pct": 100.0, "gpu_count": 0}
+    assert monitor_verdict(m, {"cpus_logical": 2}) == "waiting for CPU (the machine's CPUs are full)"
+    assert monitor_verdict({**m, "cpu_mean_pct": 40.0}, {"cpus_logical": 2}) == "partly busy"

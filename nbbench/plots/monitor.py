@@ -99,10 +99,15 @@ def monitor_figure(res, **kwargs):
     tl = res.samples.get("timeline") or {}
     gpu_info = [{"index": i, "mem_total_bytes": res.metrics.get(f"gpu{i}_mem_total_bytes"),
                  "gpm": f"gpu{i}.sm_active_pct" in tl} for i in res.gpu_indices]
-    note = "" if gpu_info else "N/A: " + next((n.split(": ", 1)[-1] for n in res.notes if "GPU" in n), "no GPU")
+    # the card says why in full: the plot names it in short (the NVML sentence said once)
+    note = "" if gpu_info else "N/A: " + next((n.split(": ", 2)[1] for n in res.notes
+                                               if "GPU" in n and n.count(": ") >= 2), "no GPU")
     title, subtitle = res.headline(), "" if gpu_info else f"GPU {note}"
     net = None
-    if "net.rx_bytes_per_s" in tl:
+    from ..results.monitor import NET_QUIET_BYTES
+
+    quiet = (res.metrics.get("net_rx_bytes") or 0) + (res.metrics.get("net_tx_bytes") or 0) < NET_QUIET_BYTES
+    if "net.rx_bytes_per_s" in tl and not quiet:   # no traffic: the card's "idle:" line, not an empty panel
         net = str(res.labels.get("net_interfaces", "")).split(":", 1)[0] or "network"
     kw = {"panels": monitor_panels(gpu_info, note, disk_label=res.labels.get("disk_device", "disk"),
                                    net_label=net),

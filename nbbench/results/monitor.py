@@ -43,7 +43,11 @@ def monitor_verdict(m: dict, labels: dict | None = None) -> str:
     cpu_busy = cores is not None and cores >= CPU_BOUND_CORES
     if gpu is not None and gpu >= GPU_BUSY_PCT:
         return "GPU busy"
-    if not cpu_busy and (storage_rate >= STORAGE_BUSY_BYTES_PER_S or (m.get("cpu_iowait_mean_pct") or 0) >= 20):
+    full = (m.get("cpu_mean_pct") or 0) >= 90 and labels is not None and cores is not None \
+        and cores < 0.9 * float(labels.get("cpus_logical") or 1)
+    if not cpu_busy and full:   # others hold the CPUs: the tree waits for a turn, whatever it needs
+        verdict = "waiting for CPU (the machine's CPUs are full)"
+    elif not cpu_busy and (storage_rate >= STORAGE_BUSY_BYTES_PER_S or (m.get("cpu_iowait_mean_pct") or 0) >= 20):
         verdict = "waiting on storage"
     elif not cpu_busy and net_rate >= NET_BUSY_BYTES_PER_S:
         verdict = "waiting on the network"
