@@ -335,7 +335,7 @@ def test_displaying_the_panel_leaves_the_snapshot_and_refreshes_it(panel, fake_g
         panel._ipython_display_()
     widget, snap = cap.outputs
     assert "application/vnd.jupyter.widget-view+json" in widget.data
-    assert widget.data["text/plain"].startswith("<nbbench ControlPanel")      # not a VBox of every child
+    assert widget.data["text/plain"].startswith("<nbbench control panel: tab ")      # not a VBox of every child
     assert "nbbench-snapshot" in snap.data["text/html"] and "not run in this session" in snap.data["text/html"]
     assert snap.transient["display_id"] == panel.snapshot.display_id
     with capture_output() as cap:
