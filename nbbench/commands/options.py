@@ -13,7 +13,7 @@ import argparse
 from .. import units
 
 __all__ = ["size", "duration", "positive_int", "nonneg_int", "int_list", "bool_list",
-           "size_list", "fraction", "choice_list"]
+           "size_list", "fraction", "choice_list", "int_range", "IntRange"]
 
 
 def size(text: str) -> int:
@@ -38,6 +38,31 @@ def _int_at_least(text: str, low: int) -> int:
     if v < low:
         raise argparse.ArgumentTypeError(f"must be {low} or more, not {v}")
     return v
+
+
+class IntRange:
+    """An argparse ``type``: a whole number within ``[lo, hi]``, the bounds kept as attributes
+    so that other front ends (the panel's bounded fields) read them from the parser."""
+
+    def __init__(self, lo: int, hi: int):
+        self.lo, self.hi = int(lo), int(hi)
+        self.__name__ = f"int {self.lo}–{self.hi}"   # argparse names a bad value by it
+
+    def __call__(self, text: str) -> int:
+        v = _int_at_least(text, self.lo)
+        if v > self.hi:
+            raise argparse.ArgumentTypeError(f"must be between {self.lo} and {self.hi}, not {v}")
+        return v
+
+    def __repr__(self) -> str:
+        return f"int_range({self.lo}, {self.hi})"
+
+
+def int_range(lo: int | tuple[int, int], hi: int | None = None) -> IntRange:
+    """``int_range(1, 256)`` or ``int_range(limits.RANDREAD_THREADS)``."""
+    if hi is None:
+        lo, hi = lo
+    return IntRange(lo, hi)
 
 
 def positive_int(text: str) -> int:

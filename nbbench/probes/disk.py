@@ -36,6 +36,7 @@ from ._engines import devlimits
 from ._engines.job import JobOutput, JobSpec
 from .io_session import (DEFAULT_READ_FILE, ENGINES, Session, _check_bs, _check_engine, _duration, _os_error, _size,
                          _stage_progress, fill_job_result, run_job, short_transfer)
+from . import limits
 from .presets import PRESETS, preset
 from .target import inspect
 
@@ -215,12 +216,8 @@ def randread(path, bs="4k", qd=1, runtime=10, ramp=1, size=None, direct=None, en
     devlimits.check_buffers(buffers, engine)
     bs_b = _size(bs, "bs")
     _check_bs(bs_b)
-    qd = int(qd)
-    threads = int(threads)
-    if qd < 1 or qd > 4096:
-        raise ProbeError(f"qd must be between 1 and 4096, not {qd}")
-    if threads < 1 or threads > 256:
-        raise ProbeError(f"threads must be between 1 and 256, not {threads}")
+    qd = limits.check("qd", qd, limits.RANDREAD_QD)
+    threads = limits.check("threads", threads, limits.RANDREAD_THREADS)
     runtime_s = _duration(runtime, "runtime")
     ramp_s = _duration(ramp, "ramp")
     if runtime_s <= 0:
