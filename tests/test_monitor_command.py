@@ -196,7 +196,7 @@ def test_cli_text_summary(capsys):
     first, second = out.splitlines()[:2]   # the answer first, then what it is about
     # the monitored command's own figures first (cores, read()), one verdict; the machine's after
     assert first.split(" · ")[0].endswith("cores CPU") and "read()" in first
-    assert first.split(" · ")[-1] in ("idle", "partly busy", "CPU-bound (1 core)", "waiting on storage")
+    assert first.split(" · ")[-1].startswith(("idle", "partly busy", "CPU-bound", "waiting "))   # one verdict
     assert second.strip().startswith("monitor true")
     assert "the machine: " in out and "the machine: " not in first
 

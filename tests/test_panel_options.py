@@ -12,9 +12,28 @@ pytest.importorskip("ipywidgets")
 from nbbench import commands  # noqa: E402
 from nbbench.commands import options  # noqa: E402
 from nbbench.panel.tabs.base import command_options, option_field, options_argv  # noqa: E402
-from nbbench.panel.tabs.storage import NOT_FIELDS, OPTION_FIELDS  # noqa: E402
+from nbbench.panel.tabs import loader as loader_tab  # noqa: E402
+from nbbench.panel.tabs import storage as storage_tab  # noqa: E402
 from nbbench.probes import limits  # noqa: E402
 from nbbench.results import ProbeError  # noqa: E402
+
+
+def _accels():
+    from nbbench.accelerators import names
+
+    return list(names())
+
+
+#: every tab's option fields and what it leaves out, by subcommand
+OPTION_FIELDS = {**storage_tab.OPTION_FIELDS, **loader_tab.option_spec(_accels())}
+NOT_FIELDS = {**{k: storage_tab.NOT_FIELDS for k in storage_tab.OPTION_FIELDS},
+              **{k: loader_tab.NOT_FIELDS for k in ("feed", "sweep")}}
+
+
+def _field(name, flag, *rest):
+    kw = rest[-1] if rest and isinstance(rest[-1], dict) else {}
+    rest = rest[:-1] if kw else rest
+    return option_field(name, flag, "x", *rest[1:], **kw), kw
 
 
 @pytest.mark.parametrize("name", sorted(OPTION_FIELDS))
@@ -22,11 +41,16 @@ def test_each_field_is_the_parsers_option_with_its_default_choices_and_limits(na
     import ipywidgets as w
 
     actions = command_options(name)
-    for flag, *_ in OPTION_FIELDS[name]:
+    for flag, *rest in OPTION_FIELDS[name]:
         a = actions[flag]                      # a renamed option fails here
-        f = option_field(name, flag, "x")
-        if a.choices:
-            assert isinstance(f, w.Dropdown) and list(f.options) == list(a.choices) and f.value == a.default
+        f, kw = _field(name, flag, *rest)
+        if a.choices or kw.get("choices"):
+            values = [v for _, v in f.options]
+            assert isinstance(f, w.Dropdown) and values == list(kw.get("choices") or a.choices)
+            assert f.value == (a.default if a.default is not None else "")
+            for v in values:
+                if v:
+                    assert (a.type(v) if a.type else v) is not None   # each choice is one the parser takes
         elif isinstance(a.type, options.IntRange):
             assert isinstance(f, w.BoundedIntText)
             assert (f.min, f.max, f.value) == (a.type.lo, a.type.hi, a.default)
@@ -44,7 +68,7 @@ def test_each_field_is_the_parsers_option_with_its_default_choices_and_limits(na
 def test_every_option_is_a_field_or_left_out_on_purpose(name):
     """An option added to the parser later shows up here: the panel must show it or say why not."""
     shown = {flag for flag, *_ in OPTION_FIELDS[name]}
-    missing = set(command_options(name)) - shown - NOT_FIELDS
+    missing = set(command_options(name)) - shown - NOT_FIELDS[name]
     assert not missing, f"{name}: options neither in the panel nor in NOT_FIELDS: {sorted(missing)}"
 
 
@@ -52,7 +76,7 @@ def test_the_defaults_argv_parses_to_the_parsers_defaults():
     from nbbench.panel.runner import PanelContext
 
     for name in OPTION_FIELDS:
-        fields = {flag: option_field(name, flag, "x") for flag, *_ in OPTION_FIELDS[name]}
+        fields = {flag: _field(name, flag, *rest)[0] for flag, *rest in OPTION_FIELDS[name]}
         inv = commands.parse([name, "/tmp", *options_argv(fields)], PanelContext())
         want = commands.defaults(name, PanelContext())
         for flag, *_ in OPTION_FIELDS[name]:

@@ -26,7 +26,7 @@ import time
 
 from . import Command, RaiseAfterFinish
 from ..results import ProbeError
-from .monitoring import _StatusLine, _wind_down, add_monitor_options, live_metrics, start_server  # noqa: F401
+from .monitoring import _StatusLine, _wind_down, add_monitor_options, final_metrics, live_metrics, start_server  # noqa: F401
 
 __all__ = ["MonitorCommand", "live_metrics"]
 
@@ -215,7 +215,7 @@ class MonitorCommand(Command):
                                              duration_s=duration or None,
                                              frontend=ctx.frontend))
         self._plot_figures(plot, res)
-        p.close(res.status)
+        p.close(res.status, final_metrics(res))   # the bar ends on the result's figures
         return res
 
     def _run_command(self, args, ctx, command):

@@ -79,7 +79,8 @@ def monitor_plot_kwargs(monitor, title: str = "nbbench monitor") -> dict:
     for src in getattr(monitor, "sources", []) or []:
         if getattr(src, "name", "") == "disk":
             disk = (getattr(src, "labels", {}) or {}).get("disk_device", "disk")
-    subtitle = f"GPU {note}" if not info and note and note != "not monitored" else ""   # whole, wrapped
+    # the reason in short (the result's card says it whole, once)
+    subtitle = f"GPU {': '.join(note.split(': ')[:2])}" if not info and note and note != "not monitored" else ""
     return {
         "panels": monitor_panels(info, note, disk_label=disk, gpus=getattr(monitor, "gpus", "all") != [],
                                  net_label=_net_label(monitor)),

@@ -120,16 +120,21 @@ def _default_text(action) -> str:
         return size_text(d, "")
     if action.type is options.duration and isinstance(d, (int, float)) and not isinstance(d, bool):
         return f"{d:g}s"
+    if isinstance(d, (list, tuple)):   # a list option ("--batch-size 64,128"): as typed
+        return ",".join(str(x).lower() if isinstance(x, bool) else str(x) for x in d)
     return str(d)
 
 
-def option_field(command: str, flag: str, description: str, width: str | None = None):
+def option_field(command: str, flag: str, description: str, width: str | None = None, labels: dict | None = None,
+                 choices=None, placeholder: str | None = None):
     """The widget for one option of ``command``, all of it taken from the command's parser —
     so the panel, the CLI and ``%iobench`` cannot disagree, and an option added or renamed
     there shows up here as it is: choices → a dropdown, a bounded whole number
     (:class:`~nbbench.commands.options.IntRange`) → a bounded field with the parser's
     limits, a switch → a checkbox, anything else → text; its default, and its help as the
-    tooltip.  ``description``: the field's name in the panel."""
+    tooltip.  ``description``: the field's name in the panel; ``labels``: words for the
+    parser's choices ({"pil": "Pillow decode + crop"}); ``choices``: for an option whose
+    type checks a registry (an accelerator's name), that registry's names ("" = not given)."""
     import ipywidgets as w
 
     from ...commands import options
@@ -140,10 +145,11 @@ def option_field(command: str, flag: str, description: str, width: str | None = 
     st = {"description_width": "initial"}
     layout = w.Layout(width=width or FIT)
     tip = (action.help or "").replace("%%", "%")
-    if action.choices:
-        choices = list(action.choices)
-        value = action.default if action.default in choices else choices[0]
-        widget = w.Dropdown(options=choices, value=value, description=description, style=st, layout=layout,
+    if action.choices or choices:
+        values = list(choices if choices is not None else action.choices)
+        value = action.default if action.default in values else ("" if "" in values else values[0])
+        opts = [((labels or {}).get(c, c), c) for c in values]
+        widget = w.Dropdown(options=opts, value=value, description=description, style=st, layout=layout,
                             tooltip=tip)
     elif isinstance(action.type, options.IntRange):
         widget = w.BoundedIntText(value=int(action.default if action.default is not None else action.type.lo),
@@ -154,15 +160,21 @@ def option_field(command: str, flag: str, description: str, width: str | None = 
                             tooltip=tip)
     else:
         widget = w.Text(value=_default_text(action), description=description, style=st, layout=layout,
-                        placeholder="auto" if action.default is None else "", tooltip=tip)
+                        placeholder=placeholder if placeholder is not None else
+                        "auto" if action.default is None else "", tooltip=tip)
     widget.add_class(f"nbbench-{command}-{flag.lstrip('-')}")
     widget._nbbench_flag = flag
     return widget
 
 
 def option_fields(command: str, spec) -> dict[str, Any]:
-    """``{flag: widget}`` for ``spec`` = ``[(flag, description[, width]), …]`` (:func:`option_field`)."""
-    return {flag: option_field(command, flag, *rest) for flag, *rest in spec}
+    """``{flag: widget}`` for ``spec`` = ``[(flag, description[, width[, {labels/choices/placeholder}]]), …]``
+    (:func:`option_field`)."""
+    out = {}
+    for flag, *rest in spec:
+        kw = rest.pop() if rest and isinstance(rest[-1], dict) else {}
+        out[flag] = option_field(command, flag, *rest, **kw)
+    return out
 
 
 def options_argv(fields: dict[str, Any]) -> list[str]:
