@@ -107,3 +107,12 @@ def test_format_many_puts_figures_that_stand_together_in_one_prefix():
     for vals, unit in (([1, 999.6], "B"), ([12e-9, 3e-6], "s")):
         out = format_many(vals, unit)
         assert len({o.split(" ")[-1] for o in out}) == 1, out   # one prefix
+
+
+def test_the_loaders_sentence_says_its_rates_in_one_prefix():
+    from nbbench.results.loader import LoaderResult
+
+    r = LoaderResult(metrics={"samples_per_s": 494.0, "needed_samples_per_s": 1607.0},
+                     labels={"accelerator": "h100-resnet50"}).finish()
+    s = r.sentence()
+    assert "0.494 ksamples/s" in s and "1.61 ksamples/s" in s and "494 samples/s" not in s

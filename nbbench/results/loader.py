@@ -17,7 +17,7 @@ import math
 import statistics
 
 from ..accelerators import AU_TARGET_PCT, get_accelerator, input_bound_band
-from ..units import format_metric, metric_label
+from ..units import format_many, format_metric, metric_label
 from .base import Result, register
 from .present import SEP, Section
 
@@ -167,7 +167,11 @@ class LoaderResult(Result):
         if self.status == "failed":
             return f"The loader benchmark failed: {self.reason}"
         rate = m.get("samples_per_s")
-        s = f"The loader delivered {format_metric('samples_per_s', rate)}"
+        need = m.get("needed_samples_per_s")
+        # one prefix in one sentence: "0.494 ksamples/s … needs 1.61 ksamples/s", never "494 samples/s … 1.61 k"
+        rate_text, need_text = format_many([rate, need], "samples/s") if need else (
+            format_metric("samples_per_s", rate), "")
+        s = f"The loader delivered {rate_text}"
         au = m.get("au_pct")
         if au is not None:
             line = self.params.get("au_target_pct", AU_TARGET_PCT)
@@ -176,14 +180,13 @@ class LoaderResult(Result):
                   f"{self.labels.get('input_bound')}")
         else:
             s += " with no compute step (the input pipeline's ceiling)"
-        need = m.get("needed_samples_per_s")
         if need:
             acc = self.labels.get("accelerator")
             if au is None and rate:
                 n = get_accelerator(acc).how_many(rate)
-                s += f"; {acc} needs {format_metric('samples_per_s', need)} at AU 90 %: this feeds {n}"
+                s += f"; {acc} needs {need_text} at AU 90 %: this feeds {n or 'none'}"
             else:
-                s += f"; {acc} needs {format_metric('samples_per_s', need)} at AU 90 %"
+                s += f"; {acc} needs {need_text} at AU 90 %"
         return s + "."
 
     def metric_name(self, key: str) -> str:
