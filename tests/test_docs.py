@@ -49,14 +49,17 @@ _START = re.compile(r"^\s*(?:\$\s+|!|[\w.]+\s*=\s*|python3? -m )?(%%?iobench|nbb
 
 def quoted_command_lines(text: str) -> list[str]:
     """Every command line that starts with ``nbbench `` / ``%iobench `` / ``%%iobench `` in code blocks and
-    inline code spans, from that word to the end of the line (or span)."""
+    inline code spans, from that word to the end of the line (or span).  A ```text block is output, not
+    commands, and is skipped."""
     found = []
-    in_block = False
+    block = None   # None: prose; else the block's info string
     for line in text.splitlines():
         if line.lstrip().startswith("```"):
-            in_block = not in_block
+            block = line.strip()[3:].strip() if block is None else None
             continue
-        spans = [line] if in_block else _INLINE.findall(line)
+        if block == "text":
+            continue
+        spans = [line] if block is not None else _INLINE.findall(line)
         for span in spans:
             m = _START.search(span)
             if m:
@@ -97,6 +100,8 @@ def test_quoted_command_line_parses(where, line):
     from nbbench.cli import TerminalContext
 
     prog, argv = _argv(line)
+    if len(argv) == 1 and argv[0] in commands.REGISTRY:
+        return   # a subcommand named in prose ("`nbbench dd`'s figure"), not a command line
     if prog == "nbbench":
         ctx = TerminalContext()
     else:
@@ -116,8 +121,8 @@ def test_a_wrong_option_is_found():
     assert (prog, argv) == ("nbbench", ["dd", "/data", "--bogus", "3"])
     with pytest.raises(commands.UsageProblem):
         commands.parse(argv, commands.Context())
-    assert quoted_command_lines("see `nbbench dd DIR --json` and\n```\n$ nbbench gpu | head\n```\n") == [
-        "nbbench dd DIR --json", "nbbench gpu | head"]
+    assert quoted_command_lines("see `nbbench dd DIR --json` and\n```\n$ nbbench gpu | head\n```\n"
+                                "```text\nnbbench lab: output\n```\n") == ["nbbench dd DIR --json", "nbbench gpu | head"]
 
 
 # ------------------------------------------------------------------ tutorials
