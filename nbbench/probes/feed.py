@@ -206,7 +206,7 @@ def feed(path, accelerator: str = "h100-resnet50", batch_size: int = 64, num_wor
 
     runs: list[tuple[str, object]] = []
     evict_info = []
-    for rep in range(n_pairs):
+    for _rep in range(n_pairs):
         if cancel is not None and cancel.is_set():
             break
         if method != "none":
