@@ -1,0 +1,218 @@
+"""The s3 probe against a local S3 server (moto, on 127.0.0.1), faults through a local proxy.
+
+No network: the server and the proxy listen on loopback only.  Every bad input ends in one
+line (exit 1, or 2 for a malformed command line), within a bounded time, and no run changes
+the bucket.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+pytest.importorskip("boto3")
+pytest.importorskip("moto.server")
+
+from nbbench.probes.objects import s3  # noqa: E402
+from nbbench.probes.objects.s3probe import knee, sweep_levels  # noqa: E402
+from nbbench.results import ProbeError  # noqa: E402
+from nbbench.testing import DUMMY_CREDENTIALS, local_s3  # noqa: E402
+
+from s3proxy import FaultProxy  # noqa: E402
+
+FAST = dict(max_streams=4, runtime=0.8, sweep_runtime=0.3, part_size=1 << 20)
+
+
+@pytest.fixture(scope="module")
+def server():
+    with local_s3() as srv:
+        srv.fill("s3://bench/objs/", count=12, size="256K")
+        srv.fill("s3://bench/objs/big-", count=2, size="3M", seed=1)
+        srv.client().create_bucket(Bucket="empty")
+        yield srv
+
+
+def _listing(srv, bucket="bench", prefix="objs/"):
+    resp = srv.client().list_objects_v2(Bucket=bucket, Prefix=prefix)
+    return sorted((o["Key"], o["ETag"], o["Size"]) for o in resp.get("Contents", []))
+
+
+def _cli(args, env_extra=None, timeout=60):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(DUMMY_CREDENTIALS)
+    env.update(env_extra or {})
+    t = time.monotonic()
+    r = subprocess.run([sys.executable, "-m", "nbbench", "s3", *args], capture_output=True, text=True,
+                       timeout=timeout, env=env, stdin=subprocess.DEVNULL)
+    return r, time.monotonic() - t
+
+
+def test_sweep_levels_and_knee():
+    assert sweep_levels(32) == [1, 2, 4, 8, 16, 32]
+    assert sweep_levels(12) == [1, 2, 4, 8, 12]
+    rows = [{"streams": s, "get_bytes_per_s": v} for s, v in ((1, 100), (2, 190), (4, 360), (8, 370), (16, 380))]
+    assert knee(rows) == 4                      # 4 -> 8 adds < 5 %
+    rising = [{"streams": s, "get_bytes_per_s": 100 * s} for s in (1, 2, 4)]
+    assert knee(rising) == 4                    # still rising: the last level
+    assert knee([]) is None
+
+
+def test_probe_reads_every_figure_and_changes_nothing(server):
+    before = _listing(server)
+    r = s3("s3://bench/objs/", endpoint_url=server.endpoint_url, **FAST)
+    m = r.metrics
+    assert r.status == "ok"
+    assert m["get_bytes_per_s"] > 0 and m["requests_per_s"] > 0
+    assert m["ttfb_p50_ns"] <= m["lat_p50_ns"]          # first byte before the last
+    assert m["ttfb_p50_ns"] <= m["ttfb_p99_ns"]
+    assert m["objects_count"] == 14 and m["list_keys_count"] == 14
+    assert [row["streams"] for row in r.samples["sweep"]] == [1, 2, 4]
+    assert m["knee_streams_count"] in (1, 2, 4)
+    assert m["streams_count"] == m["knee_streams_count"]   # the measured phase runs at the knee
+    assert m["retries_count"] == 0
+    assert m.get("ranged_get_bytes_per_s", 0) > 0 and m.get("whole_get_bytes_per_s", 0) > 0
+    assert {c["class"] for c in r.samples["classes"]} <= {"< 1 MiB", "1-64 MiB"}
+    assert "streams reach" in " ".join(r.story())
+    assert _listing(server) == before                   # read only
+
+
+def test_cli_json_names_the_endpoint_never_the_credentials(server, tmp_path):
+    r, dt = _cli(["s3://bench/objs/", "--endpoint-url", server.endpoint_url, "--max-streams", "2", "--runtime",
+                  "0.5", "--sweep-runtime", "0.2", "--no-ranged", "--json"], {"NBBENCH_HOME": str(tmp_path)})
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["kind"] == "s3" and d["metrics"]["get_bytes_per_s"] > 0
+    assert d["labels"]["endpoint"] == server.endpoint_url
+    secret = DUMMY_CREDENTIALS["AWS_SECRET_ACCESS_KEY"]
+    assert secret not in r.stdout + r.stderr
+    store = (tmp_path / "results.sqlite").read_bytes()
+    assert secret.encode() not in store and DUMMY_CREDENTIALS["AWS_ACCESS_KEY_ID"].encode() not in store
+
+
+def _one_line_error(r, words, code=1):
+    assert r.returncode == code, (r.returncode, r.stdout, r.stderr)
+    err = [line for line in r.stderr.strip().splitlines() if line.strip()]
+    assert "Traceback" not in r.stderr
+    assert any(words in line for line in err), r.stderr
+    return err
+
+
+@pytest.mark.parametrize("url,words", [("s3://no-such-bucket/x/", "no such bucket"),
+                                       ("s3://bench/nothing-here/", "no objects under"),
+                                       ("s3://empty/", "no objects under")])
+def test_bad_bucket_or_prefix_is_one_line(server, url, words):
+    r, _ = _cli([url, "--endpoint-url", server.endpoint_url, "--no-save"])
+    _one_line_error(r, words)
+
+
+def test_malformed_url_is_a_usage_error():
+    r, _ = _cli(["/not/an/s3/url", "--no-save"])
+    _one_line_error(r, "not an s3:// URL", code=2)
+
+
+def test_no_credentials_is_one_line(server, tmp_path):
+    env = {k: "" for k in DUMMY_CREDENTIALS}
+    env.update({"AWS_CONFIG_FILE": str(tmp_path / "none"), "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none"),
+                "AWS_EC2_METADATA_DISABLED": "true"})
+    r, dt = _cli(["s3://bench/objs/", "--endpoint-url", server.endpoint_url, "--no-save"], env)
+    _one_line_error(r, "no S3 credentials found")
+    assert dt < 20
+
+
+def test_wrong_endpoint_fails_fast():
+    import socket
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()                                   # nothing listens there now
+    r, dt = _cli(["s3://bench/objs/", "--endpoint-url", f"http://127.0.0.1:{port}", "--no-save"])
+    _one_line_error(r, "cannot connect")
+    assert dt < 15
+
+
+def test_endpoint_that_never_answers_fails_within_bounded_time():
+    with FaultProxy("http://127.0.0.1:1", silent=True) as p:
+        r, dt = _cli(["s3://bench/objs/", "--endpoint-url", p.url, "--no-save"], timeout=60)
+    _one_line_error(r, "did not answer in time")
+    assert dt < 25
+
+
+def test_access_denied_is_one_line(server):
+    with FaultProxy(server.endpoint_url, rule=lambda m, path, n: (403, "AccessDenied")) as p:
+        r, _ = _cli(["s3://bench/objs/", "--endpoint-url", p.url, "--no-save"])
+    _one_line_error(r, "access denied (403)")
+
+
+def test_access_denied_on_get_after_a_good_list(server):
+    rule = lambda m, path, n: (403, "AccessDenied") if m == "GET" and "list-type" not in path else None  # noqa: E731
+    with FaultProxy(server.endpoint_url, rule=rule) as p:
+        with pytest.raises(ProbeError, match="access denied"):
+            s3("s3://bench/objs/", endpoint_url=p.url, **FAST)
+
+
+def test_throttling_is_retried_counted_and_labelled(server):
+    rule = lambda m, path, n: (503, "SlowDown") if m == "GET" and "list-type" not in path and n % 4 == 0 else None  # noqa: E731
+    with FaultProxy(server.endpoint_url, rule=rule) as p:
+        r = s3("s3://bench/objs/", endpoint_url=p.url, sweep=False, streams=2, runtime=1.0, ranged=False)
+    assert p.injected > 0
+    assert r.metrics["retries_count"] > 0
+    assert "retries" in r.labels.get("throttled", "")
+    assert any("retry" in w for w in r.warnings)
+
+
+def test_a_key_deleted_while_read_is_skipped_and_said(server):
+    victim = "objs/obj-00003.bin"
+    rule = lambda m, path, n: (404, "NoSuchKey") if m == "GET" and path.split("?")[0].endswith(victim) else None  # noqa: E731
+    with FaultProxy(server.endpoint_url, rule=rule) as p:
+        r = s3("s3://bench/objs/", endpoint_url=p.url, sweep=False, streams=2, runtime=0.8, ranged=False)
+    assert r.status == "ok" and r.metrics["requests_count"] > 0
+    assert any("vanished" in w for w in r.warnings)
+
+
+def test_server_that_stops_mid_run_is_one_line():
+    import threading
+
+    srv = local_s3(set_env=False)
+    reading = threading.Event()
+
+    def rule(method, path, n):   # forwards everything; says when the first object GET goes through
+        if method == "GET" and "list-type" not in path:
+            reading.set()
+        return None
+
+    try:
+        srv.fill("s3://gone/objs/", count=6, size="128K")
+        with FaultProxy(srv.endpoint_url, rule=rule) as p:
+            env = {**{k: v for k, v in os.environ.items() if not k.startswith("AWS_")},
+                   "AWS_ACCESS_KEY_ID": "nbbench-local", "AWS_SECRET_ACCESS_KEY": "nbbench-local"}
+            proc = subprocess.Popen([sys.executable, "-m", "nbbench", "s3", "s3://gone/objs/", "--endpoint-url", p.url,
+                                     "--no-save", "--no-sweep", "--runtime", "30", "--streams", "2"],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                                    stdin=subprocess.DEVNULL)
+            assert reading.wait(60), "the probe never started reading"
+            srv.stop()                              # the store goes away mid-run
+            out, err = proc.communicate(timeout=60)
+    finally:
+        srv.stop()
+    assert proc.returncode == 1, (out, err)
+    assert "Traceback" not in err
+    assert "failed" in err or "cannot connect" in err or "did not answer" in err
+
+
+def test_no_boto3_is_one_line():
+    code = ("import sys; sys.modules['boto3'] = None; from nbbench.cli import main; "
+            "sys.exit(main(['s3', 's3://bench/x/', '--no-save']))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1, r.stderr
+    assert "pip install 'nbbench[s3]'" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_help_works_without_a_server():
+    r = subprocess.run([sys.executable, "-m", "nbbench", "s3", "--help"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and "--endpoint-url" in r.stdout
