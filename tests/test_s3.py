@@ -216,3 +216,38 @@ def test_no_boto3_is_one_line():
 def test_help_works_without_a_server():
     r = subprocess.run([sys.executable, "-m", "nbbench", "s3", "--help"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and "--endpoint-url" in r.stdout
+
+
+@pytest.fixture(scope="module")
+def shard_server(server):
+    server.fill("s3://bench/shards/", count=4, size="1M", shards=True, samples_per_shard=16)
+    return server
+
+
+def test_shards_streams_tar_shards_from_s3(shard_server):
+    from nbbench.probes.shards import shards
+
+    before = _listing(shard_server, prefix="shards/")
+    r = shards("s3://bench/shards/", streams=2, endpoint_url=shard_server.endpoint_url)
+    m = r.metrics
+    assert r.status == "ok"
+    assert m["shards_count"] == 4 and m["streams_count"] == 2
+    assert m["samples_count"] == 4 * 16                         # every WebDataset sample of every shard
+    assert m["read_total_bytes"] == sum(s for _, _, s in before)  # every byte, once
+    assert m["read_bytes_per_s"] > 0 and m["ttfb_p50_ns"] > 0
+    assert "read_warm_bytes_per_s" not in m and "page cache" in r.labels["warm"]
+    assert "from object storage" in r.answer()
+    assert _listing(shard_server, prefix="shards/") == before
+
+
+@pytest.mark.slow
+def test_shards_from_s3_on_two_ranks_read_each_shard_once(shard_server, tmp_path):
+    from rankproc import clean_env
+
+    env = clean_env(NBBENCH_HOME=str(tmp_path), **DUMMY_CREDENTIALS)
+    p = subprocess.run([sys.executable, "-m", "nbbench", "shards", "s3://bench/shards/", "--endpoint-url",
+                        shard_server.endpoint_url, "--ranks", "2", "--json", "--no-save"], capture_output=True,
+                       text=True, timeout=300, env=env, stdin=subprocess.DEVNULL)
+    assert p.returncode == 0, p.stderr
+    d = json.loads(p.stdout)
+    assert d["metrics"]["samples_count"] == 4 * 16 and d["metrics"]["shards_count"] == 4
