@@ -251,3 +251,33 @@ def test_shards_from_s3_on_two_ranks_read_each_shard_once(shard_server, tmp_path
     assert p.returncode == 0, p.stderr
     d = json.loads(p.stdout)
     assert d["metrics"]["samples_count"] == 4 * 16 and d["metrics"]["shards_count"] == 4
+
+
+@pytest.mark.parametrize("fstype,source,client,url", [
+    ("fuse.s3fs", "s3fs", "s3fs", None),
+    ("fuse", "mountpoint-s3", "mountpoint-s3", None),
+    ("fuse.goofys", "datasets:imagenet", "goofys", "s3://datasets/imagenet/"),
+    ("fuse.rclone", "minio:bench/shards", "rclone", "s3://bench/shards/"),
+    ("fuse.gcsfuse", "my-bucket", "gcsfuse", None),
+    ("fuse.sshfs", "me@host:/data", None, None),
+    ("nfs4", "server:/export", None, None),
+])
+def test_fuse_mounts_of_object_storage_are_named(fstype, source, client, url):
+    from nbbench.topology import object_storage_mount
+
+    got = object_storage_mount(fstype, source)
+    assert (got[0] if got else None) == client
+    if got:
+        assert got[1] == url
+
+
+def test_the_doctor_points_a_fuse_bucket_to_the_s3_probe():
+    from nbbench import topology
+    from nbbench.doctor import storage
+
+    line = "1108 1100 0:60 / /mnt/bucket rw,nosuid,nodev,relatime - fuse.rclone minio:bench/shards rw,user_id=0"
+    mounts = topology.parse_mountinfo(line + "\n")
+    c, _ = storage.check_mount("/mnt/bucket/x", mounts)
+    assert c.status == "warn"
+    assert "object storage through a FUSE client (rclone)" in c.evidence and "O_DIRECT is not honoured" in c.evidence
+    assert "nbbench s3 s3://bench/shards/" in c.fix
