@@ -281,3 +281,47 @@ def test_the_doctor_points_a_fuse_bucket_to_the_s3_probe():
     assert c.status == "warn"
     assert "object storage through a FUSE client (rclone)" in c.evidence and "O_DIRECT is not honoured" in c.evidence
     assert "nbbench s3 s3://bench/shards/" in c.fix
+
+
+@pytest.fixture(scope="module")
+def loader_server(server):
+    server.fill("s3://bench/ds/", count=4, size="512K", shards=True, samples_per_shard=32, seed=3)
+    return server
+
+
+def test_feed_from_s3_cold_from_the_store_warm_from_a_local_copy(loader_server, tmp_path, monkeypatch):
+    pytest.importorskip("torch")
+    import tempfile
+
+    from nbbench.probes.feed import feed
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    r = feed("s3://bench/ds/", endpoint_url=loader_server.endpoint_url, batch_size=8, num_workers=0, duration=1.0,
+             warmup=1, repeats=1)
+    m = r.metrics
+    assert r.status == "ok"
+    assert m["files_count"] == 4 * 32 and m["shards_count"] == 4
+    assert m["cold_samples_per_s"] > 0 and m["warm_samples_per_s"] > 0
+    assert "GET from object storage" in r.labels["cold_method"] and "local copy" in r.labels["warm"]
+    assert "from object storage" in r.extra["answer"]
+    assert list(tmp_path.iterdir()) == []          # the local copy is gone
+
+
+def test_loader_on_an_s3_dataset(loader_server, tmp_path):
+    pytest.importorskip("torch")
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("AWS_")}, **DUMMY_CREDENTIALS,
+           "TMPDIR": str(tmp_path)}
+    p = subprocess.run([sys.executable, "-m", "nbbench", "loader", "s3://bench/ds/", "--endpoint-url",
+                        loader_server.endpoint_url, "--batch-size", "8", "--workers", "1", "--steps", "6",
+                        "--warmup", "1", "--no-plot", "--json", "--no-save"], capture_output=True, text=True,
+                       timeout=240, env=env, stdin=subprocess.DEVNULL)
+    assert p.returncode == 0, p.stderr
+    d = json.loads(p.stdout)
+    assert d["metrics"]["samples_per_s"] > 0 and "GET from the store" in d["labels"]["dataset"]
+    assert [x for x in tmp_path.iterdir() if x.name.startswith(".nbbench-")] == []
+
+
+def test_an_s3_dataset_on_ranks_is_refused_in_one_line():
+    p = subprocess.run([sys.executable, "-m", "nbbench", "feed", "s3://bench/ds/", "--ranks", "2", "--no-save"],
+                       capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert p.returncode == 1 and "not supported yet" in p.stderr and "Traceback" not in p.stderr
