@@ -325,3 +325,49 @@ def test_an_s3_dataset_on_ranks_is_refused_in_one_line():
     p = subprocess.run([sys.executable, "-m", "nbbench", "feed", "s3://bench/ds/", "--ranks", "2", "--no-save"],
                        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert p.returncode == 1 and "not supported yet" in p.stderr and "Traceback" not in p.stderr
+
+
+def _all_keys(srv, bucket="bench"):
+    c = srv.client()
+    keys = [o["Key"] for o in c.list_objects_v2(Bucket=bucket).get("Contents", [])]
+    ups = c.list_multipart_uploads(Bucket=bucket).get("Uploads") or []
+    return sorted(keys), ups
+
+
+def test_write_test_puts_new_keys_and_deletes_them(server):
+    before = _all_keys(server)
+    r = s3("s3://bench/objs/", endpoint_url=server.endpoint_url, sweep=False, streams=2, runtime=0.3, ranged=False,
+           write=True, write_size=1 << 20, write_count=4)
+    m = r.metrics
+    assert m["put_count"] == 4 and m["put_bytes_per_s"] > 0 and m["multipart_parts_count"] >= 2
+    assert m["deleted_count"] == 5                       # 4 PUTs + the multipart object
+    assert ".nbbench-" in r.labels["write"] and "nothing overwritten" in r.labels["write"]
+    assert _all_keys(server) == before                   # nothing left, nothing else touched
+
+
+@pytest.mark.parametrize("delay", [0.4, 1.2, 2.5])
+def test_write_test_sigterm_mid_upload_leaves_nothing(server, delay):
+    import signal
+    import threading
+
+    before = _all_keys(server)
+    putting = threading.Event()
+
+    def rule(method, path, n):   # forwards everything; says when the first PUT goes through
+        if method == "PUT":
+            putting.set()
+        return None
+
+    with FaultProxy(server.endpoint_url, rule=rule) as p:
+        env = {**{k: v for k, v in os.environ.items() if not k.startswith("AWS_")}, **DUMMY_CREDENTIALS}
+        proc = subprocess.Popen([sys.executable, "-m", "nbbench", "s3", "s3://bench/objs/", "--endpoint-url", p.url,
+                                 "--no-save", "--no-sweep", "--no-ranged", "--runtime", "0.2", "--streams", "1",
+                                 "--write", "--write-size", "1M", "--write-count", "200"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                                stdin=subprocess.DEVNULL)
+        assert putting.wait(60), "no PUT was sent"
+        time.sleep(delay)   # the moment of the signal within the uploads (not a synchronisation)
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=60)
+    assert proc.returncode != 0
+    assert _all_keys(server) == before

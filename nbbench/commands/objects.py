@@ -71,6 +71,13 @@ class S3Command(Command):
         parser.add_argument("--max-keys", dest="max_keys", type=options.positive_int, default=100_000,
                             help="list at most this many keys (default 100000)")
         parser.add_argument("--seed", type=options.nonneg_int, default=0, help="the shuffle's seed")
+        parser.add_argument("--write", action="store_true",
+                            help="also PUT new objects (and one multipart upload) under a new prefix "
+                                 "PREFIX/.nbbench-HOST-PID-RANDOM/, never overwriting a key, all deleted at the end")
+        parser.add_argument("--write-size", dest="write_size", type=options.size, default="8M",
+                            help="with --write: each PUT's size (default 8M)")
+        parser.add_argument("--write-count", dest="write_count", type=options.positive_int, default=16,
+                            help="with --write: how many PUTs (default 16)")
 
     def run(self, args, ctx):
         from ..probes.objects import s3
@@ -78,8 +85,14 @@ class S3Command(Command):
 
         if args.runtime <= 0 or args.sweep_runtime <= 0:
             raise ProbeError("--runtime and --sweep-runtime must be more than 0 s")
+        if args.write:   # SIGTERM / SIGHUP: the keys written are deleted first, then the temp-file clean-up
+            from .. import tempfiles
+            from ..probes.objects import writes
+
+            tempfiles.install_handlers()
+            writes.install_handlers()
         return ctx.run_probe(f"s3 {args.path}", lambda p, c: s3(
             args.path, endpoint_url=args.endpoint_url, region=args.region, streams=args.streams,
             max_streams=args.max_streams, sweep=args.sweep, runtime=args.runtime, sweep_runtime=args.sweep_runtime,
             part_size=args.part_size, ranged=args.ranged, max_keys=args.max_keys, seed=args.seed,
-            progress=p, cancel=c))
+            write=args.write, write_size=args.write_size, write_count=args.write_count, progress=p, cancel=c))

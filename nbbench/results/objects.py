@@ -54,7 +54,10 @@ class S3Result(Result):
                  "sweep_best_streams_count": "the sweep's best (streams)", "list_keys_count": "keys listed",
                  "list_pages_count": "LIST pages", "objects_bytes": "objects' total size",
                  "objects_count": "objects", "requests_count": "requests", "retries_count": "retries",
-                 "errors_count": "failed requests"}
+                 "errors_count": "failed requests", "put_bytes_per_s": "PUT", "put_requests_per_s": "PUT requests/s",
+                 "put_lat_p50_ns": "PUT latency p50", "put_lat_p99_ns": "PUT latency p99", "put_count": "PUTs",
+                 "multipart_bytes_per_s": "multipart upload", "multipart_parts_count": "multipart parts",
+                 "deleted_count": "keys deleted"}
         return names.get(key) or super().metric_name(key)
 
     def answer_line(self) -> str:
@@ -83,6 +86,11 @@ class S3Result(Result):
                        f"{format_metric('x_bytes_per_s', m['ranged_get_bytes_per_s'])} against "
                        f"{format_metric('x_bytes_per_s', m['whole_get_bytes_per_s'])} for whole objects "
                        f"({r:.2f}× at the same streams).")
+        if m.get("put_bytes_per_s") is not None:
+            s = f"PUTs wrote {format_metric('x_bytes_per_s', m['put_bytes_per_s'])}"
+            if m.get("multipart_bytes_per_s") is not None:
+                s += f", a multipart upload {format_metric('x_bytes_per_s', m['multipart_bytes_per_s'])}"
+            out.append(s + f"; all {m.get('deleted_count', 0)} keys written were deleted.")
         return out
 
     def ttfb_histogram(self) -> LatencyHistogram | None:

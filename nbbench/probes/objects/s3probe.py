@@ -115,6 +115,7 @@ def _fail_on(ph: PhaseResult, url, endpoint_url) -> None:
 def s3(url: str, *, endpoint_url: str | None = None, region: str | None = None, streams: int | None = None,
        max_streams: int = 32, sweep: bool = True, runtime: float = 5.0, sweep_runtime: float = 1.5,
        part_size: int = 8 << 20, ranged: bool = True, max_keys: int = 100_000, seed: int = 0,
+       write: bool = False, write_size: int = 8 << 20, write_count: int = 16,
        progress=None, cancel=None) -> S3Result:
     u = _c.parse_url(url)
     if streams is not None and streams < 1:
@@ -134,11 +135,14 @@ def s3(url: str, *, endpoint_url: str | None = None, region: str | None = None, 
                          "start of each key)")
     random.Random(seed).shuffle(objs)
     cli = _c.make_client(endpoint_url, region, pool=top)
-    labels = {**_c.endpoint_labels(cli, endpoint_url), "operation": "GET (read only)",
+    labels = {**_c.endpoint_labels(cli, endpoint_url), "operation": "GET, then PUT under a new prefix" if write
+              else "GET (read only)",
               "ttfb": "request sent to response headers received"}
     res = S3Result(params={"path": str(u), "endpoint_url": labels["endpoint"], "streams": streams,
                            "max_streams": max_streams, "sweep": sweep, "runtime_s": runtime,
-                           "part_size": part_size, "ranged": ranged, "seed": seed}, labels=labels)
+                           "part_size": part_size, "ranged": ranged, "seed": seed, "write": write,
+                           "write_size": write_size if write else None, "write_count": write_count if write else None},
+                   labels=labels)
     if warn:
         res.warn(warn)
     total_s = (sweep_runtime * len(sweep_levels(max_streams)) if sweep else 0) + runtime + (runtime if ranged else 0)
@@ -207,6 +211,15 @@ def s3(url: str, *, endpoint_url: str | None = None, region: str | None = None, 
         else:
             res.labels["ranged"] = (f"not measured: no object of {format_bytes(2 * part_size, binary=True)} or more "
                                     f"(two {format_bytes(part_size, binary=True)} parts)")
+    if write and not (cancel is not None and cancel.is_set()):
+        from .writes import write_test
+
+        w = write_test(cli, u, endpoint_url, int(write_size), int(write_count), cancel=cancel)
+        prefix = w.pop("prefix")
+        m.update({k2: v for k2, v in w.items() if v is not None})
+        res.labels["write"] = (f"{m.get('put_count', 0)} PUTs of {format_bytes(write_size, binary=True)} and one "
+                               f"multipart upload under {prefix} (a new prefix; conditional PUTs, nothing "
+                               f"overwritten), {w.get('deleted_count', 0)} keys deleted at the end")
     m["retries_count"] = retries
     if errors:
         res.extra["errors"] = errors
