@@ -78,6 +78,8 @@ def test_probe_reads_every_figure_and_changes_nothing(server):
     assert m.get("ranged_get_bytes_per_s", 0) > 0 and m.get("whole_get_bytes_per_s", 0) > 0
     assert {c["class"] for c in r.samples["classes"]} <= {"< 1 MiB", "1-64 MiB"}
     assert "streams reach" in " ".join(r.story())
+    fig = r.plot()                                      # the sweep's picture: one point per level, the knee starred
+    assert fig is not None and len(fig.axes[0].lines[0].get_xdata()) == 3
     assert _listing(server) == before                   # read only
 
 
@@ -161,6 +163,7 @@ def test_throttling_is_retried_counted_and_labelled(server):
     with FaultProxy(server.endpoint_url, rule=rule) as p:
         r = s3("s3://bench/objs/", endpoint_url=p.url, sweep=False, streams=2, runtime=1.0, ranged=False)
     assert p.injected > 0
+    assert r.plot() is None                             # no sweep, no picture
     assert r.metrics["retries_count"] > 0
     assert "retries" in r.labels.get("throttled", "")
     assert any("retry" in w for w in r.warnings)

@@ -93,6 +93,15 @@ class S3Result(Result):
             out.append(s + f"; all {m.get('deleted_count', 0)} keys written were deleted.")
         return out
 
+    def plot(self, ax=None):
+        """GET throughput against streams, the knee marked (:func:`nbbench.plots.objects.s3_sweep_figure`);
+        None without a sweep."""
+        from ..plots.objects import s3_sweep_figure
+
+        return s3_sweep_figure(self, ax)
+
+    figure = plot
+
     def ttfb_histogram(self) -> LatencyHistogram | None:
         d = self.samples.get("ttfb_hist")
         return LatencyHistogram.from_dict(d) if d else None
