@@ -57,7 +57,8 @@ def option_spec(accels: list[str]) -> dict[str, list]:
 #: options the panel leaves out on purpose (see NOT_FIELDS in the Storage tab)
 NOT_FIELDS = {"--json", "--quiet", "--verbose", "--label", "--no-save", "--details", "--help", "--count", "--warmup",
               "--max-files", "--step", "--size", "--dataset", "--seed", "--no-persistent", "--ranks", "--nnodes",
-              "--rdzv-host", "--backend", "--no-dist", "--no-plot"}
+              "--rdzv-host", "--backend", "--no-dist", "--no-plot",
+              "--endpoint-url", "--region"}   # object storage: the panel's PATH is a folder
 
 
 class LoaderTab(Tab):
