@@ -314,3 +314,11 @@ def test_a_tree_short_of_cpu_on_a_full_machine_is_waiting_for_cpu():
     m = {"wall_s": 10.0, "proc_cpu_s": 2.0, "cpu_mean_pct": 100.0, "gpu_count": 0}
     assert monitor_verdict(m, {"cpus_logical": 2}) == "waiting for CPU (the machine's CPUs are full)"
     assert monitor_verdict({**m, "cpu_mean_pct": 40.0}, {"cpus_logical": 2}) == "partly busy"
+
+
+def test_the_status_line_names_the_tree_first_in_cores_then_the_machine():
+    from nbbench.monitor.text import format_status
+
+    line = format_status({"t": 12.3, "cpu.util_pct": 45.0, "proc.cpu_pct": 98.0}, t0=0.0)
+    assert "tree 0.98 cores" in line and "machine CPU  45%" in line
+    assert line.index("tree") < line.index("machine")
