@@ -58,7 +58,7 @@ def monitor_panels(gpu_info: list[dict] | None = None, gpu_note: str = "", disk_
         panels.append(Panel(f"Network ({_short(net_label, 60)})", ["net.rx_bytes_per_s", "net.tx_bytes_per_s"],
                             unit="MB/s", scale=1e-6,
                             labels={"net.rx_bytes_per_s": "receive", "net.tx_bytes_per_s": "transmit"},
-                            ymax_min=1.0))
+                            ymax_min=1.0, quiet_below=1e3, quiet_text="no network traffic"))
     return panels
 
 
