@@ -4,6 +4,7 @@ network), the specification of a live monitor plot, and a stored monitor run's f
 
 from __future__ import annotations
 
+from ..results.monitor import NET_QUIET_BYTES_PER_S
 from .panel import Panel
 from .timeline import Timeline
 
@@ -58,7 +59,7 @@ def monitor_panels(gpu_info: list[dict] | None = None, gpu_note: str = "", disk_
         panels.append(Panel(f"Network ({_short(net_label, 60)})", ["net.rx_bytes_per_s", "net.tx_bytes_per_s"],
                             unit="MB/s", scale=1e-6,
                             labels={"net.rx_bytes_per_s": "receive", "net.tx_bytes_per_s": "transmit"},
-                            ymax_min=1.0, quiet_below=1e3, quiet_text="no network traffic"))
+                            ymax_min=1.0, quiet_below=NET_QUIET_BYTES_PER_S, quiet_text="no network traffic"))
     return panels
 
 
@@ -105,9 +106,9 @@ def monitor_figure(res, **kwargs):
                                                if "GPU" in n and n.count(": ") >= 2), "no GPU")
     title, subtitle = res.headline(), "" if gpu_info else f"GPU {note}"
     net = None
-    from ..results.monitor import NET_QUIET_BYTES
+    from ..results.monitor import net_quiet
 
-    quiet = (res.metrics.get("net_rx_bytes") or 0) + (res.metrics.get("net_tx_bytes") or 0) < NET_QUIET_BYTES
+    quiet = net_quiet(res.metrics)
     if "net.rx_bytes_per_s" in tl and not quiet:   # no traffic: the card's "idle:" line, not an empty panel
         net = str(res.labels.get("net_interfaces", "")).split(":", 1)[0] or "network"
     kw = {"panels": monitor_panels(gpu_info, note, disk_label=res.labels.get("disk_device", "disk"),

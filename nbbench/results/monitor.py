@@ -7,10 +7,21 @@ from .base import Result, register
 from .present import SEP
 from .series import IDLE_THRESHOLD_PCT, FieldStats, window
 
-__all__ = ["MonitorResult", "monitor_verdict", "NET_QUIET_BYTES"]
+__all__ = ["MonitorResult", "monitor_verdict", "net_quiet", "NET_QUIET_BYTES", "NET_QUIET_BYTES_PER_S"]
 
-#: less network traffic than this over a run is "no network traffic" (ARP, a heartbeat)
+#: less network traffic than this over a run is "no network traffic" (ARP, a heartbeat) …
 NET_QUIET_BYTES = 64 * 1024
+#: … and so is a network whose rate never reached this (the live plot's rule too)
+NET_QUIET_BYTES_PER_S = 10e3
+
+
+def net_quiet(m: dict) -> bool:
+    """No network traffic worth a plot or a figure: under :data:`NET_QUIET_BYTES_PER_S` at its
+    peak (where the peaks were kept), else under :data:`NET_QUIET_BYTES` in all."""
+    peaks = [m.get("net_rx_peak_bytes_per_s"), m.get("net_tx_peak_bytes_per_s")]
+    if any(isinstance(p, (int, float)) for p in peaks):
+        return max(p or 0 for p in peaks) < NET_QUIET_BYTES_PER_S
+    return (m.get("net_rx_bytes") or 0) + (m.get("net_tx_bytes") or 0) < NET_QUIET_BYTES
 #: rates that make a run "waiting on storage" / "on the network" when its CPU is not busy
 STORAGE_BUSY_BYTES_PER_S = 20e6
 NET_BUSY_BYTES_PER_S = 10e6
@@ -210,7 +221,7 @@ class MonitorResult(Result):
         if m.get("cpu_iowait_mean_pct"):
             parts.append(f"{format_sig(m['cpu_iowait_mean_pct'])} % iowait")
         rx, tx = m.get("net_rx_bytes"), m.get("net_tx_bytes")
-        if (rx or 0) + (tx or 0) >= NET_QUIET_BYTES:
+        if (rx is not None or tx is not None) and not net_quiet(m):
             a, b = format_many([rx, tx], "B")
             parts.append(f"network {a} in, {b} out")
         return ("the machine: " + SEP.join(parts)) if parts else ""
@@ -218,8 +229,7 @@ class MonitorResult(Result):
     def quiet_line(self) -> str:
         """What stayed idle, in one line instead of an empty plot: 'no network traffic · no GPU'."""
         m, out = self.metrics, []
-        rx, tx = m.get("net_rx_bytes"), m.get("net_tx_bytes")
-        if rx is not None and (rx or 0) + (tx or 0) < NET_QUIET_BYTES:
+        if m.get("net_rx_bytes") is not None and net_quiet(m):
             out.append("no network traffic")
         if not m.get("gpu_count"):
             na = next((v for k, v in self.na.items() if k.startswith("gpu")), "")
