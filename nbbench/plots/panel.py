@@ -106,7 +106,9 @@ def fold_quiet(timeline) -> list[str]:
     w, h = timeline.figsize
     timeline.figsize = (w, max(2.5, h - 1.9 * (len(timeline.panels) - len(keep))))
     timeline.panels = keep
-    timeline._match.clear()   # series -> panel indices: the indices moved
+    with timeline._lock:      # series -> panel indices: the indices moved
+        timeline._match.clear()
+        timeline._match.update({k: tuple(i for i, p in enumerate(keep) if p.matches(k)) for k in timeline._series})
     timeline._fig, timeline._axes, timeline._lines, timeline._legend_n = None, [], {}, {}
     timeline._target_key, timeline._target_artists, timeline._ytop = {}, {}, {}
     timeline._mark_artists, timeline._extra, timeline._status_text = [], [], None
