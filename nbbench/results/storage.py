@@ -102,6 +102,7 @@ class IoJobResult(_StorageMixin, Result):
                                     {"read": "reads", "write": "writes"}.get(p.get("op"), "")) if x)
         if p.get("qd") is not None:
             what += f" at QD {p['qd']}" + (f" × {p['threads']} threads" if (p.get("threads") or 1) > 1 else "")
+            what += f" × {p['jobs']} jobs" if (p.get("jobs") or 1) > 1 else ""
         return [("", what.strip())] * bool(what.strip()) + super().qualifiers()
 
 
