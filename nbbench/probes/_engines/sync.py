@@ -141,12 +141,12 @@ def aligned_buffers(n: int, bs: int, fill_random: bool = False, buffers: str = "
         chunk = min(step, n * bs - off)
         mv[start + off:start + off + chunk] = os.urandom(chunk) if fill_random else bytes(chunk)
     views = [mv[start + i * bs:start + (i + 1) * bs] for i in range(n)]
-    span = mv[start:start + n * bs]
+    whole = mv[start:start + n * bs]
     mv.release()
     frac = huge_fraction(base, span) if buffers == "huge" else None
     segs = [physical_segments(base + i * bs, bs) for i in range(n)]
     return BufferPool(mm, views, buffers, 0.0 if buffers == "huge" and not huge else frac,
-                      None if None in segs else max(segs), span)
+                      None if None in segs else max(segs), whole)
 
 
 PREAD_MAX = 128 << 10  # buffered reads up to this size use os.pread (below malloc's mmap threshold)
