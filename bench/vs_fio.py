@@ -183,8 +183,9 @@ def main() -> int:
                     if k != "builtin" and r is not None:
                         f_cpu.append(r)
                     if k == "builtin":
-                        if r.metrics.get("engine_cpu_per_io_ns"):
-                            b_cpu.append(r.metrics["engine_cpu_per_io_ns"])
+                        c = r.metrics.get("engine_cpu_per_io_ns") or r.metrics.get("read_engine_cpu_per_io_ns")
+                        if c:
+                            b_cpu.append(c)
                         paths.add(r.labels.get("io_path") or r.labels.get("read_io_path"))
                         maxseg = r.labels.get("device_max_segments", maxseg)
                         if "buffer_segments" in r.labels:

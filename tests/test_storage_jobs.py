@@ -106,7 +106,7 @@ def _ring_ok():
         pytest.skip(why)
 
 
-@pytest.mark.parametrize("mode", ["each", "batch"])
+@pytest.mark.parametrize("mode", ["each", "batch", "vector"])
 def test_the_ring_on_a_file(datafile, monkeypatch, mode):
     _ring_ok()
     monkeypatch.setenv("NBBENCH_URING_MODE", mode)
@@ -116,8 +116,18 @@ def test_the_ring_on_a_file(datafile, monkeypatch, mode):
                                       total=16 << 20))
         assert out.ios == 4096 and out.bytes == 16 << 20 and out.hist.n == 4096 and out.qd_max == 16
         assert out.io_path.startswith("io_uring")
+        out = uring.run_uring(JobSpec(fd=fd, op="read", pattern="rand", bs=4096, qd=8, region=16 << 20,
+                                      runtime=0.2, ramp=0.05))
+        assert out.ios > 0 and out.hist.n == out.ios and out.bytes == 4096 * out.ios
     finally:
         os.close(fd)
+
+
+def test_buffered_rings_default_to_the_vectorised_loop(datafile, monkeypatch):
+    _ring_ok()
+    monkeypatch.delenv("NBBENCH_URING_MODE", raising=False)
+    r = disk.randread(datafile, qd=16, runtime=0.2, ramp=0, direct=False, warm=True)
+    assert "re-armed with numpy" in r.labels["io_path"]
 
 
 @pytest.fixture()
@@ -137,14 +147,18 @@ def loopdev(tmp_path):
         subprocess.run(["losetup", "--detach", dev], capture_output=True)
 
 
-def test_the_ring_on_a_block_device_reads_it_only(loopdev):
+@pytest.mark.parametrize("mode", ["each", "vector"])
+def test_the_ring_on_a_block_device_reads_it_only(loopdev, monkeypatch, mode):
     _ring_ok()
+    monkeypatch.setenv("NBBENCH_URING_MODE", mode)
     dev, backing = loopdev
     before = backing.read_bytes()
     r = disk.randread(dev, qd=32, runtime=0.3, ramp=0.05)
     assert r.status == "ok", r.reason
     assert r.labels["io_path"].startswith("io_uring") and r.metrics["iops"] > 0
     assert r.metrics["ios_count"] == sum(r.samples["lat_hist"]["count"])
+    if mode == "vector":
+        assert "numpy" in r.labels["io_path"]
     d = disk.dd(dev, bs="1M", size="8M")   # a device is only read
     assert d.status == "ok" and d.metrics["read_total_bytes"] == 8 << 20
     assert backing.read_bytes() == before

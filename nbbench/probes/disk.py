@@ -143,6 +143,8 @@ def dd(path, bs="1M", size="1G", count=None, direct=None, engine="builtin", prog
             res.metrics[f"{op}_bytes_per_s"] = out.bytes_per_s
             res.metrics[f"{op}_elapsed_s"] = out.elapsed_s
             res.metrics[f"{op}_total_bytes"] = out.bytes
+            if engine == "builtin" and "engine_cpu_ns_per_io" in out.extra:   # the I/O threads' CPU per block
+                res.metrics[f"{op}_engine_cpu_per_io_ns"] = out.extra["engine_cpu_ns_per_io"]
             if out.hist.n:
                 res.metrics[f"{op}_lat_mean_ns"] = out.hist.mean
                 res.metrics[f"{op}_lat_p99_ns"] = out.hist.percentiles((99.0,))[99.0]

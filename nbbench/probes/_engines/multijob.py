@@ -4,7 +4,8 @@ One Python thread submits and reaps at about 1-2 µs of CPU per I/O; a device th
 millions of IOPS needs several cores, and threads of one interpreter share one GIL.  So
 each job is a small worker process (``python -m nbbench.probes._engines.multijob``: the
 standard library, numpy and the engine, never torch) that gets the already open file
-descriptor (``pass_fds``: it opens nothing itself), its own ring or QD1 loop and buffers,
+descriptor (``pass_fds``; a read job reopens it through ``/proc/self/fd`` for an open file
+description of its own, as each of fio's jobs opens the file), its own ring or QD1 loop and buffers,
 and its own part of the file for a size-based (sequential) job, or the shared region with
 its own seed for a time-based random one, as fio's jobs on one file.
 
@@ -230,6 +231,26 @@ def _die_with_parent() -> None:
         pass
 
 
+def _own_description(fd: int, pattern: str) -> int:
+    """A read job's own open file description of the file behind ``fd`` (as each of fio's jobs
+    opens the file itself: no shared file position, readahead state or flags), through
+    ``/proc/self/fd`` — which also reaches a temp file whose name is already gone; ``fd`` itself
+    where that fails."""
+    import fcntl
+
+    try:
+        direct = fcntl.fcntl(fd, fcntl.F_GETFL) & getattr(os, "O_DIRECT", 0)
+        own = os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | direct)
+    except OSError:
+        return fd
+    if not direct and hasattr(os, "posix_fadvise"):   # the parent's advice was for its own description
+        try:
+            os.posix_fadvise(own, 0, 0, os.POSIX_FADV_RANDOM if pattern == "rand" else os.POSIX_FADV_SEQUENTIAL)
+        except OSError:
+            pass
+    return own
+
+
 def _worker() -> int:
     _die_with_parent()
     ppid = os.getppid()
@@ -245,6 +266,8 @@ def _worker() -> int:
         return 1
     report = wire.pop("report", False)
     spec = JobSpec(**wire)
+    if spec.op == "read":
+        spec.fd = _own_description(spec.fd, spec.pattern)
     spec.cancel = threading.Event()
     if report:
         spec.progress = lambda frac, metrics: put({"p": [frac, metrics]})
