@@ -106,9 +106,12 @@ def _ring_ok():
         pytest.skip(why)
 
 
-@pytest.mark.parametrize("mode", ["each", "batch", "vector"])
+@pytest.mark.parametrize("mode", ["each", "batch", "vector", "each-python"])
 def test_the_ring_on_a_file(datafile, monkeypatch, mode):
     _ring_ok()
+    if mode == "each-python":
+        mode = "each"
+        monkeypatch.setenv("NBBENCH_IO_LOOP", "python")
     monkeypatch.setenv("NBBENCH_URING_MODE", mode)
     fd = os.open(datafile, os.O_RDONLY)
     try:
@@ -119,15 +122,29 @@ def test_the_ring_on_a_file(datafile, monkeypatch, mode):
         out = uring.run_uring(JobSpec(fd=fd, op="read", pattern="rand", bs=4096, qd=8, region=16 << 20,
                                       runtime=0.2, ramp=0.05))
         assert out.ios > 0 and out.hist.n == out.ios and out.bytes == 4096 * out.ios
+        # past the end of the file: the reads there come back short (0 bytes), the run stops with it
+        out = uring.run_uring(JobSpec(fd=fd, op="read", pattern="seq", bs=4096, qd=8, region=(16 << 20) + 8192,
+                                      total=(16 << 20) + 8192))
+        assert out.ios == 4096 and out.extra["short_io"]["bytes"] == 0
     finally:
         os.close(fd)
 
 
-def test_buffered_rings_default_to_the_vectorised_loop(datafile, monkeypatch):
+@pytest.mark.parametrize("loop", ["compiled", "python"])
+def test_the_ring_loop_runs_in_c_where_built_else_vectorised_when_buffered(datafile, monkeypatch, loop):
     _ring_ok()
+    from nbbench.probes._engines.uring_vec import compiled_ring
+
+    if loop == "compiled" and compiled_ring() is None:
+        pytest.skip("the compiled loops are not built here")
     monkeypatch.delenv("NBBENCH_URING_MODE", raising=False)
+    monkeypatch.setenv("NBBENCH_IO_LOOP", loop)
     r = disk.randread(datafile, qd=16, runtime=0.2, ramp=0, direct=False, warm=True)
-    assert "re-armed with numpy" in r.labels["io_path"]
+    assert r.status == "ok" and r.metrics["ios_count"] == sum(r.samples["lat_hist"]["count"]) > 0
+    if loop == "compiled":
+        assert r.labels["io_path"].startswith("io_uring (compiled loop, one submit per I/O")
+    else:
+        assert "re-armed with numpy" in r.labels["io_path"]
 
 
 @pytest.fixture()
@@ -147,7 +164,7 @@ def loopdev(tmp_path):
         subprocess.run(["losetup", "--detach", dev], capture_output=True)
 
 
-@pytest.mark.parametrize("mode", ["each", "vector"])
+@pytest.mark.parametrize("mode", ["each", "vector", "batch"])
 def test_the_ring_on_a_block_device_reads_it_only(loopdev, monkeypatch, mode):
     _ring_ok()
     monkeypatch.setenv("NBBENCH_URING_MODE", mode)

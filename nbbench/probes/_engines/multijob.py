@@ -9,6 +9,12 @@ description of its own, as each of fio's jobs opens the file), its own ring or Q
 and its own part of the file for a size-based (sequential) job, or the shared region with
 its own seed for a time-based random one, as fio's jobs on one file.
 
+Each worker runs in a session of its own, as fio's job processes do (fio calls ``setsid``):
+where the kernel groups the CPU by session (``sched_autogroup``, on by default on many
+distributions) every job then has its own CPU share, as fio's have — in the same session
+two jobs would share one job's share on a busy machine (measured here under load: 0.5 of
+``fio --numjobs=2``).  A terminal's Ctrl-C reaches the parent, which stops them.
+
 The parent starts every worker, waits until each has said it is ready, says "go" to all,
 and forwards job 0's progress (times N).  Cancel: "stop" to every worker; a worker that
 ends without its result (killed) makes the parent stop the others and fail the run with a
@@ -114,6 +120,9 @@ def merge_outputs(outs: list[JobOutput], io_path: str) -> JobOutput:
 def _env() -> dict:
     """The workers import this very nbbench (also one run from a source tree)."""
     env = dict(os.environ)
+    # one thread per job: a BLAS pool's spinning threads would take the CPU the I/O loop needs
+    for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        env.setdefault(k, "1")
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     return env
@@ -148,7 +157,8 @@ def run_jobs(spec: JobSpec, jobs: int) -> JobOutput:
     try:
         for i, s in enumerate(specs):
             p = subprocess.Popen([sys.executable, "-m", "nbbench.probes._engines.multijob"], stdin=subprocess.PIPE,
-                                 stdout=subprocess.PIPE, pass_fds=(spec.fd,), env=env, text=True, bufsize=1)
+                                 stdout=subprocess.PIPE, pass_fds=(spec.fd,), env=env, text=True, bufsize=1,
+                                 start_new_session=True)
             procs.append(p)
             wire = {k: getattr(s, k) for k in _WIRE}
             wire["report"] = i == 0 and spec.progress is not None

@@ -393,6 +393,9 @@ def run_threads(spec: JobSpec) -> JobOutput:
             out.bytes += max(0, state["error"]["bytes"])
         out.qd_max = qd
         out.qd_mean = float(qd)
+        # the meter ran in this (waiting) thread, not in the I/O threads: its CPU time says nothing
+        out.extra.pop("engine_cpu_pct", None)
+        out.extra.pop("engine_cpu_ns_per_io", None)
         pool.release()
     if state["error"] is not None:
         err = state["error"]
