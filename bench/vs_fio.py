@@ -144,6 +144,10 @@ def main() -> int:
     size = parse_size(a.size)
     check_free_space(a.dir, size)
     print("machine:", machine(a.dir))
+    from nbbench.probes._engines.sync import compiled_loop
+
+    print("builtin engine loops:", "compiled (the C extension is built)" if compiled_loop() else
+          "Python (the C extension is not built here: pip install . or python setup.py build_ext --inplace)")
     mode = "plain fio command lines (argv)" if a.plain else "fio through nbbench's fio engine"
     print(f"{mode}; rounds={a.pairs} runtime={a.runtime:g}s ramp={a.ramp:g}s file={a.size}  "
           f"load average at start: {loadavg()}")
