@@ -150,8 +150,14 @@ def outcome(value: Any) -> str:
 
 def verdict(value: Any) -> str | None:
     """What a run's checks found, from what it returned: the worst verdict among its
-    Results ("fail" > "warn" > "ok"), None when none has checks."""
-    return worst_verdict(r.verdict for r in _results(value))
+    Results ("fail" > "warn" > "ok"), None when none has checks; for another value (a
+    comparison gated with ``--fail-if-worse``) its own ``verdict`` string, if it has one."""
+    results = _results(value)
+    if not results and not isinstance(value, (list, tuple)):
+        own = getattr(type(value), "verdict", None)   # a declared attribute, never a frame's column
+        own = getattr(value, "verdict", None) if own is not None else None
+        return own if isinstance(own, str) and own in ("ok", "warn", "fail") else None
+    return worst_verdict(r.verdict for r in results)
 
 
 def exit_code(value: Any) -> int:
