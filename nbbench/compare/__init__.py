@@ -246,7 +246,8 @@ class Comparison:
 
     def text_table(self) -> str:
         parts = [g.text_table() for g in self.groups]
-        parts += [f"warning: {w}" for w in self.warnings] + [f"note: {n}" for n in self.notes]
+        tail = [f"warning: {w}" for w in self.warnings] + [f"note: {n}" for n in self.notes]
+        parts += ["\n".join(tail)] if tail else []
         if self.gated is not None:
             parts.append("\n".join(self.gated.lines()))
         return "\n\n".join(parts)

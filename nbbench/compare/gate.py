@@ -101,7 +101,7 @@ def judge(cmp, pct: Any) -> Gate:
                     text = (f"{what} is {worse * 100:.3g} % worse than {g.names[0]}: {figs}, "
                             f"{format_change(ri.ratio, ri.low, ri.high, ri.higher_is_better, ri.level)}")
                 else:
-                    text = f"{what}: {change_text(ri)} ({figs})"
+                    text = f"{what}: {change_text(ri)}; {figs}"
                 unlike = g.unlike(i)
                 if unlike and caveat:
                     text += f" — measured unlike the baseline ({caveat})"

@@ -8,7 +8,9 @@ metric (``samples[...][metric]`` beside a ``t_s`` list), and
 :func:`nbbench.stats.ratio_interval` turns them into the 95 % interval of
 candidate/baseline.  A delta whose interval contains 1 is "no significant change" and
 drawn grey (:data:`GREY`), never green or red; a significant one is written by
-:func:`nbbench.units.format_change` with its interval.
+:func:`nbbench.units.format_change` with its interval.  The change's point estimate is
+the centre of its interval: with several runs, the ratio of the runs' geometric means
+(Welch's interval is on the logarithms); the table's figures are the runs' medians.
 
 Layer: core (inside :mod:`nbbench.compare`; imports only results, stats and units).
 """
@@ -76,7 +78,7 @@ def interval(base_pool: Sequence, cand_pool: Sequence, metric: str, kind: str | 
 
 
 def change_text(ri: RatioInterval | None) -> str:
-    """The delta in words, in full: 'no significant change (+1.20 %, 95 % CI -2.00 … +4.50 %)',
+    """The delta in words, in full: 'no significant change: +1.20 % (95 % CI -2.00 … +4.50 %)',
     '+52.3 % (95 % CI +40.1 … +63.2 %)', 'inconclusive: one run each — use --repeat 5 (+12.0 %)'."""
     if ri is None or ri.ratio is None:
         return "—"
@@ -84,9 +86,9 @@ def change_text(ri: RatioInterval | None) -> str:
         return "no change (every run gave the same figure)"
     point = format_change(ri.ratio, higher_is_better=ri.higher_is_better)
     if ri.inconclusive:
-        return f"{ri.caveat or INCONCLUSIVE} (point estimate {point})"
+        return f"{ri.caveat or INCONCLUSIVE}: point estimate {point}"
     full = format_change(ri.ratio, ri.low, ri.high, ri.higher_is_better, ri.level)
-    text = full if ri.significant else f"{NO_CHANGE} ({full})"
+    text = full if ri.significant else f"{NO_CHANGE}: {full}"
     return text + (f" — {ri.caveat}" if ri.caveat and ri.method != "exact" else "")
 
 

@@ -59,7 +59,7 @@ def _value_cell(g, m: str, i: int) -> str:
     figs = g.figures(m, i)
     if len(figs) > 1 and g.value(m, i) is not None:
         sp = spread_text(figs)
-        v += " " + sp.split(" (")[0] if sp.startswith("±") else ""
+        v += " " + sp.split(" (")[0] if sp.startswith("±") and not sp.startswith("± 0 %") else ""
     return v
 
 
@@ -80,7 +80,8 @@ def group_text(g) -> str:
     out = [f"{g.kind}:"] + [_run_line(g, i) for i in range(len(g.runs))]
     out += [line(head), line(["-" * w for w in widths])] + [line(r) for r in body]
     if any(g.n_runs(i) > 1 for i in range(len(g.runs))):
-        out.append("figures: the median over each reference's runs, ± half their min…max range")
+        out.append("figures: the median over each reference's runs, ± half their min…max range; changes: the "
+                   "ratio of the runs' geometric means with its 95 % interval (Welch's t on the logarithms)")
     if len(shown) < len(g.metrics):
         out.append(f"({len(g.metrics) - len(shown)} more latency percentiles in .frame / --json)")
     out += [f"note: {n}" for n in g.noise_notes(shown)]
@@ -116,7 +117,8 @@ def comparison_html(cmp, images: bool = True) -> str:
                    f"{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
         if any(g.n_runs(i) > 1 for i in range(len(g.runs))):
             out.append("<div style='color:#666;font-size:85%'>figures: the median over each reference's runs, "
-                       "± half their min…max range</div>")
+                       "± half their min…max range; changes: the ratio of the runs' geometric means with its "
+                       "95 % interval (Welch's t on the logarithms; hover a change for it)</div>")
         if len(shown) < len(g.metrics):
             out.append(f"<div style='color:#666;font-size:85%'>{len(g.metrics) - len(shown)} more latency "
                        "percentiles in <code>.frame</code> / <code>--json</code></div>")

@@ -197,7 +197,7 @@ def summary(data, doctor: bool = True) -> str:
             text = _deltas(g)
             if text:
                 sentences.append(text)
-                compared |= {id(r) for r in g.runs}
+                compared |= {id(r) for i in range(len(g.runs)) for r in g.pool(i)}
     alone = [r for r in data.results if id(r) not in compared and r.kind != "doctor"]
     if alone:
         shown = [f"{r.lead()} ({r.headline()})" for r in alone[:_MAX_ANSWERS]]
