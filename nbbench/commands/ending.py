@@ -26,13 +26,14 @@ __all__ = ["execute", "finish", "show", "save_results", "outcome", "verdict", "e
 EXIT_OK = 0              # ran; its checks (if any) found nothing worse than a warning
 EXIT_FAILED = 1          # the probe failed (or could not run)
 EXIT_USAGE = 2           # a usage error: unknown subcommand, bad option or value
-EXIT_CHECK_FAILED = 3    # ran, and a check failed (verdict fail)
+EXIT_CHECK_FAILED = 3    # ran, and a check failed (verdict fail; a compare gate that failed)
 EXIT_INTERRUPTED = 130   # interrupted (Ctrl-C, SIGINT)
 #: the exit codes, as ``nbbench --help`` and the README list them
 EXIT_CODES = ((EXIT_OK, "ran (its checks, if any, found nothing worse than a warning)"),
               (EXIT_FAILED, "the probe failed"),
               (EXIT_USAGE, "usage error"),
-              (EXIT_CHECK_FAILED, "ran, and a check failed (verdict fail: e.g. nbbench gpu without CUDA)"),
+              (EXIT_CHECK_FAILED, "ran, and a check failed (verdict fail: e.g. nbbench gpu without CUDA, "
+                                  "compare --fail-if-worse on a significant regression)"),
               (EXIT_INTERRUPTED, "interrupted"))
 
 

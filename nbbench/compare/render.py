@@ -80,8 +80,8 @@ def group_text(g) -> str:
     out = [f"{g.kind}:"] + [_run_line(g, i) for i in range(len(g.runs))]
     out += [line(head), line(["-" * w for w in widths])] + [line(r) for r in body]
     if any(g.n_runs(i) > 1 for i in range(len(g.runs))):
-        out.append("figures: the median over each reference's runs, ± half their min…max range; changes: the "
-                   "ratio of the runs' geometric means with its 95 % interval (Welch's t on the logarithms)")
+        out += ["figures: the median over each reference's runs, ± half their min…max range;",
+                "changes: the ratio of the runs' geometric means, 95 % interval of Welch's t on the logarithms"]
     if len(shown) < len(g.metrics):
         out.append(f"({len(g.metrics) - len(shown)} more latency percentiles in .frame / --json)")
     out += [f"note: {n}" for n in g.noise_notes(shown)]
