@@ -79,8 +79,9 @@ def test_a_real_regression_is_red_with_its_interval_and_fails_the_gate():
     assert gate.verdict == "fail" and commands.exit_code(c) == 3 and commands.verdict(c) == "fail"
     (f,) = gate.failures
     assert f["metric"] == "read_bytes_per_s" and 25 < f["worse_pct"] < 35
-    assert re.search(r"read \(dd\) of B is [23]\d\.\d % worse than A: \d{3} MB/s against 1\.\d\d GB/s, "
-                     r"-[23]\d\.\d % \(95 % CI ", gate.sentence()), gate.sentence()
+    assert re.search(r"read \(dd\) of B is [23]\d\.\d % worse than A: -[23]\d\.\d % \(95 % CI -\d\d\.\d … "
+                     r"-\d\d\.\d %\) \(ratio of the geometric means\); medians \d{3} MB/s against 1\.\d\d GB/s",
+                     gate.sentence()), gate.sentence()
     # the same runs, a looser gate: worse, but not by more than 50 %
     assert c.gate("50%").verdict == "ok" and commands.exit_code(c) == 0
     # the API and the CLI agree
@@ -167,7 +168,7 @@ def test_the_report_says_no_significant_change_for_identical_sets(tmp_path):
     save_sets((500e6, 800e6), (500e6, 800e6), noise=0.05)
     rep = report("html", out=tmp_path / "r.html", runs=["A", "B"], run_doctor=False)
     para = rep.data.summary()
-    assert para.startswith("no significant change in write (") and "for B against A (dd, 5 runs each)" in para
+    assert para.startswith("no significant change in write (medians ") and "for B against A (dd, 5 runs each)" in para
     assert "no significant change in read" in para and "more below" not in para
     cells = delta_cells(rep.text)
     assert cells and all(c == GREY for c, *_ in cells)

@@ -96,10 +96,13 @@ def judge(cmp, pct: Any) -> Gate:
                 worse = ri.worse_by()
                 failed = bool(ri.worse and worse is not None and worse * 100 > threshold)
                 what = f"{metric_label(m)} ({g.kind}) of {g.names[i]}"
-                figs = f"{format_metric(m, g.value(m, i))} against {format_metric(m, g.value(m, 0))}"
+                several = g.n_runs(i) > 1 or g.n_runs(0) > 1   # the figures are medians, the change is not
+                figs = (("medians " if several else "")
+                        + f"{format_metric(m, g.value(m, i))} against {format_metric(m, g.value(m, 0))}")
                 if failed:
-                    text = (f"{what} is {worse * 100:.3g} % worse than {g.names[0]}: {figs}, "
-                            f"{format_change(ri.ratio, ri.low, ri.high, ri.higher_is_better, ri.level)}")
+                    text = (f"{what} is {worse * 100:.3g} % worse than {g.names[0]}: "
+                            f"{format_change(ri.ratio, ri.low, ri.high, ri.higher_is_better, ri.level)}"
+                            f"{' (ratio of the geometric means)' if several else ''}; {figs}")
                 else:
                     text = f"{what}: {change_text(ri)}; {figs}"
                 unlike = g.unlike(i)

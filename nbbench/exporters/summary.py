@@ -134,7 +134,8 @@ def _delta(g, m: str, i: int) -> str | None:
     if ri is None or ri.ratio is None:
         return None
     name = metric_label(m)
-    figs = f"{format_metric(m, g.value(m, i))} vs {format_metric(m, g.value(m, 0))}"
+    several = g.n_runs(i) > 1 or g.n_runs(0) > 1   # the figures are medians; a change over runs is not
+    figs = ("medians " if several else "") + f"{format_metric(m, g.value(m, i))} vs {format_metric(m, g.value(m, 0))}"
     if ri.method == "exact" and ri.ratio == 1:
         return f"no change in {name} ({figs})"
     if ri.inconclusive:
