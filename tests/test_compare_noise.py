@@ -8,7 +8,6 @@ import math
 import random
 import re
 
-import pytest
 
 from nbbench import cli, commands
 from nbbench.compare import compare
