@@ -92,3 +92,25 @@ def test_writers_killed_mid_save_leave_a_readable_store_with_every_committed_res
     for rid in committed:
         assert st.get(rid).kind == "crash"
     assert len(st.history(kind="crash")) == st.count("crash")
+
+
+def test_a_save_that_waits_past_its_timeout_says_so_in_one_line_and_shows_the_result(tmp_path):
+    import sqlite3
+
+    home = tmp_path / "home"
+    Store(home / "results.sqlite").close()
+    holder = sqlite3.connect(home / "results.sqlite", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")   # another process's save that never ends
+    try:
+        env = clean_env(NBBENCH_HOME=str(home), NBBENCH_STORE_TIMEOUT="0.5")
+        out = subprocess.run([sys.executable, "-m", "nbbench", "dd", str(tmp_path), "--size", "1M"],
+                             capture_output=True, text=True, timeout=120, env=env)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert out.returncode == 0, out.stderr
+    assert "B/s" in out.stdout                       # the result, shown
+    lines = [ln for ln in out.stderr.splitlines() if "not saved" in ln]
+    assert len(lines) == 1 and "stayed locked by another process for 0.5 s" in lines[0], out.stderr
+    assert "Traceback" not in out.stderr
+    assert Store(home / "results.sqlite").count() == 0
