@@ -54,7 +54,7 @@ COMMANDS = {
     "dd": (["dd", "{d}", "--size", "4M", "--no-save"], None),
     "randread": (["randread", "{d}", "--size", "4M", "--runtime", "0.2", "--ramp", "0", "--no-save"], None),
     "disk": (["disk", "{d}", "--size", "4M", "--runtime", "0.02", "--ramp", "0", "--no-save"], None),
-    "checkpoint": (["checkpoint", "{d}", "--size", "16M", "--no-save"], None),
+    "checkpoint": (["checkpoint", "{d}", "--size", "8M", "--no-save"], None),
     "make-dataset": (["make-dataset", "{d}/ds", "--files", "300", "--size", "4k", "--classes", "3"], _dataset_whole),
     "make-dataset-shards": (["make-dataset", "{d}/sh", "--shards", "3", "--shard-size", "96k", "--size", "8k"],
                             _dataset_whole),
@@ -82,6 +82,7 @@ def forker(tmp_path_factory):
     proc.wait(30)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(COMMANDS))
 def test_a_signal_at_any_moment_leaves_no_temporary_file(name, forker, tmp_path):
     if name == "checkpoint" and not HAS_TORCH:
