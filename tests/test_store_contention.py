@@ -5,6 +5,7 @@ middle of their saves leave a store that opens and holds every result committed 
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -73,7 +74,8 @@ def test_writers_killed_mid_save_leave_a_readable_store_with_every_committed_res
     Store(path).close()
     rng = random.Random(19)
     committed: list[int] = []
-    for _ in range(12):
+    rounds = 60 if os.environ.get("NBBENCH_STRESS", "") not in ("", "0") else 12   # make stress-test: more
+    for _ in range(rounds):
         savers = [_spawn("saver", path) for _ in range(2)]
         for p in savers:
             for _ in range(rng.randint(1, 40)):   # after this many commits, in the middle of the next save
