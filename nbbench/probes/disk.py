@@ -29,6 +29,8 @@ got; one that completed no full block fails with a sentence.
 
 from __future__ import annotations
 
+import os
+
 from ..results import ProbeError, Result
 from ..results.storage import DiskPresetResult, DiskResult, IoJobResult, RandreadResult
 from ..units import format_metric
@@ -118,7 +120,15 @@ def dd(path, bs="1M", size="1G", count=None, direct=None, engine="builtin", prog
             else:
                 cache_mode = "direct" if s.direct else "buffered-cold"
         except OSError as exc:
-            raise _os_error(exc, s.path, s.direct) from None
+            writing = wrote and w_out is None
+            done = None
+            if writing and s.wfd >= 0:
+                try:
+                    done = os.fstat(s.wfd).st_size
+                except OSError:
+                    pass
+            raise _os_error(exc, s.path, s.direct, op="writing" if writing else "reading", done=done,
+                            total=total if writing else None) from None
         failed, short = None, []
         for out, op in ((w_out, "write"), (r_out, "read")):
             if out is not None and failed is None:

@@ -399,13 +399,32 @@ def _stage_progress(progress, lo: float, hi: float):
     return p
 
 
-def _os_error(exc: OSError, path: str, direct: bool) -> ProbeError:
+def _os_error(exc: OSError, path: str, direct: bool, *, op: str | None = None, done: int | None = None,
+              total: int | None = None) -> ProbeError:
+    """An OSError met during a probe's I/O as one sentence: what happened, where, how far it got
+    (``done`` of ``total`` bytes, when known) and what to do."""
     import errno as _e
 
     name = _e.errorcode.get(exc.errno, str(exc.errno))
+    where = os.path.dirname(path) if os.path.basename(path).startswith(".nbbench-") else path
+    doing = f" while {op}" if op else ""
+    if done is not None and total:
+        doing += f": {format_bytes(done, binary=True)} written of {format_bytes(total, binary=True)}"
+    if exc.errno == _e.ENOSPC:
+        try:
+            st = os.statvfs(where if os.path.isdir(where) else os.path.dirname(where) or ".")
+            free = f"; free space {format_bytes(st.f_bavail * st.f_frsize, binary=True)}"
+        except OSError:
+            free = ""
+        return ProbeError(f"no space left on {where}{doing}{free} (the filesystem filled up: free some space there, "
+                          f"or use a smaller --size or another directory)")
+    if exc.errno == _e.EROFS:
+        return ProbeError(f"the filesystem holding {where} became read-only{doing} (the kernel does this after a "
+                          f"disk error: look at dmesg, then remount it read-write or use another directory)")
+    if exc.errno == _e.EIO:
+        return ProbeError(f"an I/O error on {where}{doing} (EIO: the device or its connection failed; look at "
+                          f"dmesg and the disk's health before trusting it)")
     hint = ""
     if exc.errno == _e.EINVAL and direct:
         hint = " — O_DIRECT needs a block size that is a multiple of the device's sector (try --bs 4k or --buffered)"
-    elif exc.errno == _e.ENOSPC:
-        hint = " — the disk filled up"
-    return ProbeError(f"I/O on {path} failed: {exc.strerror} ({name}){hint}")
+    return ProbeError(f"I/O on {path} failed{doing}: {exc.strerror} ({name}){hint}")
