@@ -4,14 +4,12 @@ and the one-line refusals.  Small sizes; every launch imports torch in 2-3 proce
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
