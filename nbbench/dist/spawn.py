@@ -167,7 +167,10 @@ class Ranks:
         if self.running():
             self.signal(signal.SIGKILL)
             for p in self.procs:
-                p.wait()
+                try:
+                    p.wait(10)   # a process stuck in the kernel (a hung mount) is not waited for forever
+                except subprocess.TimeoutExpired:
+                    pass
         self.poll()
 
     def tail(self, rank: int) -> str:
