@@ -5,6 +5,7 @@ ranks see their parent gone and wind up, and the next launch sweeps the private 
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -83,3 +84,4 @@ def test_a_killed_launcher_leaves_no_rank_running_and_its_directory_is_swept_nex
                          env=clean_env(TMPDIR=str(own_tmp)))
     assert out.returncode == 0, out.stderr[-2000:]
     assert [n for n in os.listdir(own_tmp) if "nbbench" in n] == []   # ... until the next launch swept it
+    assert any(f"from {own_tmp}" in w for w in json.loads(out.stdout)["warnings"])   # and said so

@@ -165,9 +165,9 @@ def launch(argv: list[str], nproc: int, job, progress: Callable | None = None, c
     install_handlers()
     tmp = tempfile.gettempdir()
     try:
-        tempfiles.sweep_stale(tmp)   # a private directory a killed launcher left
+        swept = tempfiles.sweep_stale(tmp)[0]   # a private directory a killed launcher left
     except Exception:  # noqa: BLE001 - a sweep never stops a run
-        pass
+        swept = 0
     extra, socket_warnings = socket_env(os.environ, backend)
     workdir = tempfiles.create_dir(tmp, "ranks").path
     ranks = Ranks(argv, nproc, workdir, "nbbench-" + secrets.token_hex(6), extra)
@@ -215,6 +215,9 @@ def launch(argv: list[str], nproc: int, job, progress: Callable | None = None, c
                      f"{job.params.get('path')}: left by processes of this host that were killed (a rank)")
         for w in socket_warnings:
             res.warn(w)
+        if swept:
+            res.warn(f"removed {swept} stale nbbench temporary entr{'y' if swept == 1 else 'ies'} from {tmp}: left by "
+                     "processes of this host that were killed (a launcher of ranks, a probe)")
         return res
     finally:
         if ranks.running():   # the launcher itself was interrupted
