@@ -11,9 +11,10 @@ from __future__ import annotations
 import argparse
 
 from .. import units
+from ..probes import limits as _limits
 
 __all__ = ["size", "duration", "positive_int", "nonneg_int", "int_list", "bool_list",
-           "size_list", "fraction", "choice_list", "int_range", "IntRange"]
+           "size_list", "fraction", "choice_list", "percentage", "int_range", "IntRange"]
 
 
 def size(text: str) -> int:
@@ -59,10 +60,14 @@ class IntRange:
 
 
 def int_range(lo: int | tuple[int, int], hi: int | None = None) -> IntRange:
-    """``int_range(1, 256)`` or ``int_range(limits.RANDREAD_THREADS)``."""
+    """``int_range(1, 256)`` or ``int_range(limits.RANDREAD_QD)``."""
     if hi is None:
         lo, hi = lo
     return IntRange(lo, hi)
+
+
+#: ``--jobs``: 1 to 256 processes (the probes' own limit, :data:`nbbench.probes.limits.JOBS`)
+jobs = IntRange(*_limits.JOBS)
 
 
 def positive_int(text: str) -> int:
@@ -71,6 +76,16 @@ def positive_int(text: str) -> int:
 
 def nonneg_int(text: str) -> int:
     return _int_at_least(text, 0)
+
+
+def percentage(text: str) -> float:
+    """'5%', '5 %' or '5': how much worse a gate allows (:func:`nbbench.compare.gate.parse_pct`)."""
+    from ..compare.gate import parse_pct
+
+    try:
+        return parse_pct(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def fraction(text: str) -> float:

@@ -9,11 +9,11 @@ no imports: the parsers read it without importing the probes.
 
 from __future__ import annotations
 
-__all__ = ["RANDREAD_QD", "RANDREAD_THREADS", "FILES_THREADS", "FILES_SAMPLE", "check"]
+__all__ = ["RANDREAD_QD", "JOBS", "FILES_THREADS", "FILES_SAMPLE", "check"]
 
 #: (lowest, highest) accepted
 RANDREAD_QD = (1, 4096)
-RANDREAD_THREADS = (1, 256)
+JOBS = (1, 256)           # --jobs: independent I/O processes (dd, randread, disk)
 FILES_THREADS = (1, 512)
 FILES_SAMPLE = (1, 10**9)
 

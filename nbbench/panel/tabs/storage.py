@@ -21,20 +21,23 @@ PROBES = {
 #: the fields that are the subcommands' own options: (flag, the field's name in the panel, width);
 #: everything else about them — default, choices, limits, help — is the parser's
 OPTION_FIELDS = {
-    "dd": [("--bs", "block size", "150px"), ("--size", "size", "150px"), ("--engine", "engine")],
-    "randread": [("--bs", "block size", "150px"), ("--qd", "queue depth", "160px"), ("--threads", "threads", "140px"),
+    "dd": [("--bs", "block size", "150px"), ("--size", "size", "150px"), ("--engine", "engine"),
+           ("--jobs", "jobs", "120px")],
+    "randread": [("--bs", "block size", "150px"), ("--qd", "queue depth", "160px"), ("--jobs", "jobs", "120px"),
                  ("--runtime", "runtime", "150px"), ("--ramp", "ramp", "150px"), ("--size", "region", "150px"),
                  ("--engine", "engine"), ("--warm", "warm: read the region once first (measures the page cache)")],
     "files": [("--sample", "sample files", "190px"), ("--threads", "threads", "150px"),
               ("--cold", "cold: drop the page cache first (else labelled warm)")],
     "disk": [("--preset", "preset"), ("--size", "size", "150px"), ("--runtime", "per test", "150px"),
-             ("--ramp", "ramp", "150px"), ("--engine", "engine"), ("--no-write", "reads only (no write tests)")],
+             ("--ramp", "ramp", "150px"), ("--engine", "engine"), ("--jobs", "jobs", "120px"),
+             ("--no-write", "reads only (no write tests)")],
 }
 #: the options the panel leaves out on purpose (the panel's own fields, or not for a panel);
 #: tests/test_panel_options.py fails on an option that is neither a field nor here
 NOT_FIELDS = {"--json", "--quiet", "--verbose", "--label", "--no-save", "--details", "--help", "--direct",
               "--buffered", "--mode", "--count", "--buffers", "--ranks", "--nnodes", "--rdzv-host", "--backend",
-              "--no-dist", "--file-per-rank", "--seed"}
+              "--no-dist", "--file-per-rank", "--seed",
+              "--threads"}   # randread's and disk's deprecated alias of --jobs (files' own --threads is a field)
 CACHE = (("auto: direct where the filesystem accepts it", "auto"), ("direct (O_DIRECT)", "direct"),
          ("buffered (page cache)", "buffered"))
 #: dd's mode in a directory (a file or a device is only read: no choice to make there)
@@ -61,13 +64,14 @@ class StorageTab(Tab):
         # defaults, choices, limits, help: option_field); the panel only names and places it
         self.opts = {name: option_fields(name, spec) for name, spec in OPTION_FIELDS.items()}
         dd, rr, fl, dk = (self.opts[k] for k in ("dd", "randread", "files", "disk"))
-        self.dd_bs, self.dd_size, self.dd_engine = dd["--bs"], dd["--size"], dd["--engine"]
-        self.rr_bs, self.rr_qd, self.rr_threads = rr["--bs"], rr["--qd"], rr["--threads"]
+        self.dd_bs, self.dd_size, self.dd_engine, self.dd_jobs = dd["--bs"], dd["--size"], dd["--engine"], dd["--jobs"]
+        self.rr_bs, self.rr_qd, self.rr_jobs = rr["--bs"], rr["--qd"], rr["--jobs"]
         self.rr_runtime, self.rr_ramp, self.rr_size = rr["--runtime"], rr["--ramp"], rr["--size"]
         self.rr_engine, self.rr_warm = rr["--engine"], rr["--warm"]
         self.fl_sample, self.fl_threads, self.fl_cold = fl["--sample"], fl["--threads"], fl["--cold"]
         self.dk_preset, self.dk_size, self.dk_runtime = dk["--preset"], dk["--size"], dk["--runtime"]
         self.dk_ramp, self.dk_engine, self.dk_nowrite = dk["--ramp"], dk["--engine"], dk["--no-write"]
+        self.dk_jobs = dk["--jobs"]
         # the panel's own choices over several flags: the cache (--direct / --buffered / neither)
         # and dd's mode in a directory
         self.dd_cache, self.rr_cache, self.dk_cache = (
@@ -75,12 +79,13 @@ class StorageTab(Tab):
             for _ in range(3))
         self.dd_mode = w.Dropdown(options=DD_MODES, value="", description="mode", style=st,
                                   layout=w.Layout(width=FIT))
-        dd_box = w.VBox([w.HBox([self.dd_bs, self.dd_size, self.dd_engine]), w.HBox([self.dd_cache, self.dd_mode])])
-        rr_box = w.VBox([w.HBox([self.rr_bs, self.rr_qd, self.rr_threads, self.rr_runtime, self.rr_ramp]),
+        dd_box = w.VBox([w.HBox([self.dd_bs, self.dd_size, self.dd_engine, self.dd_jobs]),
+                         w.HBox([self.dd_cache, self.dd_mode])])
+        rr_box = w.VBox([w.HBox([self.rr_bs, self.rr_qd, self.rr_jobs, self.rr_runtime, self.rr_ramp]),
                          w.HBox([self.rr_size, self.rr_engine, self.rr_cache]), self.rr_warm])
         files_box = w.VBox([w.HBox([self.fl_sample, self.fl_threads]), self.fl_cold])
         disk_box = w.VBox([w.HBox([self.dk_preset, self.dk_size, self.dk_runtime, self.dk_ramp]),
-                           w.HBox([self.dk_cache, self.dk_engine]), self.dk_nowrite,
+                           w.HBox([self.dk_cache, self.dk_engine, self.dk_jobs]), self.dk_nowrite,
                            w.HTML("<span style='color:#555'>cdm: SEQ1M Q8T1, SEQ1M Q1T1, RND4K Q32T1, RND4K Q1T1, "
                                   "read and (in a directory) write, as one table.</span>")])
 
