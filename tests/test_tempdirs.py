@@ -102,8 +102,6 @@ def test_the_stale_sweep_removes_a_killed_runs_directory_only(tmp_path):
 
 def test_a_forked_child_terminated_leaves_the_parents_temp_files(tmp_path):
     """DataLoader's shutdown SIGTERMs a worker it forked: the parent's files are not the worker's."""
-    import os
-    import signal
     import subprocess
     import sys
     import textwrap
