@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from . import options
 from . import Command
 from . import ranks
+from ..probes import limits
 from ..results import ProbeError
 from ..units import format_bytes
 
@@ -119,7 +120,8 @@ class RandreadCommand(ranks.RankedCommand):
     def add_arguments(self, parser) -> None:
         parser.add_argument("path", metavar="PATH", help=_PATH_HELP)
         parser.add_argument("--bs", type=options.size, default="4k", help="block size (default 4k)")
-        parser.add_argument("--qd", type=options.positive_int, default=1, help="I/Os in flight (default 1)")
+        parser.add_argument("--qd", type=options.int_range(limits.RANDREAD_QD), default=1,
+                            help="I/Os in flight (default 1)")
         _add_jobs(parser, threads_alias=True)
         parser.add_argument("--runtime", type=options.duration, default=10.0, help="seconds measured (default 10)")
         parser.add_argument("--ramp", type=options.duration, default=1.0, help="seconds not counted first (default 1)")
@@ -156,9 +158,10 @@ class FilesCommand(ranks.RankedCommand):
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("path", metavar="DIR", help="the tree, e.g. /dataset/train (read only)")
-        parser.add_argument("--sample", type=options.positive_int, default=1000,
+        parser.add_argument("--sample", type=options.int_range(limits.FILES_SAMPLE), default=1000,
                             help="files to read, a random sample of the tree (default 1000)")
-        parser.add_argument("--threads", type=options.positive_int, default=8, help="reader threads (default 8)")
+        parser.add_argument("--threads", type=options.int_range(limits.FILES_THREADS), default=8,
+                            help="reader threads (default 8)")
         parser.add_argument("--cold", action="store_true",
                             help="drop the page cache first (root: drop_caches, else posix_fadvise per file)")
         parser.add_argument("--seed", type=options.nonneg_int, default=0, help="the sample's seed")

@@ -27,11 +27,15 @@ from __future__ import annotations
 import datetime as _dt
 from typing import ClassVar
 
-from ..units import format_metric, metric_label, metric_phrase, percentile_name
+from ..units import format_many, format_metric, metric_label, metric_phrase, percentile_name
 from . import advice as _advice
 from .present import ANSWER_SEP, SEP, Presentation, Rendered, Section, fit_summary, render_html, render_text, tone_of
 
 __all__ = ["ResultView"]
+
+
+def _secs(ns):
+    return None if ns is None else ns * 1e-9
 
 
 def _known(v) -> bool:
@@ -120,10 +124,11 @@ class ResultView:
         figs = [[self.metric_name(k), format_metric(k, v)] for k, v in self.metrics.items() if k not in pkeys]
         out = []
         if figs:
-            out.append(Section(f"all {len(figs)} figures" if len(figs) > 1 else "its figure", figs,
+            out.append(Section(f"all {len(figs)} metrics" if len(figs) > 1 else "its metric", figs,
                                css="nbbench-metrics"))
-        cells = [f"{percentile_name(p)} {format_metric('x_ns', self.metrics[percentile_key(p)])}"
-                 for p in PERCENTILES if percentile_key(p) in self.metrics]
+        have = [p for p in PERCENTILES if percentile_key(p) in self.metrics]
+        figs = format_many([_secs(self.metrics[percentile_key(p)]) for p in have], "s")   # one unit for the row
+        cells = [f"{percentile_name(p)} {f}" for p, f in zip(have, figs)]
         if cells:
             out.append(Section("latency percentiles", [cells[i:i + 6] for i in range(0, len(cells), 6)],
                                align="l", sep=SEP, css="nbbench-percentiles"))
@@ -137,7 +142,8 @@ class ResultView:
         when = _dt.datetime.fromtimestamp(self.started_at).isoformat(timespec="seconds")
         bits = [f"run {self.run_id}" if self.run_id is not None else "", when,
                 f"env {self.env_id[:12]}" if self.env_id else "",
-                format_metric("x_s", self.duration_s) if self.duration_s is not None else ""]
+                format_metric("x_s", self.duration_s) if self.duration_s is not None
+                and format_metric("x_s", self.duration_s) not in self.lead() else ""]   # said once
         return SEP.join(b for b in bits if b)
 
     def present(self) -> Presentation:
