@@ -318,14 +318,14 @@ def test_snapshot_is_static_html_of_each_tabs_last_run(panel, fake_gpu):
     assert "<script" not in snap and "widget" not in re.sub(r"<style>.*?</style>", "", snap).split("head")[0]
     assert "nbbench-snapshot" in snap and "GPU" in snap and "check 1: fail" in snap
     assert "nbbench-status-fail" in snap and "a check failed" in snap      # the red status line, kept
-    assert "not run in this session: Storage, DataLoader, Monitor" in snap
+    assert "not run in this session: Storage, DataLoader, Object storage, Monitor" in snap
     assert re.sub(r"<[^>]+>", "", snap).count("check 1: fail") >= 1
     rec = _dd_small(panel)
     assert rec.status == "ok"
     snap = panel.snapshot_html()
     body = snap[snap.index("nbbench-snapshot-body"):]
     assert body.index(">GPU<") < body.index(">Storage<")
-    assert "B/s write" in snap and "not run in this session: DataLoader, Monitor" in snap
+    assert "B/s write" in snap and "not run in this session: DataLoader, Object storage, Monitor" in snap
 
 
 def test_displaying_the_panel_leaves_the_snapshot_and_refreshes_it(panel, fake_gpu):

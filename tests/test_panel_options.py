@@ -13,6 +13,7 @@ from nbbench import commands  # noqa: E402
 from nbbench.commands import options  # noqa: E402
 from nbbench.panel.tabs.base import command_options, option_field, options_argv  # noqa: E402
 from nbbench.panel.tabs import loader as loader_tab  # noqa: E402
+from nbbench.panel.tabs import objects as objects_tab  # noqa: E402
 from nbbench.panel.tabs import storage as storage_tab  # noqa: E402
 from nbbench.probes import limits  # noqa: E402
 from nbbench.results import ProbeError  # noqa: E402
@@ -25,9 +26,9 @@ def _accels():
 
 
 #: every tab's option fields and what it leaves out, by subcommand
-OPTION_FIELDS = {**storage_tab.OPTION_FIELDS, **loader_tab.option_spec(_accels())}
+OPTION_FIELDS = {**storage_tab.OPTION_FIELDS, **loader_tab.option_spec(_accels()), **objects_tab.OPTION_FIELDS}
 NOT_FIELDS = {**{k: storage_tab.NOT_FIELDS for k in storage_tab.OPTION_FIELDS},
-              **{k: loader_tab.NOT_FIELDS for k in ("feed", "sweep")}}
+              **{k: loader_tab.NOT_FIELDS for k in ("feed", "sweep")}, "s3": objects_tab.NOT_FIELDS}
 
 
 def _field(name, flag, *rest):
@@ -77,7 +78,8 @@ def test_the_defaults_argv_parses_to_the_parsers_defaults():
 
     for name in OPTION_FIELDS:
         fields = {flag: _field(name, flag, *rest)[0] for flag, *rest in OPTION_FIELDS[name]}
-        inv = commands.parse([name, "/tmp", *options_argv(fields)], PanelContext())
+        where = "s3://bench/objects/" if name == "s3" else "/tmp"
+        inv = commands.parse([name, where, *options_argv(fields)], PanelContext())
         want = commands.defaults(name, PanelContext())
         for flag, *_ in OPTION_FIELDS[name]:
             dest = command_options(name)[flag].dest
