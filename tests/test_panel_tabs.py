@@ -33,7 +33,7 @@ def test_gpu_tab_options(panel):
     g.bench.value = False
     g.size.value = 1024
     job = g.job(panel.path_field.current(), "lbl")
-    assert job.argv == ["gpu", "--size", "1024", "--repeats", "10", "--no-bench", "--label", "lbl"]
+    assert job.argv == ["gpu", "--size", "1024", "--iters", "10", "--no-bench", "--label", "lbl"]
     args = parse_command(job.argv).args
     assert args.bench is False and args.size == 1024 and args.label == "lbl"
 

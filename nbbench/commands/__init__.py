@@ -138,6 +138,12 @@ class Command:
     #: notebook) it is returned like an expression's without -o, and then not shown by the
     #: command too (IPython displays it as the cell's value); with -o: shown and returned
     expression: bool = False
+    #: it measures: it takes ``--repeat N`` (:mod:`nbbench.commands.repeat`), and its result
+    #: states its spread and run quality
+    measures: bool = False
+    #: (option, dest, "size" | "duration" | "count"): the option that lengthens the measured
+    #: phase, named by "too short to trust" advice (None: "run it longer")
+    scale: tuple[str, str, str] | None = None
 
     def add_arguments(self, parser) -> None:
         """Declare this subcommand's own options (argparse API)."""
@@ -207,6 +213,10 @@ def build_parser(cmd: Command, ctx: Context):
     parser = _raising(ctx.parser_class)(prog=prog, description=cmd.description or cmd.help, epilog=cmd.epilog,
                                         add_help=False)
     add_common_options(parser, ctx, saves=cmd.saves)
+    if cmd.measures:
+        from .repeat import add_repeat_option
+
+        add_repeat_option(parser)
     cmd.add_arguments(parser)
     return parser
 

@@ -49,6 +49,8 @@ class Context:
     #: command may leave a background monitor running there (``watch``); a terminal's process ends
     #: with its command
     lasting: bool = False
+    #: which of ``--repeat N`` runs is running ("run 2 of 5"; '' for one run): progress bars name it
+    run_of: str = ""
 
     # ------------------------------------------------------------- words
     def command_text(self, name: str, args: str = "", cell: bool = False) -> str:
@@ -146,7 +148,7 @@ class Context:
         """
         from ..runner import run_cancellable
 
-        bar = self.progress(desc)
+        bar = self.progress(f"{desc} ({self.run_of})" if self.run_of else desc)
         try:
             res = run_cancellable(lambda cancel: fn(bar, cancel), self.cancel)
         except BaseException:

@@ -145,6 +145,9 @@ class Result(ResultView):
     advice: list[dict] = field(default_factory=list)
     #: what the result's checks found (:data:`VERDICTS`), None without checks; ``status`` says whether it ran
     verdict: str | None = None
+    #: each run's own metrics when the probe ran several times (``--repeat N``:
+    #: :func:`nbbench.results.runs.merge`; ``metrics`` then holds their medians); empty: one run
+    runs: list[dict] = field(default_factory=list)
 
     KIND: ClassVar[str] = "result"
     #: how this result's advice names a command, ``(name, args) -> text``: set by the front end
@@ -236,7 +239,16 @@ class Result(ResultView):
             "extra": copy.deepcopy(self.extra),
             "run_id": self.run_id,
             "advice": copy.deepcopy(self.advice),
+            # every run's metrics (one entry for a single run), and the printed headline line
+            "runs": copy.deepcopy(self.runs) if self.runs else [copy.deepcopy(self.metrics)],
+            "summary": self._summary_text(),
         }
+
+    def _summary_text(self) -> str | None:
+        try:
+            return self.summary()
+        except Exception:  # noqa: BLE001 - a result whose line cannot be worded is still kept
+            return None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], copy_data: bool = True) -> "Result":
@@ -261,6 +273,7 @@ class Result(ResultView):
             run_id=data.get("run_id"),
             advice=cp(list(data.get("advice") or [])),   # runs stored before advice existed: []
             verdict=data.get("verdict"),   # runs stored before verdicts existed: judged from their checks
+            runs=_runs_of(data, cp),
         )
 
     def to_json(self, **kw) -> str:
@@ -303,6 +316,12 @@ class Result(ResultView):
         if data and isinstance(data[0], dict):
             return pd.DataFrame.from_records(data)
         return pd.DataFrame({name: data})
+
+def _runs_of(data: dict[str, Any], cp) -> list[dict]:
+    """The runs a stored result kept: [] for one run (its metrics are ``metrics``)."""
+    runs = data.get("runs") or []
+    return cp(list(runs)) if len(runs) > 1 else []
+
 
 def _json_default(o):
     try:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..runner import command_job
 from ..wording import field_names
-from .base import COMMON_FIELDS, FIT, Tab, command_defaults, need_path, unavailable_reason, ranks_field, ranks_opts
+from .base import COMMON_FIELDS, FIT, Tab, command_defaults, need_path, unavailable_reason, ranks_field, ranks_opts, repeat_field, repeat_opts
 
 ACTIONS = {
     "feed": "how many accelerators can this storage and CPU feed at AU >= 90 % — and what limits it",
@@ -106,13 +106,17 @@ class LoaderTab(Tab):
         self.hint = w.HTML("<span style='color:#555'>PATH is the dataset folder (root/CLASS/IMAGE). No dataset? "
                            "<code>nbbench make-dataset DIR --files 2000 --jpeg</code> makes one.</span>")
         self.ranks = ranks_field()   # --ranks N
+        self.repeat = repeat_field()   # --repeat N (feed measures; a sweep compares its configurations)
         self.action.observe(self._switch, names="value")
         self._switch()
-        return w.VBox([self.action, self.about, self.params, self.ranks, self.hint, self.missing])
+        return w.VBox([self.action, self.about, self.params, w.HBox([self.repeat, self.ranks]), self.hint,
+                       self.missing])
 
     def _switch(self, change=None) -> None:
         name = self.action.value
         self.params.children = (self.boxes[name],)
+        if hasattr(self, "repeat"):
+            self.repeat.layout.display = None if name == "feed" else "none"
         self.about.value = f"<span style='color:#555'>{ACTIONS[name]}</span>"
         note = unavailable_reason(name)
         self.missing.value = f"<span style='color:#c62828'>not available: {note}</span>" if note else ""
@@ -144,6 +148,7 @@ class LoaderTab(Tab):
                     "--decode", self.fd_decode.value]
             if self.fd_workers.value.strip():
                 opts += ["--workers", self.fd_workers.value.strip()]
+            opts += repeat_opts(self.repeat)
         else:
             opts = ["--batch-size", self.sw_batch.value.strip(), "--pin-memory", self.sw_pin.value.strip(),
                     "--prefetch", self.sw_prefetch.value.strip(), "--duration", self.sw_duration.value.strip(),

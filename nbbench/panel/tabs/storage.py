@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..runner import command_job
 from ..wording import field_names
-from .base import (COMMON_FIELDS, FIT, Tab, command_defaults, need_path, ranks_field, ranks_opts, show, size_text,
+from .base import (COMMON_FIELDS, FIT, Tab, command_defaults, need_path, ranks_field, ranks_opts, repeat_field, repeat_opts, show, size_text,
                    unavailable_reason)
 
 PROBES = {
@@ -116,11 +116,12 @@ class StorageTab(Tab):
         self.params = w.Box([dd_box])
         self.missing = w.HTML()
         self.ranks = ranks_field()   # --ranks N (not for the disk presets)
+        self.repeat = repeat_field()   # --repeat N: every probe here
         self.probe.observe(self._switch, names="value")
         self.rr_cache.observe(lambda c: self._relevant(), names="value")
         self._info = None
         self._switch()
-        return w.VBox([self.probe, self.about, self.params, self.ranks, self.missing])
+        return w.VBox([self.probe, self.about, self.params, w.HBox([self.repeat, self.ranks]), self.missing])
 
     def _relevant(self) -> None:
         """Show only the fields that do something for this PATH and these choices."""
@@ -193,6 +194,7 @@ class StorageTab(Tab):
                 opts += ["--size", self.dk_size.value.strip()]
             if self.dk_nowrite.value and path.kind == "dir":
                 opts.append("--no-write")
+        opts += repeat_opts(self.repeat)
         if name != "disk":
             opts += ranks_opts(self.ranks)
         return command_job(f"{name} {target}", name, target, *opts, label=label, fields=self.fields())
