@@ -22,37 +22,9 @@ import copy
 import math
 from typing import Any, Iterable, Sequence
 
+from ..stats import median, spread
+
 __all__ = ["merge", "spread_of", "window_values", "figure_spread", "headline_keys", "pm_text", "spread_clause"]
-
-
-def _stats():
-    try:
-        from .. import stats
-    except ImportError:   # until the statistics module lands: the same two functions
-        return _Fallback
-    return stats
-
-
-class _Fallback:
-    @staticmethod
-    def median(xs):
-        import statistics
-
-        return statistics.median(xs)
-
-    @staticmethod
-    def spread(xs):
-        import statistics
-
-        v = [float(x) for x in xs]
-        n = len(v)
-        if not n:
-            return {"n": 0, "median": None, "min": None, "max": None, "rel_range": None, "cv": None}
-        med, mean = statistics.median(v), statistics.fmean(v)
-        sd = statistics.stdev(v) if n > 1 else 0.0
-        return {"n": n, "median": med, "min": min(v), "max": max(v),
-                "rel_range": (max(v) - min(v)) / abs(med) if n > 1 and med else None,
-                "cv": sd / abs(mean) if n > 1 and mean else None}
 
 
 def _numeric(v) -> bool:
@@ -63,7 +35,7 @@ def figure_spread(values: Iterable[float]) -> dict:
     """The spread of one figure's values: the statistics module's ``spread`` (n, median, min,
     max, rel_range, cv) plus ``pm``, the ± shown beside the figure (a fraction): half the
     range over the median for runs; set by :func:`spread_of` to the CV for windows."""
-    sp = dict(_stats().spread([v for v in values if _numeric(v)]))
+    sp = dict(spread([v for v in values if _numeric(v)]))
     sp["pm"] = sp["rel_range"] / 2 if sp.get("rel_range") is not None else None
     return sp
 
@@ -143,7 +115,7 @@ def spread_clause(spread: dict | None) -> str:
 
 # ------------------------------------------------------------------ merging
 def _median_metrics(dicts: list[dict]) -> dict:
-    med = _stats().median
+    med = median
     out: dict[str, Any] = {}
     for d in dicts:
         for k in d:
