@@ -62,6 +62,7 @@ REGISTRY: dict[str, tuple[str, str]] = {
     "loader": ("nbbench.commands.loader:LoaderCommand", "DataLoader throughput with the data-wait / compute split"),
     "sweep": ("nbbench.commands.loader:SweepCommand", "sweep num_workers / batch size / pin_memory and recommend"),
     "feed": ("nbbench.commands.loader:FeedCommand", "how many accelerators can this storage and CPU feed"),
+    "vs": ("nbbench.commands.interleave:VsCommand", "two or more settings of one probe, interleaved A B A B …, compared"),
     "panel": ("nbbench.commands.panel:PanelCommand", "open the control panel (notebook)"),
     "doctor": ("nbbench.commands.doctor:DoctorCommand", "audit the environment: /dev/shm, limits, mounts, exposure"),
     "history": ("nbbench.commands.history:HistoryCommand", "stored runs as a table"),

@@ -59,6 +59,7 @@ KINDS: dict[str, str] = {
     "monitor": "nbbench.results.monitor:MonitorResult",
     "doctor": "nbbench.results.doctor:DoctorResult",
     "env": "nbbench.results.env:EnvResult",
+    "vs": "nbbench.results.interleave:InterleaveResult",
 }
 #: kinds registered at run time with :func:`register` (user code, tests)
 _REGISTRY: dict[str, type["Result"]] = {}

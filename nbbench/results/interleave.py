@@ -1,0 +1,118 @@
+"""Two or more settings of one probe measured interleaved, compared in one result (``nbbench vs``).
+
+Layer: core (inside :mod:`nbbench.results`).  :class:`InterleaveResult` (kind ``"vs"``) keeps,
+for each setting (A, B, …, the command lines as given): its runs (one per round, each run's
+metrics), the medians and the spread of its headline figures (``samples["settings"]``); and for
+each setting after the first, the ratio of each headline figure to A's with its 95 % interval
+(``extra["ratios"]``: :func:`nbbench.stats.ratio_interval`'s fields plus ``figure``, ``of`` and
+``text``).  ``metrics`` holds each setting's medians as ``a_write_bytes_per_s``,
+``b_write_bytes_per_s``….  A ratio whose interval contains 1 is "no significant change".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..units import format_metric, metric_label
+from .base import Result
+from .present import SEP, Section
+from .runs import pm_text, spread_clause
+
+__all__ = ["InterleaveResult", "LETTERS", "ratio_text"]
+
+#: the names of the settings, in the order given
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+NO_CHANGE = "no significant change"
+
+
+def ratio_text(r: dict) -> str:
+    """One ratio in words: '+52 % (95 % CI +40 … +63 %)', 'no significant change (95 % CI −3 … +4 %)',
+    or the inconclusive sentence of one round."""
+    from ..units import format_change
+
+    hib = r.get("higher_is_better")
+    if r.get("low") is None or r.get("high") is None:
+        return r.get("caveat") or "inconclusive"
+    if not r.get("significant"):
+        ci = format_change(r.get("ratio"), r.get("low"), r.get("high"), hib)
+        inside = ci[ci.index("(") + 1:-1] if "(" in ci else ""
+        return f"{NO_CHANGE} ({inside})" if inside else NO_CHANGE
+    return format_change(r.get("ratio"), r.get("low"), r.get("high"), hib)
+
+
+class InterleaveResult(Result):
+    """Settings of one probe, interleaved round by round, compared (see the module doc)."""
+
+    KIND = "vs"
+    QUALIFIERS = ()
+    TAGS = ()
+    INLINE_SPREAD = False
+
+    @property
+    def settings(self) -> list[dict[str, Any]]:
+        return list(self.samples.get("settings") or [])
+
+    @property
+    def ratios(self) -> list[dict[str, Any]]:
+        return list(self.extra.get("ratios") or [])
+
+    def headline(self) -> str:
+        rounds = self.params.get("rounds")
+        probe = self.params.get("probe", "")
+        return f"{probe} interleaved, {rounds} round{'s' if rounds != 1 else ''}".strip()
+
+    def summary_metrics(self) -> list[str]:
+        return []
+
+    def answer_line(self) -> str:
+        """'B vs A: write −38 % (95 % CI −45 … −30 %) · read no significant change (95 % CI −3 … +4 %)'."""
+        if not self.ratios:
+            return "no comparison" if len(self.settings) < 2 else "no figures to compare"
+        out, last = [], None
+        for r in self.ratios:
+            who = f"{r['of'].split('/')[0]} vs {r['of'].split('/')[1]}: " if r["of"] != last else ""
+            last = r["of"]
+            out.append(f"{who}{metric_label(r['figure'])} {ratio_text(r)}")
+        return SEP.join(out)
+
+    def story(self) -> list[str]:
+        """Each setting's medians with their spread: 'A (dd /x --direct): 1.20 GB/s write ± 3 % …'."""
+        lines = []
+        for s in self.settings:
+            figs = [f"{format_metric(k, v)} {metric_label(k)}" + (f" {pm_text(sp['pm'])}" if sp and sp.get("pm")
+                                                                   is not None else "")
+                    for k, v, sp in _figures(s)]
+            clause = spread_clause(s.get("spread"))
+            lines.append(f"{s['setting']} ({s['command']}): {', '.join(figs) or 'no figures'}"
+                         + (f" {clause}" if clause else ""))
+        diff = self.extra.get("differ")
+        if diff:
+            lines.append("the settings differ in " + "; ".join(diff))
+        return lines
+
+    def sections(self) -> list[Section]:
+        out = []
+        if self.ratios:
+            rows = [[r["of"], metric_label(r["figure"]), ratio_text(r), r.get("method") or "",
+                     f"{r.get('n_baseline')} vs {r.get('n_candidate')}"] for r in self.ratios]
+            out.append(Section("ratios (95 % interval)", rows, head=["of", "figure", "change", "method", "runs"],
+                               folded=False, align="lllll", css="nbbench-ratios"))
+        body = []
+        for s in self.settings:
+            keys = [k for k, _, _ in _figures(s)]
+            for i, run in enumerate(s.get("runs") or []):
+                body.append([s["setting"], str(i + 1)] + [f"{format_metric(k, run.get(k))} {metric_label(k)}"
+                                                          for k in keys])
+        if body:
+            width = max(len(b) for b in body)
+            body = [b + [""] * (width - len(b)) for b in body]
+            out.append(Section("every run, in rounds", body, head=["setting", "round"] + [""] * (width - 2),
+                               css="nbbench-runs"))
+        return out + [s for s in super().sections() if s.css == "nbbench-labels"]
+
+
+def _figures(setting: dict) -> list[tuple[str, Any, dict | None]]:
+    figs = (setting.get("spread") or {}).get("figures") or {}
+    keys = setting.get("headline") or list(figs)
+    return [(k, (setting.get("metrics") or {}).get(k), figs.get(k)) for k in keys]
