@@ -234,3 +234,12 @@ def test_vs_with_real_dd_and_the_magic_form(ipshell, tmp_path):
     assert any("cache: A direct" in d for d in r.extra["differ"])
     assert isinstance(default_store().get(r.run_id), type(r))
     assert not list(tmp_path.iterdir())
+
+
+def test_gpu_benchmark_iterations_give_its_within_run_spread():
+    from nbbench.results.gpu import GpuCheckResult
+
+    r = GpuCheckResult(metrics={"device_count": 1, "matmul_bf16_flop_per_s": 100e12},
+                       samples={"matmul_bf16_ms": [1.0, 1.1, 0.9, 1.0]})
+    sp = merge([r.finish()]).extra["spread"]["figures"]["matmul_bf16_flop_per_s"]
+    assert sp["n"] == 4 and sp["max"] == pytest.approx(100e12 / 0.9) and 0.05 < sp["pm"] < 0.12
