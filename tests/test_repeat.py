@@ -243,3 +243,10 @@ def test_gpu_benchmark_iterations_give_its_within_run_spread():
                        samples={"matmul_bf16_ms": [1.0, 1.1, 0.9, 1.0]})
     sp = merge([r.finish()]).extra["spread"]["figures"]["matmul_bf16_flop_per_s"]
     assert sp["n"] == 4 and sp["max"] == pytest.approx(100e12 / 0.9) and 0.05 < sp["pm"] < 0.12
+
+
+def test_vs_usage_errors_exit_2_from_the_cli(capsys, tmp_path):
+    assert cli.main(["vs", f"dd {tmp_path}", "--no-save"]) == 2
+    assert "two or more settings" in capsys.readouterr().err
+    assert cli.main(["vs", f"dd {tmp_path} --size 4Q", f"dd {tmp_path}", "--no-save"]) == 2
+    assert "unknown size unit" in capsys.readouterr().err
