@@ -365,7 +365,7 @@ def _signed_pct(ratio: float) -> str:
     d = (ratio - 1.0) * 100.0
     if _rounded(abs(d), 3) == 0:
         return "±0"
-    return ("+" if d > 0 else "−") + _sig(abs(d), 3)
+    return ("+" if d > 0 else "-") + _sig(abs(d), 3)
 
 
 def format_change(ratio: float | None, low: float | None = None, high: float | None = None,

@@ -75,8 +75,11 @@ def _env_table(data) -> str:
 
 
 def _bold_deltas(text: str) -> str:
-    """The % deltas of the summary in bold: the figures a reader looks for."""
-    return re.sub(r"(?<![\w.])([+-]\d[\d,]*(?:\.\d+)? %)", r"<b>\1</b>", text)
+    """The significant changes of the summary in bold: the figures a reader looks for.  Only a
+    change that opens a clause is one ('+5.00 % write (95 % CI …)', '15.7× faster read'); a delta
+    within the noise is worded ('no significant change in …', '… inconclusive at +5.00 %'), never bold."""
+    return re.sub(r"(?:(?<=^)|(?<=; )|(?<=, ))([+-]\d[\d,]*(?:\.\d+)? %|\d[\d.]*× (?:faster|slower|higher|lower))",
+                  r"<b>\1</b>", text)
 
 
 def _badge(scope) -> str:
