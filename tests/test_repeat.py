@@ -250,3 +250,10 @@ def test_vs_usage_errors_exit_2_from_the_cli(capsys, tmp_path):
     assert "two or more settings" in capsys.readouterr().err
     assert cli.main(["vs", f"dd {tmp_path} --size 4Q", f"dd {tmp_path}", "--no-save"]) == 2
     assert "unknown size unit" in capsys.readouterr().err
+
+
+def test_vs_colours_only_changes_beyond_the_noise(fake):
+    r = commands.execute(parse(["vs", "fakeprobe --rate 100", "fakeprobe --rate 200", "fakeprobe --rate 100",
+                                "--rounds", "3", "--no-save"]), _quiet_ctx())
+    (sec,) = [s for s in r.sections() if s.css == "nbbench-ratios"]
+    assert [row[0] for row in sec.rows] == ["B/A", "C/A"] and sec.marks == ["ok", "neutral"]

@@ -96,8 +96,10 @@ class InterleaveResult(Result):
         if self.ratios:
             rows = [[r["of"], metric_label(r["figure"]), ratio_text(r), r.get("method") or "",
                      f"{r.get('n_baseline')} vs {r.get('n_candidate')}"] for r in self.ratios]
+            # green / red only for a change beyond the noise the better / worse way; noise is grey
+            marks = [{"better": "ok", "worse": "fail"}.get(_direction(r), "neutral") for r in self.ratios]
             out.append(Section("ratios (95 % interval)", rows, head=["of", "figure", "change", "method", "runs"],
-                               folded=False, align="lllll", css="nbbench-ratios"))
+                               folded=False, align="lllll", marks=marks, css="nbbench-ratios"))
         body = []
         for s in self.settings:
             keys = [k for k, _, _ in _figures(s)]
@@ -110,6 +112,18 @@ class InterleaveResult(Result):
             out.append(Section("every run, in rounds", body, head=["setting", "round"] + [""] * (width - 2),
                                css="nbbench-runs"))
         return out + [s for s in super().sections() if s.css == "nbbench-labels"]
+
+
+def _direction(r: dict) -> str | None:
+    """'better' / 'worse' for a significant ratio of a figure with a direction, else None
+    (:attr:`nbbench.stats.RatioInterval.direction`)."""
+    from ..stats import RatioInterval
+
+    fields = RatioInterval.__dataclass_fields__
+    try:
+        return RatioInterval(**{k: r[k] for k in fields if k in r}).direction
+    except TypeError:   # a record without the interval's fields
+        return None
 
 
 def _figures(setting: dict) -> list[tuple[str, Any, dict | None]]:
