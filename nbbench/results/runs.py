@@ -22,7 +22,7 @@ import copy
 import math
 from typing import Any, Iterable, Sequence
 
-from ..stats import median, spread
+from ..stats import median, spread, spread_text
 
 __all__ = ["merge", "spread_of", "window_values", "figure_spread", "headline_keys", "pm_text", "spread_clause"]
 
@@ -88,17 +88,10 @@ def spread_of(result, runs: Sequence[dict] | None = None) -> dict:
 
 
 def pm_text(frac: float | None) -> str:
-    """'± 4 %', '± 0.4 %' (a fraction shown as a percentage, two significant figures at most)."""
+    """'± 4 %', '± 0.4 %': a fraction as the statistics module words a spread (:func:`nbbench.stats.spread_text`)."""
     if frac is None:
         return ""
-    x = abs(frac) * 100
-    if x >= 10:
-        txt = f"{x:.0f}"
-    elif x >= 1:
-        txt = f"{x:.1f}".rstrip("0").rstrip(".")
-    else:
-        txt = f"{x:.2g}" if x else "0"
-    return f"± {txt} %"
+    return spread_text({"n": 2, "rel_range": 2 * abs(frac)}).split(" (")[0]
 
 
 def spread_clause(spread: dict | None) -> str:
