@@ -257,3 +257,10 @@ def test_vs_colours_only_changes_beyond_the_noise(fake):
                                 "--rounds", "3", "--no-save"]), _quiet_ctx())
     (sec,) = [s for s in r.sections() if s.css == "nbbench-ratios"]
     assert [row[0] for row in sec.rows] == ["B/A", "C/A"] and sec.marks == ["ok", "neutral"]
+
+
+def test_vs_with_one_round_and_no_windows_is_inconclusive_and_says_rounds(fake):
+    r = commands.execute(parse(["vs", "fakeprobe --rate 100", "fakeprobe --rate 300", "--rounds", "1", "--no-save"]),
+                         _quiet_ctx())
+    assert r.answer_line() == "B vs A: read inconclusive: one run each — use --rounds 5"
+    assert r.ratios[0]["significant"] is False and r.ratios[0]["method"] == "none"

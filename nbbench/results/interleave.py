@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..units import format_metric, metric_label
+from ..units import metric_label, metric_phrase
 from .base import Result
 from .present import SEP, Section
 from .runs import pm_text, spread_clause
@@ -32,8 +32,8 @@ def ratio_text(r: dict) -> str:
     from ..units import format_change
 
     hib = r.get("higher_is_better")
-    if r.get("low") is None or r.get("high") is None:
-        return r.get("caveat") or "inconclusive"
+    if r.get("low") is None or r.get("high") is None:   # vs repeats by rounds
+        return (r.get("caveat") or "inconclusive").replace("--repeat", "--rounds")
     if not r.get("significant"):
         ci = format_change(r.get("ratio"), r.get("low"), r.get("high"), hib)
         inside = ci[ci.index("(") + 1:-1] if "(" in ci else ""
@@ -69,19 +69,25 @@ class InterleaveResult(Result):
         """'B vs A: write −38 % (95 % CI −45 … −30 %) · read no significant change (95 % CI −3 … +4 %)'."""
         if not self.ratios:
             return "no comparison" if len(self.settings) < 2 else "no figures to compare"
-        out, last = [], None
+        groups: list[tuple[str, str, list[str]]] = []   # figures of one pair with the same words, said once
         for r in self.ratios:
-            who = f"{r['of'].split('/')[0]} vs {r['of'].split('/')[1]}: " if r["of"] != last else ""
-            last = r["of"]
-            out.append(f"{who}{metric_label(r['figure'])} {ratio_text(r)}")
+            text = ratio_text(r)
+            if groups and groups[-1][0] == r["of"] and groups[-1][1] == text:
+                groups[-1][2].append(metric_label(r["figure"]))
+            else:
+                groups.append((r["of"], text, [metric_label(r["figure"])]))
+        out, last = [], None
+        for of, text, names in groups:
+            who = f"{of.split('/')[0]} vs {of.split('/')[1]}: " if of != last else ""
+            last = of
+            out.append(f"{who}{', '.join(names)} {text}")
         return SEP.join(out)
 
     def story(self) -> list[str]:
         """Each setting's medians with their spread: 'A (dd /x --direct): 1.20 GB/s write ± 3 % …'."""
         lines = []
         for s in self.settings:
-            figs = [f"{format_metric(k, v)} {metric_label(k)}" + (f" {pm_text(sp['pm'])}" if sp and sp.get("pm")
-                                                                   is not None else "")
+            figs = [metric_phrase(k, v) + (f" {pm_text(sp['pm'])}" if sp and sp.get("pm") is not None else "")
                     for k, v, sp in _figures(s)]
             clause = spread_clause(s.get("spread"))
             lines.append(f"{s['setting']} ({s['command']}): {', '.join(figs) or 'no figures'}"
@@ -104,8 +110,7 @@ class InterleaveResult(Result):
         for s in self.settings:
             keys = [k for k, _, _ in _figures(s)]
             for i, run in enumerate(s.get("runs") or []):
-                body.append([s["setting"], str(i + 1)] + [f"{format_metric(k, run.get(k))} {metric_label(k)}"
-                                                          for k in keys])
+                body.append([s["setting"], str(i + 1)] + [metric_phrase(k, run.get(k)) for k in keys])
         if body:
             width = max(len(b) for b in body)
             body = [b + [""] * (width - len(b)) for b in body]
