@@ -217,9 +217,11 @@ def test_vs_says_no_significant_change_for_equal_settings(fake):
     (["dd /tmp"], "two or more settings"),
     (["dd /tmp", "randread /tmp"], "different probes"),
     (["dd /tmp --repeat 3", "dd /tmp"], "--rounds"),
-    (["history", "history"], "does not measure"),
+    (["history", "history"], "does not measure; vs compares settings of gpu, dd, randread, files, disk"),
     (["dd /tmp --json", "dd /tmp"], "belongs to vs"),
     (["dd /tmp --frobnicate", "dd /tmp"], "setting 'dd /tmp --frobnicate'"),
+    (["dd -h", "dd /tmp"], "nbbench dd --help"),
+    (["", "dd /tmp"], "give a probe's command line"),
 ])
 def test_vs_usage_errors(settings, words):
     inv = parse(["vs", *settings, "--no-save"])

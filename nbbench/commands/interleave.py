@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 import shlex
 
-from . import Command, UsageProblem, parse
+from . import Command, HelpRequested, UsageProblem, parse
 from .repeat import repeat_count
 
 __all__ = ["VsCommand", "compare_settings"]
@@ -40,40 +40,55 @@ class VsCommand(Command):
         return compare_settings(invs, args.settings, args.rounds, ctx)
 
 
+def _measuring() -> list[str]:
+    """The subcommands that measure (``Command.measures``), in the registry's order."""
+    from . import REGISTRY, get_command
+
+    out = []
+    for name in REGISTRY:
+        try:
+            if get_command(name).measures:
+                out.append(name)
+        except (ImportError, AttributeError):
+            continue
+    return out
+
+
 def _parse_settings(texts: list[str], ctx) -> list:
+    """Each SETTING parsed by its subcommand's parser; a usage problem names the setting."""
+    prog = f"{ctx.prog} vs".strip()
     if len(texts) < 2:
-        raise UsageProblem("give two or more settings to compare, each in quotes: "
-                           f"{ctx.command_text('vs', EXAMPLE)}",
-                           prog=f"{ctx.prog} vs".strip())
+        raise UsageProblem(f"give two or more settings to compare, each in quotes: {ctx.command_text('vs', EXAMPLE)}",
+                           prog=prog)
     invs = []
     for text in texts:
         try:
             argv = shlex.split(text)
         except ValueError as exc:
-            raise UsageProblem(f"cannot split setting {text!r}: {exc}", prog=f"{ctx.prog} vs".strip()) from None
-        sub = copy.copy(ctx)
-        sub.quiet = sub.as_json = False
-        if argv and argv[0] == "vs":
-            raise UsageProblem("a setting cannot be another vs", prog=f"{ctx.prog} vs".strip())
+            raise UsageProblem(f"cannot split setting {text!r}: {exc}", prog=prog) from None
+        if not argv or argv[0] == "vs":
+            raise UsageProblem(f"setting {text!r}: give a probe's command line, e.g. \"dd /data --direct\"", prog=prog)
+        sub = copy.copy(ctx)   # parse() notes -q / --json on its context: not on this one
         try:
             inv = parse(argv, sub)
         except UsageProblem as exc:
             raise UsageProblem(f"setting {text!r}: {exc}", prog=exc.prog, usage=exc.usage) from None
+        except HelpRequested:
+            raise UsageProblem(f"setting {text!r}: for a probe's options run {ctx.command_text(argv[0], '--help')}",
+                               prog=prog) from None
         if not getattr(inv.command, "measures", False):
-            raise UsageProblem(f"setting {text!r}: {inv.name} does not measure; vs compares dd, randread, files, disk, "
-                               "shards, checkpoint, loader, feed or gpu", prog=f"{ctx.prog} vs".strip())
+            raise UsageProblem(f"setting {text!r}: {inv.name} does not measure; vs compares settings of "
+                               f"{', '.join(_measuring())}", prog=prog)
         if getattr(inv.args, "repeat", 1) != 1:
-            raise UsageProblem(f"setting {text!r}: --repeat goes with a single probe; vs takes --rounds N",
-                               prog=f"{ctx.prog} vs".strip())
+            raise UsageProblem(f"setting {text!r}: --repeat goes with a single probe; vs takes --rounds N", prog=prog)
         for dest, flag in _REFUSED.items():
             if getattr(inv.args, dest, None):
-                raise UsageProblem(f"setting {text!r}: {flag} belongs to vs itself, not to a setting",
-                                   prog=f"{ctx.prog} vs".strip())
+                raise UsageProblem(f"setting {text!r}: {flag} belongs to vs itself, not to a setting", prog=prog)
         invs.append(inv)
     names = {inv.name for inv in invs}
     if len(names) > 1:
         raise UsageProblem(f"the settings run different probes ({', '.join(sorted(names))}): vs compares settings of "
-                           "one probe", prog=f"{ctx.prog} vs".strip())
+                           "one probe", prog=prog)
     return invs
 
 
