@@ -173,12 +173,15 @@ class FakeProbe(Command):
 
     def add_arguments(self, parser):
         parser.add_argument("--rate", type=float, required=True)
+        parser.add_argument("--fail-at", dest="fail_at", type=int, default=0)
 
     def run(self, args, ctx):
         n = len(FakeProbe.calls)
         FakeProbe.calls.append(str(args.rate))
         noise = 1 + 0.01 * ((n * 7) % 5 - 2)
         r = FakeResult(metrics={"read_bytes_per_s": args.rate * noise, "read_elapsed_s": 2.0})
+        if args.fail_at and len(FakeProbe.calls) == args.fail_at:
+            return r.fail("the device went away")
         return r.finish()
 
 
@@ -266,3 +269,14 @@ def test_vs_with_one_round_and_no_windows_is_inconclusive_and_says_rounds(fake):
                          _quiet_ctx())
     assert r.answer_line() == "B vs A: read inconclusive: one run each — use --rounds 5"
     assert r.ratios[0]["significant"] is False and r.ratios[0]["method"] == "none"
+
+
+def test_repeat_runs_the_probe_n_times_and_a_failure_ends_the_series(fake):
+    r = commands.execute(parse(["fakeprobe", "--rate", "100", "--repeat", "4", "--no-save"]), _quiet_ctx())
+    assert len(fake.calls) == 4 and len(r.runs) == 4 and r.status == "ok"
+    fake.calls.clear()
+    r = commands.execute(parse(["fakeprobe", "--rate", "100", "--fail-at", "2", "--repeat", "5", "--no-save"]),
+                         _quiet_ctx())
+    assert len(fake.calls) == 2 and r.status == "failed" and len(r.to_dict()["runs"]) == 1
+    assert r.reason == "run 2 of 5 failed: the device went away"
+    assert commands.exit_code(r) == commands.EXIT_FAILED

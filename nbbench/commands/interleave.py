@@ -126,7 +126,7 @@ def compare_settings(invs: list, texts: list[str], rounds: int, ctx):
                 break
     finally:
         ctx.run_of = ""
-    merged = [merge(rs) if rs else None for rs in per]
+    merged = [merge(rs, planned=rounds) if rs else None for rs in per]
     for m, rs, inv in zip(merged, per, invs):
         if m is not None:
             assess(m, rs, scale_of(inv.command, inv.args))

@@ -79,7 +79,7 @@ def run(inv, ctx) -> Any:
                 break
     finally:
         ctx.run_of = ""
-    merged = merge(results)
+    merged = merge(results, planned=n)
     assess(merged, results, scale_of(cmd, args))
     # how many runs is len(runs), not a parameter: a run of 5 and a run of 1 measured the same thing
     return merged

@@ -137,12 +137,13 @@ def _merge_rows(results) -> list | None:
     return out
 
 
-def merge(results: list, cls=None):
+def merge(results: list, planned: int | None = None):
     """One result from the runs of one probe (in order): the last run's labels, samples and
     params; ``metrics`` the medians over the runs that ended ok (a preset's rows too);
     ``runs`` each ok run's metrics; the worst status (a failed or interrupted run is named in
     ``reason``); warnings of every run, once; ``extra["spread"]`` (:func:`spread_of`) and
-    ``extra["run_info"]`` (each run's start, duration and status)."""
+    ``extra["run_info"]`` (each run's start, duration and status).  ``planned``: how many runs
+    were asked for (a series a failure ended is shorter)."""
     if not results:
         raise ValueError("merge needs at least one result")
     last = results[-1]
@@ -163,7 +164,7 @@ def merge(results: list, cls=None):
     bad = next((i for i, r in enumerate(results) if r.status != "ok"), None)
     merged.status = "ok" if bad is None else results[bad].status
     if bad is not None:
-        merged.reason = f"run {bad + 1} of {len(results)} {results[bad].status}" + (
+        merged.reason = f"run {bad + 1} of {planned or len(results)} {results[bad].status}" + (
             f": {results[bad].reason}" if results[bad].reason else "")
     verdicts = [r.verdict for r in results if r.verdict]
     if verdicts:
