@@ -280,3 +280,16 @@ def test_repeat_runs_the_probe_n_times_and_a_failure_ends_the_series(fake):
     assert len(fake.calls) == 2 and r.status == "failed" and len(r.to_dict()["runs"]) == 1
     assert r.reason == "run 2 of 5 failed: the device went away"
     assert commands.exit_code(r) == commands.EXIT_FAILED
+
+
+def test_an_interrupt_between_runs_keeps_the_runs_that_ended(fake, monkeypatch):
+    real = fake.run
+
+    def run(self, args, ctx):
+        if len(fake.calls) == 2:
+            raise KeyboardInterrupt
+        return real(self, args, ctx)
+
+    monkeypatch.setattr(fake, "run", run)
+    r = commands.execute(parse(["fakeprobe", "--rate", "100", "--repeat", "5", "--no-save"]), _quiet_ctx())
+    assert r.status == "interrupted" and len(r.runs) == 2 and r.reason == "interrupted in run 3 of 5"

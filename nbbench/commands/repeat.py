@@ -11,7 +11,8 @@ A single run goes the same way (N = 1): its result states its within-run spread 
 
 With ``--ranks N`` the whole ranked run is repeated (the launcher launches the ranks N times;
 the ranks themselves are given the command line without ``--repeat``).  A run that fails or is
-interrupted ends the series: the result keeps the runs so far and says which run ended it.
+interrupted (or Ctrl-C between runs) ends the series: the result keeps the runs so far and says
+which run ended it.
 """
 
 from __future__ import annotations
@@ -65,10 +66,11 @@ def run(inv, ctx) -> Any:
     n = getattr(args, "repeat", None)
     if not getattr(cmd, "measures", False) or not n:
         return cmd.run(args, ctx)
-    results = []
+    results, cut = [], None
     try:
         for i in range(n):
             if i and ctx.cancel.is_set():
+                cut = i
                 break
             ctx.run_of = f"run {i + 1} of {n}" if n > 1 else ""
             value = cmd.run(args, ctx)
@@ -77,9 +79,15 @@ def run(inv, ctx) -> Any:
             results.append(value)
             if value.status != "ok":
                 break
+    except KeyboardInterrupt:
+        if not results:
+            raise
+        cut = len(results)          # the runs that ended are kept: a result is never lost
     finally:
         ctx.run_of = ""
     merged = merge(results, planned=n)
+    if cut is not None and merged.status == "ok":
+        merged.status, merged.reason = "interrupted", f"interrupted in run {cut + 1} of {n}"
     assess(merged, results, scale_of(cmd, args))
     # how many runs is len(runs), not a parameter: a run of 5 and a run of 1 measured the same thing
     return merged
