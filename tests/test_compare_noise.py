@@ -8,7 +8,6 @@ import math
 import random
 import re
 
-import pytest
 
 from nbbench import cli, commands
 from nbbench.compare import compare
@@ -173,3 +172,11 @@ def test_the_report_says_no_significant_change_for_identical_sets(tmp_path):
     cells = delta_cells(rep.text)
     assert cells and all(c == GREY for c, *_ in cells)
     assert "<b>" not in rep.text[rep.text.index("class='summary'"):rep.text.index("</p>")]
+
+
+def test_a_repeated_result_says_how_many_runs_it_holds():
+    a, b = dd(1e9, 1e9), dd(1e9, 1e9)
+    a.run_id, b.run_id = 4, 5
+    a.runs = [{"write_bytes_per_s": 1e9, "read_bytes_per_s": v} for v in (0.9e9, 1e9, 1.1e9)]
+    text = compare([a, b]).text_table()
+    assert "#4 = run 4 (3 runs) /data direct sync\n" in text and "#5 = run 5 /data direct sync\n" in text

@@ -44,10 +44,6 @@ _PCT_KEY = re.compile(r"lat_p(\d+)(?:_(\d+))?_ns$")
 KEY_PERCENTILES = ("50", "90", "99", "99.9")
 
 
-def _delta_text(d: float | None) -> str:
-    return "—" if d is None else f"{d:+.1f} %"
-
-
 def _num(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and not (isinstance(v, float) and math.isnan(v))
 

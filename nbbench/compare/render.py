@@ -28,11 +28,17 @@ def _runs_word(g, i: int) -> str:
 
 def run_desc(r: Result, path: str | None = None, pool=None) -> str:
     bits = []
-    ids = [x.run_id for x in (pool or [r]) if x.run_id is not None]
+    from .noise import run_metrics
+
+    pool = pool or [r]
+    ids = [x.run_id for x in pool if x.run_id is not None]
     if len(ids) > 1:
         bits.append(f"runs {', '.join(map(str, ids))}")
     elif r.run_id is not None:
         bits.append(f"run {r.run_id}")
+    n = sum(len(run_metrics(x)) for x in pool)
+    if n > len(pool):   # results made with --repeat N
+        bits.append(f"({n} runs)")
     tags = [str(r.labels[k]) for k in MODE_LABELS if k in r.labels]
     if r.params.get("path"):
         tags.insert(0, path or str(r.params["path"]))

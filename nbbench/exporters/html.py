@@ -130,8 +130,8 @@ def export(data, path=None, files=None) -> str:
         parts.append("</div>")
 
     if data.comparisons:
-        parts.append("<h2>Comparisons</h2><div class='meta'>like for like: runs of the same kind, % deltas "
-                     "against the first</div>")
+        parts.append("<h2>Comparisons</h2><div class='meta'>like for like: runs of the same kind, each change "
+                     "against the first with its 95 % interval; grey: within the noise or undecided</div>")
         for c in data.comparisons:
             parts.append(f"<div class='card'>{c.html(images=True)}</div>")
 

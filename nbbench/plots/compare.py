@@ -28,7 +28,7 @@ _WIDTH_IN, _DPI = 8.0, 100
 
 
 def bar_chart(g: ComparisonGroup, max_metrics: int = 6, metrics: Sequence[str] | None = None):
-    """One horizontal bar panel per metric, a bar per reference, labelled with value and Δ%;
+    """One horizontal bar panel per metric, a bar per reference, labelled with value and change (or "no significant change");
     the caveats (:func:`caveats`) under the title.  None when no metric has a value.
 
     ``metrics``: which (default :func:`~nbbench.compare.chart_metrics`: the headline figures)."""

@@ -1,6 +1,6 @@
 """History tab: the stored runs, filtered by kind and label; select two or more to compare.
 
-The comparison (metric table with % deltas against the first selected run, the
+The comparison (metric table with changes against the first selected run, grey within the noise, the
 warnings about unlike runs, the bar chart) is :mod:`nbbench.compare`'s — the same
 one ``%iobench compare`` and ``nbbench compare`` show.
 """
