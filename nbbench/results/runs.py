@@ -48,7 +48,7 @@ def headline_keys(result) -> list[str]:
 
 def window_values(result, key: str) -> list[float]:
     """The per-window samples of figure ``key`` in ``result`` (the live plot's windows): a
-    ``samples`` entry holding ``t_s`` and a list under ``key``, the one of the figure's
+    ``samples`` entry holding ``t_s`` (or a ``window_s``) and a list under ``key``, the one of the figure's
     phase when there are several (``write_bw`` for ``write_bytes_per_s``); a kind may
     override ``Result.windows(key)``; [] when the probe keeps none."""
     own = getattr(result, "windows", None)
@@ -58,7 +58,7 @@ def window_values(result, key: str) -> list[float]:
             return [v for v in got if _numeric(v)]
     found = []
     for name, series in (result.samples or {}).items():
-        if isinstance(series, dict) and "t_s" in series and isinstance(series.get(key), list):
+        if isinstance(series, dict) and ("t_s" in series or "window_s" in series) and isinstance(series.get(key), list):
             found.append((name, series[key]))
     if not found:
         return []
