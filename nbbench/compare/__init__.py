@@ -275,6 +275,7 @@ class Comparison:
 
     def to_json(self, **kw) -> str:
         kw.pop("orient", None)
+        kw.pop("date_format", None)   # DataFrame.to_json's arguments, as commands.to_json passes them
         return json.dumps(self.to_dict(), default=str, **kw)
 
 
