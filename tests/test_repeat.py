@@ -16,7 +16,7 @@ from nbbench.results.runs import merge, spread_of
 from nbbench.results.storage import DiskResult
 from nbbench.store import default_store
 
-MEASURING = ("dd", "randread", "files", "disk", "shards", "checkpoint", "loader", "feed", "gpu")
+MEASURING = ("dd", "randread", "files", "disk", "shards", "checkpoint", "loader", "feed", "gpu", "s3")
 
 
 def _quiet_ctx() -> Context:
