@@ -115,9 +115,12 @@ def test_one_run_states_its_within_run_spread_from_its_windows():
     assert sp["over"] == "windows" and sp["figures"]["write_bytes_per_s"]["n"] == 12
     assert "(CV of 12 windows, within one run)" in r.summary()
     assert "± " in r.answer_line()
-    # a run without windows states no spread rather than an invented one
+    # a run without two windows invents no spread: it says none is known
     bare = DiskResult(metrics={"write_bytes_per_s": 1e8}).finish()
-    assert spread_of(bare)["figures"] == {} and "±" not in merge([bare]).summary()
+    assert spread_of(bare)["figures"] == {}
+    assert merge([bare]).lead() == "100 MB/s write (one run: no spread — use --repeat 5)"
+    one = _dd(1e8, windows=[1e8])
+    assert merge([one]).lead().endswith("(one run, 1 window: no spread — use --repeat 5)")
 
 
 def test_a_failed_run_ends_the_series_and_is_named():

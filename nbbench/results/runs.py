@@ -77,14 +77,16 @@ def spread_of(result, runs: Sequence[dict] | None = None) -> dict:
     if runs is not None and len(runs) >= 2:
         figs = {k: figure_spread(r.get(k) for r in runs) for k in keys}
         return {"over": "runs", "n": len(runs), "figures": {k: v for k, v in figs.items() if v["n"] >= 2}}
-    figs = {}
+    figs, most = {}, 0
     for k in keys:
         vals = window_values(result, k)
+        most = max(most, len(vals))
         if len(vals) >= 2:
             sp = figure_spread(vals)
             sp["pm"] = sp.get("cv")
             figs[k] = sp
-    return {"over": "windows", "n": 1, "figures": figs}
+    # "headline": it has figures whose spread is unknown (one run, fewer than two windows)
+    return {"over": "windows", "n": 1, "figures": figs, "windows": most, "headline": bool(keys)}
 
 
 def pm_text(frac: float | None) -> str:
@@ -96,8 +98,15 @@ def pm_text(frac: float | None) -> str:
 
 def spread_clause(spread: dict | None) -> str:
     """What the ± beside the headline figures is: '(min…max of 5 runs)' or
-    '(CV of 12 windows, within one run)'; '' without spread."""
-    if not spread or not spread.get("figures"):
+    '(CV of 12 windows, within one run)'; for one run too short to have two windows, that no
+    spread is known: '(one run, 1 window: no spread — use --repeat 5)'; '' when there is nothing to say."""
+    if not spread:
+        return ""
+    if not spread.get("figures"):
+        if spread.get("over") == "windows" and spread.get("headline"):
+            w = spread.get("windows") or 0
+            windows = f", {w} window{'s' if w != 1 else ''}" if w else ""
+            return f"(one run{windows}: no spread — use --repeat 5)"
         return ""
     if spread.get("over") == "runs":
         return f"(min…max of {spread['n']} runs)"

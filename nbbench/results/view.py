@@ -59,7 +59,7 @@ class ResultView:
         """How far the headline figures spread (``extra["spread"]``, :func:`nbbench.results.runs.spread_of`):
         over the runs of ``--repeat N``, or the windows of one run; None when not known."""
         sp = self.extra.get("spread")
-        return sp if isinstance(sp, dict) and sp.get("figures") else None
+        return sp if isinstance(sp, dict) and (sp.get("figures") or sp.get("headline")) else None
 
     def _pm(self, key: str) -> str:
         from .runs import pm_text
@@ -98,7 +98,7 @@ class ResultView:
 
         sp = self.spread()
         clause = spread_clause(sp)
-        if not clause or self.INLINE_SPREAD:
+        if not clause or self.INLINE_SPREAD or not sp.get("figures"):
             return clause
         figs = [f"{self.metric_name(k)} {self._pm(k)}" for k in sp["figures"]]
         return f"({', '.join(figs)}: {clause[1:-1]})"
