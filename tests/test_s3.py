@@ -385,3 +385,11 @@ def test_repeat_runs_the_s3_probe_twice(server, tmp_path):
     d = json.loads(r.stdout)
     assert len(d["runs"]) == 2 and "min…max of 2 runs)" in d["summary"]
     assert "(GET ± " in d["summary"]
+
+
+def test_s3_figures_have_a_direction_for_compare():
+    from nbbench.compare.direction import better
+
+    assert better("get_bytes_per_s", "s3") == "higher" and better("requests_per_s", "s3") == "higher"
+    assert better("ttfb_p99_ns", "s3") == "lower" and better("list_keys_per_s", "s3") == "higher"
+    assert better("knee_streams_count", "s3") is None

@@ -16,6 +16,15 @@ def _streams(text: str) -> int:
     return v
 
 
+def _write_count(text: str) -> int:
+    v = options.positive_int(text)
+    if v > 10_000:
+        import argparse
+
+        raise argparse.ArgumentTypeError(f"must be 10000 or fewer, not {v}")
+    return v
+
+
 def _url(text: str) -> str:
     """An s3:// URL, checked as the command line is parsed (a bad one is a usage error)."""
     import argparse
@@ -78,8 +87,8 @@ class S3Command(Command):
                                  "PREFIX/.nbbench-HOST-PID-RANDOM/, never overwriting a key, all deleted at the end")
         parser.add_argument("--write-size", dest="write_size", type=options.size, default="8M",
                             help="with --write: each PUT's size (default 8M)")
-        parser.add_argument("--write-count", dest="write_count", type=options.positive_int, default=16,
-                            help="with --write: how many PUTs (default 16)")
+        parser.add_argument("--write-count", dest="write_count", type=_write_count, default=16,
+                            help="with --write: how many PUTs (default 16, at most 10000)")
 
     def run(self, args, ctx):
         from ..probes.objects import s3

@@ -44,6 +44,14 @@ def positive_int(text: str) -> int:
     return _int_at_least(text, 1)
 
 
+def jobs(text: str) -> int:
+    """``--jobs``: 1 to 256 processes."""
+    v = _int_at_least(text, 1)
+    if v > 256:
+        raise argparse.ArgumentTypeError(f"must be between 1 and 256, not {v}")
+    return v
+
+
 def nonneg_int(text: str) -> int:
     return _int_at_least(text, 0)
 
