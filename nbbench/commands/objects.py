@@ -44,6 +44,8 @@ def _endpoint(text: str) -> str:
 
 
 class S3Command(Command):
+    measures = True
+    scale = ("--runtime", "runtime", "duration")
     description = ("GET objects from S3 or an S3-compatible store (MinIO, Ceph RGW, R2, GCS's XML API) at "
                    "N concurrent streams: throughput, requests/s, time to first byte and latency percentiles "
                    "per object-size class; a concurrency sweep (1, 2, 4, … streams) that names the knee; ranged "

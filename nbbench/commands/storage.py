@@ -80,6 +80,8 @@ def _run_probe(ctx, desc: str, fn):
 
 
 class DdCommand(ranks.RankedCommand):
+    measures = True
+    scale = ("--size", "size", "size")
     description = ("Sequential write then read, like dd: in a directory a new temp file is written, "
                    "read back and removed; a file or block device is only read. Sizes follow dd: "
                    "K/M/G = powers of 1024, KB/MB/GB = powers of 1000, KiB/MiB/GiB explicit.")
@@ -114,6 +116,8 @@ class DdCommand(ranks.RankedCommand):
 
 
 class RandreadCommand(ranks.RankedCommand):
+    measures = True
+    scale = ("--runtime", "runtime", "duration")
     description = ("Random reads at a block size and queue depth, time based: IOPS, bandwidth, latency "
                    "mean/stddev and fio's 17 percentiles, and the queue depth reached.")
 
@@ -152,6 +156,8 @@ class RandreadCommand(ranks.RankedCommand):
 
 
 class FilesCommand(ranks.RankedCommand):
+    measures = True
+    scale = ("--sample", "sample", "count")
     description = ("Read many files the way an image dataset is read: walk the tree (memory bounded), "
                    "read --sample random files whole with --threads threads; files/s, bytes/s, per-file "
                    "latency, the tree's size distribution.")
@@ -182,6 +188,8 @@ class FilesCommand(ranks.RankedCommand):
 
 
 class DiskCommand(Command):
+    measures = True
+    scale = ("--runtime", "runtime", "duration")
     description = ("A preset set of storage tests as one table: cdm (CrystalDiskMark: SEQ1M Q8T1, SEQ1M Q1T1, "
                    "RND4K Q32T1, RND4K Q1T1, read and — in a directory — write), mlperf-resnet50 (~115 KB "
                    "sample reads), mlperf-unet3d (~147 MB samples).")

@@ -48,6 +48,20 @@ class GpuCheckResult(Result):
     def headline(self) -> str:
         return "gpu check"
 
+    def windows(self, key: str) -> list[float] | None:
+        """The benchmark's per-iteration rates of figure ``key`` (``matmul_bf16_flop_per_s`` from
+        ``samples["matmul_bf16_ms"]``: the figure's work over each timed iteration), for the
+        within-run spread; None for a figure without iterations."""
+        stem = key.replace("_flop_per_s", "").replace("_bytes_per_s", "")
+        times = self.samples.get(f"{stem}_ms")
+        value = self.metrics.get(key)
+        if not isinstance(times, list) or not times or not value:
+            return None
+        import statistics
+
+        work = value * statistics.median(times)   # the figure is the work over the median time
+        return [work / t for t in times if t and t > 0]
+
     def findings(self) -> dict[str, int] | None:
         found: dict[str, int] = {}
         for v in self.verdicts:

@@ -110,6 +110,7 @@ class LoaderResult(Result):
     """One loader benchmark: per-step data wait and compute, AU, throughput."""
 
     SUMMARY = ("samples_per_s", "au_pct", "data_wait_pct", "gpu_util_mean_pct")
+    INLINE_SPREAD = False
 
     def headline(self) -> str:
         lb = self.labels
@@ -251,6 +252,7 @@ class SweepResult(Result):
     """A DataLoader settings sweep: one row per configuration, and a recommendation."""
 
     SUMMARY = ("best_samples_per_s", "recommended_samples_per_s", "configs_count", "failed_count")
+    INLINE_SPREAD = False
 
     def headline(self) -> str:
         return f"sweep {self.labels.get('dataset', '')}".strip()
@@ -358,6 +360,7 @@ class FeedResult(Result):
     """Storage + CPU against accelerators' appetite: how many can be fed at AU >= 90 %."""
 
     SUMMARY = ("accelerators_fed_count", "cold_samples_per_s", "warm_samples_per_s", "needed_samples_per_s")
+    INLINE_SPREAD = False
 
     def headline(self) -> str:
         return f"feed {self.params.get('path', '')} → {self.labels.get('accelerator', '')}".strip()

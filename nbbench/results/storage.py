@@ -144,6 +144,7 @@ class DiskPresetResult(_StorageMixin, Result):
     """A preset table (CrystalDiskMark-like).  ``rows`` are the sub-results."""
 
     SUMMARY = None
+    INLINE_SPREAD = False
 
     def summary_metrics(self) -> list[str]:
         keys = [k for k in self.metrics if k.endswith("_bytes_per_s")][:2]

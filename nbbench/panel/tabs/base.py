@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..runner import Job
 
 __all__ = ["Tab", "command_defaults", "size_text", "unavailable_reason", "need_path", "ranks_field", "ranks_opts",
+           "repeat_field", "repeat_opts",
            "COMMON_FIELDS", "show", "FIT", "command_options", "option_field", "option_fields", "options_argv"]
 
 #: a layout width that fits the widget's whole text (its description and its longest option)
@@ -67,7 +68,7 @@ class Tab:
 
 
 #: the flags of the panel's own fields (the controls row) and the ranks box
-COMMON_FIELDS = {"--label": "label", "--ranks": "ranks"}
+COMMON_FIELDS = {"--label": "label", "--ranks": "ranks", "--repeat": "runs"}
 
 
 def show(widget, visible: bool) -> None:
@@ -233,3 +234,16 @@ def ranks_field():
 def ranks_opts(field) -> list[str]:
     n = int(field.value or 0)
     return ["--ranks", str(n)] if n > 0 else []
+
+
+def repeat_field(command: str = "dd"):
+    """The "runs" box of the measuring tabs (``--repeat N``: the probe run N times, the median and
+    its spread reported; 1: one run), its limits and help taken from ``command``'s parser."""
+    box = option_field(command, "--repeat", "runs", "130px")
+    box.add_class("nbbench-repeat")
+    return box
+
+
+def repeat_opts(field) -> list[str]:
+    n = int(field.value or 1)
+    return ["--repeat", str(n)] if n > 1 else []

@@ -13,6 +13,7 @@ from __future__ import annotations
 from ..runner import command_job
 from ..wording import field_names
 from .base import (COMMON_FIELDS, Tab, need_path, option_fields, options_argv, ranks_field, ranks_opts,
+                   repeat_field, repeat_opts,
                    unavailable_reason)
 
 ACTIONS = {
@@ -55,7 +56,8 @@ def option_spec(accels: list[str]) -> dict[str, list]:
 
 
 #: options the panel leaves out on purpose (see NOT_FIELDS in the Storage tab)
-NOT_FIELDS = {"--json", "--quiet", "--verbose", "--label", "--no-save", "--details", "--help", "--count", "--warmup",
+NOT_FIELDS = {"--repeat",   # the tab's one "runs" field, shown for feed
+              "--json", "--quiet", "--verbose", "--label", "--no-save", "--details", "--help", "--count", "--warmup",
               "--max-files", "--step", "--size", "--dataset", "--seed", "--no-persistent", "--ranks", "--nnodes",
               "--rdzv-host", "--backend", "--no-dist", "--no-plot",
               "--endpoint-url", "--region"}   # object storage: the panel's PATH is a folder
@@ -92,13 +94,17 @@ class LoaderTab(Tab):
         self.hint = w.HTML("<span style='color:#555'>PATH is the dataset folder (root/CLASS/IMAGE). No dataset? "
                            "<code>nbbench make-dataset DIR --files 2000 --jpeg</code> makes one.</span>")
         self.ranks = ranks_field()   # --ranks N
+        self.repeat = repeat_field("feed")   # --repeat N (feed measures; a sweep compares its configurations)
         self.action.observe(self._switch, names="value")
         self._switch()
-        return w.VBox([self.action, self.about, self.params, self.ranks, self.hint, self.missing])
+        return w.VBox([self.action, self.about, self.params, w.HBox([self.repeat, self.ranks]), self.hint,
+                       self.missing])
 
     def _switch(self, change=None) -> None:
         name = self.action.value
         self.params.children = (self.boxes[name],)
+        if hasattr(self, "repeat"):
+            self.repeat.layout.display = None if name == "feed" else "none"
         self.about.value = f"<span style='color:#555'>{ACTIONS[name]}</span>"
         note = unavailable_reason(name)
         self.missing.value = f"<span style='color:#c62828'>not available: {note}</span>" if note else ""
@@ -118,4 +124,6 @@ class LoaderTab(Tab):
 
             raise ProbeError(f"{target} is not a directory: {name} reads an image folder (root/CLASS/IMAGE)")
         opts = options_argv(self.opts[name]) + ranks_opts(self.ranks)
+        if name == "feed":
+            opts += repeat_opts(self.repeat)
         return command_job(f"{name} {target}", name, target, *opts, label=label, fields=self.fields())

@@ -20,6 +20,7 @@ OPTION_FIELDS = {"s3": [("--endpoint-url", "endpoint", "360px", {"placeholder": 
                         ("--write", "write test: PUTs under a new prefix, all deleted")]}
 #: left out on purpose (tests/test_panel_options.py fails on an option neither shown nor here)
 NOT_FIELDS = {"--json", "--quiet", "--label", "--no-save", "--details", "--help", "--sweep-runtime", "--no-ranged",
+              "--repeat",
               "--max-keys", "--seed", "--write-size", "--write-count"}
 
 

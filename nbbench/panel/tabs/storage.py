@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from ..runner import command_job
 from ..wording import field_names
-from .base import (COMMON_FIELDS, FIT, Tab, need_path, option_fields, options_argv, ranks_field, ranks_opts, show,
+from .base import (COMMON_FIELDS, FIT, Tab, need_path, option_fields, options_argv, ranks_field, ranks_opts,
+                   repeat_field, repeat_opts, show,
                    unavailable_reason)
 
 PROBES = {
@@ -36,7 +37,7 @@ OPTION_FIELDS = {
 #: tests/test_panel_options.py fails on an option that is neither a field nor here
 NOT_FIELDS = {"--json", "--quiet", "--verbose", "--label", "--no-save", "--details", "--help", "--direct",
               "--buffered", "--mode", "--count", "--buffers", "--ranks", "--nnodes", "--rdzv-host", "--backend",
-              "--no-dist", "--file-per-rank", "--seed",
+              "--no-dist", "--file-per-rank", "--seed", "--repeat",   # --repeat: the tab's one "runs" field
               "--threads"}   # randread's and disk's deprecated alias of --jobs (files' own --threads is a field)
 CACHE = (("auto: direct where the filesystem accepts it", "auto"), ("direct (O_DIRECT)", "direct"),
          ("buffered (page cache)", "buffered"))
@@ -93,11 +94,12 @@ class StorageTab(Tab):
         self.params = w.Box([dd_box])
         self.missing = w.HTML()
         self.ranks = ranks_field()   # --ranks N (not for the disk presets)
+        self.repeat = repeat_field("dd")   # --repeat N: every probe here (the same option of each parser)
         self.probe.observe(self._switch, names="value")
         self.rr_cache.observe(lambda c: self._relevant(), names="value")
         self._info = None
         self._switch()
-        return w.VBox([self.probe, self.about, self.params, self.ranks, self.missing])
+        return w.VBox([self.probe, self.about, self.params, w.HBox([self.repeat, self.ranks]), self.missing])
 
     def _relevant(self) -> None:
         """Show only the fields that do something for this PATH and these choices."""
@@ -148,6 +150,7 @@ class StorageTab(Tab):
             opts += _cache_opts(self.dk_cache.value)
             if "--no-write" in opts and path.kind != "dir":
                 opts.remove("--no-write")
+        opts += repeat_opts(self.repeat)
         if name != "disk":
             opts += ranks_opts(self.ranks)
         return command_job(f"{name} {target}", name, target, *opts, label=label, fields=self.fields())
