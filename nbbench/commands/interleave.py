@@ -143,8 +143,10 @@ def compare_settings(invs: list, texts: list[str], rounds: int, ctx):
                          "qualifiers": dict(m.qualifiers()), "status": m.status})
         for k in keys:
             res.metrics[f"{letters[i].lower()}_{k}"] = m.metrics.get(k)
-        for w in m.warnings:
-            res.warn(f"{letters[i]}: {w}")
+        quality = {q["text"] for q in m.extra.get("quality") or []}
+        for w in m.warnings:   # the run-quality words of every setting are said together, below
+            if w not in quality:
+                res.warn(f"{letters[i]}: {w}")
         if i == 0:
             continue
         for k in keys:
@@ -157,6 +159,7 @@ def compare_settings(invs: list, texts: list[str], rounds: int, ctx):
             rec = {"figure": k, "of": f"{letters[i]}/{letters[0]}", **ri.to_dict()}
             rec["text"] = ratio_text(rec)
             ratios.append(rec)
+    _quality_once(res, [(letters[i], m) for i, m in enumerate(merged) if m is not None])
     res.samples["settings"] = settings
     res.extra["ratios"] = ratios
     res.extra["differ"] = _differences(settings)
@@ -189,3 +192,32 @@ def _differ(settings: list[dict], field: str) -> list[str]:
         if len({str(v) for v in vals}) > 1:
             out.append((f"{k}: " if k else "") + ", ".join(f"{s['setting']} {v}" for s, v in zip(settings, vals)))
     return out
+
+
+def _quality_once(res, named) -> None:
+    """The settings' run-quality findings as one sentence each: too short (every setting's short phases,
+    the largest advice), unstable (each setting's spread and outlier), warm-up."""
+    shorts, unstable, other = [], [], []
+    for letter, m in named:
+        for q in m.extra.get("quality") or []:
+            if q["kind"] == "too_short" and q["text"] not in [t for _, t in shorts]:
+                shorts.append((letter, q["text"]))
+            elif q["kind"] == "unstable":
+                unstable.append((letter, q))
+            elif q["kind"] != "too_short":
+                other.append(f"{letter}: {q['text']}")
+    if shorts:
+        phases = "; ".join(f"{letter} {t.split(': too short to trust')[0]}" for letter, t in shorts)
+        advice = max((t.split("too short to trust — ", 1)[-1] for _, t in shorts), key=len)
+        res.warn(f"too short to trust: {phases} — {advice}")
+    if unstable:
+        outliers = {q.get("outlier_run") for _, q in unstable}
+        one = len(outliers) == 1 and None not in outliers   # the same run is the outlier everywhere: said once
+        parts = "; ".join(f"{letter}'s " + ", ".join(f"{d:.0f} % in {k.split('_bytes')[0].split('_per_s')[0]}"
+                                                     for k, d in q["figures"].items())
+                          + (f" (run {q['outlier_run']} the outlier)" if q.get("outlier_run") and not one else "")
+                          for letter, q in unstable)
+        tail = f" — run {next(iter(outliers))} is the outlier of each" if one else ""
+        res.warn(f"unstable: runs differ by {parts}{tail}")
+    for t in other:
+        res.warn(t)

@@ -26,15 +26,15 @@ __all__ = ["REPEAT_MAX", "repeat_count", "add_repeat_option", "run", "scale_of"]
 REPEAT_MAX = 100
 
 
-def repeat_count(text: str) -> int:
-    """``--repeat``'s value: a whole number from 1 to :data:`REPEAT_MAX` (else a usage error)."""
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if not 1 <= v <= REPEAT_MAX:
-        raise argparse.ArgumentTypeError(f"must be from 1 to {REPEAT_MAX}, not {v}")
-    return v
+def _repeat_type():
+    from .options import int_range
+
+    return int_range(1, REPEAT_MAX)
+
+
+#: ``--repeat``'s value: a whole number from 1 to :data:`REPEAT_MAX` (else a usage error); an
+#: :class:`~nbbench.commands.options.IntRange`, so the panel's "runs" field reads its limits from here
+repeat_count = _repeat_type()
 
 
 def add_repeat_option(parser) -> None:

@@ -81,15 +81,22 @@ class InterleaveResult(Result):
             who = f"{of.split('/')[0]} vs {of.split('/')[1]}: " if of != last else ""
             last = of
             out.append(f"{who}{', '.join(names)} {text}")
-        return SEP.join(out)
+        line = SEP.join(out)
+        # the interval's level is said once: "(95 % CI …)" first, "(…)" after
+        head, sep, rest = line.partition("(95 % CI ")
+        return head + sep + rest.replace("(95 % CI ", "(") if sep else line
 
     def story(self) -> list[str]:
         """Each setting's medians with their spread: 'A (dd /x --direct): 1.20 GB/s write ± 3 % …'."""
         lines = []
-        for s in self.settings:
+        clauses = [spread_clause(s.get("spread")) for s in self.settings]
+        same = len(set(clauses)) == 1 and len(clauses) > 1   # "(min…max of 3 runs)": said once, on the last
+        for i, s in enumerate(self.settings):
             figs = [metric_phrase(k, v) + (f" {pm_text(sp['pm'])}" if sp and sp.get("pm") is not None else "")
                     for k, v, sp in _figures(s)]
-            clause = spread_clause(s.get("spread"))
+            clause = clauses[i] if not same or i == len(self.settings) - 1 else ""
+            if same and clause.endswith(" runs)"):
+                clause = clause[:-1] + " each)"
             lines.append(f"{s['setting']} ({s['command']}): {', '.join(figs) or 'no figures'}"
                          + (f" {clause}" if clause else ""))
         diff = self.extra.get("differ")
@@ -105,7 +112,7 @@ class InterleaveResult(Result):
             # green / red only for a change beyond the noise the better / worse way; noise is grey
             marks = [{"better": "ok", "worse": "fail"}.get(_direction(r), "neutral") for r in self.ratios]
             out.append(Section("ratios (95 % interval)", rows, head=["of", "figure", "change", "method", "runs"],
-                               folded=False, align="lllll", marks=marks, css="nbbench-ratios"))
+                               folded=True, align="lllll", marks=marks, css="nbbench-ratios"))
         body = []
         for s in self.settings:
             keys = [k for k, _, _ in _figures(s)]

@@ -43,6 +43,20 @@ def too_short(phase: str, lasted_s: float, windows: int | None, suggestion: str)
     return f"{phase} lasted {format_metric('x_s', lasted_s)}{n}: too short to trust — {suggestion}"
 
 
+def too_short_many(phases: list[tuple[str, float, int | None]], suggestion: str) -> str:
+    """:func:`too_short` for several phases in one sentence: 'write lasted 14.0 ms, read 21.9 ms (1 window
+    each): too short to trust — use --size 2G or more'; one phase is :func:`too_short`'s own wording."""
+    if len(phases) == 1:
+        return too_short(*phases[0], suggestion)
+    parts = [f"{p} {'lasted ' if i == 0 else ''}{format_metric('x_s', s)}" for i, (p, s, _) in enumerate(phases)]
+    wins = {w for _, _, w in phases}
+    n = ""
+    if len(wins) == 1 and None not in wins and next(iter(wins)) < MIN_WINDOWS:
+        w = next(iter(wins))
+        n = f" ({w} window{'s' if w != 1 else ''} each)"
+    return f"{', '.join(parts)}{n}: too short to trust — {suggestion}"
+
+
 def unstable(figures: list[tuple[str, float, str, str]], outlier: int, n: int) -> str:
     """One sentence for a result's unstable figures, each (name, differ %, the outlier's value,
     the median), the first figure's values named: 'unstable: runs differ by 12 % in write, 7 % in
@@ -157,6 +171,7 @@ def assess(merged, results: list, scale: tuple[str, Any, str] | None = None) -> 
     return them as data.  ``scale``: the option that lengthens the measured phase (:func:`suggest`)."""
     found: list[dict] = []
     ok = [r for r in results if r.status == "ok"]
+    shorts: list[dict] = []
     for phase, prefix, lasted in _phases(merged):
         windows = max((w for w in (_windows(r, prefix) for r in ok) if w is not None), default=None)
         short_time = lasted < MIN_PHASE_S
@@ -164,8 +179,14 @@ def assess(merged, results: list, scale: tuple[str, Any, str] | None = None) -> 
         if short_time or short_win:
             factor = max(MIN_PHASE_S / lasted if lasted > 0 else 10.0,
                          MIN_WINDOWS / max(windows, 1) if short_win else 1.0)
-            text = too_short(phase, lasted, windows, suggest(scale, factor))
-            found.append({"kind": "too_short", "phase": phase, "lasted_s": lasted, "windows": windows, "text": text})
+            shorts.append({"kind": "too_short", "phase": phase, "lasted_s": lasted, "windows": windows,
+                           "factor": factor})
+    if shorts:   # one sentence for every short phase, the advice that makes the shortest long enough
+        advice = suggest(scale, max(f["factor"] for f in shorts))
+        text = too_short_many([(f["phase"], f["lasted_s"], f["windows"]) for f in shorts], advice)
+        for f in shorts:
+            f["text"] = text
+        found += shorts
     keys = headline_keys(merged)
     runs = merged.runs or []
     if len(runs) >= 2:
@@ -184,6 +205,6 @@ def assess(merged, results: list, scale: tuple[str, Any, str] | None = None) -> 
                 text = warmup(merged.metric_name(k), dev, i + 1 if len(ok) > 1 else None, len(w))
                 found.append({"kind": "warmup", "figure": k, "run": i + 1, "deviation_pct": dev, "text": text})
     for f in found:
-        merged.warn(f["text"])
+        merged.warn(f["text"])   # once: the short phases share one sentence
     merged.extra["quality"] = found
     return found
