@@ -17,7 +17,6 @@ which run ended it.
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
 
 __all__ = ["REPEAT_MAX", "repeat_count", "add_repeat_option", "run", "scale_of"]
