@@ -54,7 +54,7 @@ from .results import ProbeError
 
 __all__ = ["create", "remove", "temp_file", "cleanup_all", "registered", "install_handlers", "sweep_stale",
            "host_tag", "temp_name", "PREFIX", "TempFile", "TempDir", "create_dir", "remove_dir", "temp_dir",
-           "registered_dirs"]
+           "registered_dirs", "chain_signal", "install_signal_handler"]
 
 PREFIX = ".nbbench-"
 _lock = threading.RLock()   # for changes made by ordinary code; never taken by the clean-up of a signal
@@ -377,7 +377,7 @@ def temp_file(directory, what: str = "probe", flags: int = 0):
 def _handler(signum, frame):
     prev = _previous.get(signum)
     if os.getpid() != _owner[0]:   # a forked child: nothing here is its own
-        _chain(signum, frame, prev)
+        chain_signal(signum, frame, prev)
         return
     ends = not callable(prev) and prev != signal.SIG_IGN
     _closing.append(True)   # kept when the process ends here: no thread creates a file after the clean-up
@@ -386,11 +386,12 @@ def _handler(signum, frame):
     finally:
         if not ends:
             _closing.pop()
-    _chain(signum, frame, prev)
+    chain_signal(signum, frame, prev)
 
 
-def _chain(signum, frame, prev) -> None:
-    """Hand the signal on: to the handler that was there before, else its default action."""
+def chain_signal(signum, frame, prev) -> None:
+    """Hand the signal on: to the handler that was there before (``prev``), else its default action
+    (restored and the signal re-delivered, so the process ends as it would have)."""
     if callable(prev):
         prev(signum, frame)
         return
@@ -410,15 +411,23 @@ def install_handlers() -> None:
         if _installed["signals"] or threading.current_thread() is not threading.main_thread():
             return
         _installed["signals"] = True
+    install_signal_handler(_handler, _previous)
+
+
+def install_signal_handler(handler, previous: dict) -> None:
+    """``handler`` for SIGTERM and SIGHUP (from the main thread), the handler it replaces kept in
+    ``previous`` for :func:`chain_signal`.  A signal the process ignores stays ignored (nohup)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
     for name in ("SIGTERM", "SIGHUP"):
         sig = getattr(signal, name, None)
         if sig is None:
             continue
         try:
             prev = signal.getsignal(sig)
-            if prev is _handler or prev == signal.SIG_IGN:   # nohup: an ignored SIGHUP stays ignored
+            if prev is handler or prev == signal.SIG_IGN:
                 continue
-            _previous[sig] = prev
-            signal.signal(sig, _handler)
+            previous[sig] = prev
+            signal.signal(sig, handler)
         except (ValueError, OSError):  # not the main thread of the main interpreter
             pass

@@ -131,20 +131,7 @@ def install_handlers() -> None:
     if not _INSTALLED:
         _INSTALLED.append(True)
         atexit.register(_abandon_all)
-    if threading.current_thread() is not threading.main_thread():
-        return
-    for name in ("SIGTERM", "SIGHUP"):
-        sig = getattr(signal, name, None)
-        if sig is None:
-            continue
-        try:
-            prev = signal.getsignal(sig)
-            if prev is _on_signal or prev == signal.SIG_IGN:
-                continue
-            _PREVIOUS[sig] = prev
-            signal.signal(sig, _on_signal)
-        except (ValueError, OSError):   # not the main interpreter
-            pass
+    tempfiles.install_signal_handler(_on_signal, _PREVIOUS)
 
 
 def _abandon_all() -> None:
@@ -158,13 +145,10 @@ def _abandon_all() -> None:
 
 
 def _on_signal(signum, frame):
+    from .. import tempfiles
+
     _abandon_all()
-    prev = _PREVIOUS.get(signum)
-    if callable(prev):
-        prev(signum, frame)
-        return
-    signal.signal(signum, signal.SIG_DFL)   # the default action: the process ends as it would have
-    os.kill(os.getpid(), signum)
+    tempfiles.chain_signal(signum, frame, _PREVIOUS.get(signum))
 
 
 def launch(argv: list[str], nproc: int, job, progress: Callable | None = None, cancel=None,

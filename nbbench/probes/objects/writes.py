@@ -132,32 +132,20 @@ def cleanup_all() -> None:
 
 
 def _handler(signum, frame):
+    from ... import tempfiles
+
     cleanup_all()
-    prev = _previous.get(signum, signal.SIG_DFL)
-    if callable(prev):
-        prev(signum, frame)
-        return
-    if prev == signal.SIG_IGN:
-        return
-    signal.signal(signum, signal.SIG_DFL)
-    os.kill(os.getpid(), signum)
+    tempfiles.chain_signal(signum, frame, _previous.get(signum, signal.SIG_DFL))
 
 
 def install_handlers() -> None:
-    """SIGTERM/SIGHUP: delete what the write tests wrote, then the handler that was there (main thread only)."""
+    """SIGTERM/SIGHUP: delete what the write tests wrote, then the handler that was there (main thread only;
+    an ignored signal stays ignored)."""
+    from ... import tempfiles
+
     if _installed[0] or threading.current_thread() is not threading.main_thread():
         return
-    for name in ("SIGTERM", "SIGHUP"):
-        sig = getattr(signal, name, None)
-        if sig is None:
-            continue
-        try:
-            prev = signal.getsignal(sig)
-            if prev is not _handler:
-                _previous[sig] = prev
-                signal.signal(sig, _handler)
-        except (ValueError, OSError):
-            pass
+    tempfiles.install_signal_handler(_handler, _previous)
     _installed[0] = True
 
 
