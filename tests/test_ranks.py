@@ -39,8 +39,8 @@ def _leftovers(d) -> list[str]:
     return [n for n in os.listdir(d) if n.startswith(".nbbench-")]
 
 
-def _launcher_state() -> set[str]:
-    tmp = tempfile.gettempdir()
+def _launcher_state(tmp: str | None = None) -> set[str]:
+    tmp = tmp or tempfile.gettempdir()
     return set(glob.glob(os.path.join(tmp, "torchelastic_*"))) | set(glob.glob(os.path.join(tmp, "nbbench-ranks-*")))
 
 
@@ -52,8 +52,14 @@ def _free_port() -> int:
 
 @pytest.mark.slow
 def test_ranks_2_one_result_saved_no_state_left(tmp_path):
-    before = _launcher_state()
-    out = _nbbench("dd", tmp_path, "--size", "16M", "--ranks", "2", "--json", "--label", "two-ranks")
+    # the run's own TMPDIR: another run on this machine (a test beside it, another checkout) makes and
+    # removes its own launcher state in the shared /tmp meanwhile
+    systmp = tmp_path / "tmpdir"
+    systmp.mkdir()
+    data = tmp_path / "data"
+    data.mkdir()
+    out = _nbbench("dd", data, "--size", "16M", "--ranks", "2", "--json", "--label", "two-ranks",
+                   env={"TMPDIR": str(systmp)})
     assert out.returncode == 0, out.stderr
     res = json.loads(out.stdout)            # exactly one JSON document on stdout
     assert res["kind"] == "dd" and res["status"] == "ok"
@@ -63,8 +69,8 @@ def test_ranks_2_one_result_saved_no_state_left(tmp_path):
     assert all(r["metrics"]["write_total_bytes"] == 16 << 20 for r in ranks)
     assert res["metrics"]["write_total_bytes"] == 32 << 20 and res["metrics"]["read_bytes_per_s_last_done"] > 0
     assert res["extra"]["hosts"][0]["ranks"] == 2
-    assert _leftovers(tmp_path) == []
-    assert _launcher_state() == before      # no torchelastic_* or log folder left in /tmp
+    assert _leftovers(data) == []
+    assert _launcher_state(str(systmp)) == set()   # no torchelastic_* or log folder left in its TMPDIR
     from nbbench.store import default_store  # the launching process saved it, once
 
     saved = default_store().find("two-ranks")
