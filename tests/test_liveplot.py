@@ -196,7 +196,9 @@ def test_for_monitor_and_result_figure():
     m = Monitor(interval=0.05, gpus="none")
     m.start()
     plot = for_monitor(m, target="none")
-    time.sleep(0.2)
+    deadline = time.monotonic() + 60
+    while not plot.names() and time.monotonic() < deadline:   # the first samples came through
+        time.sleep(0.02)
     png = plot.close()
     m.stop()
     assert png.startswith(PNG)
