@@ -32,12 +32,15 @@ WILD_VALUES = [
     "a b", "$HOME", "~", ".", "..", "/", "/nonexistent/nbbench", "nosuchmodule:f", "os.path:nope", "bad:",
 ]
 
-SAFE_SIZES = ["0", "1", "512", "4k", "64k", "1M", "3M", "16M", "-1k", "1x"]
-SAFE_INTS = ["0", "1", "2", "-1", "x"]
-SAFE_INT_LISTS = ["0", "0,1", "1,2", "2", "-1", "a"]
-SAFE_DURATIONS = ["0.1", "0.3", "1", "1s", "300ms", "-1", "0", "x"]
-SAFE_FRACTIONS = ["0", "0.5", "1", "2", "x"]
-SAFE_BOOLS = ["true", "false", "true,false", "x"]
+#: bounded values that parse, per option type; JUNK: bounded values that may not (a usage error)
+SAFE_SIZES = ["1", "512", "4k", "64k", "1M", "3M", "16M"]
+SAFE_INTS = ["1", "2"]
+SAFE_INT_LISTS = ["0", "0,1", "1,2", "2"]
+SAFE_DURATIONS = ["0.1", "0.3", "1", "1s", "300ms"]
+SAFE_FRACTIONS = ["0", "0.5", "1"]
+SAFE_BOOLS = ["true", "false", "true,false"]
+SAFE_OTHER = ["1", "2", "all", "none", "auto", "h100-resnet50"]
+JUNK = ["0", "-1", "x", "-1k", "1x", "", "2,", "a,b"]
 SAFE_WORDS = ["a", "base", "run 1", "é", "", "1", "x,y", "dd", "all", "none", "auto", "cpu", "cuda", "meta",
               "nosuchmodule:f", "os.path:nope", "bad:", "lo", "0"]
 #: upper bounds a safe run's values keep (sizes ≤ 16M, counts ≤ 2, durations ≤ 1 s)
@@ -137,11 +140,19 @@ def wild_argv(uni: dict[str, Subcommand]) -> st.SearchStrategy[list[str]]:
 
 
 # ------------------------------------------------------------------------------------------ safe
-def _pool(o: Option) -> list[str] | None:
-    """The safe values of a typed option (None: a free-text option, handled by name)."""
+def _pool(o: Option, junk: bool = False) -> list[str] | None:
+    """The safe values of a typed option (None: a free-text option, handled by name); ``junk``: with
+    bounded values that may not parse."""
+    pool = _valid_pool(o)
+    if o.type_name == "serve_address":
+        return pool   # listeners: 127.0.0.1:0 only, never a junk value that could name another address
+    return pool + JUNK if (pool is not None and junk) else pool
+
+
+def _valid_pool(o: Option) -> list[str] | None:
     t = o.type_name
     if o.choices:
-        return [str(c) for c in o.choices] + ["nope"]
+        return [str(c) for c in o.choices]
     if t in ("size",):
         return SAFE_SIZES
     if t in ("size_list",):
@@ -155,9 +166,11 @@ def _pool(o: Option) -> list[str] | None:
     if t in ("fraction",):
         return SAFE_FRACTIONS
     if t in ("serve_address",):
-        return ["127.0.0.1:0", "x", "-1"]
-    if o.type is not None:   # int, positive_int, nonneg_int, choice lists, a type this file does not know
-        return SAFE_INTS + ["all", "none", "auto", "a,b"]
+        return ["127.0.0.1:0"]
+    if t in ("int", "positive_int", "nonneg_int"):
+        return SAFE_INTS
+    if o.type is not None:   # choice lists, a type this file does not know
+        return SAFE_OTHER
     return None
 
 
@@ -179,13 +192,15 @@ def _unsafe_default(o: Option) -> bool:
     return False
 
 
-def safe_argv(uni: dict[str, Subcommand], tmp_paths: list[str], out_paths: list[str]) -> st.SearchStrategy:
-    """A runnable argv for any subcommand: every value bounded, every path in the temporary directory."""
-    names = sorted(uni)
+def safe_argv(uni: dict[str, Subcommand], tmp_paths: list[str], out_paths: list[str],
+              name: str | None = None) -> st.SearchStrategy:
+    """A runnable argv for subcommand ``name`` (any, if None): every value bounded, every path in the
+    temporary directory; half of them with values that parse, half with some that may not."""
+    names = [name] if name else sorted(uni)
     words = st.sampled_from(SAFE_WORDS)
 
-    def value_of(o: Option) -> st.SearchStrategy[str]:
-        pool = _pool(o)
+    def value_of(o: Option, junk: bool) -> st.SearchStrategy[str]:
+        pool = _pool(o, junk)
         if pool is not None:
             return st.sampled_from(pool)
         key = {o.dest.lower(), (o.metavar or "").lower()}
@@ -199,9 +214,10 @@ def safe_argv(uni: dict[str, Subcommand], tmp_paths: list[str], out_paths: list[
 
     @st.composite
     def draw(data_draw):
-        name = data_draw(st.sampled_from(names))
-        sub = uni[name]
-        argv = [name]
+        cmd = data_draw(st.sampled_from(names))
+        junk = data_draw(st.booleans())
+        sub = uni[cmd]
+        argv = [cmd]
         for o in sub.options:
             if o.dest in NEVER:
                 continue
@@ -210,7 +226,7 @@ def safe_argv(uni: dict[str, Subcommand], tmp_paths: list[str], out_paths: list[
                     argv.append(o.strings[-1])
                 continue
             if _unsafe_default(o) or data_draw(st.booleans()):
-                argv += [o.strings[-1], data_draw(value_of(o))]
+                argv += [o.strings[-1], data_draw(value_of(o, junk))]
         for p in sub.positionals:
             if p.nargs == argparse.REMAINDER:
                 continue   # monitor -- COMMAND: never run a program
