@@ -56,7 +56,9 @@ def test_sweep_levels_and_knee():
     assert sweep_levels(32) == [1, 2, 4, 8, 16, 32]
     assert sweep_levels(12) == [1, 2, 4, 8, 12]
     rows = [{"streams": s, "get_bytes_per_s": v} for s, v in ((1, 100), (2, 190), (4, 360), (8, 370), (16, 380))]
-    assert knee(rows) == 4                      # 4 -> 8 adds < 5 %
+    assert knee(rows) == 8                      # the fewest streams within 5 % of the best (380)
+    noisy = [{"streams": s, "get_bytes_per_s": v} for s, v in ((1, 90), (2, 160), (4, 150), (8, 110), (16, 250))]
+    assert knee(noisy) == 16                    # a dip is no knee: only 16 comes within 5 % of the best
     rising = [{"streams": s, "get_bytes_per_s": 100 * s} for s in (1, 2, 4)]
     assert knee(rising) == 4                    # still rising: the last level
     assert knee([]) is None

@@ -96,3 +96,11 @@ class S3Command(Command):
             max_streams=args.max_streams, sweep=args.sweep, runtime=args.runtime, sweep_runtime=args.sweep_runtime,
             part_size=args.part_size, ranged=args.ranged, max_keys=args.max_keys, seed=args.seed,
             write=args.write, write_size=args.write_size, write_count=args.write_count, progress=p, cancel=c))
+
+    def show(self, value, args, ctx) -> None:
+        """The card, then the concurrency sweep's picture where images show (drawn only there)."""
+        ctx.display(value)
+        if (value.samples.get("sweep") or [])[1:]:
+            from ..plots import figure_png
+
+            ctx.display_image(lambda: figure_png(value.plot()))

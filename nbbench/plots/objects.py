@@ -35,7 +35,7 @@ def s3_sweep_figure(res, ax=None):
     if k in xs:
         y = ys[xs.index(k)]
         ax.plot([k], [y], marker="*", markersize=16, color="#f9a825", markeredgecolor="black", linestyle="none",
-                label=f"knee: {k} streams (doubling adds < 5 % beyond)", zorder=5)
+                label=f"knee: {k} streams (within 5 % of the best)", zorder=5)
     ax.set_xscale("log", base=2)
     ax.set_xticks(xs)
     ax.set_xticklabels([str(x) for x in xs])

@@ -21,14 +21,14 @@ __all__ = ["S3Result", "knee_sentence"]
 
 
 def knee_sentence(m: dict, rows: list[dict]) -> str | None:
-    """'32 streams reach 2.10 GB/s; beyond 16 streams adds < 5 %', or None without a sweep."""
+    """'32 streams reach 2.10 GB/s; 16 streams reach within 5 % of that', or None without a sweep."""
     if not rows or m.get("sweep_best_bytes_per_s") is None:
         return None
     best, k = m.get("sweep_best_streams_count"), m.get("knee_streams_count")
     s = f"{best} streams reach {format_metric('get_bytes_per_s', m['sweep_best_bytes_per_s'])}"
     last = rows[-1]["streams"]
     if k is not None and k < last:
-        s += f"; beyond {k} stream{'s' if k != 1 else ''} adds < 5 %"
+        s += f"; {k} stream{'s' if k != 1 else ''} reach within 5 % of that"
     elif k == last:
         s += f"; still rising at {last} streams (try --max-streams {last * 2})"
     return s

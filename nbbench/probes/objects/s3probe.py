@@ -45,17 +45,16 @@ def sweep_levels(max_streams: int) -> list[int]:
 
 
 def knee(rows: list[dict], gain: float = KNEE_GAIN) -> int | None:
-    """The fewest streams past which doubling adds less than ``gain`` (5 %) to GET bytes/s.
+    """The fewest streams that reach within ``gain`` (5 %) of the sweep's best GET bytes/s: more streams
+    than that add less than 5 %.
 
-    ``rows``: the sweep's ``{"streams", "get_bytes_per_s"}`` in increasing streams.  None
-    when the sweep has no figure; the last level when every doubling still gained."""
+    ``rows``: the sweep's ``{"streams", "get_bytes_per_s"}`` in increasing streams.  None when the sweep
+    has no figure; the last level when only it comes that close (still rising)."""
     rates = [(r["streams"], r.get("get_bytes_per_s") or 0.0) for r in rows]
-    if not rates or not any(v for _, v in rates):
+    best = max((v for _, v in rates), default=0.0)
+    if best <= 0:
         return None
-    for (s, v), (_, nxt) in zip(rates, rates[1:]):
-        if v > 0 and nxt < v * (1 + gain):
-            return s
-    return rates[-1][0]
+    return next(s for s, v in rates if v >= best * (1 - gain))
 
 
 def list_objects(client, url: _c.S3Url, max_keys: int = 100_000, cancel=None) -> tuple[list, dict]:
