@@ -18,7 +18,7 @@ PYTEST_ARGS ?=
 # side by side share an xdist group (tests/conftest.py: XDIST_GROUPS) and run on one worker
 JOBS        ?= 2
 
-.PHONY: lab test setup unit notebooks stress-test bench gpu-check clean
+.PHONY: lab test setup unit notebooks stress-test bench gpu-check clean docs reference notebooks-outputs lint
 
 setup: $(STAMP)
 
@@ -64,5 +64,30 @@ GPU_CHECK_ARGS ?=
 gpu-check: setup
 	PYTHONPATH=. $(PY) bench/gpu_check.py $(GPU_CHECK_ARGS)
 
+# The documentation site (mkdocs-material, mkdocs.yml): built into site/ with warnings as
+# errors.  Needs only the docs extra; the tutorials are rendered with their committed
+# outputs, never executed.  `make reference` rewrites docs/reference/ from the code
+# (tests/test_docs.py fails when it is stale); `make notebooks-outputs` re-runs every
+# tutorial and keeps its outputs (a few minutes of CPU).
+DOCS_STAMP := $(VENV)/.nbbench-docs-installed
+
+$(DOCS_STAMP): pyproject.toml | $(STAMP)
+	$(PY) -m pip install -q -e '.[docs]'
+	@touch $(DOCS_STAMP)
+
+docs: $(DOCS_STAMP)
+	@start=$$(date +%s); NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir site -q && \
+	echo "docs: site/ built with --strict in $$(( $$(date +%s) - start )) s"
+
+reference: setup
+	PYTHONPATH=. $(PY) tools/gen_reference.py
+
+notebooks-outputs: setup
+	PYTHONPATH=. MPLBACKEND=Agg $(PY) tools/notebook_outputs.py
+
+# Style: ruff (configured in pyproject.toml); CI runs it, and so does pre-commit.
+lint: setup
+	$(PY) -m ruff check nbbench tests tools bench
+
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) build *.egg-info .pytest_cache site

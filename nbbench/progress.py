@@ -21,14 +21,14 @@ import shutil
 import sys
 import threading
 import time
-from typing import Callable, Optional
+from typing import Callable
 
 from .units import format_bytes, metric_phrase, shorten_middle
 
 __all__ = ["Progress", "TerminalProgress", "NullProgress", "ProgressFn", "call_progress", "figures",
            "format_meter", "meter_parts", "format_interval", "COUNT_KEYS"]
 
-ProgressFn = Callable[[Optional[float], Optional[dict]], None]
+ProgressFn = Callable[[float | None, dict | None], None]
 
 #: optional keys of a progress report's metrics: how far, in the probe's own terms
 COUNT_KEYS = ("done", "total", "unit")

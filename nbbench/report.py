@@ -199,7 +199,7 @@ def build(runs: Sequence[Any] | None = None, last: int = 10, kind: str | None = 
         for r in results:
             if r.kind != "doctor":
                 kinds.setdefault(r.kind, []).append(r)
-        for k, rs in kinds.items():
+        for rs in kinds.values():
             if len(rs) >= 2:
                 try:
                     data.comparisons.append(compare(rs))

@@ -30,7 +30,7 @@ from pathlib import Path
 
 __all__ = ["Unreadable", "under", "read_text", "MOUNTINFO", "Mount", "parse_mountinfo", "read_mounts",
            "find_mount", "mount_of", "fs_kind", "is_memory_backed", "is_pseudo", "MEMORY_FILESYSTEMS",
-           "PSEUDO_FILESYSTEMS", "NETWORK_FILESYSTEMS",
+           "PSEUDO_FILESYSTEMS", "NETWORK_FILESYSTEMS", "OBJECT_FUSE_CLIENTS", "object_storage_mount",
            "HOSTSHARE_FILESYSTEMS", "parse_scheduler", "Queue", "QUEUE_ATTRIBUTES", "BlockDevice",
            "device_by_devno", "device_by_name", "device_of_source", "block_device", "device_of_path"]
 
@@ -81,6 +81,33 @@ def is_memory_backed(fstype: str) -> bool:
 def is_pseudo(fstype: str) -> bool:
     """Is ``fstype`` a pseudo filesystem of the kernel (proc, sysfs, cgroup, debugfs, …), not storage?"""
     return fstype in PSEUDO_FILESYSTEMS
+
+
+#: FUSE clients of object storage, by the name their mounts carry (fstype ``fuse.NAME`` or source ``NAME``)
+OBJECT_FUSE_CLIENTS = {"mountpoint-s3": "S3", "s3fs": "S3", "goofys": "S3", "s3backer": "S3", "rclone": "object storage",
+                       "gcsfuse": "Google Cloud Storage", "blobfuse": "Azure Blob Storage",
+                       "blobfuse2": "Azure Blob Storage"}
+
+
+def object_storage_mount(fstype: str, source: str) -> tuple[str, str | None] | None:
+    """``(client, s3 URL or None)`` when a mount is a FUSE client of object storage (mountpoint-s3, s3fs,
+    goofys, gcsfuse, rclone, blobfuse), else None.  The URL is a guess from the mount's source where it
+    names a bucket (goofys ``bucket[:prefix]``, rclone ``remote:bucket/prefix``, gcsfuse ``bucket``)."""
+    if not (fstype == "fuse" or fstype.startswith("fuse.")):
+        return None
+    sub = fstype.split(".", 1)[1] if "." in fstype else ""
+    src = source or ""
+    client = next((c for c in OBJECT_FUSE_CLIENTS if c in (sub, src, src.split(":", 1)[0])), None)
+    if client is None:
+        return None
+    bucket = None
+    if client == "rclone" and ":" in src:
+        bucket = src.split(":", 1)[1].strip("/") or None
+    elif client in ("goofys", "gcsfuse") and src not in ("", client):
+        bucket = src.replace(":", "/", 1)
+    if bucket and client not in ("gcsfuse",):
+        return client, f"s3://{bucket.rstrip('/')}/"
+    return client, None
 
 
 def fs_kind(fstype: str) -> str:

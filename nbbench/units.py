@@ -87,6 +87,8 @@ _UNITS = [
     ("_bytes_per_s", "bytes/s"),
     ("_samples_per_s", "samples/s"),
     ("_files_per_s", "files/s"),
+    ("_requests_per_s", "requests/s"),
+    ("_keys_per_s", "keys/s"),
     ("_batches_per_s", "batches/s"),
     ("_per_s", "1/s"),
     ("_bytes", "bytes"),
@@ -105,6 +107,7 @@ _BARE = {
     "iops": "iops",
     "samples_per_s": "samples/s",
     "files_per_s": "files/s",
+    "requests_per_s": "requests/s",
     "batches_per_s": "batches/s",
     "bytes_per_s": "bytes/s",
     "au_pct": "%",
@@ -223,7 +226,7 @@ def format_metric(key: str, value) -> str:
     unit = unit_of(key)
     if unit in ("bytes/s", "iops", "flop/s"):
         return format_rate(value, unit)
-    if unit in ("samples/s", "files/s", "batches/s", "1/s"):
+    if unit in ("samples/s", "files/s", "batches/s", "requests/s", "keys/s", "1/s"):
         return format_si(value, "/s" if unit == "1/s" else unit)
     if unit == "bytes":
         return format_bytes(value, binary=key.endswith("_mem_bytes") or "memory" in key)
@@ -281,9 +284,10 @@ LABELS: dict[str, str] = {
 #: words of metric keys as people write them
 _WORDS = {"lat": "latency", "gpu": "GPU", "cpu": "CPU", "au": "AU", "qd": "QD", "proc": "process",
           "mem": "memory", "sys": "system", "h2d": "host→device", "d2h": "device→host", "rss": "RSS",
-          "ios": "I/Os", "startup": "start-up", "stddev": "std dev"}
+          "ios": "I/Os", "startup": "start-up", "stddev": "std dev", "ttfb": "TTFB", "get": "GET",
+          "list": "LIST"}
 #: keys whose figure names itself ("74.8 kIOPS", "165 samples/s"): a phrase gives the figure alone
-_SELF_NAMED = ("iops", "samples_per_s", "files_per_s", "batches_per_s")
+_SELF_NAMED = ("iops", "samples_per_s", "files_per_s", "batches_per_s", "requests_per_s")
 _PCT_WORD = re.compile(r"^p(\d+)$")
 
 

@@ -93,7 +93,7 @@ def test_memory_limit_and_shm_cross_check():
 def test_mount_caveats_by_filesystem():
     ms = topology.read_mounts(DOCKER)
     expect = {"/workspace": ("overlay", "volume"), "/dataset": ("nfs4", "nconnect"),
-              "/mnt/my bucket": ("fuse.s3fs", "copy the dataset"), "/dev/shm": ("tmpfs", "really lives")}
+              "/mnt/my bucket": ("fuse.s3fs", "nbbench s3 s3://BUCKET/PREFIX"), "/dev/shm": ("tmpfs", "really lives")}
     for path, (fstype, in_fix) in expect.items():
         c, m = storage.check_mount(path, ms)
         assert c.status == "warn" and m.fstype == fstype and in_fix in c.fix, path

@@ -44,7 +44,7 @@ def test_au_matches_the_arithmetic(data_s, compute_s, workers):
     # millisecond); the data cost is the dataset's nominal sleep.  A shared 2-core machine can
     # starve the worker process, or overshoot the main process's data sleep, now and then (CI
     # once saw 55.7 against 60.1 without a worker): one more try before failing.
-    for attempt in range(2):
+    for _attempt in range(2):
         res = bench_loader(_loader(data_s, workers), duration=1.2, warmup=2,
                            step=lambda batch: time.sleep(compute_s))
         assert res.ok, res.reason

@@ -1,7 +1,7 @@
 """Write a notebook from a compact cell list (markdown cells start with '#md').
 
-Usage from Python: write_notebook(path, cells) — used to keep the tutorial
-notebooks' source reviewable; the notebooks are committed without outputs.
+Usage from Python: write_notebook(path, cells) — writes a notebook's cells without outputs;
+tools/notebook_outputs.py (make notebooks-outputs) then runs it and keeps its outputs.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
     PYTHONPATH=$PWD .venv/bin/python tools/nb05_control_panel.py
 
-Notebook 05 is the one tutorial committed with its outputs: the panel is a widget, and a
+Every tutorial is committed with its outputs (``make notebooks-outputs``, tools/notebook_outputs.py);
+this script also writes notebook 05's source.  The panel is a widget, and a
 notebook shows a widget only where its state is (JupyterLab with the kernel running).  On
 GitHub and nbviewer what shows is the panel's static snapshot (:mod:`nbbench.panel.snapshot`),
 an ordinary HTML output under the widget that nbbench refreshes after each run.  So this
@@ -16,14 +17,13 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(__file__))
 from mknb import write_notebook  # noqa: E402
+from notebook_outputs import execute  # noqa: E402
 
 PATH = Path(__file__).resolve().parent.parent / "notebooks" / "05-control-panel.ipynb"
-WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 CELLS = [
     """#md
@@ -89,38 +89,6 @@ shutil.rmtree(scratch)                            # the dd removed its own file;
 **On your own data:** open `%iobench panel /path/to/your/dataset`, run *dd* and *randread* on the Storage tab,
 then *feed* on the DataLoader tab; label the runs (`baseline`, `new-disk`) and compare them on the History tab.""",
 ]
-
-
-def execute(path: Path) -> None:
-    import nbformat
-    from nbclient import NotebookClient
-
-    nb = nbformat.read(path, as_version=4)
-    with tempfile.TemporaryDirectory(prefix="nbbench-nb05-") as home:
-        old = os.environ.get("NBBENCH_HOME")
-        os.environ["NBBENCH_HOME"] = home   # the kernel inherits it: nothing lands in the user's store
-        try:
-            NotebookClient(nb, timeout=600, kernel_name="python3",
-                           resources={"metadata": {"path": home}}).execute()
-        finally:
-            if old is None:
-                os.environ.pop("NBBENCH_HOME", None)
-            else:
-                os.environ["NBBENCH_HOME"] = old
-    strip_widget_state(nb)
-    nbformat.write(nb, path)
-
-
-def strip_widget_state(nb) -> None:
-    """No saved widget state, no widget-view outputs (their text/plain stays), no volatile ids."""
-    nb.metadata.pop("widgets", None)
-    for cell in nb.cells:
-        cell.get("metadata", {}).pop("execution", None)
-        for out in cell.get("outputs", []):
-            data = out.get("data")
-            if data and WIDGET_VIEW in data:
-                del data[WIDGET_VIEW]
-            out.get("metadata", {}).pop("transient", None)
 
 
 if __name__ == "__main__":

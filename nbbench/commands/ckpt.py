@@ -89,7 +89,7 @@ class ShardsCommand(ranks.RankedCommand):
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("path", metavar="DIR", help="a folder of .tar shards, .bin/.parquet/.mds chunks, or "
-                                                        "other large files (read only)")
+                                                        "other large files (read only); or s3://BUCKET/PREFIX")
         parser.add_argument("--streams", type=options.positive_int, default=None,
                             help="parallel streams (default the usable CPUs)")
         parser.add_argument("--bs", type=options.size, default="1M", help="each read's size (default 1M)")
@@ -101,6 +101,9 @@ class ShardsCommand(ranks.RankedCommand):
         parser.add_argument("--no-cold", dest="cold", action="store_false", help="skip the cold pass")
         parser.add_argument("--no-warm", dest="warm", action="store_false", help="skip the warm pass")
         parser.add_argument("--seed", type=options.nonneg_int, default=0, help="the shuffle's seed")
+        parser.add_argument("--endpoint-url", dest="endpoint_url", default=None,
+                            help="with s3://: an S3-compatible endpoint, e.g. http://127.0.0.1:9000")
+        parser.add_argument("--region", default=None, help="with s3://: the region (default: the AWS configuration)")
         ranks.add_rank_options(parser)
 
     def run(self, args, ctx):
@@ -108,10 +111,15 @@ class ShardsCommand(ranks.RankedCommand):
 
         value = ranks.dispatch("shards", "shards", args, ctx, dict(
             path=args.path, streams=args.streams, bs=args.bs, min_size=args.min_size, cold=args.cold, warm=args.warm,
-            seed=args.seed, max_bytes=args.max_bytes), f"shards {args.path}")
+            seed=args.seed, max_bytes=args.max_bytes, **_s3_options(args)), f"shards {args.path}")
         if value is not ranks.LOCAL:
             return value
-        target = _target(args.path)
+        target = args.path if str(args.path).startswith("s3://") else _target(args.path)
         return _run_probe(ctx, f"shards {args.path}", lambda p, c: shards(
             target, streams=args.streams, bs=args.bs, min_size=args.min_size, cold=args.cold, warm=args.warm,
-            seed=args.seed, max_bytes=args.max_bytes, progress=p, cancel=c))
+            seed=args.seed, max_bytes=args.max_bytes, progress=p, cancel=c, **_s3_options(args)))
+
+
+def _s3_options(args) -> dict:
+    """--endpoint-url / --region, passed on only where given (a folder's run takes neither)."""
+    return {k: getattr(args, k) for k in ("endpoint_url", "region") if getattr(args, k, None)}

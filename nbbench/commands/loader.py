@@ -56,6 +56,22 @@ def _add_dir_loader_options(parser, workers_default_help: str) -> None:
     parser.add_argument("--size", type=options.positive_int, default=224, help="crop size in pixels (224)")
 
 
+def _add_s3_options(parser) -> None:
+    parser.add_argument("--endpoint-url", dest="endpoint_url", default=None,
+                        help="for an s3:// dataset: an S3-compatible endpoint, e.g. http://127.0.0.1:9000")
+    parser.add_argument("--region", default=None, help="for an s3:// dataset: the region (default: the AWS configuration)")
+
+
+def _is_s3(name) -> bool:
+    return isinstance(name, str) and name.startswith("s3://")
+
+
+def _no_s3_ranks(args, name: str) -> None:
+    if _is_s3(name) and (getattr(args, "ranks", None) is not None or getattr(args, "nnodes", 1) > 1):
+        raise ProbeError("--ranks with an s3:// dataset is not supported yet (shards s3://… --ranks N reads "
+                         "the same shards on N ranks)")
+
+
 def _add_dataset_option(parser) -> None:
     parser.add_argument("--dataset", metavar="MODULE:FUNCTION", default=None,
                         help="a function returning a map-style Dataset (importable by every rank with --ranks), "
@@ -146,6 +162,7 @@ class LoaderCommand(ranks.RankedCommand):
         parser.add_argument("--batch-size", dest="batch_size", type=options.positive_int, default=64,
                             help="for a folder: batch size (64)")
         _add_dir_loader_options(parser, "")
+        _add_s3_options(parser)
         parser.add_argument("--no-plot", dest="no_plot", action="store_true", help="no live plot")
         ranks.add_rank_options(parser)
 
@@ -154,12 +171,13 @@ class LoaderCommand(ranks.RankedCommand):
 
         from ..dist.rankenv import detect
 
+        _no_s3_ranks(args, args.loader)
         if args.ranks is not None or args.dataset or detect(no_dist=args.no_dist) is not None:
             return self._run_ranked(args, ctx)
         if args.loader is None:
             raise ProbeError("give a DataLoader variable, a dataset folder or --dataset module:function")
-        target, is_dir = _resolve(ctx, args.loader, "DataLoader")
-        dl = None
+        target, is_dir = (args.loader, True) if _is_s3(args.loader) else _resolve(ctx, args.loader, "DataLoader")
+        dl = ds = None
         accelerator = args.accelerator
         if is_dir:
             require_torch("loader on a folder")
@@ -168,8 +186,14 @@ class LoaderCommand(ranks.RankedCommand):
             from ..probes.imagefolder import ImageFolderDataset
             from ..probes.tarshards import TarShardDataset, has_tar_shards
 
-            ds = (TarShardDataset if has_tar_shards(target) else ImageFolderDataset)(
-                target, decode=args.decode, size=args.size)
+            if _is_s3(target):   # tar shards GET from the store (a local copy counts the samples first)
+                from ..probes.objects.s3dataset import S3TarShardDataset
+
+                ds = S3TarShardDataset(target, endpoint_url=args.endpoint_url, region=args.region,
+                                       decode=args.decode, size=args.size)
+            else:
+                ds = (TarShardDataset if has_tar_shards(target) else ImageFolderDataset)(
+                    target, decode=args.decode, size=args.size)
             nw = usable_cpus()["usable_int"] if args.workers is None else args.workers
             dl = make_loader(ds, args.batch_size, nw, persistent_workers=nw > 0)
             loader = dl
@@ -206,12 +230,16 @@ class LoaderCommand(ranks.RankedCommand):
                 from ..probes.dataloader import close_loader
 
                 close_loader(dl, force=True)
+            if ds is not None and hasattr(ds, "close"):
+                ds.close()
             if plot is not None:
                 plot.stop()
         if plot is not None:
             plot.finish(res)
         if is_dir:
             res.params["path"] = str(target)
+            if _is_s3(target):
+                res.labels["dataset"] = f"{ds!r}: every shard a GET from the store"
         return res
 
     def _run_ranked(self, args, ctx):
@@ -350,8 +378,9 @@ class FeedCommand(ranks.RankedCommand):
     epilog = "example:  nbbench feed /dataset/train --accelerator h100-resnet50 --json"
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("path", metavar="DIR", help="an image folder (root/CLASS/IMAGE) or a folder of .tar "
-                                                        "shards (000123.jpg + 000123.cls samples, streamed)")
+        parser.add_argument("path", metavar="DIR", help="an image folder (root/CLASS/IMAGE), a folder of .tar "
+                                                        "shards (000123.jpg + 000123.cls samples, streamed), or "
+                                                        "s3://BUCKET/PREFIX of tar shards")
         parser.add_argument("--accelerator", type=_accelerator, default="h100-resnet50",
                             help="h100-resnet50 (default), a100-resnet50, h100-unet3d, a100-unet3d, h100-cosmoflow")
         parser.add_argument("--count", type=options.positive_int, default=1,
@@ -370,10 +399,13 @@ class FeedCommand(ranks.RankedCommand):
         parser.add_argument("--max-files", dest="max_files", type=options.positive_int, default=20000,
                             help="a random subset of a larger folder (20000)")
         _add_dir_loader_options(parser, "")
+        _add_s3_options(parser)
         ranks.add_rank_options(parser)
 
     def run(self, args, ctx):
         from ..probes.feed import feed
+
+        _no_s3_ranks(args, args.path)
 
         value = ranks.dispatch("feed", "feed", args, ctx, dict(
             path=os.path.abspath(os.path.expanduser(args.path)), accelerator=args.accelerator,
@@ -381,13 +413,14 @@ class FeedCommand(ranks.RankedCommand):
             warmup=args.warmup, cold=args.cold, size=args.size, max_files=args.max_files), f"feed {args.path}")
         if value is not ranks.LOCAL:
             return value
-        path = os.path.expanduser(args.path)
-        if not os.path.isdir(path):
-            raise ProbeError(f"{args.path} is not a directory: give an image folder (root/CLASS/IMAGE) or a folder "
-                             "of .tar shards")
+        path = args.path if _is_s3(args.path) else os.path.expanduser(args.path)
+        if not _is_s3(path) and not os.path.isdir(path):
+            raise ProbeError(f"{args.path} is not a directory: give an image folder (root/CLASS/IMAGE), a folder "
+                             "of .tar shards, or s3://BUCKET/PREFIX of tar shards")
         require_torch("feed")
         return ctx.run_probe(f"feed {args.path}",
             lambda p, cancel: feed(path, accelerator=args.accelerator, batch_size=args.batch_size,
                                    num_workers=args.workers, decode=args.decode, duration=args.duration,
                                    warmup=args.warmup, cold=args.cold, size=args.size, max_files=args.max_files,
-                                   count=args.count, progress=p, cancel=cancel))
+                                   count=args.count, progress=p, cancel=cancel, endpoint_url=args.endpoint_url,
+                                   region=args.region))

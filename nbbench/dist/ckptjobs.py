@@ -243,15 +243,23 @@ class ShardsJob(RankJob):
         from ..probes.target import inspect
         from ..units import parse_size
 
-        t = inspect(self.params["path"], write=False, read=False)
-        if t.kind != "dir":
-            raise ProbeError(f"{t.path} is not a directory: shards reads the shard files of a folder")
-        found, fmt = find_shards(t.path, parse_size(self.params.get("min_size", "1M")))
+        if str(self.params["path"]).startswith("s3://"):
+            from ..probes.objects.s3shards import list_shards
+
+            url, found, fmt = list_shards(self.params["path"], self.params.get("endpoint_url"),
+                                          self.params.get("region"))
+            rel = [k[len(url.prefix):] for k, _ in found]
+        else:
+            t = inspect(self.params["path"], write=False, read=False)
+            if t.kind != "dir":
+                raise ProbeError(f"{t.path} is not a directory: shards reads the shard files of a folder")
+            found, fmt = find_shards(t.path, parse_size(self.params.get("min_size", "1M")))
+            rel = [os.path.relpath(p, t.path) for p, _ in found]
         if not found:
             return   # the probe says why, on every rank
         counts = [0] * nranks
-        for p, _ in found:
-            counts[shard_rank(os.path.relpath(p, t.path), nranks)] += 1
+        for r in rel:
+            counts[shard_rank(r, nranks)] += 1
         idle = [str(r) for r, c in enumerate(counts) if c == 0]
         if idle:
             raise ProbeError(f"{len(found)} {fmt} shards split over {nranks} ranks by a stable hash of their path "
@@ -278,7 +286,8 @@ class ShardsJob(RankJob):
             max_bytes = max(1, ram // 2 // self.local_world) if ram else 0
         return shards(p["path"], streams=streams, bs=p.get("bs", "1M"), min_size=p.get("min_size", "1M"),
                       cold=p.get("cold", True), warm=p.get("warm", True), seed=p.get("seed", 0), max_bytes=max_bytes,
-                      rank=self.rank, world_size=self.world_size, progress=progress, cancel=cancel, ready=self.ready)
+                      rank=self.rank, world_size=self.world_size, progress=progress, cancel=cancel, ready=self.ready,
+                      **{k: p[k] for k in ("endpoint_url", "region") if p.get(k)})
 
     def tracks(self, res, clock):
         out = {}
@@ -353,7 +362,9 @@ class ShardsJob(RankJob):
         bits = []
         cold = _together(m, "read_bytes_per_s")
         if cold:
-            bits.append(f"read {cold} from storage ({lab.get('cache')})" + samples_phrase(m, "samples_per_s"))
+            where = ("from object storage" if str(res.params.get("path", "")).startswith("s3://")
+                     else f"from storage ({lab.get('cache')})")
+            bits.append(f"read {cold} {where}" + samples_phrase(m, "samples_per_s"))
         bits += [x for x in (warm_phrase(m), ttfb_phrase(m)) if x]
         if bits and ttfb_phrase(m) == bits[-1]:
             bits[-1] += ", every rank's shards merged"

@@ -6,10 +6,10 @@ import os
 import stat
 import tempfile
 
-from ..topology import Mount, Unreadable, block_device, find_mount, fs_kind
+from ..topology import Mount, Unreadable, block_device, find_mount, fs_kind, object_storage_mount
 from .base import Check, na
 
-__all__ = ["check_mount", "check_atime", "check_o_direct", "check_block", "FS_CAVEATS"]
+__all__ = ["check_mount", "check_atime", "check_o_direct", "check_block", "FS_CAVEATS", "object_caveat"]
 
 # the memory caveat is for tmpfs and ramfs (devtmpfs and hugetlbfs hold no datasets); these keep
 # access times in memory, so atime options cost nothing there
@@ -34,6 +34,17 @@ FS_CAVEATS = {
     "hostshare": ("a host-shared filesystem of a VM (9p / virtiofs): metadata and small reads are slow",
                   "put the dataset on a disk attached to the VM"),
 }
+
+
+def object_caveat(client: str, url: str | None) -> tuple[str, str]:
+    """What a FUSE mount of object storage means for the probes, and what to measure instead."""
+    what = (f"object storage through a FUSE client ({client}): O_DIRECT is not honoured, random writes are "
+            "unsupported or slow, every open, stat and listing is a request, and a local cache may serve "
+            "warm reads")
+    target = url or "s3://BUCKET/PREFIX"
+    fix = (f"measure the bucket itself: nbbench s3 {target} (with --endpoint-url for an S3-compatible store); "
+           "read whole files in large blocks (shards) through the mount")
+    return what, fix
 
 
 def _caveat_key(fstype: str) -> str | None:
@@ -65,6 +76,11 @@ def check_mount(path: str, mounts: list[Mount]) -> tuple[Check, Mount | None]:
                 extra.append(f"{k}={v}")
         if extra:
             ev += "; " + ",".join(extra)
+    obj = object_storage_mount(m.fstype, m.source)
+    if obj is not None:
+        client, url = obj
+        what, fix = object_caveat(client, url)
+        return Check(name, "warn", ev + f" — {what}", fix, group, data), m
     key = _caveat_key(m.fstype)
     if key:
         what, fix = FS_CAVEATS[key]

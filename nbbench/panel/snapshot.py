@@ -66,7 +66,7 @@ def _history_html(tab) -> str:
     out = getattr(tab, "out", None)
     if out is None or not out.value:
         return ""
-    charts = "".join(_img(bytes(c.value), "comparison chart") for c in getattr(tab, "charts").children
+    charts = "".join(_img(bytes(c.value), "comparison chart") for c in tab.charts.children
                      if isinstance(getattr(c, "value", None), (bytes, bytearray)))
     return (f"<div class='nbbench-snapshot-tab' style='margin:8px 0 4px 0'><div style='font-weight:bold;"
             f"border-bottom:1px solid #ddd;margin-bottom:2px'>{_esc(tab.title)}</div>{out.value}{charts}</div>")

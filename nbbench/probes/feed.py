@@ -105,7 +105,7 @@ def feed(path, accelerator: str = "h100-resnet50", batch_size: int = 64, num_wor
          decode: str = "auto", duration: float = 5.0, warmup: int = 2, cold: str = "auto", size: int = 224,
          pin_memory: bool = False, prefetch_factor: int = 2, max_files: int | None = 20000,
          au_target_pct: float = AU_TARGET_PCT, seed: int = 0, repeats: int = 3, progress=None, cancel=None,
-         dataset=None, count: int = 1) -> FeedResult:
+         dataset=None, count: int = 1, endpoint_url: str | None = None, region: str | None = None) -> FeedResult:
     """How many ``accelerator`` s can the storage under ``path`` and this CPU feed at AU >= 90 %?
 
     path: an image folder (root/CLASS/IMAGE), or a folder of ``.tar`` shards (WebDataset's
@@ -121,6 +121,9 @@ def feed(path, accelerator: str = "h100-resnet50", batch_size: int = 64, num_wor
     repeats: when one pass over the files is shorter than 1 s, up to this many
         interleaved cold/warm pairs are run and their medians reported.
     count: how many accelerators you mean to feed (1); the limiter is judged against their need.
+    An ``s3://BUCKET/PREFIX`` of tar shards (``endpoint_url``, ``region`` for S3-compatible stores):
+        :class:`~nbbench.probes.objects.s3dataset.S3TarShardDataset`; the cold run GETs every shard
+        from the store, the warm run reads a local copy (a local cache, said so).
     progress: called as the runs go; its last call carries the result's own figures.
     """
     from ..env import usable_cpus
@@ -138,125 +141,152 @@ def feed(path, accelerator: str = "h100-resnet50", batch_size: int = 64, num_wor
         raise ProbeError(f"batch_size must be 1 or more, not {batch_size}")
     if count < 1:
         raise ProbeError(f"count must be 1 or more, not {count}")
+    s3 = dataset is None and str(path).startswith("s3://")
     if dataset is not None:
         ds = dataset
+    elif s3:
+        from .objects.s3dataset import S3TarShardDataset
+
+        ds = S3TarShardDataset(path, endpoint_url=endpoint_url, region=region, decode=decode, size=size, seed=seed)
+        method = "object storage" if method != "none" else method
     else:
         from .tarshards import TarShardDataset, has_tar_shards
 
         ds = TarShardDataset(path, decode=decode, size=size, seed=seed) if has_tar_shards(path) else \
             ImageFolderDataset(path, decode=decode, size=size)
-    total_files = len(ds)
-    if max_files is not None and len(ds.samples) > max_files:
-        rng = random.Random(seed)
-        ds.samples = rng.sample(ds.samples, int(max_files))
-    cpus = usable_cpus()
-    nw = cpus["usable_int"] if num_workers is None else int(num_workers)
-    paths = ds.paths()
-    nbytes = ds.total_bytes()
-    batches_per_pass = len(ds) // batch_size
-    if batches_per_pass < warmup + 2:
-        raise ProbeError(f"{len(ds)} files make only {batches_per_pass} batches of {batch_size}: "
-                         f"use a smaller batch size (at most {max(1, len(ds) // (warmup + 2))}) or more files")
-
-    res = FeedResult(params={"path": str(path), "accelerator": acc.name, "batch_size": batch_size,
-                             "num_workers": nw, "decode": ds.decode, "duration_s": duration, "warmup": warmup,
-                             "cold": cold, "size": size, "pin_memory": pin_memory,
-                             "prefetch_factor": prefetch_factor, "max_files": max_files,
-                             "au_target_pct": au_target_pct, "repeats": repeats, "count": count})
-    res.labels.update({"accelerator": acc.name, "decode": ds.decode, "num_workers": nw,
-                       "cold_method": "none" if method == "none" else method})
-    res.metrics["files_count"] = len(ds)
-    res.metrics["dataset_bytes"] = nbytes
-    if getattr(ds, "shards", None) is not None:   # tar shards: samples streamed from whole files
-        res.labels["dataset"] = f"{type(ds).__name__}: {len(ds.shards)} tar shards, {len(ds)} samples"
-        res.metrics["shards_count"] = len(ds.shards)
-    if len(ds) < total_files:
-        res.labels["subset"] = f"{len(ds)} of {total_files} files (seed {seed})"
     try:
-        import psutil
+        total_files = len(ds)
+        if max_files is not None and len(ds.samples) > max_files:
+            rng = random.Random(seed)
+            ds.samples = rng.sample(ds.samples, int(max_files))
+        cpus = usable_cpus()
+        nw = cpus["usable_int"] if num_workers is None else int(num_workers)
+        paths = ds.paths()
+        nbytes = ds.total_bytes()
+        batches_per_pass = len(ds) // batch_size
+        if batches_per_pass < warmup + 2:
+            raise ProbeError(f"{len(ds)} files make only {batches_per_pass} batches of {batch_size}: "
+                             f"use a smaller batch size (at most {max(1, len(ds) // (warmup + 2))}) or more files")
 
-        avail = psutil.virtual_memory().available
-    except Exception:  # noqa: BLE001
-        avail = None
-    if avail and nbytes > 0.5 * avail:
-        res.warn(f"the {format_bytes(nbytes)} read are more than half the {format_bytes(avail)} of free memory: "
-                 "the warm run cannot hold them all in the page cache, so it is partly cold; lower max_files")
-    res.metrics["needed_samples_per_s"] = acc.needed_samples_per_s(au_target_pct)
-    res.metrics["accelerator_samples_per_s"] = acc.samples_per_s
-
-    pass_steps = max(1, batches_per_pass - warmup - 1)
-    # a short pass is noisy: up to `repeats` interleaved cold/warm pairs, medians reported
-    n_pairs = 1 if method == "none" else max(1, int(repeats))
-    total_runs = n_pairs * (1 if method == "none" else 2)
-    done = [0]
-
-    def run(label, steps=None, epochs=False):
-        dl = make_loader(ds, batch_size, nw, pin_memory, prefetch_factor, persistent_workers=epochs and nw > 0,
-                         shuffle=True)
-        k = done[0]
-        sub = None if progress is None else (
-            lambda f, m: call_progress(progress, None if f is None else (k + f) / total_runs, m))
+        res = FeedResult(params={"path": str(path), "accelerator": acc.name, "batch_size": batch_size,
+                                 "num_workers": nw, "decode": ds.decode, "duration_s": duration, "warmup": warmup,
+                                 "cold": cold, "size": size, "pin_memory": pin_memory,
+                                 "prefetch_factor": prefetch_factor, "max_files": max_files,
+                                 "au_target_pct": au_target_pct, "repeats": repeats, "count": count})
+        res.labels.update({"accelerator": acc.name, "decode": ds.decode, "num_workers": nw,
+                           "cold_method": "none" if method == "none" else method})
+        if s3:
+            res.labels.update({"cold_method": "every shard a GET from object storage",
+                               "warm": f"a local copy of the shards in {ds.cache_path} (page cache): a local "
+                                       "cache, as a caching FUSE client would serve", "endpoint":
+                               _endpoint_label(endpoint_url)})
+        res.metrics["files_count"] = len(ds)
+        res.metrics["dataset_bytes"] = nbytes
+        if getattr(ds, "shards", None) is not None:   # tar shards: samples streamed from whole files
+            res.labels["dataset"] = f"{type(ds).__name__}: {len(ds.shards)} tar shards, {len(ds)} samples"
+            res.metrics["shards_count"] = len(ds.shards)
+        if len(ds) < total_files:
+            res.labels["subset"] = f"{len(ds)} of {total_files} files (seed {seed})"
         try:
-            r = bench_loader(dl, steps=steps, duration=duration, warmup=warmup, progress=sub, cancel=cancel,
-                             monitor=False, accelerator=acc, close=False, epochs=None if epochs else 1)
-        finally:
-            close_loader(dl, force=True)
-        done[0] += 1
-        return r
+            import psutil
 
-    runs: list[tuple[str, object]] = []
-    evict_info = []
-    for rep in range(n_pairs):
-        if cancel is not None and cancel.is_set():
-            break
-        if method != "none":
-            t = time.perf_counter()
-            info = evict_files(paths, method, cancel)
-            evict_info.append(dict(info, seconds=time.perf_counter() - t))
-            if info["failed"]:
-                res.warn(f"{info['failed']} of {info['files']} files could not be evicted from the page cache: "
-                         "the cold figure is partly warm")
-            cold_r = run("cold", steps=pass_steps)
-            runs.append(("cold", cold_r))
+            avail = psutil.virtual_memory().available
+        except Exception:  # noqa: BLE001
+            avail = None
+        if avail and nbytes > 0.5 * avail:
+            res.warn(f"the {format_bytes(nbytes)} read are more than half the {format_bytes(avail)} of free memory: "
+                     "the warm run cannot hold them all in the page cache, so it is partly cold; lower max_files")
+        res.metrics["needed_samples_per_s"] = acc.needed_samples_per_s(au_target_pct)
+        res.metrics["accelerator_samples_per_s"] = acc.samples_per_s
+
+        pass_steps = max(1, batches_per_pass - warmup - 1)
+        # a short pass is noisy: up to `repeats` interleaved cold/warm pairs, medians reported
+        n_pairs = 1 if method == "none" else max(1, int(repeats))
+        total_runs = n_pairs * (1 if method == "none" else 2)
+        done = [0]
+
+        def run(label, steps=None, epochs=False):
+            dl = make_loader(ds, batch_size, nw, pin_memory, prefetch_factor, persistent_workers=epochs and nw > 0,
+                             shuffle=True)
+            k = done[0]
+            sub = None if progress is None else (
+                lambda f, m: call_progress(progress, None if f is None else (k + f) / total_runs, m))
+            try:
+                r = bench_loader(dl, steps=steps, duration=duration, warmup=warmup, progress=sub, cancel=cancel,
+                                 monitor=False, accelerator=acc, close=False, epochs=None if epochs else 1)
+            finally:
+                close_loader(dl, force=True)
+            done[0] += 1
+            return r
+
+        runs: list[tuple[str, object]] = []
+        evict_info = []
+        for _rep in range(n_pairs):
             if cancel is not None and cancel.is_set():
                 break
-        t = time.perf_counter()
-        warm_bytes = warm_files(paths, cancel)
-        res.extra["warm_read"] = {"bytes": warm_bytes, "seconds": time.perf_counter() - t}
-        # the warm run is measured like the cold one (one pass, same steps) so only the cache differs;
-        # alone (cold="none") it may go round the files for the whole duration
-        warm_r = run("warm", steps=pass_steps if method != "none" else None, epochs=method == "none")
-        runs.append(("warm", warm_r))
-        if method == "none" or (cold_r.metrics.get("measured_s") or 0) >= 1.0:
-            break  # a pass long enough: one pair is enough
-    if evict_info:
-        res.extra["evict"] = evict_info
-    status, reason = _summarise(res, runs)
-    measured = res.metrics.get("cold_measured_s") or res.metrics.get("warm_measured_s") or 0
-    if status == "ok" and method != "none" and measured < 1.0:
-        res.warn(f"each pass over the {len(ds)} files took only {measured:.2f} s (median of {len(runs) // 2} "
-                 "cold/warm pairs): a larger folder gives a steadier figure")
+            if method != "none":
+                t = time.perf_counter()
+                if s3:   # every GET comes from the store: nothing to evict
+                    ds.use("s3")
+                    info = {"files": len(paths), "failed": 0}
+                else:
+                    info = evict_files(paths, method, cancel)
+                evict_info.append(dict(info, seconds=time.perf_counter() - t))
+                if info["failed"]:
+                    res.warn(f"{info['failed']} of {info['files']} files could not be evicted from the page cache: "
+                             "the cold figure is partly warm")
+                cold_r = run("cold", steps=pass_steps)
+                runs.append(("cold", cold_r))
+                if cancel is not None and cancel.is_set():
+                    break
+            t = time.perf_counter()
+            if s3:
+                ds.use("local")
+            warm_bytes = warm_files(paths, cancel)
+            res.extra["warm_read"] = {"bytes": warm_bytes, "seconds": time.perf_counter() - t}
+            # the warm run is measured like the cold one (one pass, same steps) so only the cache differs;
+            # alone (cold="none") it may go round the files for the whole duration
+            warm_r = run("warm", steps=pass_steps if method != "none" else None, epochs=method == "none")
+            runs.append(("warm", warm_r))
+            if method == "none" or (cold_r.metrics.get("measured_s") or 0) >= 1.0:
+                break  # a pass long enough: one pair is enough
+        if evict_info:
+            res.extra["evict"] = evict_info
+        status, reason = _summarise(res, runs)
+        measured = res.metrics.get("cold_measured_s") or res.metrics.get("warm_measured_s") or 0
+        if status == "ok" and method != "none" and measured < 1.0:
+            res.warn(f"each pass over the {len(ds)} files took only {measured:.2f} s (median of {len(runs) // 2} "
+                     "cold/warm pairs): a larger folder gives a steadier figure")
 
-    cold_rate = res.metrics.get("cold_samples_per_s")
-    warm_rate = res.metrics.get("warm_samples_per_s")
-    rate = cold_rate if cold_rate else warm_rate
-    res.metrics["samples_per_s"] = rate
-    res.metrics["accelerators_fed_count"] = acc.how_many(rate, au_target_pct) if rate else None
-    if warm_rate:
-        res.metrics["accelerators_fed_warm_count"] = acc.how_many(warm_rate, au_target_pct)
-    if rate:
-        res.metrics["au_one_accelerator_pct"] = min(100.0, 100.0 * rate / acc.samples_per_s)
+        cold_rate = res.metrics.get("cold_samples_per_s")
+        warm_rate = res.metrics.get("warm_samples_per_s")
+        rate = cold_rate if cold_rate else warm_rate
+        res.metrics["samples_per_s"] = rate
+        res.metrics["accelerators_fed_count"] = acc.how_many(rate, au_target_pct) if rate else None
+        if warm_rate:
+            res.metrics["accelerators_fed_warm_count"] = acc.how_many(warm_rate, au_target_pct)
+        if rate:
+            res.metrics["au_one_accelerator_pct"] = min(100.0, 100.0 * rate / acc.samples_per_s)
 
-    info = _limiter(res, runs, method, nw, acc.needed_samples_per_s(au_target_pct), count) \
-        if cold_rate and warm_rate else None
-    res.samples["accelerators"] = _per_accelerator(acc, rate, warm_rate, au_target_pct)
-    res.extra["answer"] = feed_answer(acc, rate, cold_rate, warm_rate, info, nw, ds.decode, method, au_target_pct)
-    # the bar ends on the result's own figures, not on the last run's last window
-    final = {"samples_per_s": rate, "warm_samples_per_s": warm_rate if cold_rate else None,
-             "accelerators_fed_count": res.metrics["accelerators_fed_count"]}
-    call_progress(progress, 1.0 if status == "ok" else None, {k: v for k, v in final.items() if v is not None})
-    res.finish(status, reason)
-    return res
+        info = _limiter(res, runs, method, nw, acc.needed_samples_per_s(au_target_pct), count) \
+            if cold_rate and warm_rate else None
+        res.samples["accelerators"] = _per_accelerator(acc, rate, warm_rate, au_target_pct)
+        res.extra["answer"] = feed_answer(acc, rate, cold_rate, warm_rate, info, nw, ds.decode, method, au_target_pct)
+        # the bar ends on the result's own figures, not on the last run's last window
+        final = {"samples_per_s": rate, "warm_samples_per_s": warm_rate if cold_rate else None,
+                 "accelerators_fed_count": res.metrics["accelerators_fed_count"]}
+        call_progress(progress, 1.0 if status == "ok" else None, {k: v for k, v in final.items() if v is not None})
+        res.finish(status, reason)
+        return res
+    finally:
+        if s3:
+            ds.close()   # the local copy of the shards
+
+
+def _endpoint_label(endpoint_url):
+    from .objects.client import endpoint_labels
+
+    return endpoint_labels(None, endpoint_url)["endpoint"] if endpoint_url else "AWS S3"
 
 
 def _summarise(res: FeedResult, runs) -> tuple[str, str | None]:

@@ -109,7 +109,10 @@ def feed_answer(acc, rate: float | None, cold: float | None, warm: float | None,
     n = acc.how_many(rate, au)
     need = acc.needed_samples_per_s(au)
     what = "read and decoded" if decode == "pil" else "read (no decoding)"
-    src = "from storage (cold cache)" if cold else "from the page cache (warm)"
+    if method == "object storage":   # cold: every GET from the store; warm: a local copy
+        src = "from object storage" if cold else "from a local copy (warm)"
+    else:
+        src = "from storage (cold cache)" if cold else "from the page cache (warm)"
     s = (f"This storage and CPU ({nw} workers) deliver {format_metric('samples_per_s', rate)} {what} {src}; "
          f"one {acc.name} needs {format_metric('samples_per_s', need)} for AU >= {au:g} %, so they can feed "
          f"{n} such accelerator{'s' if n != 1 else ''}")
@@ -120,4 +123,6 @@ def feed_answer(acc, rate: float | None, cold: float | None, warm: float | None,
         s += " " + limiter_sentence(info, cold, warm, acc.name)
     if method == "fadvise" and cold:
         s += " (Cold cache by per-file fadvise.)"
+    elif method == "object storage" and cold and warm:
+        s += " (Cold: every shard a GET from the store; warm: a local copy of the shards, as a local cache serves.)"
     return s

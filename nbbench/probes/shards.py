@@ -35,7 +35,7 @@ from .files import _open_noatime, shard_of
 from .target import inspect
 from .tarwalk import TarWalker
 
-__all__ = ["shards", "find_shards", "shard_rank", "plan_streams", "CHUNK_EXTENSIONS", "ShardsResult"]
+__all__ = ["shards", "find_shards", "shard_rank", "plan_streams", "CHUNK_EXTENSIONS", "ShardsResult", "file_source"]
 
 CHUNK_EXTENSIONS = (".bin", ".parquet", ".mds", ".arrow", ".tfrecord", ".tfrecords", ".npy", ".zst")
 
@@ -90,7 +90,7 @@ def plan_streams(files: list[tuple[str, int]], streams: int, seed: int = 0) -> l
 
 def shards(path, streams: int | None = None, bs="1M", min_size="1M", cold: bool = True, warm: bool = True,
            seed: int = 0, max_bytes=None, rank: int = 0, world_size: int = 1, progress=None, cancel=None,
-           ready=None) -> ShardsResult:
+           ready=None, endpoint_url: str | None = None, region: str | None = None) -> ShardsResult:
     """Read the shards under ``path`` with ``streams`` parallel sequential streams, cold then warm.
 
     streams: default the usable CPUs (at most one per shard).  bs: each read's size (1 MiB).
@@ -99,7 +99,15 @@ def shards(path, streams: int | None = None, bs="1M", min_size="1M", cold: bool 
         default half the memory the page cache can use (so the warm pass is warm), 0: all.
     rank, world_size: read only this rank's shards (:func:`shard_rank`).
     ready: ``ready(phase)`` just before each timed pass ("read", "read_warm").
+    An ``s3://BUCKET/PREFIX`` path streams the objects instead (:mod:`.objects.s3shards`; ``endpoint_url``
+    and ``region`` for S3-compatible stores): one pass, from the store, the same figures.
     """
+    if str(path).startswith("s3://"):
+        from .objects.s3shards import s3_shards
+
+        return s3_shards(str(path), streams=streams, bs=bs, seed=seed, max_bytes=max_bytes, rank=rank,
+                         world_size=world_size, progress=progress, cancel=cancel, ready=ready,
+                         endpoint_url=endpoint_url, region=region)
     from ..env import usable_cpus
     from ._engines import cache
 
@@ -236,8 +244,25 @@ def _read_once(files, bs: int, cancel) -> None:
             os.close(fd)
 
 
-def _pass(plan, bs: int, tar: bool, cancel, progress) -> dict:
-    """Every stream of ``plan`` in its own thread; the aggregate and per-stream figures."""
+def file_source(path: str):
+    """How a stream reads a shard file: ``(read(bufs) -> bytes read, close())``, opened read-only."""
+    try:
+        fd = _open_noatime(path)
+    except OSError as exc:
+        raise ProbeError(f"{path}: {exc.strerror or exc}") from None
+
+    def read(bufs) -> int:
+        try:
+            return os.readv(fd, bufs)
+        except OSError as exc:
+            raise ProbeError(f"{path}: {exc.strerror or exc}") from None
+
+    return read, lambda: os.close(fd)
+
+
+def _pass(plan, bs: int, tar: bool, cancel, progress, source=file_source) -> dict:
+    """Every stream of ``plan`` in its own thread; the aggregate and per-stream figures.
+    ``source(path)`` opens one shard for reading (:func:`file_source`; an S3 object's GET)."""
     n = len(plan)
     stop = threading.Event()
     counts = [[0, 0] for _ in range(n)]       # bytes, shards done (read by the monitor)
@@ -256,15 +281,15 @@ def _pass(plan, bs: int, tar: bool, cancel, progress) -> dict:
                 break
             t = pc()
             try:
-                fd = _open_noatime(p)
-            except OSError as exc:
-                errors.append(f"{p}: {exc.strerror or exc}")
+                read, close = source(p)
+            except ProbeError as exc:
+                errors.append(str(exc))
                 continue
             walker = TarWalker() if tar else None
             first = True
             try:
                 while not stop.is_set():
-                    k = os.readv(fd, bufs)
+                    k = read(bufs)
                     if first:
                         ttfb[i].append(pc() - t)
                         first = False
@@ -273,10 +298,10 @@ def _pass(plan, bs: int, tar: bool, cancel, progress) -> dict:
                     c[0] += k
                     if walker is not None and not walker.ended:
                         walker.feed(view[:k])
-            except OSError as exc:
-                errors.append(f"{p}: {exc.strerror or exc}")
+            except ProbeError as exc:
+                errors.append(str(exc))
             finally:
-                os.close(fd)
+                close()
             c[1] += 1
             if walker is not None:
                 w["members"] += walker.members

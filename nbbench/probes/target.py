@@ -76,8 +76,11 @@ class StorageTarget:
         return self.kind == "dir"
 
     def labels(self) -> dict:
-        return {"path": self.path, "target": self.kind, "filesystem": self.filesystem or "unknown",
-                "device": self.device or "unknown"}
+        out = {"path": self.path, "target": self.kind, "filesystem": self.filesystem or "unknown",
+               "device": self.device or "unknown"}
+        if self.extra.get("object_storage"):
+            out["object_storage"] = self.extra["object_storage"]
+        return out
 
     def require(self, write: bool = False, read: bool = True) -> "StorageTarget":
         """Refuse (ProbeError) a use this target does not allow: writing to a file or device,
@@ -223,6 +226,12 @@ def _where(target: StorageTarget, st: os.stat_result, m: topology.Mount | None) 
     and whether its data live in RAM."""
     if m is not None:
         target.mount, target.filesystem, target.extra["source"] = m.mount_point, m.fstype, m.source
+        obj = topology.object_storage_mount(m.fstype, m.source)
+        if obj is not None:   # the probes' labels say what such a mount means, once
+            target.filesystem = f"{m.fstype}: object storage through {obj[0]} (FUSE)"
+            target.extra["object_storage"] = (
+                f"{obj[0]} serves object storage as files: O_DIRECT is not honoured, metadata calls are requests "
+                f"and a local cache may serve warm reads — the bucket itself: nbbench s3 {obj[1] or 's3://BUCKET/PREFIX'}")
     else:
         target.extra["source"] = ""
     dev = st.st_rdev if stat.S_ISBLK(st.st_mode) else st.st_dev

@@ -52,6 +52,7 @@ KINDS: dict[str, str] = {
     "files": "nbbench.results.storage:FilesResult",
     "checkpoint": "nbbench.results.checkpoint:CheckpointResult",
     "shards": "nbbench.results.shards:ShardsResult",
+    "s3": "nbbench.results.objects:S3Result",
     "loader": "nbbench.results.loader:LoaderResult",
     "sweep": "nbbench.results.loader:SweepResult",
     "feed": "nbbench.results.loader:FeedResult",

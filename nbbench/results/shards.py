@@ -78,8 +78,10 @@ class ShardsResult(Result):
         head = f"{m.get('streams_count')} parallel streams read {shards_what(m, self.labels)}"
         parts = []
         if m.get("read_bytes_per_s") is not None:
-            parts.append(f"{format_metric('read_bytes_per_s', m['read_bytes_per_s'])} from storage "
-                         f"({self.labels.get('cache')})" + samples_phrase(m, "samples_per_s"))
+            where = ("from object storage" if str(p.get("path", "")).startswith("s3://")
+                     else f"from storage ({self.labels.get('cache')})")
+            parts.append(f"{format_metric('read_bytes_per_s', m['read_bytes_per_s'])} {where}"
+                         + samples_phrase(m, "samples_per_s"))
         warm = warm_phrase(m)
         if warm:
             parts.append(warm)

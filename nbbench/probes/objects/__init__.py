@@ -1,0 +1,21 @@
+"""Object storage (S3 and S3-compatible stores): the s3 probe and its client.
+
+* :mod:`.client`   the URL, one boto3 client (pool, bounded retries and timeouts), errors in words
+* :mod:`.getters`  concurrent GETs for a fixed time: TTFB, latency, bytes in windows, retries
+* :mod:`.s3probe`  :func:`s3`: LIST, the concurrency sweep and its knee, the measured phase, ranged GETs
+* :mod:`.s3shards` ``shards s3://…``: tar shards streamed by GETs, the shards probe's figures
+
+Layer: measure (with the other probes).  It may import the core (results, units, progress,
+env) and the probes beside it; boto3 only inside functions, never at import.
+"""
+
+from __future__ import annotations
+
+__all__ = ["s3"]
+
+
+def s3(*args, **kwargs):
+    """:func:`nbbench.probes.objects.s3probe.s3` (imported on first use)."""
+    from .s3probe import s3 as _s3
+
+    return _s3(*args, **kwargs)
