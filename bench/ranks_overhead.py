@@ -1,7 +1,7 @@
 """What does running as a rank cost?
 
 1. **Throughput**: the same probe run plainly (in this process) and as one rank through the
-   launcher (``--ranks 1``: ``python -m torch.distributed.run`` starts it; it joins a gloo
+   launcher (``--ranks 1``: nbbench's own spawner starts it as a child process; it joins a gloo
    group, meets the start barrier, beats its heartbeat and publishes its progress while it
    measures), in interleaved pairs (the order alternates); the figure is the median of the
    per-pair ratios rank / plain.  Target: >= 0.98.

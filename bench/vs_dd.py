@@ -15,6 +15,12 @@ the same round is the noise floor — what two identical runs differ by on this 
 at this time.  dd's figure is its own (bytes / seconds of its summary line).  nbbench
 writes random data, dd zeros (as the article's command does).
 
+dd's own cost: every literal dd run's user and system CPU time is taken (``wait4``), and
+each round also times ``dd if=/dev/zero of=/dev/null bs=1M count=N`` — the /dev/zero copies
+alone, which the literal write command does before each block and nbbench's write does not
+(it writes from buffers filled once).  The table's last lines say how much of dd's write time
+that part is: the measured share of the gap that is dd reading /dev/zero.
+
 Targets: read and write 0.95-1.05 of dd.  A timing, not a test: it never fails the build.
 """
 
@@ -42,17 +48,32 @@ TARGET = (0.95, 1.05)
 _SUMMARY = re.compile(r"^(\d+) bytes\b.*copied, ([0-9.]+(?:e[-+]?\d+)?) s")
 
 
-def _dd_rate(argv: list[str]) -> float:
-    """Run one dd command line; bytes/s from its own summary line."""
-    p = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, "LC_ALL": "C"},
-                       stdin=subprocess.DEVNULL)
+#: (elapsed s, user s, sys s) of every literal dd run, by kind ("write", "read", "zero")
+CPU: dict[str, list] = {"write": [], "read": [], "zero": []}
+
+
+def _dd_rate(argv: list[str], kind: str | None = None) -> float:
+    """Run one dd command line; bytes/s from its own summary line; its CPU time (wait4) into CPU[kind]."""
+    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                         env={**os.environ, "LC_ALL": "C"}, stdin=subprocess.DEVNULL)
+    err = p.stderr.read()
+    p.stderr.close()
+    _, status, ru = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
     if p.returncode != 0:
-        raise SystemExit(f"{' '.join(argv)} failed: {p.stderr.strip()[-300:]}")
-    for line in reversed(p.stderr.splitlines()):
+        raise SystemExit(f"{' '.join(argv)} failed: {err.strip()[-300:]}")
+    for line in reversed(err.splitlines()):
         m = _SUMMARY.match(line.strip())
         if m:
+            if kind:
+                CPU[kind].append((float(m.group(2)), ru.ru_utime, ru.ru_stime))
             return int(m.group(1)) / float(m.group(2))
-    raise SystemExit(f"no summary line from {' '.join(argv)}: {p.stderr.strip()[-300:]}")
+    raise SystemExit(f"no summary line from {' '.join(argv)}: {err.strip()[-300:]}")
+
+
+def zero_only(dd: str, count: int) -> float:
+    """``dd if=/dev/zero of=/dev/null``: the /dev/zero copies of the literal write, alone."""
+    return _dd_rate([dd, "if=/dev/zero", "of=/dev/null", "bs=1M", f"count={count}"], "zero")
 
 
 def dd_argv(dd: str, path: str, count: int) -> tuple[list[str], list[str]]:
@@ -66,7 +87,7 @@ def literal_dd(directory: str, count: int, dd: str) -> tuple[float, float]:
     with tempfiles.temp_file(directory, "vsdd") as tf:
         tf.close()  # dd opens it itself (and truncates: it is our new, empty file)
         w, r = dd_argv(dd, tf.path, count)
-        return _dd_rate(w), _dd_rate(r)
+        return _dd_rate(w, "write"), _dd_rate(r, "read")
 
 
 def nbbench_dd(directory: str, count: int, buffers: str):
@@ -115,6 +136,8 @@ def main() -> int:
           f"load average at start: {loadavg()}")
     literal_dd(a.dir, 1, dd)  # warm-up of both, not counted
     nbbench_dd(a.dir, 1, a.buffers)
+    for v in CPU.values():
+        v.clear()
     print("dd command lines:", " ; ".join(" ".join(x) for x in dd_argv("dd", os.path.join(a.dir, "<new temp file>"),
                                                                         count)))
     ratios = {"write": [], "read": []}
@@ -133,6 +156,7 @@ def main() -> int:
             else:
                 w, r = literal_dd(a.dir, count, dd)
             got[k] = (w, r)
+        zero_only(dd, count)
         for j, op in enumerate(("write", "read")):
             ratios[op].append(got["nbbench"][j] / got["dd_a"][j])
             floor[op].append(got["dd_b"][j] / got["dd_a"][j])
@@ -151,6 +175,19 @@ def main() -> int:
     print(f"nbbench labels: buffers={labels.get('buffers')}  buffer_segments={labels.get('buffer_segments', '?')}  "
           f"device_max_segments={labels.get('device_max_segments')}  "
           f"device_max_sectors_kb={labels.get('device_max_sectors_kb')}  request_split={labels.get('request_split')}")
+    med = {k: [statistics.median(x[j] for x in v) for j in range(3)] for k, v in CPU.items() if v}
+    for k in ("write", "read"):
+        if k in med:
+            e, u, sy = med[k]
+            print(f"dd's own CPU, {k} (median of {len(CPU[k])} runs): user {u:.3f} s, sys {sy:.3f} s "
+                  f"of {e:.3f} s elapsed")
+    if "zero" in med and "write" in med:
+        ze, zu, zs = med["zero"]
+        print(f"dd if=/dev/zero of=/dev/null bs=1M count={count} (the /dev/zero copies alone, median of "
+              f"{len(CPU['zero'])}): {ze:.3f} s = {100 * ze / med['write'][0]:.0f} % of dd's write time "
+              f"({med['write'][0]:.3f} s); without them dd's write would take about {med['write'][0] - ze:.3f} s "
+              f"-> {format_metric('write_bytes_per_s', (count << 20) / max(1e-9, med['write'][0] - ze))} "
+              f"(nbbench: {format_metric('write_bytes_per_s', statistics.median(nb_vals['write']))})")
     for op in ("write", "read"):
         bi = bimodal(dd_vals[op])
         if bi:

@@ -8,15 +8,18 @@ as WebDataset-like tar shards ``root/shard-XXXXXX.tar``, each sample two members
 sharing a key: ``000123.jpg`` and ``000123.cls`` (the class label as text).  The same
 ``seed`` gives the same bytes.
 
-Safety: files are created with ``O_CREAT|O_EXCL`` and never overwritten.  A
+Safety: files are written as new ``.nbbench-ds-…`` temporary files (``O_CREAT|O_EXCL``, see
+:mod:`nbbench.tempfiles`) that take their final name only when whole, never replacing one.  A
 non-empty ``root`` is refused unless it holds a previous nbbench dataset (its
 marker file ``.nbbench-dataset.json``) made with the same parameters; then only
 the missing files are written, so an interrupted run can be resumed.  A file
-being written when an error or Ctrl-C strikes is removed.
+being written when an error, Ctrl-C or SIGTERM strikes is removed (a SIGKILL's is swept by
+the next write probe or dataset run in that directory).
 """
 
 from __future__ import annotations
 
+import errno
 import io
 import json
 import os
@@ -84,6 +87,7 @@ def _check_root(root: Path, params: dict[str, Any]) -> None:
     if not root.exists():
         return
     marker = root / MARKER
+    _sweep(root)   # a run killed before its marker was whole left only its temporary file
     try:
         entries = [e.name for e in os.scandir(root)]
     except PermissionError:
@@ -151,10 +155,7 @@ def make_image_folder(root, files=1000, size="110k", classes=10, jpeg=False, see
         raise ProbeError(f"{parent} does not exist; create it first")
     check_free_space(parent, files * (nbytes + 4096))
 
-    root.mkdir(parents=True, exist_ok=True)
-    marker = root / MARKER
-    if not marker.exists():
-        marker.write_text(json.dumps(params, indent=1) + "\n")
+    _start(root, params)
 
     dims = jpeg_dimensions(nbytes, random.Random(seed)) if jpeg else None
     ext = "jpg" if jpeg else "bin"
@@ -168,25 +169,20 @@ def make_image_folder(root, files=1000, size="110k", classes=10, jpeg=False, see
         cdir = root / f"class_{i // per_class:03d}"
         if i % per_class == 0 or not cdir.exists():
             cdir.mkdir(exist_ok=True)
+            _sweep(cdir)
         path = cdir / f"img_{i:07d}.{ext}"
         if path.exists():
             continue
         rng = _file_rng(int(seed), i)
         data = _jpeg_bytes(rng, *dims) if jpeg else rng.randbytes(nbytes)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o644)
-        try:
+
+        def write(fd, data=data):
             view = memoryview(data)
             while view:
                 n = os.write(fd, view)
                 view = view[n:]
-        except BaseException:
-            os.close(fd)
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
-            raise
-        os.close(fd)
+
+        _write_new(path, write)
         written += 1
         now = time.monotonic()
         if progress is not None and now - last > 0.2:
@@ -201,6 +197,49 @@ def make_image_folder(root, files=1000, size="110k", classes=10, jpeg=False, see
 def _shard_params(shards: int, shard_size: int, size: int, classes: int, seed: int) -> dict[str, Any]:
     return {"nbbench_dataset": 1, "format": "tar-shards", "shards": shards, "shard_size_bytes": shard_size,
             "size_bytes": size, "classes": classes, "jpeg": True, "seed": seed}
+
+
+def _sweep(directory: Path) -> None:
+    """Remove the ``.nbbench-ds-…`` files a killed run of this host left (never another's)."""
+    from . import tempfiles
+
+    tempfiles.sweep_stale(directory)
+
+
+def _start(root: Path, params: dict[str, Any]) -> None:
+    """``root`` made (or kept), a killed run's leftovers swept, the marker written whole."""
+    root.mkdir(parents=True, exist_ok=True)
+    _sweep(root)
+    marker = root / MARKER
+    if not marker.exists():
+        text = (json.dumps(params, indent=1) + "\n").encode()
+        _write_new(marker, lambda fd: os.write(fd, text) and None)
+
+
+def _write_new(path: Path, write) -> bool:
+    """Write a new file ``path`` whole or not at all: ``write(fd)`` fills a new registered
+    ``.nbbench-ds-…`` temporary file beside it (removed on error, Ctrl-C, SIGTERM; swept after a
+    SIGKILL), which then takes the name without replacing anything (``link``; ``rename`` after a
+    check where the filesystem has no hard links).  ``write`` returning False (cancelled): nothing
+    is kept.  A file of the dataset is thus never left half written under its own name."""
+    from . import tempfiles
+
+    with tempfiles.temp_file(path.parent, "ds") as tf:
+        if write(tf.fd) is False:
+            return False
+        os.fchmod(tf.fd, 0o644)
+        try:
+            os.link(tf.path, path)
+        except FileExistsError:
+            raise ProbeError(f"{path} appeared while it was being written (another run in {path.parent}?); "
+                             "nothing was replaced") from None
+        except OSError as exc:
+            if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EMLINK, errno.EXDEV):
+                raise
+            if os.path.lexists(path):
+                raise ProbeError(f"{path} appeared while it was being written; nothing was replaced") from None
+            os.rename(tf.path, path)
+    return True
 
 
 def make_tar_shards(root, shards=8, shard_size="32M", size="110k", classes=10, seed=0, progress=None,
@@ -239,10 +278,7 @@ def make_tar_shards(root, shards=8, shard_size="32M", size="110k", classes=10, s
     if not parent.is_dir():
         raise ProbeError(f"{parent} does not exist; create it first")
     check_free_space(parent, shards * shard_b)
-    root.mkdir(parents=True, exist_ok=True)
-    marker = root / MARKER
-    if not marker.exists():
-        marker.write_text(json.dumps(params, indent=1) + "\n")
+    _start(root, params)
     w, h = jpeg_dimensions(img_b, random.Random(seed))
     padded = -(-img_b // 512) * 512
     per_shard = max(1, shard_b // (padded + 3 * 512))
@@ -250,13 +286,13 @@ def make_tar_shards(root, shards=8, shard_size="32M", size="110k", classes=10, s
         path = root / f"shard-{i:06d}.tar"
         if path.exists():
             continue
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o644)
-        done = False
-        try:
-            with os.fdopen(fd, "wb") as f, tarfile.open(fileobj=f, mode="w", format=tarfile.USTAR_FORMAT) as t:
+
+        def write(fd, i=i):
+            with os.fdopen(os.dup(fd), "wb") as f, \
+                    tarfile.open(fileobj=f, mode="w", format=tarfile.USTAR_FORMAT) as t:
                 for j in range(per_shard):
                     if cancel is not None and cancel.is_set():
-                        break
+                        return False
                     k = i * per_shard + j
                     rng = _file_rng(int(seed), k)
                     for name, data in ((f"{k:06d}.jpg", _jpeg_bytes(rng, w, h)),
@@ -265,15 +301,9 @@ def make_tar_shards(root, shards=8, shard_size="32M", size="110k", classes=10, s
                         ti.size, ti.mode, ti.mtime = len(data), 0o644, 0
                         t.addfile(ti, io.BytesIO(data))
                     call_progress(progress, (i + (j + 1) / per_shard) / shards, None)
-                else:
-                    done = True
-        finally:
-            if not done:
-                try:
-                    os.unlink(path)
-                except OSError:
-                    pass
-        if not done:
+            return True
+
+        if not _write_new(path, write):
             break
     call_progress(progress, 1.0, None)
     return root

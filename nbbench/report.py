@@ -152,6 +152,16 @@ def _select(store, runs: Sequence[Any] | None, last: int, kind: str | None, labe
     return [store.get(i) for i in ids]
 
 
+def _references(rs: list[Result]) -> list[list[Result]]:
+    """A kind's results as a comparison's references: the runs of one label together (pooled as
+    repeats where their settings agree, :mod:`nbbench.compare.select`), an unlabelled run alone."""
+    refs: dict[str, list[Result]] = {}
+    for r in rs:
+        key = str(r.labels.get("label")) if r.labels.get("label") else f"#{r.run_id if r.run_id is not None else id(r)}"
+        refs.setdefault(key, []).append(r)
+    return list(refs.values())
+
+
 def build(runs: Sequence[Any] | None = None, last: int = 10, kind: str | None = None, label: str | None = None,
           path: str | None = None, run_doctor: bool = True, doctor_checks=None, store=None,
           title: str | None = None, compare_runs: bool = True) -> ReportData:
@@ -200,9 +210,10 @@ def build(runs: Sequence[Any] | None = None, last: int = 10, kind: str | None = 
             if r.kind != "doctor":
                 kinds.setdefault(r.kind, []).append(r)
         for rs in kinds.values():
-            if len(rs) >= 2:
+            refs = _references(rs)
+            if len(refs) >= 2:
                 try:
-                    data.comparisons.append(compare(rs))
+                    data.comparisons.append(compare(refs, store=store))
                 except ProbeError:
                     pass
     return data

@@ -82,6 +82,13 @@ def store_error(exc: BaseException, path: Path, timeout: float | None = None) ->
     return StoreError(msg, path)
 
 
+def _transient(exc: BaseException) -> bool:
+    """Is ``exc`` SQLite saying another process is in the way (worth trying again)?"""
+    text = str(exc).lower()
+    return isinstance(exc, sqlite3.OperationalError) and any(
+        w in text for w in ("locked", "busy", "locking protocol"))
+
+
 def _fs_code(path: Path) -> int | None:
     """Why the filesystem holding ``path`` refuses writes, as an errno (None: it does not seem to)."""
     try:
@@ -176,44 +183,62 @@ class Store:
                 conn = sqlite3.connect(str(self.path), timeout=self.timeout, isolation_level=None)
                 try:
                     conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
-                    conn.execute("PRAGMA journal_mode = WAL")
-                    conn.execute("PRAGMA synchronous = NORMAL")
-                    conn.execute("PRAGMA foreign_keys = ON")
+                    self._retrying(lambda: self._setup(conn))
                 except BaseException:
                     conn.close()
                     raise
             self._local.conn = conn
         return conn
 
+    @staticmethod
+    def _setup(conn: sqlite3.Connection) -> None:
+        """WAL (switched only when not yet: the switch needs the database to itself), then this
+        connection's settings."""
+        if str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
+            conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+
+    def _retrying(self, fn):
+        """``fn()``, again while SQLite says another process is in the way ("database is locked",
+        "busy", a WAL "locking protocol" retry: some of these come back at once, without the busy
+        timeout's wait — when another process opens, recovers or checkpoints the WAL), until
+        :attr:`timeout`; then the last error."""
+        deadline = time.monotonic() + self.timeout
+        pause = 0.002
+        while True:
+            try:
+                return fn()
+            except sqlite3.OperationalError as exc:
+                if not _transient(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(pause)
+                pause = min(pause * 2, 0.05)
+
     def _read(self, sql: str, args=()) -> list:
         """Rows of a query; a store problem is a :class:`StoreError`."""
         conn = self._conn()
         with self._guard():
-            return conn.execute(sql, args).fetchall()
+            return self._retrying(lambda: conn.execute(sql, args).fetchall())
 
     def _write(self, fn):
         """Run ``fn(conn)`` in one immediate transaction, retrying on a locked database
         until :attr:`timeout`; any store problem is a :class:`StoreError`."""
         conn = self._conn()
-        deadline = time.monotonic() + self.timeout
+
+        def once():
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                out = fn(conn)
+                conn.execute("COMMIT")
+                return out
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+
         with self._guard():
-            while True:
-                try:
-                    conn.execute("BEGIN IMMEDIATE")
-                    try:
-                        out = fn(conn)
-                        conn.execute("COMMIT")
-                        return out
-                    except BaseException:
-                        if conn.in_transaction:
-                            conn.execute("ROLLBACK")
-                        raise
-                except sqlite3.OperationalError as exc:
-                    if "locked" not in str(exc) and "busy" not in str(exc):
-                        raise
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.01)
+            return self._retrying(once)
 
     def _migrate(self) -> None:
         def run(conn):

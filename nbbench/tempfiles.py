@@ -12,6 +12,16 @@ gets SIGTERM or SIGHUP (a kernel stop or restart): the handlers are installed fr
 main thread only, and chain to the handler that was there before (the default action
 is then re-delivered, so the process still ends as it would have).
 
+No moment is left uncovered: a name is entered in the registry *before* it is created
+on disk (``O_EXCL``/``mkdir``; on ``FileExistsError`` it is taken out again and another
+name drawn), and a file is removed from disk *before* it is taken out of the registry, so
+a signal landing anywhere finds every name that may exist.  The clean-up run by a signal
+handler never waits on a lock (Python runs handlers in the main thread between bytecodes,
+possibly while that thread holds one): it works on a snapshot of the registry's plain
+dicts (one C call under the GIL), removes what is on disk, and waits a bounded moment for
+a creation in flight in another thread (its ``open``/``mkdir`` may land just after); once
+a signal's clean-up has begun, new creations are refused.
+
 A probe that needs a directory of its own (``torch.distributed.checkpoint`` writes a
 directory of files) gets one the same way: :func:`create_dir` makes a new
 ``DIR/.nbbench-<what>-<host>-<pid>-<random>.tmp/`` with ``mkdir`` (which fails on an
@@ -37,6 +47,7 @@ import signal
 import socket
 import stat
 import threading
+import time
 from dataclasses import dataclass
 
 from .results import ProbeError
@@ -46,10 +57,12 @@ __all__ = ["create", "remove", "temp_file", "cleanup_all", "registered", "instal
            "registered_dirs"]
 
 PREFIX = ".nbbench-"
-_lock = threading.Lock()
-_files: dict[str, int | None] = {}  # path -> fd (None once closed)
-_unlinked: set[str] = set()  # registered paths whose name is already gone: only their fd is closed
-_dirs: set[str] = set()  # registered temporary directories (removed with their contents)
+_lock = threading.RLock()   # for changes made by ordinary code; never taken by the clean-up of a signal
+_files: dict[str, int | None] = {}  # path -> fd (None once closed, or not yet opened)
+_unlinked: dict[str, bool] = {}  # registered paths whose name is already gone: only their fd is closed
+_dirs: dict[str, bool] = {}  # registered temporary directories (removed with their contents)
+_pending: dict[str, int] = {}  # registered names being created now -> the creating thread's ident
+_closing: list = []  # non-empty while a signal's clean-up runs: creations are refused
 _installed = {"atexit": False, "signals": False}
 _previous: dict[int, object] = {}
 
@@ -77,8 +90,7 @@ class TempFile:
     def unlink(self) -> None:
         """Remove the name now (descriptors opened before keep the file): nothing can be left behind."""
         os.unlink(self.path)
-        with _lock:
-            _unlinked.add(self.path)
+        _unlinked[self.path] = True
 
 
 def host_tag() -> str:
@@ -102,62 +114,90 @@ def _flags(extra: int = 0) -> int:
     return os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0) | extra
 
 
-def _create_new(directory, what: str, make, noun: str):
+def _create_new(directory, what: str, make, noun: str, table: dict, value):
     """``make(path)`` on a new name in ``directory`` (it must refuse an existing one:
-    FileExistsError, then the next name); its refusals as one-line ProbeErrors.
+    FileExistsError, then the next name); its refusals as one-line ProbeErrors.  The name is
+    in ``table`` (the registry) before ``make`` runs, and taken out when ``make`` fails.
     Returns ``(path, what make returned)``."""
     install_handlers()
     d = os.fspath(directory)
+    me = threading.get_ident()
     for _ in range(20):
         path = os.path.join(d, temp_name(what))
-        try:
-            return path, make(path)
-        except FileExistsError:
+        if os.path.lexists(path):   # another's (a dead process with this pid): never registered, never touched
             continue
-        except PermissionError:
-            raise ProbeError(f"no permission to create a {noun} in {d}") from None
-        except OSError as exc:
+        _pending[path] = me
+        table[path] = value          # known to the clean-up before it exists
+        try:
+            if _closing:
+                raise ProbeError(f"not creating a temporary {noun} in {d}: the process is ending")
+            out = make(path)
+        except FileExistsError:
+            table.pop(path, None)
+            continue
+        except BaseException as exc:
+            if not isinstance(exc, OSError):   # an interrupt: what ``make`` may have made goes too
+                (_rmtree if table is _dirs else _unlink_quietly)(path)
+            table.pop(path, None)
+            if isinstance(exc, ProbeError) or not isinstance(exc, OSError):
+                raise
+            if isinstance(exc, PermissionError):
+                raise ProbeError(f"no permission to create a {noun} in {d}") from None
             raise ProbeError(f"cannot create a temporary {noun} in {d}: {exc.strerror or exc}") from None
+        finally:
+            _pending.pop(path, None)
+        return path, out
     raise ProbeError(f"cannot find a free temporary {noun} name in {d}")  # pragma: no cover
 
 
 def create(directory, what: str = "probe", flags: int = 0) -> TempFile:
-    """Create a new temporary file in ``directory`` (O_CREAT|O_EXCL) and register it."""
-    path, fd = _create_new(directory, what, lambda p: os.open(p, _flags(flags), 0o600), "file")
-    with _lock:
-        _files[path] = fd
+    """Create a new temporary file in ``directory`` (O_CREAT|O_EXCL), registered before it exists."""
+    opened: list[int] = []
+
+    def make(p):
+        fd = os.open(p, _flags(flags), 0o600)
+        opened.append(fd)
+        _files[p] = fd
+        return fd
+
+    try:
+        path, fd = _create_new(directory, what, make, "file", _files, None)
+    except BaseException:
+        for fd in opened:   # an interrupt after the open: the name is gone, close its descriptor
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        raise
     return TempFile(path, fd)
 
 
+def _unlink_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
 def remove(path: str) -> None:
-    """Remove a registered temporary file (and forget it)."""
+    """Remove a registered temporary file (and forget it): off the disk first, then out of the registry."""
+    fd = _files.get(path)
+    if path not in _unlinked:   # unlinked when created: the name may not be ours any more
+        _unlink_quietly(path)
     with _lock:
-        fd = _files.pop(path, None)
-        gone = path in _unlinked
-        _unlinked.discard(path)
+        fd = _files.pop(path, fd)
+        _unlinked.pop(path, None)
     if fd is not None:
         try:
             os.close(fd)
         except OSError:
             pass
-    if gone:  # unlinked when created: the name may not be ours any more
-        return
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
-    except OSError:
-        pass
 
 
 def registered() -> list[str]:
-    with _lock:
-        return list(_files)
+    return list(_files)   # one C call under the GIL: a consistent snapshot without a lock
 
 
 def registered_dirs() -> list[str]:
-    with _lock:
-        return list(_dirs)
+    return list(_dirs)
 
 
 @dataclass
@@ -170,9 +210,7 @@ class TempDir:
 
 def create_dir(directory, what: str = "probe") -> TempDir:
     """Create a new temporary directory in ``directory`` (``mkdir``: never an existing one) and register it."""
-    path, _ = _create_new(directory, what, lambda p: os.mkdir(p, 0o700), "directory")
-    with _lock:
-        _dirs.add(path)
+    path, _ = _create_new(directory, what, lambda p: os.mkdir(p, 0o700), "directory", _dirs, True)
     return TempDir(path)
 
 
@@ -186,10 +224,11 @@ def _rmtree(path: str) -> None:
 
 
 def remove_dir(path: str) -> None:
-    """Remove a registered temporary directory with everything in it (and forget it)."""
-    with _lock:
-        _dirs.discard(path)
+    """Remove a registered temporary directory with everything in it (and forget it): off the disk
+    first, then out of the registry."""
     _rmtree(path)
+    with _lock:
+        _dirs.pop(path, None)
 
 
 @contextlib.contextmanager
@@ -202,12 +241,49 @@ def temp_dir(directory, what: str = "probe"):
         td.remove()
 
 
-def cleanup_all() -> None:
-    """Remove every temporary file and directory still registered (atexit, signals)."""
-    for path in registered():
-        remove(path)
-    for path in registered_dirs():
-        remove_dir(path)
+def _remove_listed() -> None:
+    """Remove from disk every registered file and directory (a snapshot; no lock taken)."""
+    unlinked = dict(_unlinked)
+    for path in list(_files):
+        if path not in unlinked:
+            _unlink_quietly(path)
+    for path in list(_dirs):
+        _rmtree(path)
+
+
+def cleanup_all(wait_s: float = 2.0) -> None:
+    """Remove every temporary file and directory still registered (atexit, signal handlers).
+
+    Never waits on a lock (it may run in a signal handler that interrupted code holding one);
+    a creation in flight in another thread (registered, its ``open``/``mkdir`` not yet
+    returned) is waited for up to ``wait_s`` seconds, then what it made removed too.  The
+    registry is emptied only where its lock is free at once; an entry left is harmless (its
+    name is gone from disk, removing it again does nothing).
+    """
+    _closing.append(True)
+    try:
+        _remove_listed()
+        me, deadline = threading.get_ident(), time.monotonic() + wait_s
+        while any(t != me for t in list(_pending.values())) and time.monotonic() < deadline:
+            time.sleep(0.001)   # releases the GIL: the other thread's creation completes
+        _remove_listed()
+        if _lock.acquire(blocking=False):
+            try:
+                for path, fd in list(_files.items()):
+                    if path in _pending:
+                        continue
+                    _files.pop(path, None)
+                    _unlinked.pop(path, None)
+                    if fd is not None:
+                        with contextlib.suppress(OSError):
+                            os.close(fd)
+                for path in list(_dirs):
+                    if path not in _pending:
+                        _dirs.pop(path, None)
+            finally:
+                _lock.release()
+    finally:
+        _closing.pop()
 
 
 def _alive(pid: int) -> bool:
@@ -283,8 +359,14 @@ def temp_file(directory, what: str = "probe", flags: int = 0):
 
 
 def _handler(signum, frame):
-    cleanup_all()
     prev = _previous.get(signum)
+    ends = not callable(prev) and prev != signal.SIG_IGN
+    _closing.append(True)   # kept when the process ends here: no thread creates a file after the clean-up
+    try:
+        cleanup_all()
+    finally:
+        if not ends:
+            _closing.pop()
     if callable(prev):
         prev(signum, frame)
         return

@@ -25,6 +25,7 @@ __all__ = [
     "format_duration_ns",
     "format_si",
     "format_sig",
+    "format_change",
     "metric_label",
     "metric_phrase",
     "percentile_name",
@@ -358,3 +359,41 @@ def shorten_middle(text: str, width: int) -> str:
         tail = (width - 1) // 2
     head = width - 1 - tail
     return text[:head] + "…" + (text[-tail:] if tail else "")
+
+
+#: from this factor on a change is written as a ratio ("15.7× faster"), below it as a percentage
+RATIO_FROM = 2.0
+
+
+def _signed_pct(ratio: float) -> str:
+    d = (ratio - 1.0) * 100.0
+    if _rounded(abs(d), 3) == 0:
+        return "±0"
+    return ("+" if d > 0 else "-") + _sig(abs(d), 3)
+
+
+def format_change(ratio: float | None, low: float | None = None, high: float | None = None,
+                  higher_is_better: bool | None = True, level: float = 0.95) -> str:
+    """A change candidate/baseline in the one number format, three significant figures, with its
+    interval when given: a percentage below 2× ("+52.3 % (95 % CI +40.1 … +63.2 %)") and a factor
+    from 2× on either way ("15.7× faster (95 % CI 14.9–16.4×)", "3.10× slower").  ``higher_is_better``
+    picks the words faster/slower (None: higher/lower); it never changes the numbers."""
+    if ratio is None or not math.isfinite(ratio) or ratio <= 0:
+        return "N/A"
+    ci = f"{level * 100:.0f} % CI"
+    factor = max(ratio, 1.0 / ratio)
+    if factor < RATIO_FROM:
+        text = f"{_signed_pct(ratio)} %"
+        if low is not None and high is not None:
+            text += f" ({ci} {_signed_pct(low)} … {_signed_pct(high)} %)"
+        return text
+    up = ratio > 1
+    if higher_is_better is None:
+        word = "higher" if up else "lower"
+    else:
+        word = "faster" if up == bool(higher_is_better) else "slower"
+    text = f"{_sig(factor, 3)}× {word}"
+    if low is not None and high is not None and low > 0 and high > 0:
+        lo, hi = (low, high) if up else (1.0 / high, 1.0 / low)
+        text += f" ({ci} {_sig(lo, 3)}–{_sig(hi, 3)}×)"
+    return text

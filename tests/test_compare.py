@@ -86,16 +86,22 @@ def test_kinds_never_mix(store):
 
 def test_a_label_with_several_kinds_and_runs(store):
     store.save(dd(1e8, 1e8), label="A")
-    store.save(dd(5e8, 5e8), label="A")  # the latest dd of A is used
+    store.save(dd(5e8, 5e8), label="A")  # the same settings: pooled with the first as repeats
+    store.save(dd(9e9, 9e9, bs="4M"), label="A")  # other settings: left out, said so
+    store.save(dd(3e8, 3e8), label="A")
     store.save(Result(kind="randread", params={"bs": "4k"}, metrics={"iops": 1e4, "lat_p99_ns": 2e5}), label="A")
     store.save(dd(1e9, 1e9), label="B")
     store.save(Result(kind="randread", params={"bs": "4k"}, metrics={"iops": 3e4, "lat_p99_ns": 1e5}), label="B")
     c = compare(["A", "B"], store=store)
     assert [g.kind for g in c.groups] == ["dd", "randread"]
-    assert c.groups[0].delta_pct("write_bytes_per_s", 1) == pytest.approx(100.0)
+    g = c.groups[0]
+    assert [r.run_id for r in g.pool(0)] == [1, 2, 4] and g.n_runs(0) == 3 and g.runs[0].run_id == 4
+    assert g.value("write_bytes_per_s", 0) == 3e8   # the median of the pooled runs
+    assert g.delta_pct("write_bytes_per_s", 1) == pytest.approx(100 * (1e9 / 3e8 - 1))
     rr = c.groups[1]
     assert rr.delta_pct("iops", 1) == pytest.approx(200.0) and rr.delta_pct("lat_p99_ns", 1) == pytest.approx(-50.0)
-    assert any("A names 2 dd runs" in n for n in c.notes)
+    assert any("A: 3 dd runs with the same settings pooled as repeats (runs 1, 2, 4)" in n for n in c.notes)
+    assert any("A also names 1 dd run with other settings" in n and "runs 3" in n for n in c.notes), c.notes
 
 
 def test_errors_for_people(store):

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1] / "nbbench"
 
 #: bottom first; a module belongs to the layer of the longest prefix that names it
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("core", ("nbbench.units", "nbbench.results", "nbbench.store", "nbbench.env", "nbbench.topology",
+    ("core", ("nbbench.units", "nbbench.stats", "nbbench.results", "nbbench.store", "nbbench.env", "nbbench.topology",
               "nbbench.compare", "nbbench.accelerators", "nbbench.nvml", "nbbench.progress",
               "nbbench.runner", "nbbench.tempfiles", "nbbench.version")),
     ("measure", ("nbbench.probes", "nbbench.monitor", "nbbench.doctor", "nbbench.datasets", "nbbench.testing")),

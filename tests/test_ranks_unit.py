@@ -1,6 +1,6 @@
 """Many ranks without processes: rank detection, Slurm host lists, the aggregate arithmetic
 (first done / last done / spread / buckets / hosts) on synthetic per-rank series, the
-torchrun failure report, the printed command lines, the option plumbing."""
+spawner's failure report, the printed command lines, the option plumbing."""
 
 from __future__ import annotations
 
@@ -145,32 +145,32 @@ def test_two_phases_get_their_own_names():
 
 
 # ------------------------------------------------------------------ launcher text
-_TORCHRUN_FAILURE = """
-============================================================
-nbbench FAILED
-------------------------------------------------------------
-Failures:
-  <NO_OTHER_FAILURES>
-------------------------------------------------------------
-Root Cause (first observed failure):
-[0]:
-  time      : 2025-01-01_00:00:00
-  host      : vm
-  rank      : 1 (local_rank: 1)
-  exitcode  : -9 (pid: 4242) (SIGKILL)
-  error_file: <N/A>
-  traceback : Signal 9 (SIGKILL) received by PID 4242
-============================================================
-"""
+class _Proc:
+    def __init__(self, code, pid):
+        self.code, self.pid = code, pid
+
+    def poll(self):
+        return self.code
 
 
-def test_parse_torchrun_failure_report():
-    from nbbench.dist.launch import _exit_reason, parse_failure
+def test_spawner_failure_report_names_the_first_rank_to_fail(tmp_path):
+    from nbbench.dist.spawn import Ranks, exit_reason
 
-    f = parse_failure(_TORCHRUN_FAILURE)
-    assert f[0]["rank"] == 1 and f[0]["exitcode"] == -9 and f[0]["pid"] == 4242 and f[0]["host"] == "vm"
-    assert _exit_reason(f[0]) == "killed by SIGKILL"
-    assert parse_failure("no report here") == []
+    assert exit_reason(-9) == "killed by SIGKILL" and exit_reason(-15) == "killed by SIGTERM"
+    assert exit_reason(1, "nbbench dd: no room") == "exited with code 1: nbbench dd: no room"
+    ranks = Ranks(["dd", "/d"], 3, str(tmp_path), "tok")
+    ranks.procs = [_Proc(None, 10), _Proc(None, 11), _Proc(None, 12)]
+    (tmp_path / "rank0.log").write_text("starting\nnbbench dd: rank 0 on h: the run failed: x\n\n")
+    ranks.procs[0].code = 1
+    ranks.procs[2].code = -9                   # seen in the same look: the killed one is the cause
+    assert ranks.poll() == [0, 2] and ranks.running() == [1]
+    f = ranks.failures()
+    assert [x["rank"] for x in f] == [2, 0] and f[0]["reason"] == "killed by SIGKILL" and f[0]["pid"] == 12
+    assert f[1]["reason"] == "exited with code 1: nbbench dd: rank 0 on h: the run failed: x"
+    ranks.signalled[1] = 15                    # stopped by the launcher: never a cause
+    ranks.procs[1].code = -15
+    ranks.poll()
+    assert [x["rank"] for x in ranks.failures()] == [2, 0]
 
 
 def test_progress_of_all_ranks_sums_rates_and_averages_shares():

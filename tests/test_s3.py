@@ -376,3 +376,11 @@ def test_write_test_sigterm_mid_upload_leaves_nothing(server, delay):
         proc.communicate(timeout=60)
     assert proc.returncode != 0
     assert _all_keys(server) == before
+
+
+def test_s3_figures_have_a_direction_for_compare():
+    from nbbench.compare.direction import better
+
+    assert better("get_bytes_per_s", "s3") == "higher" and better("requests_per_s", "s3") == "higher"
+    assert better("ttfb_p99_ns", "s3") == "lower" and better("list_keys_per_s", "s3") == "higher"
+    assert better("knee_streams_count", "s3") is None

@@ -110,9 +110,22 @@ def test_a_cpu_bound_run_is_labelled_with_its_cpu_cost_per_io():
 
     busy = judged(97.0)
     assert busy.metrics["engine_cpu_pct"] == 97.0 and busy.metrics["engine_cpu_per_io_ns"] == 9400.0
-    assert len(busy.warnings) == 1 and busy.warnings[0].startswith("CPU-bound: the builtin engine's I/O thread was busy 97 %")
+    assert len(busy.warnings) == 1 and busy.warnings[0].startswith("CPU-bound in one job: the I/O thread was busy 97 %")
     assert "9.4 µs of CPU per I/O" in busy.warnings[0] and "--engine fio" in busy.warnings[0]
-    assert busy.labels["cpu_bound"].endswith("97 % of the measured time")
+    assert "near 106 k I/Os per second" in busy.warnings[0]   # 1 / 9.4 µs
+    assert busy.labels["cpu_bound"].startswith("one job's CPU") and busy.labels["cpu_bound"].endswith("97 % of the measured time")
+    import os as _os
+    cores = len(_os.sched_getaffinity(0))
+    if cores > 1:   # one job of several cores: --jobs is the way out
+        assert "--jobs 2 spreads the I/Os" in busy.warnings[0]
     idle = judged(12.0)
     assert idle.warnings == [] and "cpu_bound" not in idle.labels and idle.metrics["engine_cpu_pct"] == 12.0
     assert judged(97.0, engine="fio").metrics == {}
+    # N jobs using all usable cores: that limit, not one job's, and no --jobs advice
+    jobs = [{"engine_cpu_pct": 95.0}] * cores
+    r = Result(kind="randread")
+    cpu_bound_warning(r, JobOutput(ios=1000, extra={"engine_cpu_pct": 96.0, "engine_cpu_ns_per_io": 2000.0,
+                                                     "engine_cpu_pct_sum": 95.0 * cores, "jobs": jobs}), "builtin")
+    if cores > 1:
+        assert r.labels["cpu_bound"].startswith("all cores") and r.warnings[0].startswith("CPU-bound on all cores")
+        assert "more jobs cannot lift it" in r.warnings[0] and "--jobs" not in r.warnings[0]

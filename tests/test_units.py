@@ -92,3 +92,21 @@ def test_phrases_put_the_figure_first_and_paths_shorten_in_the_middle():
     short = units.shorten_middle("/tmp/nbbench-06-q15srco8/disk", 20)
     assert len(short) == 20 and short.startswith("/tmp/nbbench") and short.endswith("…/disk")
     assert units.shorten_middle("/data", 20) == "/data"
+
+
+def test_format_change_percent_below_two_and_factor_from_two():
+    from nbbench.units import format_change
+
+    assert format_change(1.523, 1.401, 1.632) == "+52.3 % (95 % CI +40.1 … +63.2 %)"
+    assert format_change(0.9, 0.85, 0.95) == "-10.0 % (95 % CI -15.0 … -5.00 %)"
+    assert format_change(15.7, 14.9, 16.4) == "15.7× faster (95 % CI 14.9–16.4×)"
+    # a factor either way, the interval turned with it
+    assert format_change(1 / 15.7, 1 / 16.4, 1 / 14.9) == "15.7× slower (95 % CI 14.9–16.4×)"
+    # lower is better (a latency): a tenth of the time is 10× faster
+    assert format_change(0.1, higher_is_better=False) == "10.0× faster"
+    assert format_change(3.1, higher_is_better=None) == "3.10× higher"
+    assert format_change(1.999) == "+99.9 %"
+    assert format_change(2.0) == "2.00× faster"
+    assert format_change(1.0) == "±0 %"
+    assert format_change(1.2, 1.1, 1.3, level=0.9).endswith("(90 % CI +10.0 … +30.0 %)")
+    assert format_change(None) == "N/A" and format_change(0.0) == "N/A"

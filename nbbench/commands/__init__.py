@@ -66,7 +66,7 @@ REGISTRY: dict[str, tuple[str, str]] = {
     "panel": ("nbbench.commands.panel:PanelCommand", "open the control panel (notebook)"),
     "doctor": ("nbbench.commands.doctor:DoctorCommand", "audit the environment: /dev/shm, limits, mounts, exposure"),
     "history": ("nbbench.commands.history:HistoryCommand", "stored runs as a table"),
-    "compare": ("nbbench.commands.history:CompareCommand", "compare stored runs, % deltas against the first"),
+    "compare": ("nbbench.commands.history:CompareCommand", "compare stored runs: changes against the first, with their 95 % intervals"),
     "report": ("nbbench.commands.history:ReportCommand", "a shareable report: environment, doctor, results"),
 }
 

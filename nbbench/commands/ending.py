@@ -26,13 +26,14 @@ __all__ = ["execute", "finish", "show", "save_results", "outcome", "verdict", "e
 EXIT_OK = 0              # ran; its checks (if any) found nothing worse than a warning
 EXIT_FAILED = 1          # the probe failed (or could not run)
 EXIT_USAGE = 2           # a usage error: unknown subcommand, bad option or value
-EXIT_CHECK_FAILED = 3    # ran, and a check failed (verdict fail)
+EXIT_CHECK_FAILED = 3    # ran, and a check failed (verdict fail; a compare gate that failed)
 EXIT_INTERRUPTED = 130   # interrupted (Ctrl-C, SIGINT)
 #: the exit codes, as ``nbbench --help`` and the README list them
 EXIT_CODES = ((EXIT_OK, "ran (its checks, if any, found nothing worse than a warning)"),
               (EXIT_FAILED, "the probe failed"),
               (EXIT_USAGE, "usage error"),
-              (EXIT_CHECK_FAILED, "ran, and a check failed (verdict fail: e.g. nbbench gpu without CUDA)"),
+              (EXIT_CHECK_FAILED, "ran, and a check failed (verdict fail: e.g. nbbench gpu without CUDA, "
+                                  "compare --fail-if-worse on a significant regression)"),
               (EXIT_INTERRUPTED, "interrupted"))
 
 
@@ -150,8 +151,14 @@ def outcome(value: Any) -> str:
 
 def verdict(value: Any) -> str | None:
     """What a run's checks found, from what it returned: the worst verdict among its
-    Results ("fail" > "warn" > "ok"), None when none has checks."""
-    return worst_verdict(r.verdict for r in _results(value))
+    Results ("fail" > "warn" > "ok"), None when none has checks; for another value (a
+    comparison gated with ``--fail-if-worse``) its own ``verdict`` string, if it has one."""
+    results = _results(value)
+    if not results and not isinstance(value, (list, tuple)):
+        own = getattr(type(value), "verdict", None)   # a declared attribute, never a frame's column
+        own = getattr(value, "verdict", None) if own is not None else None
+        return own if isinstance(own, str) and own in ("ok", "warn", "fail") else None
+    return worst_verdict(r.verdict for r in results)
 
 
 def exit_code(value: Any) -> int:

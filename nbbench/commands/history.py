@@ -47,11 +47,15 @@ class HistoryCommand(Command):
 
 
 class CompareCommand(Command):
-    help = "compare stored runs, % deltas against the first"
+    help = "compare stored runs: changes against the first, with their 95 % intervals"
     description = ("Compare stored runs like for like — same kind; a warning when parameters or the cache mode "
-                   "differ — as a metric table with % deltas against the first and a bar chart. Each "
-                   "RUN_OR_LABEL is a run id or a label (a label's latest run of each kind is used).")
-    epilog = "Example: cmp = %iobench compare nvme nfs   ·   nbbench compare 3 7 --png cmp.png"
+                   "differ — as a metric table with the change against the first and a bar chart. Each change "
+                   "carries the 95 % interval of candidate/baseline over the runs: one whose interval contains 1 "
+                   "is 'no significant change' (grey); with one run a side the runs' windows give the interval, "
+                   "else it is 'inconclusive'. Each RUN_OR_LABEL is a run id or a label (per kind, a label's "
+                   "latest run with its other runs of the same settings, pooled as repeats).")
+    epilog = ("Example: cmp = %iobench compare nvme nfs   ·   nbbench compare 3 7 --png cmp.png   ·   "
+              "nbbench compare main pr --fail-if-worse 5%  (exit 3 on a significant regression)")
     saves = False
     expression = True
 
@@ -60,6 +64,12 @@ class CompareCommand(Command):
         p.add_argument("--metrics", type=_csv, default=None, metavar="LIST",
                        help="only these metric keys, comma-separated (e.g. read_bytes_per_s,iops)")
         p.add_argument("--png", default=None, metavar="FILE", help="also write the bar chart to FILE (PNG)")
+        from .options import percentage
+
+        p.add_argument("--fail-if-worse", dest="fail_if_worse", type=percentage, default=None, metavar="PCT",
+                       help="a gate for CI: exit 3 when a headline figure is significantly worse than the "
+                            "baseline (its 95 %% interval wholly on the worse side) and worse by more than PCT "
+                            "(e.g. 5%%); else 0")
 
     def run(self, args, ctx):
         from ..compare import compare
@@ -68,7 +78,7 @@ class CompareCommand(Command):
 
         if len(args.refs) < 2:
             raise ProbeError("compare needs two or more run ids or labels, e.g. compare baseline 12")
-        cmp = compare(args.refs, metrics=args.metrics)
+        cmp = compare(args.refs, metrics=args.metrics, fail_if_worse=getattr(args, "fail_if_worse", None))
         fig = cmp.figure(0) if args.png else None
         if args.png and fig is None:
             cmp.notes.append("no bar chart: no headline metric has a value")

@@ -13,7 +13,7 @@ import argparse
 from .. import units
 
 __all__ = ["size", "duration", "positive_int", "nonneg_int", "int_list", "bool_list",
-           "size_list", "fraction", "choice_list"]
+           "size_list", "fraction", "choice_list", "percentage"]
 
 
 def size(text: str) -> int:
@@ -44,8 +44,26 @@ def positive_int(text: str) -> int:
     return _int_at_least(text, 1)
 
 
+def jobs(text: str) -> int:
+    """``--jobs``: 1 to 256 processes."""
+    v = _int_at_least(text, 1)
+    if v > 256:
+        raise argparse.ArgumentTypeError(f"must be between 1 and 256, not {v}")
+    return v
+
+
 def nonneg_int(text: str) -> int:
     return _int_at_least(text, 0)
+
+
+def percentage(text: str) -> float:
+    """'5%', '5 %' or '5': how much worse a gate allows (:func:`nbbench.compare.gate.parse_pct`)."""
+    from ..compare.gate import parse_pct
+
+    try:
+        return parse_pct(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def fraction(text: str) -> float:

@@ -10,8 +10,9 @@ loader, sweep, feed).
   shown and saved as usual; every other rank shows and saves nothing and exits with the
   run's outcome.  Under ``--ranks`` even rank 0 stays quiet: the launching process shows
   and saves the result.
-* ``--ranks N``: launch N local ranks through PyTorch's launcher as child processes
-  (:func:`nbbench.dist.launch.launch`) with the aggregate progress live; with
+* ``--ranks N``: launch N local ranks as child processes of nbbench's own spawner
+  (:func:`nbbench.dist.launch.launch`: a FileStore in a private directory, no network port)
+  with the aggregate progress live; with
   ``--nnodes M`` > 1 print the torchrun and srun lines to run on each host instead.
 
 A new probe opts in with three pieces (as checkpoint and shards did): this
@@ -37,10 +38,10 @@ _DROP = ("-o",)
 
 def add_rank_options(parser, file_per_rank: bool = False) -> None:
     """The options of many-rank runs (one group, the same for every command that opts in)."""
-    g = parser.add_argument_group("many ranks (torch.distributed; see the README's 'Many GPUs, many hosts')")
+    g = parser.add_argument_group("many ranks (torch.distributed; see docs/guide/ranks.md)")
     g.add_argument("--ranks", type=options.positive_int, default=None, metavar="N",
-                   help="run N ranks on this host through PyTorch's launcher (torchrun), as DDP runs one process "
-                        "per GPU, and report what they get together")
+                   help="run N ranks on this host as child processes (one per GPU, as DDP does; they meet through "
+                        "a private directory and loopback, no network port) and report what they get together")
     g.add_argument("--nnodes", type=options.positive_int, default=1, metavar="M",
                    help="with --ranks: M hosts sharing the path; prints the torchrun and srun lines to run")
     g.add_argument("--rdzv-host", dest="rdzv_host", default=None, metavar="HOST",
@@ -108,9 +109,10 @@ def dispatch(name: str, kind: str, args, ctx, params: dict, desc: str, on_figure
 
         return command_lines(child_argv(name, args, strip_ranks=True), n, args.nnodes, args.rdzv_host)
     from ..dist.jobs import job_for
-    from ..dist.launch import launch, need_torch
+    from ..dist.launch import install_handlers, launch, need_torch
 
     need_torch()   # one line, before any bar
+    install_handlers()   # from the main thread: SIGTERM / SIGHUP stop the ranks before the process ends
     job = job_for(kind, params)
     job.local_checks(n)
     argv = child_argv(name, args)

@@ -53,6 +53,16 @@ def _target(path):
     return inspect(path, write=False, read=False)
 
 
+def _add_jobs(parser, threads_alias: bool = False):
+    parser.add_argument("--jobs", type=options.jobs, default=None,
+                        help="independent I/O loops in as many processes, as fio's numjobs; figures summed "
+                             "over them (1-256, default 1)")
+    if threads_alias:
+        parser.add_argument("--threads", type=options.jobs, default=None,
+                            help="deprecated: an alias of --jobs (processes measure better than threads "
+                                 "sharing one interpreter)")
+
+
 def _add_buffers(parser):
     parser.add_argument("--buffers", choices=["pages", "huge"], default="pages",
                         help="builtin engine's I/O buffers: pages (default: ordinary page-aligned memory, the "
@@ -85,6 +95,7 @@ class DdCommand(ranks.RankedCommand):
         _add_cache(parser)
         _add_engine(parser)
         _add_buffers(parser)
+        _add_jobs(parser)
         ranks.add_rank_options(parser)
 
     def run(self, args, ctx):
@@ -92,13 +103,13 @@ class DdCommand(ranks.RankedCommand):
 
         value = ranks.dispatch("dd", "dd", args, ctx, dict(
             path=args.path, bs=args.bs, size=args.size, count=args.count, direct=args.direct, engine=args.engine,
-            mode=args.mode), f"dd {args.path}")
+            mode=args.mode, jobs=args.jobs or 1), f"dd {args.path}")
         if value is not ranks.LOCAL:
             return value
         target = _target(args.path)
         return _run_probe(ctx, f"dd {args.path}", lambda p, c: disk.dd(
             target, bs=args.bs, size=args.size, count=args.count, direct=args.direct, engine=args.engine,
-            mode=args.mode, buffers=args.buffers, progress=p, cancel=c))
+            mode=args.mode, buffers=args.buffers, jobs=args.jobs or 1, progress=p, cancel=c))
 
 
 class RandreadCommand(ranks.RankedCommand):
@@ -109,8 +120,7 @@ class RandreadCommand(ranks.RankedCommand):
         parser.add_argument("path", metavar="PATH", help=_PATH_HELP)
         parser.add_argument("--bs", type=options.size, default="4k", help="block size (default 4k)")
         parser.add_argument("--qd", type=options.positive_int, default=1, help="I/Os in flight (default 1)")
-        parser.add_argument("--threads", type=options.positive_int, default=1,
-                            help="threads, each with --qd in flight (default 1)")
+        _add_jobs(parser, threads_alias=True)
         parser.add_argument("--runtime", type=options.duration, default=10.0, help="seconds measured (default 10)")
         parser.add_argument("--ramp", type=options.duration, default=1.0, help="seconds not counted first (default 1)")
         parser.add_argument("--size", type=options.size, default=None,
@@ -128,15 +138,15 @@ class RandreadCommand(ranks.RankedCommand):
 
         value = ranks.dispatch("randread", "randread", args, ctx, dict(
             path=args.path, bs=args.bs, qd=args.qd, runtime=args.runtime, ramp=args.ramp, size=args.size,
-            direct=args.direct, engine=args.engine, threads=args.threads, warm=args.warm,
+            direct=args.direct, engine=args.engine, jobs=args.jobs or 1, threads=args.threads or 1, warm=args.warm,
             file_per_rank=args.file_per_rank), f"randread {args.path}")
         if value is not ranks.LOCAL:
             return value
         target = _target(args.path)
         return _run_probe(ctx, f"randread {args.path}", lambda p, c: disk.randread(
             target, bs=args.bs, qd=args.qd, runtime=args.runtime, ramp=args.ramp, size=args.size,
-            direct=args.direct, engine=args.engine, threads=args.threads, warm=args.warm, buffers=args.buffers,
-            progress=p, cancel=c))
+            direct=args.direct, engine=args.engine, jobs=args.jobs or 1, threads=args.threads or 1, warm=args.warm,
+            buffers=args.buffers, progress=p, cancel=c))
 
 
 class FilesCommand(ranks.RankedCommand):
@@ -175,7 +185,7 @@ class DiskCommand(Command):
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("path", metavar="PATH", help=_PATH_HELP)
-        parser.add_argument("--preset", choices=["cdm", "mlperf-resnet50", "mlperf-unet3d"], default="cdm",
+        parser.add_argument("--preset", choices=["cdm", "cdm-nvme", "mlperf-resnet50", "mlperf-unet3d"], default="cdm",
                             help="which set (default cdm)")
         parser.add_argument("--size", type=options.size, default="1G", help="test file size (default 1G)")
         parser.add_argument("--runtime", type=options.duration, default=5.0, help="seconds per test (default 5)")
@@ -185,6 +195,7 @@ class DiskCommand(Command):
         _add_cache(parser)
         _add_engine(parser, ("builtin", "fio"))
         _add_buffers(parser)
+        _add_jobs(parser, threads_alias=True)
 
     def run(self, args, ctx):
         from ..probes import disk
@@ -192,7 +203,8 @@ class DiskCommand(Command):
         target = _target(args.path)
         return _run_probe(ctx, f"disk {args.preset}", lambda p, c: disk.preset(
             target, name=args.preset, size=args.size, runtime=args.runtime, ramp=args.ramp, direct=args.direct,
-            engine=args.engine, write=args.write, buffers=args.buffers, progress=p, cancel=c))
+            engine=args.engine, write=args.write, buffers=args.buffers, jobs=args.jobs or 1,
+            threads=args.threads or 1, progress=p, cancel=c))
 
 
 class MakeDatasetCommand(Command):

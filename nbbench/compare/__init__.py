@@ -1,47 +1,47 @@
-"""Like-for-like comparison of stored runs: % deltas against the first, and a bar chart.
+"""Like-for-like comparison of stored runs: deltas against the first that know the noise, and a bar chart.
 
-:func:`compare` takes run ids, labels or :class:`~nbbench.results.Result` objects.
-Runs are compared within one kind (a ``dd`` run with ``dd`` runs); parameters or a
-cache mode that differ are compared anyway, with a warning saying so, because the
-delta then mixes the settings with the environment.  The plain data is
-:attr:`Comparison.rows`; :attr:`Comparison.frame` is a DataFrame of it.  This module
-draws nothing: :func:`nbbench.plots.compare.bar_chart` draws a group (matplotlib's
-object API); :meth:`Comparison.figure` is the convenience that calls it.  Which way of
-a metric is better lives in :mod:`.direction`.
+:func:`compare` takes run ids, labels, :class:`~nbbench.results.Result` objects or lists of
+them.  Runs are compared within one kind (a ``dd`` run with ``dd`` runs); parameters or a
+cache mode that differ are compared anyway, with a warning saying so, because the delta
+then mixes the settings with the environment.  A label's runs of one kind with the same
+settings are pooled as repeats (:mod:`.select`).  Each delta carries the 95 % interval of
+candidate/baseline (:mod:`.noise`, :mod:`nbbench.stats`): one whose interval contains 1 is
+"no significant change", drawn grey.  :meth:`Comparison.gate` is the CI gate (:mod:`.gate`).
+The plain data is :attr:`Comparison.rows`; :attr:`Comparison.frame` is a DataFrame of it.
+This module draws nothing: :func:`nbbench.plots.compare.bar_chart` draws a group
+(matplotlib's object API); :meth:`Comparison.figure` is the convenience that calls it.
+Which way of a metric is better lives in :mod:`.direction`; the tables in :mod:`.render`.
 
-Layer: core (with results, store, units).  The comparison model imports only the core;
-its one upward import, allowed as a result's drawing convenience, is
+Layer: core (with results, store, stats, units).  The comparison model imports only the
+core; its one upward import, allowed as a result's drawing convenience, is
 :meth:`Comparison.figure` reaching into :mod:`nbbench.plots`.
 """
 
 from __future__ import annotations
 
-import html
 import json
 import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
-from ..results import ProbeError, Result, advice
-from ..units import format_metric, metric_label, shorten_middle, unit_of
-from .likeness import HIDDEN_PARAMS, MODE_LABELS, TARGET_LABELS, unlike
+from ..results import ProbeError, Result
+from ..stats import RatioInterval, median
+from ..units import format_metric, metric_label, unit_of
+from . import noise
 from .direction import DIRECTION_BY_UNIT, NEUTRAL_KEYS, NEUTRAL_KINDS, better, delta_colour
+from .gate import Gate, judge, parse_pct
+from .likeness import HIDDEN_PARAMS, MODE_LABELS, TARGET_LABELS, caveats, unlike
+from .select import pools_by_kind, resolve
 
 __all__ = ["compare", "Comparison", "ComparisonGroup", "chart_metrics", "table_metrics",
            "better", "delta_colour", "resolve", "HIDDEN_PARAMS", "MODE_LABELS", "DIRECTION_BY_UNIT",
-           "NEUTRAL_KINDS", "NEUTRAL_KEYS"]
-
+           "NEUTRAL_KINDS", "NEUTRAL_KEYS", "Gate", "parse_pct", "caveats"]
 
 
 _PCT_KEY = re.compile(r"lat_p(\d+)(?:_(\d+))?_ns$")
 # percentiles shown in tables; the others stay in .rows / .frame
 KEY_PERCENTILES = ("50", "90", "99", "99.9")
-# a terminal's text table: each line of run descriptions fits (a long path shortened in the middle)
-TEXT_WIDTH = 100
-
-def _delta_text(d: float | None) -> str:
-    return "—" if d is None else f"{d:+.1f} %"
 
 
 def _num(v) -> bool:
@@ -56,7 +56,10 @@ def _fmt_param(v) -> str:
 
 @dataclass
 class ComparisonGroup:
-    """The runs of one kind, one per reference, the first being the baseline."""
+    """The runs of one kind, one reference each, the first being the baseline.
+
+    ``runs[i]`` stands for reference ``i`` (its latest run); ``pools[i]`` are the results
+    pooled as its repeats (default: that run alone), each one or more runs."""
 
     kind: str
     names: list[str]
@@ -64,10 +67,27 @@ class ComparisonGroup:
     metrics: list[str]
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    pools: list[list[Result]] = field(default_factory=list)
+    _cache: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def pool(self, i: int) -> list[Result]:
+        return self.pools[i] if self.pools else [self.runs[i]]
+
+    def figures(self, metric: str, i: int) -> list[float]:
+        """Every run's figure of ``metric`` for reference ``i`` (one per run, over its pool)."""
+        return noise.figures(self.pool(i), metric)
+
+    def n_runs(self, i: int) -> int:
+        return sum(len(noise.run_metrics(r)) for r in self.pool(i))
 
     def value(self, metric: str, i: int):
-        v = self.runs[i].metrics.get(metric)
-        return v if _num(v) else None
+        """Reference ``i``'s figure: the median over its runs (the stored figure for one result)."""
+        pool = self.pool(i)
+        if len(pool) == 1:
+            v = pool[0].metrics.get(metric)
+            return v if _num(v) else None
+        figs = self.figures(metric, i)
+        return median(figs) if figs else None
 
     def unlike(self, i: int) -> bool:
         """Run ``i`` was measured unlike the baseline (:func:`~nbbench.compare.likeness.unlike`)."""
@@ -79,14 +99,42 @@ class ComparisonGroup:
             return None
         return (v - v0) / abs(v0) * 100.0
 
+    def interval(self, metric: str, i: int) -> RatioInterval | None:
+        """The 95 % interval of reference ``i`` / the baseline for ``metric`` (None for the baseline,
+        or without a figure on either side)."""
+        if i == 0 or self.value(metric, 0) in (None, 0) or self.value(metric, i) is None:
+            return None
+        key = (metric, i)
+        if key not in self._cache:
+            self._cache[key] = noise.interval(self.pool(0), self.pool(i), metric, self.kind)
+        return self._cache[key]
+
+    def delta_cell(self, metric: str, i: int) -> str:
+        """The table's delta: the change with its interval, 'no significant change' or 'inconclusive (…)'."""
+        return noise.cell_text(self.interval(metric, i), self.unlike(i))
+
+    def delta_paint(self, metric: str, i: int, neutral: str = "#444") -> str:
+        """The delta's colour: green/red only when significant and like for like, grey within the noise."""
+        return noise.colour(metric, self.interval(metric, i), neutral, self.kind, self.unlike(i))
+
+    def noise_notes(self, metrics: Sequence[str] | None = None) -> list[str]:
+        ris = [self.interval(m, i) for m in (metrics or self.metrics) for i in range(1, len(self.runs))]
+        return noise.group_notes([r for r in ris if r is not None])
+
     @property
     def rows(self) -> list[dict[str, Any]]:
         out = []
         for m in self.metrics:
             for i, (name, r) in enumerate(zip(self.names, self.runs)):
+                ri = self.interval(m, i)
                 out.append({"kind": self.kind, "metric": m, "unit": unit_of(m), "better": better(m, self.kind),
-                            "ref": name, "run_id": r.run_id, "value": self.value(m, i),
+                            "ref": name, "run_id": r.run_id, "run_ids": [x.run_id for x in self.pool(i)],
+                            "n_runs": self.n_runs(i), "value": self.value(m, i),
                             "delta_pct": None if i == 0 else self.delta_pct(m, i),
+                            "ratio": ri.ratio if ri else None, "ci_low": ri.low if ri else None,
+                            "ci_high": ri.high if ri else None, "level": ri.level if ri else None,
+                            "significant": ri.significant if ri else None, "method": ri.method if ri else None,
+                            "caveat": ri.caveat if ri else None, "change": noise.change_text(ri) if ri else None,
                             "display": format_metric(m, self.value(m, i))})
         return out
 
@@ -101,28 +149,17 @@ class ComparisonGroup:
                 rec[name] = self.value(m, i)
             for i, name in enumerate(self.names[1:], 1):
                 rec[f"Δ% {name}"] = self.delta_pct(m, i)
+                ri = self.interval(m, i)
+                rec[f"significant {name}"] = ri.significant if ri else None
             recs.append(rec)
-        cols = ["metric", "unit"] + self.names + [f"Δ% {n}" for n in self.names[1:]]
+        cols = (["metric", "unit"] + self.names + [f"Δ% {n}" for n in self.names[1:]]
+                + [f"significant {n}" for n in self.names[1:]])
         return pd.DataFrame.from_records(recs, columns=cols).set_index("metric")
 
     def text_table(self) -> str:
-        head = ["metric"] + self.names + [f"Δ% {n}" for n in self.names[1:]]
-        body = []
-        shown = table_metrics(self.metrics)
-        for m in shown:
-            row = [_row_label(m, self.metrics, self.kind)]
-            row += [format_metric(m, self.value(m, i)) for i in range(len(self.runs))]
-            row += [_delta_text(self.delta_pct(m, i)) for i in range(1, len(self.runs))]
-            body.append(row)
-        widths = [max(len(str(r[c])) for r in [head] + body) for c in range(len(head))]
-        line = lambda r: "  ".join(str(x).ljust(w) if j == 0 else str(x).rjust(w)  # noqa: E731
-                                   for j, (x, w) in enumerate(zip(r, widths)))
-        out = [f"{self.kind}:"] + [_run_line(n, r) for n, r in zip(self.names, self.runs)]
-        out += [line(head), line(["-" * w for w in widths])] + [line(r) for r in body]
-        if len(shown) < len(self.metrics):
-            out.append(f"({len(self.metrics) - len(shown)} more latency percentiles in .frame / --json)")
-        out += [f"warning: {w}" for w in self.warnings] + [f"note: {n}" for n in self.notes]
-        return "\n".join(out)
+        from .render import group_text
+
+        return group_text(self)
 
 
 def _name(m: str) -> str:
@@ -151,28 +188,6 @@ def table_metrics(metrics: Sequence[str]) -> list[str]:
     return out
 
 
-def _run_line(name: str, r: Result, width: int = TEXT_WIDTH) -> str:
-    """'  nvme = run 3 /tmp/nbbench-…/disk direct': one run of a text table, its path shortened
-    in the middle to fit ``width``."""
-    line = f"  {name} = {_run_desc(r)}"
-    path = str(r.params.get("path") or "")
-    if len(line) > width and path:
-        line = f"  {name} = {_run_desc(r, shorten_middle(path, max(12, len(path) - (len(line) - width))))}"
-    return line
-
-
-def _run_desc(r: Result, path: str | None = None) -> str:
-    bits = []
-    if r.run_id is not None:
-        bits.append(f"run {r.run_id}")
-    tags = [str(r.labels[k]) for k in MODE_LABELS if k in r.labels]
-    if r.params.get("path"):
-        tags.insert(0, path or str(r.params["path"]))
-    if tags:
-        bits.append(" ".join(tags))
-    return " ".join(bits) or r.kind
-
-
 @dataclass
 class Comparison:
     """One :class:`ComparisonGroup` per kind the references share."""
@@ -181,6 +196,7 @@ class Comparison:
     groups: list[ComparisonGroup]
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    gated: Gate | None = None   # set by :meth:`gate`
 
     @property
     def all_warnings(self) -> list[str]:
@@ -189,6 +205,18 @@ class Comparison:
     @property
     def rows(self) -> list[dict[str, Any]]:
         return [r for g in self.groups for r in g.rows]
+
+    @property
+    def verdict(self) -> str | None:
+        """What the gate found ("ok" / "fail"), None when no gate was asked for."""
+        return self.gated.verdict if self.gated is not None else None
+
+    def gate(self, fail_if_worse: float | str) -> Gate:
+        """The CI gate (:func:`nbbench.compare.gate.judge`): "fail" when a headline figure is
+        significantly worse than the baseline by more than ``fail_if_worse`` percent (5.0, "5%");
+        kept as :attr:`gated`, so the comparison's verdict and exit code follow it."""
+        self.gated = judge(self, fail_if_worse)
+        return self.gated
 
     @property
     def frame(self):
@@ -214,7 +242,10 @@ class Comparison:
 
     def text_table(self) -> str:
         parts = [g.text_table() for g in self.groups]
-        parts += [f"warning: {w}" for w in self.warnings] + [f"note: {n}" for n in self.notes]
+        tail = [f"warning: {w}" for w in self.warnings] + [f"note: {n}" for n in self.notes]
+        parts += ["\n".join(tail)] if tail else []
+        if self.gated is not None:
+            parts.append("\n".join(self.gated.lines()))
         return "\n\n".join(parts)
 
     __str__ = text_table
@@ -223,93 +254,32 @@ class Comparison:
         p.text(self.text_table())
 
     def html(self, images: bool = True) -> str:
-        esc = html.escape
-        out = ["<div class='nbbench-compare'>"]
-        for g in self.groups:
-            out.append(f"<h4>{esc(g.kind)}: " + ", ".join(
-                f"<b>{esc(n)}</b> = {esc(_run_desc(r))}" for n, r in zip(g.names, g.runs)) + "</h4>")
-            head = "".join(f"<th>{esc(n)}</th>" for n in g.names) + "".join(
-                f"<th>Δ% {esc(n)}</th>" for n in g.names[1:])
-            rows = []
-            shown = table_metrics(g.metrics)
-            for m in shown:
-                cells = "".join(f"<td style='text-align:right'>{esc(format_metric(m, g.value(m, i)))}</td>"
-                                for i in range(len(g.runs)))
-                for i in range(1, len(g.runs)):
-                    d = g.delta_pct(m, i)
-                    unlike = g.unlike(i)   # not like for like: shown, never as a gain or loss
-                    colour = "#444" if unlike else delta_colour(m, d, "#444", g.kind)
-                    mark = " ⚠" if unlike and d is not None else ""
-                    cells += (f"<td style='text-align:right;color:{colour};font-weight:bold'>"
-                              f"{_delta_text(d)}{mark}</td>")
-                rows.append(f"<tr><td style='text-align:left'>{esc(_row_label(m, g.metrics, g.kind))}</td>{cells}</tr>")
-            out.append(f"<table class='nbbench-compare-table'><thead><tr><th style='text-align:left'>metric</th>"
-                       f"{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
-            if len(shown) < len(g.metrics):
-                out.append(f"<div style='color:#666;font-size:85%'>{len(g.metrics) - len(shown)} more latency "
-                           "percentiles in <code>.frame</code> / <code>--json</code></div>")
-            if images:
-                import base64
+        from .render import comparison_html
 
-                from ..plots import figure_png
-                from ..plots.compare import bar_chart
-
-                chart = bar_chart(g)   # None: no metric has a value
-                png = base64.b64encode(figure_png(chart)).decode("ascii") if chart is not None else ""
-                out += [f"<img alt='{esc(g.kind)} comparison' src='data:image/png;base64,{png}'>"] if png else []
-            out += [f"<div style='color:#ef6c00'>warning: {esc(w)}</div>" for w in g.warnings]
-            out += [f"<div style='color:#666'>note: {esc(n)}</div>" for n in g.notes]
-        out += [f"<div style='color:#ef6c00'>warning: {esc(w)}</div>" for w in self.warnings]
-        out += [f"<div style='color:#666'>note: {esc(n)}</div>" for n in self.notes]
-        out.append("</div>")
-        return "".join(out)
+        return comparison_html(self, images)
 
     def _repr_html_(self) -> str:
         return self.html(images=True)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"refs": self.refs, "warnings": self.all_warnings, "notes": self.notes,
-                "groups": [{"kind": g.kind, "names": g.names, "run_ids": [r.run_id for r in g.runs],
-                            "verdicts": [r.verdict for r in g.runs],
-                            "metrics": g.metrics, "warnings": g.warnings, "notes": g.notes, "rows": g.rows}
-                           for g in self.groups]}
+        out = {"refs": self.refs, "warnings": self.all_warnings, "notes": self.notes,
+               "groups": [{"kind": g.kind, "names": g.names, "run_ids": [r.run_id for r in g.runs],
+                           "pooled_run_ids": [[x.run_id for x in g.pool(i)] for i in range(len(g.runs))],
+                           "verdicts": [r.verdict for r in g.runs],
+                           "metrics": g.metrics, "warnings": g.warnings, "notes": g.notes, "rows": g.rows}
+                          for g in self.groups]}
+        if self.gated is not None:
+            out["gate"] = self.gated.to_dict()
+            out["verdict"] = self.gated.verdict
+        return out
 
     def to_json(self, **kw) -> str:
         kw.pop("orient", None)
+        kw.pop("date_format", None)   # DataFrame.to_json's arguments, as commands.to_json passes them
         return json.dumps(self.to_dict(), default=str, **kw)
 
 
 # ------------------------------------------------------------------ resolving
-def resolve(refs: Sequence[Any], store=None) -> list[tuple[str, list[Result]]]:
-    """Each reference (id, label or Result) with the runs it names."""
-    out = []
-    for i, ref in enumerate(refs):
-        if isinstance(ref, Result):
-            name = str(ref.labels.get("label") or (f"#{ref.run_id}" if ref.run_id is not None else f"run {i + 1}"))
-            out.append((name, [ref]))
-            continue
-        if store is None:
-            from ..store import default_store
-
-            store = default_store()
-        try:
-            runs = store.find(ref)
-        except KeyError:
-            raise ProbeError(f"no stored run has id or label {str(ref)!r}",
-                                 advice=[advice.entry("see {command}", "history")]) from None
-        name = f"#{ref}" if isinstance(ref, int) or str(ref).isdigit() else str(ref)
-        out.append((name, runs))
-    names = [n for n, _ in out]
-    if len(set(names)) < len(names):  # the same label twice: keep them apart
-        seen: dict[str, int] = {}
-        fixed = []
-        for n, runs in out:
-            seen[n] = seen.get(n, 0) + 1
-            fixed.append((n if seen[n] == 1 else f"{n} ({seen[n]})", runs))
-        out = fixed
-    return out
-
-
 def _env_diff(runs: list[Result], store) -> list[str]:
     ids = [r.env_id for r in runs]
     if len(set(ids)) <= 1 or store is None:
@@ -329,45 +299,41 @@ def _env_diff(runs: list[Result], store) -> list[str]:
             "that is what this comparison measures"]
 
 
-def compare(refs: Iterable[Any], store=None, metrics: Sequence[str] | None = None) -> Comparison:
+def compare(refs: Iterable[Any], store=None, metrics: Sequence[str] | None = None,
+            fail_if_worse: float | str | None = None) -> Comparison:
     """Compare runs like for like; the first reference is the baseline.
 
-    ``refs``: run ids, labels (all runs with that label; the latest of each kind is
-    used) or Result objects.  ``metrics``: only these metric keys.
+    ``refs``: run ids, labels (all runs with that label: per kind the latest, pooled with
+    the label's other runs of the same settings as repeats), Result objects or lists of
+    them (one reference each).  ``metrics``: only these metric keys.  ``fail_if_worse``:
+    run the gate (:meth:`Comparison.gate`) with this percentage.
     """
     refs = list(refs)
     if len(refs) < 2:
         raise ProbeError("compare needs two or more runs or labels, e.g. compare baseline 12")
-    if any(not isinstance(r, Result) for r in refs) and store is None:
+    if fail_if_worse is not None:
+        parse_pct(fail_if_worse)   # a malformed percentage is refused before any work
+    if any(not isinstance(r, (Result, list, tuple)) for r in refs) and store is None:
         from ..store import default_store
 
         store = default_store()
     resolved = resolve(refs, store)
     cmp = Comparison(refs=[n for n, _ in resolved], groups=[])
-    # per reference: the latest run of each kind
-    per_ref: list[dict[str, Result]] = []
+    per_ref: list[dict[str, list[Result]]] = []
     for name, runs in resolved:
-        by_kind: dict[str, Result] = {}
-        counts: dict[str, int] = {}
-        for r in runs:
-            counts[r.kind] = counts.get(r.kind, 0) + 1
-            cur = by_kind.get(r.kind)
-            if cur is None or (r.run_id or 0) >= (cur.run_id or 0):
-                by_kind[r.kind] = r
-        for kind, n in counts.items():
-            if n > 1:
-                cmp.notes.append(f"{name} names {n} {kind} runs; the latest (run {by_kind[kind].run_id}) is used — "
-                                 "give a run id to pick another")
-        per_ref.append(by_kind)
+        pools, notes = pools_by_kind(name, runs)
+        cmp.notes += notes
+        per_ref.append(pools)
     for kind in dict.fromkeys(k for d in per_ref for k in d):  # every kind, in order of first appearance
         idx = [i for i, d in enumerate(per_ref) if kind in d]
         if len(idx) < 2:
             continue
         names = [cmp.refs[i] for i in idx]
-        runs = [per_ref[i][kind] for i in idx]
-        keys = dict.fromkeys(k for r in runs for k, v in r.metrics.items()
+        pools = [per_ref[i][kind] for i in idx]
+        runs = [p[-1] for p in pools]
+        keys = dict.fromkeys(k for p in pools for r in p for k, v in r.metrics.items()
                              if _num(v) and (metrics is None or k in metrics))
-        g = ComparisonGroup(kind=kind, names=names, runs=runs, metrics=list(keys))
+        g = ComparisonGroup(kind=kind, names=names, runs=runs, metrics=list(keys), pools=pools)
         missing = [cmp.refs[i] for i in range(len(per_ref)) if i not in idx]
         if missing:
             g.notes.append(f"{', '.join(missing)} {'has' if len(missing) == 1 else 'have'} no {kind} run")
@@ -378,6 +344,8 @@ def compare(refs: Iterable[Any], store=None, metrics: Sequence[str] | None = Non
         desc = "; ".join(f"{n}: {', '.join(sorted(d)) or 'nothing'}" for n, d in zip(cmp.refs, per_ref))
         raise ProbeError(f"nothing to compare like for like — the runs are of different kinds ({desc}); "
                          "compare runs of the same probe")
+    if fail_if_worse is not None:
+        cmp.gate(fail_if_worse)
     return cmp
 
 

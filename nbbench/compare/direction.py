@@ -17,7 +17,8 @@ SETTING_TIMES = ("runtime_s", "duration_s", "ramp_s", "window_s", "interval_s")
 
 # Which way is better (arrows, delta and bar colours): only what a probe achieved has a direction,
 # a rate (higher) or a latency or the time an operation took (lower); all else is neutral.
-DIRECTION_BY_UNIT = {**dict.fromkeys(("bytes/s", "iops", "flop/s", "samples/s", "files/s", "batches/s", "1/s"),
+DIRECTION_BY_UNIT = {**dict.fromkeys(("bytes/s", "iops", "flop/s", "samples/s", "files/s", "batches/s", "requests/s",
+                                      "keys/s", "1/s"),
                                      "higher"), **dict.fromkeys(("ns", "us", "ms", "s"), "lower")}
 NEUTRAL_KINDS = ("monitor", "env", "doctor")   # observations of a workload: neither better nor worse
 # keys with a rate or time unit that are settings, requirements (what an accelerator needs) or observations

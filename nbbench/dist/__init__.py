@@ -18,7 +18,8 @@ slowest and fastest rank, the per-host table) and prints or hands back exactly o
 * :mod:`.jobs`      the storage probes' rank parts (dd, randread, files) and the registry ``JOBS``;
   :mod:`.ckptjobs` checkpoint, shards; :mod:`.loaderjobs` loader, sweep, feed
 * :mod:`.hoststats` CPU and disk busy % around the run, on each host's local rank 0
-* :mod:`.launch`    ``--ranks N``: N local ranks through ``python -m torch.distributed.run``;
+* :mod:`.launch`    ``--ranks N``: N local ranks as child processes of nbbench's own spawner
+  (:mod:`.spawn`: FileStores in a private directory, gloo/NCCL on loopback, no network port);
   :mod:`.cmdlines` the torchrun / srun lines to run on several hosts
 
 Layer: dist, above measure (probes, monitor, doctor) and below plots, ui and commands.

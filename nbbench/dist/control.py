@@ -15,9 +15,9 @@ Keys (JSON values), under a per-run prefix:
 ``gate/P``    how many ranks reached phase P's start (:class:`Gate`)
 ``abort``     a rank's probe failed: gates open for the others
 
-Under ``--ranks`` the store is the launcher's own :class:`torch.distributed.TCPStore` on
-127.0.0.1 (``NBBENCH_LAUNCH_STORE=HOST:PORT``, keys under ``NBBENCH_LAUNCH_TOKEN``); under
-a bare torchrun or srun it is the process group's own store, under a prefix.
+Under ``--ranks`` the store is a :class:`torch.distributed.FileStore` in the launcher's private
+directory (``NBBENCH_LAUNCH_STORE=file:DIR``, keys under ``NBBENCH_LAUNCH_TOKEN``): no socket;
+under a bare torchrun or srun it is the process group's own store, under a prefix.
 :class:`Watchdog` is the thread in each rank that beats, polls ``stop`` and watches the
 peers, and sets the probe's cancel event when the run must end.
 """
@@ -32,7 +32,7 @@ import threading
 import time
 from typing import Any
 
-__all__ = ["Control", "Watchdog", "Gate", "connect_launcher_store", "remove_left_files", "ENV_STORE", "ENV_TOKEN", "DEAD_AFTER_S",
+__all__ = ["Control", "Watchdog", "Gate", "connect_launcher_store", "open_file_store", "remove_left_files", "ENV_STORE", "ENV_TOKEN", "DEAD_AFTER_S",
            "BEAT_S"]
 
 ENV_STORE = "NBBENCH_LAUNCH_STORE"
@@ -44,18 +44,23 @@ PEER_CHECK_S = 1.0
 DEAD_AFTER_S = float(os.environ.get("NBBENCH_RANK_DEAD_AFTER_S", "6"))
 
 
-def connect_launcher_store(environ=None, timeout_s: float = 30.0):
-    """The launcher's store as a client (None when this rank was not started by ``--ranks``)."""
-    env = os.environ if environ is None else environ
-    where = env.get(ENV_STORE)
-    if not where:
-        return None
-    host, _, port = where.rpartition(":")
-    from torch.distributed import PrefixStore, TCPStore
+def open_file_store(directory: str, token: str, timeout_s: float = 30.0):
+    """The control store of a ``--ranks`` run: ``DIR/ctl`` (a FileStore, shared by the launcher and
+    the ranks, never removed by them: the launcher removes the directory), keys under ``token``."""
+    from torch.distributed import FileStore, PrefixStore
 
-    store = TCPStore(host or "127.0.0.1", int(port), is_master=False,
-                     timeout=datetime.timedelta(seconds=timeout_s))
-    return PrefixStore(env.get(ENV_TOKEN, "nbbench"), store)
+    store = FileStore(os.path.join(directory, "ctl"), -1)
+    store.set_timeout(datetime.timedelta(seconds=timeout_s))
+    return PrefixStore(token, store)
+
+
+def connect_launcher_store(environ=None, timeout_s: float = 30.0):
+    """The launcher's store (None when this rank was not started by ``--ranks``)."""
+    env = os.environ if environ is None else environ
+    where = env.get(ENV_STORE) or ""
+    if not where.startswith("file:"):
+        return None
+    return open_file_store(where[len("file:"):], env.get(ENV_TOKEN, "nbbench"), timeout_s)
 
 
 class Control:
@@ -117,15 +122,18 @@ class Watchdog(threading.Thread):
     """In each rank: beat, publish progress and temp files, poll ``stop``, watch the peers.
 
     Sets ``cancel`` (the probe's) when ``stop`` is set, when a peer's heartbeat stops
-    for :data:`DEAD_AFTER_S` (``dead`` names it) or when the store is lost (``lost``).
+    for :data:`DEAD_AFTER_S` (``dead`` names it), when the store is lost (``lost``) or, under
+    ``--ranks``, when the launching process (``parent``, its pid) is gone.
     """
 
-    def __init__(self, control: Control, rank: int, cancel: threading.Event, temp_files=None):
+    def __init__(self, control: Control, rank: int, cancel: threading.Event, temp_files=None,
+                 parent: int | None = None):
         super().__init__(name=f"nbbench-rank{rank}-watchdog", daemon=True)
         self.control = control
         self.rank = rank
         self.cancel = cancel
         self.temp_files = temp_files
+        self.parent = parent
         self.stop_reason: str | None = None
         self.dead: list[int] = []
         self.lost: str | None = None
@@ -183,6 +191,8 @@ class Watchdog(threading.Thread):
             if tmp != self._sent_tmp:
                 c.set(f"tmp/{self.rank}", tmp)
                 self._sent_tmp = tmp
+        if self.parent and os.getppid() != self.parent:   # the launcher was killed: nobody waits for this run
+            c.request_stop(f"the launching process (pid {self.parent}) is gone")
         reason = c.stop_reason()
         if reason and self.stop_reason is None:
             self.stop_reason = str(reason)

@@ -1,7 +1,8 @@
 """The process group: join it, meet at the start, share a clock, gather plain dicts, leave.
 
 * :func:`join` — ``init_process_group`` with gloo (no GPU needed) or nccl (each rank on
-  ``LOCAL_RANK``'s device); ``env://`` under torchrun / a PyTorchJob, ``tcp://`` under srun.
+  ``LOCAL_RANK``'s device); ``env://`` under torchrun / a PyTorchJob, ``tcp://`` under srun, a
+  ``FileStore`` in the launcher's private directory under ``--ranks`` (no rendezvous port).
 * :func:`start_barrier` — gloo's ``monitored_barrier(wait_all_ranks=True)``, whose
   timeout names every rank that never arrived; then rank 0 broadcasts its wall-clock
   time and every rank notes its own time on receipt: the **common clock**'s zero.  Times
@@ -16,6 +17,7 @@ torch is imported inside the functions only.
 from __future__ import annotations
 
 import datetime
+import os
 import time
 from dataclasses import dataclass
 
@@ -47,12 +49,18 @@ def join(env: RankEnv, backend: str = "gloo", timeout_s: float = DEFAULT_TIMEOUT
                              " GPU(s); use --backend gloo")
         torch.cuda.set_device(env.local_rank)
         kwargs["device_id"] = torch.device("cuda", env.local_rank)
+    if env.source == "nbbench":   # --ranks: a FileStore in the launcher's private directory, no socket
+        kwargs["store"] = td.FileStore(os.path.join(env.store, "pg"), env.world_size)
+        where = f"through {env.store}"
+    else:
+        kwargs["init_method"] = env.init_method
+        where = f"at {env.master_addr}:{env.master_port}"
     try:
-        td.init_process_group(backend, init_method=env.init_method, rank=env.rank, world_size=env.world_size,
+        td.init_process_group(backend, rank=env.rank, world_size=env.world_size,
                               timeout=datetime.timedelta(seconds=timeout_s), **kwargs)
     except Exception as exc:  # noqa: BLE001 - a launcher problem, said in one line
-        raise ProbeError(f"rank {env.rank} could not join the process group at {env.master_addr}:"
-                         f"{env.master_port} ({backend}): {type(exc).__name__}: {_first_line(exc)}") from None
+        raise ProbeError(f"rank {env.rank} could not join the process group {where} ({backend}): "
+                         f"{type(exc).__name__}: {_first_line(exc)}") from None
 
 
 def leave() -> None:
@@ -66,7 +74,7 @@ def leave() -> None:
 
 
 def default_store():
-    """The process group's own key-value store (the launcher's TCPStore under torchrun)."""
+    """The process group's own key-value store (torchrun's TCPStore, srun's rank 0's)."""
     from torch.distributed import PrefixStore
     from torch.distributed.distributed_c10d import _get_default_store
 

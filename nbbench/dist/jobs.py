@@ -54,7 +54,7 @@ class DdJob(RankJob):
         p = self.params
         return disk.dd(p["path"], bs=p.get("bs", "1M"), size=p.get("size", "1G"), count=p.get("count"),
                        direct=p.get("direct"), engine=p.get("engine", "builtin"), mode=p.get("mode"),
-                       progress=progress, cancel=cancel, ready=self.ready)
+                       jobs=p.get("jobs", 1), progress=progress, cancel=cancel, ready=self.ready)
 
     def tracks(self, res, clock):
         out = {}
@@ -145,7 +145,8 @@ class RandreadJob(RankJob):
         size = self.region if self._shared_path else p.get("size")
         res = disk.randread(where, bs=p.get("bs", "4k"), qd=p.get("qd", 1), runtime=p.get("runtime", 10),
                             ramp=p.get("ramp", 1), size=size, direct=p.get("direct"),
-                            engine=p.get("engine", "builtin"), threads=p.get("threads", 1), warm=p.get("warm", False),
+                            engine=p.get("engine", "builtin"), jobs=p.get("jobs", 1), threads=p.get("threads", 1),
+                            warm=p.get("warm", False),
                             seed=p.get("seed", 0) + 1000 * self.rank, progress=progress, cancel=cancel,
                             ready=self.ready)
         if self._shared_path:

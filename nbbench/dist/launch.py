@@ -1,45 +1,50 @@
-"""``--ranks N``: N local ranks through PyTorch's own launcher, run as child processes.
+"""``--ranks N``: N local ranks as child processes of nbbench's own spawner (:mod:`.spawn`): no network port.
 
-The launching process (a notebook kernel, the CLI) never joins the process group: it
-hosts a small :class:`torch.distributed.TCPStore` bound to 127.0.0.1 (its keys under a
-random token, passed to the ranks by environment), starts
-``python -m torch.distributed.run --nproc-per-node N … -m nbbench SUBCOMMAND …`` in a
-session of its own (so a terminal's Ctrl-C reaches only the launcher), and while it runs:
+The launching process (a notebook kernel, the CLI) never joins the process group.  It makes a
+private directory (mode 0700, a new name, registered for removal), starts the ranks
+(:class:`~nbbench.dist.spawn.Ranks`: ``python -m nbbench SUBCOMMAND …`` in sessions of their own),
+opens the control store it shares with them (a :class:`torch.distributed.FileStore` in that
+directory, keys under a random token) and, while they run:
 
 * reads every rank's progress from the store and shows the sum (bar, live plot);
 * on Stop / Ctrl-C (``cancel``) sets ``stop``: every rank winds up its probe within
   half a second and the partial results are still gathered — the run ends
   ``interrupted`` in about 2 s; ranks that do not answer within ``grace_s`` are
-  terminated (SIGTERM to the launcher's session, then SIGKILL);
+  terminated (SIGTERM to each rank's process group, then SIGKILL);
+* when a rank fails, stops the others as torchrun did: at once when it was killed or crashed
+  on a signal, after ``grace_s`` when it exited with an error (time for the others to end
+  too, and for rank 0 to hand over what it has);
 * afterwards removes any temporary file or directory a terminated rank left (each rank
   publishes the ones it holds; the job then sweeps its directory for what a killed rank
-  made since: :meth:`~nbbench.dist.rankjob.RankJob.sweep_left`), and torchrun's log folder (``--log-dir``, a new temporary folder: no
-  ``torchelastic_*`` folder is left in /tmp).
+  made since: :meth:`~nbbench.dist.rankjob.RankJob.sweep_left`), and the private directory.
+
+SIGTERM or SIGHUP to the launching process (:func:`install_handlers`, from the main thread)
+and its exit stop every rank the same way, remove what they left and the private directory,
+then the process ends as it would have.
 
 Rank 0 hands the aggregate result back through the store.  When a rank crashes or is
-killed, torchrun ends the others; the result is then ``failed`` with that rank, its host
-and its exit reason (torchrun's own failure report, read from its stderr).
+killed, the result is ``failed`` with that rank, its host, why it ended (its signal, or its
+exit code and last line) and the ranks the launcher stopped.
 """
 
 from __future__ import annotations
 
-import datetime
+import atexit
 import os
-import re
 import secrets
 import shutil
 import signal
-import socket
-import subprocess
-import sys
 import tempfile
+import threading
 import time
 from typing import Callable
 
 from ..results import ProbeError, Result
-from .control import ENV_STORE, ENV_TOKEN, Control, remove_left_files
+from .control import Control, open_file_store, remove_left_files
+from .rankenv import hostname
+from .spawn import Ranks, socket_env
 
-__all__ = ["launch", "need_torch", "torchrun_argv", "parse_failure", "sum_progress", "LaunchStore"]
+__all__ = ["launch", "need_torch", "sum_progress", "install_handlers"]
 
 POLL_S = 0.2
 
@@ -65,50 +70,6 @@ def need_torch(import_it: bool = False):
     return td
 
 
-class LaunchStore:
-    """The launcher's TCPStore: listening on 127.0.0.1 only, keys under a fresh token.
-
-    The socket is bound at once (its port goes to the ranks by environment); the store
-    itself starts with :meth:`serve`, which imports torch — while the launched processes
-    import theirs (ranks connecting earlier wait in the socket's backlog)."""
-
-    def __init__(self, world_size: int):
-        self.world_size = world_size
-        self.token = "nbbench-" + secrets.token_hex(6)
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(128)
-        self.port = self.sock.getsockname()[1]
-        self.server = None
-        self.control: Control | None = None
-
-    def serve(self) -> Control:
-        td = need_torch(import_it=True)
-        self.server = td.TCPStore("127.0.0.1", self.port, is_master=True, wait_for_workers=False,
-                                  timeout=datetime.timedelta(seconds=30), master_listen_fd=self.sock.fileno())
-        self.control = Control(td.PrefixStore(self.token, self.server), self.world_size)
-        return self.control
-
-    def environ(self) -> dict[str, str]:
-        return {ENV_STORE: f"127.0.0.1:{self.port}", ENV_TOKEN: self.token}
-
-    def close(self) -> None:
-        self.control = None
-        self.server = None
-        try:
-            self.sock.close()
-        except OSError:
-            pass
-
-
-def torchrun_argv(nproc: int, argv: list[str], log_dir: str, token: str) -> list[str]:
-    """The launcher's command line (an argument list).  Its agent looks at the ranks every 0.5 s
-    (torchrun's default 0.1 s costs CPU beside the measurement; a crash is still seen at once)."""
-    return [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc-per-node", str(nproc),
-            "--rdzv-backend", "c10d", "--rdzv-endpoint", "127.0.0.1:0", "--rdzv-id", token,
-            "--max-restarts", "0", "--monitor-interval", "0.5", "--log-dir", log_dir, "-m", "nbbench", *argv]
-
-
 def sum_progress(states: dict[int, dict], nranks: int) -> tuple[float | None, dict]:
     """All ranks' progress as one: the mean fraction; rates summed, percentages averaged."""
     fracs = [s.get("f") for s in states.values() if isinstance(s, dict) and s.get("f") is not None]
@@ -125,100 +86,126 @@ def sum_progress(states: dict[int, dict], nranks: int) -> tuple[float | None, di
     return frac, out
 
 
-_FIELD = re.compile(r"^\s*(host|rank|exitcode|traceback)\s*:\s*(.*)$")
+class _Run:
+    """One launch in progress: what a signal or the exit must stop and remove."""
+
+    def __init__(self, job, ranks: Ranks, workdir: str):
+        self.job = job
+        self.ranks = ranks
+        self.workdir = workdir
+        self.control: Control | None = None
+
+    def abandon(self, kill_after_s: float = 5.0) -> None:
+        """Stop every rank still running (each removes its own files on SIGTERM), remove what a
+        killed one left, then the private directory.  Safe to repeat, and from a signal handler
+        (it takes no lock)."""
+        self.ranks.stop(kill_after_s)
+        if self.control is not None and os.path.isdir(self.workdir):   # the store lives in it
+            remove_left_files(self.control)
+        _sweep_job(self.job)
+        shutil.rmtree(self.workdir, ignore_errors=True)
 
 
-def parse_failure(stderr: str) -> list[dict]:
-    """torchrun's failure report: ``[{"rank", "local_rank", "host", "exitcode", "signal", "traceback"}]``,
-    the root cause first."""
-    if "Root Cause" not in stderr:
-        return []
-    head, _, root = stderr.partition("Root Cause")
-    blocks = [root] + head.split("Failures:", 1)[-1].split("[")[1:]
-    out = []
-    for block in blocks:
-        row: dict = {}
-        for line in block.splitlines():
-            m = _FIELD.match(line)
-            if not m or m.group(1) in row:
+_ACTIVE: list[_Run] = []
+_PREVIOUS: dict[int, object] = {}
+_INSTALLED: list = []
+
+
+def install_handlers() -> None:
+    """From the main thread, before the probe's thread: SIGTERM / SIGHUP to the launching process stop the
+    ranks (and remove their files and the private directory) before the handler that was there runs;
+    so does the process's exit.  A signal the process ignores stays ignored."""
+    from .. import tempfiles
+
+    tempfiles.install_handlers()   # ours runs first, then theirs (which ends the process as before)
+    if not _INSTALLED:
+        _INSTALLED.append(True)
+        atexit.register(_abandon_all)
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for name in ("SIGTERM", "SIGHUP"):
+        sig = getattr(signal, name, None)
+        if sig is None:
+            continue
+        try:
+            prev = signal.getsignal(sig)
+            if prev is _on_signal or prev == signal.SIG_IGN:
                 continue
-            key, val = m.group(1), m.group(2).strip()
-            if key == "rank":
-                mm = re.match(r"(\d+)\s*\(local_rank:\s*(\d+)\)", val)
-                if mm:
-                    row["rank"], row["local_rank"] = int(mm.group(1)), int(mm.group(2))
-            elif key == "exitcode":
-                mm = re.match(r"(-?\d+)\s*\(pid:\s*(\d+)\)\s*(\S*)", val)
-                if mm:
-                    row["exitcode"], row["pid"] = int(mm.group(1)), int(mm.group(2))
-                    if mm.group(3).strip("()"):
-                        row["signal"] = mm.group(3).strip("()")
-            else:
-                row[key] = val
-        if "rank" in row and all(r.get("rank") != row["rank"] for r in out):
-            out.append(row)
-    return out
+            _PREVIOUS[sig] = prev
+            signal.signal(sig, _on_signal)
+        except (ValueError, OSError):   # not the main interpreter
+            pass
 
 
-def _exit_reason(f: dict) -> str:
-    code = f.get("exitcode")
-    if f.get("signal") or (isinstance(code, int) and code < 0):
-        name = f.get("signal") or (signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else "")
-        why = f"killed by {name or 'signal ' + str(-code)}"
-    else:
-        why = f"exited with code {code}"
-    tb = f.get("traceback") or ""
-    if tb and "To enable traceback" not in tb and "Signal" not in tb:
-        why += f": {tb}"
-    return why
+def _abandon_all() -> None:
+    for run in list(_ACTIVE):
+        try:
+            run.abandon()
+        except Exception:  # noqa: BLE001 - the other runs still get their turn
+            pass
+
+
+def _on_signal(signum, frame):
+    _abandon_all()
+    prev = _PREVIOUS.get(signum)
+    if callable(prev):
+        prev(signum, frame)
+        return
+    signal.signal(signum, signal.SIG_DFL)   # the default action: the process ends as it would have
+    os.kill(os.getpid(), signum)
 
 
 def launch(argv: list[str], nproc: int, job, progress: Callable | None = None, cancel=None,
            on_figures: Callable | None = None, grace_s: float = 3.0, kill_after_s: float = 5.0,
            backend: str = "gloo") -> Result:
     """Run ``nbbench ARGV`` as ``nproc`` local ranks and return the one aggregate result."""
+    from .. import tempfiles
+
     need_torch()
-    store = LaunchStore(nproc)
-    log_dir = tempfile.mkdtemp(prefix="nbbench-ranks-")
-    control = None
-    env = dict(os.environ, **store.environ(), PYTHONUNBUFFERED="1")
-    if "GLOO_SOCKET_IFNAME" not in env and os.path.exists("/sys/class/net/lo"):
-        env["GLOO_SOCKET_IFNAME"] = "lo"   # local ranks talk over loopback only
-    for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "SLURM_STEP_ID"):
-        env.pop(k, None)   # a launcher inside a job launches fresh ranks, not ranks of that job
-    out_f = open(os.path.join(log_dir, "launcher.out"), "w+")
-    err_f = open(os.path.join(log_dir, "launcher.err"), "w+")
-    proc = None
-    stopped_at = killed = None
+    install_handlers()
+    tmp = tempfile.gettempdir()
     try:
-        proc = subprocess.Popen(torchrun_argv(nproc, argv, log_dir, store.token), stdin=subprocess.DEVNULL,
-                                stdout=out_f, stderr=err_f, env=env, start_new_session=True)
-        control = store.serve()   # torch imported here while the launcher and the ranks import theirs
-        while proc.poll() is None:
+        swept = tempfiles.sweep_stale(tmp)[0]   # a private directory a killed launcher left
+    except Exception:  # noqa: BLE001 - a sweep never stops a run
+        swept = 0
+    extra, socket_warnings = socket_env(os.environ, backend)
+    workdir = tempfiles.create_dir(tmp, "ranks").path
+    ranks = Ranks(argv, nproc, workdir, "nbbench-" + secrets.token_hex(6), extra)
+    run = _Run(job, ranks, workdir)
+    _ACTIVE.append(run)
+    stopped_at = killed = failed_at = term_at = None
+    try:
+        ranks.start()
+        control = run.control = _control(workdir, ranks.token, nproc)   # torch imported while the ranks import theirs
+        while ranks.running():
             time.sleep(POLL_S)
+            ranks.poll()
             _relay(control, nproc, progress, on_figures)
+            now = time.monotonic()
             if cancel is not None and cancel.is_set() and stopped_at is None:
-                stopped_at = time.monotonic()
+                stopped_at = now
                 control.request_stop("Stop / Ctrl-C in the launching process")
-            if stopped_at is not None and killed is None and time.monotonic() - stopped_at > grace_s:
-                killed = _signal_group(proc, signal.SIGTERM)
-            if killed is not None and time.monotonic() - stopped_at > grace_s + kill_after_s:
-                _signal_group(proc, signal.SIGKILL)
-        proc.wait()
-        err_f.seek(0)
-        stderr = err_f.read()
+            failures = ranks.failures()
+            if failures and failed_at is None:   # killed: stop the others now; exited: let them end first
+                failed_at = now + (0.0 if failures[0]["exitcode"] < 0 else grace_s)
+            late = stopped_at is not None and now - stopped_at > grace_s
+            if term_at is None and (late or (failed_at is not None and now >= failed_at)):
+                term_at, killed = now, (now if late else None)
+                ranks.signal(signal.SIGTERM)
+            if term_at is not None and now - term_at > kill_after_s:
+                ranks.signal(signal.SIGKILL)
+        ranks.poll()
         error = control.get("error")
         if error:
             raise ProbeError(error)
-        left = _sweep(control, nproc)
+        left = remove_left_files(control)
         stale = _sweep_job(job)
         data = control.get("result")
         if data is not None:
             res = Result.from_dict(data)
         else:
-            res = _failed(job, control, nproc, proc.returncode, stderr, backend,
-                          interrupted=stopped_at is not None)
-        res.labels["launcher"] = f"--ranks {nproc} (python -m torch.distributed.run, this host)"
+            res = _failed(job, control, ranks, backend, interrupted=stopped_at is not None)
+        res.labels["launcher"] = f"--ranks {nproc} (nbbench's own spawner, this host: no network port)"
         if killed is not None:
             res.warn(f"some ranks did not finish within {grace_s:g} s of Stop and were terminated")
         if left:
@@ -226,22 +213,24 @@ def launch(argv: list[str], nproc: int, job, progress: Callable | None = None, c
         if stale:
             res.warn(f"removed {stale} stale nbbench temporary entr{'y' if stale == 1 else 'ies'} from "
                      f"{job.params.get('path')}: left by processes of this host that were killed (a rank)")
+        for w in socket_warnings:
+            res.warn(w)
+        if swept:
+            res.warn(f"removed {swept} stale nbbench temporary entr{'y' if swept == 1 else 'ies'} from {tmp}: left by "
+                     "processes of this host that were killed (a launcher of ranks, a probe)")
         return res
     finally:
-        if proc is not None and proc.poll() is None:   # the launcher itself was interrupted
-            _signal_group(proc, signal.SIGTERM)
-            try:
-                proc.wait(kill_after_s)
-            except subprocess.TimeoutExpired:
-                _signal_group(proc, signal.SIGKILL)
-                proc.wait()
-            if control is not None:
-                _sweep(control, nproc)
-            _sweep_job(job)
-        out_f.close()
-        err_f.close()
-        shutil.rmtree(log_dir, ignore_errors=True)
-        store.close()
+        if ranks.running():   # the launcher itself was interrupted
+            run.abandon(kill_after_s)
+        if run in _ACTIVE:
+            _ACTIVE.remove(run)
+        tempfiles.remove_dir(workdir)
+
+
+def _control(workdir: str, token: str, nproc: int) -> Control:
+    need_torch(import_it=True)
+    return Control(open_file_store(workdir, token), nproc)
+
 
 
 def _relay(control: Control, nproc: int, progress, on_figures) -> None:
@@ -266,19 +255,6 @@ def _relay(control: Control, nproc: int, progress, on_figures) -> None:
             pass
 
 
-def _signal_group(proc, sig) -> int:
-    try:
-        os.killpg(proc.pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-    return sig
-
-
-def _sweep(control: Control, nproc: int) -> list[str]:
-    """Remove the temporary files ranks still listed (a rank that was killed could not)."""
-    return remove_left_files(control)
-
-
 def _sweep_job(job) -> int:
     """What a killed rank made after it last published its files (the job's stale sweep: dead processes only)."""
     try:
@@ -287,38 +263,51 @@ def _sweep_job(job) -> int:
         return 0
 
 
-def _failed(job, control: Control, nproc: int, code: int | None, stderr: str, backend: str,
-            interrupted: bool) -> Result:
-    """No result from rank 0: a failed (or interrupted) result from what the store and torchrun tell."""
+def _failed(job, control: Control, ranks: Ranks, backend: str, interrupted: bool) -> Result:
+    """No result from rank 0: a failed (or interrupted) result from what the store and the spawner tell."""
     from .rank import build_result
 
+    nproc = ranks.nproc
     infos = control.per_rank("info")
     recs = {int(r): v for r, v in control.per_rank("rec").items()}
-    failures = {f["rank"]: f for f in parse_failure(stderr)}
+    failures = ranks.failures()
+    by_rank = {f["rank"]: f for f in failures}
+    root = failures[0] if failures else None
     for r in range(nproc):
         if r in recs:
             continue
-        info = infos.get(r) or {}
-        f = failures.get(r)
+        f = by_rank.get(r)
         if f is not None:
-            status, reason = "failed", _exit_reason(f)
+            status, reason = "failed", f["reason"]
         elif interrupted:
             status, reason = "interrupted", "terminated after Stop"
+        elif root is not None:
+            status, reason = "failed", f"stopped by the launcher after rank {root['rank']} failed"
         else:
-            status, reason = "failed", "ended before reporting (stopped by the launcher after another rank failed)"
-        recs[r] = {"rank": r, "host": info.get("host") or (f or {}).get("host", "?"), "local_rank": info.get("local_rank", r),
-                   "status": status, "reason": reason, "metrics": {}, "tracks": {}}
+            status, reason = "failed", "ended before reporting"
+        recs[r] = {"rank": r, "host": (infos.get(r) or {}).get("host") or hostname(),
+                   "local_rank": (infos.get(r) or {}).get("local_rank", r), "status": status, "reason": reason,
+                   "metrics": {}, "tracks": {}}
     res = build_result(job, list(recs.values()), None, backend)
     res.labels["ranks"] = nproc
-    if failures:
-        root = next(iter(failures.values()))
-        host = (infos.get(root["rank"]) or {}).get("host") or root.get("host", "?")
-        res.finish("failed", f"rank {root['rank']} on {host} failed: {_exit_reason(root)}; torchrun ended the "
-                             f"other ranks (exit code {code})")
+    if root is not None:
+        host = (infos.get(root["rank"]) or {}).get("host") or hostname()
+        stopped = sorted(r for r in ranks.signalled if r != root["rank"])
+        tail = (f"; the launcher stopped rank{'s' if len(stopped) > 1 else ''} {', '.join(map(str, stopped))}"
+                if stopped else "")
+        res.finish("failed", f"rank {root['rank']} on {host} failed: {root['reason']}{tail}")
+        res.extra["rank_log_tail"] = _log_tail(ranks.log_path(root["rank"]))
     elif interrupted:
         res.finish("interrupted", "stopped; the ranks were terminated before they reported")
     else:
-        tail = [ln for ln in stderr.strip().splitlines() if ln.strip()][-1:] or [f"exit code {code}"]
-        res.finish("failed", f"the ranks ended without a result (torchrun exit code {code}): {tail[0]}")
-    res.extra["launcher_stderr_tail"] = stderr.strip().splitlines()[-40:]
+        codes = ", ".join(f"rank {r}: {c}" for r, c in sorted(ranks.ended.items()))
+        res.finish("failed", f"the ranks ended without a result (exit codes {codes})")
     return res
+
+
+def _log_tail(path: str, n: int = 40) -> list[str]:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read().strip().splitlines()[-n:]
+    except OSError:
+        return []

@@ -95,7 +95,7 @@ def run_rank(job, env: RankEnv, backend: str = "gloo", cancel: threading.Event |
         _ACTIVE[:] = [control, host]
         control.set(f"info/{env.rank}", {"host": host, "local_rank": env.local_rank, "pid": os.getpid()})
         control.beat(env.rank)
-        wd = Watchdog(control, env.rank, cancel, temp_files=_held)
+        wd = Watchdog(control, env.rank, cancel, temp_files=_held, parent=_launcher_pid(launcher))
         wd.start()
         try:
             return _run(job, env, backend, control, wd, cancel, host, launcher is not None, start_timeout_s,
@@ -304,6 +304,16 @@ def _broken(job, env, control, wd, rec, host):
     res = build_result(job, list(recs.values()), env, "?")
     res.reason = why
     return res
+
+
+def _launcher_pid(launcher) -> int | None:
+    """Under ``--ranks``: the launching process's pid (a rank winds up when it is gone)."""
+    from .spawn import ENV_PARENT
+
+    try:
+        return int(os.environ[ENV_PARENT]) if launcher is not None else None
+    except (KeyError, ValueError):
+        return None
 
 
 def _held() -> list[str]:

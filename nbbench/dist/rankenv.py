@@ -1,5 +1,8 @@
 """Is this process a rank of a distributed job?  Read from the environment a launcher sets.
 
+* nbbench's own ``--ranks N`` (:mod:`.spawn`): ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``,
+  ``LOCAL_WORLD_SIZE`` and ``NBBENCH_LAUNCH_STORE=file:DIR``: the process group meets through a
+  FileStore in that private directory (``store``), no address, no port.
 * torchrun, a Kubernetes PyTorchJob (and anything else using ``env://``): ``WORLD_SIZE``
   > 1 with ``RANK`` and ``MASTER_ADDR`` set; ``LOCAL_RANK`` / ``LOCAL_WORLD_SIZE`` when given
   (a single rank only when nbbench's own ``--ranks`` launched it: ``NBBENCH_LAUNCH_STORE``).
@@ -42,8 +45,10 @@ class RankEnv:
     master_addr: str
     master_port: int
     #: "torchrun" (torchelastic's agent started it), "env" (WORLD_SIZE/RANK from another launcher,
-    #: e.g. a PyTorchJob), "slurm" (an srun step)
+    #: e.g. a PyTorchJob), "slurm" (an srun step), "nbbench" (``--ranks N`` on this host)
     source: str
+    #: under ``--ranks``: the launcher's private directory, where the FileStores are
+    store: str = ""
 
     @property
     def is_zero(self) -> bool:
@@ -51,7 +56,10 @@ class RankEnv:
 
     @property
     def init_method(self) -> str:
-        """``env://`` where the launcher exported the variables; ``tcp://ADDR:PORT`` under srun."""
+        """``env://`` where the launcher exported the variables; ``tcp://ADDR:PORT`` under srun;
+        ``file://DIR/pg`` under ``--ranks`` (:func:`nbbench.dist.group.join` passes that FileStore itself)."""
+        if self.source == "nbbench":
+            return "file://" + os.path.join(self.store, "pg")
         if self.source == "slurm":
             host = f"[{self.master_addr}]" if ":" in self.master_addr else self.master_addr
             return f"tcp://{host}:{self.master_port}"
@@ -84,8 +92,12 @@ def detect(environ=None, modules=None, no_dist: bool = False) -> RankEnv | None:
     env = os.environ if environ is None else environ
     world = _int(env, "WORLD_SIZE")
     rank = _int(env, "RANK")
-    # nbbench's own --ranks launcher marks its children: one rank (--ranks 1) is a rank too
-    launched = bool(env.get("NBBENCH_LAUNCH_STORE"))
+    store = env.get("NBBENCH_LAUNCH_STORE") or ""
+    if store.startswith("file:") and world is not None and rank is not None:   # nbbench's --ranks (even 1)
+        return RankEnv(rank, world, _int(env, "LOCAL_RANK", rank) or 0, _int(env, "LOCAL_WORLD_SIZE") or world,
+                       "", 0, "nbbench", store[len("file:"):])
+    # a launcher's child marked as nbbench's: one rank (WORLD_SIZE 1) is a rank too
+    launched = bool(store)
     if world is not None and (world > 1 or launched) and rank is not None and env.get("MASTER_ADDR"):
         local = _int(env, "LOCAL_RANK", 0) or 0
         local_world = _int(env, "LOCAL_WORLD_SIZE") or _int(env, "LOCAL_SIZE") or 0

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import stat
-import tempfile
 
 from ..topology import Mount, Unreadable, block_device, find_mount, fs_kind, object_storage_mount
 from .base import Check, na
@@ -131,15 +130,13 @@ def check_o_direct(path: str) -> Check:
             check_free_space(path, 4096)
         except ProbeError as exc:
             return na(name, f"not tried: {exc}", group)
-        fd, tmp = tempfile.mkstemp(prefix=".nbbench-doctor-", dir=path)
-        try:
-            ok, why = direct_io_supported(fd, write=True)
-        finally:
-            os.close(fd)
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+        from .. import tempfiles
+
+        try:   # a new .nbbench-doctor-… file, registered before it exists: removed on a signal too
+            with tempfiles.temp_file(path, "doctor") as tf:
+                ok, why = direct_io_supported(tf.fd, write=True)
+        except ProbeError as exc:
+            return na(name, f"not tried: {exc}", group)
         how = f"tried: a 4 KiB O_DIRECT write to a new temporary file in {path}"
     elif stat.S_ISREG(st.st_mode) or stat.S_ISBLK(st.st_mode):
         if st.st_size == 0 and stat.S_ISREG(st.st_mode):

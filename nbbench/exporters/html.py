@@ -75,8 +75,11 @@ def _env_table(data) -> str:
 
 
 def _bold_deltas(text: str) -> str:
-    """The % deltas of the summary in bold: the figures a reader looks for."""
-    return re.sub(r"(?<![\w.])([+-]\d[\d,]*(?:\.\d+)? %)", r"<b>\1</b>", text)
+    """The significant changes of the summary in bold: the figures a reader looks for.  Only a
+    change that opens a clause is one ('+5.00 % write (95 % CI …)', '15.7× faster read'); a delta
+    within the noise is worded ('no significant change in …', '… inconclusive at +5.00 %'), never bold."""
+    return re.sub(r"(?:(?<=^)|(?<=; )|(?<=, ))([+-]\d[\d,]*(?:\.\d+)? %|\d[\d.]*× (?:faster|slower|higher|lower))",
+                  r"<b>\1</b>", text)
 
 
 def _badge(scope) -> str:
@@ -127,8 +130,8 @@ def export(data, path=None, files=None) -> str:
         parts.append("</div>")
 
     if data.comparisons:
-        parts.append("<h2>Comparisons</h2><div class='meta'>like for like: runs of the same kind, % deltas "
-                     "against the first</div>")
+        parts.append("<h2>Comparisons</h2><div class='meta'>like for like: runs of the same kind, each change "
+                     "against the first with its 95 % interval; grey: within the noise or undecided</div>")
         for c in data.comparisons:
             parts.append(f"<div class='card'>{c.html(images=True)}</div>")
 

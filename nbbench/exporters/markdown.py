@@ -110,10 +110,10 @@ def export(data, path=None, files=None) -> str:
                 rows = []
                 for m in g.metrics:
                     row = [metric_label(m)] + [format_metric(m, g.value(m, i)) for i in range(len(g.runs))]
-                    row += ["—" if g.delta_pct(m, i) is None else f"{g.delta_pct(m, i):+.1f} %"
-                            for i in range(1, len(g.runs))]
+                    row += [g.delta_cell(m, i) for i in range(1, len(g.runs))]
                     rows.append(row)
                 L += _table(head, rows)
+                L += [f"- note: {x}" for x in g.noise_notes()]
                 L += [f"- warning: {w}" for w in g.warnings] + [f"- note: {x}" for x in g.notes]
                 from ..plots.compare import bar_chart
 

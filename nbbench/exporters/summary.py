@@ -124,34 +124,65 @@ def _what(data) -> str:
     return text + "."
 
 
+def _delta(g, m: str, i: int) -> str | None:
+    """One headline delta, the change first when it is beyond the noise: '+52.3 % write (95 % CI
+    +40.1 … +63.2 %; 420 MB/s vs 400 MB/s)'; else 'no significant change in write (…)' or 'write
+    inconclusive at +5.00 % (…)' — the words the comparison's table uses, never a bare %."""
+    from ..units import format_change, format_metric, metric_label
+
+    ri = g.interval(m, i)
+    if ri is None or ri.ratio is None:
+        return None
+    name = metric_label(m)
+    several = g.n_runs(i) > 1 or g.n_runs(0) > 1   # the figures are medians; a change over runs is not
+    figs = ("medians " if several else "") + f"{format_metric(m, g.value(m, i))} vs {format_metric(m, g.value(m, 0))}"
+    if ri.method == "exact" and ri.ratio == 1:
+        return f"no change in {name} ({figs})"
+    if ri.inconclusive:
+        return f"{name} inconclusive at {format_change(ri.ratio, higher_is_better=ri.higher_is_better)} ({figs})"
+    if not ri.significant:
+        return f"no significant change in {name} ({figs})"
+    change = format_change(ri.ratio, higher_is_better=ri.higher_is_better)
+    if ri.method == "exact":
+        return f"{change} {name} ({figs})"
+    ci = format_change(ri.ratio, ri.low, ri.high, ri.higher_is_better, ri.level)[len(change):].strip(" ()")
+    star = ", from the windows of one run each" if ri.method == "windows" else ""
+    return f"{change} {name} ({ci}{star}; {figs})"
+
+
+def _runs_each(g, i: int) -> str:
+    a, b = g.n_runs(i), g.n_runs(0)
+    if a == b:
+        return "one run each" if a == 1 else f"{a} runs each"
+    return f"{a} runs against {b}"
+
+
 def _deltas(g) -> str:
-    """'+284.6 % write (596 MB/s vs 155 MB/s), +174.4 % read (2.11 GB/s vs 768 MB/s) for
-    disk-buffered against disk-direct (dd). Caveat: cache mode differs: …': the figures first,
-    then what makes them unlike for like."""
+    """'+5.00 % write (95 % CI +3.10 … +6.90 %; 420 MB/s vs 400 MB/s), no significant change in read
+    (…) for B against A (dd, 5 runs each). Caveat: cache mode differs: …': the figures first, each
+    change with its interval or said to be within the noise, then what makes them unlike for like."""
     from ..compare import chart_metrics
-    from ..units import format_metric, metric_label
+    from ..stats import INCONCLUSIVE_ONE_RUN
 
     metrics = chart_metrics(g, max_metrics=_MAX_DELTA_METRICS)
-    parts = []
+    parts, undecided = [], False
     for i in range(1, min(len(g.runs), _MAX_DELTA_RUNS + 1)):
-        figs = []
-        for m in metrics:
-            d = g.delta_pct(m, i)
-            if d is None:
-                continue
-            figs.append(f"{d:+.1f} % {metric_label(m)} ({format_metric(m, g.value(m, i))} vs "
-                        f"{format_metric(m, g.value(m, 0))})")
+        figs = [t for t in (_delta(g, m, i) for m in metrics) if t]
+        undecided |= any(getattr(g.interval(m, i), "inconclusive", False) for m in metrics)
         if figs:
-            parts.append(f"{', '.join(figs)} for {g.names[i]} against {g.names[0]}")
+            parts.append(f"{', '.join(figs)} for {g.names[i]} against {g.names[0]} ({g.kind}, {_runs_each(g, i)})")
     if not parts:
         return ""
     text = "; ".join(parts)
     if len(g.runs) - 1 > _MAX_DELTA_RUNS:
         text += f"; {len(g.runs) - 1 - _MAX_DELTA_RUNS} more runs in the comparison below"
-    from ..plots.compare import caveats   # the same words the chart draws under its title
+    from ..compare import caveats   # the same words the chart draws under its title
 
     warn = caveats(g)
-    return f"{text} ({g.kind})." + (f" Caveat{'s' if len(warn) > 1 else ''}: {'; '.join(warn)}." if warn else "")
+    text = f"{text}."
+    if undecided:
+        text += f" {INCONCLUSIVE_ONE_RUN[0].upper()}{INCONCLUSIVE_ONE_RUN[1:]}."
+    return text + (f" Caveat{'s' if len(warn) > 1 else ''}: {'; '.join(warn)}." if warn else "")
 
 
 def summary(data, doctor: bool = True) -> str:
@@ -167,7 +198,7 @@ def summary(data, doctor: bool = True) -> str:
             text = _deltas(g)
             if text:
                 sentences.append(text)
-                compared |= {id(r) for r in g.runs}
+                compared |= {id(r) for i in range(len(g.runs)) for r in g.pool(i)}
     alone = [r for r in data.results if id(r) not in compared and r.kind != "doctor"]
     if alone:
         shown = [f"{r.lead()} ({r.headline()})" for r in alone[:_MAX_ANSWERS]]

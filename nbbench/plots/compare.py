@@ -1,4 +1,9 @@
-"""A comparison's bar chart: one panel per headline metric, a bar per run, value and Δ%.
+"""A comparison's bar chart: one panel per headline metric, a bar per reference, value and change.
+
+A reference with several runs draws its median with a whisker from the slowest to the
+fastest run.  A change beyond the noise is written with its 95 % interval and coloured
+green or red; one within the noise says "no significant change" in grey, and one that
+cannot be decided (one run each) "inconclusive" in grey — never green or red.
 
 The caveats that make a delta unlike for like (cache mode, a memory-backed directory,
 different parameters, a partial run) are drawn in the image, under the title, so a
@@ -11,41 +16,19 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..compare import ComparisonGroup, _name, better, chart_metrics, delta_colour
+from ..compare import ComparisonGroup, _name, better, caveats, chart_metrics
 from ..units import format_metric, unit_of
 from .style import FONT, NEUTRAL, display_unit, wrap
 
-__all__ = ["bar_chart", "caveats"]
+__all__ = ["bar_chart", "caveats"]   # caveats: nbbench.compare.likeness.caveats
 
 # a colour per run; no green or red, which say "better" and "worse" here
 _COLOURS = ["#607d8b", "#1e88e5", "#fb8c00", "#8e24aa", "#6d4c41", "#3949ab", "#00acc1", "#f06292"]
 _WIDTH_IN, _DPI = 8.0, 100
 
 
-def caveats(g: ComparisonGroup) -> list[str]:
-    """The group's warnings in a few words each (what makes its deltas unlike for like),
-    and which runs are memory-backed or read a warm page cache."""
-    out = []
-    for w in g.warnings:
-        head, _, rest = w.partition(" — ")
-        if head == "parameters differ":
-            keys = [d.split(" ", 1)[0] for d in rest.rsplit(": the deltas", 1)[0].split("; ")]
-            out.append(f"parameters differ ({', '.join(keys)}): the deltas mix settings and environment")
-        elif rest:
-            out.append(f"{head}: {rest.rsplit(': ', 1)[0]}" if head.endswith("differs") else w.split(" — ")[0])
-        else:
-            out.append(w)
-    memory = [n for n, r in zip(g.names, g.runs) if str(r.labels.get("cache")) == "memory"]
-    if memory:
-        out.append(f"{', '.join(memory)}: memory-backed (cache=memory): memory speed, not storage")
-    warm = [n for n, r in zip(g.names, g.runs) if "warm" in str(r.labels.get("cache", ""))]
-    if warm:
-        out.append(f"{', '.join(warm)}: read from a warm page cache: memory speed, not storage")
-    return out
-
-
 def bar_chart(g: ComparisonGroup, max_metrics: int = 6, metrics: Sequence[str] | None = None):
-    """One horizontal bar panel per metric, a bar per reference, labelled with value and Δ%;
+    """One horizontal bar panel per metric, a bar per reference, labelled with value and change (or "no significant change");
     the caveats (:func:`caveats`) under the title.  None when no metric has a value.
 
     ``metrics``: which (default :func:`~nbbench.compare.chart_metrics`: the headline figures)."""
@@ -59,7 +42,7 @@ def bar_chart(g: ComparisonGroup, max_metrics: int = 6, metrics: Sequence[str] |
     width_px = _WIDTH_IN * _DPI - 30
     notes = "\n".join(wrap("⚠ " + c, width_px, FONT["note"]) for c in caveats(g))
     note_h = 0.2 * (notes.count("\n") + 1) + 0.1 if notes else 0.0
-    per = 0.42 * len(g.runs) + 0.85
+    per = 0.6 * len(g.runs) + 0.85
     heights = ([note_h] if notes else []) + [per] * len(metrics)
     fig = Figure(figsize=(_WIDTH_IN, 0.55 + sum(heights)), dpi=_DPI, layout="constrained")
     FigureCanvasAgg(fig)
@@ -79,21 +62,28 @@ def bar_chart(g: ComparisonGroup, max_metrics: int = 6, metrics: Sequence[str] |
         ys = list(range(len(vals)))[::-1]
         colours = [_COLOURS[i % len(_COLOURS)] if way else NEUTRAL for i in range(len(vals))]
         ax.barh(ys, [(v or 0) * factor for v in vals], color=colours, height=0.7)
+        for y, i in zip(ys, range(len(vals))):   # each reference's runs: min…max whisker
+            figs = g.figures(m, i)
+            if len(figs) > 1 and vals[i] is not None:
+                ax.errorbar([vals[i] * factor], [y], xerr=[[(vals[i] - min(figs)) * factor],
+                                                          [(max(figs) - vals[i]) * factor]],
+                            fmt="none", ecolor="#222", elinewidth=1.2, capsize=4)
+                top = max(top, max(figs))
         ax.set_yticks(ys, labels=g.names, fontsize=FONT["tick"])
         arrow = {"higher": "  (higher is better)", "lower": "  (lower is better)"}.get(way or "", "  (no better/worse)")
         ax.set_title(_name(m) + (f" [{unit}]" if unit else "") + arrow, fontsize=FONT["title"], loc="left")
         ax.set_xlim(0, top * factor * 1.55)
         ax.tick_params(axis="x", labelsize=FONT["tick"])
         for i, (y, v) in enumerate(zip(ys, vals)):
-            txt = format_metric(m, v)
-            d = None if i == 0 else g.delta_pct(m, i)
+            figs = g.figures(m, i)
+            txt = format_metric(m, v) + (f" ({len(figs)} runs)" if len(figs) > 1 else "")
             colour = "#333"
-            if d is not None:
-                unlike = g.unlike(i)   # not like for like: the delta is shown, never as a gain or loss
-                txt += f"  ({d:+.1f} %{' ⚠' if unlike else ''})"
-                colour = "#333" if unlike else delta_colour(m, d, "#333", g.kind)
-            ax.text((v or 0) * factor + top * factor * 0.02, y, txt, va="center", fontsize=FONT["value"],
-                    color=colour)
+            if i and g.interval(m, i) is not None:   # unlike the baseline: shown, never as a gain or loss
+                txt += f"\n{g.delta_cell(m, i)}"
+                colour = g.delta_paint(m, i, "#333")
+            x = max([v or 0] + (figs if len(figs) > 1 else []))
+            ax.text(x * factor + top * factor * 0.02, y, txt, va="center", fontsize=FONT["value"],
+                    color=colour, linespacing=1.1)
         for side in ("top", "right"):
             ax.spines[side].set_visible(False)
     return fig

@@ -29,13 +29,15 @@ got; one that completed no full block fails with a sentence.
 
 from __future__ import annotations
 
+import os
+
 from ..results import ProbeError, Result
 from ..results.storage import DiskPresetResult, DiskResult, IoJobResult, RandreadResult
 from ..units import format_metric
 from ._engines import devlimits
 from ._engines.job import JobOutput, JobSpec
 from .io_session import (DEFAULT_READ_FILE, ENGINES, Session, _check_bs, _check_engine, _duration, _os_error, _size,
-                         _stage_progress, fill_job_result, run_job, short_transfer)
+                         _stage_progress, check_jobs, fill_job_result, run_job, short_transfer)
 from .presets import PRESETS, preset
 from .target import inspect
 
@@ -45,7 +47,7 @@ __all__ = ["dd", "randread", "preset", "DiskResult", "IoJobResult", "RandreadRes
 
 # =========================================================================== dd
 def dd(path, bs="1M", size="1G", count=None, direct=None, engine="builtin", progress=None, cancel=None,
-       mode=None, buffers="pages", ready=None) -> DiskResult:
+       mode=None, buffers="pages", ready=None, jobs=1) -> DiskResult:
     """Sequential write then read, like ``dd``.
 
     Parameters
@@ -75,8 +77,14 @@ def dd(path, bs="1M", size="1G", count=None, direct=None, engine="builtin", prog
         Labelled ``buffers``; the device's request limits and any split are labelled too.
     ready : callable ``ready(phase)``, optional — called just before each timed phase
         ("write", "read"): the ranks of a many-rank run meet there, so their phases start together.
+    jobs : 1-256 — the builtin engine only: the transfer split into ``jobs`` contiguous parts, each
+        written/read by its own process at the same time (figures summed, one row per job).
     """
     engine = _check_engine(engine)
+    jobs, _ = check_jobs(jobs)
+    if jobs > 1 and engine != "builtin":
+        raise ProbeError(f"jobs={jobs} needs the builtin engine here (dd runs one transfer; for fio's numjobs "
+                         "use randread or disk)")
     devlimits.check_buffers(buffers, engine)
     bs_b = _size(bs, "bs")
     _check_bs(bs_b)
@@ -93,7 +101,7 @@ def dd(path, bs="1M", size="1G", count=None, direct=None, engine="builtin", prog
         mode = "both"  # reading in a directory needs our own file written first
     total = target.whole_blocks(total, bs_b, "size must be")
     params = {"path": target.path, "bs": bs_b, "size": total, "count": total // bs_b, "direct": direct,
-              "engine": engine, "mode": mode, "buffers": buffers}
+              "engine": engine, "mode": mode, "buffers": buffers, "jobs": jobs}
     res = DiskResult(params=params)
     wrote = mode in ("both", "write")
     with Session(target, direct, "dd", cancel=cancel, progress=progress, engine=engine) as s:
@@ -102,17 +110,25 @@ def dd(path, bs="1M", size="1G", count=None, direct=None, engine="builtin", prog
             if wrote:
                 if ready is not None:
                     ready("write")
-                w_out = _dd_write(s, engine, bs_b, total, cancel, _stage_progress(progress, 0.0, 0.5), buffers)
+                w_out = _dd_write(s, engine, bs_b, total, cancel, _stage_progress(progress, 0.0, 0.5), buffers, jobs)
             if mode in ("both", "read") and not (w_out and w_out.interrupted):
                 cache_mode = s.prepare_read(total)
                 if ready is not None:
                     ready("read")
                 r_out = _dd_read(s, engine, bs_b, total, cancel,
-                                 _stage_progress(progress, 0.5 if wrote else 0.0, 1.0), buffers)
+                                 _stage_progress(progress, 0.5 if wrote else 0.0, 1.0), buffers, jobs)
             else:
                 cache_mode = "direct" if s.direct else "buffered-cold"
         except OSError as exc:
-            raise _os_error(exc, s.path, s.direct) from None
+            writing = wrote and w_out is None
+            done = None
+            if writing and s.wfd >= 0:
+                try:
+                    done = os.fstat(s.wfd).st_size
+                except OSError:
+                    pass
+            raise _os_error(exc, s.path, s.direct, op="writing" if writing else "reading", done=done,
+                            total=total if writing else None) from None
         failed, short = None, []
         for out, op in ((w_out, "write"), (r_out, "read")):
             if out is not None and failed is None:
@@ -125,6 +141,9 @@ def dd(path, bs="1M", size="1G", count=None, direct=None, engine="builtin", prog
         if wrote:
             res.labels["write_cache"] = "memory" if target.memory else "direct" if s.direct else "buffered + fdatasync"
             res.labels["write_data"] = "zeros (/dev/zero)" if engine == "dd" else "random"
+            if engine != "dd":   # the one difference a user checking this write against dd meets
+                res.labels["write_vs_dd"] = ("can be higher than dd's: dd's literal command also copies /dev/zero "
+                                             "into its buffer for every block")
         for out, op in ((w_out, "write"), (r_out, "read")):
             if out is None:
                 continue
@@ -134,9 +153,15 @@ def dd(path, bs="1M", size="1G", count=None, direct=None, engine="builtin", prog
             res.metrics[f"{op}_bytes_per_s"] = out.bytes_per_s
             res.metrics[f"{op}_elapsed_s"] = out.elapsed_s
             res.metrics[f"{op}_total_bytes"] = out.bytes
+            if engine == "builtin" and "engine_cpu_ns_per_io" in out.extra:   # the I/O threads' CPU per block
+                res.metrics[f"{op}_engine_cpu_per_io_ns"] = out.extra["engine_cpu_ns_per_io"]
             if out.hist.n:
                 res.metrics[f"{op}_lat_mean_ns"] = out.hist.mean
                 res.metrics[f"{op}_lat_p99_ns"] = out.hist.percentiles((99.0,))[99.0]
+            if "jobs" in out.extra:
+                res.samples[f"{op}_jobs"] = out.extra["jobs"]
+            if "io_loop" in out.extra:
+                res.labels["io_loop"] = out.extra["io_loop"]
             res.samples[f"{op}_bw"] = {"t_s": [w[0] for w in out.windows],
                                        f"{op}_bytes_per_s": [w[1] for w in out.windows]}
             if "series_interval" in out.extra:
@@ -152,14 +177,26 @@ def dd(path, bs="1M", size="1G", count=None, direct=None, engine="builtin", prog
     return res.finish()
 
 
-def _dd_write(s: Session, engine: str, bs: int, total: int, cancel, progress, buffers="pages") -> JobOutput:
+def _run_seq(spec: JobSpec, jobs: int) -> JobOutput:
+    """The builtin engine's sequential transfer: this thread's QD1 loop, or ``jobs`` processes each
+    moving its own contiguous part (:mod:`._engines.multijob`)."""
+    if jobs > 1:
+        from ._engines.multijob import run_jobs
+
+        spec.force = "sync"
+        return run_jobs(spec, jobs)
+    from ._engines.sync import run_sync
+
+    return run_sync(spec)
+
+
+def _dd_write(s: Session, engine: str, bs: int, total: int, cancel, progress, buffers="pages",
+              jobs: int = 1) -> JobOutput:
     fsync = not s.direct
     if engine == "builtin":
-        from ._engines.sync import run_sync
-
-        return run_sync(JobSpec(fd=s._write_fd(), op="write", pattern="seq", bs=bs, qd=1, region=total,
+        return _run_seq(JobSpec(fd=s._write_fd(), op="write", pattern="seq", bs=bs, qd=1, region=total,
                                 total=total, fsync_end=fsync, cancel=cancel, progress=progress,
-                                progress_key="write_bytes_per_s", buffers=buffers))
+                                progress_key="write_bytes_per_s", buffers=buffers), jobs)
     if engine == "dd":
         from ._engines.extern import run_dd
 
@@ -172,12 +209,11 @@ def _dd_write(s: Session, engine: str, bs: int, total: int, cancel, progress, bu
                    progress_key="write_bytes_per_s")
 
 
-def _dd_read(s: Session, engine: str, bs: int, total: int, cancel, progress, buffers="pages") -> JobOutput:
+def _dd_read(s: Session, engine: str, bs: int, total: int, cancel, progress, buffers="pages",
+             jobs: int = 1) -> JobOutput:
     if engine == "builtin":
-        from ._engines.sync import run_sync
-
-        return run_sync(JobSpec(fd=s.fd, op="read", pattern="seq", bs=bs, qd=1, region=total, total=total,
-                                cancel=cancel, progress=progress, buffers=buffers))
+        return _run_seq(JobSpec(fd=s.fd, op="read", pattern="seq", bs=bs, qd=1, region=total, total=total,
+                                cancel=cancel, progress=progress, buffers=buffers), jobs)
     if engine == "dd":
         from ._engines.extern import run_dd
 
@@ -191,7 +227,7 @@ def _dd_read(s: Session, engine: str, bs: int, total: int, cancel, progress, buf
 
 def randread(path, bs="4k", qd=1, runtime=10, ramp=1, size=None, direct=None, engine="builtin", threads=1,
              progress=None, cancel=None, warm=False, seed=0, builtin_path=None, buffers="pages",
-             ready=None) -> RandreadResult:
+             ready=None, jobs=1) -> RandreadResult:
     """Random reads, time based: IOPS, bytes/s, latency mean/stddev and fio's 17 percentiles.
 
     Parameters
@@ -200,7 +236,10 @@ def randread(path, bs="4k", qd=1, runtime=10, ramp=1, size=None, direct=None, en
         A directory: a ``size`` temp file (default 1 GiB) is written first (not timed) and
         removed afterwards.  A file or device: read only, over its first ``size`` bytes
         (default all of it).
-    bs : block size (``"4k"``); qd : I/Os in flight per thread; threads : T in QnTm.
+    bs : block size (``"4k"``); qd : I/Os in flight per job.
+    jobs : 1-256 independent I/O loops in as many processes on the same region (as fio's numjobs on
+        one file, seeds apart): iops and bytes/s summed, histograms merged, one row per job
+        (``samples["jobs"]``).  threads : deprecated, an alias of jobs.
     runtime, ramp : seconds (or ``"500ms"``); the ramp is not counted.
     direct : None (O_DIRECT where accepted) | True | False (buffered; the file's cache is
         dropped first, unless ``warm=True``: the region is read once first — page cache speed).
@@ -216,11 +255,9 @@ def randread(path, bs="4k", qd=1, runtime=10, ramp=1, size=None, direct=None, en
     bs_b = _size(bs, "bs")
     _check_bs(bs_b)
     qd = int(qd)
-    threads = int(threads)
     if qd < 1 or qd > 4096:
         raise ProbeError(f"qd must be between 1 and 4096, not {qd}")
-    if threads < 1 or threads > 256:
-        raise ProbeError(f"threads must be between 1 and 256, not {threads}")
+    jobs, deprecated = check_jobs(jobs, threads)
     runtime_s = _duration(runtime, "runtime")
     ramp_s = _duration(ramp, "ramp")
     if runtime_s <= 0:
@@ -230,10 +267,12 @@ def randread(path, bs="4k", qd=1, runtime=10, ramp=1, size=None, direct=None, en
     target = inspect(path, write=False)
     region = target.read_region(None if size is None else _size(size, "size"), DEFAULT_READ_FILE)
     region = target.whole_blocks(region, bs_b, "the region must hold")
-    params = {"path": target.path, "bs": bs_b, "qd": qd, "threads": threads, "runtime": runtime_s,
+    params = {"path": target.path, "bs": bs_b, "qd": qd, "jobs": jobs, "runtime": runtime_s,
               "ramp": ramp_s, "size": region, "direct": direct, "engine": engine, "warm": bool(warm),
               "op": "read", "pattern": "rand", "buffers": buffers}
     res = RandreadResult(params=params)
+    if deprecated:
+        res.warn(deprecated)
     fill = region if target.kind == "dir" else 0
     with Session(target, direct, "randread", fill=fill, cancel=cancel, progress=progress, engine=engine) as s:
         if s.interrupted:
@@ -243,7 +282,7 @@ def randread(path, bs="4k", qd=1, runtime=10, ramp=1, size=None, direct=None, en
             cache_mode = s.prepare_read(region, warm=warm)
             if ready is not None:
                 ready("read")
-            out = run_job(s, engine, op="read", pattern="rand", bs=bs_b, qd=qd, threads=threads, region=region,
+            out = run_job(s, engine, op="read", pattern="rand", bs=bs_b, qd=qd, threads=1, jobs=jobs, region=region,
                           runtime=runtime_s, ramp=ramp_s, cache_mode=cache_mode, cancel=cancel,
                           progress=_stage_progress(progress, 0.15 if fill else 0.0, 1.0), seed=seed,
                           builtin_path=builtin_path, buffers=buffers)

@@ -19,6 +19,7 @@ from ..results import ProbeError, Result
 from ..units import format_bytes, parse_duration, parse_size
 from ._engines.builtin import run_builtin, run_threads_of
 from ._engines.job import JobOutput, JobSpec
+from .io_cpu import CPU_BOUND_PCT, cpu_bound_warning  # noqa: F401  (re-exported)
 from .target import StorageTarget, open_read
 
 ENGINES = ("builtin", "dd", "fio")
@@ -256,10 +257,24 @@ class Session:
 
 
 # ---------------------------------------------------------------- jobs
+def check_jobs(jobs, threads=1) -> tuple[int, str | None]:
+    """``(jobs, warning)``: ``jobs`` (1-256), or the deprecated ``threads`` where only that was given
+    (the warning says so)."""
+    jobs, threads = int(jobs), int(threads)
+    for name, v in (("jobs", jobs), ("threads", threads)):
+        if v < 1 or v > 256:
+            raise ProbeError(f"{name} must be between 1 and 256, not {v}")
+    if threads > 1:
+        return max(jobs, threads), (f"threads={threads} is deprecated: an alias of jobs now (independent "
+                                    "processes, as fio's numjobs; threads of one interpreter share its lock)")
+    return jobs, None
+
+
 def run_job(s: Session, engine: str, *, op: str, pattern: str, bs: int, qd: int, threads: int, region: int,
             runtime: float, ramp: float, cache_mode: str, cancel, progress, seed: int = 0,
-            builtin_path: str | None = None, buffers: str = "pages") -> JobOutput:
-    """One job on the session's file with ``engine`` (builtin or fio; dd runs sequential transfers only)."""
+            builtin_path: str | None = None, buffers: str = "pages", jobs: int = 1) -> JobOutput:
+    """One job on the session's file with ``engine`` (builtin or fio; dd runs sequential transfers only);
+    ``jobs`` > 1: that many independent copies in as many processes (:mod:`._engines.multijob`)."""
     key = f"{op}_bytes_per_s"
     if engine == "builtin":
         fd = s.fd if op == "read" else s._write_fd()
@@ -273,6 +288,10 @@ def run_job(s: Session, engine: str, *, op: str, pattern: str, bs: int, qd: int,
         spec = JobSpec(fd=fd, op=op, pattern=pattern, bs=bs, qd=qd, region=region, runtime=runtime,
                        ramp=ramp, cancel=cancel, progress=progress, progress_key=key, seed=seed,
                        threads=threads, force=builtin_path, buffers=buffers)
+        if jobs > 1:
+            from ._engines.multijob import run_jobs
+
+            return run_jobs(spec, jobs)
         return run_threads_of(spec, threads, run_builtin)
     if engine == "dd":
         raise ProbeError("the dd engine does sequential dd transfers only; use --engine builtin or fio here")
@@ -280,7 +299,7 @@ def run_job(s: Session, engine: str, *, op: str, pattern: str, bs: int, qd: int,
 
     return run_fio(s.path, op=op, pattern=pattern, bs=bs, qd=qd, size=region, runtime=runtime, ramp=ramp,
                    direct=s.direct, invalidate=(cache_mode == "buffered-cold"), cancel=cancel,
-                   progress=progress, progress_key=key, threads=threads)
+                   progress=progress, progress_key=key, threads=threads * jobs)
 
 
 def fill_job_result(res: Result, s: Session, out: JobOutput, engine: str, cache_mode: str, op: str,
@@ -297,6 +316,10 @@ def fill_job_result(res: Result, s: Session, out: JobOutput, engine: str, cache_
     res.labels["rw"] = ("rand" if res.params.get("pattern") == "rand" else "seq") + op
     if "uring_unavailable" in out.extra:
         res.labels["uring_unavailable"] = out.extra["uring_unavailable"]
+    if "io_loop" in out.extra:
+        res.labels["io_loop"] = out.extra["io_loop"]
+    if "jobs" in out.extra:   # --jobs N: one row per process (the metrics are their sums)
+        res.samples["jobs"] = out.extra["jobs"]
     res.metrics.update(_job_metrics(out, op))
     res.samples["bw"] = _series(out, op)
     if "t0_unix" in out.extra:   # the job's t = 0 on the wall clock (many-rank runs line series up)
@@ -309,7 +332,9 @@ def fill_job_result(res: Result, s: Session, out: JobOutput, engine: str, cache_
 
     devlimits.annotate(res, s.target.path, bs, res.params.get("buffers", "pages"), engine, s.direct, (out,),
                        target=s.target)
-    qd_asked = res.params.get("qd", 1) * res.params.get("threads", 1)
+    # the builtin engine's merged output sums its jobs' depths; fio's reached depth is per job
+    per = res.params.get("threads", 1) * res.params.get("jobs", 1) if engine == "builtin" else 1
+    qd_asked = res.params.get("qd", 1) * per
     if out.qd_mean and out.qd_mean < 0.9 * qd_asked and out.ios > 100:
         res.warn(f"the queue depth reached (mean {out.qd_mean:.1f}) stayed below the {qd_asked} asked for: "
                  "the CPU, not the storage, may be the limit")
@@ -319,28 +344,6 @@ def fill_job_result(res: Result, s: Session, out: JobOutput, engine: str, cache_
     if warning:
         res.warn(warning)
     return reason
-
-
-#: the share of the measured time the I/O thread spent on the CPU from which the figure is the
-#: engine's CPU cost per I/O rather than the storage's speed
-CPU_BOUND_PCT = 85.0
-
-
-def cpu_bound_warning(res: Result, out: JobOutput, engine: str) -> None:
-    """The builtin engine's thread CPU time (``engine_cpu_pct``, ``engine_cpu_per_io_ns``), and a
-    warning where that thread was busy nearly all the time: the figure is then what one Python
-    thread submits and reaps, not what the storage gives (fio, in C, spends less CPU per I/O)."""
-    pct, per_io = out.extra.get("engine_cpu_pct"), out.extra.get("engine_cpu_ns_per_io")
-    if engine != "builtin" or pct is None or per_io is None:
-        return
-    res.metrics["engine_cpu_pct"] = pct
-    res.metrics["engine_cpu_per_io_ns"] = per_io
-    if pct >= CPU_BOUND_PCT:
-        res.labels["cpu_bound"] = f"the I/O thread was on the CPU {pct:.0f} % of the measured time"
-        res.warn(f"CPU-bound: the builtin engine's I/O thread was busy {pct:.0f} % of the measured time, "
-                 f"{per_io / 1e3:.1f} µs of CPU per I/O (Python and the kernel); this figure is the engine's "
-                 "CPU cost per I/O, a lower bound of what the storage gives at this queue depth — "
-                 "fio spends less CPU per I/O (compare with --engine fio)")
 
 
 def short_transfer(out: JobOutput, bs: int, path: str, op: str, expected: int | None = None):
@@ -396,13 +399,32 @@ def _stage_progress(progress, lo: float, hi: float):
     return p
 
 
-def _os_error(exc: OSError, path: str, direct: bool) -> ProbeError:
+def _os_error(exc: OSError, path: str, direct: bool, *, op: str | None = None, done: int | None = None,
+              total: int | None = None) -> ProbeError:
+    """An OSError met during a probe's I/O as one sentence: what happened, where, how far it got
+    (``done`` of ``total`` bytes, when known) and what to do."""
     import errno as _e
 
     name = _e.errorcode.get(exc.errno, str(exc.errno))
+    where = os.path.dirname(path) if os.path.basename(path).startswith(".nbbench-") else path
+    doing = f" while {op}" if op else ""
+    if done is not None and total:
+        doing += f": {format_bytes(done, binary=True)} written of {format_bytes(total, binary=True)}"
+    if exc.errno == _e.ENOSPC:
+        try:
+            st = os.statvfs(where if os.path.isdir(where) else os.path.dirname(where) or ".")
+            free = f"; free space {format_bytes(st.f_bavail * st.f_frsize, binary=True)}"
+        except OSError:
+            free = ""
+        return ProbeError(f"no space left on {where}{doing}{free} (the filesystem filled up: free some space there, "
+                          f"or use a smaller --size or another directory)")
+    if exc.errno == _e.EROFS:
+        return ProbeError(f"the filesystem holding {where} became read-only{doing} (the kernel does this after a "
+                          f"disk error: look at dmesg, then remount it read-write or use another directory)")
+    if exc.errno == _e.EIO:
+        return ProbeError(f"an I/O error on {where}{doing} (EIO: the device or its connection failed; look at "
+                          f"dmesg and the disk's health before trusting it)")
     hint = ""
     if exc.errno == _e.EINVAL and direct:
         hint = " — O_DIRECT needs a block size that is a multiple of the device's sector (try --bs 4k or --buffered)"
-    elif exc.errno == _e.ENOSPC:
-        hint = " — the disk filled up"
-    return ProbeError(f"I/O on {path} failed: {exc.strerror} ({name}){hint}")
+    return ProbeError(f"I/O on {path} failed{doing}: {exc.strerror} ({name}){hint}")

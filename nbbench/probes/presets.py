@@ -1,7 +1,8 @@
 """Storage presets: a set of storage tests run as one table (:func:`preset`).
 
 ``cdm`` is CrystalDiskMark's default set (SEQ1M Q8T1, SEQ1M Q1T1, RND4K Q32T1, RND4K
-Q1T1; reads, and writes in a directory); ``mlperf-resnet50`` and ``mlperf-unet3d``
+Q1T1; reads, and writes in a directory); ``cdm-nvme`` its NVMe SSD set (SEQ1M Q8T1,
+SEQ128K Q32T1, RND4K Q32T16, RND4K Q1T1), T16 as 16 jobs (processes); ``mlperf-resnet50`` and ``mlperf-unet3d``
 read samples the size MLPerf Storage's workloads read.  Every test is one job on one
 :class:`~nbbench.probes.io_session.Session` (one test file for the whole table).
 """
@@ -13,19 +14,24 @@ from typing import Any
 from ..results import ProbeError
 from ..results.storage import DiskPresetResult, IoJobResult
 from .io_session import (DEFAULT_READ_FILE, Session, _check_engine, _duration, _size, _stage_progress,
-                         _os_error, fill_job_result, run_job)
+                         _os_error, check_jobs, fill_job_result, run_job)
 from ._engines import devlimits
 from .target import inspect
 
 __all__ = ["preset", "PRESETS"]
 
 
-# (test name, op pattern, block size, queue depth, threads)
+# (test name, op pattern, block size, queue depth, T: jobs — independent processes, as fio's numjobs)
 PRESETS: dict[str, dict[str, Any]] = {
     "cdm": {
         "title": "CrystalDiskMark default set",
         "tests": [("SEQ1M Q8T1", "seq", 1 << 20, 8, 1), ("SEQ1M Q1T1", "seq", 1 << 20, 1, 1),
                   ("RND4K Q32T1", "rand", 4096, 32, 1), ("RND4K Q1T1", "rand", 4096, 1, 1)],
+    },
+    "cdm-nvme": {
+        "title": "CrystalDiskMark NVMe SSD set (T16: 16 jobs)",
+        "tests": [("SEQ1M Q8T1", "seq", 1 << 20, 8, 1), ("SEQ128K Q32T1", "seq", 128 << 10, 32, 1),
+                  ("RND4K Q32T16", "rand", 4096, 32, 16), ("RND4K Q1T1", "rand", 4096, 1, 1)],
     },
     "mlperf-resnet50": {
         "title": "MLPerf Storage ResNet-50-like: random reads of ~115 KB samples (112 KiB, 4 KiB aligned)",
@@ -45,7 +51,7 @@ PRESETS: dict[str, dict[str, Any]] = {
 
 
 def preset(path, name="cdm", size="1G", runtime=5, ramp=1, direct=None, engine="builtin", progress=None,
-           cancel=None, write=None, buffers="pages") -> DiskPresetResult:
+           cancel=None, write=None, buffers="pages", jobs=1, threads=1) -> DiskPresetResult:
     """A preset set of tests on ``path`` (a path or a :class:`~nbbench.probes.target.StorageTarget`)
     as one table: ``cdm`` (CrystalDiskMark's SEQ1M Q8T1, SEQ1M Q1T1,
     RND4K Q32T1, RND4K Q1T1, read and — in a directory — write), ``mlperf-resnet50`` (random
@@ -54,11 +60,13 @@ def preset(path, name="cdm", size="1G", runtime=5, ramp=1, direct=None, engine="
     ``size``: the test file (a new temp file in a directory; the first ``size`` bytes of a file
     or device, read only).  ``runtime``/``ramp`` per test (seconds).  ``write``: None = write
     tests where the preset has them and PATH is a directory; True on a file/device is refused.
-    Other parameters (``buffers`` too) as :func:`~nbbench.probes.disk.randread`.
+    ``jobs``: every test runs T × ``jobs`` jobs (independent processes; ``threads`` is a
+    deprecated alias).  Other parameters (``buffers`` too) as :func:`~nbbench.probes.disk.randread`.
     """
     if name not in PRESETS:
         raise ProbeError(f"unknown preset {name!r}: choose from {', '.join(PRESETS)}")
     p = PRESETS[name]
+    jobs, deprecated = check_jobs(jobs, threads)
     engine = _check_engine(engine)
     devlimits.check_buffers(buffers, engine)
     if engine == "dd":
@@ -73,8 +81,10 @@ def preset(path, name="cdm", size="1G", runtime=5, ramp=1, direct=None, engine="
     target.ensure_room(region)
     tests = p["tests"]
     params = {"path": target.path, "preset": name, "size": region, "runtime": runtime_s, "ramp": ramp_s,
-              "direct": direct, "engine": engine, "write": do_write, "buffers": buffers}
+              "direct": direct, "engine": engine, "write": do_write, "buffers": buffers, "jobs": jobs}
     res = DiskPresetResult(params=params)
+    if deprecated:
+        res.warn(deprecated)
     ops = ["read", "write"] if do_write else ["read"]
     n_jobs = len(tests) * len(ops)
     fill = region if target.kind == "dir" else 0
@@ -88,7 +98,7 @@ def preset(path, name="cdm", size="1G", runtime=5, ramp=1, direct=None, engine="
             return res.finish("interrupted", "cancelled while writing the test file")
         k = 0
         cache_mode = "direct"
-        for test, pattern, bs, qd, threads in tests:
+        for test, pattern, bs, qd, t in tests:
             for op in ops:
                 if cancel is not None and cancel.is_set():
                     interrupted = True
@@ -97,12 +107,13 @@ def preset(path, name="cdm", size="1G", runtime=5, ramp=1, direct=None, engine="
                 hi = 0.15 + 0.85 * (k + 1) / n_jobs if fill else (k + 1) / n_jobs
                 k += 1
                 sub = IoJobResult(params={"path": target.path, "test": test, "op": op, "pattern": pattern,
-                                          "bs": bs, "qd": qd, "threads": threads, "runtime": runtime_s,
+                                          "bs": bs, "qd": qd, "jobs": t * jobs, "runtime": runtime_s,
                                           "ramp": ramp_s, "size": region, "engine": engine,
                                           "buffers": buffers})
                 try:
                     cache_mode = s.prepare_read(region) if op == "read" else ("direct" if s.direct else "buffered")
-                    out = run_job(s, engine, op=op, pattern=pattern, bs=bs, qd=qd, threads=threads, region=region,
+                    out = run_job(s, engine, op=op, pattern=pattern, bs=bs, qd=qd, threads=1, jobs=t * jobs,
+                                  region=region,
                                   runtime=runtime_s, ramp=ramp_s, cache_mode=cache_mode, cancel=cancel,
                                   progress=_stage_progress(progress, lo, hi), buffers=buffers)
                 except OSError as exc:

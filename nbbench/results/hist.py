@@ -71,7 +71,9 @@ class LatencyHistogram:
         self.max = max(self.max, ns)
 
     def add_many(self, values) -> None:
-        """Add a buffer of int64 nanoseconds (array('q'), list, numpy array) at once."""
+        """Add a buffer of int64 nanoseconds (array('q'), list, numpy array) at once — the bulk
+        insert: vectorised (numpy), the same buckets, counts, sums, min and max as :meth:`add`
+        on each value (tests/test_results.py holds them equal)."""
         if len(values) == 0:
             return
         import numpy as np
@@ -91,7 +93,7 @@ class LatencyHistogram:
             self.counts[i] += int(binc[i])
         self.n += int(v.size)
         self.total += float(vf.sum())
-        self.total_sq += float(np.dot(vf, vf))
+        self.total_sq += float(np.einsum("i,i->", vf, vf))  # not BLAS: no thread pool woken
         self.min = min(self.min, int(v.min()))
         self.max = max(self.max, int(v.max()))
 
@@ -153,6 +155,22 @@ class LatencyHistogram:
         idx = [i for i, c in enumerate(self.counts) if c]
         return {"bucket_ns": [idx_to_val(i) for i in idx], "count": [self.counts[i] for i in idx],
                 "bucket_index": idx}
+
+    def to_state(self) -> dict:
+        """Everything, exactly (JSON-safe): sparse counts plus n, sums, min and max — what a job
+        in another process sends back so that merged percentiles and means stay exact."""
+        idx = [i for i, c in enumerate(self.counts) if c]
+        return {"index": idx, "count": [self.counts[i] for i in idx], "n": self.n, "total": self.total,
+                "total_sq": self.total_sq, "min": None if self.min == math.inf else self.min, "max": self.max}
+
+    @classmethod
+    def from_state(cls, d: dict) -> "LatencyHistogram":
+        h = cls()
+        for i, c in zip(d["index"], d["count"]):
+            h.counts[int(i)] = int(c)
+        h.n, h.total, h.total_sq, h.max = int(d["n"]), float(d["total"]), float(d["total_sq"]), d["max"]
+        h.min = math.inf if d["min"] is None else d["min"]
+        return h
 
     @classmethod
     def from_dict(cls, d: dict) -> "LatencyHistogram":

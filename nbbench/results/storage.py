@@ -17,6 +17,23 @@ class _StorageMixin:
     #: how a storage figure was measured, beside it: the engine, the page cache, where
     QUALIFIERS = ("engine", "cache", "filesystem", "device")
 
+    def sections(self) -> list[Section]:
+        """--jobs N: one folded table per phase with a row per job (the figures above are their sums)."""
+        out = super().sections()
+        for key, op in (("jobs", None), ("read_jobs", "read"), ("write_jobs", "write")):
+            rows = self.samples.get(key)
+            if not rows:
+                continue
+            body = [[str(r["job"] + 1), format_metric("iops", r.get("iops")),
+                     format_metric("read_bytes_per_s", r.get("bytes_per_s")),
+                     format_metric("x_ns", r.get("lat_mean_ns")), format_metric("x_ns", r.get("lat_p99_ns")),
+                     "—" if r.get("engine_cpu_pct") is None else f"{r['engine_cpu_pct']:.0f} %"] for r in rows]
+            out.insert(len(out) - 1 if out and out[-1].css == "nbbench-labels" else len(out),
+                       Section(f"per job{f' ({op})' if op else ''}: {len(rows)} processes", body,
+                               head=["job", "IOPS", "bytes/s", "latency mean", "latency p99", "I/O thread CPU"],
+                               css="nbbench-metrics"))
+        return out
+
 
 def _block(n) -> str:
     """A block or file size as people write it: 4096 -> '4 KiB', 1.5 MiB -> '1.50 MiB'."""
@@ -102,6 +119,7 @@ class IoJobResult(_StorageMixin, Result):
                                     {"read": "reads", "write": "writes"}.get(p.get("op"), "")) if x)
         if p.get("qd") is not None:
             what += f" at QD {p['qd']}" + (f" × {p['threads']} threads" if (p.get("threads") or 1) > 1 else "")
+            what += f" × {p['jobs']} jobs" if (p.get("jobs") or 1) > 1 else ""
         return [("", what.strip())] * bool(what.strip()) + super().qualifiers()
 
 

@@ -125,7 +125,7 @@ def ranks_field():
 
     box = w.BoundedIntText(value=0, min=0, max=1024, description="ranks", style={"description_width": "initial"},
                            layout=w.Layout(width="150px"),
-                           tooltip="0: this process alone; N: N local ranks through torchrun (--ranks N)")
+                           tooltip="0: this process alone; N: N local ranks as child processes (--ranks N)")
     box.add_class("nbbench-ranks")
     return box
 

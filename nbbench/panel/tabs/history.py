@@ -1,6 +1,6 @@
 """History tab: the stored runs, filtered by kind and label; select two or more to compare.
 
-The comparison (metric table with % deltas against the first selected run, the
+The comparison (metric table with changes against the first selected run, grey within the noise, the
 warnings about unlike runs, the bar chart) is :mod:`nbbench.compare`'s — the same
 one ``%iobench compare`` and ``nbbench compare`` show.
 """
@@ -178,7 +178,8 @@ def _error(msg: str) -> str:
 
 
 def headline_html(comparison, max_metrics: int = 3) -> str:
-    """'new-disk: read 943 MB/s, +17.9 % against the baseline (baseline: 800 MB/s)'.
+    """'new-disk: read 943 MB/s, +17.9 % (95 % CI …) against the baseline (baseline: 800 MB/s)'; a
+    change within the noise says 'no significant change' in grey (:mod:`nbbench.compare.noise`).
 
     One line per later run and throughput-like metric (higher is better; up to
     ``max_metrics`` per kind), taken from the comparison's rows: the figures are
@@ -198,13 +199,15 @@ def headline_html(comparison, max_metrics: int = 3) -> str:
                 continue
             base = mine[0]
             for r in mine[1:]:
-                d = r["delta_pct"]
-                if d is None:
+                i = g.names.index(r["ref"])
+                if g.interval(metric, i) is None:
                     continue
-                colour = "#444" if abs(d) < 1 else ("#2e7d32" if d > 0 else "#c62828")
+                colour = g.delta_paint(metric, i, "#444")   # grey within the noise, never green/red
+                weight = "bold" if r["significant"] else "normal"
                 lines.append(
                     f"<div class='nbbench-compare-headline'><b>{esc(r['ref'])}</b>: "
                     f"{esc(metric_label(metric))} {esc(r['display'])}, "
-                    f"<span style='color:{colour};font-weight:bold'>{d:+.1f} %</span> against the "
+                    f"<span style='color:{colour};font-weight:{weight}' title='{esc(r['change'] or '')}'>"
+                    f"{esc(g.delta_cell(metric, i))}</span> against the "
                     f"baseline ({esc(base['ref'])}: {esc(base['display'])})</div>")
     return "".join(lines)

@@ -74,14 +74,14 @@ class StorageTab(Tab):
                                    layout=w.Layout(width=FIT))
         self.rr_engine = w.Dropdown(options=ENGINES["randread"], value=rr.get("engine") or "builtin",
                                     description="engine", style=st, layout=w.Layout(width=FIT))
-        self.rr_threads = w.BoundedIntText(value=int(rr.get("threads") or 1), min=1, max=1024,
-                                           description="threads", style=st, layout=w.Layout(width="140px"))
+        self.rr_jobs = w.BoundedIntText(value=int(rr.get("jobs") or rr.get("threads") or 1), min=1, max=256,
+                                           description="jobs", style=st, layout=w.Layout(width="140px"))
         # only a buffered read has a page cache to warm (O_DIRECT bypasses it)
         self.rr_warm = w.Checkbox(value=False, indent=False, layout=w.Layout(width=FIT),
                                   description="warm: read the region once first (measures the page cache)")
         for x, c in ((self.rr_bs, "bs"), (self.rr_runtime, "runtime"), (self.rr_size, "size")):
             x.add_class(f"nbbench-randread-{c}")
-        rr_box = w.VBox([w.HBox([self.rr_bs, self.rr_qd, self.rr_threads, self.rr_runtime, self.rr_ramp]),
+        rr_box = w.VBox([w.HBox([self.rr_bs, self.rr_qd, self.rr_jobs, self.rr_runtime, self.rr_ramp]),
                          w.HBox([self.rr_size, self.rr_engine, self.rr_cache]), self.rr_warm])
 
         # files
@@ -155,7 +155,7 @@ class StorageTab(Tab):
         name = self.probe.value
         own = {"dd": [("--bs", self.dd_bs), ("--size", self.dd_size), ("--engine", self.dd_engine),
                       ("--mode", self.dd_mode), ("--direct", "cache"), ("--buffered", "cache")],
-               "randread": [("--bs", self.rr_bs), ("--qd", self.rr_qd), ("--threads", self.rr_threads),
+               "randread": [("--bs", self.rr_bs), ("--qd", self.rr_qd), ("--jobs", self.rr_jobs),
                             ("--runtime", self.rr_runtime), ("--ramp", self.rr_ramp), ("--size", self.rr_size),
                             ("--engine", self.rr_engine), ("--warm", "warm"), ("--direct", "cache"),
                             ("--buffered", "cache")],
@@ -174,7 +174,7 @@ class StorageTab(Tab):
             if self.dd_mode.value and path.kind == "dir":
                 opts += ["--mode", self.dd_mode.value]
         elif name == "randread":
-            opts = ["--bs", self.rr_bs.value.strip(), "--qd", self.rr_qd.value, "--threads", self.rr_threads.value,
+            opts = ["--bs", self.rr_bs.value.strip(), "--qd", self.rr_qd.value, "--jobs", self.rr_jobs.value,
                     "--runtime", self.rr_runtime.value.strip(), "--ramp", self.rr_ramp.value.strip(),
                     "--engine", self.rr_engine.value, *_cache_opts(self.rr_cache.value)]
             if self.rr_warm.value and self.rr_warm.layout.display != "none":

@@ -50,6 +50,7 @@ class JobSpec:
     threads: int = 1
     force: str | None = None    # builtin engine: "sync" | "uring" | "threads" (None: choose)
     buffers: str = "pages"      # builtin engine: "pages" (ordinary, page-aligned) | "huge" (2 MiB THP)
+    base: int = 0               # byte offset the region starts at (a job of several: its own part of the file)
 
 
 @dataclass
@@ -80,15 +81,18 @@ RAND_CHUNK = 16384  # random offsets drawn at a time (numpy, ~0.7 ms), between I
 class Offsets:
     """The offsets to use, as a C-level iterator (``iter``: ``itertools.chain`` over chunks, so
     taking the next offset runs no Python code): random (uniform, bs-aligned, seeded) forever,
-    or one sequential pass (size based) / sequential laps over the region (time based).
+    or one sequential pass (size based) / sequential laps over the region (time based), all
+    from ``spec.base`` on.
 
     Random chunks are drawn ahead by :meth:`refill` (the meter calls it at its events), so
     the numpy draw does not land inside an I/O's latency; only when the I/Os outrun the
-    events is a chunk drawn inline."""
+    events is a chunk drawn inline.  ``arrays=True`` (the compiled loop): no ``iter``;
+    :meth:`next_array` gives the next chunk as an int64 numpy array (None: no more)."""
 
-    def __init__(self, spec: JobSpec):
+    def __init__(self, spec: JobSpec, arrays: bool = False):
         self.spec = spec
         self.ready: deque = deque()
+        self.as_arrays = arrays
         bs = spec.bs
         nblocks = max(1, spec.region // bs)
         self.rand = spec.pattern == "rand"
@@ -104,16 +108,32 @@ class Offsets:
             chunks = self._seq_chunks(nblocks, n)
         else:
             chunks = self._seq_chunks(nblocks, None)
-        self.iter = chain.from_iterable(chunks)
+        if arrays:
+            self._chunks = chunks
+        else:
+            self.iter = chain.from_iterable(chunks)
 
-    def _draw(self) -> list:
-        return (self._rng.integers(0, self._nblocks, RAND_CHUNK, dtype="int64") * self.spec.bs).tolist()
+    def _draw(self):
+        spec = self.spec
+        a = self._rng.integers(0, self._nblocks, RAND_CHUNK, dtype="int64") * spec.bs
+        if spec.base:
+            a += spec.base
+        return a if self.as_arrays else a.tolist()
 
     def refill(self, keep: int = 2) -> None:
         """Have ``keep`` random chunks drawn ahead (no-op for sequential offsets)."""
         if self.rand:
             while len(self.ready) < keep:
                 self.ready.append(self._draw())
+
+    def next_array(self):
+        """The next chunk of offsets as a contiguous int64 numpy array; None when done."""
+        import numpy as np
+
+        c = next(self._chunks, None)
+        if c is None or isinstance(c, np.ndarray):
+            return c
+        return np.arange(c.start, c.stop, c.step, dtype=np.int64)
 
     def _rand_chunks(self):
         ready = self.ready
@@ -122,12 +142,13 @@ class Offsets:
 
     def _seq_chunks(self, nblocks: int, n: int | None):
         bs = self.spec.bs
-        lap = range(0, nblocks * bs, bs)
+        b = self.spec.base
+        lap = range(b, b + nblocks * bs, bs)
         if n is None:
             while True:
                 yield lap
         while n > 0:
-            yield lap if n >= nblocks else range(0, n * bs, bs)
+            yield lap if n >= nblocks else range(b, b + n * bs, bs)
             n -= nblocks
 
 

@@ -34,9 +34,10 @@ class BufferPool:
     addresses (not root)."""
 
     def __init__(self, mm: mmap.mmap, views: list, kind: str, huge_fraction: float | None = None,
-                 segments: int | None = None):
+                 segments: int | None = None, span: memoryview | None = None):
         self.mm = mm
         self.views = views
+        self.span = span  # all ``views`` as one contiguous view (the compiled loop takes it)
         self.kind = kind
         self.huge_fraction = huge_fraction
         self.segments = segments
@@ -49,7 +50,7 @@ class BufferPool:
             extra["buffer_segments"] = self.segments
 
     def release(self) -> None:
-        for v in self.views:
+        for v in self.views + ([self.span] if self.span is not None else []):
             v.release()
         try:
             self.mm.close()
@@ -140,11 +141,12 @@ def aligned_buffers(n: int, bs: int, fill_random: bool = False, buffers: str = "
         chunk = min(step, n * bs - off)
         mv[start + off:start + off + chunk] = os.urandom(chunk) if fill_random else bytes(chunk)
     views = [mv[start + i * bs:start + (i + 1) * bs] for i in range(n)]
+    whole = mv[start:start + n * bs]
     mv.release()
     frac = huge_fraction(base, span) if buffers == "huge" else None
     segs = [physical_segments(base + i * bs, bs) for i in range(n)]
     return BufferPool(mm, views, buffers, 0.0 if buffers == "huge" and not huge else frac,
-                      None if None in segs else max(segs))
+                      None if None in segs else max(segs), whole)
 
 
 PREAD_MAX = 128 << 10  # buffered reads up to this size use os.pread (below malloc's mmap threshold)
@@ -159,8 +161,97 @@ def _is_direct(fd: int) -> bool:
         return True  # unknown: keep to the aligned buffer
 
 
+def compiled_loop():
+    """The compiled QD1 loop (:mod:`._ioloop`, built from ``_ioloop.c`` by ``pip install``
+    where a C compiler exists), or None: not built here, or ``NBBENCH_IO_LOOP=python``."""
+    if os.environ.get("NBBENCH_IO_LOOP", "").lower() == "python":
+        return None
+    try:
+        from . import _ioloop
+    except ImportError:
+        return None
+    return _ioloop.io_loop
+
+
+COMPILED = "compiled pread loop"
+PYTHON = "python pread loop"
+
+
 def run_sync(spec: JobSpec) -> JobOutput:
-    """QD1 in this thread.  Writes cycle through a pool of random buffers (no two
+    """QD1 in this thread: the compiled loop where it was built (:func:`compiled_loop`),
+    else the Python one (:func:`run_sync_python`); ``extra["io_loop"]`` says which ran."""
+    loop = compiled_loop()
+    out = run_sync_python(spec) if loop is None else _run_sync_compiled(spec, loop)
+    out.extra["io_loop"] = PYTHON if loop is None else COMPILED
+    return out
+
+
+def _run_sync_compiled(spec: JobSpec, loop) -> JobOutput:
+    """QD1 with the C loop: ``pread64`` / ``pwrite64`` into / from the pool's page-aligned
+    buffers (as fio's psync engine), a monotonic stamp after each I/O, no Python object per
+    I/O; Python runs only at the meter's events (at most every 20 ms) and per chunk of offsets."""
+    import numpy as np
+
+    write = spec.op == "write"
+    fd, bs = spec.fd, spec.bs
+    out = JobOutput(io_path=f"sync ({COMPILED}: {'pwrite64' if write else 'pread64'}, 1 in flight)")
+    nbuf = max(1, min(64, (16 << 20) // bs)) if write else 1
+    pool = aligned_buffers(nbuf, bs, fill_random=write, buffers=spec.buffers)
+    pool.record(out.extra)
+    pc = time.perf_counter_ns
+    offs = Offsets(spec, arrays=True)
+    meter = Meter(spec, out, offs)
+    stamps = meter.stamps
+    scratch = np.empty(len(offs.ready[0]) if offs.ready else 1 << 16, dtype=np.int64)
+    short = None
+    now = pc()
+    done_total = 0
+    try:
+        meter.stamp0 = pc()
+        go = True
+        while go:
+            chunk = offs.next_array()
+            if chunk is None:
+                break
+            pos, n_chunk = 0, len(chunk)
+            while pos < n_chunk:
+                if len(scratch) < n_chunk - pos:
+                    scratch = np.empty(n_chunk - pos, dtype=np.int64)
+                done, last = loop(fd, pool.span, bs, nbuf, chunk, pos, n_chunk - pos, scratch,
+                                  meter.next_event, write)
+                if done:
+                    stamps.frombytes(scratch[:done].tobytes())
+                    now = int(scratch[done - 1])
+                    done_total += done
+                    pos += done
+                if last < 0:
+                    raise OSError(-last, os.strerror(-last))
+                if last != bs:
+                    short = last
+                    go = False
+                    break
+                if now >= meter.next_event and not meter.event(now, done_total, 1):
+                    go = False
+                    break
+        if write and spec.fsync_end and not out.interrupted:
+            os.fdatasync(fd)
+            now = pc()
+        out.qd_max = 1
+        meter.finish(now, done_total, short)
+        out.qd_mean = 1.0
+    finally:
+        pool.release()
+    if short is not None:
+        out.extra["short_io"] = {"bytes": short}
+        k = out.ios - 1 + meter.done0
+        nblocks = max(1, spec.region // bs)
+        if spec.pattern == "seq" or nblocks == 1:
+            out.extra["short_io"]["offset"] = spec.base + (k % nblocks) * bs
+    return out
+
+
+def run_sync_python(spec: JobSpec) -> JobOutput:
+    """QD1 in this thread, in Python.  Writes cycle through a pool of random buffers (no two
     neighbouring blocks alike, so deduplicating storage cannot shortcut them).
 
     The system calls are fio's psync ones where Python allows: ``pwrite64`` (``os.pwrite``
@@ -176,7 +267,7 @@ def run_sync(spec: JobSpec) -> JobOutput:
     bs = spec.bs
     pread = not write and bs <= PREAD_MAX and not _is_direct(fd)
     call = "os.pwrite" if write else ("os.pread" if pread else "os.preadv")
-    out = JobOutput(io_path=f"sync ({call}, 1 in flight)")
+    out = JobOutput(io_path=f"sync ({PYTHON}: {call}, 1 in flight)")
     nbuf = max(1, min(64, (16 << 20) // bs)) if write else 1
     pool = aligned_buffers(nbuf, bs, fill_random=write, buffers=spec.buffers)
     if pread:
@@ -229,7 +320,7 @@ def run_sync(spec: JobSpec) -> JobOutput:
         k = out.ios - 1 + meter.done0  # the short I/O's index among all issued (ramp included)
         nblocks = max(1, spec.region // bs)
         if spec.pattern == "seq" or nblocks == 1:
-            out.extra["short_io"]["offset"] = (k % nblocks) * bs
+            out.extra["short_io"]["offset"] = spec.base + (k % nblocks) * bs
     return out
 
 
@@ -302,6 +393,9 @@ def run_threads(spec: JobSpec) -> JobOutput:
             out.bytes += max(0, state["error"]["bytes"])
         out.qd_max = qd
         out.qd_mean = float(qd)
+        # the meter ran in this (waiting) thread, not in the I/O threads: its CPU time says nothing
+        out.extra.pop("engine_cpu_pct", None)
+        out.extra.pop("engine_cpu_ns_per_io", None)
         pool.release()
     if state["error"] is not None:
         err = state["error"]
