@@ -141,6 +141,11 @@ def _main(argv: list[str] | None = None) -> int:
         return commands.EXIT_USAGE
     try:
         value = commands.execute(inv, ctx)
+    except UsageProblem as exc:   # found while running (a setting of ``vs``): still a usage error
+        if exc.usage:
+            sys.stderr.write(exc.usage)
+        print(f"{exc.prog or 'nbbench ' + inv.name}: error: {exc}", file=sys.stderr)
+        return commands.EXIT_USAGE
     except ProbeError as exc:
         print(f"nbbench {inv.name}: {ctx.error_text(exc)}", file=sys.stderr)
         return commands.EXIT_FAILED

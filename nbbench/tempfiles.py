@@ -65,6 +65,22 @@ _pending: dict[str, int] = {}  # registered names being created now -> the creat
 _closing: list = []  # non-empty while a signal's clean-up runs: creations are refused
 _installed = {"atexit": False, "signals": False}
 _previous: dict[int, object] = {}
+_owner = [os.getpid()]   # the process whose files these are (a forked child owns none of them)
+
+
+def _forget_all() -> None:
+    """In a forked child (a DataLoader worker, a multiprocessing pool): the parent's files are not
+    its own — a SIGTERM to the child (DataLoader's shutdown sends one) must not remove them."""
+    _owner[0] = os.getpid()
+    _files.clear()
+    _unlinked.clear()
+    _dirs.clear()
+    _pending.clear()
+    _closing.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_all)
 
 
 @dataclass
@@ -269,14 +285,14 @@ def cleanup_all(wait_s: float = 2.0) -> None:
         _remove_listed()
         if _lock.acquire(blocking=False):
             try:
-                for path, fd in list(_files.items()):
+                # names only: a descriptor may be in use by an I/O thread right now (a C loop runs
+                # without the GIL), and a number closed here could be reused for another file under
+                # it; the probe closes its own, and the process's end closes the rest
+                for path in list(_files):
                     if path in _pending:
                         continue
                     _files.pop(path, None)
                     _unlinked.pop(path, None)
-                    if fd is not None:
-                        with contextlib.suppress(OSError):
-                            os.close(fd)
                 for path in list(_dirs):
                     if path not in _pending:
                         _dirs.pop(path, None)
@@ -360,6 +376,9 @@ def temp_file(directory, what: str = "probe", flags: int = 0):
 
 def _handler(signum, frame):
     prev = _previous.get(signum)
+    if os.getpid() != _owner[0]:   # a forked child: nothing here is its own
+        _chain(signum, frame, prev)
+        return
     ends = not callable(prev) and prev != signal.SIG_IGN
     _closing.append(True)   # kept when the process ends here: no thread creates a file after the clean-up
     try:
@@ -367,6 +386,11 @@ def _handler(signum, frame):
     finally:
         if not ends:
             _closing.pop()
+    _chain(signum, frame, prev)
+
+
+def _chain(signum, frame, prev) -> None:
+    """Hand the signal on: to the handler that was there before, else its default action."""
     if callable(prev):
         prev(signum, frame)
         return
@@ -392,7 +416,7 @@ def install_handlers() -> None:
             continue
         try:
             prev = signal.getsignal(sig)
-            if prev is _handler:
+            if prev is _handler or prev == signal.SIG_IGN:   # nohup: an ignored SIGHUP stays ignored
                 continue
             _previous[sig] = prev
             signal.signal(sig, _handler)

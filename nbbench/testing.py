@@ -16,6 +16,7 @@ process serves every request), so its figures say nothing about a real store.
 
 from __future__ import annotations
 
+import atexit
 import io
 import os
 import socket
@@ -55,17 +56,21 @@ class LocalS3:
             import moto.server  # noqa: F401
         except ImportError:
             raise ProbeError("a local S3 server needs moto's server: pip install 'moto[server]'") from None
+        from .probes._engines.extern import _death_signal
+
+        # the server dies with this process (a kernel restart or kill leaves no listener behind)
         self._proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+                                      preexec_fn=_death_signal())
+        atexit.register(self.stop)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
-                raise ProbeError(f"the local S3 server ended at start (exit {self._proc.returncode})")
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
-                    break
-            except OSError:
-                time.sleep(0.05)
+                raise ProbeError(f"the local S3 server ended at start (exit {self._proc.returncode}; "
+                                 f"port {self.port} taken?)")
+            if self._listening():
+                break
+            time.sleep(0.05)
         else:
             self.stop()
             raise ProbeError(f"the local S3 server did not start within {timeout:.0f} s")
@@ -74,6 +79,18 @@ class LocalS3:
                 self._saved_env[k] = os.environ.get(k)
                 os.environ[k] = v
         return self
+
+    def _listening(self) -> bool:
+        """Is our own child listening on the port (never another server that took it meanwhile)?"""
+        import psutil
+
+        try:
+            procs = [psutil.Process(self._proc.pid)]
+            procs += procs[0].children(recursive=True)
+            return any(c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == self.port
+                       for p in procs for c in (getattr(p, "net_connections", None) or p.connections)(kind="tcp"))
+        except (psutil.Error, AttributeError):
+            return False
 
     def stop(self) -> None:
         if self._proc is not None and self._proc.poll() is None:

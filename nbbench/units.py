@@ -25,6 +25,7 @@ __all__ = [
     "format_duration_ns",
     "format_si",
     "format_sig",
+    "format_many",
     "format_change",
     "metric_label",
     "metric_phrase",
@@ -173,6 +174,40 @@ def format_sig(x: float, digits: int = 3) -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "N/A"
     return _sig(float(x), digits)
+
+
+_TIME_SCALES = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))
+_SI_SCALES = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""))
+
+
+def format_many(values, unit: str, digits: int = 3) -> list[str]:
+    """Figures that stand together (a table's column, a sentence) in one prefix, each to
+    ``digits`` significant figures without trailing zeros: the prefix the largest needs.
+
+    ``unit``: "s" for seconds (s / ms / µs / ns: [1.56e-3, 55.8e-3] -> ['1.56 ms', '55.8 ms']),
+    else a unit under decimal prefixes ("B", "B/s", "samples/s", "IOPS":
+    [494, 1610] -> ['0.494 ksamples/s', '1.61 ksamples/s']).  None / NaN -> 'N/A'."""
+    values = list(values)
+    known = [abs(float(v)) for v in values if v is not None and math.isfinite(float(v))]
+    top = _rounded(max(known), digits) if known else 0.0
+    scales = _TIME_SCALES if unit == "s" else _SI_SCALES
+    scale, prefix = scales[-1]
+    for sc, pre in scales:
+        if top >= sc:
+            scale, prefix = sc, pre
+            break
+    name = prefix if unit == "s" else prefix + unit
+    out = []
+    for v in values:
+        if v is None or not math.isfinite(float(v)):
+            out.append("N/A")
+            continue
+        x = float(v) / scale
+        text = _sig(x, digits) if x == 0 or abs(x) >= 1 else f"{x:.{digits}g}"
+        if "e" in text:   # far below the prefix: plain zeros, no exponent
+            text = f"{x:.{digits + 2}f}".rstrip("0").rstrip(".") or "0"
+        out.append(f"{text} {name}".rstrip())
+    return out
 
 
 def format_bytes(n: float, binary: bool = False) -> str:

@@ -272,7 +272,38 @@ def test_unreadable_file_gives_na(tmp_path):
 def test_check_validates_status():
     with pytest.raises(ValueError):
         Check("x", "bad", "")
-    assert set(CHECK_STATUSES) == {"ok", "warn", "fail", "n/a"}
+    assert set(CHECK_STATUSES) == {"ok", "warn", "fail", "info", "n/a"}
+
+
+def test_a_read_only_proc_sys_is_one_note_not_a_warning(tmp_path):
+    """Inside a container /proc/sys is read-only: the dirty ratios are a host setting, an info
+    that counts as no warning and gives no fix to run here."""
+    import shutil
+
+    root = tmp_path / "root"
+    shutil.copytree(DOCKER, root, symlinks=True)
+    assert system.check_dirty(str(root)).status == "warn"
+    info = root / "proc" / "self" / "mountinfo"
+    info.write_text(info.read_text() + "1200 1101 0:55 /sys /proc/sys ro,nosuid,nodev,noexec,relatime - proc proc rw\n")
+    c = system.check_dirty(str(root))
+    assert c.status == "info" and c.fix == "" and c.evidence.count("read-only") == 1
+    from nbbench.results.doctor import DoctorResult
+
+    r = DoctorResult(samples={"checks": [c.to_dict(), Check("mount", "ok", "ext4").to_dict()]},
+                     metrics={"info_count": 1, "ok_count": 1}).finish()
+    assert r.verdict == "ok" and r.findings()["warn"] == 0 and r.findings()["info"] == 1
+    assert r.answer_line() == "all 1 checks ok (1 info)"
+
+
+def test_a_doctor_card_says_a_shared_reason_once():
+    from nbbench.results.doctor import DoctorResult
+
+    checks = [Check("ssh password login", "n/a", "no sshd_config"), Check("ssh root login", "n/a", "no sshd_config"),
+              Check("gpu: a", "fail", "x", fix="see the GPU check"), Check("gpu: b", "fail", "y", fix="see the GPU check")]
+    r = DoctorResult(samples={"checks": [c.to_dict() for c in checks]}).finish()
+    rows = r.rows()
+    assert ("n/a", "ssh password login, ssh root login", "no sshd_config", "") in rows
+    assert [row[3] for row in rows if row[1].startswith("gpu")] == ["see the GPU check", ""]
 
 
 def test_unknown_check_name():

@@ -257,3 +257,24 @@ def test_pause_holds_live_frames(monkeypatch):
         time.sleep(0.02)
     p.close()
     assert p.frames >= 1
+
+
+def test_a_quiet_network_panel_is_left_out_of_the_final_frame_and_said_in_words():
+    from nbbench.plots.monitor import monitor_panels
+    from nbbench.plots.panel import fold_quiet
+    from nbbench.plots.timeline import Timeline
+
+    tl = Timeline(monitor_panels(net_label="eth0"), title="t")
+    for i in range(10):
+        tl.add(float(i), {"cpu.util_pct": 50.0 + i, "net.rx_bytes_per_s": 40.0, "net.tx_bytes_per_s": 0.0})
+    n = len(tl.panels)
+    assert fold_quiet(tl) == ["no network traffic"]
+    assert len(tl.panels) == n - 1 and "no network traffic" in tl.subtitle
+    fig = tl.figure
+    assert fig is not None and len(fig.axes) == n - 1
+    cpu_ax = next(ax for ax in fig.axes if ax.get_title(loc="left").startswith("CPU"))
+    assert any(len(line.get_xdata()) == 10 for line in cpu_ax.lines)   # the panels left still draw their data
+    busy = Timeline(monitor_panels(net_label="eth0"), title="t")
+    for i in range(10):
+        busy.add(float(i), {"cpu.util_pct": 50.0, "net.rx_bytes_per_s": 5e6})
+    assert fold_quiet(busy) == [] and len(busy.panels) == n

@@ -17,3 +17,11 @@ def test_loader_plot_final_frame_has_the_windows_and_the_gauge():
     assert plot.gauge.bar.get_height() == res.metrics["au_pct"]
     assert plot.monitor is not None and not plot.monitor.running
     assert "AU" in plot._status()
+
+
+def test_the_plots_empty_start_is_said_where_it_shows():
+    from nbbench.ui.loaderplot import warmup_note
+
+    assert warmup_note({"startup_s": 0.754, "warmup_s": 0.999}) == (
+        "no throughput for the first 1.75 s: worker start-up and warm-up are not measured")
+    assert warmup_note({"startup_s": 0.1, "warmup_s": 0.1}) == ""

@@ -282,3 +282,43 @@ def test_the_monitor_result_and_the_sampler_do_not_import_each_other():
     tree = ast.parse(pathlib.Path(result_mod.__file__).read_text())
     imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
     assert "sampler" not in imported and "nbbench.monitor.sampler" not in imported
+
+
+def test_the_monitor_answers_about_the_tree_with_one_verdict_from_its_figures():
+    """The headline is the monitored tree's (cores, read(), from storage) with one verdict
+    drawn from those same figures; the machine's figures follow, labelled as the machine's."""
+    from nbbench.results.monitor import MonitorResult, monitor_verdict
+
+    base = {"wall_s": 10.0, "gpu_count": 0, "net_rx_bytes": 0, "net_tx_bytes": 0}
+    assert monitor_verdict({**base, "proc_cpu_s": 9.8, "proc_read_bytes": 0}) == "CPU-bound (1 core)"
+    assert monitor_verdict({**base, "proc_cpu_s": 31.0, "proc_read_bytes": 0}) == "CPU-bound (3 cores)"
+    assert monitor_verdict({**base, "proc_cpu_s": 2.0, "proc_read_bytes": 900e6}) == "waiting on storage"
+    assert monitor_verdict({**base, "proc_cpu_s": 1.0, "proc_read_bytes": 0, "net_rx_bytes": 500e6}) == \
+        "waiting on the network"
+    assert monitor_verdict({**base, "proc_cpu_s": 0.1, "proc_read_bytes": 0}) == "idle"
+    assert monitor_verdict({**base, "proc_cpu_s": 9.0, "gpu_count": 1, "gpu_util_mean_pct": 90.0}) == "GPU busy"
+    assert monitor_verdict({**base, "proc_cpu_s": 9.0, "gpu_count": 1, "gpu_util_mean_pct": 1.0}) == \
+        "CPU-bound (1 core), GPU idle"
+    r = MonitorResult(params={"what": "cell"}, labels={"cpus_logical": 2, "disk_device": "vda"},
+                      metrics={**base, "proc_cpu_s": 9.8, "proc_read_bytes": 0, "proc_read_syscall_bytes": 2.0e6,
+                               "cpu_mean_pct": 71.1, "disk_read_bytes": 297e6, "disk_write_bytes": 1.5e6}).finish()
+    first, rest = r.text_table(width=120).split("\n", 1)
+    assert first == "0.98 cores CPU · 2.00 MB read() (0 B from storage) · 10.0 s · CPU-bound (1 core)"
+    assert "the machine: 71.1 % of its 2 CPUs · device vda 297 MB read, 1.50 MB written (every process)" in rest
+    assert "idle: no network traffic · no GPU" in rest   # a line, not an empty plot
+
+
+def test_a_tree_short_of_cpu_on_a_full_machine_is_waiting_for_cpu():
+    from nbbench.results.monitor import monitor_verdict
+
+    m = {"wall_s": 10.0, "proc_cpu_s": 2.0, "cpu_mean_pct": 100.0, "gpu_count": 0}
+    assert monitor_verdict(m, {"cpus_logical": 2}) == "waiting for CPU (the machine's CPUs are full)"
+    assert monitor_verdict({**m, "cpu_mean_pct": 40.0}, {"cpus_logical": 2}) == "partly busy"
+
+
+def test_the_status_line_names_the_tree_first_in_cores_then_the_machine():
+    from nbbench.monitor.text import format_status
+
+    line = format_status({"t": 12.3, "cpu.util_pct": 45.0, "proc.cpu_pct": 98.0}, t0=0.0)
+    assert "tree 0.98 cores" in line and "machine CPU  45%" in line
+    assert line.index("tree") < line.index("machine")

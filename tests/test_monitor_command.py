@@ -194,8 +194,11 @@ def test_cli_text_summary(capsys):
     out = capsys.readouterr().out
     assert rc == 0
     first, second = out.splitlines()[:2]   # the answer first, then what it is about
-    assert first.split(" · ")[0].endswith("wall time") and "CPU mean" in first
+    # the monitored command's own figures first (cores, read()), one verdict; the machine's after
+    assert first.split(" · ")[0].endswith("cores CPU") and "read()" in first
+    assert first.split(" · ")[-1].startswith(("idle", "partly busy", "CPU-bound", "waiting "))   # one verdict
     assert second.strip().startswith("monitor true")
+    assert "the machine: " in out and "the machine: " not in first
 
 
 def test_cli_json_stdout_is_only_json_even_when_the_program_prints(capfd):

@@ -177,9 +177,10 @@ def panel(tmp_path, store):
     return make(str(tmp_path), store=store)
 
 
-def test_panel_has_the_five_tabs_and_checks_the_path(panel, tmp_path):
-    assert [t.title for t in panel.tab_list] == ["GPU", "Storage", "DataLoader", "Monitor", "History"]
-    assert list(panel.tabs.titles) == ["GPU", "Storage", "DataLoader", "Monitor", "History"]
+def test_panel_has_its_tabs_and_checks_the_path(panel, tmp_path):
+    tabs = ["GPU", "Storage", "DataLoader", "Object storage", "Monitor", "History"]
+    assert [t.title for t in panel.tab_list] == tabs
+    assert list(panel.tabs.titles) == tabs
     info = panel.path_field.info
     assert info.ok and info.kind == "dir" and info.free_bytes > 0 and info.direct in (True, False)
     assert "directory" in panel.path_field.status.value and "free of" in panel.path_field.status.value

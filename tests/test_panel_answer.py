@@ -318,14 +318,14 @@ def test_snapshot_is_static_html_of_each_tabs_last_run(panel, fake_gpu):
     assert "<script" not in snap and "widget" not in re.sub(r"<style>.*?</style>", "", snap).split("head")[0]
     assert "nbbench-snapshot" in snap and "GPU" in snap and "check 1: fail" in snap
     assert "nbbench-status-fail" in snap and "a check failed" in snap      # the red status line, kept
-    assert "not run in this session: Storage, DataLoader, Monitor" in snap
+    assert "not run in this session: Storage, DataLoader, Object storage, Monitor" in snap
     assert re.sub(r"<[^>]+>", "", snap).count("check 1: fail") >= 1
     rec = _dd_small(panel)
     assert rec.status == "ok"
     snap = panel.snapshot_html()
     body = snap[snap.index("nbbench-snapshot-body"):]
     assert body.index(">GPU<") < body.index(">Storage<")
-    assert "B/s write" in snap and "not run in this session: DataLoader, Monitor" in snap
+    assert "B/s write" in snap and "not run in this session: DataLoader, Object storage, Monitor" in snap
 
 
 def test_displaying_the_panel_leaves_the_snapshot_and_refreshes_it(panel, fake_gpu):
@@ -335,7 +335,7 @@ def test_displaying_the_panel_leaves_the_snapshot_and_refreshes_it(panel, fake_g
         panel._ipython_display_()
     widget, snap = cap.outputs
     assert "application/vnd.jupyter.widget-view+json" in widget.data
-    assert widget.data["text/plain"].startswith("<nbbench ControlPanel")      # not a VBox of every child
+    assert widget.data["text/plain"].startswith("<nbbench control panel: tab ")      # not a VBox of every child
     assert "nbbench-snapshot" in snap.data["text/html"] and "not run in this session" in snap.data["text/html"]
     assert snap.transient["display_id"] == panel.snapshot.display_id
     with capture_output() as cap:
@@ -431,3 +431,17 @@ def test_the_dataloader_tabs_final_frame_draws_what_the_accelerators_need():
     q.close("ok", final={"write_bytes_per_s": 3e8})
     q.wait_plot()
     assert all(not t for t in made[-1].targets_at_close)
+
+
+def test_a_run_record_keeps_ran_and_its_checks_apart():
+    """Notebook 05 printed "ok: CUDA not available …" (the status beside a failed check's answer)."""
+    from nbbench.panel.runner import RunRecord
+
+    class _Value:
+        def answer_line(self):
+            return "CUDA not available: this torch (2.13.0+cpu) is a CPU-only build"
+
+    r = RunRecord("gpu check", status="ok", verdict="fail", value=_Value())
+    assert str(r) == "gpu check: ran · checks: fail — CUDA not available: this torch (2.13.0+cpu) is a CPU-only build"
+    assert RunRecord("dd /data", status="ok").outcome() == "ran"
+    assert RunRecord("dd /data", status="failed", error="no space").outcome() == "failed"

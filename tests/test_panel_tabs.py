@@ -33,7 +33,7 @@ def test_gpu_tab_options(panel):
     g.bench.value = False
     g.size.value = 1024
     job = g.job(panel.path_field.current(), "lbl")
-    assert job.argv == ["gpu", "--size", "1024", "--repeats", "10", "--no-bench", "--label", "lbl"]
+    assert job.argv == ["gpu", "--size", "1024", "--iters", "10", "--no-bench", "--label", "lbl"]
     args = parse_command(job.argv).args
     assert args.bench is False and args.size == 1024 and args.label == "lbl"
 
@@ -160,3 +160,24 @@ def test_storage_dd_then_randread_stopped(panel, store, tmp_path):
     statuses = dict(zip(store.history()["kind"], store.history()["status"]))
     assert statuses == {"dd": "ok", "randread": "interrupted"}
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".nbbench")] == []
+
+
+def test_measuring_tabs_have_a_runs_field_that_becomes_repeat(panel):
+    """The runs field of the measuring tabs is --repeat N (1: left out); sweep has none."""
+    info = panel.path_field.current()
+    S = panel.tab("Storage")
+    for probe in ("dd", "randread", "files", "disk"):
+        S.probe.value = probe
+        S.repeat.value = 1
+        assert "--repeat" not in S.job(info, None).argv
+        S.repeat.value = 3
+        assert parse_command(S.job(info, None).argv).args.repeat == 3
+    L = panel.tab("DataLoader")
+    L.action.value = "feed"
+    L.repeat.value = 4
+    assert parse_command(L.job(info, None).argv).args.repeat == 4
+    L.action.value = "sweep"
+    assert L.repeat.layout.display == "none" and "--repeat" not in L.job(info, None).argv
+    G = panel.tab("GPU")
+    G.repeat.value = 2
+    assert parse_command(G.job(info, None).argv).args.repeat == 2

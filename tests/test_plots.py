@@ -37,3 +37,25 @@ def test_a_stored_monitor_run_draws_the_live_plots_panels():
     (cpu,) = [ln for ln in fig.axes[2].get_lines() if ln.get_label() == "busy"]
     assert list(cpu.get_ydata()) == [10.0, 20.0, 30.0]
     assert res.png(dpi=50)[:4] == b"\x89PNG"
+
+
+def test_a_line_only_through_five_points_fewer_are_marked_values_and_targets_are_dashed():
+    from matplotlib.figure import Figure
+
+    from nbbench.plots.style import MIN_LINE_POINTS, draw_measured, draw_target
+
+    ax = Figure().subplots()
+    few, = draw_measured(ax, [1, 2, 3], [620e6, 400e6, 210e6], fmt=lambda v: f"{v / 1e6:.0f} MB/s")
+    many, = draw_measured(ax, range(MIN_LINE_POINTS), range(MIN_LINE_POINTS), linestyle="--")
+    target = draw_target(ax, 300e6, "need")
+    assert few.get_linestyle() == "None" and few.get_marker() == "o"           # no trend line through 3 points
+    assert [t.get_text() for t in ax.texts] == ["620 MB/s", "400 MB/s", "210 MB/s"]   # each with its value
+    assert many.get_linestyle() == "-"                                          # measured: solid, even if asked
+    assert target.get_linestyle() == "--"                                       # the target: dashed
+
+
+def test_the_loaders_measured_au_is_solid_and_its_target_dashed():
+    from nbbench.plots.loader import loader_panels
+
+    au = loader_panels()[1]
+    assert "linestyle" not in au.styles.get("loader.au_pct", {})

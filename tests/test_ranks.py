@@ -282,3 +282,19 @@ def test_panel_ranks_field_becomes_the_option(tmp_path):
     L = p.tab("DataLoader")
     L.ranks.value = 3
     assert parse_command(L.job(info, None).argv).args.ranks == 3
+
+
+@pytest.mark.slow
+def test_repeat_with_ranks_repeats_the_whole_ranked_run(tmp_path):
+    """--repeat N with --ranks M: the launcher launches the M ranks N times (the ranks run once each)."""
+    out = _nbbench("dd", tmp_path, "--size", "4M", "--ranks", "2", "--repeat", "2", "--json", "--no-save")
+    assert out.returncode == 0, out.stderr
+    res = json.loads(out.stdout)
+    assert res["labels"]["ranks"] == 2 and len(res["runs"]) == 2
+    assert all(r["write_total_bytes"] == 8 << 20 for r in res["runs"])     # each run: both ranks, 4 MiB each
+    # the spread is over the runs; a figure only some runs have (the first-done rate of phases that did not
+    # overlap) carries none
+    spread = res["extra"]["spread"]
+    assert spread["over"] == "runs" and _leftovers(tmp_path) == []
+    if spread["figures"]:
+        assert "min…max of 2 runs" in res["summary"]

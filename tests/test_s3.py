@@ -378,6 +378,15 @@ def test_write_test_sigterm_mid_upload_leaves_nothing(server, delay):
     assert _all_keys(server) == before
 
 
+def test_repeat_runs_the_s3_probe_twice(server, tmp_path):
+    r, _ = _cli(["s3://bench/objs/", "--endpoint-url", server.endpoint_url, "--streams", "2", "--no-sweep", "--runtime",
+                 "0.3", "--no-ranged", "--repeat", "2", "--json"], {"NBBENCH_HOME": str(tmp_path)})
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert len(d["runs"]) == 2 and "min…max of 2 runs)" in d["summary"]
+    assert "(GET ± " in d["summary"]
+
+
 def test_s3_figures_have_a_direction_for_compare():
     from nbbench.compare.direction import better
 

@@ -97,3 +97,12 @@ def test_must_show_make_dataset_shards_then_shards_and_feed_json(tmp_path):
     feed = json.loads(fd.stdout)
     assert feed["kind"] == "feed" and isinstance(feed["metrics"]["accelerators_fed_count"], int)
     assert feed["metrics"]["shards_count"] == 8
+
+
+def test_feed_on_a_folder_whose_only_tar_is_corrupt_says_which_and_why(tmp_path, capsys):
+    from nbbench import cli
+
+    (tmp_path / "a.tar").write_bytes(b"\x93not a tar at all" * 300)
+    rc = cli.main(["feed", str(tmp_path), "--no-save"])
+    err = capsys.readouterr().err
+    assert rc != 0 and "no usable samples: a.tar is not a tar file" in err and "batches of" not in err

@@ -98,3 +98,49 @@ def test_the_stale_sweep_removes_a_killed_runs_directory_only(tmp_path):
         live.kill()
         live.wait()
         time.sleep(0)
+
+
+def test_a_forked_child_terminated_leaves_the_parents_temp_files(tmp_path):
+    """DataLoader's shutdown SIGTERMs a worker it forked: the parent's files are not the worker's."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent(f"""
+        import os, signal, sys, time
+        from nbbench import tempfiles
+        tempfiles.install_handlers()
+        td = tempfiles.create_dir({str(tmp_path)!r}, "cache")
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(30)
+            os._exit(0)
+        os.kill(pid, signal.SIGTERM)
+        os.waitpid(pid, 0)
+        print("exists" if os.path.isdir(td.path) else "gone")
+        td.remove()
+    """)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.stdout.strip() == "exists", r.stderr
+    assert [p for p in tmp_path.iterdir()] == []
+
+
+def test_an_ignored_sighup_stays_ignored(tmp_path):
+    """nohup: a SIGHUP the process ignores must not remove its temp files (or close their descriptors)."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent(f"""
+        import os, signal
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        from nbbench import tempfiles
+        tempfiles.install_handlers()
+        tf = tempfiles.create({str(tmp_path)!r}, "dd")
+        os.kill(os.getpid(), signal.SIGHUP)
+        os.write(tf.fd, b"x")
+        print("exists" if os.path.exists(tf.path) else "gone")
+        tf.remove()
+    """)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.stdout.strip() == "exists", r.stderr

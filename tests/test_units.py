@@ -94,6 +94,30 @@ def test_phrases_put_the_figure_first_and_paths_shorten_in_the_middle():
     assert units.shorten_middle("/data", 20) == "/data"
 
 
+def test_format_many_puts_figures_that_stand_together_in_one_prefix():
+    from nbbench.units import format_many
+
+    assert format_many([494, 1610], "samples/s") == ["0.494 ksamples/s", "1.61 ksamples/s"]
+    assert format_many([1.56e-3, 55.8e-3, 0.0155], "s") == ["1.56 ms", "55.8 ms", "15.5 ms"]
+    assert format_many([1560e-6, 55800e-6], "s") == ["1.56 ms", "55.8 ms"]       # no trailing zeros
+    assert format_many([2.02e6, 61.4e3], "B") == ["2.02 MB", "0.0614 MB"]
+    assert format_many([537e6, 1.2e9], "B/s") == ["0.537 GB/s", "1.20 GB/s"]
+    assert format_many([None, 3.0], "s") == ["N/A", "3.00 s"]
+    assert format_many([0, 0], "B") == ["0 B", "0 B"]
+    for vals, unit in (([1, 999.6], "B"), ([12e-9, 3e-6], "s")):
+        out = format_many(vals, unit)
+        assert len({o.split(" ")[-1] for o in out}) == 1, out   # one prefix
+
+
+def test_the_loaders_sentence_says_its_rates_in_one_prefix():
+    from nbbench.results.loader import LoaderResult
+
+    r = LoaderResult(metrics={"samples_per_s": 494.0, "needed_samples_per_s": 1607.0},
+                     labels={"accelerator": "h100-resnet50"}).finish()
+    s = r.sentence()
+    assert "0.494 ksamples/s" in s and "1.61 ksamples/s" in s and "494 samples/s" not in s
+
+
 def test_format_change_percent_below_two_and_factor_from_two():
     from nbbench.units import format_change
 

@@ -54,7 +54,7 @@ The same panel can be driven from code — handy in scripts and to see what a bu
 p.tab("GPU").bench.value = False     # the checkbox on the GPU tab
 record = p.run()                     # what the Run button does
 p.wait(120)                          # block this cell until it ends (the button never does)
-print(f"{record.status}: {p.result.answer_line()}")""",
+print(record)                        # how it went (ran; what its checks found) and its answer""",
     """#md
 The status line beside *Run* says whether the probe ran (green *done*, orange *interrupted*, red *failed*) and,
 for a check, what it found: on a machine without a usable GPU the check runs fine and its verdict is red.

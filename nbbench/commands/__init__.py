@@ -63,6 +63,7 @@ REGISTRY: dict[str, tuple[str, str]] = {
     "loader": ("nbbench.commands.loader:LoaderCommand", "DataLoader throughput with the data-wait / compute split"),
     "sweep": ("nbbench.commands.loader:SweepCommand", "sweep num_workers / batch size / pin_memory and recommend"),
     "feed": ("nbbench.commands.loader:FeedCommand", "how many accelerators can this storage and CPU feed"),
+    "vs": ("nbbench.commands.interleave:VsCommand", "two or more settings of one probe, interleaved A B A B …, compared"),
     "panel": ("nbbench.commands.panel:PanelCommand", "open the control panel (notebook)"),
     "doctor": ("nbbench.commands.doctor:DoctorCommand", "audit the environment: /dev/shm, limits, mounts, exposure"),
     "history": ("nbbench.commands.history:HistoryCommand", "stored runs as a table"),
@@ -147,6 +148,12 @@ class Command:
     #: notebook) it is returned like an expression's without -o, and then not shown by the
     #: command too (IPython displays it as the cell's value); with -o: shown and returned
     expression: bool = False
+    #: it measures: it takes ``--repeat N`` (:mod:`nbbench.commands.repeat`), and its result
+    #: states its spread and run quality
+    measures: bool = False
+    #: (option, dest, "size" | "duration" | "count"): the option that lengthens the measured
+    #: phase, named by "too short to trust" advice (None: "run it longer")
+    scale: tuple[str, str, str] | None = None
 
     def add_arguments(self, parser) -> None:
         """Declare this subcommand's own options (argparse API)."""
@@ -216,6 +223,10 @@ def build_parser(cmd: Command, ctx: Context):
     parser = _raising(ctx.parser_class)(prog=prog, description=cmd.description or cmd.help, epilog=cmd.epilog,
                                         add_help=False)
     add_common_options(parser, ctx, saves=cmd.saves)
+    if cmd.measures:
+        from .repeat import add_repeat_option
+
+        add_repeat_option(parser)
     cmd.add_arguments(parser)
     return parser
 

@@ -31,6 +31,8 @@ def _scale(text: str) -> float:
 
 
 class CheckpointCommand(ranks.RankedCommand):
+    measures = True
+    scale = ("--size", "size", "size")
     description = ("Save a model-like state dict the way training scripts do — torch.save to one new file, "
                    "fsync'd (write_bytes_per_s), and torch.distributed.checkpoint to a new directory — then load "
                    "it back with the page cache emptied (torch.load cold: read_bytes_per_s; DCP cold) and warm "
@@ -80,6 +82,8 @@ class CheckpointCommand(ranks.RankedCommand):
 
 
 class ShardsCommand(ranks.RankedCommand):
+    measures = True
+    scale = ("--max-bytes", "max_bytes", "size")
     description = ("Read a set of large files the way streaming loaders (WebDataset, MDS, Parquet) do: --streams "
                    "parallel streams, each reading whole shards in shuffled order with a --bs buffer, cold (page "
                    "cache dropped per shard) then warm; aggregate and per-stream MB/s, time to first byte per "

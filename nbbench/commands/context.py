@@ -49,6 +49,8 @@ class Context:
     #: command may leave a background monitor running there (``watch``); a terminal's process ends
     #: with its command
     lasting: bool = False
+    #: which of ``--repeat N`` runs is running ("run 2 of 5"; '' for one run): progress bars name it
+    run_of: str = ""
 
     # ------------------------------------------------------------- words
     def command_text(self, name: str, args: str = "", cell: bool = False) -> str:
@@ -70,7 +72,8 @@ class Context:
             lines.append(f"  {name:<{width}}  {one_line}")
         common = ["-o return the result"] * self.returns_result + ["-q quiet", "-v details", "--label TEXT",
                                                                    "--no-save", "--json"]
-        lines += ["", "Common options: " + ", ".join(common)]
+        lines += ["", "Common options: " + ", ".join(common),
+                  "Measuring subcommands also take --repeat N: N whole runs, the median with its spread"]
         return "\n".join(lines)
 
     def error_text(self, exc: BaseException) -> str:
@@ -146,7 +149,7 @@ class Context:
         """
         from ..runner import run_cancellable
 
-        bar = self.progress(desc)
+        bar = self.progress(f"{desc} ({self.run_of})" if self.run_of else desc)
         try:
             res = run_cancellable(lambda cancel: fn(bar, cancel), self.cancel)
         except BaseException:

@@ -58,8 +58,10 @@ def _saving(inv) -> bool:
 
 def execute(inv, ctx, store=None) -> Any:
     """Run ``inv`` (an Invocation) in front end ``ctx``, then :func:`finish` it; returns what it returned."""
+    from .repeat import run as run_repeated
+
     try:
-        value = inv.command.run(inv.args, ctx)
+        value = run_repeated(inv, ctx)
     except RaiseAfterFinish as late:
         error = late.error
         try:

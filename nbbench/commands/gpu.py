@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from . import Command
+import argparse
+
+from . import Command, options
 
 
 class GpuCommand(Command):
+    measures = True
+    scale = ("--iters", "iters", "count")
     help = "check the GPU stack: CUDA, driver, versions, a short benchmark"
     description = ("Is CUDA usable from torch, on which devices, do torch's CUDA build and the driver fit "
                    "together — and why not when it isn't. When CUDA works, a short sanity benchmark: "
@@ -16,10 +20,13 @@ class GpuCommand(Command):
                        help="skip the matmul/copy sanity benchmark")
         p.add_argument("--size", type=int, default=4096, metavar="N",
                        help="matmul size N (N×N by N×N; default 4096)")
-        p.add_argument("--repeats", type=int, default=10, metavar="R",
-                       help="timed repeats per benchmark, median reported (default 10)")
+        p.add_argument("--iters", type=options.positive_int, default=10, metavar="R",
+                       help="timed iterations per benchmark inside one run, median reported (default 10); "
+                            "--repeat N repeats the whole run")
+        # the old name, kept working but not shown: "--repeat" (whole runs) is another option
+        p.add_argument("--repeats", dest="iters", type=options.positive_int, default=10, help=argparse.SUPPRESS)
 
     def run(self, args, ctx):
         from ..probes.gpu import check
 
-        return check(benchmark=args.bench, matmul_size=args.size, repeats=args.repeats)
+        return check(benchmark=args.bench, matmul_size=args.size, repeats=args.iters)

@@ -132,6 +132,8 @@ def _resolve(ctx, name: str, what: str):
 
 
 class LoaderCommand(ranks.RankedCommand):
+    measures = True
+    scale = ("--duration", "duration", "duration")
     name = "loader"
     description = ("Benchmark a DataLoader (any iterable of batches): time each next() (data) and each step "
                    "(compute); samples/s, AU = compute / wall time against the 90% line, the data-wait share "
@@ -368,6 +370,8 @@ class SweepCommand(ranks.RankedCommand):
 
 
 class FeedCommand(ranks.RankedCommand):
+    measures = True
+    scale = ("--duration", "duration", "duration")
     name = "feed"
     description = ("How many accelerators can the storage under DIR and this CPU feed at AU >= 90%? Reads "
                    "the image folder (or its .tar shards, streamed) through a DataLoader (Pillow decode, "

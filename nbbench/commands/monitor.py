@@ -26,7 +26,7 @@ import time
 
 from . import Command, RaiseAfterFinish
 from ..results import ProbeError
-from .monitoring import _StatusLine, _wind_down, add_monitor_options, live_metrics, start_server  # noqa: F401
+from .monitoring import _StatusLine, _wind_down, add_monitor_options, final_metrics, live_metrics, start_server  # noqa: F401
 
 __all__ = ["MonitorCommand", "live_metrics"]
 
@@ -215,7 +215,7 @@ class MonitorCommand(Command):
                                              duration_s=duration or None,
                                              frontend=ctx.frontend))
         self._plot_figures(plot, res)
-        p.close(res.status)
+        p.close(res.status, final_metrics(res))   # the bar ends on the result's figures
         return res
 
     def _run_command(self, args, ctx, command):
@@ -227,7 +227,7 @@ class MonitorCommand(Command):
 
         mon = self._monitor(args)
         mon.open()
-        plot = srv = None
+        plot = srv = status_line = None
         try:
             plot = self._plot(args, ctx, mon)
             srv = start_server(args, ctx, mon)
@@ -264,4 +264,6 @@ class MonitorCommand(Command):
         self._plot_figures(plot, res)
         res.extra["exit_code"] = code
         res.labels["exit_code"] = code
+        if status_line is not None:
+            status_line.final(res.answer_line())
         return res

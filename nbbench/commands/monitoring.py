@@ -23,6 +23,16 @@ def live_metrics(rec: dict | None) -> dict:
     return {key: rec[field] for field, key in _LIVE if rec.get(field) is not None}
 
 
+def final_metrics(res) -> dict:
+    """The progress bar's figures from the result, so the bar ends on the result's own figures
+    (the run's means), never on the last sample's."""
+    m = res.metrics
+    pairs = (("cpu_util_pct", "cpu_mean_pct"), ("gpu0_util_pct", "gpu0_util_mean_pct"),
+             ("disk_read_bytes_per_s", "disk_read_mean_bytes_per_s"),
+             ("disk_write_bytes_per_s", "disk_write_mean_bytes_per_s"))
+    return {live: m[key] for live, key in pairs if isinstance(m.get(key), (int, float))}
+
+
 def _interval(text: str) -> float:
     from .options import duration
 
@@ -184,6 +194,17 @@ class _StatusLine:
             self.stream.flush()
         except (OSError, ValueError):
             self.enabled = False
+
+    def final(self, text: str) -> None:
+        """The last status line: the result's own figures (the answer line), so the line the
+        terminal is left with agrees with the result printed under it."""
+        if not self.enabled or not text:
+            return
+        try:
+            self.stream.write(f"monitor done: {text}\n")
+            self.stream.flush()
+        except (OSError, ValueError):
+            pass
 
     def end(self) -> None:
         if self.drawn:

@@ -7,13 +7,14 @@ from . import Command, options
 __all__ = ["S3Command"]
 
 
-def _streams(text: str) -> int:
-    v = options.positive_int(text)
-    if v > 1024:
-        import argparse
+#: concurrent GET streams (the panel's bounded fields read these bounds from the parser)
+_streams = options.int_range(1, 1024)
+_write_count = options.int_range(1, 10_000)
 
-        raise argparse.ArgumentTypeError(f"must be 1024 or fewer, not {v}")
-    return v
+
+def _streams_or_knee(text: str) -> int:
+    """--streams: 1 to 1024; not given means the sweep's knee (so the panel shows a text field, empty by default)."""
+    return _streams(text)
 
 
 def _url(text: str) -> str:
@@ -43,6 +44,8 @@ def _endpoint(text: str) -> str:
 
 
 class S3Command(Command):
+    measures = True
+    scale = ("--runtime", "runtime", "duration")
     description = ("GET objects from S3 or an S3-compatible store (MinIO, Ceph RGW, R2, GCS's XML API) at "
                    "N concurrent streams: throughput, requests/s, time to first byte and latency percentiles "
                    "per object-size class; a concurrency sweep (1, 2, 4, … streams) that names the knee; ranged "
@@ -56,18 +59,20 @@ class S3Command(Command):
         parser.add_argument("--endpoint-url", dest="endpoint_url", type=_endpoint, default=None,
                             help="an S3-compatible endpoint, e.g. http://127.0.0.1:9000 (default: AWS's)")
         parser.add_argument("--region", default=None, help="the region (default: from the AWS configuration)")
-        parser.add_argument("--streams", type=_streams, default=None,
+        parser.add_argument("--streams", type=_streams_or_knee, default=None,
                             help="concurrent GET streams of the measured phase (default: the sweep's knee, else 8)")
         parser.add_argument("--max-streams", dest="max_streams", type=_streams, default=32,
                             help="the sweep's last level: 1, 2, 4, … up to this (default 32)")
-        parser.add_argument("--no-sweep", dest="sweep", action="store_false", help="skip the concurrency sweep")
+        parser.add_argument("--no-sweep", dest="sweep", action="store_const", const=False, default=None,
+                            help="skip the concurrency sweep")
         parser.add_argument("--runtime", type=options.duration, default=5.0,
                             help="seconds of the measured phase (default 5)")
         parser.add_argument("--sweep-runtime", dest="sweep_runtime", type=options.duration, default=1.5,
                             help="seconds per sweep level (default 1.5)")
         parser.add_argument("--part-size", dest="part_size", type=options.size, default="8M",
                             help="ranged GETs' part size (default 8M), against whole-object GETs")
-        parser.add_argument("--no-ranged", dest="ranged", action="store_false", help="skip the ranged GETs")
+        parser.add_argument("--no-ranged", dest="ranged", action="store_const", const=False, default=None,
+                            help="skip the ranged GETs")
         parser.add_argument("--max-keys", dest="max_keys", type=options.positive_int, default=100_000,
                             help="list at most this many keys (default 100000)")
         parser.add_argument("--seed", type=options.nonneg_int, default=0, help="the shuffle's seed")
@@ -76,8 +81,8 @@ class S3Command(Command):
                                  "PREFIX/.nbbench-HOST-PID-RANDOM/, never overwriting a key, all deleted at the end")
         parser.add_argument("--write-size", dest="write_size", type=options.size, default="8M",
                             help="with --write: each PUT's size (default 8M)")
-        parser.add_argument("--write-count", dest="write_count", type=options.positive_int, default=16,
-                            help="with --write: how many PUTs (default 16)")
+        parser.add_argument("--write-count", dest="write_count", type=_write_count, default=16,
+                            help="with --write: how many PUTs (default 16, at most 10000)")
 
     def run(self, args, ctx):
         from ..probes.objects import s3
@@ -93,8 +98,8 @@ class S3Command(Command):
             writes.install_handlers()
         return ctx.run_probe(f"s3 {args.path}", lambda p, c: s3(
             args.path, endpoint_url=args.endpoint_url, region=args.region, streams=args.streams,
-            max_streams=args.max_streams, sweep=args.sweep, runtime=args.runtime, sweep_runtime=args.sweep_runtime,
-            part_size=args.part_size, ranged=args.ranged, max_keys=args.max_keys, seed=args.seed,
+            max_streams=args.max_streams, sweep=args.sweep is not False, runtime=args.runtime, sweep_runtime=args.sweep_runtime,
+            part_size=args.part_size, ranged=args.ranged is not False, max_keys=args.max_keys, seed=args.seed,
             write=args.write, write_size=args.write_size, write_count=args.write_count, progress=p, cancel=c))
 
     def show(self, value, args, ctx) -> None:

@@ -11,9 +11,10 @@ from __future__ import annotations
 import argparse
 
 from .. import units
+from ..probes import limits as _limits
 
 __all__ = ["size", "duration", "positive_int", "nonneg_int", "int_list", "bool_list",
-           "size_list", "fraction", "choice_list", "percentage"]
+           "size_list", "fraction", "choice_list", "percentage", "int_range", "IntRange"]
 
 
 def size(text: str) -> int:
@@ -40,16 +41,37 @@ def _int_at_least(text: str, low: int) -> int:
     return v
 
 
+class IntRange:
+    """An argparse ``type``: a whole number within ``[lo, hi]``, the bounds kept as attributes
+    so that other front ends (the panel's bounded fields) read them from the parser."""
+
+    def __init__(self, lo: int, hi: int):
+        self.lo, self.hi = int(lo), int(hi)
+        self.__name__ = f"int {self.lo}–{self.hi}"   # argparse names a bad value by it
+
+    def __call__(self, text: str) -> int:
+        v = _int_at_least(text, self.lo)
+        if v > self.hi:
+            raise argparse.ArgumentTypeError(f"must be between {self.lo} and {self.hi}, not {v}")
+        return v
+
+    def __repr__(self) -> str:
+        return f"int_range({self.lo}, {self.hi})"
+
+
+def int_range(lo: int | tuple[int, int], hi: int | None = None) -> IntRange:
+    """``int_range(1, 256)`` or ``int_range(limits.RANDREAD_QD)``."""
+    if hi is None:
+        lo, hi = lo
+    return IntRange(lo, hi)
+
+
+#: ``--jobs``: 1 to 256 processes (the probes' own limit, :data:`nbbench.probes.limits.JOBS`)
+jobs = IntRange(*_limits.JOBS)
+
+
 def positive_int(text: str) -> int:
     return _int_at_least(text, 1)
-
-
-def jobs(text: str) -> int:
-    """``--jobs``: 1 to 256 processes."""
-    v = _int_at_least(text, 1)
-    if v > 256:
-        raise argparse.ArgumentTypeError(f"must be between 1 and 256, not {v}")
-    return v
 
 
 def nonneg_int(text: str) -> int:

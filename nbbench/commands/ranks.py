@@ -34,6 +34,8 @@ LOCAL = object()
 
 _DROP_WITH_VALUE = ("--ranks", "--nnodes", "--rdzv-host")
 _DROP = ("-o",)
+#: the launcher repeats the whole ranked run (--repeat N); the ranks run once each time
+_DROP_ALWAYS = ("--repeat",)
 
 
 def add_rank_options(parser, file_per_rank: bool = False) -> None:
@@ -66,6 +68,11 @@ def child_argv(name: str, args, strip_ranks: bool = False) -> list[str]:
             skip = False
             continue
         if a in _DROP or _is_no_dist(a):
+            continue
+        if a in _DROP_ALWAYS:
+            skip = True
+            continue
+        if a.startswith(tuple(f"{o}=" for o in _DROP_ALWAYS)):
             continue
         if strip_ranks and a in _DROP_WITH_VALUE:
             skip = True

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from . import options
 from . import Command
 from . import ranks
+from ..probes import limits
 from ..results import ProbeError
 from ..units import format_bytes
 
@@ -79,6 +80,8 @@ def _run_probe(ctx, desc: str, fn):
 
 
 class DdCommand(ranks.RankedCommand):
+    measures = True
+    scale = ("--size", "size", "size")
     description = ("Sequential write then read, like dd: in a directory a new temp file is written, "
                    "read back and removed; a file or block device is only read. Sizes follow dd: "
                    "K/M/G = powers of 1024, KB/MB/GB = powers of 1000, KiB/MiB/GiB explicit.")
@@ -113,13 +116,16 @@ class DdCommand(ranks.RankedCommand):
 
 
 class RandreadCommand(ranks.RankedCommand):
+    measures = True
+    scale = ("--runtime", "runtime", "duration")
     description = ("Random reads at a block size and queue depth, time based: IOPS, bandwidth, latency "
                    "mean/stddev and fio's 17 percentiles, and the queue depth reached.")
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("path", metavar="PATH", help=_PATH_HELP)
         parser.add_argument("--bs", type=options.size, default="4k", help="block size (default 4k)")
-        parser.add_argument("--qd", type=options.positive_int, default=1, help="I/Os in flight (default 1)")
+        parser.add_argument("--qd", type=options.int_range(limits.RANDREAD_QD), default=1,
+                            help="I/Os in flight (default 1)")
         _add_jobs(parser, threads_alias=True)
         parser.add_argument("--runtime", type=options.duration, default=10.0, help="seconds measured (default 10)")
         parser.add_argument("--ramp", type=options.duration, default=1.0, help="seconds not counted first (default 1)")
@@ -150,15 +156,18 @@ class RandreadCommand(ranks.RankedCommand):
 
 
 class FilesCommand(ranks.RankedCommand):
+    measures = True
+    scale = ("--sample", "sample", "count")
     description = ("Read many files the way an image dataset is read: walk the tree (memory bounded), "
                    "read --sample random files whole with --threads threads; files/s, bytes/s, per-file "
                    "latency, the tree's size distribution.")
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("path", metavar="DIR", help="the tree, e.g. /dataset/train (read only)")
-        parser.add_argument("--sample", type=options.positive_int, default=1000,
+        parser.add_argument("--sample", type=options.int_range(limits.FILES_SAMPLE), default=1000,
                             help="files to read, a random sample of the tree (default 1000)")
-        parser.add_argument("--threads", type=options.positive_int, default=8, help="reader threads (default 8)")
+        parser.add_argument("--threads", type=options.int_range(limits.FILES_THREADS), default=8,
+                            help="reader threads (default 8)")
         parser.add_argument("--cold", action="store_true",
                             help="drop the page cache first (root: drop_caches, else posix_fadvise per file)")
         parser.add_argument("--seed", type=options.nonneg_int, default=0, help="the sample's seed")
@@ -179,6 +188,8 @@ class FilesCommand(ranks.RankedCommand):
 
 
 class DiskCommand(Command):
+    measures = True
+    scale = ("--runtime", "runtime", "duration")
     description = ("A preset set of storage tests as one table: cdm (CrystalDiskMark: SEQ1M Q8T1, SEQ1M Q1T1, "
                    "RND4K Q32T1, RND4K Q1T1, read and — in a directory — write), mlperf-resnet50 (~115 KB "
                    "sample reads), mlperf-unet3d (~147 MB samples).")

@@ -82,9 +82,10 @@ def pools_by_kind(name: str, runs: Sequence[Result]) -> tuple[dict[str, list[Res
     """Per kind: the runs pooled as repeats (the latest last; it stands for the reference), and
     the notes saying what was pooled and what was left out."""
     latest: dict[str, Result] = {}
-    for r in runs:
+    for r in runs:   # the latest run that ended well stands for the reference (a failed or stopped one only alone)
         cur = latest.get(r.kind)
-        if cur is None or (r.run_id or 0) >= (cur.run_id or 0):
+        better_status = cur is not None and (r.status == "ok") != (cur.status == "ok")
+        if cur is None or (r.status == "ok" if better_status else (r.run_id or 0) >= (cur.run_id or 0)):
             latest[r.kind] = r
     pools: dict[str, list[Result]] = {}
     notes: list[str] = []

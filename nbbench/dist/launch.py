@@ -109,6 +109,16 @@ class _Run:
 _ACTIVE: list[_Run] = []
 _PREVIOUS: dict[int, object] = {}
 _INSTALLED: list = []
+_OWNER = [os.getpid()]   # a forked child (a DataLoader worker) launched no ranks of its own
+
+
+def _forget_runs() -> None:
+    _OWNER[0] = os.getpid()
+    _ACTIVE.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_runs)
 
 
 def install_handlers() -> None:
@@ -138,6 +148,8 @@ def install_handlers() -> None:
 
 
 def _abandon_all() -> None:
+    if os.getpid() != _OWNER[0]:
+        return
     for run in list(_ACTIVE):
         try:
             run.abandon()

@@ -61,6 +61,9 @@ def socket_env(environ, backend: str) -> tuple[dict[str, str], list[str]]:
     lo = loopback_interface()
     out: dict[str, str] = {}
     warnings = []
+    if lo is None and not all(environ.get(n) for n in ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME")):
+        warnings.append("no loopback interface found: the ranks' sockets listen on the address this host's name "
+                        "resolves to; set GLOO_SOCKET_IFNAME (and NCCL_SOCKET_IFNAME) to keep them local")
     for name, lib in (("GLOO_SOCKET_IFNAME", "gloo"), ("NCCL_SOCKET_IFNAME", "nccl")):
         have = environ.get(name)
         if not have:
@@ -147,10 +150,9 @@ class Ranks:
         for r, p in enumerate(self.procs):
             if ranks is not None and r not in ranks:
                 continue
-            if p.poll() is not None:
-                continue
-            self.signalled.setdefault(r, sig)
-            try:
+            if p.poll() is None:
+                self.signalled.setdefault(r, sig)
+            try:   # an ended rank's group too: its DataLoader workers may outlive it (a pgid is not reused meanwhile)
                 os.killpg(p.pid, sig)
             except (ProcessLookupError, PermissionError):
                 pass

@@ -208,8 +208,10 @@ def check_block(root: str, m: Mount | None, want_read_ahead_kb: int = 2048) -> l
         out.append(na("rotational", f"{bd.queue_dir}/rotational could not be read", group))
     elif rot == 1:
         ev = f"1 ({bd.queue_dir}/rotational): the kernel treats {bd.disk} as a spinning disk"
-        if bd.disk.startswith(("vd", "xvd")):
-            ev += " (virtual disks often report 1 whatever the host's storage is: trust the randread figures)"
+        if bd.disk.startswith(("vd", "xvd")):   # nothing to do: the flag says nothing of the host's storage
+            out.append(Check("rotational", "info", ev + "; virtual disks report 1 whatever the host's storage is "
+                             "(randread measures it)", "", group, {**base, "rotational": 1}))
+            return out
         out.append(Check("rotational", "warn", ev,
                          "random reads of many small files are slow on spinning disks: keep datasets on SSD/NVMe, "
                          "or pack them into large sequential shards", group, {**base, "rotational": 1}))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import re
 
 from ..env import cgroup_memory_limit, nofile_limits, parse_limits, shm_usage, usable_cpus
@@ -107,6 +109,22 @@ def _int_file(root, path) -> int:
         raise Unreadable(f"{path} holds {text!r}, not a number") from None
 
 
+def proc_sys_read_only(root: str = "/") -> bool:
+    """Whether /proc/sys cannot be written here (a container mounts it read-only): from the
+    mount table under ``root`` (its ``ro`` option), or on a live system from access(2)."""
+    from ..topology import find_mount, read_mounts
+
+    try:
+        m = find_mount("/proc/sys/vm", read_mounts(root))
+    except Exception:  # noqa: BLE001 - no mount table: ask the kernel when live
+        m = None
+    if m is not None and m.mount_point.startswith("/proc/sys"):
+        return "ro" in m.options
+    if root == "/":
+        return not os.access("/proc/sys/vm/dirty_ratio", os.W_OK)
+    return False
+
+
 def check_dirty(root: str = "/", ratio: int = 15, background: int = 5) -> Check:
     """vm.dirty_ratio / vm.dirty_background_ratio against the seed's 15 and 5."""
     name, group = "vm.dirty ratios", "kernel"
@@ -127,10 +145,13 @@ def check_dirty(root: str = "/", ratio: int = 15, background: int = 5) -> Check:
               f"{_gib(bb) if bb else 'unset'} (/proc/sys/vm/; the *_bytes settings override the ratios)")
         return Check(name, "ok", ev, "", group, data)
     fix = (f"on the host: sysctl -w vm.dirty_ratio={ratio} vm.dirty_background_ratio={background} "
-           f"(persist in /etc/sysctl.d/); /proc/sys is read-only inside most containers")
+           f"(persist in /etc/sysctl.d/)")
     if r > ratio or b > background:
-        return Check(name, "warn", ev + f": above {ratio} / {background}, so large writes (checkpoints) pile up "
-                     "in the page cache and then stall in one long flush", fix, group, data)
+        why = f": above {ratio} / {background}, so large writes (checkpoints) pile up and then stall in one long flush"
+        if proc_sys_read_only(root):   # one note: only the host can change it
+            return Check(name, "info", ev + why + "; /proc/sys is read-only here: a host setting", "", group,
+                         {**data, "read_only": True})
+        return Check(name, "warn", ev + why, fix, group, data)
     return Check(name, "ok", ev, "", group, data)
 
 

@@ -18,19 +18,20 @@ def _gpu_indices(rec: dict) -> list[int]:
 
 
 def format_status(rec: dict | None, t0: float | None = None, max_gpus: int = 4) -> str:
-    """``'12.3 s  CPU 45%  GPU0 87% 12.1 GiB  disk R 320 MB/s W 0 B/s  net rx 12 MB/s tx 1 MB/s'``;
+    """``'12.3 s  tree 0.98 cores  machine CPU 45%  GPU0 87% 12.1 GiB  disk R 320 MB/s W 0 B/s  net rx …'``;
     '' without a record."""
     if not rec:
         return ""
     parts = []
     if t0 is not None:
         parts.append(f"{rec['t'] - t0:6.1f} s")
-    cpu = rec.get("cpu.util_pct")
-    if cpu is not None:
-        parts.append(f"CPU {cpu:3.0f}%")
+    # the monitored tree first (in cores, as its answer says it), then the machine's, labelled
     proc = rec.get("proc.cpu_pct")
     if proc is not None:
-        parts.append(f"proc {proc:4.0f}%")
+        parts.append(f"tree {proc / 100:4.2f} cores")
+    cpu = rec.get("cpu.util_pct")
+    if cpu is not None:
+        parts.append(f"machine CPU {cpu:3.0f}%")
     gpus = _gpu_indices(rec)
     for i in gpus[:max_gpus]:
         u = rec.get(f"gpu{i}.util_pct")

@@ -135,8 +135,10 @@ class ControlPanel(RunnerHost):
         self.snapshot.display()
 
     def __repr__(self) -> str:
-        state = "running" if self.runner.running else "idle"
-        return f"<nbbench ControlPanel path={self.path_field.value!r} tab={self.current_tab.title} {state}>"
+        # the tab's name and the panel's state apart ("tab=GPU idle" read as a GPU that is idle)
+        state = "a run in progress" if self.runner.running else "no run in progress"
+        path = repr(self.path_field.value) if self.path_field.value else "not set"
+        return f"<nbbench control panel: tab {self.current_tab.title!r}, path {path}, {state}>"
 
     # ------------------------------------------------------------------ API
     @property

@@ -122,6 +122,25 @@ class RunRecord:
     def elapsed_s(self) -> float | None:
         return None if self.ended is None else self.ended - self.started
 
+    def outcome(self) -> str:
+        """How the run went in words that keep "did it run" and "what its checks found" apart:
+        'ran · checks: fail', 'ran', 'interrupted', 'failed' — never "ok" over a failed check."""
+        from ..results.present import outcome_word
+
+        if self.status == "ok":
+            word = outcome_word("ok", self.verdict)
+            return "ran" if word == "ok" else f"ran · {word}"
+        return self.status
+
+    def __str__(self) -> str:
+        """'GPU check: ran · checks: fail — CUDA not available: …' (the answer line when there is one)."""
+        answer = getattr(self.value, "answer_line", None)
+        text = f"{self.title}: {self.outcome()}"
+        try:
+            return text + (f" — {answer()}" if callable(answer) else (f" — {self.error}" if self.error else ""))
+        except Exception:  # noqa: BLE001 - a value without an answer: the outcome alone
+            return text
+
     @property
     def stop_latency_s(self) -> float | None:
         """Seconds from pressing Stop to the run having ended."""

@@ -35,7 +35,7 @@ def loader_panels(gpu_note: str = "", need: float | None = None, accelerator: st
         Panel("AU per window and GPU kernel-active %" + (" (GPU N/A)" if gpu_note else ""),
               ["gpu*.util_pct", "loader.au_pct"], unit="%",
               ylim=(0, 105), labels={"loader.au_pct": "AU", **{f"gpu{i}.util_pct": f"GPU{i} busy" for i in range(8)}},
-              styles={"loader.au_pct": {"color": "#6a1b9a", "linestyle": "--"}},
+              styles={"loader.au_pct": {"color": "#6a1b9a"}},   # measured: solid; the AU target is dashed
               targets={f"AU target {au_target_pct:g} %": au_target_pct}),
     ]
 

@@ -4,6 +4,7 @@ network), the specification of a live monitor plot, and a stored monitor run's f
 
 from __future__ import annotations
 
+from ..results.monitor import NET_QUIET_BYTES_PER_S
 from .panel import Panel
 from .timeline import Timeline
 
@@ -58,7 +59,7 @@ def monitor_panels(gpu_info: list[dict] | None = None, gpu_note: str = "", disk_
         panels.append(Panel(f"Network ({_short(net_label, 60)})", ["net.rx_bytes_per_s", "net.tx_bytes_per_s"],
                             unit="MB/s", scale=1e-6,
                             labels={"net.rx_bytes_per_s": "receive", "net.tx_bytes_per_s": "transmit"},
-                            ymax_min=1.0))
+                            ymax_min=1.0, quiet_below=NET_QUIET_BYTES_PER_S, quiet_text="no network traffic"))
     return panels
 
 
@@ -79,7 +80,8 @@ def monitor_plot_kwargs(monitor, title: str = "nbbench monitor") -> dict:
     for src in getattr(monitor, "sources", []) or []:
         if getattr(src, "name", "") == "disk":
             disk = (getattr(src, "labels", {}) or {}).get("disk_device", "disk")
-    subtitle = f"GPU {note}" if not info and note and note != "not monitored" else ""   # whole, wrapped
+    # the reason in short (the result's card says it whole, once)
+    subtitle = f"GPU {': '.join(note.split(': ')[:2])}" if not info and note and note != "not monitored" else ""
     return {
         "panels": monitor_panels(info, note, disk_label=disk, gpus=getattr(monitor, "gpus", "all") != [],
                                  net_label=_net_label(monitor)),
@@ -99,10 +101,15 @@ def monitor_figure(res, **kwargs):
     tl = res.samples.get("timeline") or {}
     gpu_info = [{"index": i, "mem_total_bytes": res.metrics.get(f"gpu{i}_mem_total_bytes"),
                  "gpm": f"gpu{i}.sm_active_pct" in tl} for i in res.gpu_indices]
-    note = "" if gpu_info else "N/A: " + next((n.split(": ", 1)[-1] for n in res.notes if "GPU" in n), "no GPU")
+    # the card says why in full: the plot names it in short (the NVML sentence said once)
+    note = "" if gpu_info else "N/A: " + next((n.split(": ", 2)[1] for n in res.notes
+                                               if "GPU" in n and n.count(": ") >= 2), "no GPU")
     title, subtitle = res.headline(), "" if gpu_info else f"GPU {note}"
     net = None
-    if "net.rx_bytes_per_s" in tl:
+    from ..results.monitor import net_quiet
+
+    quiet = net_quiet(res.metrics)
+    if "net.rx_bytes_per_s" in tl and not quiet:   # no traffic: the card's "idle:" line, not an empty panel
         net = str(res.labels.get("net_interfaces", "")).split(":", 1)[0] or "network"
     kw = {"panels": monitor_panels(gpu_info, note, disk_label=res.labels.get("disk_device", "disk"),
                                    net_label=net),

@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Mapping
 
-__all__ = ["Panel", "as_panel", "nice_ceil", "draw_targets"]
+__all__ = ["Panel", "as_panel", "nice_ceil", "draw_targets", "fold_quiet"]
 
 
 @dataclass
@@ -35,6 +35,10 @@ class Panel:
     note: str = ""  # shown inside the axes when the panel has no data (e.g. "N/A: no GPU")
     ymax_min: float = 1.0  # autoscaled top never below this (in display units)
     targets: dict[str, float] = field(default_factory=dict)
+    #: a panel whose series all stay below this (stored units) is left out of the final frame,
+    #: said in a few words instead (``quiet_text``: "no network traffic"): no empty plot
+    quiet_below: float | None = None
+    quiet_text: str = ""
 
     def matches(self, name: str) -> bool:
         return any(name == p or fnmatch.fnmatchcase(name, p) for p in self.series)
@@ -82,3 +86,34 @@ def draw_targets(ax, panel: Panel) -> list:
         out.append(ax.axhline(value * panel.scale, color=TARGET, linestyle="--", linewidth=1.4, zorder=1,
                               label=text))
     return out
+
+
+def fold_quiet(timeline) -> list[str]:
+    """Leave out of ``timeline`` (a :class:`~nbbench.plots.timeline.Timeline`, before its final
+    frame) the panels whose series all stayed below their ``quiet_below``, saying them in its
+    subtitle instead ("no network traffic"); returns those words.  The figure is rebuilt with
+    the panels left."""
+    keep, said = [], []
+    for p in timeline.panels:
+        if p.quiet_below is not None:
+            values = [v for name in timeline.names() if p.matches(name) for v in timeline.series(name)[1]]
+            if not values or max(values) < p.quiet_below:
+                said.append(p.quiet_text or f"{p.title}: nothing")
+                continue
+        keep.append(p)
+    if not said or not keep:
+        return []
+    w, h = timeline.figsize
+    timeline.figsize = (w, max(2.5, h - 1.9 * (len(timeline.panels) - len(keep))))
+    timeline.panels = keep
+    with timeline._lock:      # series -> panel indices: the indices moved
+        timeline._match.clear()
+        timeline._match.update({k: tuple(i for i, p in enumerate(keep) if p.matches(k)) for k in timeline._series})
+    timeline._fig, timeline._axes, timeline._lines, timeline._legend_n = None, [], {}, {}
+    timeline._target_key, timeline._target_artists, timeline._ytop = {}, {}, {}
+    timeline._mark_artists, timeline._extra, timeline._status_text = [], [], None
+    timeline._bg = timeline._bg_key = None
+    timeline._n_marks = -1
+    timeline.subtitle = "; ".join(x for x in (timeline.subtitle, ", ".join(said)) if x)
+    timeline.dirty = True
+    return said

@@ -150,7 +150,7 @@ def sample_plot(result, max_panels: int = 3) -> tuple[Any, str | None]:
 
 
 def _draw_panel(ax, name, x, group, xlabel, window, targets, accelerator, n_cols) -> None:
-    from .style import TARGET, display_unit, duration_text
+    from .style import display_unit, draw_measured, draw_target, duration_text
 
     key = next(iter(group))
     unit = unit_of(key)
@@ -159,14 +159,14 @@ def _draw_panel(ax, name, x, group, xlabel, window, targets, accelerator, n_cols
     if what == "AU" and "au_pct" not in group:
         target = None
     factor, shown = display_unit(unit, max(ymax, target or 0))
-    for k, y in list(group.items())[:4]:
-        ax.plot(x, [v * factor for v in y], label=metric_label(k), linewidth=1.6,
-                marker="o" if len(x) < 30 else None, markersize=4)
+    for k, y in list(group.items())[:4]:   # a line through 5 or more points, else marked values
+        draw_measured(ax, x, [v * factor for v in y], label=metric_label(k),
+                      **({"marker": "o", "markersize": 4} if len(x) < 30 else {}))
     if target:   # the line the run has to clear: what the accelerator needs, the AU target
         from .loader import need_label
 
         label = need_label(accelerator, need=target) if what == "need" else f"AU target {target:g} %"
-        ax.axhline(target * factor, color=TARGET, linestyle="--", linewidth=1.4, label=label)
+        draw_target(ax, target * factor, label)
         ax.set_ylim(0, max(ymax, target) * factor * 1.25)
     else:
         ax.set_ylim(0, max(ymax * factor * 1.1, 1e-9))

@@ -12,7 +12,8 @@ import math
 import textwrap
 
 __all__ = ["MIN_WIDTH_PX", "FONT", "NEUTRAL", "GOOD", "BAD", "TARGET", "figsize", "wrap", "display_unit",
-           "too_short", "duration_text", "value_text", "legend_right", "finite"]
+           "too_short", "duration_text", "value_text", "legend_right", "finite", "MIN_LINE_POINTS", "draw_measured",
+           "draw_target"]
 
 MIN_WIDTH_PX = 800   # saved PNGs are at least this wide
 # points; every text a figure draws is at least 10 pt
@@ -105,3 +106,36 @@ def legend_right(ax) -> None:
 
 def finite(vs) -> list:
     return [v for v in vs if v == v]   # NaN (a gap between segments) is not a value
+
+
+#: a measured series is drawn as a line only through at least this many points; fewer are
+#: markers, each with its value written beside it (two or three points are not a trend)
+MIN_LINE_POINTS = 5
+
+
+def draw_measured(ax, x, y, label: str | None = None, fmt=None, **style):
+    """A measured series: a solid line through ``MIN_LINE_POINTS`` or more points, else
+    markers with their values (``fmt(value)``, default 3 significant figures) and no line.
+    Measured series are solid; targets are dashed (:func:`draw_target`)."""
+    from ..units import format_sig
+
+    x, y = list(x), list(y)
+    style = {k: v for k, v in style.items() if k != "linestyle"}
+    if len(x) >= MIN_LINE_POINTS:
+        style.setdefault("linewidth", 1.6)
+        return ax.plot(x, y, label=label, linestyle="-", **style)
+    style.pop("linewidth", None)
+    style.setdefault("marker", "o")
+    style.setdefault("markersize", 6)
+    out = ax.plot(x, y, label=label, linestyle="none", **style)
+    fmt = fmt or format_sig
+    for xi, yi in zip(x, y):
+        if yi == yi:
+            ax.annotate(fmt(yi), (xi, yi), textcoords="offset points", xytext=(0, 6), ha="center",
+                        fontsize=FONT["value"])
+    return out
+
+
+def draw_target(ax, value: float, label: str | None = None, colour: str = TARGET):
+    """A target (what an accelerator needs, the AU line): dashed, never solid like a measurement."""
+    return ax.axhline(value, color=colour, linestyle="--", linewidth=1.4, label=label, zorder=1)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import io
 
-from .style import FONT, TARGET, figsize
+from .style import FONT, draw_measured, draw_target, figsize
 
 __all__ = ["sweep_figure", "sweep_png"]
 
@@ -43,7 +43,7 @@ def sweep_figure(res, ax=None):
                 if c["num_workers"] not in best or c["samples_per_s"] > best[c["num_workers"]]["samples_per_s"]:
                     best[c["num_workers"]] = c
             xs = sorted(best)
-            ax.plot(xs, [best[x]["samples_per_s"] for x in xs], marker="o", label=label)
+            draw_measured(ax, xs, [best[x]["samples_per_s"] for x in xs], label=label, marker="o")
         bad = [c for c in cs if c.get("status") != "ok"]
         if bad:
             ax.plot([c["num_workers"] for c in bad], [0] * len(bad), linestyle="none", marker="x",
@@ -58,8 +58,7 @@ def sweep_figure(res, ax=None):
         from .loader import need_label
 
         au = (res.params or {}).get("au_target_pct") or 90.0
-        ax.axhline(need, color=TARGET, linestyle="--", linewidth=1.4,
-                   label=need_label(res.labels.get("accelerator"), au, need))
+        draw_target(ax, need, need_label(res.labels.get("accelerator"), au, need))
     ax.set_xlabel("num_workers", fontsize=FONT["label"])
     ax.set_ylabel("samples/s", fontsize=FONT["label"])
     ax.set_title("DataLoader throughput by num_workers", fontsize=FONT["title"], loc="left")

@@ -38,6 +38,7 @@ from ._engines import devlimits
 from ._engines.job import JobOutput, JobSpec
 from .io_session import (DEFAULT_READ_FILE, ENGINES, Session, _check_bs, _check_engine, _duration, _os_error, _size,
                          _stage_progress, check_jobs, fill_job_result, run_job, short_transfer)
+from . import limits
 from .presets import PRESETS, preset
 from .target import inspect
 
@@ -254,9 +255,7 @@ def randread(path, bs="4k", qd=1, runtime=10, ramp=1, size=None, direct=None, en
     devlimits.check_buffers(buffers, engine)
     bs_b = _size(bs, "bs")
     _check_bs(bs_b)
-    qd = int(qd)
-    if qd < 1 or qd > 4096:
-        raise ProbeError(f"qd must be between 1 and 4096, not {qd}")
+    qd = limits.check("qd", qd, limits.RANDREAD_QD)
     jobs, deprecated = check_jobs(jobs, threads)
     runtime_s = _duration(runtime, "runtime")
     ramp_s = _duration(ramp, "ramp")

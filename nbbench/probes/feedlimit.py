@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import math
 
+from ..results.loader import CPU_HELP as _CPU_HELP
+from ..results.loader import STORAGE_HELP as _STORAGE_HELP
 from ..units import format_metric
 
 __all__ = ["feed_limiter", "limiter_sentence", "feed_answer", "STORAGE_LIMIT_SHARE"]
@@ -27,8 +29,6 @@ __all__ = ["feed_limiter", "limiter_sentence", "feed_answer", "STORAGE_LIMIT_SHA
 #: cold slower than warm by more than this share counts as "clearly slower"
 STORAGE_LIMIT_SHARE = 0.10
 
-_CPU_HELP = "more CPU cores / workers or cheaper decoding (smaller or pre-resized images, DALI on the GPU)"
-_STORAGE_HELP = "faster storage or caching the dataset in memory"
 
 
 def _fed(rate, need) -> int:

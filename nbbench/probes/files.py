@@ -26,6 +26,7 @@ import time
 from array import array
 
 from ..progress import call_progress
+from . import limits
 from ..results import ProbeError
 from ..results.hist import LatencyHistogram
 from ..results.storage import FilesResult
@@ -157,12 +158,8 @@ def read_files(path, sample=1000, threads=8, cold=False, progress=None, cancel=N
     ready : callable ``ready("read")``, called just before the timed reads (the ranks of a
         many-rank run meet there).
     """
-    sample = int(sample)
-    threads = int(threads)
-    if sample < 1:
-        raise ProbeError(f"sample must be 1 or more, not {sample}")
-    if threads < 1 or threads > 512:
-        raise ProbeError(f"threads must be between 1 and 512, not {threads}")
+    sample = limits.check("sample", sample, limits.FILES_SAMPLE)
+    threads = limits.check("threads", threads, limits.FILES_THREADS)
     target = inspect(path, write=False, read=False)
     if target.kind != "dir":
         raise ProbeError(f"{target.path} is not a directory: files reads the files of a tree "

@@ -260,10 +260,9 @@ class Session:
 def check_jobs(jobs, threads=1) -> tuple[int, str | None]:
     """``(jobs, warning)``: ``jobs`` (1-256), or the deprecated ``threads`` where only that was given
     (the warning says so)."""
-    jobs, threads = int(jobs), int(threads)
-    for name, v in (("jobs", jobs), ("threads", threads)):
-        if v < 1 or v > 256:
-            raise ProbeError(f"{name} must be between 1 and 256, not {v}")
+    from . import limits
+
+    jobs, threads = limits.check("jobs", jobs, limits.JOBS), limits.check("threads", threads, limits.JOBS)
     if threads > 1:
         return max(jobs, threads), (f"threads={threads} is deprecated: an alias of jobs now (independent "
                                     "processes, as fio's numjobs; threads of one interpreter share its lock)")

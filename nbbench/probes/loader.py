@@ -369,10 +369,8 @@ def _warn(res: LoaderResult, run: _Run, steps, duration, has_step: bool) -> None
                  "persistent_workers=True so each epoch does not pay it again")
     if res.labels.get("input_bound") == "highly input-bound" and has_step:
         nw = res.labels.get("num_workers")
-        idle = m.get("gpu_starvation_pct")
-        idle = m["data_wait_pct"] if idle is None else idle
-        res.warn(("the GPU sat idle between steps " if m.get("gpu_starvation_pct") is not None
-                  else "the step waited for data ") + f"{idle:.0f} % of the time: "
+        res.warn(("the GPU sat idle between steps most of the time: " if m.get("gpu_starvation_pct") is not None
+                  else "the step waited for data most of the time: ")
                  + ("raise num_workers or make each sample cheaper to load"
                     if nw is not None else "make the input pipeline faster (more workers, cheaper decoding)"))
         if nw is not None:   # the front end words the command (%iobench sweep / nbbench sweep / a tab)

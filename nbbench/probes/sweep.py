@@ -287,34 +287,33 @@ def _recommend(res: SweepResult, within_pct: float, au_target_pct: float) -> Non
         if fed:
             chosen = fed[0]
             who = acc or "the step"
-            why = (f"the first configuration that keeps {who} at AU >= {au_target_pct:g} % "
-                   f"(AU {chosen['au_pct']:.1f} %, {format_metric('samples_per_s', chosen['samples_per_s'])})")
+            why = f"the first configuration that keeps {who} at AU >= {au_target_pct:g} %"
         else:
             top = max(ok, key=lambda c: (c.get("au_pct") or 0))
             chosen = top
             need = res.metrics.get("needed_samples_per_s")
-            why = (f"no configuration reaches AU {au_target_pct:g} %; this one comes closest at AU "
-                   f"{top['au_pct']:.1f} % ({format_metric('samples_per_s', top['samples_per_s'])}")
-            why += (f", against the {format_metric('samples_per_s', need)} {acc} needs)" if need else ")")
+            why = f"no configuration reaches AU {au_target_pct:g} %; this one comes closest"
+            why += f" (one {acc} needs {format_metric('samples_per_s', need)})" if need else ""
             why += ": the input pipeline is the bottleneck — more CPUs, cheaper decoding or faster storage"
     if chosen is None:
         floor = best["samples_per_s"] * (1 - within_pct / 100.0)
         chosen = next(c for c in ok if c["samples_per_s"] >= floor)
         if chosen is best:
-            why = f"the best throughput ({format_metric('samples_per_s', best['samples_per_s'])})"
+            why = f"the best throughput of the {len(ok)} that ran"
         else:
             why = (f"the smallest configuration within {within_pct:g} % of the best "
-                   f"({format_metric('samples_per_s', chosen['samples_per_s'])} against "
-                   f"{format_metric('samples_per_s', best['samples_per_s'])} with {_config_text(best)})")
+                   f"({format_metric('samples_per_s', best['samples_per_s'])} with {_config_text(best)})")
     res.extra["recommended"] = dict(chosen)
     res.metrics["recommended_samples_per_s"] = chosen["samples_per_s"]
     res.metrics["recommended_num_workers"] = chosen["num_workers"]
     res.metrics["recommended_batch_size"] = chosen["batch_size"]
     sentence = f"Use {_config_text(chosen)}: {why}."
+    more = ""
     usable = res.extra.get("preflight", {}).get("usable_cpus", {}).get("usable")
     if usable is not None and chosen["num_workers"] > usable:
-        sentence += f" It runs more workers than the {usable:g} usable CPUs: worth it only when loading waits on I/O."
+        more += f" It runs more workers than the {usable:g} usable CPUs: worth it only when loading waits on I/O."
     if chosen["num_workers"] == max(c["num_workers"] for c in res.configs) and len(
             {c["num_workers"] for c in res.configs}) > 1 and chosen["num_workers"] > 0 and not has_au:
-        sentence += " It is the largest num_workers tried: more workers may go further."
-    res.extra["recommendation"] = sentence
+        more += " It is the largest num_workers tried: more workers may go further."
+    res.extra["recommendation"] = sentence + more
+    res.extra["why"] = f"why: {why}.{more}"

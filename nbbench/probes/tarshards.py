@@ -45,6 +45,18 @@ def has_tar_shards(path) -> bool:
         return False
 
 
+def _why_empty(path: str) -> str:
+    """Why a shard gave no sample: 'a.tar is not a tar file' / 'a.tar holds no samples'."""
+    import tarfile
+
+    name = os.path.basename(path)
+    try:
+        ok = tarfile.is_tarfile(path)
+    except OSError as exc:
+        return f"{name} cannot be read ({exc.strerror or exc})"
+    return f"{name} holds no samples" if ok else f"{name} is not a tar file"
+
+
 def split_shards(relpaths, rank: int, world_size: int, worker: int, workers: int, seed: int = 0,
                  epoch: int = 0) -> list[str]:
     """The shards worker ``worker`` of rank ``rank`` reads this epoch (see the module doc)."""
@@ -78,6 +90,9 @@ class TarShardDataset(CropFlip, IterableDataset):
                 raise ProbeError(f"cannot read {path}: {exc.strerror or exc}") from None
             self.samples.append((path, n))
             self._sizes[path] = nbytes
+        if not any(n for _, n in self.samples):   # say which shard is unusable, not "0 batches of 64"
+            raise ProbeError("no usable samples: " + "; ".join(_why_empty(p) for p, _ in self.samples[:3])
+                             + (f" (and {len(self.samples) - 3} more)" if len(self.samples) > 3 else ""))
         if decode == "auto":
             decode = "pil" if self._first_is_image() else "none"
         self.decode = decode

@@ -60,6 +60,7 @@ KINDS: dict[str, str] = {
     "monitor": "nbbench.results.monitor:MonitorResult",
     "doctor": "nbbench.results.doctor:DoctorResult",
     "env": "nbbench.results.env:EnvResult",
+    "vs": "nbbench.results.interleave:InterleaveResult",
 }
 #: kinds registered at run time with :func:`register` (user code, tests)
 _REGISTRY: dict[str, type["Result"]] = {}
@@ -146,6 +147,9 @@ class Result(ResultView):
     advice: list[dict] = field(default_factory=list)
     #: what the result's checks found (:data:`VERDICTS`), None without checks; ``status`` says whether it ran
     verdict: str | None = None
+    #: each run's own metrics when the probe ran several times (``--repeat N``:
+    #: :func:`nbbench.results.runs.merge`; ``metrics`` then holds their medians); empty: one run
+    runs: list[dict] = field(default_factory=list)
 
     KIND: ClassVar[str] = "result"
     #: how this result's advice names a command, ``(name, args) -> text``: set by the front end
@@ -237,7 +241,16 @@ class Result(ResultView):
             "extra": copy.deepcopy(self.extra),
             "run_id": self.run_id,
             "advice": copy.deepcopy(self.advice),
+            # every run's metrics (one entry for a single run), and the printed headline line
+            "runs": copy.deepcopy(self.runs) if self.runs else [copy.deepcopy(self.metrics)],
+            "summary": self._summary_text(),
         }
+
+    def _summary_text(self) -> str | None:
+        try:
+            return self.summary()
+        except Exception:  # noqa: BLE001 - a result whose line cannot be worded is still kept
+            return None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], copy_data: bool = True) -> "Result":
@@ -262,6 +275,7 @@ class Result(ResultView):
             run_id=data.get("run_id"),
             advice=cp(list(data.get("advice") or [])),   # runs stored before advice existed: []
             verdict=data.get("verdict"),   # runs stored before verdicts existed: judged from their checks
+            runs=_runs_of(data, cp),
         )
 
     def to_json(self, **kw) -> str:
@@ -274,7 +288,10 @@ class Result(ResultView):
     def __eq__(self, other):
         if not isinstance(other, Result):
             return NotImplemented
-        return _canon(self.to_dict()) == _canon(other.to_dict())
+        mine, theirs = self.to_dict(), other.to_dict()
+        mine.pop("summary", None)   # words, drawn from the rest by each class's own rule
+        theirs.pop("summary", None)
+        return _canon(mine) == _canon(theirs)
 
     # ------------------------------------------------------------- tabular views
     def to_frame(self):
@@ -304,6 +321,12 @@ class Result(ResultView):
         if data and isinstance(data[0], dict):
             return pd.DataFrame.from_records(data)
         return pd.DataFrame({name: data})
+
+def _runs_of(data: dict[str, Any], cp) -> list[dict]:
+    """The runs a stored result kept: [] for one run (its metrics are ``metrics``)."""
+    runs = data.get("runs") or []
+    return cp(list(runs)) if len(runs) > 1 else []
+
 
 def _json_default(o):
     try:

@@ -77,5 +77,34 @@ class CheckpointResult(Result):
         return s
 
     def story(self) -> list[str]:
-        """The sentence under the figures (terminal, notebook, panel and report alike)."""
-        return [self.answer()]
+        """What the figures above it do not say, once: what was saved, how long each step took
+        and from which cache (the answer line has the rates; :meth:`answer` is the whole
+        sentence, rates included, for a caller that wants one)."""
+        m = self.metrics
+        if self.status == "failed" or m.get("write_bytes_per_s") is None:
+            return [self.answer()]
+        if "ranks" in self.labels and self.extra.get("answer"):
+            return []   # the ranked answer is said once by the view
+        size = m.get("file_bytes") or m.get("state_bytes")
+        what = f"{format_bytes(size, binary=True)} {self.params.get('model', '')} checkpoint".strip() if size \
+            else "checkpoint"
+
+        def took(k):
+            return f"{m[k]:.2f} s" if isinstance(m.get(k), (int, float)) else ""
+
+        bits = [f"torch.save fsync'd in {took('write_elapsed_s')}" if took("write_elapsed_s")
+                else "torch.save fsync'd"]
+        if m.get("read_bytes_per_s") is not None:
+            cold = self.labels.get("cache_read", "buffered-cold")
+            bits.append(f"torch.load {cold}" + (f" in {took('read_elapsed_s')}" if took("read_elapsed_s") else "")
+                        + (", then from the page cache" if m.get("read_warm_bytes_per_s") is not None else ""))
+        if m.get("dcp_read_bytes_per_s") is not None:
+            bits.append(f"DCP read {self.labels.get('cache_dcp_read', 'buffered-cold')}")
+        if m.get("load_mmap_first_tensor_s") is not None and m.get("load_mmap_all_s") is not None:
+            bits.append(f"torch.load(mmap=True) gave the first tensor in "
+                        f"{format_metric('load_mmap_first_tensor_s', m['load_mmap_first_tensor_s'])}, all in "
+                        f"{format_metric('load_mmap_all_s', m['load_mmap_all_s'])}")
+        s = f"The {what}: " + "; ".join(bits) + "."
+        if self.status == "interrupted":
+            s += f" Interrupted: {self.reason}."
+        return [s]

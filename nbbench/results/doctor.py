@@ -12,7 +12,10 @@ from .verdict import worst_verdict
 
 __all__ = ["DoctorResult", "Check", "CHECK_STATUSES"]
 
-CHECK_STATUSES = ("ok", "warn", "fail", "n/a")
+#: a check's status: ok, warn and fail are verdicts; ``info`` is a finding worth knowing that
+#: needs no action (a virtual disk's rotational flag, a kernel setting only the host can
+#: change) and counts as no warning; ``n/a``: the check could not look
+CHECK_STATUSES = ("ok", "warn", "fail", "info", "n/a")
 
 @dataclass
 class Check:
@@ -63,7 +66,7 @@ class Check:
 class DoctorResult(Result):
     """The doctor's findings: ``checks`` (a list of :class:`Check`), counts as metrics."""
 
-    SUMMARY = ("fail_count", "warn_count", "ok_count", "na_count")
+    SUMMARY = ("fail_count", "warn_count", "ok_count", "info_count", "na_count")
 
     @property
     def checks(self) -> list[Check]:
@@ -95,8 +98,9 @@ class DoctorResult(Result):
     def findings(self) -> dict[str, int]:
         """How many checks found each status: {"fail": 2, "warn": 4, "ok": 10, "n/a": 2}."""
         m = self.metrics
-        return {s: int(m.get(k) or 0) for s, k in (("fail", "fail_count"), ("warn", "warn_count"),
-                                                     ("ok", "ok_count"), ("n/a", "na_count"))}
+        found = {s: int(m.get(k) or 0) for s, k in (("fail", "fail_count"), ("warn", "warn_count"),
+                                                      ("ok", "ok_count"), ("info", "info_count"), ("n/a", "na_count"))}
+        return {s: n for s, n in found.items() if n or s != "info"}
 
     def answer_line(self) -> str:
         """What to fix first: '2 fail (gpu: torch build, gpu: driver) · 4 warn (open-file limit, …)',
@@ -113,33 +117,49 @@ class DoctorResult(Result):
         if parts:
             return SEP.join(parts)
         ok = sum(c.status == "ok" for c in checks)
-        na = len(checks) - ok
-        return f"all {ok} checks ok" + (f" ({na} n/a)" if na else "")
+        others = [f"{n} {s}" for s in ("info", "n/a") if (n := sum(c.status == s for c in checks))]
+        return f"all {ok} checks ok" + (f" ({', '.join(others)})" if others else "")
+
+    def rows(self) -> list[tuple[str, str, str, str]]:
+        """(status, check, evidence, fix) worst first, each said once: findings with the same
+        status and evidence are one row ("ssh password login, ssh root login"), and a fix the row
+        above already gives is not repeated."""
+        merged: list[list[str]] = []
+        for c in sorted(self.checks, key=lambda c: _ORDER[c.status]):
+            fix = c.fix_text(self.wording) if c.status in ("warn", "fail") else ""
+            if merged and merged[-1][0] == c.status and merged[-1][2] == c.evidence and merged[-1][3] == fix:
+                merged[-1][1] += f", {c.name}"
+                continue
+            merged.append([c.status, c.name, c.evidence, fix])
+        last = ""
+        for row in merged:
+            row[3], last = ("" if row[3] and row[3] == last else row[3]), (row[3] or last)
+        return [tuple(r) for r in merged]
 
     def sections(self) -> list[Section]:
         """The findings, worst first: status, check, evidence, fix (open)."""
-        checks = sorted(self.checks, key=lambda c: _ORDER[c.status])
-        rows = [[c.status, c.name, c.evidence, c.fix_text(self.wording) if c.status in ("warn", "fail") else ""]
-                for c in checks]
-        return [Section(f"findings ({_counts(self.findings())})", rows, head=["status", "check", "evidence", "fix"],
-                        folded=False, align="llll", marks=[_MARK[c.status] for c in checks], nowrap=2,
-                        css="nbbench-doctor-table", text=self._text_lines)]
+        rows = self.rows()
+        return [Section(f"findings ({_counts(self.findings())})", [list(r) for r in rows],
+                        head=["status", "check", "evidence", "fix"], folded=False, align="llll",
+                        marks=[_MARK[r[0]] for r in rows], nowrap=2, css="nbbench-doctor-table", text=self._text_lines)]
 
     def _text_lines(self, width: int) -> list[str]:
         """status, check, evidence, fix — wrapped to ``width``."""
         import textwrap
 
-        checks = self.checks
-        nw = max([len(c.name) for c in checks] + [5])
+        rows = self.rows()
+        nw = min(max([len(r[1]) for r in rows] + [5]), 24)
         lead = 6 + 2 + nw + 2
         body = max(30, width - lead)
         lines = []
-        for c in sorted(checks, key=lambda c: _ORDER[c.status]):
-            ev = textwrap.wrap(c.evidence, body) or [""]
-            lines.append(f"{c.status.upper():<6}  {c.name:<{nw}}  {ev[0]}")
-            lines += [" " * lead + e for e in ev[1:]]
-            fix = c.fix_text(self.wording)
-            if fix and c.status in ("warn", "fail"):
+        for status, name, evidence, fix in rows:
+            names = textwrap.wrap(name, nw) or [""]
+            ev = textwrap.wrap(evidence, body) or [""]
+            lines.append(f"{status.upper():<6}  {names[0]:<{nw}}  {ev[0]}")
+            for i in range(1, max(len(names), len(ev))):
+                lines.append((f"{'':<6}  {(names[i] if i < len(names) else ''):<{nw}}  "
+                              + (ev[i] if i < len(ev) else "")).rstrip())
+            if fix:
                 lines += [" " * lead + f for f in textwrap.wrap("fix: " + fix, body)]
         return lines
 
@@ -165,8 +185,8 @@ class DoctorResult(Result):
         return self.html()
 
 
-_ORDER = {"fail": 0, "warn": 1, "ok": 2, "n/a": 3}
-_MARK = {"fail": "fail", "warn": "warn", "ok": "ok", "n/a": "neutral"}
+_ORDER = {"fail": 0, "warn": 1, "info": 2, "ok": 3, "n/a": 4}
+_MARK = {"fail": "fail", "warn": "warn", "info": "neutral", "ok": "ok", "n/a": "neutral"}
 
 
 def _counts(found: dict[str, int]) -> str:

@@ -48,6 +48,20 @@ class GpuCheckResult(Result):
     def headline(self) -> str:
         return "gpu check"
 
+    def windows(self, key: str) -> list[float] | None:
+        """The benchmark's per-iteration rates of figure ``key`` (``matmul_bf16_flop_per_s`` from
+        ``samples["matmul_bf16_ms"]``: the figure's work over each timed iteration), for the
+        within-run spread; None for a figure without iterations."""
+        stem = key.replace("_flop_per_s", "").replace("_bytes_per_s", "")
+        times = self.samples.get(f"{stem}_ms")
+        value = self.metrics.get(key)
+        if not isinstance(times, list) or not times or not value:
+            return None
+        import statistics
+
+        work = value * statistics.median(times)   # the figure is the work over the median time
+        return [work / t for t in times if t and t > 0]
+
     def findings(self) -> dict[str, int] | None:
         found: dict[str, int] = {}
         for v in self.verdicts:
@@ -78,15 +92,23 @@ class GpuCheckResult(Result):
         return out
 
     def story(self) -> list[str]:
-        """Why CUDA is not usable, in full (the answer says it in short)."""
-        return [f"why: {self.reason}"] if not self.available and self.reason else []
+        """What to do about it: the rest of the reason after what the answer said ("fix: install
+        a CUDA build, e.g. pip install torch …"); nothing said twice."""
+        if self.available or not self.reason:
+            return []
+        said = first_clause(self.reason)
+        rest = self.reason[len(said):].lstrip(": ").strip()
+        return [f"fix: {rest}"] if rest else []
 
     def sections(self) -> list[Section]:
-        """The checks (open, each with its status), the devices, then every figure (folded)."""
+        """The checks (open, each with its status) but the one the answer already says, the
+        devices, then every figure (folded)."""
         out = []
-        if self.verdicts:
-            out.append(Section("checks", [[x["status"].upper(), x["check"], x["message"]] for x in self.verdicts],
-                               head=None, folded=False, align="lll", marks=[x["status"] for x in self.verdicts],
+        shown = [x for x in self.verdicts if self.available or x.get("message") != self.reason]
+        if shown:
+            title = "checks" if len(shown) == len(self.verdicts) else "other checks"
+            out.append(Section(title, [[x["status"].upper(), x["check"], x["message"]] for x in shown],
+                               head=None, folded=False, align="lll", marks=[x["status"] for x in shown],
                                css="nbbench-checks"))
         if self.devices:
             out.append(Section("devices", [[f"[{d.get('index')}]", device_line(d)] for d in self.devices],

@@ -17,11 +17,11 @@ import math
 import statistics
 
 from ..accelerators import AU_TARGET_PCT, get_accelerator, input_bound_band
-from ..units import format_metric, metric_label
+from ..units import format_many, format_metric, metric_label
 from .base import Result, register
 from .present import SEP, Section
 
-__all__ = ["LoaderResult", "SweepResult", "FeedResult", "loader_figures"]
+__all__ = ["LoaderResult", "SweepResult", "FeedResult", "loader_figures", "feeds_phrase", "CPU_HELP", "STORAGE_HELP"]
 
 #: what :func:`loader_figures` derives; a recomputation replaces all of them
 DERIVED_METRICS = ("epochs_count", "measured_s", "steps_count", "samples_count", "samples_per_s", "batches_per_s",
@@ -110,6 +110,7 @@ class LoaderResult(Result):
     """One loader benchmark: per-step data wait and compute, AU, throughput."""
 
     SUMMARY = ("samples_per_s", "au_pct", "data_wait_pct", "gpu_util_mean_pct")
+    INLINE_SPREAD = False
 
     def headline(self) -> str:
         lb = self.labels
@@ -167,7 +168,11 @@ class LoaderResult(Result):
         if self.status == "failed":
             return f"The loader benchmark failed: {self.reason}"
         rate = m.get("samples_per_s")
-        s = f"The loader delivered {format_metric('samples_per_s', rate)}"
+        need = m.get("needed_samples_per_s")
+        # one prefix in one sentence: "0.494 ksamples/s … needs 1.61 ksamples/s", never "494 samples/s … 1.61 k"
+        rate_text, need_text = format_many([rate, need], "samples/s") if need else (
+            format_metric("samples_per_s", rate), "")
+        s = f"The loader delivered {rate_text}"
         au = m.get("au_pct")
         if au is not None:
             line = self.params.get("au_target_pct", AU_TARGET_PCT)
@@ -176,14 +181,13 @@ class LoaderResult(Result):
                   f"{self.labels.get('input_bound')}")
         else:
             s += " with no compute step (the input pipeline's ceiling)"
-        need = m.get("needed_samples_per_s")
         if need:
             acc = self.labels.get("accelerator")
             if au is None and rate:
                 n = get_accelerator(acc).how_many(rate)
-                s += f"; {acc} needs {format_metric('samples_per_s', need)} at AU 90 %: this feeds {n}"
+                s += f"; {acc} needs {need_text} at AU 90 %: this feeds {n or 'none'}"
             else:
-                s += f"; {acc} needs {format_metric('samples_per_s', need)} at AU 90 %"
+                s += f"; {acc} needs {need_text} at AU 90 %"
         return s + "."
 
     def metric_name(self, key: str) -> str:
@@ -191,27 +195,56 @@ class LoaderResult(Result):
         return _accelerator_names(self).get(key) or super().metric_name(key)
 
     def answer_line(self) -> str:
-        """'1.65 ksamples/s at AU 42.1 % (below the 90 % line) · 57.0 % data wait: highly input-bound',
-        or without a step: '208 samples/s · the input pipeline's ceiling (no compute step) · feeds 0 × h100-resnet50'."""
+        """'1.65 ksamples/s at AU 42.1 % (below 90 %) · 57.0 % data wait: highly input-bound',
+        or without a step: '208 samples/s, the input pipeline's ceiling (no compute step) · feeds no h100-resnet50'."""
         m = self.metrics
         rate = format_metric("samples_per_s", m.get("samples_per_s"))
         au = m.get("au_pct")
         if au is not None:
             line = self.params.get("au_target_pct", AU_TARGET_PCT)
-            out = [f"{rate} at AU {format_metric('au_pct', au)} ({'meets' if au >= line else 'below'} the "
-                   f"{line:g} % line)"]
+            out = [f"{rate} at AU {format_metric('au_pct', au)} ({'meets' if au >= line else 'below'} {line:g} %)"]
             wait = m.get("data_wait_pct")
             if wait is not None:
                 out.append(f"{format_metric('data_wait_pct', wait)} data wait: {self.labels.get('input_bound')}")
             return SEP.join(out)
-        out = [rate, "the input pipeline's ceiling (no compute step)"]
+        out = [f"{rate}, the input pipeline's ceiling (no compute step)"]
         acc, need = self.labels.get("accelerator"), m.get("needed_samples_per_s")
         if acc and need and m.get("samples_per_s"):
-            out.append(f"feeds {get_accelerator(acc).how_many(m['samples_per_s'])} × {acc}")
+            out.append(feeds_phrase(get_accelerator(acc).how_many(m["samples_per_s"]), acc))
         return SEP.join(out)
 
     def story(self) -> list[str]:
-        return [self.sentence()]
+        """What the answer line does not say: the rate the accelerator needs (the answer has the
+        rate, the AU and the wait; :meth:`sentence` says it all in one sentence)."""
+        if self.status == "failed":
+            return [self.sentence()]
+        need, acc = self.metrics.get("needed_samples_per_s"), self.labels.get("accelerator")
+        if not need or not acc:
+            return []
+        line = self.params.get("au_target_pct", AU_TARGET_PCT)
+        if self.metrics.get("au_pct") is not None:
+            return [f"One {acc} needs {format_metric('samples_per_s', need)} to stay above that line."]
+        return [f"One {acc} needs {format_metric('samples_per_s', need)} for AU ≥ {line:g} %."]
+
+
+def feeds_phrase(n: int | None, acc: str) -> str:
+    """'feeds 3 × h100-resnet50', 'feeds no h100-resnet50' (never 'feeds 0 ×')."""
+    if n is None:
+        return f"feeds ? × {acc}"
+    return f"feeds no {acc}" if n == 0 else f"feeds {n} × {acc}"
+
+
+#: what helps when CPU preparation limits a feed, and when storage fetch does
+CPU_HELP = "more CPU cores / workers or cheaper decoding (smaller or pre-resized images, DALI on the GPU)"
+STORAGE_HELP = "faster storage or caching the dataset in memory"
+#: the feed's "why / fix" line by what limits it (``labels["limiter_basis"]``)
+FEED_WHY = {
+    "warm short": f"even from memory (warm cache) preparation falls short: {CPU_HELP} help; faster storage or "
+                  "caching does not, until preparation keeps up",
+    "cold short": f"from memory (warm cache) it would keep up: {STORAGE_HELP} helps more than CPUs",
+    "storage ceiling": f"from memory (warm cache) it would feed more: {STORAGE_HELP} helps more than CPUs",
+    "CPU ceiling": f"reading from storage costs little: {CPU_HELP} help feed more",
+}
 
 
 @register("sweep")
@@ -219,6 +252,7 @@ class SweepResult(Result):
     """A DataLoader settings sweep: one row per configuration, and a recommendation."""
 
     SUMMARY = ("best_samples_per_s", "recommended_samples_per_s", "configs_count", "failed_count")
+    INLINE_SPREAD = False
 
     def headline(self) -> str:
         return f"sweep {self.labels.get('dataset', '')}".strip()
@@ -295,7 +329,9 @@ class SweepResult(Result):
         return SEP.join([f"use {settings}"] + figs)
 
     def story(self) -> list[str]:
-        return [x for x in (self.recommendation, f"note: {self.note}" if self.note else "") if x]
+        """Why this configuration (the answer line names it and its rate), and a note."""
+        first = self.extra.get("why") or self.recommendation
+        return [x for x in (first, f"note: {self.note}" if self.note else "") if x]
 
     def sections(self) -> list[Section]:
         """Every configuration (open) with the throughput plot under it in HTML, then every
@@ -324,6 +360,7 @@ class FeedResult(Result):
     """Storage + CPU against accelerators' appetite: how many can be fed at AU >= 90 %."""
 
     SUMMARY = ("accelerators_fed_count", "cold_samples_per_s", "warm_samples_per_s", "needed_samples_per_s")
+    INLINE_SPREAD = False
 
     def headline(self) -> str:
         return f"feed {self.params.get('path', '')} → {self.labels.get('accelerator', '')}".strip()
@@ -350,21 +387,27 @@ class FeedResult(Result):
         return own.get(key) or super().metric_name(key)
 
     def answer_line(self) -> str:
-        """'feeds 3 × h100-resnet50 · storage fetch limits it · 5.20 ksamples/s from storage ·
-        1.61 ksamples/s needed per h100-resnet50'."""
+        """'feeds 3 × h100-resnet50 · storage fetch limits it', 'feeds no h100-resnet50 (one would
+        run at AU 3.06 %) · CPU preparation limits it' (the rates are the table under it)."""
         m, acc = self.metrics, self.labels.get("accelerator") or "accelerator"
         n = m.get("accelerators_fed_count")
-        out = [f"feeds {n if n is not None else '?'} × {acc}"]
+        head = feeds_phrase(n, acc)
+        if n == 0 and m.get("au_one_accelerator_pct") is not None:
+            head += f" (one would run at AU {format_metric('au_pct', m['au_one_accelerator_pct'])})"
+        out = [head]
         if self.limiter:
             out.append(f"{self.limiter} limits it")
-        if m.get("cold_samples_per_s") is not None:
+        elif m.get("cold_samples_per_s") is not None:
             out.append(f"{format_metric('samples_per_s', m['cold_samples_per_s'])} from storage")
-        if m.get("needed_samples_per_s") is not None:
-            out.append(f"{format_metric('samples_per_s', m['needed_samples_per_s'])} needed per {acc}")
         return SEP.join(out)
 
     def story(self) -> list[str]:
-        return [self.answer] if self.answer else []
+        """The one "why / fix" line that follows what limits it (the figures are in the answer
+        and the rates table; :attr:`answer` keeps the whole sentence)."""
+        why = FEED_WHY.get(self.labels.get("limiter_basis") or "")
+        if why:
+            return [f"why: {why}."]
+        return [self.answer] if self.answer else []   # a run stored before the basis was kept
 
     def sections(self) -> list[Section]:
         """Cold and warm rates against the need (open), then every accelerator of the same

@@ -2,10 +2,78 @@
 
 from __future__ import annotations
 
+from ..units import format_sig
 from .base import Result, register
-from .series import FieldStats, window
+from .present import SEP
+from .series import IDLE_THRESHOLD_PCT, FieldStats, window
 
-__all__ = ["MonitorResult"]
+__all__ = ["MonitorResult", "monitor_verdict", "net_quiet", "NET_QUIET_BYTES", "NET_QUIET_BYTES_PER_S"]
+
+#: less network traffic than this over a run is "no network traffic" (ARP, a heartbeat) …
+NET_QUIET_BYTES = 64 * 1024
+#: … and so is a network whose rate never reached this (the live plot's rule too)
+NET_QUIET_BYTES_PER_S = 10e3
+
+
+def net_quiet(m: dict) -> bool:
+    """No network traffic worth a plot or a figure: under :data:`NET_QUIET_BYTES_PER_S` at its
+    peak (where the peaks were kept), else under :data:`NET_QUIET_BYTES` in all."""
+    peaks = [m.get("net_rx_peak_bytes_per_s"), m.get("net_tx_peak_bytes_per_s")]
+    if any(isinstance(p, (int, float)) for p in peaks):
+        return max(p or 0 for p in peaks) < NET_QUIET_BYTES_PER_S
+    return (m.get("net_rx_bytes") or 0) + (m.get("net_tx_bytes") or 0) < NET_QUIET_BYTES
+#: rates that make a run "waiting on storage" / "on the network" when its CPU is not busy
+STORAGE_BUSY_BYTES_PER_S = 20e6
+NET_BUSY_BYTES_PER_S = 10e6
+#: cores busy for "CPU-bound", the GPU util mean for "GPU busy"
+CPU_BOUND_CORES = 0.8
+GPU_BUSY_PCT = 50.0
+
+
+def _short(note: str) -> str:
+    """A note's first clause ('NVML unavailable')."""
+    return note.split(":", 1)[0].strip()
+
+
+def monitor_verdict(m: dict, labels: dict | None = None) -> str:
+    """One verdict on a monitored tree from the figures its answer shows: "GPU busy",
+    "waiting on storage", "waiting on the network", "CPU-bound (2 cores)", "idle", else
+    "partly busy"; ", GPU idle" after it when a GPU was there and stayed idle.
+
+    ``m``: a monitor result's metrics — the tree's CPU seconds (``proc_cpu_s``) over the wall
+    time (cores), its reads from storage (``proc_read_bytes``), the machine's iowait, the
+    network's bytes, the GPUs' kernel-active mean."""
+    wall = m.get("wall_s") or 0.0
+    cpu_s = m.get("proc_cpu_s")
+    cores = cpu_s / wall if wall and isinstance(cpu_s, (int, float)) else None
+    if cores is None and m.get("cpu_mean_pct") is not None and (labels or {}).get("cpus_logical"):
+        cores = m["cpu_mean_pct"] / 100.0 * float(labels["cpus_logical"])
+    gpu = m.get("gpu_util_mean_pct") if m.get("gpu_count") else None
+    storage_rate = (m.get("proc_read_bytes") or 0) / wall if wall else 0.0
+    net_rate = ((m.get("net_rx_bytes") or 0) + (m.get("net_tx_bytes") or 0)) / wall if wall else 0.0
+    cpu_busy = cores is not None and cores >= CPU_BOUND_CORES
+    if gpu is not None and gpu >= GPU_BUSY_PCT:
+        return "GPU busy"
+    full = (m.get("cpu_mean_pct") or 0) >= 90 and labels is not None and cores is not None \
+        and cores < 0.9 * float(labels.get("cpus_logical") or 1)
+    if not cpu_busy and full:   # others hold the CPUs: the tree waits for a turn, whatever it needs
+        verdict = "waiting for CPU (the machine's CPUs are full)"
+    elif not cpu_busy and (storage_rate >= STORAGE_BUSY_BYTES_PER_S or (m.get("cpu_iowait_mean_pct") or 0) >= 20):
+        verdict = "waiting on storage"
+    elif not cpu_busy and net_rate >= NET_BUSY_BYTES_PER_S:
+        verdict = "waiting on the network"
+    elif cpu_busy:
+        n = max(1, round(cores))
+        verdict = f"CPU-bound ({n} core{'s' if n != 1 else ''})"
+    elif cores is not None and cores < 0.1 and storage_rate < 1e6 and net_rate < 1e6:
+        verdict = "idle"
+    elif cores is None and gpu is None:
+        return ""   # nothing of the tree's own was measured: no verdict
+    else:
+        verdict = "partly busy"
+    if gpu is not None and gpu < IDLE_THRESHOLD_PCT and verdict != "idle":
+        verdict += ", GPU idle"
+    return verdict
 
 @register("monitor")
 class MonitorResult(Result):
@@ -101,16 +169,87 @@ class MonitorResult(Result):
         return buf.getvalue()
 
     # ------------------------------------------------------------- display
+    def cores(self) -> float | None:
+        """The monitored tree's CPU use in cores: its CPU seconds over the wall time."""
+        cpu, wall = self.metrics.get("proc_cpu_s"), self.metrics.get("wall_s")
+        return cpu / wall if isinstance(cpu, (int, float)) and wall else None
+
+    def verdict_words(self) -> str:
+        """One verdict on what the monitored tree was doing, from the figures the answer shows
+        (:func:`monitor_verdict`)."""
+        return monitor_verdict(self.metrics, self.labels)
+
     def answer_line(self) -> str:
-        """What the run used, the figures first: '12.0 s wall time · 87.0 % GPU util mean · …'
-        (figures that could not be read are left out: the notes say why)."""
-        text = super().answer_line()
+        """What the monitored cell / command / process tree used, the figures first, then one
+        verdict: '0.98 cores CPU · 1.76 MB read() (0 B from storage) · 2.17 s · CPU-bound (1 core)'.
+        The machine's own figures are the line under it (:meth:`story`)."""
+        from ..units import format_bytes, format_metric
+
+        m = self.metrics
+        out = []
+        cores = self.cores()
+        if cores is not None:
+            out.append(f"{format_sig(cores)} cores CPU")
+        rsys, rdisk = m.get("proc_read_syscall_bytes"), m.get("proc_read_bytes")
+        if rsys is not None:
+            out.append(f"{format_bytes(rsys)} read()" + (f" ({format_bytes(rdisk)} from storage)"
+                                                        if rdisk is not None else ""))
+        if m.get("gpu_count") and m.get("gpu_util_mean_pct") is not None:
+            out.append(f"GPU {format_metric('gpu_util_mean_pct', m['gpu_util_mean_pct'])} busy")
+        if m.get("wall_s") is not None:
+            out.append(format_metric("wall_s", m["wall_s"]))
+        if not out:
+            return super().answer_line()
+        text = SEP.join(out + [v for v in [self.verdict_words()] if v])
         code = self.exit_code
         return text + (f" · exit code {code}" if code not in (None, 0) else "")
 
+    def machine_line(self) -> str:
+        """The machine's figures, labelled as the machine's: all CPUs, the device's total reads
+        and writes (every process's), the network — in one prefix per pair."""
+        from ..units import format_many
+
+        m, parts = self.metrics, []
+        n = self.labels.get("cpus_logical")
+        if m.get("cpu_mean_pct") is not None:
+            parts.append(f"{format_sig(m['cpu_mean_pct'])} % of its {n} CPUs" if n else
+                         f"{format_sig(m['cpu_mean_pct'])} % CPU")
+        dr, dw = m.get("disk_read_bytes"), m.get("disk_write_bytes")
+        if dr is not None or dw is not None:
+            r, w = format_many([dr, dw], "B")
+            parts.append(f"device {self.labels.get('disk_device') or 'disk'} {r} read, {w} written (every process)")
+        if m.get("cpu_iowait_mean_pct"):
+            parts.append(f"{format_sig(m['cpu_iowait_mean_pct'])} % iowait")
+        rx, tx = m.get("net_rx_bytes"), m.get("net_tx_bytes")
+        if (rx is not None or tx is not None) and not net_quiet(m):
+            a, b = format_many([rx, tx], "B")
+            parts.append(f"network {a} in, {b} out")
+        return ("the machine: " + SEP.join(parts)) if parts else ""
+
+    def quiet_line(self) -> str:
+        """What stayed idle, in one line instead of an empty plot: 'no network traffic · no GPU'."""
+        m, out = self.metrics, []
+        if m.get("net_rx_bytes") is not None and net_quiet(m):
+            out.append("no network traffic")
+        if not m.get("gpu_count"):
+            na = next((v for k, v in self.na.items() if k.startswith("gpu")), "")
+            out.append("no GPU" + (f" ({_short(na)})" if na else ""))
+        elif m.get("gpu_util_peak_pct") is not None and m["gpu_util_peak_pct"] < IDLE_THRESHOLD_PCT:
+            out.append("GPUs idle throughout")
+        return SEP.join(out)
+
+    def _said_notes(self) -> list[str]:
+        """Notes the idle line already says in short ("no GPU (NVML unavailable)")."""
+        quiet = self.quiet_line()
+        return [n for n in self.notes if "GPU" in n and any(_short(v) in quiet for k, v in self.na.items()
+                                                              if k.startswith("gpu"))]
+
     def story(self) -> list[str]:
-        """The notes: what was N/A and why, how figures were taken."""
-        return [f"note: {n}" for n in self.notes]
+        """The machine's figures, what stayed idle, the notes not already said (those said in
+        short are folded whole)."""
+        quiet, said = self.quiet_line(), self._said_notes()
+        lines = [x for x in (self.machine_line(), f"idle: {quiet}" if quiet else "") if x]
+        return lines + [f"note: {n}" for n in self.notes if n not in said]
 
     def procs_lines(self, n: int = 8) -> list[str]:
         """The per-process table as text lines (the ``n`` biggest readers), like iotop's."""
@@ -139,11 +278,13 @@ class MonitorResult(Result):
         """The per-process table (open: which process read and ran most), then the defaults."""
         from .present import Section
 
+        said = self._said_notes()
+        notes = [Section("notes", [[n] for n in said], align="l")] if said else []
         rows = self._procs_rows()
         if not rows:
-            return super().sections()
+            return notes + super().sections()
         head, body, more = rows
         table = Section("processes (the biggest readers first; read = from storage, read() = read calls)", body,
                         head=head, folded=False, align="rllrrrrrr",
                         note=f"… {more} more in res.procs_frame()" if more else "")
-        return [table] + super().sections()
+        return [table] + notes + super().sections()

@@ -21,14 +21,15 @@ __all__ = ["S3Result", "knee_sentence"]
 
 
 def knee_sentence(m: dict, rows: list[dict]) -> str | None:
-    """'32 streams reach 2.10 GB/s; 16 streams reach within 5 % of that', or None without a sweep."""
+    """'32 streams reach the sweep's best; 16 streams reach within 5 % of it', or None without a
+    sweep (the figures are the sweep's table: said once)."""
     if not rows or m.get("sweep_best_bytes_per_s") is None:
         return None
     best, k = m.get("sweep_best_streams_count"), m.get("knee_streams_count")
-    s = f"{best} streams reach {format_metric('get_bytes_per_s', m['sweep_best_bytes_per_s'])}"
+    s = f"{best} streams reach the sweep's best"
     last = rows[-1]["streams"]
     if k is not None and k < last:
-        s += f"; {k} stream{'s' if k != 1 else ''} reach within 5 % of that"
+        s += f"; {k} stream{'s' if k != 1 else ''} reach within 5 % of it"
     elif k == last:
         s += f"; still rising at {last} streams (try --max-streams {last * 2})"
     return s
@@ -39,6 +40,7 @@ class S3Result(Result):
     """GET throughput, TTFB and latency from an S3 bucket, with the concurrency sweep."""
 
     SUMMARY = ("get_bytes_per_s", "requests_per_s", "ttfb_p50_ns", "ttfb_p99_ns")
+    INLINE_SPREAD = False   # its answer is worded by itself: the spread is named after it
     QUALIFIERS = ("endpoint", "region")
     TAGS = ("endpoint",)
 

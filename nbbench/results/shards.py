@@ -97,5 +97,21 @@ class ShardsResult(Result):
         return s
 
     def story(self) -> list[str]:
-        """The sentence under the figures (terminal, notebook, panel and report alike)."""
-        return [self.answer()]
+        """What the answer line's figures do not say, once: what was read, from which cache,
+        the warm samples/s and the slow first bytes (:meth:`answer` is the whole sentence)."""
+        m, p = self.metrics, self.params
+        if self.status == "failed" or m.get("read_bytes_per_s") is None:
+            return [self.answer()]
+        if "ranks" in self.labels and self.extra.get("answer"):
+            return []   # the ranked answer is said once by the view
+        s = f"{m.get('streams_count')} parallel streams read {shards_what(m, self.labels)} ({self.labels.get('cache')})"
+        if m.get("read_warm_bytes_per_s") is not None:
+            s += ", then again from the page cache" + samples_phrase(m, "warm_samples_per_s", " ({})")
+        if m.get("ttfb_p99_ns") is not None:
+            s += f"; first byte of a shard p99 {format_metric('ttfb_p99_ns', m['ttfb_p99_ns'])}"
+        if p.get("bs"):
+            s += f"; {format_bytes(p['bs'], binary=True)} reads"
+        s += "."
+        if self.status == "interrupted":
+            s += f" Interrupted: {self.reason}."
+        return [s]

@@ -48,16 +48,23 @@ def _block(n) -> str:
         return f"{self.kind} {self.params.get('path', '')}".strip()
 
 
-def percentiles_frame(runs, unit: str = "µs"):
+def percentiles_frame(runs, unit: str | None = None):
     """Latency percentiles side by side, as people read them: one row per run, columns
-    ``p1`` … ``p99.99``, values in ``unit`` (ns, µs, ms or s), the columns' name saying so
-    ("latency [µs]").  ``runs``: a dict ``{name: result}``, a list of results, or one result."""
+    ``p1`` … ``p99.99``, values in ``unit`` (ns, µs, ms or s; None: the one unit the largest
+    value needs, as :func:`nbbench.units.format_many` picks it — "1.56 … 55.8" ms, never
+    "1560.0 … 55800.0" µs), the columns' name saying so ("latency [ms]").  ``runs``: a dict
+    ``{name: result}``, a list of results, or one result."""
     import pandas as pd
 
-    scale = {"ns": 1.0, "µs": 1e3, "us": 1e3, "ms": 1e6, "s": 1e9}[unit]
     if isinstance(runs, Result):
         runs = [runs]
     items = runs.items() if isinstance(runs, dict) else [(r.headline(), r) for r in runs]
+    if unit is None:
+        from ..units import format_many
+
+        every = [r.metrics.get(percentile_key(p)) for _, r in items for p in PERCENTILES]
+        unit = format_many([max([v for v in every if v is not None] or [0]) * 1e-9], "s")[0].split(" ")[-1]
+    scale = {"ns": 1.0, "µs": 1e3, "us": 1e3, "ms": 1e6, "s": 1e9}[unit]
     cols = [percentile_name(p) for p in PERCENTILES]
     data = {}
     for name, r in items:
@@ -102,8 +109,9 @@ class IoJobResult(_StorageMixin, Result):
         :meth:`percentiles_frame`."""
         return {p: self.metrics.get(percentile_key(p)) for p in PERCENTILES}
 
-    def percentiles_frame(self, unit: str = "µs"):
-        """The percentiles as a one-row DataFrame: columns p1 … p99.99, in ``unit`` ("latency [µs]")."""
+    def percentiles_frame(self, unit: str | None = None):
+        """The percentiles as a one-row DataFrame: columns p1 … p99.99, in ``unit`` (None: one
+        fitting unit, "latency [ms]")."""
         return percentiles_frame([self], unit)
 
     def histogram(self) -> LatencyHistogram | None:
@@ -136,6 +144,7 @@ class DiskPresetResult(_StorageMixin, Result):
     """A preset table (CrystalDiskMark-like).  ``rows`` are the sub-results."""
 
     SUMMARY = None
+    INLINE_SPREAD = False
 
     def summary_metrics(self) -> list[str]:
         keys = [k for k in self.metrics if k.endswith("_bytes_per_s")][:2]

@@ -27,11 +27,15 @@ from __future__ import annotations
 import datetime as _dt
 from typing import ClassVar
 
-from ..units import format_metric, metric_label, metric_phrase, percentile_name
+from ..units import format_many, format_metric, metric_label, metric_phrase, percentile_name
 from . import advice as _advice
 from .present import ANSWER_SEP, SEP, Presentation, Rendered, Section, fit_summary, render_html, render_text, tone_of
 
 __all__ = ["ResultView"]
+
+
+def _secs(ns):
+    return None if ns is None else ns * 1e-9
 
 
 def _known(v) -> bool:
@@ -51,6 +55,22 @@ class ResultView:
     TAGS: ClassVar[tuple[str, ...]] = ("engine", "cache", "mode")
     #: what :meth:`findings` counts, as a count line names it ("its checks: 2 fail, 4 warn")
     FINDINGS: ClassVar[str] = "checks"
+    #: the answer line names its figures with :meth:`phrase`, so each carries its own ± there;
+    #: False for a kind that words its answer itself: the spread is then named after it
+    INLINE_SPREAD: ClassVar[bool] = True
+
+    def spread(self) -> dict | None:
+        """How far the headline figures spread (``extra["spread"]``, :func:`nbbench.results.runs.spread_of`):
+        over the runs of ``--repeat N``, or the windows of one run; None when not known."""
+        sp = self.extra.get("spread")
+        return sp if isinstance(sp, dict) and (sp.get("figures") or sp.get("headline")) else None
+
+    def _pm(self, key: str) -> str:
+        from .runs import pm_text
+
+        sp = self.spread()
+        fig = (sp or {}).get("figures", {}).get(key)
+        return pm_text(fig.get("pm")) if fig else ""
 
     def summary_metrics(self) -> list[str]:
         """The metrics the default answer names (:attr:`SUMMARY`, else the first four figures)."""
@@ -71,7 +91,21 @@ class ResultView:
     def phrase(self, key: str) -> str:
         """One metric as people read it, the figure first: '2.01 GB/s read', '74.8 kIOPS'."""
         own = self.metric_name(key)
-        return metric_phrase(key, self.metrics.get(key), None if own == metric_label(key) else own)
+        text = metric_phrase(key, self.metrics.get(key), None if own == metric_label(key) else own)
+        pm = self._pm(key) if self.INLINE_SPREAD else ""
+        return f"{text} {pm}" if pm else text
+
+    def spread_note(self) -> str:
+        """What the headline's ± is, after the answer: '(min…max of 5 runs)'; for a kind that words
+        its answer itself, the figures too: '(samples/s ± 3 %, min…max of 5 runs)'; '' without spread."""
+        from .runs import spread_clause
+
+        sp = self.spread()
+        clause = spread_clause(sp)
+        if not clause or self.INLINE_SPREAD or not sp.get("figures"):
+            return clause
+        figs = [f"{self.metric_name(k)} {self._pm(k)}" for k in sp["figures"]]
+        return f"({', '.join(figs)}: {clause[1:-1]})"
 
     def answer_line(self) -> str:
         """The answer in one line, with units — what a person reads first.  Override it in a
@@ -89,6 +123,8 @@ class ResultView:
         if self.status == "failed":
             return f"FAILED: {self.reason or self.answer_line()}"
         text = self.answer_line()
+        note = self.spread_note() if text not in ("no figures", "") else ""
+        text = f"{text} {note}" if note else text
         return f"{text} (INTERRUPTED)" if self.status == "interrupted" else text
 
     def qualifiers(self) -> list[tuple[str, str]]:
@@ -120,10 +156,11 @@ class ResultView:
         figs = [[self.metric_name(k), format_metric(k, v)] for k, v in self.metrics.items() if k not in pkeys]
         out = []
         if figs:
-            out.append(Section(f"all {len(figs)} figures" if len(figs) > 1 else "its figure", figs,
+            out.append(Section(f"all {len(figs)} metrics" if len(figs) > 1 else "its metric", figs,
                                css="nbbench-metrics"))
-        cells = [f"{percentile_name(p)} {format_metric('x_ns', self.metrics[percentile_key(p)])}"
-                 for p in PERCENTILES if percentile_key(p) in self.metrics]
+        have = [p for p in PERCENTILES if percentile_key(p) in self.metrics]
+        figs = format_many([_secs(self.metrics[percentile_key(p)]) for p in have], "s")   # one unit for the row
+        cells = [f"{percentile_name(p)} {f}" for p, f in zip(have, figs)]
         if cells:
             out.append(Section("latency percentiles", [cells[i:i + 6] for i in range(0, len(cells), 6)],
                                align="l", sep=SEP, css="nbbench-percentiles"))
@@ -137,7 +174,8 @@ class ResultView:
         when = _dt.datetime.fromtimestamp(self.started_at).isoformat(timespec="seconds")
         bits = [f"run {self.run_id}" if self.run_id is not None else "", when,
                 f"env {self.env_id[:12]}" if self.env_id else "",
-                format_metric("x_s", self.duration_s) if self.duration_s is not None else ""]
+                format_metric("x_s", self.duration_s) if self.duration_s is not None
+                and format_metric("x_s", self.duration_s) not in self.lead() else ""]   # said once
         return SEP.join(b for b in bits if b)
 
     def present(self) -> Presentation:
@@ -152,6 +190,9 @@ class ResultView:
         hosts = self.hosts_section()
         if hosts is not None:
             sections = [hosts] + sections
+        runs = self.runs_section()
+        if runs is not None:
+            sections = sections + [runs]
         return Presentation(
             answer=self.lead(), tone=self.tone(), subject=self.headline(), qualifiers=self.qualifiers(),
             status=status, verdict=self.verdict, story=story, warnings=self.warnings_shown(),
@@ -170,6 +211,19 @@ class ResultView:
                 + [format_metric("cpu_util_pct", r.get("cpu_util_pct")),
                    format_metric("disk_busy_pct", r.get("disk_busy_pct"))] for r in rows]
         return Section("per host", body, head=head, folded=False, css="nbbench-hosts")
+
+    def runs_section(self) -> Section | None:
+        """The runs of ``--repeat N`` (folded): each run's headline figures; None for one run."""
+        runs = getattr(self, "runs", None) or []
+        if len(runs) < 2:
+            return None
+        from .runs import headline_keys
+
+        keys = headline_keys(self)
+        head = ["run"] + [self.metric_name(k) for k in keys]
+        body = [[str(i + 1)] + [format_metric(k, r.get(k)) for k in keys] for i, r in enumerate(runs)]
+        body.append(["median"] + [format_metric(k, self.metrics.get(k)) for k in keys])
+        return Section(f"{len(runs)} runs", body, head=head, css="nbbench-runs")
 
     def summary(self, width: int | None = None) -> str:
         """One line, the answer first: '392 MB/s read · 69.7 MB/s write — dd /data/x [builtin, direct]

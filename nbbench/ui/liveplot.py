@@ -272,6 +272,9 @@ class LivePlot:
         self.timeline.fit = True  # the final frame fits the data
         if not final:
             return None
+        from ..plots.panel import fold_quiet
+
+        fold_quiet(self.timeline)   # an idle panel (no network traffic) is a few words, not an empty plot
         self.note = self.timeline.no_plot_text()
         if self.note is not None:   # no empty axes or lone dot left behind: the sentence instead
             self._push_note(self.note)

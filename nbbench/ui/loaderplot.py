@@ -17,7 +17,18 @@ from __future__ import annotations
 
 import time
 
-__all__ = ["LoaderPlot"]
+__all__ = ["LoaderPlot", "warmup_note"]
+
+
+def warmup_note(metrics: dict) -> str:
+    """Why the throughput plot starts late: 'no throughput for the first 1.75 s: worker start-up
+    and warm-up steps are not measured' ('' under half a second)."""
+    from ..units import format_metric
+
+    skip = (metrics.get("startup_s") or 0) + (metrics.get("warmup_s") or 0)
+    if skip < 0.5:
+        return ""
+    return f"no throughput for the first {format_metric('x_s', skip)}: worker start-up and warm-up are not measured"
 
 
 class LoaderPlot:
@@ -112,5 +123,10 @@ class LoaderPlot:
                 self.samples_last = result.metrics["samples_per_s"]
             if result.metrics.get("needed_samples_per_s"):
                 self.set_need(result.metrics["needed_samples_per_s"], result.labels.get("accelerator"))
+            note = warmup_note(result.metrics)
+            if note:   # the plot's empty start, said where it shows
+                tl = self.plot.timeline
+                tl.subtitle = "; ".join(x for x in (tl.subtitle, note) if x)
+                tl.dirty = True
         self.stop()
         return self.plot.close()

@@ -1,4 +1,4 @@
-"""The panel's tabs: GPU · Storage · DataLoader · Monitor · History.
+"""The panel's tabs: GPU · Storage · DataLoader · Object storage · Monitor · History.
 
 Layer: front end (part of :mod:`nbbench.panel`).  A tab turns its widgets into a
 subcommand line that :func:`nbbench.commands.parse` checks, exactly as ``%iobench``
@@ -15,6 +15,7 @@ def TAB_CLASSES():
     from .history import HistoryTab
     from .loader import LoaderTab
     from .monitor import MonitorTab
+    from .objects import ObjectsTab
     from .storage import StorageTab
 
-    return [GpuTab, StorageTab, LoaderTab, MonitorTab, HistoryTab]
+    return [GpuTab, StorageTab, LoaderTab, ObjectsTab, MonitorTab, HistoryTab]

@@ -19,7 +19,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..runner import Job
 
 __all__ = ["Tab", "command_defaults", "size_text", "unavailable_reason", "need_path", "ranks_field", "ranks_opts",
-           "COMMON_FIELDS", "show", "FIT"]
+           "repeat_field", "repeat_opts",
+           "COMMON_FIELDS", "show", "FIT", "command_options", "option_field", "option_fields", "options_argv"]
 
 #: a layout width that fits the widget's whole text (its description and its longest option)
 FIT = "max-content"
@@ -67,7 +68,7 @@ class Tab:
 
 
 #: the flags of the panel's own fields (the controls row) and the ranks box
-COMMON_FIELDS = {"--label": "label", "--ranks": "ranks"}
+COMMON_FIELDS = {"--label": "label", "--ranks": "ranks", "--repeat": "runs"}
 
 
 def show(widget, visible: bool) -> None:
@@ -94,6 +95,106 @@ def command_defaults(name: str) -> dict[str, Any]:
         return commands.defaults(name, PanelContext())
     except Exception:  # noqa: BLE001 - a subcommand not built yet: the tab's own fallbacks
         return {}
+
+
+def command_options(name: str) -> dict[str, Any]:
+    """The subcommand's options as its parser declares them: ``{"--threads": argparse.Action}``
+    (the flag, dest, default, choices, type and its limits, help), {} when not available."""
+    from ..runner import PanelContext
+
+    try:
+        ctx = PanelContext()
+        parser = commands.build_parser(commands.get_command(name), ctx)
+    except Exception:  # noqa: BLE001 - a subcommand not built yet: no fields from it
+        return {}
+    return {flag: a for a in parser._actions for flag in a.option_strings if flag.startswith("--")}
+
+
+def _default_text(action) -> str:
+    """An option's default as a person types it (1073741824 -> '1G', 10.0 s -> '10s')."""
+    from ...commands import options
+
+    d = action.default
+    if d is None:
+        return ""
+    if action.type is options.size:
+        return size_text(d, "")
+    if action.type is options.duration and isinstance(d, (int, float)) and not isinstance(d, bool):
+        return f"{d:g}s"
+    if isinstance(d, (list, tuple)):   # a list option ("--batch-size 64,128"): as typed
+        return ",".join(str(x).lower() if isinstance(x, bool) else str(x) for x in d)
+    return str(d)
+
+
+def option_field(command: str, flag: str, description: str, width: str | None = None, labels: dict | None = None,
+                 choices=None, placeholder: str | None = None):
+    """The widget for one option of ``command``, all of it taken from the command's parser —
+    so the panel, the CLI and ``%iobench`` cannot disagree, and an option added or renamed
+    there shows up here as it is: choices → a dropdown, a bounded whole number
+    (:class:`~nbbench.commands.options.IntRange`) → a bounded field with the parser's
+    limits, a switch → a checkbox, anything else → text; its default, and its help as the
+    tooltip.  ``description``: the field's name in the panel; ``labels``: words for the
+    parser's choices ({"pil": "Pillow decode + crop"}); ``choices``: for an option whose
+    type checks a registry (an accelerator's name), that registry's names ("" = not given)."""
+    import ipywidgets as w
+
+    from ...commands import options
+
+    action = command_options(command).get(flag)
+    if action is None:
+        raise KeyError(f"{command} has no option {flag}")
+    st = {"description_width": "initial"}
+    layout = w.Layout(width=width or FIT)
+    tip = (action.help or "").replace("%%", "%")
+    if action.choices or choices:
+        values = list(choices if choices is not None else action.choices)
+        value = action.default if action.default in values else ("" if "" in values else values[0])
+        opts = [((labels or {}).get(c, c), c) for c in values]
+        widget = w.Dropdown(options=opts, value=value, description=description, style=st, layout=layout,
+                            tooltip=tip)
+    elif isinstance(action.type, options.IntRange):
+        widget = w.BoundedIntText(value=int(action.default if action.default is not None else action.type.lo),
+                                  min=action.type.lo, max=action.type.hi, description=description, style=st,
+                                  layout=layout, tooltip=tip)
+    elif action.nargs == 0:   # store_true / store_false
+        widget = w.Checkbox(value=bool(action.default), indent=False, description=description, layout=layout,
+                            tooltip=tip)
+    else:
+        widget = w.Text(value=_default_text(action), description=description, style=st, layout=layout,
+                        placeholder=placeholder if placeholder is not None else
+                        "auto" if action.default is None else "", tooltip=tip)
+    widget.add_class(f"nbbench-{command}-{flag.lstrip('-')}")
+    widget._nbbench_flag = flag
+    return widget
+
+
+def option_fields(command: str, spec) -> dict[str, Any]:
+    """``{flag: widget}`` for ``spec`` = ``[(flag, description[, width[, {labels/choices/placeholder}]]), …]``
+    (:func:`option_field`)."""
+    out = {}
+    for flag, *rest in spec:
+        kw = rest.pop() if rest and isinstance(rest[-1], dict) else {}
+        out[flag] = option_field(command, flag, *rest, **kw)
+    return out
+
+
+def options_argv(fields: dict[str, Any]) -> list[str]:
+    """The subcommand's options from the fields: ``["--threads", "4", "--cold"]`` — a checkbox
+    its flag when ticked, an empty text nothing (the parser's default), a hidden field nothing."""
+    import ipywidgets as w
+
+    out: list[str] = []
+    for flag, widget in fields.items():
+        if getattr(widget.layout, "display", None) == "none":
+            continue
+        if isinstance(widget, w.Checkbox):
+            out += [flag] if widget.value else []
+            continue
+        value = widget.value.strip() if isinstance(widget.value, str) else widget.value
+        if value == "" or value is None:
+            continue
+        out += [flag, str(value)]
+    return out
 
 
 def size_text(value: Any, fallback: str) -> str:
@@ -133,3 +234,16 @@ def ranks_field():
 def ranks_opts(field) -> list[str]:
     n = int(field.value or 0)
     return ["--ranks", str(n)] if n > 0 else []
+
+
+def repeat_field(command: str = "dd"):
+    """The "runs" box of the measuring tabs (``--repeat N``: the probe run N times, the median and
+    its spread reported; 1: one run), its limits and help taken from ``command``'s parser."""
+    box = option_field(command, "--repeat", "runs", "130px")
+    box.add_class("nbbench-repeat")
+    return box
+
+
+def repeat_opts(field) -> list[str]:
+    n = int(field.value or 1)
+    return ["--repeat", str(n)] if n > 1 else []

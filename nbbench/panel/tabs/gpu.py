@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..runner import command_job
-from .base import COMMON_FIELDS, FIT, Tab, command_defaults, show, unavailable_reason
+from .base import COMMON_FIELDS, FIT, Tab, command_defaults, repeat_field, repeat_opts, show, unavailable_reason
 
 
 class GpuTab(Tab):
@@ -20,10 +20,11 @@ class GpuTab(Tab):
                                 "(matmul FLOP/s, host↔device copies)", indent=False, layout=w.Layout(width=FIT))
         self.size = w.BoundedIntText(value=int(d.get("size", 4096) or 4096), min=64, max=65536, step=64,
                                      description="matmul N", style=style, layout=w.Layout(width="160px"))
-        self.repeats = w.BoundedIntText(value=int(d.get("repeats", 10) or 10), min=1, max=1000,
-                                        description="repeats", style=style, layout=w.Layout(width="140px"))
+        self.iters = w.BoundedIntText(value=int(d.get("iters", 10) or 10), min=1, max=1000,
+                                      description="iterations", style=style, layout=w.Layout(width="150px"))
+        self.repeat = repeat_field()   # --repeat N: whole runs
         # the benchmark's settings, shown only when there is a benchmark to set
-        self.bench_box = w.HBox([self.size, self.repeats])
+        self.bench_box = w.HBox([self.size, self.iters, self.repeat])
         self.bench.observe(lambda c: show(self.bench_box, c["new"]), names="value")
         show(self.bench_box, self.bench.value)
         note = unavailable_reason("gpu")
@@ -38,11 +39,11 @@ class GpuTab(Tab):
         return "Run GPU check"
 
     def fields(self) -> dict[str, str]:
-        return {**COMMON_FIELDS, "--size": self.size.description, "--repeats": self.repeats.description,
+        return {**COMMON_FIELDS, "--size": self.size.description, "--iters": self.iters.description,
                 "--no-bench": "sanity benchmark"}
 
     def job(self, path, label):
-        opts = ["--size", self.size.value, "--repeats", self.repeats.value]
+        opts = ["--size", self.size.value, "--iters", self.iters.value] + repeat_opts(self.repeat)
         if not self.bench.value:
             opts.append("--no-bench")
         return command_job("gpu check", "gpu", *opts, label=label, fields=self.fields())

@@ -1,14 +1,16 @@
 """Storage tab: dd, randread, files and the disk presets on the PATH at the top.
 
-Each probe's widgets become the options of its subcommand (``nbbench dd PATH --bs
-1M --size 1G …``); the defaults shown are the subcommand parser's own.
+Each probe's fields are the options of its subcommand (``nbbench dd PATH --bs 1M --size
+1G …``), built from the subcommand's parser (:func:`~.base.option_field`: names, defaults,
+choices, limits, help), so the panel, the CLI and ``%iobench`` cannot disagree.
 """
 
 from __future__ import annotations
 
 from ..runner import command_job
 from ..wording import field_names
-from .base import (COMMON_FIELDS, FIT, Tab, command_defaults, need_path, ranks_field, ranks_opts, show, size_text,
+from .base import (COMMON_FIELDS, FIT, Tab, need_path, option_fields, options_argv, ranks_field, ranks_opts,
+                   repeat_field, repeat_opts, show,
                    unavailable_reason)
 
 PROBES = {
@@ -17,8 +19,26 @@ PROBES = {
     "files": "read many small files of the tree, as an image dataset is read",
     "disk": "a preset set of tests (CrystalDiskMark, MLPerf sample sizes)",
 }
-PRESETS = ("cdm", "mlperf-resnet50", "mlperf-unet3d")
-ENGINES = {"dd": ("builtin", "dd", "fio"), "randread": ("builtin", "fio"), "disk": ("builtin", "fio")}
+#: the fields that are the subcommands' own options: (flag, the field's name in the panel, width);
+#: everything else about them — default, choices, limits, help — is the parser's
+OPTION_FIELDS = {
+    "dd": [("--bs", "block size", "150px"), ("--size", "size", "150px"), ("--engine", "engine"),
+           ("--jobs", "jobs", "120px")],
+    "randread": [("--bs", "block size", "150px"), ("--qd", "queue depth", "160px"), ("--jobs", "jobs", "120px"),
+                 ("--runtime", "runtime", "150px"), ("--ramp", "ramp", "150px"), ("--size", "region", "150px"),
+                 ("--engine", "engine"), ("--warm", "warm: read the region once first (measures the page cache)")],
+    "files": [("--sample", "sample files", "190px"), ("--threads", "threads", "150px"),
+              ("--cold", "cold: drop the page cache first (else labelled warm)")],
+    "disk": [("--preset", "preset"), ("--size", "size", "150px"), ("--runtime", "per test", "150px"),
+             ("--ramp", "ramp", "150px"), ("--engine", "engine"), ("--jobs", "jobs", "120px"),
+             ("--no-write", "reads only (no write tests)")],
+}
+#: the options the panel leaves out on purpose (the panel's own fields, or not for a panel);
+#: tests/test_panel_options.py fails on an option that is neither a field nor here
+NOT_FIELDS = {"--json", "--quiet", "--verbose", "--label", "--no-save", "--details", "--help", "--direct",
+              "--buffered", "--mode", "--count", "--buffers", "--ranks", "--nnodes", "--rdzv-host", "--backend",
+              "--no-dist", "--file-per-rank", "--seed", "--repeat",   # --repeat: the tab's one "runs" field
+              "--threads"}   # randread's and disk's deprecated alias of --jobs (files' own --threads is a field)
 CACHE = (("auto: direct where the filesystem accepts it", "auto"), ("direct (O_DIRECT)", "direct"),
          ("buffered (page cache)", "buffered"))
 #: dd's mode in a directory (a file or a device is only read: no choice to make there)
@@ -37,78 +57,36 @@ class StorageTab(Tab):
         import ipywidgets as w
 
         st = {"description_width": "initial"}
-        small = w.Layout(width="150px")
-        dd = command_defaults("dd")
-        rr = command_defaults("randread")
-        fl = command_defaults("files")
-        dk = command_defaults("disk")
-
         self.probe = w.ToggleButtons(options=[(k, k) for k in PROBES], value="dd",
                                      tooltips=list(PROBES.values()), style={"button_width": "90px"})
         self.probe.add_class("nbbench-storage-probe")
         self.about = w.HTML()
-
-        # dd
-        self.dd_bs = w.Text(value=size_text(dd.get("bs"), "1M"), description="block size", style=st, layout=small)
-        self.dd_size = w.Text(value=size_text(dd.get("size"), "1G"), description="size", style=st, layout=small)
-        self.dd_cache = w.Dropdown(options=CACHE, value="auto", description="cache", style=st,
-                                   layout=w.Layout(width=FIT))
-        self.dd_engine = w.Dropdown(options=ENGINES["dd"], value=dd.get("engine") or "builtin", description="engine",
-                                    style=st, layout=w.Layout(width=FIT))
+        # every field that is one of the subcommand's options comes from its parser (names,
+        # defaults, choices, limits, help: option_field); the panel only names and places it
+        self.opts = {name: option_fields(name, spec) for name, spec in OPTION_FIELDS.items()}
+        dd, rr, fl, dk = (self.opts[k] for k in ("dd", "randread", "files", "disk"))
+        self.dd_bs, self.dd_size, self.dd_engine, self.dd_jobs = dd["--bs"], dd["--size"], dd["--engine"], dd["--jobs"]
+        self.rr_bs, self.rr_qd, self.rr_jobs = rr["--bs"], rr["--qd"], rr["--jobs"]
+        self.rr_runtime, self.rr_ramp, self.rr_size = rr["--runtime"], rr["--ramp"], rr["--size"]
+        self.rr_engine, self.rr_warm = rr["--engine"], rr["--warm"]
+        self.fl_sample, self.fl_threads, self.fl_cold = fl["--sample"], fl["--threads"], fl["--cold"]
+        self.dk_preset, self.dk_size, self.dk_runtime = dk["--preset"], dk["--size"], dk["--runtime"]
+        self.dk_ramp, self.dk_engine, self.dk_nowrite = dk["--ramp"], dk["--engine"], dk["--no-write"]
+        self.dk_jobs = dk["--jobs"]
+        # the panel's own choices over several flags: the cache (--direct / --buffered / neither)
+        # and dd's mode in a directory
+        self.dd_cache, self.rr_cache, self.dk_cache = (
+            w.Dropdown(options=CACHE, value="auto", description="cache", style=st, layout=w.Layout(width=FIT))
+            for _ in range(3))
         self.dd_mode = w.Dropdown(options=DD_MODES, value="", description="mode", style=st,
                                   layout=w.Layout(width=FIT))
-        for x, c in ((self.dd_bs, "bs"), (self.dd_size, "size")):
-            x.add_class(f"nbbench-dd-{c}")
-        dd_box = w.VBox([w.HBox([self.dd_bs, self.dd_size, self.dd_engine]), w.HBox([self.dd_cache, self.dd_mode])])
-
-        # randread
-        self.rr_bs = w.Text(value=size_text(rr.get("bs"), "4k"), description="block size", style=st, layout=small)
-        self.rr_qd = w.BoundedIntText(value=int(rr.get("qd") or 1), min=1, max=4096, description="queue depth",
-                                      style=st, layout=w.Layout(width="160px"))
-        self.rr_runtime = w.Text(value=_dur(rr.get("runtime"), "10s"), description="runtime", style=st,
-                                 layout=small)
-        self.rr_ramp = w.Text(value=_dur(rr.get("ramp"), "1s"), description="ramp", style=st, layout=small)
-        self.rr_size = w.Text(value=size_text(rr.get("size"), ""), description="region", style=st, layout=small,
-                              placeholder="auto")
-        self.rr_cache = w.Dropdown(options=CACHE, value="auto", description="cache", style=st,
-                                   layout=w.Layout(width=FIT))
-        self.rr_engine = w.Dropdown(options=ENGINES["randread"], value=rr.get("engine") or "builtin",
-                                    description="engine", style=st, layout=w.Layout(width=FIT))
-        self.rr_jobs = w.BoundedIntText(value=int(rr.get("jobs") or rr.get("threads") or 1), min=1, max=256,
-                                           description="jobs", style=st, layout=w.Layout(width="140px"))
-        # only a buffered read has a page cache to warm (O_DIRECT bypasses it)
-        self.rr_warm = w.Checkbox(value=False, indent=False, layout=w.Layout(width=FIT),
-                                  description="warm: read the region once first (measures the page cache)")
-        for x, c in ((self.rr_bs, "bs"), (self.rr_runtime, "runtime"), (self.rr_size, "size")):
-            x.add_class(f"nbbench-randread-{c}")
+        dd_box = w.VBox([w.HBox([self.dd_bs, self.dd_size, self.dd_engine, self.dd_jobs]),
+                         w.HBox([self.dd_cache, self.dd_mode])])
         rr_box = w.VBox([w.HBox([self.rr_bs, self.rr_qd, self.rr_jobs, self.rr_runtime, self.rr_ramp]),
                          w.HBox([self.rr_size, self.rr_engine, self.rr_cache]), self.rr_warm])
-
-        # files
-        self.fl_sample = w.BoundedIntText(value=int(fl.get("sample") or 1000), min=1, max=10**8,
-                                          description="sample files", style=st, layout=w.Layout(width="190px"))
-        self.fl_threads = w.BoundedIntText(value=int(fl.get("threads") or 8), min=1, max=1024,
-                                           description="threads", style=st, layout=w.Layout(width="150px"))
-        self.fl_cold = w.Checkbox(value=bool(fl.get("cold", False)), indent=False, layout=w.Layout(width=FIT),
-                                  description="cold: drop the page cache first (else labelled warm)")
         files_box = w.VBox([w.HBox([self.fl_sample, self.fl_threads]), self.fl_cold])
-
-        # disk presets
-        self.dk_preset = w.Dropdown(options=PRESETS, value=dk.get("preset") if dk.get("preset") in PRESETS
-                                    else "cdm", description="preset", style=st, layout=w.Layout(width=FIT))
-        self.dk_size = w.Text(value=size_text(dk.get("size"), "1G"), description="size", style=st, layout=small)
-        self.dk_runtime = w.Text(value=_dur(dk.get("runtime"), "5s"), description="per test", style=st,
-                                 layout=small)
-        self.dk_ramp = w.Text(value=_dur(dk.get("ramp"), "1s"), description="ramp", style=st, layout=small)
-        self.dk_cache = w.Dropdown(options=CACHE, value="auto", description="cache", style=st,
-                                   layout=w.Layout(width=FIT))
-        self.dk_engine = w.Dropdown(options=ENGINES["disk"], value=dk.get("engine") or "builtin",
-                                    description="engine", style=st, layout=w.Layout(width=FIT))
-        # a file or a device is only read anyway: shown for a directory
-        self.dk_nowrite = w.Checkbox(value=False, indent=False, description="reads only (no write tests)",
-                                     layout=w.Layout(width=FIT))
         disk_box = w.VBox([w.HBox([self.dk_preset, self.dk_size, self.dk_runtime, self.dk_ramp]),
-                           w.HBox([self.dk_cache, self.dk_engine]), self.dk_nowrite,
+                           w.HBox([self.dk_cache, self.dk_engine, self.dk_jobs]), self.dk_nowrite,
                            w.HTML("<span style='color:#555'>cdm: SEQ1M Q8T1, SEQ1M Q1T1, RND4K Q32T1, RND4K Q1T1, "
                                   "read and (in a directory) write, as one table.</span>")])
 
@@ -116,11 +94,12 @@ class StorageTab(Tab):
         self.params = w.Box([dd_box])
         self.missing = w.HTML()
         self.ranks = ranks_field()   # --ranks N (not for the disk presets)
+        self.repeat = repeat_field("dd")   # --repeat N: every probe here (the same option of each parser)
         self.probe.observe(self._switch, names="value")
         self.rr_cache.observe(lambda c: self._relevant(), names="value")
         self._info = None
         self._switch()
-        return w.VBox([self.probe, self.about, self.params, self.ranks, self.missing])
+        return w.VBox([self.probe, self.about, self.params, w.HBox([self.repeat, self.ranks]), self.missing])
 
     def _relevant(self) -> None:
         """Show only the fields that do something for this PATH and these choices."""
@@ -153,56 +132,25 @@ class StorageTab(Tab):
 
     def fields(self) -> dict[str, str]:
         name = self.probe.value
-        own = {"dd": [("--bs", self.dd_bs), ("--size", self.dd_size), ("--engine", self.dd_engine),
-                      ("--mode", self.dd_mode), ("--direct", "cache"), ("--buffered", "cache")],
-               "randread": [("--bs", self.rr_bs), ("--qd", self.rr_qd), ("--jobs", self.rr_jobs),
-                            ("--runtime", self.rr_runtime), ("--ramp", self.rr_ramp), ("--size", self.rr_size),
-                            ("--engine", self.rr_engine), ("--warm", "warm"), ("--direct", "cache"),
-                            ("--buffered", "cache")],
-               "files": [("--sample", self.fl_sample), ("--threads", self.fl_threads), ("--cold", "cold")],
-               "disk": [("--preset", self.dk_preset), ("--size", self.dk_size), ("--runtime", self.dk_runtime),
-                        ("--ramp", self.dk_ramp), ("--engine", self.dk_engine), ("--no-write", "reads only"),
-                        ("--direct", "cache"), ("--buffered", "cache")]}[name]
+        own = list(self.opts[name].items()) + [("--direct", "cache"), ("--buffered", "cache")] * (name != "files")
+        own += [("--mode", self.dd_mode)] * (name == "dd")
         return {**COMMON_FIELDS, **field_names(own)}
 
     def job(self, path, label):
         name = self.probe.value
         target = need_path(path, name)
+        opts = options_argv(self.opts[name])
         if name == "dd":
-            opts = ["--bs", self.dd_bs.value.strip(), "--size", self.dd_size.value.strip(),
-                    "--engine", self.dd_engine.value, *_cache_opts(self.dd_cache.value)]
+            opts += _cache_opts(self.dd_cache.value)
             if self.dd_mode.value and path.kind == "dir":
                 opts += ["--mode", self.dd_mode.value]
         elif name == "randread":
-            opts = ["--bs", self.rr_bs.value.strip(), "--qd", self.rr_qd.value, "--jobs", self.rr_jobs.value,
-                    "--runtime", self.rr_runtime.value.strip(), "--ramp", self.rr_ramp.value.strip(),
-                    "--engine", self.rr_engine.value, *_cache_opts(self.rr_cache.value)]
-            if self.rr_warm.value and self.rr_warm.layout.display != "none":
-                opts.append("--warm")
-            if self.rr_size.value.strip():
-                opts += ["--size", self.rr_size.value.strip()]
-        elif name == "files":
-            opts = ["--sample", self.fl_sample.value, "--threads", self.fl_threads.value]
-            if self.fl_cold.value:
-                opts.append("--cold")
-        else:
-            opts = ["--preset", self.dk_preset.value, "--runtime", self.dk_runtime.value.strip(),
-                    "--ramp", self.dk_ramp.value.strip(), "--engine", self.dk_engine.value,
-                    *_cache_opts(self.dk_cache.value)]
-            if self.dk_size.value.strip():
-                opts += ["--size", self.dk_size.value.strip()]
-            if self.dk_nowrite.value and path.kind == "dir":
-                opts.append("--no-write")
+            opts += _cache_opts(self.rr_cache.value)
+        elif name == "disk":
+            opts += _cache_opts(self.dk_cache.value)
+            if "--no-write" in opts and path.kind != "dir":
+                opts.remove("--no-write")
+        opts += repeat_opts(self.repeat)
         if name != "disk":
             opts += ranks_opts(self.ranks)
         return command_job(f"{name} {target}", name, target, *opts, label=label, fields=self.fields())
-
-
-def _dur(value, fallback: str) -> str:
-    if value is None:
-        return fallback
-    if isinstance(value, str):
-        return value
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return f"{value:g}s"
-    return fallback

@@ -144,10 +144,12 @@ static PyObject *ring_loop(PyObject *self, PyObject *args)
                 interrupted = 1;
                 break;
             }
-            if (errno == EAGAIN || errno == EBUSY)
-                continue;
-            sys_errno = errno;
-            break;
+            if (errno == EAGAIN || errno == EBUSY) {
+                r = 0;                               /* reap what completed, check the deadline, then submit again */
+            } else {
+                sys_errno = errno;
+                break;
+            }
         }
         submitted += (unsigned long long)r;
         now = now_ns();

@@ -13,8 +13,8 @@ different figure.  Buffered I/O is formed by the page cache, not by the user's b
 :func:`read_limits` (a kernel device name; a partition resolves to its disk) and
 :func:`limits_for_path` (the device behind a path) read the queue through
 :mod:`nbbench.topology`, the one model of mounts and block devices; :func:`annotate`
-puts the limits, the buffer kind and the split (a label and, when split, a warning
-sentence) on a result.
+puts the limits, the buffer kind and the split (labels, in one stable wording; a warning
+only where huge pages make the figure incomparable with dd's and fio's) on a result.
 """
 
 from __future__ import annotations
@@ -192,8 +192,9 @@ def annotate(res, path: str, bs: int, buffers: str, engine: str, direct: bool, o
     """Put the buffer kind, the device's request limits and the split of one ``bs`` I/O on
     ``res``: labels ``buffers``, ``buffer_segments`` (measured, builtin engine, where
     physical addresses are readable), ``device_max_segments``, ``device_max_sectors_kb``,
-    ``device_max_hw_sectors_kb``, ``request_split``; a warning sentence when the I/O is
-    split, or when huge pages make the figure incomparable with dd's and fio's.  ``outs``:
+    ``device_max_hw_sectors_kb``, ``request_split`` and ``request_shape`` (the split in one
+    sentence: the bound for the buffer kind, the same wording on every run); a warning only
+    when huge pages make the figure incomparable with dd's and fio's.  ``outs``:
     the job outputs (their ``extra``: ``huge_fraction``, ``buffer_segments``)."""
     outs = [o for o in outs if o is not None]
     fracs = [o.extra["huge_fraction"] for o in outs if "huge_fraction" in o.extra]
@@ -226,26 +227,18 @@ def annotate(res, path: str, bs: int, buffers: str, engine: str, direct: bool, o
         res.labels["request_split"] = "not applicable: buffered I/O, the page cache forms the device's requests"
         return
     eff = "pages" if engine != "builtin" or (fracs and min(fracs) < 0.999) else buffers
-    n, limit = requests_per_io(lim, bs, eff, measured)
+    # one stable wording, in "how it was measured": the bound for the buffer kind, never this
+    # run's luck (how contiguous its buffer happened to be is the buffer_segments label)
+    n, limit = requests_per_io(lim, bs, eff)
     size = _size(bs)
     if n <= 1:
         res.labels["request_split"] = f"no: one request per {size} I/O"
     else:
-        res.labels["request_split"] = f"yes: {'' if measured is not None else 'up to '}{n} requests per {size} I/O ({limit})"
-    text = split_sentence(lim, bs, eff, "" if engine == "builtin" else f"{engine}'s", measured)
+        res.labels["request_split"] = f"yes: up to {n} requests per {size} I/O ({limit})"
+    text = split_sentence(lim, bs, eff, "" if engine == "builtin" else f"{engine}'s")
     if text:
-        res.warn(text)
-        return
+        res.labels["request_shape"] = text
     pn, _ = requests_per_io(lim, bs, "pages")
-    if pn <= 1:
-        return
-    scattered = (f"a buffer of scattered {_size(mmap.PAGESIZE)} pages (up to {_segments(bs, 'pages', lim)} "
-                 f"segments) makes it {pn} ({_limits_text(lim, 'pages')})")
-    if eff == "huge":
-        res.warn(f"buffers 'huge': each {size} I/O on {lim.disk} is one request on 2 MiB huge pages, where "
-                 f"{scattered}, as dd's and fio's usually are — a different request shape: this figure is not "
-                 "comparable with theirs")
-    elif measured is not None:
-        res.warn(f"this run's buffer happened to be {measured} physically contiguous pieces, so each {size} I/O on "
-                 f"{lim.disk} was one request, where {scattered}: dd's and fio's figures vary with the same luck "
-                 "of their buffers")
+    if eff == "huge" and pn > n:   # the one case that changes how to read the figure
+        res.warn(f"buffers 'huge': {n} request(s) per {size} I/O on {lim.disk} where dd's and fio's page buffers "
+                 f"make {pn}: not comparable with their figures")

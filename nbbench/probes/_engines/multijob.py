@@ -195,9 +195,9 @@ def run_jobs(spec: JobSpec, jobs: int) -> JobOutput:
                         send(p, "stop" if stopped else "go")
             elif "p" in msg and spec.progress is not None:
                 frac, metrics = msg["p"]
-                if metrics:
-                    metrics = {k: (v * jobs if isinstance(v, (int, float)) and k != "total" and k != "done"
-                                   else v) for k, v in metrics.items()}
+                if metrics:   # one job's progress stands for all: its rates and counts times the jobs
+                    metrics = {k: (v * jobs if isinstance(v, (int, float)) and not isinstance(v, bool) else v)
+                               for k, v in metrics.items()}
                 spec.progress(frac, metrics)
             elif "out" in msg:
                 outs[i] = _decode(msg["out"])

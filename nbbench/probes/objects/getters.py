@@ -53,6 +53,7 @@ class PhaseResult:
     vanished: list = field(default_factory=list)
     classes: dict = field(default_factory=dict)   # class -> {"requests", "bytes", "ttfb", "lat"}
     first_error: BaseException | None = None
+    stuck: int = 0   # streams still inside a request 15 s after the phase ended
 
     @property
     def bytes_per_s(self) -> float | None:
@@ -181,7 +182,9 @@ def get_phase(client, bucket: str, items: list, streams: int, seconds: float, *,
     t_end = time.perf_counter()
     out.bytes = sum(counters)
     stop.set()
+    join_by = time.monotonic() + 15.0          # one deadline for all: a hung endpoint costs 15 s, not 15 s a stream
     for t in threads:
-        t.join(timeout=15)
+        t.join(timeout=max(0.0, join_by - time.monotonic()))
+    out.stuck = sum(t.is_alive() for t in threads)
     out.seconds = t_end - t_start
     return out

@@ -178,6 +178,9 @@ def s3(url: str, *, endpoint_url: str | None = None, region: str | None = None, 
     vanished += ph.vanished
     for key, v in ph.errors.items():
         errors[key] = errors.get(key, 0) + v
+    if ph.stuck:
+        res.warn(f"{ph.stuck} of {main_streams} streams were still inside a request 15 s after the measured phase "
+                 "ended (a hung connection): the endpoint stalls some requests")
     m = res.metrics
     m.update(_phase_metrics(ph))
     m.update({"streams_count": main_streams, "objects_count": len(objs),
@@ -215,6 +218,9 @@ def s3(url: str, *, endpoint_url: str | None = None, region: str | None = None, 
 
         w = write_test(cli, u, endpoint_url, int(write_size), int(write_count), cancel=cancel)
         prefix = w.pop("prefix")
+        left = w.pop("left_prefix", None)
+        if left:
+            res.warn(f"the write test's keys could not all be deleted: delete what is left under {left}")
         m.update({k2: v for k2, v in w.items() if v is not None})
         res.labels["write"] = (f"{m.get('put_count', 0)} PUTs of {format_bytes(write_size, binary=True)} and one "
                                f"multipart upload under {prefix} (a new prefix; conditional PUTs, nothing "

@@ -29,7 +29,6 @@ __all__ = ["WriteSession", "write_test", "install_handlers", "cleanup_all", "MIN
 MIN_PART = 5 << 20
 
 _sessions: dict[int, "WriteSession"] = {}
-_sessions_lock = threading.Lock()
 _previous: dict[int, object] = {}
 _installed = [False]
 
@@ -47,11 +46,12 @@ class WriteSession:
         self.idle = threading.Event()
         self.idle.set()
         self.cleaned = False
+        self.left: str | None = None     # a prefix the clean-up could not empty (said in the result)
+        self.wait_s = 30.0               # how long the clean-up waits for a request in flight (set by the size)
         resp = cli.list_objects_v2(Bucket=url.bucket, Prefix=self.prefix, MaxKeys=1)
         if resp.get("KeyCount") or resp.get("Contents"):   # pragma: no cover - 32 random bits
             raise ProbeError(f"s3://{url.bucket}/{self.prefix} is not empty: refusing to write there")
-        with _sessions_lock:
-            _sessions[id(self)] = self
+        _sessions[id(self)] = self      # a dict's item set/pop is atomic: no lock a handler could wait on
 
     def put(self, key: str, body: bytes) -> dict:
         """A conditional PUT of a new key (never an overwrite)."""
@@ -78,14 +78,19 @@ class WriteSession:
         self.idle.wait(wait_s)
         deleted = 0
         b = self.url.bucket
-        for _ in range(3):   # a PUT completing meanwhile: list again
+        self.left = None
+        for _ in range(4):   # a PUT completing meanwhile: list again
             try:
-                ups = self.cli.list_multipart_uploads(Bucket=b, Prefix=self.prefix).get("Uploads") or []
+                ups = [u for page in self.cli.get_paginator("list_multipart_uploads").paginate(
+                    Bucket=b, Prefix=self.prefix) for u in page.get("Uploads") or []]
                 for up in ups:
                     self.cli.abort_multipart_upload(Bucket=b, Key=up["Key"], UploadId=up["UploadId"])
-                keys = [o["Key"] for o in self.cli.list_objects_v2(Bucket=b, Prefix=self.prefix).get("Contents") or []]
+                keys = [o["Key"] for page in self.cli.get_paginator("list_objects_v2").paginate(
+                    Bucket=b, Prefix=self.prefix) for o in page.get("Contents") or []]
             except Exception:  # noqa: BLE001 - best effort; the store may be gone
+                self.left = f"s3://{b}/{self.prefix}"
                 break
+            self.left = f"s3://{b}/{self.prefix}" if keys or ups else None
             if not keys and not ups:
                 break
             for i in range(0, len(keys), 1000):
@@ -101,16 +106,29 @@ class WriteSession:
                         except Exception:  # noqa: BLE001
                             pass
         self.cleaned = True
-        with _sessions_lock:
-            _sessions.pop(id(self), None)
+        _sessions.pop(id(self), None)
         return deleted
 
 
+_owner = [os.getpid()]
+
+
+def _forget_sessions() -> None:   # a forked child wrote none of these keys
+    _owner[0] = os.getpid()
+    _sessions.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_sessions)
+
+
 def cleanup_all() -> None:
-    with _sessions_lock:
-        sessions = list(_sessions.values())
-    for s in sessions:
-        s.cleanup(wait_s=5.0)
+    """Delete what every write test of this process wrote (a snapshot: no lock taken, a signal
+    handler may have interrupted code holding it)."""
+    if os.getpid() != _owner[0]:
+        return
+    for s in list(_sessions.values()):
+        s.cleanup(wait_s=s.wait_s)
 
 
 def _handler(signum, frame):
@@ -149,6 +167,7 @@ def write_test(cli, url: _c.S3Url, endpoint_url, size: int, count: int, cancel=N
     from ...progress import call_progress
 
     sess = WriteSession(cli, url, endpoint_url)
+    sess.wait_s = max(10.0, min(120.0, max(size, MIN_PART) / 1e6))   # an 8 MiB PUT on a slow link: seconds
     out: dict = {"prefix": f"s3://{url.bucket}/{sess.prefix}"}
     lat = LatencyHistogram()
     body = os.urandom(size)
@@ -191,7 +210,7 @@ def write_test(cli, url: _c.S3Url, endpoint_url, size: int, count: int, cancel=N
                     parts.append({"ETag": r["ETag"], "PartNumber": n})
                 if len(parts) == total // part:
                     sess.call(cli.complete_multipart_upload, Key=key, UploadId=up["UploadId"],
-                              MultipartUpload={"Parts": parts})
+                              MultipartUpload={"Parts": parts}, IfNoneMatch="*")
                     out["multipart_bytes_per_s"] = total / (time.perf_counter() - t0)
                     out["multipart_parts_count"] = len(parts)
             except ProbeError:
@@ -201,4 +220,5 @@ def write_test(cli, url: _c.S3Url, endpoint_url, size: int, count: int, cancel=N
         call_progress(progress, 1.0, None)
     finally:
         out["deleted_count"] = sess.cleanup()
+        out["left_prefix"] = sess.left
     return out
