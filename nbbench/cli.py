@@ -110,6 +110,10 @@ exit_code = commands.exit_code
 def main(argv: list[str] | None = None) -> int:
     try:
         return _main(argv)
+    except KeyboardInterrupt:
+        # Ctrl-C before the run began (importing a subcommand, parsing): interrupted all the same, in one line
+        print("nbbench: interrupted", file=sys.stderr)
+        return commands.EXIT_INTERRUPTED
     except BrokenPipeError:
         # `nbbench history | head`: the reader went away; that is not an error of ours
         try:

@@ -33,3 +33,25 @@ def _isolated_store(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("NBBENCH_HOME", str(home))
     monkeypatch.setenv("MPLBACKEND", "Agg")
     yield home
+
+
+# ---------------------------------------------------------------- pytest-xdist groups
+#: tests that must not run beside each other, by group (``make test`` runs ``-n N --dist loadgroup``;
+#: one group's tests run one after another on one worker).  ``browser``: every test that starts
+#: JupyterLab and chromium (heavy, and they count frames); ``ranks``: tests that launch many-rank
+#: process trees.  Add a file here, or mark a test ``@pytest.mark.xdist_group("NAME")``.
+XDIST_GROUPS = {
+    "browser": ("test_browser_panel.py", "test_monitor_browser.py", "test_report_browser.py",
+                "test_monitor_notebook.py", "test_harness.py", "test_panel_notebook.py"),
+    "ranks": ("test_ranks.py", "test_ckpt_ranks.py"),
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    by_file = {f: g for g, files in XDIST_GROUPS.items() for f in files}
+    for item in items:
+        if item.get_closest_marker("xdist_group"):
+            continue
+        group = "browser" if item.get_closest_marker("browser") else by_file.get(item.path.name)
+        if group:
+            item.add_marker(pytest.mark.xdist_group(group))

@@ -196,7 +196,10 @@ def test_for_monitor_and_result_figure():
     m = Monitor(interval=0.05, gpus="none")
     m.start()
     plot = for_monitor(m, target="none")
-    time.sleep(0.2)
+    deadline = time.monotonic() + 60
+    # the event: enough samples came through for a plot (not the one-sentence "no plot" note)
+    while (not plot.names() or plot.timeline.no_plot_text() is not None) and time.monotonic() < deadline:
+        time.sleep(0.02)
     png = plot.close()
     m.stop()
     assert png.startswith(PNG)

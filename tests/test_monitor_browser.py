@@ -1,6 +1,6 @@
 """``%%iobench monitor`` and ``%iobench watch`` in a real JupyterLab: the views update while a cell is busy.
 
-Runs a notebook whose monitored cell spins for several seconds, reads the plot's
+Runs a notebook whose monitored cell spins until the test has seen its frames, reads the plot's
 <img> src while the cell still shows [*], and checks that it changed (live frames
 arrived through the display handle) and that the picture after the cell ends is
 another frame again (the final one).  Screenshots go to artifacts/monitor-live.png
@@ -23,10 +23,15 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
 
-CELL = """%%iobench monitor --interval 0.1 --gpu none --no-save
-import time
+#: the busy cells run until the test writes this file (it has seen what it waits for), at most MAX_BUSY_S:
+#: the cell's length is the test's event, not a guess at how slow a loaded machine draws frames
+STOP = "stop-busy"
+MAX_BUSY_S = 150
+
+CELL = f"""%%iobench monitor --interval 0.1 --gpu none --no-save
+import os, time
 t = time.time()
-while time.time() - t < 25:
+while not os.path.exists({STOP!r}) and time.time() - t < {MAX_BUSY_S}:
     sum(range(10000))
 """
 
@@ -53,18 +58,18 @@ def test_monitor_plot_updates_live_while_the_cell_runs(tmp_path):
             busy = lambda: page.evaluate(  # noqa: E731
                 "() => [...document.querySelectorAll('.jp-InputArea-prompt')].some(e => e.textContent.includes('*'))")
             seen = set()
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline and busy():
+            while busy():   # the cell runs until STOP is written (MAX_BUSY_S at most)
                 src = img.get_attribute("src") or ""
                 seen.add(src[-200:])
                 if len(seen) >= 3:  # the first frame and two live updates
                     break
-                time.sleep(0.25)
+                time.sleep(0.25)   # a polling interval: nothing waits on it
             still_busy = busy()
             page.screenshot(path=str(ARTIFACTS / "monitor-live.png"))
+            (tmp_path / STOP).touch()
             assert still_busy, "the cell ended before three different frames were seen"
             assert len(seen) >= 3, f"only {len(seen)} distinct frame(s) while the cell ran"
-            wait_cells_done(page)
+            wait_cells_done(page, timeout_ms=(MAX_BUSY_S + 60) * 1000)
             final = page.locator(".jp-OutputArea-output img").first.get_attribute("src") or ""
             assert final[-200:] not in seen
             assert page.locator(".nbbench-result").count() == 1  # the summary table
@@ -77,7 +82,9 @@ def test_monitor_plot_updates_live_while_the_cell_runs(tmp_path):
 WATCH_CELLS = [
     "%load_ext nbbench",
     "%iobench watch --interval 0.2 --gpu none --window 1m",
-    "import time\nt = time.time()\nwhile time.time() - t < 30:\n    sum(range(10000))\nprint('busy done')",
+    # busy until the test has seen its frames (STOP), and at least 8 s: the run's samples (> 20 at 0.2 s)
+    f"import os, time\nt = time.time()\nwhile (not os.path.exists({STOP!r}) or time.time() - t < 8) "
+    f"and time.time() - t < {MAX_BUSY_S}:\n    sum(range(10000))\nprint('busy done')",
     "r = %iobench watch --stop -o --no-save\nprint(r.params['what'], r.metrics['samples_count'] > 20)",
 ]
 
@@ -111,17 +118,17 @@ def test_watch_view_updates_while_another_cell_is_busy(tmp_path):
                 time.sleep(0.1)
             assert busy_cell_running(), "the busy cell never started"
             seen = set()
-            deadline = time.monotonic() + 28
-            while time.monotonic() < deadline and busy_cell_running():
+            while busy_cell_running():   # until STOP is written (MAX_BUSY_S at most)
                 seen.add(view.get_attribute("src") or "")
                 if len(seen) >= 3:
                     break
-                time.sleep(0.3)
+                time.sleep(0.3)   # a polling interval: nothing waits on it
             still_busy = busy_cell_running()
             page.screenshot(path=str(ARTIFACTS / "watch-live.png"))
+            (tmp_path / STOP).touch()
             assert len(seen) >= 3, f"only {len(seen)} distinct frame(s) of the watch view while the busy cell ran"
             assert still_busy, "the busy cell ended before three different frames were seen"
-            wait_cells_done(page)
+            wait_cells_done(page, timeout_ms=(MAX_BUSY_S + 60) * 1000)
             out = cells.nth(3).locator(".jp-OutputArea-output").last.text_content() or ""
             assert "watch True" in out
         finally:

@@ -93,10 +93,21 @@ def test_a_worker_process_has_its_role_and_id_in_the_labels():
 
     m = Monitor(interval=0.05, gpus="none", net="none", procs=0.05)
     with m, MetricsServer(m) as srv:
-        kid = subprocess.Popen([sys.executable, "-c", WORKER, "3"])
-        time.sleep(1.6)   # another program's child: found by the tree scan (once a second)
-        fams = scrape(srv.url)
-        kid.wait()
+        kid = subprocess.Popen([sys.executable, "-c", WORKER, "600"])
+        try:
+            # another program's child is found by the tree scan (once a second) once it has named itself:
+            # scrape until it shows, however slowly a loaded machine starts it
+            deadline = time.monotonic() + 90
+            while True:
+                fams = scrape(srv.url)
+                rows = [lab for lab, _ in samples(fams, "nbbench_process_resident_memory_bytes")]
+                if any(r["pid"] == str(kid.pid) and r["role"] == "worker" for r in rows) or \
+                        time.monotonic() > deadline:
+                    break
+                time.sleep(0.2)   # between scrapes
+        finally:
+            kid.kill()
+            kid.wait()
     rows = [lab for lab, _ in samples(fams, "nbbench_process_resident_memory_bytes")]
     assert {"pid": str(kid.pid), "role": "worker", "worker": "0", "name": "pt_data_worker"} in rows
 

@@ -126,13 +126,22 @@ def test_workers_of_another_program_are_numbered_by_start_time():
     with m:
         kids = []
         for _ in range(2):
-            kids.append(subprocess.Popen([sys.executable, "-c", WORKER, "1.5"]))
-            time.sleep(0.3)
-        other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1.5)"])
-        time.sleep(1.3)
-        roles = {r["pid"]: r["role"] for r in src.table.current()}
-        for p in kids + [other]:
-            p.wait()
+            kids.append(subprocess.Popen([sys.executable, "-c", WORKER, "600"]))
+            time.sleep(0.3)   # not a wait: two start times apart (the numbering's key)
+        other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+        try:
+            # the event: both workers named (prctl ran, however slowly a loaded machine starts them)
+            # and all three in the table; then the table is read once
+            deadline = time.monotonic() + 90
+            while time.monotonic() < deadline:
+                roles = {r["pid"]: r["role"] for r in src.table.current()}
+                if all(str(roles.get(k.pid, "")).startswith("worker") for k in kids) and other.pid in roles:
+                    break
+                time.sleep(0.05)   # the table's own interval
+        finally:
+            for p in kids + [other]:
+                p.kill()
+                p.wait()
     assert roles[kids[0].pid] == "worker 0" and roles[kids[1].pid] == "worker 1"
     assert roles[other.pid] == "child" and roles[os.getpid()] == "main"
 

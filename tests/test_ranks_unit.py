@@ -217,3 +217,12 @@ def test_nbbench_launcher_marks_a_single_rank():
     single = {"WORLD_SIZE": "1", "RANK": "0", "MASTER_ADDR": "127.0.0.1"}
     assert detect(single, modules={}) is None
     assert detect(dict(single, NBBENCH_LAUNCH_STORE="127.0.0.1:1"), modules={}).world_size == 1
+
+
+def test_the_ranks_never_get_no_dist_or_they_would_launch_ranks_of_their_own():
+    import argparse
+
+    from nbbench.commands.ranks import child_argv
+
+    ns = argparse.Namespace(_nbbench_argv=["--ranks", "2", "--no-dist", "/data", "--no-di", "--no-save", "-o"])
+    assert child_argv("files", ns) == ["files", "--ranks", "2", "/data", "--no-save"]

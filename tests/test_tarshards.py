@@ -80,7 +80,7 @@ def test_feed_on_shards_evicts_the_shard_files(unique_labels, monkeypatch):
 @pytest.mark.slow
 def test_must_show_make_dataset_shards_then_shards_and_feed_json(tmp_path):
     d = tmp_path / "wds"
-    mk = subprocess.run([PY, "-m", "nbbench", "make-dataset", str(d), "--shards", "8", "--shard-size", "32M"],
+    mk = subprocess.run([PY, "-m", "nbbench", "make-dataset", str(d), "--shards", "8", "--shard-size", "4M"],
                         capture_output=True, text=True, timeout=600)
     assert mk.returncode == 0, mk.stderr
     assert "8 tar shards" in mk.stdout and len(list(d.glob("shard-*.tar"))) == 8

@@ -95,9 +95,17 @@ class UsageProblem(ProbeError):
     """
 
     def __init__(self, message: str, prog: str = "", usage: str = ""):
-        super().__init__(" ".join(str(message).split("\n")).strip())
+        super().__init__(one_line(message))
         self.prog = prog
         self.usage = usage
+
+
+def one_line(message) -> str:
+    """``message`` as one printable line: its own line breaks become spaces, any other control character
+    (a typed ``\\x1e`` or ``\\x00``: terminals and str.splitlines break at some of them) its escape, so
+    that an argument echoed back can never split the error or hide part of it."""
+    text = " ".join(str(message).replace("\r\n", "\n").split("\n")).strip()
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
 class _HelpAction(argparse.Action):

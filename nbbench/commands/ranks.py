@@ -59,7 +59,7 @@ def add_rank_options(parser, file_per_rank: bool = False) -> None:
 
 
 def child_argv(name: str, args, strip_ranks: bool = False) -> list[str]:
-    """The subcommand's command line for the ranks (as typed; ``-o`` left out, and with
+    """The subcommand's command line for the ranks (as typed; ``-o`` and ``--no-dist`` left out, and with
     ``strip_ranks`` the --ranks / --nnodes / --rdzv-host options)."""
     rest = list(getattr(args, "_nbbench_argv", None) or [])
     out, skip = [], False
@@ -67,7 +67,7 @@ def child_argv(name: str, args, strip_ranks: bool = False) -> list[str]:
         if skip:
             skip = False
             continue
-        if a in _DROP:
+        if a in _DROP or _is_no_dist(a):
             continue
         if a in _DROP_ALWAYS:
             skip = True
@@ -81,6 +81,12 @@ def child_argv(name: str, args, strip_ranks: bool = False) -> list[str]:
             continue
         out.append(a)
     return [name, *out]
+
+
+def _is_no_dist(arg: str) -> bool:
+    """``--no-dist`` as argparse reads it (also abbreviated, ``--no-di``): never handed to the ranks. They
+    must act as ranks; with it each would launch --ranks N of its own, and those theirs, without end."""
+    return len(arg) > len("--no-d") - 1 and "--no-dist".startswith(arg) and arg.startswith("--no-d")
 
 
 def _quiet(args, ctx) -> None:
