@@ -47,6 +47,8 @@ SAFE_WORDS = ["a", "base", "run 1", "é", "", "1", "x,y", "dd", "all", "none", "
 MAX_SIZE = 16 << 20
 #: options a safe run never gives: many hosts (waits for a rendezvous)
 NEVER = {"rdzv_host", "nnodes"}
+#: where a safe run's object-storage requests go: a closed port on this machine (nothing leaves it)
+LOCAL_ENDPOINT = "http://127.0.0.1:9"
 #: positionals that name a path (by dest or metavar)
 PATHISH = {"path", "source", "loader", "dir", "file", "dataset", "out", "png", "png_path"}
 
@@ -200,6 +202,8 @@ def safe_argv(uni: dict[str, Subcommand], tmp_paths: list[str], out_paths: list[
     words = st.sampled_from(SAFE_WORDS)
 
     def value_of(o: Option, junk: bool) -> st.SearchStrategy[str]:
+        if o.dest == "endpoint_url":   # object storage: only a closed port on this machine, never a network host
+            return st.just(LOCAL_ENDPOINT)
         pool = _pool(o, junk)
         if pool is not None:
             return st.sampled_from(pool)
@@ -225,13 +229,15 @@ def safe_argv(uni: dict[str, Subcommand], tmp_paths: list[str], out_paths: list[
                 if data_draw(st.integers(0, 3)) == 0:
                     argv.append(o.strings[-1])
                 continue
-            if _unsafe_default(o) or data_draw(st.booleans()):
+            if _unsafe_default(o) or o.dest == "endpoint_url" or data_draw(st.booleans()):
                 argv += [o.strings[-1], data_draw(value_of(o, junk))]
         for p in sub.positionals:
             if p.nargs == argparse.REMAINDER:
                 continue   # monitor -- COMMAND: never run a program
             key = {p.dest.lower(), (p.metavar or "").lower()}
             one = st.sampled_from(tmp_paths) if key & PATHISH else words
+            if cmd == "s3" or key & {"url"}:
+                one = st.sampled_from(["s3://bench/objects/", "s3://no-such-bucket/x/"] + tmp_paths[:1])
             if p.nargs == "?" and data_draw(st.booleans()):
                 continue
             n = data_draw(st.integers(1, 2)) if p.nargs in ("+", "*") else 1
@@ -257,3 +263,7 @@ def check_safe(argv: list[str], root: str, uni: dict[str, Subcommand]) -> None:
                     assert v.startswith("127.0.0.1:0") or not v[:1].isdigit(), argv
                 if o.dest in ("out", "png"):
                     assert v.startswith(root), argv
+                if o.dest == "endpoint_url":
+                    assert v == LOCAL_ENDPOINT, argv
+    if argv[0] == "s3":   # never the default endpoint (AWS's): every run names the local one
+        assert "--endpoint-url" in argv, argv

@@ -108,8 +108,9 @@ def _drive_and_check(lab, tmp_path, root, data, shot, timings):
 
                 # --- the rendered look: every tab, every choice, nothing cut
                 for tab, choices in (("GPU", ()), ("Storage", ("dd", "randread", "files", "disk")),
-                                     ("DataLoader", ("feed", "sweep")), ("Monitor", ()), ("History", ())):
-                    panel.get_by_role("tab", name=tab).click()
+                                     ("DataLoader", ("feed", "sweep")), ("Object storage", ()), ("Monitor", ()),
+                                     ("History", ())):
+                    panel.get_by_role("tab", name=tab, exact=True).click()
                     for choice in choices or (None,):
                         if choice:
                             panel.locator(".nbbench-storage-probe button, .nbbench-loader-action button",
@@ -137,7 +138,7 @@ def _drive_and_check(lab, tmp_path, root, data, shot, timings):
                 assert "directory" in status_text and "free of" in status_text and "O_DIRECT" in status_text
 
                 # --- a small dd: progress moves, a MB/s figure lands in the result table
-                panel.get_by_role("tab", name="Storage").click()
+                panel.get_by_role("tab", name="Storage", exact=True).click()
                 panel.locator(".nbbench-storage-probe button", has_text="dd").click()
                 size = panel.locator(".nbbench-dd-size input")
                 run = panel.locator(".nbbench-run")
@@ -167,7 +168,7 @@ def _drive_and_check(lab, tmp_path, root, data, shot, timings):
                 answer.wait_for(timeout=10_000)
                 assert RATE.search(answer.inner_text()) and "write" in answer.inner_text(), answer.inner_text()
                 # every figure is a detail, folded under the answer: open it
-                results.locator("details.nbbench-details summary", has_text="figures").click()
+                results.locator("details.nbbench-details summary", has_text="metrics").click()
                 table = results.locator("table.nbbench-metrics")
                 table.wait_for(timeout=10_000)
                 assert RATE.search(table.inner_text()), table.inner_text()

@@ -169,6 +169,8 @@ def _before_main(rc: int, err: str) -> bool:
 def _run(argv: list[str], root: Path) -> tuple[int, str, str]:
     marker = f"{os.getpid()}-{root.name}"
     env = dict(os.environ, NBBENCH_HOME=str(root / "home"), MPLBACKEND="Agg", PYTHONPATH=str(ROOT),
+               # object storage: dummy credentials and no instance-metadata look-up (169.254.169.254)
+               AWS_ACCESS_KEY_ID="nbbench-fuzz", AWS_SECRET_ACCESS_KEY="nbbench-fuzz", AWS_EC2_METADATA_DISABLED="true",
                NO_COLOR="1", CUDA_VISIBLE_DEVICES=os.environ.get("CUDA_VISIBLE_DEVICES", ""),
                NBBENCH_FUZZ_RUN=marker)
     for var in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID",

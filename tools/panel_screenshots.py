@@ -116,7 +116,7 @@ def main(out: Path) -> None:
             _shot(page, panel, out, "gpu")
 
             # Storage: dd twice (the two runs History compares)
-            panel.get_by_role("tab", name="Storage").click()
+            panel.get_by_role("tab", name="Storage", exact=True).click()
             panel.locator(".nbbench-storage-probe button", has_text="dd").click()
             _fill(panel, ".nbbench-dd-size input", "1G")
             for label in ("first", "second"):
