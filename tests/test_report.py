@@ -126,6 +126,8 @@ def test_fio_shape():
     assert "nbbench" in doc["fio version"] and len(doc["jobs"]) == 2
     j = doc["jobs"][0]
     assert j["jobname"] == "dd-7" and j["job options"]["direct"] == "1" and j["job options"]["bs"] == "1M"
+    r.labels["label"] = "nvme-before"              # the user's label names the job, as fio's --name would
+    assert to_fio([r])["jobs"][0]["jobname"] == "nvme-before"
     assert j["write"]["bw_bytes"] == 400000000 and j["write"]["bw"] == 400000000 // 1024
     assert j["read"]["io_bytes"] == 64 * 2**20 and j["read"]["runtime"] == round(64 * 2**20 / 6e8 * 1000)
     assert j["read"]["iops"] == pytest.approx(6e8 / 2**20)

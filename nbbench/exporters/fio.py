@@ -108,7 +108,8 @@ def to_fio(results: list[Result], version: str = "") -> dict[str, Any]:
             opts.setdefault("ioengine", str(r.labels["engine"]))
         opts["rw"] = {"dd": "write,read", "randread": "randread"}.get(r.kind, r.kind)
         job: dict[str, Any] = {
-            "jobname": f"{r.kind}-{r.run_id}" if r.run_id is not None else r.kind,
+            # the user's label names the job (as fio's --name would), else the kind and run id
+            "jobname": str(r.labels.get("label") or (f"{r.kind}-{r.run_id}" if r.run_id is not None else r.kind)),
             "groupid": 0,
             "error": 0 if r.status == "ok" else 1,
             "job options": opts,
