@@ -23,7 +23,7 @@ from ...progress import call_progress
 from ...results.hist import LatencyHistogram
 from .client import FATAL_CODES, error_code, retries_of
 
-__all__ = ["PhaseResult", "get_phase", "size_class", "SIZE_CLASSES"]
+__all__ = ["PhaseResult", "get_phase", "size_class", "SIZE_CLASSES", "is_fatal"]
 
 CHUNK = 1 << 20
 #: object-size classes: (name, upper bound in bytes, exclusive)
@@ -64,8 +64,12 @@ class PhaseResult:
         return self.requests / self.seconds if self.seconds > 0 and self.requests else None
 
 
-def _fatal(exc: BaseException) -> bool:
+def is_fatal(exc: BaseException) -> bool:
+    """An error no later request can escape: it ends the phase, and the run, in one line."""
     return type(exc).__name__ in _FATAL_NAMES or error_code(exc) in FATAL_CODES
+
+
+_fatal = is_fatal
 
 
 def get_phase(client, bucket: str, items: list, streams: int, seconds: float, *, cancel=None, progress=None,

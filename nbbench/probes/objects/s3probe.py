@@ -27,7 +27,7 @@ from ...results import ProbeError
 from ...results.objects import S3Result
 from ...units import format_bytes
 from . import client as _c
-from .getters import PhaseResult, get_phase
+from .getters import PhaseResult, get_phase, is_fatal
 
 __all__ = ["s3", "list_objects", "knee", "sweep_levels"]
 
@@ -102,10 +102,9 @@ def _class_rows(ph: PhaseResult) -> list[dict]:
 
 
 def _fail_on(ph: PhaseResult, url, endpoint_url) -> None:
-    """A phase in which nothing could be read, or which a fatal error ended: one line."""
-    if ph.first_error is not None and (ph.requests == 0 or _c.error_code(ph.first_error) in _c.FATAL_CODES
-                                       or type(ph.first_error).__name__ in ("EndpointConnectionError",
-                                                                            "NoCredentialsError")):
+    """A phase in which nothing could be read, or which a fatal error ended (the same rule that stopped its
+    streams, :func:`.getters.is_fatal`: a lost connection, 403, no bucket, no credentials): one line."""
+    if ph.first_error is not None and (ph.requests == 0 or is_fatal(ph.first_error)):
         raise ProbeError(_c.explain(ph.first_error, url, endpoint_url))
     if ph.requests == 0 and ph.vanished:
         raise ProbeError(f"every object under {url} vanished while being read (deleted meanwhile?)")
@@ -229,6 +228,8 @@ def s3(url: str, *, endpoint_url: str | None = None, region: str | None = None, 
     if errors:
         res.extra["errors"] = errors
         m["errors_count"] = sum(errors.values())
+        res.warn(f"{m['errors_count']} requests failed after their retries ("
+                 + ", ".join(f"{v} {k}" for k, v in sorted(errors.items())) + "): the figures leave them out")
     if retries:
         res.labels["throttled"] = f"{retries} retries (503 SlowDown or timeouts) — figures include the back-off"
         res.warn(f"the endpoint made {retries} requests retry (throttling or timeouts): the figures include "
