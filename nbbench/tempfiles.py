@@ -402,11 +402,18 @@ def chain_signal(signum, frame, prev) -> None:
     os.kill(os.getpid(), signum)
 
 
+def _cleanup_at_exit() -> None:
+    """At exit: the clean-up, and no creation after it — a probe's daemon thread still running (the
+    main thread ended on Ctrl-C) must not make a file once the registry has been emptied."""
+    _closing.append(True)   # kept: the process is ending
+    cleanup_all()
+
+
 def install_handlers() -> None:
     """atexit always; SIGTERM/SIGHUP handlers when called from the main thread (once)."""
     with _lock:
         if not _installed["atexit"]:
-            atexit.register(cleanup_all)
+            atexit.register(_cleanup_at_exit)
             _installed["atexit"] = True
         if _installed["signals"] or threading.current_thread() is not threading.main_thread():
             return
