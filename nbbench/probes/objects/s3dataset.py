@@ -20,6 +20,7 @@ import os
 import tempfile
 
 from ...results import ProbeError
+from ..shards import _subset
 from ..tarshards import TarShardDataset, split_shards
 from ..tarwalk import TarWalker, count_samples
 from . import client as _c
@@ -52,18 +53,7 @@ class S3TarShardDataset(TarShardDataset):
         self.rank, self.world_size = rank, world_size
         self.seed, self.bs, self.epoch = int(seed), int(bs), 0
         found.sort()
-        if max_bytes and sum(s for _, s in found) > max_bytes:
-            import random
-
-            order = list(found)
-            random.Random(seed).shuffle(order)
-            picked, total = [], 0
-            for key, s in order:
-                if total + s > max_bytes and picked:
-                    break
-                picked.append((key, s))
-                total += s
-            found = sorted(picked)
+        found = _subset(found, max_bytes or None, seed)   # the shards probe's seeded subset under the cap
         self.found_count = len(found)
         need = sum(s for _, s in found)
         where = cache_dir or tempfile.gettempdir()

@@ -14,12 +14,10 @@ shards probe splits paths.
 
 from __future__ import annotations
 
-import random
-
 from ...results import ProbeError
 from ...results.shards import ShardsResult
 from ...units import format_bytes, parse_size
-from ..shards import CHUNK_EXTENSIONS, _keep, _pass, plan_streams, shard_rank
+from ..shards import CHUNK_EXTENSIONS, _keep, _pass, _subset, plan_streams, shard_rank
 from . import client as _c
 from .s3probe import list_objects
 
@@ -88,16 +86,7 @@ def s3_shards(url: str, streams: int | None = None, bs="1M", seed: int = 0, max_
         raise ProbeError(f"no objects under {u}: nothing to read (check the prefix)")
     mine = [o for o in found if shard_rank(o[0][len(u.prefix):], world_size) == rank]
     cap = DEFAULT_MAX_BYTES if max_bytes is None else (parse_size(max_bytes) or None)
-    picked = list(mine)
-    if cap is not None and sum(s for _, s in picked) > cap:
-        random.Random(seed).shuffle(picked)
-        out, total = [], 0
-        for o in picked:
-            if total + o[1] > cap and out:
-                break
-            out.append(o)
-            total += o[1]
-        picked = sorted(out)
+    picked = _subset(mine, cap, seed)   # the shards probe's own seeded subset under the cap
     n_streams = max(1, min(int(streams) if streams else max(4, usable_cpus()["usable_int"]), len(picked) or 1))
     cli = _c.make_client(endpoint_url, region, pool=n_streams)
     res = ShardsResult(params={"path": str(u), "streams": n_streams, "bs": bs_b, "cold": True, "warm": False,
