@@ -68,9 +68,10 @@ if __name__ == "__main__":
     import importlib
 
     from nbbench.cli import main
-    for mod in ("nbbench.commands.storage", "nbbench.commands.ckpt", "nbbench.commands.doctor", "nbbench.store",
-                "nbbench.env", "nbbench.probes.disk", "nbbench.probes.checkpoint", "nbbench.datasets",
-                "nbbench.doctor", "numpy", "pandas", "PIL.Image", "torch", "torch.distributed.checkpoint"):
+    for mod in ("nbbench.commands.storage", "nbbench.commands.dataset", "nbbench.commands.ckpt",
+                "nbbench.commands.doctor", "nbbench.store", "nbbench.env", "nbbench.probes.disk",
+                "nbbench.probes.checkpoint", "nbbench.datasets", "nbbench.doctor", "numpy", "pandas", "PIL.Image",
+                "torch", "torch.distributed.checkpoint"):
         try:   # loaded once here, before the forks (what is not installed is skipped)
             importlib.import_module(mod)
         except ImportError:

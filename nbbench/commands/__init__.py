@@ -56,7 +56,7 @@ REGISTRY: dict[str, tuple[str, str]] = {
     "checkpoint": ("nbbench.commands.ckpt:CheckpointCommand", "save a model-like checkpoint and load it back (torch.save, DCP)"),
     "shards": ("nbbench.commands.ckpt:ShardsCommand", "read large shard files as parallel sequential streams (WebDataset-like)"),
     "s3": ("nbbench.commands.objects:S3Command", "GET throughput, time to first byte and a concurrency sweep from S3"),
-    "make-dataset": ("nbbench.commands.storage:MakeDatasetCommand", "make a synthetic ImageNet-like folder tree or tar shards to try the probes"),
+    "make-dataset": ("nbbench.commands.dataset:MakeDatasetCommand", "make a synthetic ImageNet-like folder tree or tar shards to try the probes"),
     "monitor": ("nbbench.commands.monitor:MonitorCommand", "sample GPU, CPU and disk while a cell (or command) runs"),
     "watch": ("nbbench.commands.watch:WatchCommand", "a background monitor for the kernel's life: live view, marks, /metrics"),
     "mark": ("nbbench.commands.watch:MarkCommand", "a labelled mark on the background monitor's timeline"),

@@ -1,26 +1,22 @@
-"""Storage subcommands: dd, randread, files, disk (presets), make-dataset.
+"""Storage subcommands: dd, randread, files, disk (presets).
 
 Each parses its options, runs the probe of :mod:`nbbench.probes.disk` /
 :mod:`nbbench.probes.files` through :func:`nbbench.runner.run_cancellable` (Ctrl-C and
 the notebook's interrupt button set the cancel event: the probe removes its temp
 file and returns an ``interrupted`` result) with a progress bar, and returns the
 result.  Probe modules are imported inside ``run`` so ``--help`` stays light.
+``make-dataset`` is in :mod:`nbbench.commands.dataset`; the PATH check of the control
+panel (:func:`describe_path`) in :mod:`nbbench.commands.pathinfo`.
 """
 
 from __future__ import annotations
-
-import os
-from dataclasses import dataclass, field
 
 from . import options
 from . import Command
 from . import ranks
 from ..probes import limits
-from ..results import ProbeError
-from ..units import format_bytes
 
-__all__ = ["DdCommand", "RandreadCommand", "FilesCommand", "DiskCommand", "MakeDatasetCommand",
-           "PathInfo", "describe_path"]
+__all__ = ["DdCommand", "RandreadCommand", "FilesCommand", "DiskCommand"]
 
 _PATH_HELP = ("a directory (a new .nbbench-* temp file is written there and removed), "
               "or an existing file / block device (read only)")
@@ -46,7 +42,7 @@ def _target(path):
     The one place commands ask the storage probes about a path: inspected once, here in
     the main thread, so missing / FIFO / socket / device errors come before any bar; the
     probe then takes the target as it is.  Also the control panel's PATH field
-    (:func:`describe_path`).
+    (:func:`nbbench.commands.pathinfo.describe_path`).
     """
     from ..probes.target import inspect
 
@@ -216,157 +212,3 @@ class DiskCommand(Command):
             target, name=args.preset, size=args.size, runtime=args.runtime, ramp=args.ramp, direct=args.direct,
             engine=args.engine, write=args.write, buffers=args.buffers, jobs=args.jobs or 1,
             threads=args.threads or 1, progress=p, cancel=c))
-
-
-class MakeDatasetCommand(Command):
-    description = ("Make a synthetic ImageNet-like tree DIR/class_XXX/img_XXXXXXX.bin|jpg to try the probes, or "
-                   "with --shards N WebDataset-like tar shards DIR/shard-XXXXXX.tar of JPEG + class-label samples "
-                   "(a new or empty DIR; re-running with the same options adds missing files only).")
-    saves = False
-
-    def add_arguments(self, parser) -> None:
-        parser.add_argument("path", metavar="DIR", help="a new or empty directory")
-        parser.add_argument("--files", type=options.positive_int, default=1000, help="number of files (default 1000)")
-        parser.add_argument("--size", type=options.size, default="110k", help="about this size each (default 110k)")
-        parser.add_argument("--classes", type=options.positive_int, default=10, help="class folders (default 10)")
-        parser.add_argument("--jpeg", action="store_true", help="real JPEG images (Pillow) instead of random bytes")
-        parser.add_argument("--seed", type=options.nonneg_int, default=0, help="same seed, same bytes")
-        parser.add_argument("--shards", type=options.positive_int, default=None,
-                            help="write N tar shards (000123.jpg + 000123.cls samples, JPEGs of about --size) "
-                                 "instead of a folder tree; --files and --jpeg do not apply")
-        parser.add_argument("--shard-size", dest="shard_size", type=options.size, default="32M",
-                            help="about this size each shard (default 32M)")
-
-    def run(self, args, ctx):
-        from .. import datasets
-
-        if args.shards:
-            root = _run_probe(ctx, f"make-dataset {args.path}", lambda p, c: datasets.make_tar_shards(
-                args.path, shards=args.shards, shard_size=args.shard_size, size=args.size, classes=args.classes,
-                seed=args.seed, progress=p, cancel=c))
-            return str(root)
-        root = _run_probe(ctx, f"make-dataset {args.path}", lambda p, c: datasets.make_image_folder(
-            args.path, files=args.files, size=args.size, classes=args.classes, jpeg=args.jpeg, seed=args.seed,
-            progress=p, cancel=c))
-        return str(root)
-
-    def show(self, value, args, ctx) -> None:
-        from .. import datasets
-
-        try:
-            ctx.echo(f"{value}: {datasets.describe(value)}")
-        except (OSError, ValueError, KeyError):
-            ctx.echo(str(value))
-
-
-# ------------------------------------------------------------------ PATH, described
-@dataclass
-class PathInfo:
-    """What the storage probes would make of a path (the control panel's PATH field shows it)."""
-
-    path: str
-    ok: bool
-    kind: str | None = None          # dir | file | block
-    filesystem: str | None = None
-    device: str | None = None
-    mount: str | None = None
-    size_bytes: int | None = None
-    free_bytes: int | None = None
-    total_bytes: int | None = None
-    direct: bool | None = None       # O_DIRECT works there
-    direct_reason: str | None = None
-    can_write: bool | None = None    # a directory where nbbench may create its temporary file
-    error: str | None = None         # why the probes cannot use it
-    notes: list[str] = field(default_factory=list)   # warnings (not errors)
-
-    @property
-    def writable(self) -> bool:
-        return self.ok and self.kind == "dir" and bool(self.can_write)
-
-    def summary(self) -> str:
-        """One line of text, e.g. 'directory · ext4 on sda1 · 12.3 GiB free of 40 GiB · O_DIRECT ok'."""
-        if not self.ok:
-            return self.error or "cannot be used"
-        what = {"dir": "directory", "file": "regular file", "block": "block device"}.get(self.kind or "", "?")
-        parts = [what]
-        if self.kind in ("file", "block") and self.size_bytes is not None:
-            parts[0] += f" of {format_bytes(self.size_bytes, binary=True)} (read-only probes)"
-        fs = self.filesystem or "unknown filesystem"
-        if self.device:
-            fs += f" on {self.device}"
-        parts.append(fs)
-        if self.free_bytes is not None and self.total_bytes:
-            parts.append(f"{format_bytes(self.free_bytes, binary=True)} free of "
-                         f"{format_bytes(self.total_bytes, binary=True)}")
-        if self.direct is True:
-            parts.append("O_DIRECT ok")
-        elif self.direct is False:
-            parts.append("no O_DIRECT: " + (self.direct_reason or "refused") + " (buffered + fadvise instead)")
-        return " · ".join(parts)
-
-
-def _direct_in_dir(directory: str) -> tuple[bool, str | None]:
-    """Try one aligned O_DIRECT write on a new temporary file (the probes' own kind, removed at once)."""
-    from .. import tempfiles
-    from ..probes.target import direct_io_supported
-
-    with tempfiles.temp_file(directory, "odirect") as tf:
-        return direct_io_supported(tf.fd, write=True)
-
-
-def _direct_on_file(path: str) -> tuple[bool, str | None]:
-    from ..probes.target import direct_io_supported, open_read
-
-    fd = open_read(path)
-    try:
-        return direct_io_supported(fd, write=False)
-    finally:
-        os.close(fd)
-
-
-def describe_path(path: str, try_direct: bool = True) -> PathInfo:
-    """Check ``path`` the way the storage probes will (never raises): what it is, its filesystem
-    and device, the free space against the write rule, whether O_DIRECT works there (tried: one
-    aligned I/O on a new temporary file in a directory, read-only on a file or device)."""
-    from ..probes import target as pathcheck
-
-    text = (path or "").strip()
-    if not text:
-        return PathInfo(path="", ok=False, error="type a directory (write and read probes) or a file / block "
-                                                  "device (read probes)")
-    try:
-        target = _target(text)
-    except ProbeError as exc:
-        return PathInfo(path=text, ok=False, error=str(exc))
-    except Exception as exc:  # noqa: BLE001 - shown, not raised
-        return PathInfo(path=text, ok=False, error=f"cannot check {text}: {type(exc).__name__}: {exc}")
-    info = PathInfo(path=target.path, ok=True, kind=target.kind, filesystem=target.filesystem or None,
-                    device=target.device or None, mount=target.mount or None,
-                    size_bytes=target.size if target.kind != "dir" else None)
-    if target.kind == "dir":
-        info.can_write = os.access(target.path, os.W_OK | os.X_OK)
-        if not info.can_write:
-            info.notes.append(f"no permission to create a file in {target.path}: dd, randread and disk cannot "
-                              "write their test file here; files, feed and sweep can read the tree")
-    fs_dir = target.path if target.kind == "dir" else os.path.dirname(target.path)
-    try:
-        space = pathcheck.check_free_space(fs_dir, 0)
-        info.free_bytes, info.total_bytes = space["free_bytes"], space["total_bytes"]
-    except ProbeError as exc:
-        try:
-            vfs = os.statvfs(fs_dir)
-            info.free_bytes, info.total_bytes = vfs.f_bavail * vfs.f_frsize, vfs.f_blocks * vfs.f_frsize
-        except OSError:
-            pass
-        if target.kind == "dir":
-            info.notes.append("write probes will refuse: " + str(exc))
-    if try_direct and not (target.kind == "dir" and not info.can_write):
-        try:
-            if target.kind == "dir":
-                info.direct, info.direct_reason = _direct_in_dir(target.path)
-            else:
-                info.direct, info.direct_reason = _direct_on_file(target.path)
-        except (OSError, ProbeError) as exc:
-            info.direct, info.direct_reason = None, None
-            info.notes.append(f"could not try O_DIRECT there: {exc}")
-    return info
