@@ -107,7 +107,7 @@ def _figures():
     from nbbench.plots.sweep import sweep_figure
     from nbbench.plots.timeline import Timeline
     from nbbench.plots.panel import Panel
-    from nbbench.results.loader import SweepResult
+    from nbbench.results.sweep import SweepResult
     from nbbench.results.monitor import MonitorResult
 
     t = [0.5 * i for i in range(1, 9)]
@@ -319,7 +319,7 @@ def test_the_sweep_tags_its_progress_with_the_configuration():
 
 def test_a_lone_sweep_configuration_and_a_comparison_without_values_have_no_figure():
     from nbbench.plots.sweep import sweep_figure
-    from nbbench.results.loader import SweepResult
+    from nbbench.results.sweep import SweepResult
 
     one = [{"num_workers": 0, "batch_size": 64, "pin_memory": False, "prefetch_factor": 2, "status": "ok",
             "samples_per_s": 500.0}]

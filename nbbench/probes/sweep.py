@@ -30,7 +30,7 @@ from typing import Iterable
 from ..accelerators import AU_TARGET_PCT
 from ..progress import call_progress
 from ..results import ProbeError
-from ..results.loader import SweepResult
+from ..results.sweep import SweepResult
 from ..units import format_metric
 from .dataloader import (close_loader, describe_loader, is_dataloader, loader_parts, make_loader, require_torch,
                          worker_failure_reason)

@@ -16,7 +16,7 @@ The one exception, written in ``tests/test_layers.py``'s allow-list: a result's
 * :mod:`.series`  statistics of a sampled series: :class:`~.series.FieldStats`, the
   ``(t0, t1]`` window (the live monitor's and a stored monitor run's)
 * :mod:`.storage` dd, randread, io, disk presets, files
-* :mod:`.loader`  loader, sweep, feed
+* :mod:`.loader`, :mod:`.sweep`, :mod:`.feed`  the input pipeline: loader, sweep, feed
 * :mod:`.gpu`, :mod:`.monitor`, :mod:`.doctor`, :mod:`.env`
 """
 

@@ -1,4 +1,4 @@
-"""Result classes of the input-pipeline probes: ``loader``, ``sweep`` and ``feed``.
+"""The result class of the ``loader`` probe, and how its figures are derived.
 
 A :class:`LoaderResult` keeps what was measured per step (``samples["steps"]``:
 t_s, wait_s, compute_s, samples, bytes; ``samples["gpu"]``: device timings from CUDA
@@ -8,7 +8,8 @@ IPython's ``TimeitResult`` derives its statistics from its runs:
 
 AU (accelerator utilisation) follows MLPerf Storage: compute time / wall time over
 the measured window; the input-bound band and its thresholds are in
-:mod:`nbbench.accelerators`.
+:mod:`nbbench.accelerators`.  The other input-pipeline results: ``sweep`` in
+:mod:`nbbench.results.sweep`, ``feed`` in :mod:`nbbench.results.feed`.
 """
 
 from __future__ import annotations
@@ -17,11 +18,11 @@ import math
 import statistics
 
 from ..accelerators import AU_TARGET_PCT, get_accelerator, input_bound_band
-from ..units import format_many, format_metric, metric_label
+from ..units import format_many, format_metric
 from .base import Result, register
-from .present import SEP, Section
+from .present import SEP
 
-__all__ = ["LoaderResult", "SweepResult", "FeedResult", "loader_figures", "feeds_phrase", "CPU_HELP", "STORAGE_HELP"]
+__all__ = ["LoaderResult", "loader_figures", "feeds_phrase"]
 
 #: what :func:`loader_figures` derives; a recomputation replaces all of them
 DERIVED_METRICS = ("epochs_count", "measured_s", "steps_count", "samples_count", "samples_per_s", "batches_per_s",
@@ -234,205 +235,6 @@ def feeds_phrase(n: int | None, acc: str) -> str:
     return f"feeds no {acc}" if n == 0 else f"feeds {n} × {acc}"
 
 
-#: what helps when CPU preparation limits a feed, and when storage fetch does
-CPU_HELP = "more CPU cores / workers or cheaper decoding (smaller or pre-resized images, DALI on the GPU)"
-STORAGE_HELP = "faster storage or caching the dataset in memory"
-#: the feed's "why / fix" line by what limits it (``labels["limiter_basis"]``)
-FEED_WHY = {
-    "warm short": f"even from memory (warm cache) preparation falls short: {CPU_HELP} help; faster storage or "
-                  "caching does not, until preparation keeps up",
-    "cold short": f"from memory (warm cache) it would keep up: {STORAGE_HELP} helps more than CPUs",
-    "storage ceiling": f"from memory (warm cache) it would feed more: {STORAGE_HELP} helps more than CPUs",
-    "CPU ceiling": f"reading from storage costs little: {CPU_HELP} help feed more",
-}
-
-
-@register("sweep")
-class SweepResult(Result):
-    """A DataLoader settings sweep: one row per configuration, and a recommendation."""
-
-    SUMMARY = ("best_samples_per_s", "recommended_samples_per_s", "configs_count", "failed_count")
-    INLINE_SPREAD = False
-
-    def headline(self) -> str:
-        return f"sweep {self.labels.get('dataset', '')}".strip()
-
-    @property
-    def configs(self) -> list[dict]:
-        return list(self.samples.get("configs", []))
-
-    @property
-    def recommendation(self) -> str:
-        return self.extra.get("recommendation") or self.labels.get("recommendation", "")
-
-    @property
-    def note(self) -> str:
-        """What a sweep over a DataLoader kept of it and what it replaced ('' for a dataset)."""
-        return self.extra.get("note") or ""
-
-    @property
-    def recommended(self) -> dict | None:
-        return self.extra.get("recommended")
-
-    @property
-    def table(self):
-        """One row per configuration (a pandas DataFrame)."""
-        import pandas as pd
-
-        cols = ["num_workers", "batch_size", "pin_memory", "prefetch_factor", "status", "samples_per_s",
-                "bytes_per_s", "au_pct", "data_wait_pct", "gpu_util_mean_pct", "startup_s", "reason"]
-        rows = [{k: c.get(k) for k in cols} for c in self.configs]
-        return pd.DataFrame(rows, columns=cols)
-
-    def plot(self, ax=None):
-        """Throughput against num_workers, one line per batch size (:func:`nbbench.plots.sweep.sweep_figure`)."""
-        from ..plots.sweep import sweep_figure
-
-        return sweep_figure(self, ax)
-
-    def plot_png(self) -> bytes:
-        """:meth:`plot` as PNG bytes."""
-        from ..plots.sweep import sweep_png
-
-        return sweep_png(self)
-
-    def display_table(self):
-        """The table for people: figures with their units, empty columns left out (strings)."""
-        t = self.table.copy()
-        if t.empty:
-            return t
-
-        def fmt(key):
-            return [format_metric(key, v) if v is not None and not (isinstance(v, float) and math.isnan(v)) else ""
-                    for v in t[key]]
-
-        for k in ("samples_per_s", "bytes_per_s", "au_pct", "data_wait_pct", "gpu_util_mean_pct", "startup_s"):
-            t[k] = fmt(k)
-        t["prefetch_factor"] = ["" if v is None or (isinstance(v, float) and math.isnan(v)) else int(v)
-                                for v in t["prefetch_factor"]]
-        t["reason"] = [r if isinstance(r, str) else "" for r in t["reason"]]
-        keep = [c for c in t.columns if c in ("num_workers", "batch_size", "status") or any(str(v) for v in t[c])]
-        t = t[keep]
-        return t.rename(columns={"samples_per_s": "samples/s", "bytes_per_s": "bytes/s", "au_pct": "AU",
-                                 "data_wait_pct": "data wait", "gpu_util_mean_pct": "GPU util",
-                                 "startup_s": "start-up", "prefetch_factor": "prefetch"})
-
-    def answer_line(self) -> str:
-        """The recommendation's settings and rate: 'num_workers=4, batch_size=64 · 1.65 ksamples/s'."""
-        rec = self.recommended
-        if not rec:
-            return "no configuration ran" if not self.configs else "no recommendation"
-        settings = ", ".join(f"{k}={rec[k]}" for k in ("num_workers", "batch_size", "pin_memory", "prefetch_factor")
-                             if rec.get(k) is not None)
-        figs = [format_metric(k, rec[k]) + ("" if k == "samples_per_s" else f" {metric_label(k)}")
-                for k in ("samples_per_s", "au_pct") if rec.get(k) is not None]
-        return SEP.join([f"use {settings}"] + figs)
-
-    def story(self) -> list[str]:
-        """Why this configuration (the answer line names it and its rate), and a note."""
-        first = self.extra.get("why") or self.recommendation
-        return [x for x in (first, f"note: {self.note}" if self.note else "") if x]
-
-    def sections(self) -> list[Section]:
-        """Every configuration (open) with the throughput plot under it in HTML, then every
-        figure and how it was measured (folded)."""
-        t = self.display_table()
-        out = []
-        if not t.empty:
-            rows = [["" if v is None else str(v) for v in row] for row in t.itertuples(index=False)]
-            out.append(Section(f"{len(rows)} configurations", rows, head=[str(c) for c in t.columns], folded=False,
-                               align="r" * (len(t.columns) - 1) + "l", css="nbbench-sweep",
-                               html_extra=self._plot_html))
-        return out + super().sections()
-
-    def _plot_html(self) -> str:
-        import base64
-
-        try:
-            png = base64.b64encode(self.plot_png()).decode()
-        except Exception:  # noqa: BLE001 - no matplotlib: the table is enough
-            return ""
-        return f"<img src='data:image/png;base64,{png}' alt='throughput by num_workers'/>"
-
-
-@register("feed")
-class FeedResult(Result):
-    """Storage + CPU against accelerators' appetite: how many can be fed at AU >= 90 %."""
-
-    SUMMARY = ("accelerators_fed_count", "cold_samples_per_s", "warm_samples_per_s", "needed_samples_per_s")
-    INLINE_SPREAD = False
-
-    def headline(self) -> str:
-        return f"feed {self.params.get('path', '')} → {self.labels.get('accelerator', '')}".strip()
-
-    @property
-    def accelerators_fed(self) -> int | None:
-        return self.metrics.get("accelerators_fed_count")
-
-    @property
-    def limiter(self) -> str | None:
-        return self.labels.get("limiter")
-
-    @property
-    def answer(self) -> str:
-        return self.extra.get("answer") or self.labels.get("answer", "")
-
-    def accelerators_frame(self):
-        """Every emulated accelerator of the same workload: need and how many are fed."""
-        return self.samples_frame("accelerators")
-
-    def metric_name(self, key: str) -> str:
-        """Names that say which accelerator: "one h100-resnet50's AU at this rate", "h100-resnet50 consumes"."""
-        own = {"samples_per_s": "throughput (cold cache)", **_accelerator_names(self)}
-        return own.get(key) or super().metric_name(key)
-
-    def answer_line(self) -> str:
-        """'feeds 3 × h100-resnet50 · storage fetch limits it', 'feeds no h100-resnet50 (one would
-        run at AU 3.06 %) · CPU preparation limits it' (the rates are the table under it)."""
-        m, acc = self.metrics, self.labels.get("accelerator") or "accelerator"
-        n = m.get("accelerators_fed_count")
-        head = feeds_phrase(n, acc)
-        if n == 0 and m.get("au_one_accelerator_pct") is not None:
-            head += f" (one would run at AU {format_metric('au_pct', m['au_one_accelerator_pct'])})"
-        out = [head]
-        if self.limiter:
-            out.append(f"{self.limiter} limits it")
-        elif m.get("cold_samples_per_s") is not None:
-            out.append(f"{format_metric('samples_per_s', m['cold_samples_per_s'])} from storage")
-        return SEP.join(out)
-
-    def story(self) -> list[str]:
-        """The one "why / fix" line that follows what limits it (the figures are in the answer
-        and the rates table; :attr:`answer` keeps the whole sentence)."""
-        why = FEED_WHY.get(self.labels.get("limiter_basis") or "")
-        if why:
-            return [f"why: {why}."]
-        return [self.answer] if self.answer else []   # a run stored before the basis was kept
-
-    def sections(self) -> list[Section]:
-        """Cold and warm rates against the need (open), then every accelerator of the same
-        workload, every figure and how it was measured (folded)."""
-        m, acc = self.metrics, self.labels.get("accelerator") or "accelerator"
-
-        def cells(name, sps, bps):
-            return [name, format_metric("samples_per_s", m.get(sps)), format_metric("bytes_per_s", m.get(bps))
-                    if bps else ""]
-
-        rows = [cells("from storage (cold cache)", "cold_samples_per_s", "cold_bytes_per_s"),
-                cells("from memory (warm cache)", "warm_samples_per_s", "warm_bytes_per_s"),
-                cells(f"one {acc} needs", "needed_samples_per_s", None),
-                cells(f"one {acc} consumes", "accelerator_samples_per_s", None)]
-        out = [Section("rates", rows, head=["", "samples/s", "bandwidth"], folded=False, css="nbbench-feed")]
-        accs = self.samples.get("accelerators")
-        if isinstance(accs, dict) and accs.get("accelerator"):
-            cols = [c for c in ("accelerator", "needed_samples_per_s", "fed_count", "fed_warm_count") if c in accs]
-            head = {"accelerator": "accelerator", "needed_samples_per_s": "one needs",
-                    "fed_count": "fed from storage", "fed_warm_count": "fed from memory"}
-            rows = [[_cell(k, accs[k][i]) for k in cols] for i in range(len(accs["accelerator"]))]
-            out.append(Section("every accelerator of this workload", rows, head=[head[c] for c in cols]))
-        return out + super().sections()
-
-
 def _accelerator_names(r: Result) -> dict[str, str]:
     """Metric names that say which accelerator: "h100-resnet50 consumes", "one h100-resnet50's AU at this rate"."""
     acc = r.labels.get("accelerator") or "accelerator"
@@ -442,7 +244,3 @@ def _accelerator_names(r: Result) -> dict[str, str]:
             "needed_samples_per_s": f"one {acc} needs (AU ≥ {target:g} %)",
             "accelerators_fed_count": f"{acc}s fed (AU ≥ {target:g} %)",
             "accelerators_fed_warm_count": f"{acc}s fed from memory (warm cache)"}
-
-
-def _cell(key: str, v) -> str:
-    return v if isinstance(v, str) else format_metric(key, v)
