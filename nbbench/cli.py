@@ -20,7 +20,7 @@ from . import commands
 from .version import __version__
 from .commands import Context, HelpRequested, UsageProblem
 from .results import ProbeError, Result
-from .results.present import count_line
+from .results.summaries import count_line
 
 __all__ = ["main", "TerminalContext", "build_parser", "exit_code"]
 

@@ -82,7 +82,7 @@ class Report:
         """'report (html) /out/r.html: 2 results: 2 ok; the doctor's checks on them: 3 warn, 5 ok
         (10 others in the report)' — the results and the doctor's findings counted apart, the
         findings scoped as the report's badge is (a storage report counts no GPU check)."""
-        from .results.present import count_line
+        from .results.summaries import count_line
 
         text = count_line(self.data.results)
         scope = self.data.doctor_scope()

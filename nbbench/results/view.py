@@ -29,7 +29,8 @@ from typing import ClassVar
 
 from ..units import format_many, format_metric, metric_label, metric_phrase, percentile_name
 from . import advice as _advice
-from .present import ANSWER_SEP, SEP, Presentation, Rendered, Section, fit_summary, render_html, render_text, tone_of
+from .present import ANSWER_SEP, SEP, Presentation, Rendered, Section, render_html, render_text, tone_of
+from .summaries import fit_summary
 
 __all__ = ["ResultView"]
 
@@ -137,7 +138,7 @@ class ResultView:
 
     def findings(self) -> dict[str, int] | None:
         """What this result's checks found, counted by status ({"fail": 2, "warn": 4, "ok": 10});
-        None for a result without checks.  A count line (:func:`~nbbench.results.present.count_line`)
+        None for a result without checks.  A count line (:func:`~nbbench.results.summaries.count_line`)
         counts them apart from the results."""
         return None
 
