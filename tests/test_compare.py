@@ -175,7 +175,7 @@ def test_chart_keeps_the_headline_metrics():
 
 
 def test_tables_keep_key_percentiles_and_settings_have_no_direction():
-    from nbbench.compare import _name, table_metrics
+    from nbbench.compare.model import _name, table_metrics
 
     keys = ["iops", "lat_p1_ns", "lat_p50_ns", "lat_p95_ns", "lat_p99_ns", "lat_p99_9_ns", "lat_p99_99_ns"]
     assert table_metrics(keys) == ["iops", "lat_p50_ns", "lat_p99_ns", "lat_p99_9_ns"]

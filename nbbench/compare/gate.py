@@ -80,7 +80,7 @@ class Gate:
 
 def judge(cmp, pct: Any) -> Gate:
     """Judge every headline figure of every later reference of ``cmp`` (a Comparison)."""
-    from . import chart_metrics
+    from .model import chart_metrics
     from .noise import change_text
     from .likeness import caveats as caveat_words
 

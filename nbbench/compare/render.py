@@ -70,7 +70,7 @@ def _value_cell(g, m: str, i: int) -> str:
 
 
 def group_text(g) -> str:
-    from . import _row_label, table_metrics
+    from .model import _row_label, table_metrics
 
     head = ["metric"] + g.names + [f"Δ% {n}" for n in g.names[1:]]
     body = []
@@ -96,7 +96,7 @@ def group_text(g) -> str:
 
 
 def comparison_html(cmp, images: bool = True) -> str:
-    from . import _row_label, table_metrics
+    from .model import _row_label, table_metrics
 
     esc = html.escape
     out = ["<div class='nbbench-compare'>"]

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..compare import ComparisonGroup, _name, better, caveats, chart_metrics
+from ..compare import ComparisonGroup, better, caveats, chart_metrics
+from ..compare.model import _name
 from ..units import format_metric, unit_of
 from .style import FONT, NEUTRAL, display_unit, wrap
 
