@@ -14,6 +14,8 @@ that draw, so importing them stays light.
 * :mod:`.panel`     :class:`Panel`: one subplot of a timeline; nice axis limits
 * :mod:`.timeline`  :class:`Timeline`: named series over a shared time axis (the
   figure behind every live plot)
+* :mod:`.timedata`  :class:`TimelineData`: a timeline's series and marks, kept
+  thread-safe, and its plain-text summary
 * :mod:`.monitor`   the monitor's panels, a stored monitor run's figure
 * :mod:`.loader`    the loader benchmark's panels and AU gauge
 * :mod:`.rates`     panels for the rates a probe reports with its progress

@@ -15,8 +15,9 @@ title -> Axes and a dict series -> (times, values)) and ``status()`` (a line of 
 above the plot) are hooks for gauges and annotations.  An ``annotate`` that returns
 the list of artists it changes (e.g. ``[bar, label]``) keeps the fast path: those are
 drawn over the cached background; one that returns None gets a full redraw every
-frame (always correct, several times the cost).  :meth:`Timeline.text` is a
-plain-text summary for terminals.
+frame (always correct, several times the cost).  The series themselves (adding points,
+marks, the plain-text summary for terminals :meth:`Timeline.text`) are kept by its base,
+:class:`~.timedata.TimelineData`.
 """
 
 from __future__ import annotations
@@ -25,17 +26,17 @@ import io
 import math
 import threading
 import time
-from collections import deque
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable
 
-from .panel import Panel, as_panel, draw_targets, nice_ceil
+from .panel import draw_targets, nice_ceil
 from .style import FONT, figsize as _min_width, wrap
-from .style import finite as _finite, legend_right as _legend, value_text as _fmt
+from .style import finite as _finite, legend_right as _legend
+from .timedata import TimelineData
 
 __all__ = ["Timeline"]
 
 
-class Timeline:
+class Timeline(TimelineData):
     """Named series over a shared time axis and the Figure that draws them.
 
     ``Timeline(panels=None, title="", window_s=None, figsize=None, dpi=80, annotate=None,
@@ -72,10 +73,7 @@ class Timeline:
                  status: Callable[[], str] | None = None, max_points: int = 400, capacity: int = 50_000,
                  t0: float | None = None, blit: bool = True, min_span_s: float = 10.0,
                  span_s: float | None = None, min_plot_s: float = 0.0, subtitle: str = ""):
-        self.panels = [as_panel(p) for p in (panels or [Panel("", ["*"])])]
-        if not self.panels:
-            raise ValueError("a plot needs at least one panel")
-        self.title = title
+        super().__init__(panels, title=title, capacity=capacity, t0=t0, min_plot_s=min_plot_s)
         self.subtitle = subtitle
         self.window_s = window_s
         self.dpi = dpi
@@ -83,19 +81,11 @@ class Timeline:
         self.annotate = annotate
         self.status = status
         self.max_points = max(10, int(max_points))
-        self.capacity = max(100, int(capacity))
-        self.t0 = t0
         self.fit = False
-        self.dirty = False
         self.min_span_s = max(1e-3, float(min_span_s))
         self.span_s = span_s
-        self.min_plot_s = float(min_plot_s or 0.0)
         self._target_key: dict[int, tuple] = {}
         self._target_artists: dict[int, list] = {}
-        self._series: dict[str, tuple[deque, deque]] = {}
-        self._match: dict[str, tuple[int, ...]] = {}
-        self._marks: list[tuple[float, str]] = []
-        self._lock = threading.Lock()
         self._render_lock = threading.Lock()
         self._blit = bool(blit)
         self._fig = None
@@ -111,52 +101,6 @@ class Timeline:
         self._xlim = None
         self._n_marks = -1
         self._marks_tmin = None
-
-    # ------------------------------------------------------------------ data
-    def add(self, t: float, values: Mapping[str, Any]) -> None:
-        """Append one point per series in ``values`` (those the panels show) at time ``t``.
-
-        Thread-safe and cheap (a sampler thread calls it); None values are gaps.
-        """
-        match = self._match
-        with self._lock:
-            if self.t0 is None:
-                self.t0 = t
-            for k, v in values.items():
-                m = match.get(k)
-                if m is None:
-                    m = match[k] = tuple(i for i, p in enumerate(self.panels) if p.matches(k))
-                if not m or v is None or v.__class__ not in (float, int):
-                    continue
-                s = self._series.get(k)
-                if s is None:
-                    s = self._series[k] = (deque(maxlen=self.capacity), deque(maxlen=self.capacity))
-                s[0].append(t)
-                s[1].append(v)
-            self.dirty = True
-
-    def add_record(self, rec: Mapping[str, Any]) -> None:
-        """A monitor record (``rec["t"]`` is its time)."""
-        self.add(rec["t"], rec)
-
-    def mark(self, t: float, label: str = "") -> None:
-        """A vertical line at time ``t`` (monotonic s) on every panel, labelled on the top one."""
-        with self._lock:
-            self._marks.append((t, label))
-            self.dirty = True
-
-    def series(self, name: str) -> tuple[list[float], list[float]]:
-        """``(times since t0, values)`` of a series as stored (unscaled)."""
-        with self._lock:
-            s = self._series.get(name)
-            if s is None:
-                return [], []
-            t0 = self.t0 or 0.0
-            return [t - t0 for t in s[0]], list(s[1])
-
-    def names(self) -> list[str]:
-        with self._lock:
-            return list(self._series)
 
     # ---------------------------------------------------------------- figure
     def _build(self):
@@ -210,14 +154,6 @@ class Timeline:
         at the figure's edge: "from memory (warm cache)" takes two lines)."""
         room_px = (1.0 - 0.805) * self.figsize[0] * self.dpi - 2.5 * FONT["legend"] * self.dpi / 72
         return wrap(p.labels.get(name, name), room_px, FONT["legend"], self.dpi)
-
-    def _snapshot(self) -> tuple[dict, list, float]:
-        with self._lock:
-            t0 = self.t0 if self.t0 is not None else 0.0
-            data = {k: (list(s[0]), list(s[1])) for k, s in self._series.items()}
-            marks = list(self._marks)
-            self.dirty = False
-        return data, marks, t0
 
     def _visible(self, data: dict, t0: float) -> tuple[float, float, dict]:
         """The time range shown and each series within it, thinned, as times since t0."""
@@ -398,49 +334,3 @@ class Timeline:
             for a in self._extra:
                 a.set_animated(False)
         return self._fig
-
-    def _span(self) -> float:
-        """How long the run has lasted: from t0 to the last point."""
-        with self._lock:
-            last = max((s[0][-1] for s in self._series.values() if s[0]), default=None)
-            return 0.0 if last is None or self.t0 is None else last - self.t0
-
-    def has_plot(self) -> bool:
-        """Whether any series has two values or more over ``min_plot_s`` at least: less draws
-        empty axes, a lone dot or two dots a few ms apart."""
-        with self._lock:
-            two = any(len(_finite(s[1])) >= 2 for s in self._series.values())
-        return two and self._span() >= self.min_plot_s
-
-    def no_plot_text(self) -> str | None:
-        """The sentence shown instead of a figure without :meth:`has_plot` (None when it has one)."""
-        if self.has_plot():
-            return None
-        from .style import too_short
-
-        span = self._span()
-        why = too_short(span, self.min_plot_s / 2) if self.min_plot_s and span else None
-        return why or "no plot: the run ended before two points were measured"
-
-    # ----------------------------------------------------------------- text
-    def text(self) -> str:
-        """Per series: last, mean and max, in the panel's unit (a terminal summary)."""
-        lines = [self.title] if self.title else []
-        with self._lock:
-            data = {k: list(s[1]) for k, s in self._series.items()}
-            span = max((s[0][-1] - (self.t0 or s[0][0]) for s in self._series.values() if s[0]), default=0.0)
-        if span:
-            lines.append(f"{span:.1f} s")
-        for i, p in enumerate(self.panels):
-            names = [k for k in data if i in self._match.get(k, ())]
-            if not names:
-                if p.note:
-                    lines.append(f"{p.title}: {p.note}")
-                continue
-            lines.append(f"{p.title}" + (f" ({p.unit})" if p.unit else ""))
-            for name in names:
-                vs = [v * p.scale for v in _finite(data[name])]
-                if vs:
-                    lines.append(f"  {p.labels.get(name, name):<28} last {_fmt(vs[-1])}  "
-                                 f"mean {_fmt(sum(vs) / len(vs))}  max {_fmt(max(vs))}")
-        return "\n".join(lines)
