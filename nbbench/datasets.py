@@ -201,9 +201,9 @@ def _shard_params(shards: int, shard_size: int, size: int, classes: int, seed: i
 
 def _sweep(directory: Path) -> None:
     """Remove the ``.nbbench-ds-…`` files a killed run of this host left (never another's)."""
-    from . import tempfiles
+    from . import tempsweep
 
-    tempfiles.sweep_stale(directory)
+    tempsweep.sweep_stale(directory)
 
 
 def _start(root: Path, params: dict[str, Any]) -> None:

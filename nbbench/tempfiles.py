@@ -29,7 +29,7 @@ existing name, as ``O_EXCL`` does), registered like a file and removed with ever
 it on the same occasions (:func:`temp_dir` is its context manager).
 
 What a SIGKILL leaves (the dd and fio engines open the file by name) is swept by the
-next probe in that directory (:func:`sweep_stale`): files and directories named exactly
+next probe in that directory (:func:`nbbench.tempsweep.sweep_stale`): files and directories named exactly
 as above, of this host (the sanitised host name), whose process is gone (``os.kill(pid,
 0)`` gives ESRCH).  Another host's (a shared filesystem) and a live process's are never
 touched.
@@ -45,14 +45,13 @@ import secrets
 import shutil
 import signal
 import socket
-import stat
 import threading
 import time
 from dataclasses import dataclass
 
 from .results import ProbeError
 
-__all__ = ["create", "remove", "temp_file", "cleanup_all", "registered", "install_handlers", "sweep_stale",
+__all__ = ["create", "remove", "temp_file", "cleanup_all", "registered", "install_handlers",
            "host_tag", "temp_name", "PREFIX", "TempFile", "TempDir", "create_dir", "remove_dir", "temp_dir",
            "registered_dirs", "chain_signal", "install_signal_handler"]
 
@@ -300,68 +299,6 @@ def cleanup_all(wait_s: float = 2.0) -> None:
                 _lock.release()
     finally:
         _closing.pop()
-
-
-def _alive(pid: int) -> bool:
-    """Is there a process ``pid`` here?  True unless the kernel says ESRCH (when in doubt: alive)."""
-    if pid <= 0 or pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (OSError, OverflowError, ValueError):  # EPERM: it exists (another user's)
-        return True
-    return True
-
-
-def _tree_bytes(path: str) -> int:
-    total = 0
-    for dirpath, _, names in os.walk(path):
-        for n in names:
-            try:
-                total += os.lstat(os.path.join(dirpath, n)).st_size
-            except OSError:
-                pass
-    return total
-
-
-def sweep_stale(directory) -> tuple[int, int]:
-    """Remove the temp files and directories a killed nbbench process of this host left in ``directory``.
-
-    Only regular files and directories (never a symlink) named exactly
-    ``.nbbench-<what>-<this host>-<pid>-<8 hex>.tmp`` whose process is gone; returns (entries
-    removed, their bytes).
-    """
-    d = os.fspath(directory)
-    pattern = re.compile(rf"{re.escape(PREFIX)}[A-Za-z0-9]+-{re.escape(host_tag())}-(\d+)-[0-9a-f]{{8}}\.tmp")
-    n = nbytes = 0
-    try:
-        names = [e.name for e in os.scandir(d) if e.name.startswith(PREFIX)]
-    except OSError:
-        return 0, 0
-    for name in names:
-        m = pattern.fullmatch(name)
-        if m is None or _alive(int(m.group(1))):
-            continue
-        path = os.path.join(d, name)
-        try:
-            st = os.lstat(path)
-            if stat.S_ISDIR(st.st_mode):
-                size = _tree_bytes(path)
-                _rmtree(path)
-                if os.path.lexists(path):
-                    continue
-            elif stat.S_ISREG(st.st_mode):
-                size = st.st_size
-                os.unlink(path)
-            else:
-                continue
-        except OSError:
-            continue
-        n += 1
-        nbytes += size
-    return n, nbytes
 
 
 @contextlib.contextmanager

@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from nbbench import env
+from nbbench import env, envexport
 
 
 def write(root: Path, rel: str, text: str):
@@ -66,10 +66,10 @@ def test_fingerprint_is_stable_and_complete():
 
 def test_export_conda_outside_conda_says_why(monkeypatch):
     monkeypatch.delenv("CONDA_PREFIX", raising=False)
-    if env.in_conda():
+    if envexport.in_conda():
         pytest.skip("running inside conda")
-    with pytest.raises(env.ExportError, match="not running inside a conda environment"):
-        env.export_conda()
+    with pytest.raises(envexport.ExportError, match="not running inside a conda environment"):
+        envexport.export_conda()
 
 
 def test_export_conda_inside_conda_runs_conda_list(tmp_path, monkeypatch):
@@ -85,7 +85,7 @@ def test_export_conda_inside_conda_runs_conda_list(tmp_path, monkeypatch):
         seen["argv"] = argv
         return Done()
 
-    text = env.export_conda(tmp_path / "out.txt", runner=runner)
+    text = envexport.export_conda(tmp_path / "out.txt", runner=runner)
     assert seen["argv"][:3] == ["/opt/conda/bin/conda", "list", "--explicit"]
     assert text.startswith("@EXPLICIT") and (tmp_path / "out.txt").read_text() == text
 

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from nbbench import tempfiles
+from nbbench import tempfiles, tempsweep
 from nbbench.results import ProbeError
 
 PY = sys.executable
@@ -90,7 +90,7 @@ def test_the_stale_sweep_removes_a_killed_runs_directory_only(tmp_path):
         target.mkdir()
         (target / "precious").write_bytes(b"p")
         os.symlink(target, tmp_path / f".nbbench-dcpr0-{host}-{dead}-00000000.tmp")  # a symlink: never followed
-        n, nbytes = tempfiles.sweep_stale(tmp_path)
+        n, nbytes = tempsweep.sweep_stale(tmp_path)
         assert (n, nbytes) == (1, 5100)
         assert not stale.exists() and all((k / "f").exists() for k in keep)
         assert (target / "precious").exists()

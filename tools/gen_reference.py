@@ -107,6 +107,7 @@ def commands_page() -> str:
 def metrics_page() -> str:
     from nbbench import units
     from nbbench.results.base import KINDS
+    from nbbench.units import metrics as unit_keys
 
     lines = [HEADER + "# Result kinds and their metrics\n",
              "Metrics are stored in base units with the unit in the key (`read_bytes_per_s`, `lat_p99_ns`, "
@@ -137,9 +138,9 @@ def metrics_page() -> str:
         lines.append(f"| `{k}` | {_cell(v)} | {units.unit_of(k) or '—'} |")
     lines += ["", "## Units from key suffixes\n", "A key's unit is its suffix (longest first); the rest of the key, "
               "with `lat` → latency, `p99_9` → p99.9 and so on, is its name.\n", "| suffix | unit |", "|---|---|"]
-    for suffix, unit in units._UNITS:
+    for suffix, unit in unit_keys._UNITS:
         lines.append(f"| `{suffix}` | {unit} |")
-    lines += ["", "Keys named by themselves: " + ", ".join(f"`{k}` ({u})" for k, u in units._BARE.items()) + ".", ""]
+    lines += ["", "Keys named by themselves: " + ", ".join(f"`{k}` ({u})" for k, u in unit_keys._BARE.items()) + ".", ""]
     return "\n".join(lines)
 
 

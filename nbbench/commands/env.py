@@ -22,15 +22,15 @@ class EnvCommand(Command):
         p.add_argument("--out", metavar="FILE", help="file to write the export to (default: print it)")
 
     def run(self, args, ctx):
-        from .. import env
+        from .. import env, envexport
 
         if args.export:
             try:
                 if args.export == "requirements":
-                    text = env.export_requirements(args.out)
+                    text = envexport.export_requirements(args.out)
                 else:
-                    text = env.export_conda(args.out)
-            except env.ExportError as exc:
+                    text = envexport.export_conda(args.out)
+            except envexport.ExportError as exc:
                 raise ProbeError(str(exc)) from None
             except OSError as exc:
                 raise ProbeError(f"cannot write {args.out}: {exc.strerror}") from None

@@ -164,9 +164,9 @@ class CheckpointJob(RankJob):
         return out
 
     def sweep_left(self) -> int:
-        from .. import tempfiles
+        from .. import tempsweep
 
-        return tempfiles.sweep_stale(self.params["path"])[0]
+        return tempsweep.sweep_stale(self.params["path"])[0]
 
     def finish(self, res, records):
         m = res.metrics

@@ -155,13 +155,13 @@ def launch(argv: list[str], nproc: int, job, progress: Callable | None = None, c
            on_figures: Callable | None = None, grace_s: float = 3.0, kill_after_s: float = 5.0,
            backend: str = "gloo") -> Result:
     """Run ``nbbench ARGV`` as ``nproc`` local ranks and return the one aggregate result."""
-    from .. import tempfiles
+    from .. import tempfiles, tempsweep
 
     need_torch()
     install_handlers()
     tmp = tempfile.gettempdir()
     try:
-        swept = tempfiles.sweep_stale(tmp)[0]   # a private directory a killed launcher left
+        swept = tempsweep.sweep_stale(tmp)[0]   # a private directory a killed launcher left
     except Exception:  # noqa: BLE001 - a sweep never stops a run
         swept = 0
     extra, socket_warnings = socket_env(os.environ, backend)

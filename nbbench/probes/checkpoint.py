@@ -245,9 +245,9 @@ def checkpoint(path, model: str = "transformer", size=None, scale: float = 1.0, 
 
 
 def _sweep(res: CheckpointResult, directory: str) -> None:
-    from .. import tempfiles
+    from .. import tempsweep
 
-    n, nbytes = tempfiles.sweep_stale(directory)
+    n, nbytes = tempsweep.sweep_stale(directory)
     if n:
         what = "entry" if n == 1 else "entries"
         res.labels["stale_temp_removed"] = f"{n} {what}, {format_bytes(nbytes, binary=True)}"

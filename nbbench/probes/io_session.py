@@ -5,7 +5,7 @@ warnings) and running one job on it (:func:`run_job`, :func:`fill_job_result`,
 :func:`short_transfer`: a job that moved less than a block).
 
 In a directory the Session first removes the temp files killed runs of this host left
-there (:func:`nbbench.tempfiles.sweep_stale`, said in the result), creates its own, and
+there (:func:`nbbench.tempsweep.sweep_stale`, said in the result), creates its own, and
 — for the builtin engine, which needs only descriptors — opens every descriptor it
 needs and unlinks the name at once, so not even a SIGKILL can leave the file behind.
 """
@@ -138,9 +138,9 @@ class Session:
                 self.fd = open_read(t.path, direct=True)
 
     def _sweep(self, directory: str) -> None:
-        from .. import tempfiles
+        from .. import tempsweep
 
-        n, nbytes = tempfiles.sweep_stale(directory)
+        n, nbytes = tempsweep.sweep_stale(directory)
         if n:
             files = "file" if n == 1 else "files"
             self.labels["stale_temp_removed"] = f"{n} {files}, {format_bytes(nbytes, binary=True)}"
