@@ -25,8 +25,8 @@ from jupyterlab_harness import JupyterLab, launch_chromium, run_all_cells, wait_
 from panel_screenshots import _shrink  # noqa: E402
 
 CELLS = [
-    "import nbbench\np = nbbench.panel({data!r})\np.select('Monitor')\np.tab('Monitor').duration.value = 6\n"
-    "p.tab('Monitor').interval.value = 0.25\np.run()\np",
+    "import nbbench\np = nbbench.panel({data!r})\np.select('Monitor')\np.tab('Monitor').duration.value = '6'\n"
+    "p.tab('Monitor').interval.value = '0.25'\np.run()\np",
     "import hashlib, os, time\nblock = os.urandom(1 << 22)\nt = time.monotonic()\nwhile time.monotonic() - t < 5:\n"
     "    hashlib.sha256(block).digest()   # a busy cell: one core hashing\n",
     "p.wait(60)\nprint(p.result.summary(120))",

@@ -36,11 +36,14 @@ def final_metrics(res) -> dict:
 def _interval(text: str) -> float:
     from .options import duration
 
+    from ..probes.limits import MONITOR_INTERVAL_S
+
     v = duration(text)
-    if v < 0.01:
-        raise argparse.ArgumentTypeError(f"the interval must be 0.01 s or more, not {text!r}")
-    if v > 3600:
-        raise argparse.ArgumentTypeError(f"the interval must be under an hour, not {text!r}")
+    lo, hi = MONITOR_INTERVAL_S
+    if v < lo:
+        raise argparse.ArgumentTypeError(f"the interval must be {lo:g} s or more, not {text!r}")
+    if v > hi:
+        raise argparse.ArgumentTypeError(f"the interval must be {hi:g} s or less, not {text!r}")
     return v
 
 
