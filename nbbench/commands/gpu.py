@@ -20,10 +20,10 @@ class GpuCommand(Command):
         p.add_argument("--no-bench", dest="bench", action="store_false",
                        help="skip the matmul/copy sanity benchmark")
         p.add_argument("--size", type=options.int_range(limits.GPU_MATMUL_SIZE), default=4096, metavar="N",
-                       help="matmul size N (N×N by N×N; default 4096)")
+                       help="matmul size N (N×N by N×N, {} to {}; default 4096)".format(*limits.GPU_MATMUL_SIZE))
         p.add_argument("--iters", type=options.int_range(limits.GPU_ITERS), default=10, metavar="R",
-                       help="timed iterations per benchmark inside one run, median reported (default 10); "
-                            "--repeat N repeats the whole run")
+                       help="timed iterations per benchmark inside one run, {} to {}, median reported (default 10); "
+                            "--repeat N repeats the whole run".format(*limits.GPU_ITERS))
         # the old name, kept working but not shown: "--repeat" (whole runs) is another option
         p.add_argument("--repeats", dest="iters", type=options.int_range(limits.GPU_ITERS), default=10,
                        help=argparse.SUPPRESS)
