@@ -146,3 +146,12 @@ def test_the_fast_reader_and_psutil_agree_on_a_processs_writes(tmp_path):
     fast.close()
     assert c.write_chars - a.write_chars >= SIZE and d.write_chars - b.write_chars >= SIZE
     assert abs((c.write_bytes - a.write_bytes) - (d.write_bytes - b.write_bytes)) <= SIZE / 8
+
+
+def test_the_status_line_gives_the_trees_read_and_write_calls_per_second():
+    from nbbench.monitor.text import format_status
+
+    rec = {"t": 12.3, "proc.cpu_pct": 98.0, "proc.read_syscall_bytes_per_s": 2e6,
+           "proc.write_syscall_bytes_per_s": 40e6}
+    assert "tree 0.98 cores read() 2.00 MB/s write() 40.0 MB/s" in format_status(rec, t0=0.0)
+    assert "write()" not in format_status({"t": 1.0, "proc.cpu_pct": 98.0, "proc.write_syscall_bytes_per_s": 0.0})
