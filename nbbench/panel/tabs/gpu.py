@@ -8,7 +8,7 @@ Every field is an option of the ``gpu`` subcommand, built from its parser
 from __future__ import annotations
 
 from ..runner import command_job
-from .base import (COMMON_FIELDS, FIT, Tab, option_fields, options_argv, repeat_field, repeat_opts, show,
+from .base import (COMMON_FIELDS, Tab, option_fields, options_argv, repeat_field, repeat_opts, show,
                    unavailable_reason)
 
 #: the subcommand's options shown as fields: (flag, the field's name in the panel, width)
@@ -33,7 +33,6 @@ class GpuTab(Tab):
 
         self.opts = option_fields("gpu", OPTION_FIELDS["gpu"])
         self.bench, self.size, self.iters = self.opts["--no-bench"], self.opts["--size"], self.opts["--iters"]
-        self.bench.layout.width = FIT
         self.repeat = repeat_field("gpu")   # --repeat N: whole runs
         # the benchmark's settings, shown only when there is a benchmark to set
         self.bench_box = w.HBox([self.size, self.iters, self.repeat])
