@@ -5,7 +5,6 @@ import os
 import subprocess
 import sys
 import time
-from collections import namedtuple
 from types import SimpleNamespace
 
 import pytest
@@ -14,7 +13,8 @@ from nbbench.monitor import Monitor
 from nbbench.monitor.gpuprocs import GpuProcesses, pid_namespace
 from nbbench.monitor.procfs import ProcCounters
 from nbbench.monitor.procs import ProcessTreeSource
-from nbbench.monitor.proctable import COLUMNS, ProcessTable
+from nbbench.monitor.proctable import ProcessTable
+from nbbench.monitor.procviews import COLUMNS
 from nbbench.nvml import Nvml
 
 
@@ -87,7 +87,7 @@ def test_dataloader_workers_cold_reads_are_attributed_to_the_workers(tmp_path):
     assert set(frame["role"]) == {"main", "worker 0", "worker 1"}
 
 
-C = namedtuple("C", "cpu_s read_bytes read_chars rss_bytes")
+C = ProcCounters
 
 
 def test_a_reaped_childs_totals_are_taken_back_from_its_parent():

@@ -10,7 +10,7 @@ import re
 import pytest
 
 from nbbench.panel.runner import Job
-from nbbench.results import Result
+from nbbench.results import ProbeError, Result
 from nbbench.store import Store
 
 pytest.importorskip("ipywidgets")
@@ -445,3 +445,24 @@ def test_a_run_record_keeps_ran_and_its_checks_apart():
     assert str(r) == "gpu check: ran · checks: fail — CUDA not available: this torch (2.13.0+cpu) is a CPU-only build"
     assert RunRecord("dd /data", status="ok").outcome() == "ran"
     assert RunRecord("dd /data", status="failed", error="no space").outcome() == "failed"
+
+
+def test_the_gpu_and_monitor_tabs_run_the_fields_as_the_parser_reads_them(panel):
+    from nbbench import commands
+    from nbbench.panel.runner import PanelContext
+
+    g = panel.tab("GPU")
+    g.bench.value = False
+    g.iters.value = 3
+    inv = commands.parse(g.job(None, None).argv, PanelContext())
+    assert (inv.args.bench, inv.args.iters, inv.args.size) == (False, 3, 4096)
+    m = panel.tab("Monitor")
+    m.interval.value, m.gpus.value = "0.5", "none"
+    inv = commands.parse(m.job(None, None).argv, PanelContext())
+    assert (inv.args.interval, inv.args.duration, inv.args.gpus, inv.args.procs) == (0.5, 30.0, "none", 1.0)
+    m.until_stop.value = True
+    assert commands.parse(m.job(None, None).argv, PanelContext()).args.duration == 0.0
+    m.until_stop.value = False
+    m.duration.value = ""
+    with pytest.raises(ProbeError, match="for"):
+        m.job(None, None)

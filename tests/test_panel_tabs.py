@@ -33,7 +33,7 @@ def test_gpu_tab_options(panel):
     g.bench.value = False
     g.size.value = 1024
     job = g.job(panel.path_field.current(), "lbl")
-    assert job.argv == ["gpu", "--size", "1024", "--iters", "10", "--no-bench", "--label", "lbl"]
+    assert job.argv == ["gpu", "--no-bench", "--size", "1024", "--iters", "10", "--label", "lbl"]
     args = parse_command(job.argv).args
     assert args.bench is False and args.size == 1024 and args.label == "lbl"
 
@@ -82,8 +82,8 @@ def test_bad_option_value_is_shown_red_and_nothing_runs(panel, store):
 def test_monitor_tab_samples_plots_and_saves(panel, store):
     panel.select("Monitor")
     m = panel.tab("Monitor")
-    m.duration.value = 0.6
-    m.interval.value = 0.1
+    m.duration.value = "0.6"
+    m.interval.value = "0.1"
     m.gpus.value = "none"
     panel.label.value = "mon"
     panel.run()

@@ -1,12 +1,14 @@
 """A screenshot of the control panel's Monitor tab after a busy cell, in a real JupyterLab.
 
-    PYTHONPATH=$PWD .venv/bin/python tools/monitor_tab_screenshot.py [OUT_DIR]   # default docs/screenshots
+    PYTHONPATH=$PWD .venv/bin/python tools/monitor_tab_screenshot.py [OUT_DIR] [--writes]   # default docs/screenshots
 
 A notebook shows the panel on the Monitor tab and starts a 6-second monitor
 (``p.select('Monitor'); p.run()``: the panel's own Run), then the cell after it keeps
 one core busy hashing for 5 s while the monitor samples in the background; when the
 run has ended the panel (its status line, the answer, the timeline) is saved as
-OUT_DIR/panel-monitor-busy-cell.png.
+OUT_DIR/panel-monitor-busy-cell.png.  With ``--writes`` the cell writes instead: 8 MB blocks to a new
+file in the panel's folder, each fsync'd, for 5 s (the file removed at the end), and the picture is
+OUT_DIR/panel-monitor-writes.png — the answer then gives the tree's write() and to-storage bytes.
 """
 
 from __future__ import annotations
@@ -25,15 +27,20 @@ from jupyterlab_harness import JupyterLab, launch_chromium, run_all_cells, wait_
 from panel_screenshots import _shrink  # noqa: E402
 
 CELLS = [
-    "import nbbench\np = nbbench.panel({data!r})\np.select('Monitor')\np.tab('Monitor').duration.value = 6\n"
-    "p.tab('Monitor').interval.value = 0.25\np.run()\np",
+    "import nbbench\np = nbbench.panel({data!r})\np.select('Monitor')\np.tab('Monitor').duration.value = '6'\n"
+    "p.tab('Monitor').interval.value = '0.25'\np.run()\np",
     "import hashlib, os, time\nblock = os.urandom(1 << 22)\nt = time.monotonic()\nwhile time.monotonic() - t < 5:\n"
     "    hashlib.sha256(block).digest()   # a busy cell: one core hashing\n",
     "p.wait(60)\nprint(p.result.summary(120))",
 ]
+#: the cell that writes (``--writes``): fsync'd 8 MB blocks for 5 s into a new file, removed after
+WRITE_CELL = ("import os, time\npath = os.path.join({data!r}, 'written-by-the-cell.bin')\nblock = bytes(8 << 20)\n"
+              "t = time.monotonic()\nwith open(path, 'wb') as f:\n    while time.monotonic() - t < 5:\n"
+              "        f.write(block)\n        f.flush()\n        os.fsync(f.fileno())   # to storage now\n"
+              "        time.sleep(0.1)\nos.unlink(path)\n")
 
 
-def main(out: Path) -> None:
+def main(out: Path, writes: bool = False) -> None:
     import nbformat
     from playwright.sync_api import sync_playwright
 
@@ -43,7 +50,8 @@ def main(out: Path) -> None:
     root.mkdir()
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb.cells = [nbformat.v4.new_code_cell(c.format(data=str(root))) for c in CELLS]
+    cells = [CELLS[0], WRITE_CELL, CELLS[2]] if writes else CELLS
+    nb.cells = [nbformat.v4.new_code_cell(c.format(data=str(root))) for c in cells]
     nbformat.write(nb, root / "busy.ipynb")
     lab = JupyterLab(root, start_timeout=90)
     try:
@@ -66,7 +74,7 @@ def main(out: Path) -> None:
             page.wait_for_timeout(2000)   # the last frame and the layout settle
             panel.scroll_into_view_if_needed()
             png = _shrink(panel.screenshot())
-            (out / "panel-monitor-busy-cell.png").write_bytes(png)
+            (out / ("panel-monitor-writes.png" if writes else "panel-monitor-busy-cell.png")).write_bytes(png)
             print("status:", line.inner_text())
             print(page.locator(".jp-OutputArea-output pre").last.inner_text())
             browser.close()
@@ -76,4 +84,5 @@ def main(out: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]) if len(sys.argv) > 1 else REPO / "docs" / "screenshots")
+    args = [a for a in sys.argv[1:] if a != "--writes"]
+    main(Path(args[0]) if args else REPO / "docs" / "screenshots", writes="--writes" in sys.argv[1:])

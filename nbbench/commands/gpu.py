@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..probes import limits
 from . import Command, options
 
 
@@ -18,13 +19,14 @@ class GpuCommand(Command):
     def add_arguments(self, p) -> None:
         p.add_argument("--no-bench", dest="bench", action="store_false",
                        help="skip the matmul/copy sanity benchmark")
-        p.add_argument("--size", type=int, default=4096, metavar="N",
-                       help="matmul size N (N×N by N×N; default 4096)")
-        p.add_argument("--iters", type=options.positive_int, default=10, metavar="R",
-                       help="timed iterations per benchmark inside one run, median reported (default 10); "
-                            "--repeat N repeats the whole run")
+        p.add_argument("--size", type=options.int_range(limits.GPU_MATMUL_SIZE), default=4096, metavar="N",
+                       help="matmul size N (N×N by N×N, {} to {}; default 4096)".format(*limits.GPU_MATMUL_SIZE))
+        p.add_argument("--iters", type=options.int_range(limits.GPU_ITERS), default=10, metavar="R",
+                       help="timed iterations per benchmark inside one run, {} to {}, median reported (default 10); "
+                            "--repeat N repeats the whole run".format(*limits.GPU_ITERS))
         # the old name, kept working but not shown: "--repeat" (whole runs) is another option
-        p.add_argument("--repeats", dest="iters", type=options.positive_int, default=10, help=argparse.SUPPRESS)
+        p.add_argument("--repeats", dest="iters", type=options.int_range(limits.GPU_ITERS), default=10,
+                       help=argparse.SUPPRESS)
 
     def run(self, args, ctx):
         from ..probes.gpu import check

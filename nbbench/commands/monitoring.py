@@ -36,11 +36,14 @@ def final_metrics(res) -> dict:
 def _interval(text: str) -> float:
     from .options import duration
 
+    from ..probes.limits import MONITOR_INTERVAL_S
+
     v = duration(text)
-    if v < 0.01:
-        raise argparse.ArgumentTypeError(f"the interval must be 0.01 s or more, not {text!r}")
-    if v > 3600:
-        raise argparse.ArgumentTypeError(f"the interval must be under an hour, not {text!r}")
+    lo, hi = MONITOR_INTERVAL_S
+    if v < lo:
+        raise argparse.ArgumentTypeError(f"the interval must be {lo:g} s or more, not {text!r}")
+    if v > hi:
+        raise argparse.ArgumentTypeError(f"the interval must be {hi:g} s or less, not {text!r}")
     return v
 
 
@@ -76,8 +79,11 @@ def _table_interval(text: str) -> float:
 
 def add_monitor_options(parser, interval: float = 0.2) -> None:
     """The options ``monitor`` and ``watch`` share: what to sample, how often, where to serve it."""
+    from ..probes.limits import MONITOR_INTERVAL_S
+
+    lo, hi = MONITOR_INTERVAL_S
     parser.add_argument("--interval", type=_interval, default=interval, metavar="S",
-                        help=f"seconds between samples (default {interval:g}; 500ms, 1s also work)")
+                        help=f"seconds between samples, {lo:g} to {hi:g} (default {interval:g}; 500ms, 1s also work)")
     parser.add_argument("--gpu", dest="gpus", type=_gpus, default="all", metavar="all|none|0,1",
                         help="which GPUs to sample (NVML indices; default all)")
     parser.add_argument("--path", default=None, metavar="DIR",
@@ -87,7 +93,7 @@ def add_monitor_options(parser, interval: float = 0.2) -> None:
                         help="network interfaces (default: every one but loopback, each byte counted once; "
                              "lo: loopback; all: every one; none: no network figures)")
     parser.add_argument("--procs", type=_table_interval, default=1.0, metavar="S",
-                        help="update the per-process table (reads, CPU, RSS/PSS, GPU memory per process) every "
+                        help="update the per-process table (reads, writes, CPU, RSS/PSS, GPU memory per process) every "
                              "S seconds (default 1; 0: no table)")
     parser.add_argument("--serve", type=serve_address, default=None, metavar="[HOST:]PORT",
                         help="serve the latest samples at http://HOST:PORT/metrics for Prometheus while it runs "

@@ -58,6 +58,10 @@ _HOST = {
                               "the monitored process tree, read from storage"),
     "proc.read_syscall_bytes_per_s": ("process_tree_read_syscall_bytes_per_second", 1,
                                       "the monitored process tree, read() calls (page-cache hits included)"),
+    "proc.write_bytes_per_s": ("process_tree_write_bytes_per_second", 1,
+                               "the monitored process tree, written to storage (dirtied, less cancelled)"),
+    "proc.write_syscall_bytes_per_s": ("process_tree_write_syscall_bytes_per_second", 1,
+                                       "the monitored process tree, write() calls (into the page cache or not)"),
     "proc.rss_bytes": ("process_tree_resident_memory_bytes", 1, "RSS of the monitored process tree"),
 }
 _DISK = {
@@ -77,6 +81,9 @@ _PROC = (
     ("read_bytes_per_s", "process_read_bytes_per_second", 1, "read from storage (/proc/PID/io read_bytes)"),
     ("read_syscall_bytes_per_s", "process_read_syscall_bytes_per_second", 1,
      "returned by read() calls, page-cache hits included (rchar)"),
+    ("write_bytes_per_s", "process_write_bytes_per_second", 1,
+     "written to storage (/proc/PID/io write_bytes less cancelled_write_bytes)"),
+    ("write_syscall_bytes_per_s", "process_write_syscall_bytes_per_second", 1, "taken by write() calls (wchar)"),
     ("cpu_pct", "process_cpu_utilization_ratio", 0.01, "CPU in cores (1 = one core busy)"),
     ("rss_bytes", "process_resident_memory_bytes", 1, "RSS"),
     ("pss_bytes", "process_proportional_memory_bytes", 1, "PSS: shared pages divided among their users"),

@@ -17,14 +17,29 @@ from __future__ import annotations
 import os
 from collections import namedtuple
 
-__all__ = ["available", "ProcFile", "CpuTimes", "DiskCounters", "ProcCounters", "NetCounters", "read_cpu_times",
+__all__ = ["available", "ProcFile", "CpuTimes", "DiskCounters", "ProcCounters", "COUNTED", "counted", "NetCounters",
+           "read_cpu_times",
            "read_diskstats", "read_net_dev", "read_meminfo", "read_pss", "proc_identity", "ProcReader", "PsutilProcReader",
            "process_reader", "children_of"]
 
 CpuTimes = namedtuple("CpuTimes", "user nice system idle iowait irq softirq steal guest guest_nice")
 DiskCounters = namedtuple("DiskCounters", "read_count write_count read_bytes write_bytes busy_time")
-#: cpu in seconds (self + reaped children), bytes; rss in bytes
-ProcCounters = namedtuple("ProcCounters", "cpu_s read_bytes read_chars rss_bytes")
+#: cpu in seconds (self + reaped children), bytes; rss in bytes.  ``read_bytes``: what the process
+#: made the kernel fetch from storage; ``read_chars``: bytes its read() calls returned (page-cache hits
+#: included); ``write_chars``: bytes its write() calls took; ``write_bytes``: the pages it dirtied for
+#: storage (counted when dirtied, written back later) less ``cancelled_write_bytes`` (dirty pages
+#: thrown away before writeback, a temp file deleted or truncated in time), as iotop shows it — it can
+#: go below zero for a process that truncates what another one wrote (totals are clamped at 0)
+ProcCounters = namedtuple("ProcCounters", "cpu_s read_bytes read_chars rss_bytes write_bytes write_chars",
+                          defaults=(0, 0))
+#: the counters that only grow (cumulative): what totals, rates and reaped children are made of
+COUNTED = ("cpu_s", "read_bytes", "read_chars", "write_bytes", "write_chars")
+
+
+def counted(c) -> tuple:
+    """``c``'s cumulative counters in :data:`COUNTED` order."""
+    return (c.cpu_s, c.read_bytes, c.read_chars, c.write_bytes, c.write_chars)
+
 #: one network interface's counters since boot, as psutil names them
 NetCounters = namedtuple("NetCounters", "bytes_recv packets_recv bytes_sent packets_sent")
 
@@ -139,7 +154,7 @@ def proc_identity(pid: int) -> tuple[str, int, float]:
 
 
 class ProcReader:
-    """CPU time, I/O and RSS of one process from /proc/PID/stat and /proc/PID/io."""
+    """CPU time, I/O (reads and writes) and RSS of one process from /proc/PID/stat and /proc/PID/io."""
 
     __slots__ = ("pid", "stat", "io")
 
@@ -159,21 +174,20 @@ class ProcReader:
         rest = data[data.rindex(b")") + 2:].split()
         cpu = (int(rest[11]) + int(rest[12]) + int(rest[13]) + int(rest[14])) / _TICK
         rss = int(rest[21]) * _PAGE
-        rb = rc = 0
+        rb = rc = wb = wc = 0
         if self.io is not None:
             try:
                 tok = self.io.read().split()
-                if len(tok) > 9 and tok[0] == b"rchar:" and tok[8] == b"read_bytes:":  # the layout since 2.6
-                    rc, rb = int(tok[1]), int(tok[9])
+                if len(tok) > 13 and tok[0] == b"rchar:" and tok[12] == b"cancelled_write_bytes:":  # since 2.6
+                    rc, wc, rb, wb = int(tok[1]), int(tok[3]), int(tok[9]), int(tok[11]) - int(tok[13])
                 else:
-                    for k, v in zip(tok[::2], tok[1::2]):
-                        if k == b"rchar:":
-                            rc = int(v)
-                        elif k == b"read_bytes:":
-                            rb = int(v)
+                    io = dict(zip(tok[::2], tok[1::2]))
+                    rc, wc = int(io.get(b"rchar:", 0)), int(io.get(b"wchar:", 0))
+                    rb = int(io.get(b"read_bytes:", 0))
+                    wb = int(io.get(b"write_bytes:", 0)) - int(io.get(b"cancelled_write_bytes:", 0))
             except PermissionError:
                 self.io = None
-        return ProcCounters(cpu, rb, rc, rss)
+        return ProcCounters(cpu, rb, rc, rss, wb, wc)
 
     @property
     def has_io(self) -> bool:
@@ -201,18 +215,19 @@ class PsutilProcReader:
                 ct = p.cpu_times()
                 cpu = ct.user + ct.system + getattr(ct, "children_user", 0.0) + getattr(ct, "children_system", 0.0)
                 rss = p.memory_info().rss
-                rb = rc = 0
+                rb = rc = wb = wc = 0
                 if self.has_io:
-                    try:
+                    try:   # (psutil has no cancelled_write_bytes: its write_bytes is what was dirtied)
                         io = p.io_counters()
                         rb, rc = io.read_bytes, getattr(io, "read_chars", 0)
+                        wb, wc = io.write_bytes, getattr(io, "write_chars", 0)
                     except (ps.AccessDenied, AttributeError, NotImplementedError):
                         self.has_io = False
         except ps.NoSuchProcess:
             raise ProcessLookupError(self.pid) from None
         except ps.Error as exc:
             raise OSError(str(exc)) from None
-        return ProcCounters(cpu, rb, rc, rss)
+        return ProcCounters(cpu, rb, rc, rss, wb, wc)
 
     def close(self) -> None:
         pass

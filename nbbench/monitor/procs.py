@@ -1,15 +1,19 @@
-"""Process-tree source: this process and its children (DataLoader workers): CPU, reads, memory.
+"""Process-tree source: this process and its children (DataLoader workers): CPU, reads, writes, memory.
 
 Fields (rates over the interval since the previous sample; None on the first):
 
 - ``proc.cpu_pct`` (% of ONE core; 350 = three and a half cores),
 - ``proc.read_bytes_per_s`` (read from storage, page-cache hits not counted),
 - ``proc.read_syscall_bytes_per_s`` (bytes returned by read() calls, cache hits included),
+- ``proc.write_bytes_per_s`` (written to storage: pages dirtied for writeback, counted when
+  dirtied, less those thrown away before writeback — a temp file deleted in time),
+- ``proc.write_syscall_bytes_per_s`` (bytes taken by write() calls, into the page cache or not),
 - ``proc.rss_bytes``.
 
 Children that exit keep counting, because Linux adds a reaped child's CPU time and
 I/O to its parent; children older than the monitor count only what they do from its
-start.  Summary: ``proc_cpu_s``, ``proc_read_bytes``, ``proc_read_syscall_bytes``.
+start.  Summary: ``proc_cpu_s``, ``proc_read_bytes``, ``proc_read_syscall_bytes``,
+``proc_write_bytes``, ``proc_write_syscall_bytes``.
 On Linux each process is read through kept-open ``/proc/PID/stat`` and ``/proc/PID/io``
 (:class:`~nbbench.monitor.procfs.ProcReader`); ``fast=False`` or another platform uses
 psutil (:class:`~nbbench.monitor.procfs.PsutilProcReader`).  The tree is rescanned at
@@ -17,9 +21,9 @@ most once a second.
 
 With ``table`` (seconds, default 1.0; 0 or None: off) it also keeps the per-process
 table (:class:`~nbbench.monitor.proctable.ProcessTable`): one row per process with its
-role (main, ``worker k``, child), reads, CPU, RSS/PSS and GPU memory, built from the
+role (main, ``worker k``, child), reads, writes, CPU, RSS/PSS and GPU memory, built from the
 counters read here every ``table`` seconds; the result stores it as ``samples["procs"]``
-and its summary names the top reader and the top CPU user.
+and its summary names the top reader, the top writer and the top CPU user.
 """
 
 from __future__ import annotations
@@ -28,9 +32,15 @@ import os
 import sys
 from typing import Any
 
+from .procfs import COUNTED, counted
+
 __all__ = ["ProcessTreeSource"]
 
 _CHILD_SCAN_S = 1.0  # rescan the process tree at most this often (a /proc walk)
+#: the record fields and the summary's totals, in :data:`~nbbench.monitor.procfs.COUNTED` order
+_RATES = ("proc.cpu_pct", "proc.read_bytes_per_s", "proc.read_syscall_bytes_per_s", "proc.write_bytes_per_s",
+          "proc.write_syscall_bytes_per_s")
+_TOTALS = ("proc_cpu_s", "proc_read_bytes", "proc_read_syscall_bytes", "proc_write_bytes", "proc_write_syscall_bytes")
 
 
 class ProcessTreeSource:
@@ -59,7 +69,7 @@ class ProcessTreeSource:
         self._first = None
         self._t = None
         self._offsets: dict[int, tuple] = {}
-        self._retired = [0.0, 0.0, 0.0]
+        self._retired = [0.0] * len(COUNTED)
         self._preexisting: set[int] = set()
         self._io_ok = True
         self._cpu_cap = 100.0 * (os.cpu_count() or 1)
@@ -150,7 +160,7 @@ class ProcessTreeSource:
             if pid in self._preexisting:
                 # a child older than the monitor: count only what it does from now on
                 c = r.read()
-                self._offsets[pid] = (c.cpu_s, c.read_bytes, c.read_chars)
+                self._offsets[pid] = counted(c)
         except Exception:  # noqa: BLE001 - it exited meanwhile, or cannot be read
             return
         self._procs[pid] = r
@@ -177,14 +187,15 @@ class ProcessTreeSource:
             r.close()
         off = self._offsets.pop(pid, None)
         if off is not None:  # its totals move into its reaper's counters: keep subtracting them
-            for j in range(3):
+            for j in range(len(COUNTED)):
                 self._retired[j] += off[j]
 
     def _sample(self, now: float, out: dict) -> None:
         if self._own:
             self._quick_children()
         self._scan_children(now)
-        cpu = rbytes = rchars = rss = 0.0
+        tot = [0.0] * len(COUNTED)
+        rss = 0.0
         gone = []
         last = self._last
         table = self.table
@@ -202,56 +213,51 @@ class ProcessTreeSource:
             if table is not None and pid not in last:
                 table.seen(pid, c, now, fresh=pid not in self._preexisting)
             last[pid] = c
-            cpu += c.cpu_s
-            rbytes += c.read_bytes
-            rchars += c.read_chars
+            for j, v in enumerate(counted(c)):
+                tot[j] += v
             rss += c.rss_bytes
             if not r.has_io:
                 self._io_ok = False
         if gone:
-            if table is not None:  # their last reads, and what their parent gained when it reaped them
+            if table is not None:  # their last counters, and what their parent gained when it reaped them
                 table.reaped(gone, before, last, now, now - self._t if self._t is not None else 0.0)
             for pid in gone:
                 self._drop(pid, now, tabled=table is not None)
         if table is not None and table.due(now):
             table.step(now, last)
         out["proc.rss_bytes"] = int(rss)
-        for off in self._offsets.values():
-            cpu -= off[0]
-            rbytes -= off[1]
-            rchars -= off[2]
-        cpu -= self._retired[0]
-        rbytes -= self._retired[1]
-        rchars -= self._retired[2]
-        cur = (cpu, rbytes, rchars)
+        for off in list(self._offsets.values()) + [self._retired]:
+            for j in range(len(COUNTED)):
+                tot[j] -= off[j]
+        cur = tuple(tot)
         prev, tprev = self._prev, self._t
         self._prev, self._t = cur, now
         if self._first is None:
             self._first = cur
         if not self._io_ok and "proc.read_bytes_per_s" not in self.na:
-            self.na["proc.read_bytes_per_s"] = "I/O counters of this process are not readable"
+            for f in _RATES[1:]:
+                self.na[f] = "I/O counters of this process are not readable"
             self.notes.append("this process's I/O counters are not readable here "
-                              "(no permission to /proc/<pid>/io): process read figures are incomplete")
+                              "(no permission to /proc/<pid>/io): process read and write figures are incomplete")
         if prev is None or now <= tprev:
-            out["proc.cpu_pct"] = None
-            out["proc.read_bytes_per_s"] = None
-            out["proc.read_syscall_bytes_per_s"] = None
+            for f in _RATES:
+                out[f] = None
             return
         dt = now - tprev
         # (a child found by the periodic scan brings the CPU time it used since it started,
         # so a rate is capped at what the machine's CPUs can do; totals come from counters)
-        out["proc.cpu_pct"] = round(min(self._cpu_cap, max(0.0, cpu - prev[0]) / dt * 100.0), 1)
-        out["proc.read_bytes_per_s"] = round(max(0.0, rbytes - prev[1]) / dt, 1)
-        out["proc.read_syscall_bytes_per_s"] = round(max(0.0, rchars - prev[2]) / dt, 1)
+        out["proc.cpu_pct"] = round(min(self._cpu_cap, max(0.0, cur[0] - prev[0]) / dt * 100.0), 1)
+        for j, f in enumerate(_RATES[1:], 1):
+            out[f] = round(max(0.0, cur[j] - prev[j]) / dt, 1)
 
     def summary(self) -> dict:
-        """Totals over the run from the counters (not integrated rates); the table's top reader and CPU user."""
+        """Totals over the run from the counters (not integrated rates); the table's top reader, writer and CPU user."""
         out: dict[str, Any] = {}
         if self._first is not None and self._prev is not None:
             a, b = self._first, self._prev
             out["proc_cpu_s"] = round(max(0.0, b[0] - a[0]), 3)
-            out["proc_read_bytes"] = int(max(0.0, b[1] - a[1]))
-            out["proc_read_syscall_bytes"] = int(max(0.0, b[2] - a[2]))
+            for j, key in enumerate(_TOTALS[1:], 1):
+                out[key] = int(max(0.0, b[j] - a[j]))
         if self.table is not None:
             self.table.sync(self._last, self._t)
             metrics, labels = self.table.summary()

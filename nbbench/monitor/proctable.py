@@ -1,9 +1,11 @@
-"""The per-process table (like iotop and nvitop): who reads, who computes, who holds memory.
+"""The per-process table (like iotop and nvitop): who reads, who writes, who computes, who holds memory.
 
 One row per process of the monitored tree — the main process, each DataLoader worker
 (``worker 2``, see below), any other child — with, over the run: bytes read
 from storage (``/proc/PID/io`` ``read_bytes``: what reached the block device), bytes
-returned by read() calls (``rchar``: page-cache hits included), CPU seconds, peak RSS and
+returned by read() calls (``rchar``: page-cache hits included), bytes written to storage
+(``write_bytes`` less ``cancelled_write_bytes``: pages dirtied for writeback, counted when
+dirtied), bytes taken by write() calls (``wchar``), CPU seconds, peak RSS and
 PSS (``/proc/PID/smaps_rollup``: shared pages divided among their users — what forked
 workers really add), and on GPUs the process's GPU memory and SM utilisation from NVML
 (:mod:`.gpuprocs`); and, for a live view, the latest rates.
@@ -21,32 +23,29 @@ exits, Linux adds its totals to its parent's counters; the table takes them back
 the child did after its last sample is inferred from its parent's jump, less the parent's
 own recent rate: :meth:`ProcessTable.reaped`), so a worker's reads do not show up as the
 main process's.  Exited processes keep their rows (the oldest are merged into one row
-past ``max_rows``).
+past ``max_rows``).  This module keeps the rows; :mod:`.procviews` turns them into the
+table's columns, its live view and its summary.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any
 
-from .procfs import ProcCounters
+from .procfs import COUNTED, ProcCounters, counted
+from .procviews import TableViews
 from .pss import PssReader
 
-__all__ = ["ProcessTable", "COLUMNS", "WORKER_COMM"]
+__all__ = ["ProcessTable", "WORKER_COMM"]
 
 #: the comm PyTorch gives its DataLoader worker processes: each worker names the thread that runs
 #: ``_worker_loop`` — its main thread, so the process — ``pt_data_worker`` as it starts
 WORKER_COMM = "pt_data_worker"
 
-#: the columns of ``samples["procs"]`` (one list per column, one entry per process)
-COLUMNS = ("pid", "ppid", "role", "name", "started_s", "ended_s", "read_bytes", "read_syscall_bytes", "cpu_s",
-           "read_mean_bytes_per_s", "read_peak_bytes_per_s", "cpu_mean_pct", "rss_peak_bytes", "pss_peak_bytes",
-           "gpu_mem_peak_bytes", "gpu_util_mean_pct")
 
 
 class _Row:
     __slots__ = ("pid", "ppid", "name", "kind", "worker", "start", "t0", "t_end", "base", "absorbed", "prev",
-                 "t_prev", "rates", "peak_read", "rss", "rss_peak", "pss", "pss_peak", "pss_file", "pss_next",
+                 "t_prev", "rates", "peak_read", "peak_write", "rss", "rss_peak", "pss", "pss_peak", "pss_file", "pss_next",
                  "gpu_mem", "gpu_mem_peak", "gpu_util", "gpu_util_sum", "gpu_util_n", "last")
 
     def __init__(self, pid: int, t0: float):
@@ -56,8 +55,8 @@ class _Row:
         self.base = self.absorbed = self.prev = None
         self.last = None
         self.t_prev = t0
-        self.rates = (None, None, None)  # read B/s, rchar B/s, CPU % of one core
-        self.peak_read = 0.0
+        self.rates = (None,) * len(COUNTED)  # CPU % of one core, then B/s of each byte counter
+        self.peak_read = self.peak_write = 0.0
         self.rss = self.rss_peak = 0
         self.pss = self.pss_peak = None
         self.pss_file = None
@@ -71,17 +70,19 @@ class _Row:
             return f"worker {self.worker}"
         return self.kind
 
-    def effective(self) -> tuple[float, float, float]:
-        """Counters now, less what reaped children added (cpu s, read bytes, rchar bytes)."""
-        c, a = self.last, self.absorbed
-        return (c.cpu_s - a[0], c.read_bytes - a[1], c.read_chars - a[2])
+    def effective(self) -> tuple:
+        """Counters now (:data:`~nbbench.monitor.procfs.COUNTED` order), less what reaped children added."""
+        return tuple(v - a for v, a in zip(counted(self.last), self.absorbed))
 
-    def totals(self) -> tuple[float, float, float]:
-        e, b = self.effective(), self.base
-        return (max(0.0, e[0] - b[0]), max(0.0, e[1] - b[1]), max(0.0, e[2] - b[2]))
+    def totals(self) -> tuple:
+        """What the process did while watched (COUNTED order: CPU s, then bytes)."""
+        return tuple(max(0.0, e - b) for e, b in zip(self.effective(), self.base))
 
 
-class ProcessTable:
+_NONE = (0.0,) * len(COUNTED)
+
+
+class ProcessTable(TableViews):
     """Rows of the processes a :class:`~nbbench.monitor.procs.ProcessTreeSource` reads (see the module doc)."""
 
     def __init__(self, root_pid: int, interval: float = 1.0, pss: bool = True, pss_budget: float = 0.001,
@@ -112,9 +113,8 @@ class ProcessTable:
             self._t_start = now
         r = _Row(pid, now)
         r.last = counters
-        r.absorbed = (0.0, 0.0, 0.0)
-        r.base = (0.0, 0.0, 0.0) if fresh and pid != self.root else (counters.cpu_s, counters.read_bytes,
-                                                                     counters.read_chars)
+        r.absorbed = _NONE
+        r.base = _NONE if fresh and pid != self.root else counted(counters)
         self._identity(r)
         self._unnamed.append(r)
         self.rows[pid] = r
@@ -152,18 +152,17 @@ class ProcessTable:
             self.pss.close(r)
         parent = self.rows.get(r.ppid)
         if parent is not None and parent.t_end is None and r.last is not None:
-            c, a = r.last, parent.absorbed
-            parent.absorbed = (a[0] + c.cpu_s, a[1] + c.read_bytes, a[2] + c.read_chars)
+            parent.absorbed = tuple(a + v for a, v in zip(parent.absorbed, counted(r.last)))
         self._pids_changed = True
 
     def reaped(self, pids, before: dict, after: dict, now: float, dt: float) -> None:
         """Children that vanished between two samples (``before`` / ``after``: pid -> counters).
 
-        A child's last reads may come after its last sample; its parent's counters then jump
+        A child's last reads or writes may come after its last sample; its parent's counters then jump
         by more than the child's last known totals.  That unexplained part of the jump, less
         what the parent itself did at its recent rate, is given back to the children reaped
         in this interval (in proportion to what each did), so a DataLoader worker's final
-        reads stay the worker's.  The error is bounded by one sampling interval of the parent.
+        reads and writes stay the worker's.  The error is bounded by one sampling interval of the parent.
         """
         groups: dict[int, list[_Row]] = {}
         for pid in pids:
@@ -174,13 +173,14 @@ class ProcessTable:
             finals = []
             for k in kids:
                 c = after.get(k.pid) or k.last
-                finals.append([c.cpu_s, c.read_bytes, c.read_chars, c.rss_bytes])
+                finals.append(list(counted(c)))
             p = self.rows.get(ppid)
             b, a = before.get(ppid), after.get(ppid)
             if p is not None and p.t_end is None and a is not None and b is not None and a is not b and dt > 0:
-                own = ((p.rates[2] or 0.0) / 100.0 * dt, (p.rates[0] or 0.0) * dt, (p.rates[1] or 0.0) * dt)
-                jump = (a.cpu_s - b.cpu_s, a.read_bytes - b.read_bytes, a.read_chars - b.read_chars)
-                for j in range(3):
+                own = [(x or 0.0) * dt for x in p.rates]
+                own[0] /= 100.0   # CPU % of one core -> seconds
+                jump = [x - y for x, y in zip(counted(a), counted(b))]
+                for j in range(len(COUNTED)):
                     extra = jump[j] - own[j] - sum(f[j] for f in finals)
                     if extra > 0:
                         w = [max(0.0, f[j] - k.base[j]) + 1.0 for f, k in zip(finals, kids)]
@@ -188,7 +188,8 @@ class ProcessTable:
                         for f, wi in zip(finals, w):
                             f[j] += extra * wi / tw
             for k, f in zip(kids, finals):
-                self.gone(k.pid, now, ProcCounters(*f))
+                c = after.get(k.pid) or k.last
+                self.gone(k.pid, now, ProcCounters(**dict(zip(COUNTED, f)), rss_bytes=c.rss_bytes))
 
     def sync(self, last: dict, now: float | None = None) -> None:
         """Bring the live rows' counters up to date (before reading totals at the end; ``now``:
@@ -229,10 +230,10 @@ class ProcessTable:
             eff = r.effective()
             dt = now - r.t_prev
             if r.prev is not None and dt > 0:
-                d = [max(0.0, eff[j] - r.prev[j]) for j in range(3)]
-                r.rates = (round(d[1] / dt, 1), round(d[2] / dt, 1), round(100.0 * d[0] / dt, 1))
-                if r.rates[0] > r.peak_read:
-                    r.peak_read = r.rates[0]
+                d = [max(0.0, e - p) / dt for e, p in zip(eff, r.prev)]
+                r.rates = (round(100.0 * d[0], 1),) + tuple(round(x, 1) for x in d[1:])
+                r.peak_read = max(r.peak_read, r.rates[1])
+                r.peak_write = max(r.peak_write, r.rates[3])
             # (a process's first step has no rate: a child seen by the periodic scan brings
             # what it did since it started; its totals count it, its rates start here)
             r.prev, r.t_prev = eff, now
@@ -302,84 +303,13 @@ class ProcessTable:
                 acc = self.rows[0] = _Row(0, r.t0)
                 acc.kind, acc.name, acc.t_end = "exited", "earlier processes", r.t_end
                 acc.last = _Zero()
-                acc.base = acc.absorbed = (0.0, 0.0, 0.0)
-            t = r.totals()
-            acc.base = (acc.base[0] - t[0], acc.base[1] - t[1], acc.base[2] - t[2])
+                acc.base = acc.absorbed = _NONE
+            acc.base = tuple(b - t for b, t in zip(acc.base, r.totals()))
             acc.rss_peak = max(acc.rss_peak, r.rss_peak)
             acc.t_end = max(acc.t_end, r.t_end)
             self.merged += 1
         if 0 in self.rows:
             self.rows[0].name = f"{self.merged} earlier processes"
-
-    # ----------------------------------------------------------------- views
-    def current(self) -> list[dict[str, Any]]:
-        """The live processes now: pid, role, name and the latest rates (for live views and /metrics)."""
-        out = []
-        for r in list(self.rows.values()):
-            if r.t_end is not None or r.pid <= 0:
-                continue
-            out.append({"pid": r.pid, "role": r.role, "kind": r.kind, "worker": r.worker, "name": r.name,
-                        "read_bytes_per_s": r.rates[0], "read_syscall_bytes_per_s": r.rates[1],
-                        "cpu_pct": r.rates[2], "rss_bytes": r.rss, "pss_bytes": r.pss,
-                        "gpu_mem_bytes": r.gpu_mem, "gpu_util_pct": r.gpu_util})
-        return out
-
-    def columns(self, t_origin: float) -> dict[str, list]:
-        """``samples["procs"]``: one list per :data:`COLUMNS` entry, the biggest readers first."""
-        rows = [r for r in self.rows.values() if r.last is not None and r.base is not None]
-        rows.sort(key=lambda r: (-r.totals()[1], -r.totals()[0], r.pid))
-        cols: dict[str, list] = {c: [] for c in COLUMNS}
-        for r in rows:
-            cpu, rb, rc = r.totals()
-            life = self._life(r)
-            vals = (r.pid, r.ppid, r.role, r.name, round(r.t0 - t_origin, 3),
-                    None if r.t_end is None else round(r.t_end - t_origin, 3), int(rb), int(rc), round(cpu, 3),
-                    round(rb / life, 1) if life else None, r.peak_read,
-                    round(100.0 * cpu / life, 1) if life else None,
-                    r.rss_peak, r.pss_peak, r.gpu_mem_peak,
-                    round(r.gpu_util_sum / r.gpu_util_n, 1) if r.gpu_util_n else None)
-            for c, v in zip(COLUMNS, vals):
-                cols[c].append(v)
-        return cols
-
-    def summary(self) -> tuple[dict, dict]:
-        """``(metrics, labels)``: the top reader and the top CPU user, reads of the main process and the workers."""
-        from ..units import format_si
-
-        metrics: dict[str, Any] = {}
-        labels: dict[str, Any] = {}
-        rows = [r for r in self.rows.values() if r.last is not None and r.base is not None and r.pid > 0]
-        if not rows:
-            return metrics, labels
-
-        life = self._life
-        def who(r):
-            return f"{r.role} (pid {r.pid})"
-
-        metrics["proc_main_read_bytes"] = sum(int(r.totals()[1]) for r in rows if r.kind == "main")
-        metrics["proc_workers_read_bytes"] = sum(int(r.totals()[1]) for r in rows if r.kind == "worker")
-        metrics["proc_workers_count"] = sum(1 for r in rows if r.kind == "worker")
-        top = max(rows, key=lambda r: (r.totals()[1], r.totals()[2]))
-        cpu, rb, rc = top.totals()
-        if rb > 0 and life(top):
-            labels["proc_top_reader"] = (f"{who(top)}: {format_si(rb / life(top), 'B/s')} from storage "
-                                         f"({format_si(rb, 'B')} read)")
-        elif rc > 0 and life(top):
-            labels["proc_top_reader"] = (f"{who(top)}: {format_si(rc / life(top), 'B/s')} through read(), "
-                                         "none from storage (the page cache served it)")
-        metrics["proc_top_reader_read_bytes"] = int(rb)
-        topc = max(rows, key=lambda r: r.totals()[0])
-        c = topc.totals()[0]
-        if c > 0 and life(topc):
-            labels["proc_top_cpu"] = f"{who(topc)}: {100.0 * c / life(topc):.0f} % of one core ({c:.1f} s CPU)"
-        metrics["proc_top_cpu_s"] = round(c, 3)
-        return metrics, labels
-
-    def _life(self, r: _Row) -> float | None:
-        """Seconds the process was watched (None when under one sampling step: no rate then)."""
-        end = r.t_end if r.t_end is not None else max(self._t_now or 0.0, self._t_step or 0.0)
-        span = end - r.t0
-        return span if span > 0.01 else None
 
     def close(self) -> None:
         if self.pss is not None:
@@ -388,4 +318,4 @@ class ProcessTable:
 
 
 class _Zero:
-    cpu_s = read_bytes = read_chars = rss_bytes = 0
+    cpu_s = read_bytes = read_chars = write_bytes = write_chars = rss_bytes = 0

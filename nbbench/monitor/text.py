@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..units import format_bytes, format_si
+from ..units import format_bytes, format_many, format_si
 
 __all__ = ["format_status"]
 
@@ -18,8 +18,8 @@ def _gpu_indices(rec: dict) -> list[int]:
 
 
 def format_status(rec: dict | None, t0: float | None = None, max_gpus: int = 4) -> str:
-    """``'12.3 s  tree 0.98 cores  machine CPU 45%  GPU0 87% 12.1 GiB  disk R 320 MB/s W 0 B/s  net rx …'``;
-    '' without a record."""
+    """``'12.3 s  tree 0.98 cores read() 2.00 MB/s write() 40.0 MB/s  machine CPU 45%  GPU0 87% 12.1 GiB
+    disk R 320 MB/s W 0 B/s  net rx …'``; '' without a record."""
     if not rec:
         return ""
     parts = []
@@ -28,7 +28,12 @@ def format_status(rec: dict | None, t0: float | None = None, max_gpus: int = 4) 
     # the monitored tree first (in cores, as its answer says it), then the machine's, labelled
     proc = rec.get("proc.cpu_pct")
     if proc is not None:
-        parts.append(f"tree {proc / 100:4.2f} cores")
+        tree = f"tree {proc / 100:4.2f} cores"
+        calls = [rec.get("proc.read_syscall_bytes_per_s"), rec.get("proc.write_syscall_bytes_per_s")]
+        if any(calls):   # its read() / write() calls, in one prefix, when it moved any bytes
+            r, w = format_many([c or 0 for c in calls], "B/s")
+            tree += f" read() {r} write() {w}"
+        parts.append(tree)
     cpu = rec.get("cpu.util_pct")
     if cpu is not None:
         parts.append(f"machine CPU {cpu:3.0f}%")

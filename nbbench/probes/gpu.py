@@ -62,6 +62,10 @@ def check(torch: Any = _IMPORT, nvml: Nvml | None = None, benchmark: bool = True
     ``nvml``: an :class:`~nbbench.nvml.Nvml` (default: the real one).
     ``benchmark``: when CUDA works, time matmuls and host↔device copies.
     """
+    from .limits import GPU_ITERS, GPU_MATMUL_SIZE, check as within
+
+    matmul_size = within("matmul_size", matmul_size, GPU_MATMUL_SIZE)
+    repeats = within("repeats", repeats, GPU_ITERS)
     env = os.environ if env is None else env
     nv = nvml if nvml is not None else get_nvml()
     res = GpuCheckResult(params={"benchmark": benchmark, "matmul_size": matmul_size,

@@ -41,7 +41,8 @@ def monitor_verdict(m: dict, labels: dict | None = None) -> str:
     "partly busy"; ", GPU idle" after it when a GPU was there and stayed idle.
 
     ``m``: a monitor result's metrics — the tree's CPU seconds (``proc_cpu_s``) over the wall
-    time (cores), its reads from storage (``proc_read_bytes``), the machine's iowait, the
+    time (cores), its reads from and writes to storage (``proc_read_bytes``, ``proc_write_bytes``;
+    "waiting on storage (writing)" where it wrote more than it read), the machine's iowait, the
     network's bytes, the GPUs' kernel-active mean."""
     wall = m.get("wall_s") or 0.0
     cpu_s = m.get("proc_cpu_s")
@@ -49,7 +50,8 @@ def monitor_verdict(m: dict, labels: dict | None = None) -> str:
     if cores is None and m.get("cpu_mean_pct") is not None and (labels or {}).get("cpus_logical"):
         cores = m["cpu_mean_pct"] / 100.0 * float(labels["cpus_logical"])
     gpu = m.get("gpu_util_mean_pct") if m.get("gpu_count") else None
-    storage_rate = (m.get("proc_read_bytes") or 0) / wall if wall else 0.0
+    reads, writes = m.get("proc_read_bytes") or 0, m.get("proc_write_bytes") or 0
+    storage_rate = (reads + writes) / wall if wall else 0.0
     net_rate = ((m.get("net_rx_bytes") or 0) + (m.get("net_tx_bytes") or 0)) / wall if wall else 0.0
     cpu_busy = cores is not None and cores >= CPU_BOUND_CORES
     if gpu is not None and gpu >= GPU_BUSY_PCT:
@@ -59,7 +61,7 @@ def monitor_verdict(m: dict, labels: dict | None = None) -> str:
     if not cpu_busy and full:   # others hold the CPUs: the tree waits for a turn, whatever it needs
         verdict = "waiting for CPU (the machine's CPUs are full)"
     elif not cpu_busy and (storage_rate >= STORAGE_BUSY_BYTES_PER_S or (m.get("cpu_iowait_mean_pct") or 0) >= 20):
-        verdict = "waiting on storage"
+        verdict = "waiting on storage" + (" (writing)" if writes > reads else "")
     elif not cpu_busy and net_rate >= NET_BUSY_BYTES_PER_S:
         verdict = "waiting on the network"
     elif cpu_busy:
@@ -181,19 +183,28 @@ class MonitorResult(Result):
 
     def answer_line(self) -> str:
         """What the monitored cell / command / process tree used, the figures first, then one
-        verdict: '0.98 cores CPU · 1.76 MB read() (0 B from storage) · 2.17 s · CPU-bound (1 core)'.
-        The machine's own figures are the line under it (:meth:`story`)."""
-        from ..units import format_bytes, format_metric
+        verdict: '0.98 cores CPU · 2.00 MB read() (0 B from storage) · 40.0 MB write() (40.0 MB to
+        storage) · 10.0 s · waiting on storage (writing)' — its bytes in one prefix; the writes only
+        where it wrote.  The machine's own figures are the line under it (:meth:`story`)."""
+        from ..units import format_many, format_metric
 
         m = self.metrics
         out = []
         cores = self.cores()
         if cores is not None:
             out.append(f"{format_sig(cores)} cores CPU")
-        rsys, rdisk = m.get("proc_read_syscall_bytes"), m.get("proc_read_bytes")
-        if rsys is not None:
-            out.append(f"{format_bytes(rsys)} read()" + (f" ({format_bytes(rdisk)} from storage)"
-                                                        if rdisk is not None else ""))
+        keys = ("proc_read_syscall_bytes", "proc_read_bytes", "proc_write_syscall_bytes", "proc_write_bytes")
+        vals = [m.get(k) for k in keys]
+        if not any(vals[2:]):
+            vals[2:] = [None, None]   # it wrote nothing: nothing to say about writes
+        shown = [v for v in vals if v is not None]
+        texts = iter(["0 B" if v == 0 else t for v, t in zip(shown, format_many(shown, "B"))])
+        for calls, to, verb, way in ((vals[0], vals[1], "read()", "from"), (vals[2], vals[3], "write()", "to")):
+            if calls is not None:
+                a, b = next(texts), (next(texts) if to is not None else None)
+                out.append(f"{a} {verb}" + (f" ({b} {way} storage)" if b is not None else ""))
+            elif to is not None:
+                out.append(f"{next(texts)} {way} storage")
         if m.get("gpu_count") and m.get("gpu_util_mean_pct") is not None:
             out.append(f"GPU {format_metric('gpu_util_mean_pct', m['gpu_util_mean_pct'])} busy")
         if m.get("wall_s") is not None:
@@ -267,9 +278,12 @@ class MonitorResult(Result):
         if not p.get("pid"):
             return None
         size = lambda v: "-" if v is None else format_bytes(v)  # noqa: E731
-        head = ["pid", "role", "name", "read", "read()", "CPU s", "RSS peak", "PSS peak", "GPU mem"]
+        none = [None] * len(p["pid"])   # (results from before the writes were kept)
+        wb, wc = p.get("write_bytes") or none, p.get("write_syscall_bytes") or none
+        head = ["pid", "role", "name", "read", "read()", "write", "write()", "CPU s", "RSS peak", "PSS peak", "GPU mem"]
         body = [[str(p["pid"][i]), str(p["role"][i]), str(p["name"][i])[:16], size(p["read_bytes"][i]),
-                 size(p["read_syscall_bytes"][i]), f"{p['cpu_s'][i]:.1f}", size(p["rss_peak_bytes"][i]),
+                 size(p["read_syscall_bytes"][i]), size(wb[i]), size(wc[i]), f"{p['cpu_s'][i]:.1f}",
+                 size(p["rss_peak_bytes"][i]),
                  size(p["pss_peak_bytes"][i]), size(p["gpu_mem_peak_bytes"][i])]
                 for i in range(min(n, len(p["pid"])))]
         return head, body, max(0, len(p["pid"]) - n)
@@ -284,7 +298,8 @@ class MonitorResult(Result):
         if not rows:
             return notes + super().sections()
         head, body, more = rows
-        table = Section("processes (the biggest readers first; read = from storage, read() = read calls)", body,
-                        head=head, folded=False, align="rllrrrrrr",
+        table = Section("processes (the biggest readers first; read / write = from / to storage, "
+                        "read() / write() = the calls, page cache included)", body,
+                        head=head, folded=False, align="rllrrrrrrrr",
                         note=f"… {more} more in res.procs_frame()" if more else "")
         return [table] + notes + super().sections()

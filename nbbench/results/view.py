@@ -32,7 +32,36 @@ from . import advice as _advice
 from .present import ANSWER_SEP, SEP, Presentation, Rendered, Section, render_html, render_text, tone_of
 from .summaries import fit_summary
 
-__all__ = ["ResultView"]
+__all__ = ["ResultView", "table_figures"]
+
+#: metric units (:func:`~nbbench.units.unit_of`) that take an SI prefix: the unit
+#: :func:`~nbbench.units.format_many` writes and the factor to it (durations in seconds)
+_PREFIXED = {"bytes": ("B", 1.0), "bytes/s": ("B/s", 1.0), "iops": ("IOPS", 1.0), "flop/s": ("FLOP/s", 1.0),
+             "samples/s": ("samples/s", 1.0), "files/s": ("files/s", 1.0), "batches/s": ("batches/s", 1.0),
+             "requests/s": ("requests/s", 1.0), "keys/s": ("keys/s", 1.0), "1/s": ("/s", 1.0),
+             "ns": ("s", 1e-9), "us": ("s", 1e-6), "ms": ("s", 1e-3), "s": ("s", 1.0)}
+
+
+def table_figures(items) -> list[str]:
+    """The texts of metrics that stand in one table, ``[(key, value), …]``: the figures whose keys
+    share a unit in one SI prefix (:func:`~nbbench.units.format_many`: '0.537 GB/s' beside
+    '1.20 GB/s'), each other one as :func:`~nbbench.units.format_metric` (percentages, counts,
+    text; memory sizes in binary units)."""
+    from ..units import unit_of
+
+    items = list(items)
+    out = [format_metric(k, v) for k, v in items]
+    groups: dict[str, list[int]] = {}
+    for i, (k, v) in enumerate(items):
+        unit = unit_of(k)
+        if unit in _PREFIXED and isinstance(v, (int, float)) and not isinstance(v, bool) and out[i] != "N/A" \
+                and not (unit == "bytes" and (k.endswith("_mem_bytes") or "memory" in k)):
+            groups.setdefault(unit, []).append(i)
+    for unit, idx in groups.items():
+        name, factor = _PREFIXED[unit]
+        for i, text in zip(idx, format_many([items[i][1] * factor for i in idx], name)):
+            out[i] = text
+    return out
 
 
 def _secs(ns):
@@ -148,13 +177,15 @@ class ResultView:
         return list(self.warnings)
 
     def sections(self) -> list[Section]:
-        """The tables under the answer; by default folded: every figure, the latency
+        """The tables under the answer; by default folded: every figure (those of one unit in one
+        prefix: :func:`table_figures`), the latency
         percentiles in fio's compact rows, and how it was measured (every label).  A kind
         adds its own (``[my_table] + super().sections()``)."""
         from .hist import PERCENTILES, percentile_key
 
         pkeys = {percentile_key(p) for p in PERCENTILES}
-        figs = [[self.metric_name(k), format_metric(k, v)] for k, v in self.metrics.items() if k not in pkeys]
+        shown = [(k, v) for k, v in self.metrics.items() if k not in pkeys]
+        figs = [[self.metric_name(k), t] for (k, _), t in zip(shown, table_figures(shown))]   # one prefix a unit
         out = []
         if figs:
             out.append(Section(f"all {len(figs)} metrics" if len(figs) > 1 else "its metric", figs,

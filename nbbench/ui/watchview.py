@@ -37,12 +37,14 @@ def table_html(rows: list[dict], limit: int = 8) -> str:
         return ""
     rows = sorted(rows, key=lambda r: (-(r["read_bytes_per_s"] or 0), -(r["read_syscall_bytes_per_s"] or 0),
                                        -(r["cpu_pct"] or 0)))
-    head = ("pid", "role", "name", "read (storage)", "read() calls", "CPU", "RSS", "PSS", "GPU mem")
+    head = ("pid", "role", "name", "read (storage)", "read() calls", "write (storage)", "write() calls", "CPU", "RSS",
+            "PSS", "GPU mem")
     th = "".join(f"<th style='text-align:{'left' if i < 3 else 'right'};padding:0 6px'>{h}</th>"
                  for i, h in enumerate(head))
     body = []
     for r in rows[:limit]:
         cells = (r["pid"], r["role"], r["name"], _r(r["read_bytes_per_s"]), _r(r["read_syscall_bytes_per_s"]),
+                 _r(r.get("write_bytes_per_s")), _r(r.get("write_syscall_bytes_per_s")),
                  "–" if r["cpu_pct"] is None else f"{r['cpu_pct']:.0f} %", _b(r["rss_bytes"]), _b(r["pss_bytes"]),
                  _b(r["gpu_mem_bytes"]))
         body.append("<tr>" + "".join(f"<td style='text-align:{'left' if i < 3 else 'right'};padding:0 6px'>"

@@ -8,6 +8,7 @@ checks, exactly as for ``%iobench dd`` and ``nbbench dd``.
 
 from __future__ import annotations
 
+import argparse
 from typing import TYPE_CHECKING, Any
 
 from ... import commands
@@ -156,9 +157,10 @@ def option_field(command: str, flag: str, description: str, width: str | None = 
         widget = w.BoundedIntText(value=int(action.default if action.default is not None else action.type.lo),
                                   min=action.type.lo, max=action.type.hi, description=description, style=st,
                                   layout=layout, tooltip=tip)
-    elif action.nargs == 0:   # store_true / store_false
+    elif action.nargs == 0:   # a switch; a store_false one ("--no-bench") ticked means what it turns off is on
         widget = w.Checkbox(value=bool(action.default), indent=False, description=description, layout=layout,
                             tooltip=tip)
+        widget._nbbench_negated = isinstance(action, argparse._StoreFalseAction)
     else:
         widget = w.Text(value=_default_text(action), description=description, style=st, layout=layout,
                         placeholder=placeholder if placeholder is not None else
@@ -180,7 +182,8 @@ def option_fields(command: str, spec) -> dict[str, Any]:
 
 def options_argv(fields: dict[str, Any]) -> list[str]:
     """The subcommand's options from the fields: ``["--threads", "4", "--cold"]`` — a checkbox
-    its flag when ticked, an empty text nothing (the parser's default), a hidden field nothing."""
+    its flag when ticked (a ``--no-…`` switch's when unticked), an empty text nothing (the parser's
+    default), a hidden field nothing."""
     import ipywidgets as w
 
     out: list[str] = []
@@ -188,7 +191,7 @@ def options_argv(fields: dict[str, Any]) -> list[str]:
         if getattr(widget.layout, "display", None) == "none":
             continue
         if isinstance(widget, w.Checkbox):
-            out += [flag] if widget.value else []
+            out += [flag] if bool(widget.value) != getattr(widget, "_nbbench_negated", False) else []
             continue
         value = widget.value.strip() if isinstance(widget.value, str) else widget.value
         if value == "" or value is None:

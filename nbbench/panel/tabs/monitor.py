@@ -3,13 +3,33 @@
 It runs the monitor subcommand, ``monitor --duration S`` (``--duration 0``: until
 Stop), with the monitor's own live plot drawn into the panel, and the result is saved
 like ``%%iobench monitor``'s.  With "until Stop", Stop is the normal end (status ok);
-with a duration, stopping early marks the result interrupted.
+with a duration, stopping early marks the result interrupted.  Every field is an option
+of the ``monitor`` subcommand, built from its parser (:func:`~.base.option_fields`), so
+the panel, the CLI and ``%iobench`` cannot disagree; the disk watched is the one behind
+the panel's PATH (``--path``) when it is a folder.
 """
 
 from __future__ import annotations
 
+from ...results import ProbeError
 from ..runner import command_job
-from .base import COMMON_FIELDS, FIT, Tab, show
+from .base import COMMON_FIELDS, FIT, Tab, option_fields, options_argv, show
+
+#: the subcommand's options shown as fields: (flag, the field's name in the panel, width)
+OPTION_FIELDS = {"monitor": [("--interval", "interval", "150px"), ("--duration", "for", "130px"),
+                             ("--gpu", "GPUs", "180px", {"placeholder": "all, none or 0,1"}),
+                             ("--net", "network", "200px", {"placeholder": "auto, all, none or eth0"}),
+                             ("--procs", "process table every", "200px")]}
+#: left out on purpose, and why (tests/test_panel_options.py fails on an option neither shown nor here)
+NOT_FIELDS = {"--help": "the tab's own text says what the monitor samples",
+              "--json": "the panel shows the card; the result's JSON is in History",
+              "--quiet": "no terminal progress in the panel", "--details": "the card folds the details itself",
+              "--no-save": "the panel's 'save' box", "--label": "the panel's 'label' field",
+              "--path": "the panel's PATH field (a folder: the disk behind it is watched)",
+              "--no-plot": "the panel's 'live plot' box",
+              "--serve": "a /metrics server outlives a panel run badly: nbbench watch --serve or %iobench monitor"}
+#: the panel has no cell to watch: a run lasts this long unless "until Stop" (the parser's default is the cell)
+DURATION = "30s"
 
 
 class MonitorTab(Tab):
@@ -19,24 +39,22 @@ class MonitorTab(Tab):
     def build(self):
         import ipywidgets as w
 
-        st = {"description_width": "initial"}
-        self.interval = w.BoundedFloatText(value=0.2, min=0.01, max=60, step=0.05, description="interval (s)",
-                                           style=st, layout=w.Layout(width="170px"))
+        self.opts = option_fields("monitor", OPTION_FIELDS["monitor"])
+        o = self.opts
+        self.interval, self.duration, self.gpus = o["--interval"], o["--duration"], o["--gpu"]
+        self.duration.value = DURATION
+        self.duration.add_class("nbbench-monitor-duration")
         self.until_stop = w.Checkbox(value=False, description="until Stop", indent=False,
                                      layout=w.Layout(width=FIT, margin="0 16px 0 4px"))
-        self.duration = w.BoundedFloatText(value=30, min=0.5, max=7 * 24 * 3600, description="for (s)", style=st,
-                                           layout=w.Layout(width="150px"))
-        self.duration.add_class("nbbench-monitor-duration")
-        self.gpus = w.Text(value="all", description="GPUs", placeholder="all, none or 0,1", style=st,
-                           layout=w.Layout(width="180px"))
         self.until_stop.observe(self._until_stop, names="value")
-        about = w.HTML("<span style='color:#555'>Samples GPU kernel-active % and memory (NVML), CPU and the disk "
-                       "behind PATH (psutil) with a live plot — e.g. while a training cell runs elsewhere. "
-                       "The summary is saved as a monitor run.</span>")
-        return w.VBox([about, w.HBox([self.interval, self.duration, self.until_stop, self.gpus])])
+        about = w.HTML("<span style='color:#555'>Samples GPU kernel-active % and memory (NVML), CPU, the disk "
+                       "behind PATH and this kernel's process tree (its reads and writes) with a live plot — e.g. "
+                       "while a training cell runs elsewhere. The summary is saved as a monitor run.</span>")
+        return w.VBox([about, w.HBox([self.interval, self.duration, self.until_stop, self.gpus]),
+                       w.HBox([o["--net"], o["--procs"]])])
 
     def _until_stop(self, change) -> None:
-        # "for (s)" means nothing until Stop: hidden (and disabled, for scripts reading it)
+        # "for" means nothing until Stop: hidden (and disabled, for scripts reading it)
         self.duration.disabled = bool(change["new"])
         show(self.duration, not change["new"])
 
@@ -44,13 +62,16 @@ class MonitorTab(Tab):
         return "Start monitor"
 
     def fields(self) -> dict[str, str]:
-        return {**COMMON_FIELDS, "--interval": self.interval.description, "--duration": self.duration.description,
-                "--gpu": self.gpus.description, "--path": "PATH"}
+        from ..wording import field_names
+
+        return {**COMMON_FIELDS, **field_names(list(self.opts.items())), "--path": "PATH"}
 
     def job(self, path, label):
-        opts = ["--interval", f"{float(self.interval.value):g}",
-                "--duration", "0" if self.until_stop.value else f"{float(self.duration.value):g}",
-                "--gpu", self.gpus.value.strip() or "all"]
+        opts = options_argv(self.opts)   # (a hidden "for" is left out: --duration 0 below)
+        if not self.until_stop.value and not self.duration.value.strip():
+            raise ProbeError("the panel has no cell to watch: type how long in 'for' (30s), or tick 'until Stop'")
+        if self.until_stop.value:
+            opts += ["--duration", "0"]
         if path is not None and path.ok and path.kind == "dir":
             opts += ["--path", path.path]
         if not self.panel.plot_rates.value:   # the panel's "live plot" box: the monitor's own plot
