@@ -49,7 +49,7 @@ def run_loader(ctx, gpu_step=None, batch=None, monitor="auto", steps: int = 60) 
     of the length the GPU step measured.  ``gpu_step`` makes each run's step (default "gpu":
     nbbench's CudaStep), ``batch`` is the batch (default 3 MiB, pinned)."""
     from nbbench.accelerators import Accelerator
-    from nbbench.probes.loader import bench_loader
+    from nbbench.probes.pipeline.loader import bench_loader
 
     if batch is None:
         import torch
@@ -92,7 +92,7 @@ def run_sweep(ctx, step="gpu", duration: float = 2.0) -> None:
     import torch
     from torch.utils.data import TensorDataset
 
-    from nbbench.probes.sweep import sweep
+    from nbbench.probes.pipeline.sweep import sweep
 
     with ctx.guard("sweep.pin_memory"):
         ds = TensorDataset(torch.zeros(512, *BATCH[1:]))

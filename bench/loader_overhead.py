@@ -48,7 +48,7 @@ def bare_rate(loader, steps: int, warmup: int) -> float:
 
 
 def bench_rate(loader, steps: int, warmup: int) -> float:
-    from nbbench.probes.loader import bench_loader
+    from nbbench.probes.pipeline.loader import bench_loader
 
     r = bench_loader(loader, steps=steps, warmup=warmup, monitor=False)
     assert r.ok and r.metrics["steps_count"] == steps, (r.status, r.reason)

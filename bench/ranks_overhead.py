@@ -37,7 +37,7 @@ TESTS = {
 
 
 def plain(kind, params, path):
-    from nbbench.probes import disk
+    from nbbench.probes.storage import disk
 
     fn = disk.randread if kind == "randread" else disk.dd
     return fn(path, **params)   # the same probe function the rank runs, in this process

@@ -40,8 +40,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from _common import bimodal, loadavg  # noqa: E402
 from nbbench import tempfiles  # noqa: E402
 from nbbench.env import cpu_model, usable_cpus  # noqa: E402
-from nbbench.probes import disk  # noqa: E402
-from nbbench.probes.target import check_free_space, inspect  # noqa: E402
+from nbbench.probes.storage import disk  # noqa: E402
+from nbbench.probes.storage.target import check_free_space, inspect  # noqa: E402
 from nbbench.units import format_metric, parse_size  # noqa: E402
 
 TARGET = (0.95, 1.05)

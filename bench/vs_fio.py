@@ -10,7 +10,7 @@ bare-vs-bare noise floor: what two identical runs differ by on this machine, now
 Two ways to run fio:
 
 * default (wrapper): through the same probe function as the builtin engine
-  (``nbbench.probes.disk``, only ``engine="fio"`` differs: ioengine=io_uring, or libaio
+  (``nbbench.probes.storage.disk``, only ``engine="fio"`` differs: ioengine=io_uring, or libaio
   where io_uring is blocked), so file, cache handling and parsing are shared.
 * ``--plain``: the plain fio command line, run directly as an argument list and read
   from fio's own JSON — a mistake in nbbench's fio wrapper cannot hide a gap.  QD1 is
@@ -47,8 +47,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from _common import bimodal, loadavg  # noqa: E402
 from nbbench import tempfiles  # noqa: E402
 from nbbench.env import cpu_model, usable_cpus  # noqa: E402
-from nbbench.probes import disk  # noqa: E402
-from nbbench.probes.target import check_free_space, inspect  # noqa: E402
+from nbbench.probes.storage import disk  # noqa: E402
+from nbbench.probes.storage.target import check_free_space, inspect  # noqa: E402
 from nbbench.units import format_metric, parse_size  # noqa: E402
 
 

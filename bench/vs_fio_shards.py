@@ -8,8 +8,8 @@ new temporary directory under ``--tmp`` (default /tmp) and removed at the end; w
 shards already there are read (read only).
 
 Each round draws one plan — the shards shuffled with the round's seed and dealt out to
-``--streams`` streams (:func:`nbbench.probes.shards.plan_streams`, what ``nbbench shards``
-does) — and runs, in a rotating order, ``nbbench.probes.shards.shards`` once (cold pass only:
+``--streams`` streams (:func:`nbbench.probes.shards.probe.plan_streams`, what ``nbbench shards``
+does) — and runs, in a rotating order, ``nbbench.probes.shards.probe.shards`` once (cold pass only:
 each shard's pages dropped with posix_fadvise, checked with mincore, then the timed reads)
 and the plain fio command line twice: one job per stream over that stream's files in the
 same order::
@@ -45,8 +45,8 @@ from _common import loadavg  # noqa: E402
 from nbbench import tempfiles  # noqa: E402
 from nbbench.datasets import make_tar_shards  # noqa: E402
 from nbbench.env import cpu_model, usable_cpus  # noqa: E402
-from nbbench.probes.shards import _read_once, find_shards, plan_streams, shards  # noqa: E402
-from nbbench.probes.target import inspect  # noqa: E402
+from nbbench.probes.shards.probe import _read_once, find_shards, plan_streams, shards  # noqa: E402
+from nbbench.probes.storage.target import inspect  # noqa: E402
 from nbbench.units import format_metric, parse_size  # noqa: E402
 
 

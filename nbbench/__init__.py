@@ -71,7 +71,7 @@ def mark(text: str = ""):
 
 
 def __getattr__(name):
-    # submodules on first use, so `nbbench.monitor(...)`, `nbbench.panel(...)`, `nbbench.probes.disk` work
+    # submodules on first use, so `nbbench.monitor(...)`, `nbbench.panel(...)`, `nbbench.probes.storage.disk` work
     # (`monitor` and `panel` are callable packages: the call opens a monitor / the control panel)
     import importlib
 

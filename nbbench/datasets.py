@@ -148,7 +148,7 @@ def make_image_folder(root, files=1000, size="110k", classes=10, jpeg=False, see
     params = _params(files, nbytes, classes, jpeg, int(seed))
     _check_root(root, params)
 
-    from .probes.target import check_free_space
+    from .probes.storage.target import check_free_space
 
     parent = root if root.exists() else root.parent
     if not parent.is_dir():
@@ -272,7 +272,7 @@ def make_tar_shards(root, shards=8, shard_size="32M", size="110k", classes=10, s
     root = Path(os.path.expanduser(str(root))).absolute()
     params = _shard_params(shards, shard_b, img_b, classes, int(seed))
     _check_root(root, params)
-    from .probes.target import check_free_space
+    from .probes.storage.target import check_free_space
 
     parent = root if root.exists() else root.parent
     if not parent.is_dir():

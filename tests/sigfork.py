@@ -69,8 +69,8 @@ if __name__ == "__main__":
 
     from nbbench.cli import main
     for mod in ("nbbench.commands.storage", "nbbench.commands.dataset", "nbbench.commands.ckpt",
-                "nbbench.commands.doctor", "nbbench.store", "nbbench.env", "nbbench.probes.disk",
-                "nbbench.probes.checkpoint", "nbbench.datasets", "nbbench.doctor", "numpy", "pandas", "PIL.Image",
+                "nbbench.commands.doctor", "nbbench.store", "nbbench.env", "nbbench.probes.storage.disk",
+                "nbbench.probes.checkpoint.probe", "nbbench.datasets", "nbbench.doctor", "numpy", "pandas", "PIL.Image",
                 "torch", "torch.distributed.checkpoint"):
         try:   # loaded once here, before the forks (what is not installed is skipped)
             importlib.import_module(mod)

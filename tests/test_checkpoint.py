@@ -18,9 +18,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from nbbench import tempfiles  # noqa: E402
-from nbbench.probes import checkpoint as ckpt  # noqa: E402
-from nbbench.probes import ckptio  # noqa: E402
-from nbbench.probes.ckptmodels import PRESETS, decoder_params, plan, resnet50_params  # noqa: E402
+from nbbench.probes.checkpoint import probe as ckpt  # noqa: E402
+from nbbench.probes.checkpoint import saveload as ckptio  # noqa: E402
+from nbbench.probes.checkpoint.models import PRESETS, decoder_params, plan, resnet50_params  # noqa: E402
 from nbbench.results import ProbeError, Result  # noqa: E402
 
 PY = sys.executable
@@ -162,7 +162,7 @@ def test_memory_and_free_space_are_refused_with_numbers(tmp_path, monkeypatch):
     assert built == [] and _left(tmp_path) == []
     monkeypatch.undo()
     monkeypatch.setattr(ckptio, "build_state", lambda *a, **k: built.append(1))
-    import nbbench.probes.target as target
+    import nbbench.probes.storage.target as target
 
     def statvfs(_):
         return SimpleNamespace(f_blocks=10 * GIB // 4096, f_frsize=4096, f_bavail=int(1.3 * GIB) // 4096)
@@ -270,7 +270,7 @@ def test_must_show_checkpoint_256m_json(tmp_path):
 
 def test_reports_history_and_compare_take_both_kinds(tmp_path):
     from nbbench.datasets import make_tar_shards
-    from nbbench.probes.shards import shards
+    from nbbench.probes.shards.probe import shards
     from nbbench.report import build, report
     from nbbench.store import default_store
 

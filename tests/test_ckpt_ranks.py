@@ -165,7 +165,7 @@ def _listing(root) -> dict:
 @pytest.mark.slow
 def test_shards_ranks_2_every_shard_read_once(tmp_path):
     from nbbench.datasets import make_tar_shards
-    from nbbench.probes.shards import shard_rank
+    from nbbench.probes.shards.probe import shard_rank
 
     root = make_tar_shards(tmp_path / "ds", shards=4, shard_size="4M", size="64k")
     truth = _shard_truth(root)
@@ -216,7 +216,7 @@ def test_the_directory_must_hold_n_checkpoints(tmp_path, monkeypatch):
 
 
 def test_a_host_must_hold_its_ranks_states(tmp_path, monkeypatch):
-    from nbbench.probes import checkpoint as ckpt
+    from nbbench.probes.checkpoint import probe as ckpt
 
     monkeypatch.setattr(ckpt, "memory_room", lambda: (1 << 30, "1.00 GiB available (psutil)"))
     job = CheckpointJob({"path": str(tmp_path), "size": "128M"})
@@ -250,7 +250,7 @@ def test_device_cuda_gives_each_local_rank_its_gpu(tmp_path, monkeypatch):
 
 
 def test_a_rank_without_shards_is_refused_before_the_launch(tmp_path):
-    from nbbench.probes.shards import shard_rank
+    from nbbench.probes.shards.probe import shard_rank
 
     for i in range(4):
         (tmp_path / f"shard-{i:06d}.tar").write_bytes(b"\0" * 1024)
@@ -264,7 +264,7 @@ def test_a_rank_without_shards_is_refused_before_the_launch(tmp_path):
 
 # ------------------------------------------------------------ the ranks meet before every timed phase
 def test_checkpoint_meets_before_each_timed_phase_and_times_after(tmp_path):
-    from nbbench.probes import checkpoint as ckpt
+    from nbbench.probes.checkpoint import probe as ckpt
 
     met = []
 

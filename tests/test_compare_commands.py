@@ -131,7 +131,7 @@ def test_magic_compare_shows_a_png(runs):
 @pytest.mark.slow
 def test_cli_dd_twice_then_compare_shows_the_delta(tmp_path, capsys):
     """End to end with the real probe: two labelled dd runs in a directory, then compare."""
-    pytest.importorskip("nbbench.probes.disk")
+    pytest.importorskip("nbbench.probes.storage.disk")
     d = tmp_path / "data"
     d.mkdir()
     assert cli.main(["dd", str(d), "--size", "8M", "--label", "A", "-q"]) == 0

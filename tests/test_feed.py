@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from nbbench.probes.feed import FeedResult, evict_files, feed
-from nbbench.probes.imagefolder import ImageFolderDataset
+from nbbench.probes.pipeline.feed import FeedResult, evict_files, feed
+from nbbench.probes.pipeline.imagefolder import ImageFolderDataset
 from nbbench.results import ProbeError, Result
 
 

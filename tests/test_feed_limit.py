@@ -22,7 +22,7 @@ def sps(v):
 
 
 def words(cold, warm, count=1):
-    from nbbench.probes.feedlimit import feed_limiter, limiter_sentence
+    from nbbench.probes.pipeline.feedlimit import feed_limiter, limiter_sentence
 
     info = feed_limiter(cold, warm, NEED, count)
     return info, limiter_sentence(info, cold, warm, "h100-resnet50")
@@ -71,7 +71,7 @@ def test_the_count_asked_for_sets_the_need():
 
 
 def test_no_cold_rate_no_verdict_and_the_pair_ratio_decides_the_ceiling():
-    from nbbench.probes.feedlimit import feed_limiter
+    from nbbench.probes.pipeline.feedlimit import feed_limiter
 
     assert feed_limiter(None, 500.0, NEED) is None
     assert feed_limiter(100.0, None, NEED) is None
@@ -81,7 +81,7 @@ def test_no_cold_rate_no_verdict_and_the_pair_ratio_decides_the_ceiling():
 
 
 def test_answer_leads_with_what_is_fed_then_the_limiter():
-    from nbbench.probes.feedlimit import feed_answer, feed_limiter
+    from nbbench.probes.pipeline.feedlimit import feed_answer, feed_limiter
 
     info = feed_limiter(74.3, 101.0, NEED)
     a = feed_answer(H100, 74.3, 74.3, 101.0, info, 2, "pil", "fadvise", 90.0)
@@ -110,7 +110,7 @@ def _measured(rate, n=10, batch=8):
 
 
 def test_feed_names_cpu_when_even_warm_data_feeds_none(jpeg_tree, monkeypatch):
-    import nbbench.probes.feed as feedmod
+    import nbbench.probes.pipeline.feed as feedmod
 
     rates = iter([74.3, 101.0] * 3)   # cold, warm pairs as measured by the reporter
     monkeypatch.setattr(feedmod, "bench_loader", lambda *a, **k: _measured(next(rates)))
@@ -131,7 +131,7 @@ def test_feed_names_cpu_when_even_warm_data_feeds_none(jpeg_tree, monkeypatch):
 
 def test_a_real_feed_bar_ends_on_the_results_figures(jpeg_tree, monkeypatch, capsys):
     """One real small run through the CLI: the bar's last line shows the result's samples/s."""
-    import nbbench.probes.feed as feedmod
+    import nbbench.probes.pipeline.feed as feedmod
     from nbbench.cli import main
 
     got = []
@@ -156,7 +156,7 @@ def test_the_loader_bar_ends_on_the_results_figures():
     import numpy as np
 
     from nbbench.progress import TerminalProgress
-    from nbbench.probes.loader import bench_loader
+    from nbbench.probes.pipeline.loader import bench_loader
 
     out = io.StringIO()
     bar = TerminalProgress("loader", stream=out)

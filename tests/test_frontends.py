@@ -48,7 +48,7 @@ def test_unknown_subcommand_in_a_cell_shows_no_traceback(ip, capsys):
 def test_bad_option_is_a_usage_error(ip):
     with pytest.raises(UsageError, match="unrecognized arguments"):
         ip.run_line_magic("iobench", "gpu --frobnicate")
-    with pytest.raises(UsageError, match="invalid int value"):
+    with pytest.raises(UsageError, match="not a whole number"):
         ip.run_line_magic("iobench", "gpu --size big")
 
 

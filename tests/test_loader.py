@@ -9,10 +9,10 @@ import time
 import pytest
 
 from nbbench.accelerators import ACCELERATORS, get_accelerator
-from nbbench.probes.batches import batch_info
-from nbbench.probes.loader import (LoaderResult, bench_loader, input_bound_band, predicted_au_pct,
+from nbbench.probes.pipeline.batches import batch_info
+from nbbench.probes.pipeline.loader import (LoaderResult, bench_loader, input_bound_band, predicted_au_pct,
                                    worker_failure_reason)
-from nbbench.probes.steps import EventTimeline, resolve_step
+from nbbench.probes.pipeline.steps import EventTimeline, resolve_step
 from nbbench.results import ProbeError, Result
 
 
@@ -424,7 +424,7 @@ def test_cuda_step_names_the_nvml_gpu_it_computes_on():
     from fakes import FakePynvml, FakeTorch, fake_device
 
     from nbbench.nvml import Nvml
-    from nbbench.probes.steps import nvml_gpus
+    from nbbench.probes.pipeline.steps import nvml_gpus
 
     nv = Nvml(FakePynvml(devices=[fake_device(pci=(0, 0x07, 0)), fake_device(pci=(0, 0x4f, 0))]))
     torch = FakeTorch(devices=1, props={0: {"pci_domain_id": 0, "pci_bus_id": 0x4f, "pci_device_id": 0}})

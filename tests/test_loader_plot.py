@@ -4,7 +4,7 @@ import time
 
 
 def test_loader_plot_final_frame_has_the_windows_and_the_gauge():
-    from nbbench.probes.loader import bench_loader
+    from nbbench.probes.pipeline.loader import bench_loader
     from nbbench.ui.loaderplot import LoaderPlot
 
     plot = LoaderPlot.start(target="none")

@@ -34,7 +34,7 @@ def test_sweep_given_a_dataloader_sweeps_its_dataset_with_its_collate_fn():
     from torch.utils.data import DataLoader
     from torch.utils.data.distributed import DistributedSampler
 
-    from nbbench.probes.sweep import sweep
+    from nbbench.probes.pipeline.sweep import sweep
 
     ds = Records()
     dl = DataLoader(ds, batch_size=16, num_workers=0, collate_fn=collate,
@@ -57,7 +57,7 @@ def test_sweep_given_a_dataloader_sweeps_its_dataset_with_its_collate_fn():
 def test_loader_parts_keeps_only_what_is_not_torchs_default():
     from torch.utils.data import BatchSampler, DataLoader, SequentialSampler
 
-    from nbbench.probes.dataloader import loader_parts
+    from nbbench.probes.pipeline.dataloader import loader_parts
 
     plain = loader_parts(DataLoader(list(range(10)), batch_size=2, shuffle=True))
     assert plain["kwargs"] == {} and plain["dropped"] == []
@@ -82,7 +82,7 @@ def test_sweep_magic_given_a_dataloader_variable(ipshell):
 
 
 def test_loader_refuses_what_yields_no_arrays():
-    from nbbench.probes.loader import bench_loader
+    from nbbench.probes.pipeline.loader import bench_loader
 
     with pytest.raises(ProbeError, match=r"^the first item of the str given is a str \('a'\), not a batch of "
                                          r"tensors or arrays: give a DataLoader") as e:

@@ -114,7 +114,7 @@ def test_the_same_limits_in_the_widget_the_parser_and_the_probe(name, flag, boun
     with pytest.raises(ProbeError, match=f"between {lo} and {hi}"):          # the probe
         limits.check(flag.lstrip("-"), hi + 1, bounds)
     if name == "randread":
-        from nbbench.probes import disk
+        from nbbench.probes.storage import disk
 
         with pytest.raises(ProbeError, match=f"between {lo} and {hi}"):
             disk.randread(tmp_path, **{flag.lstrip("-"): hi + 1})

@@ -214,7 +214,7 @@ def test_the_panel_rate_plot_spans_the_expected_run(monkeypatch):
 # ------------------------------------------------------------ target lines
 def test_the_loader_plot_and_figure_carry_the_needed_line():
     from nbbench.plots.samples import result_figure
-    from nbbench.probes.loader import bench_loader
+    from nbbench.probes.pipeline.loader import bench_loader
     from nbbench.ui.loaderplot import LoaderPlot
 
     plot = LoaderPlot.start(target="none", need=1607.0, accelerator="h100-resnet50")
@@ -308,7 +308,7 @@ def test_the_sweep_tags_its_progress_with_the_configuration():
     pytest.importorskip("torch")
     from test_sweep import SleepyItems
 
-    from nbbench.probes.sweep import sweep
+    from nbbench.probes.pipeline.sweep import sweep
 
     seen = []
     sweep(SleepyItems(n=200, item_s=0.0005), num_workers=[0], batch_size=[4, 8], duration=0.2, warmup=1,

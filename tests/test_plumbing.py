@@ -51,7 +51,7 @@ def test_parse_raises_one_usage_problem_type_everywhere():
         with pytest.raises(UsageProblem, match="unrecognized arguments: --frobnicate") as info:
             commands.parse(["gpu", "--frobnicate"], ctx)
         assert info.value.prog.endswith("gpu") and "usage:" in info.value.usage
-        with pytest.raises(UsageProblem, match="invalid int value"):
+        with pytest.raises(UsageProblem, match="not a whole number"):
             commands.parse(["gpu", "--size", "big"], ctx)
         with pytest.raises(UsageProblem, match="unknown subcommand 'nope'"):
             commands.parse(["nope"], ctx)
@@ -70,7 +70,7 @@ def test_magic_usage_error_is_one_line(ipshell):
         with pytest.raises(UsageError) as info:
             parse(line.split(), NotebookContext())
         assert "\n" not in str(info.value) and str(info.value)
-    with pytest.raises(UsageError, match="invalid int value"):
+    with pytest.raises(UsageError, match="not a whole number"):
         ipshell.run_line_magic("iobench", "gpu --size big")
 
 
@@ -235,7 +235,7 @@ def test_an_input_bound_loader_advises_a_sweep(capsys):
     pytest.importorskip("torch")
     from torch.utils.data import DataLoader
 
-    from nbbench.probes.loader import bench_loader
+    from nbbench.probes.pipeline.loader import bench_loader
 
     class Slow:
         def __len__(self):

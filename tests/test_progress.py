@@ -94,7 +94,7 @@ def test_the_notebook_bar_shows_the_same_fields_and_turns_red_or_amber():
 
 
 def test_probes_report_how_far_in_their_own_terms(tmp_path):
-    from nbbench.probes import disk
+    from nbbench.probes.storage import disk
     from nbbench.progress import figures
 
     calls = []

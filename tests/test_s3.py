@@ -230,7 +230,7 @@ def shard_server(server):
 
 
 def test_shards_streams_tar_shards_from_s3(shard_server):
-    from nbbench.probes.shards import shards
+    from nbbench.probes.shards.probe import shards
 
     before = _listing(shard_server, prefix="shards/")
     r = shards("s3://bench/shards/", streams=2, endpoint_url=shard_server.endpoint_url)
@@ -298,7 +298,7 @@ def test_feed_from_s3_cold_from_the_store_warm_from_a_local_copy(loader_server, 
     pytest.importorskip("torch")
     import tempfile
 
-    from nbbench.probes.feed import feed
+    from nbbench.probes.pipeline.feed import feed
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     r = feed("s3://bench/ds/", endpoint_url=loader_server.endpoint_url, batch_size=8, num_workers=0, duration=1.0,

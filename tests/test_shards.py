@@ -11,7 +11,7 @@ import threading
 import pytest
 
 from nbbench.datasets import MARKER, make_tar_shards
-from nbbench.probes.shards import find_shards, plan_streams, shard_rank, shards
+from nbbench.probes.shards.probe import find_shards, plan_streams, shard_rank, shards
 from nbbench.results import ProbeError, Result
 
 

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from nbbench.probes import disk
+from nbbench.probes.storage import disk
 from nbbench.probes._engines import devlimits, sync
 from nbbench.probes._engines.job import JobOutput, JobSpec, Offsets
 from nbbench.results import ProbeError, Result

@@ -76,7 +76,7 @@ def test_cli_table_and_make_dataset(tmp_path):
     assert out.returncode == 0 and "p99.99 " in out.stdout and "p99.99=" not in out.stdout
 
 
-_SLOW_WRITE = ("import sys\nfrom nbbench.probes import disk\n"
+_SLOW_WRITE = ("import sys\nfrom nbbench.probes.storage import disk\n"
                "def prog(f, m):\n    print('STARTED', flush=True)\n"
                "disk.dd(sys.argv[1], bs='4k', size='1G', progress=prog, engine=(sys.argv[2:] or ['builtin'])[0])\n")
 

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from nbbench.probes import disk
+from nbbench.probes.storage import disk
 from nbbench.probes._engines import sync, uring
 from nbbench.probes._engines.job import JobSpec
 from nbbench.probes._engines.multijob import job_specs
@@ -271,7 +271,7 @@ def test_a_killed_parent_takes_its_jobs_along_and_leaves_nothing_behind(tmp_path
 
 
 def test_the_cdm_nvme_preset_runs_t16_as_16_jobs():
-    from nbbench.probes.presets import PRESETS
+    from nbbench.probes.storage.presets import PRESETS
 
     tests = {t[0]: t for t in PRESETS["cdm-nvme"]["tests"]}
     assert list(tests) == ["SEQ1M Q8T1", "SEQ128K Q32T1", "RND4K Q32T16", "RND4K Q1T1"]

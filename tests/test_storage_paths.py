@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from nbbench.probes import disk, files
-from nbbench.probes.target import check_free_space, inspect
+from nbbench.probes.storage import disk, files
+from nbbench.probes.storage.target import check_free_space, inspect
 from nbbench.results import ProbeError
 
 PROBES = {
@@ -230,7 +230,7 @@ def test_bad_values(tmp_path):
 def _count_looks(monkeypatch):
     """Count how often a path is inspected (stat-ed and looked up in the mount table)."""
     from nbbench import topology
-    from nbbench.probes import target as target_mod
+    from nbbench.probes.storage import target as target_mod
 
     seen = {"stat": 0, "mounts": 0}
     stat_within, mount_of = target_mod._stat_with_timeout, topology.mount_of
@@ -269,7 +269,7 @@ def test_a_command_inspects_the_path_once_before_the_probe(tmp_path, monkeypatch
 
 
 def test_a_target_made_before_is_checked_for_the_probes_use(tmp_path):
-    from nbbench.probes.target import StorageTarget
+    from nbbench.probes.storage.target import StorageTarget
 
     f = tmp_path / "data.bin"
     f.write_bytes(os.urandom(1 << 20))
@@ -310,7 +310,7 @@ def test_target_rules_whole_blocks_region_and_room(tmp_path, monkeypatch):
 
 
 def test_o_direct_decision_is_the_targets(tmp_path):
-    from nbbench.probes.target import open_read
+    from nbbench.probes.storage.target import open_read
 
     f = tmp_path / "data.bin"
     f.write_bytes(os.urandom(1 << 16))

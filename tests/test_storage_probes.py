@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from nbbench.probes import disk, files
+from nbbench.probes.storage import disk, files
 from nbbench.probes._engines import uring
 from nbbench.results.hist import PERCENTILES, LatencyHistogram, percentile_key
 from nbbench.results import Result

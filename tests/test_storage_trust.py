@@ -15,10 +15,10 @@ import time
 import pytest
 
 from nbbench import tempfiles, topology
-from nbbench.probes import disk, files
+from nbbench.probes.storage import disk, files
 from nbbench.probes._engines import sync
 from nbbench.probes._engines.job import JobSpec
-from nbbench.probes.target import inspect
+from nbbench.probes.storage.target import inspect
 from nbbench.results import ProbeError
 
 PY = sys.executable
@@ -83,7 +83,7 @@ def test_dd_preset_and_files_on_tmpfs_are_memory(shm_dir):
 
 
 def test_memory_block_devices(tmp_path):
-    from nbbench.probes.target import memory_device
+    from nbbench.probes.storage.target import memory_device
 
     assert "zram" in memory_device(topology.BlockDevice(name="zram0", disk="zram0"))
     assert "RAM disk" in memory_device(topology.BlockDevice(name="ram0", disk="ram0"))
@@ -134,7 +134,7 @@ def test_pseudo_files_are_not_storage(probe, path):
 
 @pytest.mark.parametrize("fstype", ["cgroup2", "debugfs", "autofs"])
 def test_every_pseudo_filesystem_is_refused_before_use(tmp_path, monkeypatch, fstype):
-    from nbbench.probes import target
+    from nbbench.probes.storage import target
 
     fake = topology.Mount(mount_id=9, parent_id=1, major=0, minor=99, fs_root="/", mount_point=str(tmp_path),
                           options=["rw"], fstype=fstype, source="none", super_options=[])
@@ -389,7 +389,7 @@ def _dead_pid():
     return p.pid
 
 
-_WRITER = ("import sys\nfrom nbbench.probes import disk\n"
+_WRITER = ("import sys\nfrom nbbench.probes.storage import disk\n"
            "def prog(f, m):\n    print('STARTED', flush=True)\n"
            "disk.dd(sys.argv[1], bs='4k', size='1G', progress=prog, engine=sys.argv[2])\n")
 

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from nbbench.probes.sweep import SweepResult, default_workers, preflight, sweep
+from nbbench.probes.pipeline.sweep import SweepResult, default_workers, preflight, sweep
 from nbbench.results import Result, result_class
 
 
@@ -106,7 +106,7 @@ def test_preflight_skips_what_would_crash():
 
 
 def test_skipped_config_is_in_the_table(monkeypatch, two_cpus):
-    import nbbench.probes.preflight as pf
+    import nbbench.probes.pipeline.preflight as pf
 
     monkeypatch.setattr(pf, "shm_free_bytes", lambda path="/dev/shm": 100)  # a tiny /dev/shm
     res = sweep(SleepyItems(item_s=0.0005), num_workers=[0, 2], batch_size=[4], duration=0.3, warmup=1)

@@ -12,8 +12,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from nbbench.datasets import make_tar_shards  # noqa: E402
-from nbbench.probes.imagefolder import ImageFolderDataset  # noqa: E402
-from nbbench.probes.tarshards import TarShardDataset, has_tar_shards, split_shards  # noqa: E402
+from nbbench.probes.pipeline.imagefolder import ImageFolderDataset  # noqa: E402
+from nbbench.probes.shards.tarshards import TarShardDataset, has_tar_shards, split_shards  # noqa: E402
 
 PY = sys.executable
 
@@ -65,7 +65,7 @@ def test_jpegs_are_prepared_as_the_image_folder_prepares_them(unique_labels):
 
 
 def test_feed_on_shards_evicts_the_shard_files(unique_labels, monkeypatch):
-    from nbbench.probes import feed as feedmod
+    from nbbench.probes.pipeline import feed as feedmod
 
     evicted = []
     real = feedmod.evict_files

@@ -7,7 +7,7 @@ import tarfile
 
 import pytest
 
-from nbbench.probes.tarwalk import TarWalker, count_samples, split_key
+from nbbench.probes.shards.tarwalk import TarWalker, count_samples, split_key
 
 LONG = "deep/" + "x" * 150 + "/000002"
 MEMBERS = [("000000.jpg", os.urandom(1000)), ("000000.cls", b"3"),
@@ -84,7 +84,7 @@ def test_count_samples_reads_a_file(tmp_path):
 
 
 def test_the_index_reads_headers_only(tmp_path, monkeypatch):
-    import nbbench.probes.tarwalk as tw
+    import nbbench.probes.shards.tarwalk as tw
 
     members = [(f"{i:06d}.{ext}", os.urandom(20_000)) for i in range(20) for ext in ("jpg", "cls")]
     p = tmp_path / "big.tar"

@@ -69,9 +69,9 @@ class Items:
 
 
 def test_python_api_without_torch_raises_one_probe_error(no_torch, tree):
-    from nbbench.probes.dataloader import make_loader
-    from nbbench.probes.feed import feed
-    from nbbench.probes.sweep import sweep
+    from nbbench.probes.pipeline.dataloader import make_loader
+    from nbbench.probes.pipeline.feed import feed
+    from nbbench.probes.pipeline.sweep import sweep
 
     seen = []
     with pytest.raises(ProbeError, match=r"^sweep needs PyTorch .*pip install 'nbbench\[torch\]'") as e:
@@ -86,7 +86,7 @@ def test_python_api_without_torch_raises_one_probe_error(no_torch, tree):
 def test_loader_on_plain_batches_needs_no_torch(no_torch):
     import numpy as np
 
-    from nbbench.probes.loader import bench_loader
+    from nbbench.probes.pipeline.loader import bench_loader
 
     res = bench_loader([np.zeros((4, 3))] * 20, warmup=1)
     assert res.ok and res.metrics["samples_count"] == 4 * 18
@@ -95,7 +95,7 @@ def test_loader_on_plain_batches_needs_no_torch(no_torch):
 def test_a_torch_that_fails_to_import_is_told_apart(monkeypatch):
     import importlib
 
-    from nbbench.probes.dataloader import require_torch
+    from nbbench.probes.pipeline.dataloader import require_torch
 
     real = importlib.import_module
 

@@ -2,7 +2,7 @@
 ``shards`` (streams of large shard files).
 
 Each parses its options, checks the path before any bar (as the storage commands do),
-then runs the probe of :mod:`nbbench.probes.checkpoint` / :mod:`nbbench.probes.shards`
+then runs the probe of :mod:`nbbench.probes.checkpoint.probe` / :mod:`nbbench.probes.shards.probe`
 cancellably with a progress bar.  Both run as ranks too (``--ranks N``, torchrun, srun:
 :mod:`nbbench.commands.ranks`; their rank parts are :mod:`nbbench.dist.ckptjobs`).  Probe modules are imported inside ``run`` so
 ``--help`` stays light (no torch).
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..probes.ckptmodels import MODELS as _MODELS
+from ..probes.checkpoint.models import MODELS as _MODELS
 from . import options, ranks
 from .storage import _run_probe, _target
 
@@ -66,7 +66,7 @@ class CheckpointCommand(ranks.RankedCommand):
         ranks.add_rank_options(parser)
 
     def run(self, args, ctx):
-        from ..probes.checkpoint import checkpoint, preflight
+        from ..probes.checkpoint.probe import checkpoint, preflight
 
         value = ranks.dispatch("checkpoint", "checkpoint", args, ctx, dict(
             path=args.path, model=args.model, size=args.size, scale=args.scale, optimizer=args.optimizer,
@@ -111,7 +111,7 @@ class ShardsCommand(ranks.RankedCommand):
         ranks.add_rank_options(parser)
 
     def run(self, args, ctx):
-        from ..probes.shards import shards
+        from ..probes.shards.probe import shards
 
         value = ranks.dispatch("shards", "shards", args, ctx, dict(
             path=args.path, streams=args.streams, bs=args.bs, min_size=args.min_size, cold=args.cold, warm=args.warm,

@@ -17,7 +17,7 @@ import argparse
 import os
 
 from . import options
-from ..probes.dataloader import require_torch
+from ..probes.pipeline.dataloader import require_torch
 from ..results import ProbeError
 from . import ranks
 
@@ -169,7 +169,7 @@ class LoaderCommand(ranks.RankedCommand):
         ranks.add_rank_options(parser)
 
     def run(self, args, ctx):
-        from ..probes.loader import bench_loader
+        from ..probes.pipeline.loader import bench_loader
 
         from ..dist.rankenv import detect
 
@@ -184,9 +184,9 @@ class LoaderCommand(ranks.RankedCommand):
         if is_dir:
             require_torch("loader on a folder")
             from ..env import usable_cpus
-            from ..probes.dataloader import make_loader
-            from ..probes.imagefolder import ImageFolderDataset
-            from ..probes.tarshards import TarShardDataset, has_tar_shards
+            from ..probes.pipeline.dataloader import make_loader
+            from ..probes.pipeline.imagefolder import ImageFolderDataset
+            from ..probes.shards.tarshards import TarShardDataset, has_tar_shards
 
             if _is_s3(target):   # tar shards GET from the store (a local copy counts the samples first)
                 from ..probes.objects.s3dataset import S3TarShardDataset
@@ -229,7 +229,7 @@ class LoaderCommand(ranks.RankedCommand):
                                                on_window=plot.on_window if plot is not None else None))
         finally:
             if dl is not None:
-                from ..probes.dataloader import close_loader
+                from ..probes.pipeline.dataloader import close_loader
 
                 close_loader(dl, force=True)
             if ds is not None and hasattr(ds, "close"):
@@ -257,9 +257,9 @@ class LoaderCommand(ranks.RankedCommand):
             if plot is not None:
                 plot.stop()
         if value is ranks.LOCAL:   # --dataset alone: one process
-            from ..probes.dataloader import close_loader, make_loader
+            from ..probes.pipeline.dataloader import close_loader, make_loader
             from ..dist.loaderjobs import load_dataset
-            from ..probes.loader import bench_loader
+            from ..probes.pipeline.loader import bench_loader
             from ..env import usable_cpus
 
             ds = load_dataset(args.dataset)
@@ -333,7 +333,7 @@ class SweepCommand(ranks.RankedCommand):
         ranks.add_rank_options(parser)
 
     def run(self, args, ctx):
-        from ..probes.sweep import sweep
+        from ..probes.pipeline.sweep import sweep
 
         params = dict(num_workers=args.workers, batch_size=args.batch_size, pin_memory=args.pin_memory,
                       prefetch_factor=args.prefetch, persistent_workers=args.persistent, step=_step_of(args),
@@ -351,7 +351,7 @@ class SweepCommand(ranks.RankedCommand):
         else:
             target, is_dir = _resolve(ctx, args.source, "dataset")
         if is_dir:
-            from ..probes.imagefolder import ImageFolderDataset
+            from ..probes.pipeline.imagefolder import ImageFolderDataset
 
             target = ImageFolderDataset(target, decode=args.decode, size=args.size)
         if 0 in args.prefetch:
@@ -407,7 +407,7 @@ class FeedCommand(ranks.RankedCommand):
         ranks.add_rank_options(parser)
 
     def run(self, args, ctx):
-        from ..probes.feed import feed
+        from ..probes.pipeline.feed import feed
 
         _no_s3_ranks(args, args.path)
 

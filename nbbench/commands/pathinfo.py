@@ -64,14 +64,14 @@ class PathInfo:
 def _direct_in_dir(directory: str) -> tuple[bool, str | None]:
     """Try one aligned O_DIRECT write on a new temporary file (the probes' own kind, removed at once)."""
     from .. import tempfiles
-    from ..probes.target import direct_io_supported
+    from ..probes.storage.target import direct_io_supported
 
     with tempfiles.temp_file(directory, "odirect") as tf:
         return direct_io_supported(tf.fd, write=True)
 
 
 def _direct_on_file(path: str) -> tuple[bool, str | None]:
-    from ..probes.target import direct_io_supported, open_read
+    from ..probes.storage.target import direct_io_supported, open_read
 
     fd = open_read(path)
     try:
@@ -84,7 +84,7 @@ def describe_path(path: str, try_direct: bool = True) -> PathInfo:
     """Check ``path`` the way the storage probes will (never raises): what it is, its filesystem
     and device, the free space against the write rule, whether O_DIRECT works there (tried: one
     aligned I/O on a new temporary file in a directory, read-only on a file or device)."""
-    from ..probes import target as pathcheck
+    from ..probes.storage import target as pathcheck
 
     text = (path or "").strip()
     if not text:

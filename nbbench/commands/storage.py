@@ -1,7 +1,7 @@
 """Storage subcommands: dd, randread, files, disk (presets).
 
-Each parses its options, runs the probe of :mod:`nbbench.probes.disk` /
-:mod:`nbbench.probes.files` through :func:`nbbench.runner.run_cancellable` (Ctrl-C and
+Each parses its options, runs the probe of :mod:`nbbench.probes.storage.disk` /
+:mod:`nbbench.probes.storage.files` through :func:`nbbench.runner.run_cancellable` (Ctrl-C and
 the notebook's interrupt button set the cancel event: the probe removes its temp
 file and returns an ``interrupted`` result) with a progress bar, and returns the
 result.  Probe modules are imported inside ``run`` so ``--help`` stays light.
@@ -44,7 +44,7 @@ def _target(path):
     probe then takes the target as it is.  Also the control panel's PATH field
     (:func:`nbbench.commands.pathinfo.describe_path`).
     """
-    from ..probes.target import inspect
+    from ..probes.storage.target import inspect
 
     # read=False: a read-only dataset tree is fine for files / feed / sweep
     return inspect(path, write=False, read=False)
@@ -98,7 +98,7 @@ class DdCommand(ranks.RankedCommand):
         ranks.add_rank_options(parser)
 
     def run(self, args, ctx):
-        from ..probes import disk
+        from ..probes.storage import disk
 
         value = ranks.dispatch("dd", "dd", args, ctx, dict(
             path=args.path, bs=args.bs, size=args.size, count=args.count, direct=args.direct, engine=args.engine,
@@ -136,7 +136,7 @@ class RandreadCommand(ranks.RankedCommand):
         ranks.add_rank_options(parser, file_per_rank=True)
 
     def run(self, args, ctx):
-        from ..probes import disk
+        from ..probes.storage import disk
 
         value = ranks.dispatch("randread", "randread", args, ctx, dict(
             path=args.path, bs=args.bs, qd=args.qd, runtime=args.runtime, ramp=args.ramp, size=args.size,
@@ -170,7 +170,7 @@ class FilesCommand(ranks.RankedCommand):
         ranks.add_rank_options(parser)
 
     def run(self, args, ctx):
-        from ..probes import files
+        from ..probes.storage import files
 
         value = ranks.dispatch("files", "files", args, ctx, dict(
             path=args.path, sample=args.sample, threads=args.threads, cold=args.cold, seed=args.seed),
@@ -205,7 +205,7 @@ class DiskCommand(Command):
         _add_jobs(parser, threads_alias=True)
 
     def run(self, args, ctx):
-        from ..probes import disk
+        from ..probes.storage import disk
 
         target = _target(args.path)
         return _run_probe(ctx, f"disk {args.preset}", lambda p, c: disk.preset(

@@ -13,7 +13,7 @@ every rank) refuses when the directory cannot hold N × what one rank writes, or
 memory N local ranks × twice the state.
 
 **shards** — each rank streams the shards whose stable hash
-(:func:`nbbench.probes.shards.shard_rank`) falls to it, so every shard is read once, by
+(:func:`nbbench.probes.shards.probe.shard_rank`) falls to it, so every shard is read once, by
 one rank; the streams (default: the usable CPUs shared among the host's ranks) and the
 ``--max-bytes`` default (half the page cache, shared likewise) are per rank.  Rank 0 sums
 bytes and samples, merges the time-to-first-byte histograms and reports
@@ -85,8 +85,8 @@ class CheckpointJob(RankJob):
         self.local_rank = env.local_rank
 
     def _plan(self):
-        from ..probes.ckptmodels import plan
-        from ..probes.dataloader import require_torch
+        from ..probes.checkpoint.models import plan
+        from ..probes.pipeline.dataloader import require_torch
 
         require_torch("checkpoint")
         p = self.params
@@ -94,8 +94,8 @@ class CheckpointJob(RankJob):
 
     def _checks(self, nranks: int, local_ranks: int) -> None:
         """The directory holds ``nranks`` × what one rank writes; this host's memory ``local_ranks`` states."""
-        from ..probes.checkpoint import check_memory, disk_bytes
-        from ..probes.target import inspect
+        from ..probes.checkpoint.probe import check_memory, disk_bytes
+        from ..probes.storage.target import inspect
 
         pl = self._plan()
         target = inspect(self.params["path"], write=True)
@@ -144,7 +144,7 @@ class CheckpointJob(RankJob):
         return f"cuda:{self.local_rank}" if d == "cuda" else d   # each rank its own GPU, as DDP
 
     def run(self, progress, cancel) -> Result:
-        from ..probes.checkpoint import checkpoint
+        from ..probes.checkpoint.probe import checkpoint
 
         p = self.params
         return checkpoint(p["path"], model=p.get("model", "transformer"), size=p.get("size"),
@@ -239,8 +239,8 @@ class ShardsJob(RankJob):
 
     def _split(self, nranks: int) -> None:
         """Every rank gets at least one shard (else a rank would have nothing to read)."""
-        from ..probes.shards import find_shards, shard_rank
-        from ..probes.target import inspect
+        from ..probes.shards.probe import find_shards, shard_rank
+        from ..probes.storage.target import inspect
         from ..units import parse_size
 
         if str(self.params["path"]).startswith("s3://"):
@@ -275,7 +275,7 @@ class ShardsJob(RankJob):
     def run(self, progress, cancel) -> Result:
         from ..env import usable_cpus
         from ..probes._engines import cache
-        from ..probes.shards import shards
+        from ..probes.shards.probe import shards
 
         p = self.params
         streams, max_bytes = p.get("streams"), p.get("max_bytes")

@@ -37,7 +37,7 @@ class DdJob(RankJob):
         self.write_bytes = 0 if p.get("mode") == "read" else total
 
     def local_checks(self, nranks: int) -> None:
-        from ..probes.target import inspect
+        from ..probes.storage.target import inspect
 
         if self.params.get("mode") in (None, "both", "write"):
             t = inspect(self.params["path"], write=self.params.get("mode") == "write", read=False)
@@ -49,7 +49,7 @@ class DdJob(RankJob):
         self.local_checks(env.world_size)
 
     def run(self, progress, cancel) -> Result:
-        from ..probes import disk
+        from ..probes.storage import disk
 
         p = self.params
         return disk.dd(p["path"], bs=p.get("bs", "1M"), size=p.get("size", "1G"), count=p.get("count"),
@@ -83,13 +83,13 @@ class RandreadJob(RankJob):
         self._session = None
         self._shared_path: str | None = None
         self.kind_of_path: str | None = None
-        from ..probes.io_session import DEFAULT_READ_FILE
+        from ..probes.storage.io_session import DEFAULT_READ_FILE
 
         size = self.params.get("size")
         self.region = parse_size(size) if size is not None else DEFAULT_READ_FILE
 
     def _dir(self) -> bool:
-        from ..probes.target import inspect
+        from ..probes.storage.target import inspect
 
         t = inspect(self.params["path"], write=False)
         self.kind_of_path = t.kind
@@ -122,8 +122,8 @@ class RandreadJob(RankJob):
         self._shared_path = shared["path"]
 
     def _write_shared(self) -> str:
-        from ..probes.io_session import Session
-        from ..probes.target import inspect
+        from ..probes.storage.io_session import Session
+        from ..probes.storage.target import inspect
 
         target = inspect(self.params["path"], write=True)
         # the other ranks open it by name (on other hosts too): its name stays until rank 0 removes it
@@ -138,7 +138,7 @@ class RandreadJob(RankJob):
             self._session = None
 
     def run(self, progress, cancel) -> Result:
-        from ..probes import disk
+        from ..probes.storage import disk
 
         p = self.params
         where = self._shared_path or p["path"]
@@ -175,14 +175,14 @@ class FilesJob(RankJob):
     phases = [Phase("read", ("files_per_s", "read_bytes_per_s"), "bw")]
 
     def preflight(self, env) -> None:
-        from ..probes.target import inspect
+        from ..probes.storage.target import inspect
 
         t = inspect(self.params["path"], write=False, read=False)
         if t.kind != "dir":
             raise ProbeError(f"{t.path} is not a directory: files reads the files of a tree")
 
     def run(self, progress, cancel) -> Result:
-        from ..probes import files
+        from ..probes.storage import files
 
         p = self.params
         return files.read_files(p["path"], sample=p.get("sample", 1000), threads=p.get("threads", 8),

@@ -49,7 +49,7 @@ def load_dataset(spec: str):
 def _dataset(p: dict):
     if p.get("dataset"):
         return load_dataset(p["dataset"])
-    from ..probes.imagefolder import ImageFolderDataset
+    from ..probes.pipeline.imagefolder import ImageFolderDataset
 
     return ImageFolderDataset(p["path"], decode=p.get("decode", "auto"), size=p.get("size", 224))
 
@@ -148,7 +148,7 @@ class LoaderJob(RankJob):
             except ImportError as exc:
                 raise ProbeError(f"cannot import {mod} for --dataset: {exc}") from None
         else:
-            from ..probes.target import inspect
+            from ..probes.storage.target import inspect
 
             t = inspect(p.get("path"), write=False, read=False)
             if t.kind != "dir":
@@ -162,9 +162,9 @@ class LoaderJob(RankJob):
 
         from torch.utils.data.distributed import DistributedSampler
 
-        from ..probes.dataloader import close_loader, make_loader
-        from ..probes.loader import bench_loader
-        from ..probes.steps import resolve_step
+        from ..probes.pipeline.dataloader import close_loader, make_loader
+        from ..probes.pipeline.loader import bench_loader
+        from ..probes.pipeline.steps import resolve_step
 
         p = self.params
         ds = _dataset(p)
@@ -287,7 +287,7 @@ class SweepJob(LoaderJob):
     phases: list = []
 
     def run(self, progress, cancel) -> Result:
-        from ..probes.sweep import sweep
+        from ..probes.pipeline.sweep import sweep
 
         p = self.params
         ds = _Shard(_dataset(p), self.rank, self.world_size)
@@ -298,7 +298,7 @@ class SweepJob(LoaderJob):
         return res
 
     def finish(self, res, records):
-        from ..probes.sweep import _recommend
+        from ..probes.pipeline.sweep import _recommend
 
         rows = [((r.get("result") or {}).get("samples") or {}).get("configs") or [] for r in records]
         if not rows or not rows[0]:
@@ -330,9 +330,9 @@ class FeedJob(LoaderJob):
     def run(self, progress, cancel) -> Result:
         import os
 
-        from ..probes.feed import feed
-        from ..probes.files import shard_of
-        from ..probes.imagefolder import ImageFolderDataset
+        from ..probes.pipeline.feed import feed
+        from ..probes.storage.files import shard_of
+        from ..probes.pipeline.imagefolder import ImageFolderDataset
 
         p = self.params
         ds = ImageFolderDataset(p["path"], decode=p.get("decode", "auto"), size=p.get("size", 224))

@@ -91,7 +91,7 @@ class RankJob:
     def _room(self, nranks: int) -> None:
         if not self.write_bytes:
             return
-        from ..probes.target import inspect
+        from ..probes.storage.target import inspect
 
         target = inspect(self.params["path"], write=False, read=False)
         if target.kind == "dir":

@@ -113,7 +113,7 @@ def check_atime(m: Mount | None) -> Check:
 
 def check_o_direct(path: str) -> Check:
     """Try O_DIRECT at ``path`` (a new temporary file in a directory; a read of a file or device)."""
-    from ..probes.target import check_free_space, direct_io_supported, open_read
+    from ..probes.storage.target import check_free_space, direct_io_supported, open_read
     from ..results import ProbeError
 
     name, group = "O_DIRECT", "storage"

@@ -1,7 +1,7 @@
 """The result class of the ``feed`` probe: how many accelerators storage and CPU can feed.
 
 Also the "why / fix" wording by what limits a feed (:data:`CPU_HELP`, :data:`STORAGE_HELP`),
-shared with :mod:`nbbench.probes.feedlimit`.
+shared with :mod:`nbbench.probes.pipeline.feedlimit`.
 """
 
 from __future__ import annotations

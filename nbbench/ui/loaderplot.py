@@ -38,7 +38,7 @@ class LoaderPlot:
                  interval: float = 0.25, monitor=None, title: str = "DataLoader benchmark",
                  need: float | None = None, accelerator: str | None = None, span_s: float | None = None):
         from ..plots.loader import AUGauge, loader_panels
-        from ..probes.loadermon import nvml_reason as _nvml_reason
+        from ..probes.pipeline.loadermon import nvml_reason as _nvml_reason
         from .liveplot import LivePlot
 
         self.au_target_pct = au_target_pct

@@ -1,4 +1,4 @@
-"""I/O engines behind :mod:`nbbench.probes.disk`.
+"""I/O engines behind :mod:`nbbench.probes.storage.disk`.
 
 * :mod:`.job`       the job description, its outcome, the offsets and the meter every engine shares
 * :mod:`.builtin`   the builtin engine: sync at QD1, io_uring rings deeper, else threads

@@ -1,6 +1,6 @@
 """Tar shards in S3 as a DataLoader's dataset: what ``loader s3://…`` and ``feed s3://…`` read.
 
-:class:`S3TarShardDataset` is :class:`~nbbench.probes.tarshards.TarShardDataset` over the
+:class:`S3TarShardDataset` is :class:`~nbbench.probes.shards.tarshards.TarShardDataset` over the
 ``.tar`` objects under an ``s3://BUCKET/PREFIX``: the same samples (``000123.jpg`` +
 ``000123.cls``), the same crop and flip, the same split over ranks and DataLoader workers
 (by a stable hash of the key after the prefix).  Each worker process opens its own boto3
@@ -20,9 +20,9 @@ import os
 import tempfile
 
 from ...results import ProbeError
-from ..shards import _subset
-from ..tarshards import TarShardDataset, split_shards
-from ..tarwalk import TarWalker, count_samples
+from ..shards.probe import _subset
+from ..shards.tarshards import TarShardDataset, split_shards
+from ..shards.tarwalk import TarWalker, count_samples
 from . import client as _c
 from .s3shards import list_shards
 
@@ -40,7 +40,7 @@ class S3TarShardDataset(TarShardDataset):
                  dtype: str = "uint8", rank: int | None = None, world_size: int | None = None, seed: int = 0,
                  bs: int = 1 << 20, max_bytes: int | None = DEFAULT_MAX_BYTES):
         from ... import tempfiles
-        from ..target import check_free_space
+        from ..storage.target import check_free_space
 
         if decode not in ("auto", "pil", "none"):
             raise ProbeError(f"decode must be 'auto', 'pil' or 'none', not {decode!r}")

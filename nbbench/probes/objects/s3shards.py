@@ -4,7 +4,7 @@ The objects under the prefix (``.tar`` shards when there are any, else the known
 extensions, else every object) are shuffled (seeded) and dealt to ``streams`` parallel
 streams; each GETs its shards whole, one after another, and reads each body in ``bs``
 pieces — as a WebDataset or s3torchconnector ``S3IterableDataset`` worker does.  The
-figures are the shards probe's own (:func:`nbbench.probes.shards._pass` with a GET as the
+figures are the shards probe's own (:func:`nbbench.probes.shards.probe._pass` with a GET as the
 source): the aggregate and per-stream rates, the time to the first bytes of each shard,
 and for tar shards the WebDataset samples per second.  One pass: there is no page cache
 between a process and object storage, so no warm pass (a FUSE mount's local cache is
@@ -17,7 +17,7 @@ from __future__ import annotations
 from ...results import ProbeError
 from ...results.shards import ShardsResult
 from ...units import format_bytes, parse_size
-from ..shards import CHUNK_EXTENSIONS, _keep, _pass, _subset, plan_streams, shard_rank
+from ..shards.probe import CHUNK_EXTENSIONS, _keep, _pass, _subset, plan_streams, shard_rank
 from . import client as _c
 from .s3probe import list_objects
 

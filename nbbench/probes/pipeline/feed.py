@@ -1,7 +1,7 @@
 """How many accelerators can this storage and CPU feed?
 
 :func:`feed` reads an image folder with the built-in
-:class:`~nbbench.probes.imagefolder.ImageFolderDataset` through a DataLoader
+:class:`~nbbench.probes.pipeline.imagefolder.ImageFolderDataset` through a DataLoader
 (loader alone: the input pipeline's ceiling) twice, DS-Analyzer's differential way:
 
 * **cold**: the files' pages are first evicted from the page cache (per file
@@ -10,7 +10,7 @@
 * **warm**: every file is read once first, so they come from memory: preparation only.
 
 The measured rate against each accelerator's need at AU >= 90 % answers how many such
-accelerators it can keep fed.  What limits it (:mod:`nbbench.probes.feedlimit`): if
+accelerators it can keep fed.  What limits it (:mod:`nbbench.probes.pipeline.feedlimit`): if
 even the warm rate falls short of what the accelerators asked for need, CPU
 preparation (decoding, cropping) does; if only the cold rate falls short, storage
 fetch does; if both meet it, storage fetch only when the cold runs are clearly slower
@@ -25,11 +25,11 @@ import random
 import statistics
 import time
 
-from ..accelerators import ACCELERATORS, AU_TARGET_PCT, get_accelerator
-from ..progress import call_progress
-from ..results import ProbeError
-from ..results.feed import FeedResult
-from ..units import format_bytes
+from ...accelerators import ACCELERATORS, AU_TARGET_PCT, get_accelerator
+from ...progress import call_progress
+from ...results import ProbeError
+from ...results.feed import FeedResult
+from ...units import format_bytes
 from .dataloader import close_loader, make_loader, require_torch
 from .feedlimit import STORAGE_LIMIT_SHARE, feed_answer, feed_limiter
 from .loader import bench_loader
@@ -109,7 +109,7 @@ def feed(path, accelerator: str = "h100-resnet50", batch_size: int = 64, num_wor
     """How many ``accelerator`` s can the storage under ``path`` and this CPU feed at AU >= 90 %?
 
     path: an image folder (root/CLASS/IMAGE), or a folder of ``.tar`` shards (WebDataset's
-        layout: :class:`~nbbench.probes.tarshards.TarShardDataset` streams them; the cold run
+        layout: :class:`~nbbench.probes.shards.tarshards.TarShardDataset` streams them; the cold run
         evicts the shard files).  decode: "auto" (Pillow when the files are images), "pil" or
         "none" (bytes only).
     num_workers: DataLoader workers (default: the usable CPUs).
@@ -126,7 +126,7 @@ def feed(path, accelerator: str = "h100-resnet50", batch_size: int = 64, num_wor
         from the store, the warm run reads a local copy (a local cache, said so).
     progress: called as the runs go; its last call carries the result's own figures.
     """
-    from ..env import usable_cpus
+    from ...env import usable_cpus
     from .imagefolder import ImageFolderDataset
 
     require_torch("feed")
@@ -145,12 +145,12 @@ def feed(path, accelerator: str = "h100-resnet50", batch_size: int = 64, num_wor
     if dataset is not None:
         ds = dataset
     elif s3:
-        from .objects.s3dataset import S3TarShardDataset
+        from ..objects.s3dataset import S3TarShardDataset
 
         ds = S3TarShardDataset(path, endpoint_url=endpoint_url, region=region, decode=decode, size=size, seed=seed)
         method = "object storage" if method != "none" else method
     else:
-        from .tarshards import TarShardDataset, has_tar_shards
+        from ..shards.tarshards import TarShardDataset, has_tar_shards
 
         ds = TarShardDataset(path, decode=decode, size=size, seed=seed) if has_tar_shards(path) else \
             ImageFolderDataset(path, decode=decode, size=size)
@@ -284,7 +284,7 @@ def feed(path, accelerator: str = "h100-resnet50", batch_size: int = 64, num_wor
 
 
 def _endpoint_label(endpoint_url):
-    from .objects.client import endpoint_labels
+    from ..objects.client import endpoint_labels
 
     return endpoint_labels(None, endpoint_url)["endpoint"] if endpoint_url else "AWS S3"
 
@@ -316,7 +316,7 @@ def _summarise(res: FeedResult, runs) -> tuple[str, str | None]:
 
 
 def _limiter(res: FeedResult, runs, method: str, nw: int, need: float, count: int) -> dict:
-    """Storage fetch or CPU preparation (:func:`~nbbench.probes.feedlimit.feed_limiter`), from the
+    """Storage fetch or CPU preparation (:func:`~nbbench.probes.pipeline.feedlimit.feed_limiter`), from the
     cold/warm pairs (both rates measured) against the need of ``count`` accelerators."""
     cold_rate, warm_rate = res.metrics["cold_samples_per_s"], res.metrics["warm_samples_per_s"]
     # per interleaved pair, so drift on a shared machine cancels; the median of the pairs decides

@@ -19,10 +19,10 @@ from __future__ import annotations
 import math
 import time
 
-from ..accelerators import AU_TARGET_PCT, Accelerator, get_accelerator, input_bound_band, predicted_au_pct
-from ..progress import call_progress
-from ..results import ProbeError
-from ..results.loader import LoaderResult
+from ...accelerators import AU_TARGET_PCT, Accelerator, get_accelerator, input_bound_band, predicted_au_pct
+from ...progress import call_progress
+from ...results import ProbeError
+from ...results.loader import LoaderResult
 from .batches import batch_info, leaves
 from .dataloader import close_loader, describe_loader, worker_exit_note, worker_failure_reason
 from .loadermon import gpu_util_mean, start_monitor, stop_monitor

@@ -10,8 +10,8 @@ the open-file limit are read through :mod:`nbbench.env`, as the doctor reads the
 
 from __future__ import annotations
 
-from ..env import nofile_limits, shm_free_bytes
-from ..units import format_bytes
+from ...env import nofile_limits, shm_free_bytes
+from ...units import format_bytes
 from .batches import batch_info, leaves
 from .dataloader import sharing_strategy
 

@@ -1,10 +1,10 @@
 """The checkpoint probe's torch side: fill a state dict, save it, empty the cache, load it back.
 
 Each function does one timed step the way a training script does it and returns its
-seconds; the caller (:mod:`nbbench.probes.checkpoint`) decides the order, keeps the
+seconds; the caller (:mod:`nbbench.probes.checkpoint.probe`) decides the order, keeps the
 figures and removes the files.  torch is imported inside the functions.
 
-* :func:`build_state` — the nested dict of :class:`~nbbench.probes.ckptmodels.TensorSpec`
+* :func:`build_state` — the nested dict of :class:`~nbbench.probes.checkpoint.models.TensorSpec`
   tensors, filled with random bits (incompressible, no two blocks alike: storage that
   compresses or deduplicates gets nothing for free), on the CPU or a CUDA device;
 * :func:`save_torch` — ``torch.save(state, path)``, then ``fsync`` of the file and its
@@ -24,7 +24,7 @@ import os
 import time
 import warnings
 
-from ._engines import cache
+from .._engines import cache
 
 __all__ = ["build_state", "save_torch", "save_dcp", "drop_cache", "load_torch", "load_dcp", "load_mmap",
            "files_of", "same_bytes", "get_path", "sync_device"]

@@ -16,7 +16,7 @@ and the suffix ``jpg``; consecutive members with the same key are one sample, an
 sample starts when the key changes or a suffix repeats.  Members whose name has no dot
 are not part of a sample.  With ``collect=True`` the members' data are kept and each
 finished sample is handed back as ``(key, {suffix: bytes})`` (the streaming dataset of
-:mod:`nbbench.probes.tarshards` reads shards this way).
+:mod:`nbbench.probes.shards.tarshards` reads shards this way).
 """
 
 from __future__ import annotations
@@ -219,7 +219,7 @@ class TarWalker:
 def count_samples(path: str) -> tuple[int, int]:
     """(members, samples) of the tar file at ``path``, reading its headers only (read-only; member
     data are jumped over, not read)."""
-    from .files import _open_noatime
+    from ..storage.files import _open_noatime
 
     w = TarWalker()
     fd = _open_noatime(path)

@@ -2,16 +2,16 @@
 
 :func:`sweep` builds a ``torch.utils.data.DataLoader`` for every combination of
 ``num_workers`` × ``batch_size`` × ``pin_memory`` × ``prefetch_factor``, measures each
-with :func:`~nbbench.probes.loader.bench_loader` on a short window after warm-up, and
+with :func:`~nbbench.probes.pipeline.loader.bench_loader` on a short window after warm-up, and
 recommends the smallest configuration within 3 % of the best throughput — or, with an
 emulated accelerator as the step, the first that keeps it at AU >= 90 %.
 
-Before running, a preflight (:mod:`nbbench.probes.preflight`) checks what would
+Before running, a preflight (:mod:`nbbench.probes.pipeline.preflight`) checks what would
 crash: the bytes in flight against free ``/dev/shm``, file descriptors against the
 open-file limit, workers against the usable CPUs.  Configurations that would crash
 are skipped with the reason; a worker that crashes anyway (bus error, killed, out of
 file descriptors) is that configuration's failure, and the sweep goes on.  The
-loaders are built by :func:`nbbench.probes.dataloader.make_loader`.
+loaders are built by :func:`nbbench.probes.pipeline.dataloader.make_loader`.
 
 Given a DataLoader, the sweep runs over its dataset: its collate_fn (and
 worker_init_fn, multiprocessing context, drop_last) are kept, its own settings are
@@ -27,11 +27,11 @@ import itertools
 import os
 from typing import Iterable
 
-from ..accelerators import AU_TARGET_PCT
-from ..progress import call_progress
-from ..results import ProbeError
-from ..results.sweep import SweepResult
-from ..units import format_metric
+from ...accelerators import AU_TARGET_PCT
+from ...progress import call_progress
+from ...results import ProbeError
+from ...results.sweep import SweepResult
+from ...units import format_metric
 from .dataloader import (close_loader, describe_loader, is_dataloader, loader_parts, make_loader, require_torch,
                          worker_failure_reason)
 from .loader import bench_loader
@@ -56,7 +56,7 @@ def _as_list(v, name) -> list:
 def default_workers(usable: int | None = None) -> list[int]:
     """0, 1, 2, 4, 8 … up to the usable CPUs (and the usable count itself)."""
     if usable is None:
-        from ..env import usable_cpus
+        from ...env import usable_cpus
 
         usable = usable_cpus()["usable_int"]
     out = [0, 1]
@@ -105,7 +105,7 @@ def sweep(dataset, num_workers: Iterable[int] | None = None, batch_size=(64,), p
     """Measure a DataLoader over ``dataset`` for each combination of the settings.
 
     dataset: a map-style or iterable dataset, or a folder path (the built-in
-        :class:`~nbbench.probes.imagefolder.ImageFolderDataset`, ``decode`` as given), or a
+        :class:`~nbbench.probes.pipeline.imagefolder.ImageFolderDataset`, ``decode`` as given), or a
         DataLoader: its dataset is swept, its collate_fn kept, its settings replaced (see
         ``extra["note"]``).
     num_workers: default 0, 1, 2, 4 … up to the usable CPUs.
@@ -117,7 +117,7 @@ def sweep(dataset, num_workers: Iterable[int] | None = None, batch_size=(64,), p
         running Monitor; rows get the mean GPU utilisation over their windows.
     on_config: called with each configuration's row as it finishes (live tables).
     """
-    from ..env import usable_cpus
+    from ...env import usable_cpus
 
     require_torch("sweep")   # once, here: not a ModuleNotFoundError per configuration
     source = None
@@ -167,7 +167,7 @@ def sweep(dataset, num_workers: Iterable[int] | None = None, batch_size=(64,), p
         res.extra["note"] = _loader_note(source)
     res.labels["step"] = "none" if stepper_probe is None else stepper_probe.label
     if acc_name:
-        from ..accelerators import get_accelerator
+        from ...accelerators import get_accelerator
 
         acc = get_accelerator(acc_name)
         res.labels["accelerator"] = acc.name

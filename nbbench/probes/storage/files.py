@@ -25,11 +25,11 @@ import threading
 import time
 from array import array
 
-from ..progress import call_progress
-from . import limits
-from ..results import ProbeError
-from ..results.hist import LatencyHistogram
-from ..results.storage import FilesResult
+from ...progress import call_progress
+from .. import limits
+from ...results import ProbeError
+from ...results.hist import LatencyHistogram
+from ...results.storage import FilesResult
 from .target import inspect
 
 __all__ = ["read_files", "walk", "FilesResult", "TreeIndex", "shard_of"]
@@ -203,7 +203,7 @@ def read_files(path, sample=1000, threads=8, cold=False, progress=None, cancel=N
     random.Random(seed + 1).shuffle(picks)
     sample_bytes = sum(s for _, s in picks)
     if cold and not target.memory:
-        from ._engines import cache
+        from .._engines import cache
 
         ok, method = (cache.drop_all() if os.geteuid() == 0 else (False, "not root"))
         if ok:
@@ -227,7 +227,7 @@ def read_files(path, sample=1000, threads=8, cold=False, progress=None, cancel=N
             res.labels["cache_drop"] = f"posix_fadvise(DONTNEED) per file ({dropped} files; {method})"
         res.labels["cache"] = "buffered-cold"
     elif not target.memory:
-        from ._engines import cache
+        from .._engines import cache
 
         ram = cache.memory_bytes()
         if ram and sample_bytes < 2 * ram:

@@ -1,5 +1,5 @@
 """The plumbing shared by the storage probes: argument checks, the open target
-(:class:`Session` over a :class:`~nbbench.probes.target.StorageTarget`: temp file or
+(:class:`Session` over a :class:`~nbbench.probes.storage.target.StorageTarget`: temp file or
 read-only fd, O_DIRECT as the target decided, cache preparation and the honesty
 warnings) and running one job on it (:func:`run_job`, :func:`fill_job_result`,
 :func:`short_transfer`: a job that moved less than a block).
@@ -15,10 +15,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ..results import ProbeError, Result
-from ..units import format_bytes, parse_duration, parse_size
-from ._engines.builtin import run_builtin, run_threads_of
-from ._engines.job import JobOutput, JobSpec
+from ...results import ProbeError, Result
+from ...units import format_bytes, parse_duration, parse_size
+from .._engines.builtin import run_builtin, run_threads_of
+from .._engines.job import JobOutput, JobSpec
 from .io_cpu import CPU_BOUND_PCT, cpu_bound_warning  # noqa: F401  (re-exported)
 from .target import StorageTarget, open_read
 
@@ -114,7 +114,7 @@ class Session:
     def _open(self) -> None:
         t = self.target
         if t.kind == "dir":
-            from .. import tempfiles
+            from ... import tempfiles
 
             self._sweep(t.path)
             self.tmp = tempfiles.create(t.path, self._what)
@@ -138,7 +138,7 @@ class Session:
                 self.fd = open_read(t.path, direct=True)
 
     def _sweep(self, directory: str) -> None:
-        from .. import tempsweep
+        from ... import tempsweep
 
         n, nbytes = tempsweep.sweep_stale(directory)
         if n:
@@ -150,7 +150,7 @@ class Session:
 
     def _fill_file(self, size: int) -> None:
         """Write ``size`` bytes of random data (not timed) so reads have real data to read."""
-        from ._engines.sync import run_sync
+        from .._engines.sync import run_sync
 
         fd = self._write_fd()
         outer = self._progress
@@ -187,7 +187,7 @@ class Session:
     # ------------------------------------------------------------- caches
     def prepare_read(self, region: int, warm: bool = False) -> str:
         """Set up the cache before a timed read; returns the cache label."""
-        from ._engines import cache
+        from .._engines import cache
 
         if self.target.memory:
             self.labels["cache_drop"] = "none (the data live in RAM)"
@@ -218,7 +218,7 @@ class Session:
         return "buffered-cold"
 
     def buffered_warnings(self, region: int, cache_mode: str) -> None:
-        from ._engines import cache
+        from .._engines import cache
 
         if cache_mode in ("direct", "memory") or self.target.memory:
             return
@@ -230,7 +230,7 @@ class Session:
                 "for the disk's own speed")
 
     def data_warnings(self, region: int, bs: int) -> None:
-        from ._engines import cache
+        from .._engines import cache
 
         if self.target.kind == "file":
             try:
@@ -260,7 +260,7 @@ class Session:
 def check_jobs(jobs, threads=1) -> tuple[int, str | None]:
     """``(jobs, warning)``: ``jobs`` (1-256), or the deprecated ``threads`` where only that was given
     (the warning says so)."""
-    from . import limits
+    from .. import limits
 
     jobs, threads = limits.check("jobs", jobs, limits.JOBS), limits.check("threads", threads, limits.JOBS)
     if threads > 1:
@@ -288,13 +288,13 @@ def run_job(s: Session, engine: str, *, op: str, pattern: str, bs: int, qd: int,
                        ramp=ramp, cancel=cancel, progress=progress, progress_key=key, seed=seed,
                        threads=threads, force=builtin_path, buffers=buffers)
         if jobs > 1:
-            from ._engines.multijob import run_jobs
+            from .._engines.multijob import run_jobs
 
             return run_jobs(spec, jobs)
         return run_threads_of(spec, threads, run_builtin)
     if engine == "dd":
         raise ProbeError("the dd engine does sequential dd transfers only; use --engine builtin or fio here")
-    from ._engines.extern import run_fio
+    from .._engines.extern import run_fio
 
     return run_fio(s.path, op=op, pattern=pattern, bs=bs, qd=qd, size=region, runtime=runtime, ramp=ramp,
                    direct=s.direct, invalidate=(cache_mode == "buffered-cold"), cancel=cancel,
@@ -327,7 +327,7 @@ def fill_job_result(res: Result, s: Session, out: JobOutput, engine: str, cache_
         res.samples["lat_hist"] = out.hist.to_dict()
     if out.extra.get("fio_iodepth_level"):
         res.samples["fio_iodepth_level"] = out.extra["fio_iodepth_level"]
-    from ._engines import devlimits
+    from .._engines import devlimits
 
     devlimits.annotate(res, s.target.path, bs, res.params.get("buffers", "pages"), engine, s.direct, (out,),
                        target=s.target)

@@ -34,8 +34,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from ..results import ProbeError
-from ..units import format_bytes
+from ...results import ProbeError
+from ...units import format_bytes
 
 __all__ = ["TensorSpec", "Plan", "plan", "MODELS", "PRESETS", "PRESET_SOURCE", "DEFAULT_SIZE", "decoder_params",
            "resnet50_params", "DTYPE_BYTES"]
@@ -235,7 +235,7 @@ def _generic_dims(target: int, optimizer: bool) -> tuple[int, int, int, int]:
 
 def plan(model: str = "transformer", size=None, scale: float = 1.0, optimizer: bool = True) -> Plan:
     """The tensors of a ``model``-like checkpoint of about ``size`` bytes (× ``scale``); see the module doc."""
-    from ..units import parse_size
+    from ...units import parse_size
 
     if model not in MODELS:
         raise ProbeError(f"unknown model {model!r}: choose from {', '.join(MODELS)}")

@@ -4,18 +4,18 @@
 Q1T1; reads, and writes in a directory); ``cdm-nvme`` its NVMe SSD set (SEQ1M Q8T1,
 SEQ128K Q32T1, RND4K Q32T16, RND4K Q1T1), T16 as 16 jobs (processes); ``mlperf-resnet50`` and ``mlperf-unet3d``
 read samples the size MLPerf Storage's workloads read.  Every test is one job on one
-:class:`~nbbench.probes.io_session.Session` (one test file for the whole table).
+:class:`~nbbench.probes.storage.io_session.Session` (one test file for the whole table).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..results import ProbeError
-from ..results.storage import DiskPresetResult, IoJobResult
+from ...results import ProbeError
+from ...results.storage import DiskPresetResult, IoJobResult
 from .io_session import (DEFAULT_READ_FILE, Session, _check_engine, _duration, _size, _stage_progress,
                          _os_error, check_jobs, fill_job_result, run_job)
-from ._engines import devlimits
+from .._engines import devlimits
 from .target import inspect
 
 __all__ = ["preset", "PRESETS"]
@@ -52,7 +52,7 @@ PRESETS: dict[str, dict[str, Any]] = {
 
 def preset(path, name="cdm", size="1G", runtime=5, ramp=1, direct=None, engine="builtin", progress=None,
            cancel=None, write=None, buffers="pages", jobs=1, threads=1) -> DiskPresetResult:
-    """A preset set of tests on ``path`` (a path or a :class:`~nbbench.probes.target.StorageTarget`)
+    """A preset set of tests on ``path`` (a path or a :class:`~nbbench.probes.storage.target.StorageTarget`)
     as one table: ``cdm`` (CrystalDiskMark's SEQ1M Q8T1, SEQ1M Q1T1,
     RND4K Q32T1, RND4K Q1T1, read and — in a directory — write), ``mlperf-resnet50`` (random
     reads of ~115 KB samples) or ``mlperf-unet3d`` (~147 MB samples).
@@ -61,7 +61,7 @@ def preset(path, name="cdm", size="1G", runtime=5, ramp=1, direct=None, engine="
     or device, read only).  ``runtime``/``ramp`` per test (seconds).  ``write``: None = write
     tests where the preset has them and PATH is a directory; True on a file/device is refused.
     ``jobs``: every test runs T × ``jobs`` jobs (independent processes; ``threads`` is a
-    deprecated alias).  Other parameters (``buffers`` too) as :func:`~nbbench.probes.disk.randread`.
+    deprecated alias).  Other parameters (``buffers`` too) as :func:`~nbbench.probes.storage.disk.randread`.
     """
     if name not in PRESETS:
         raise ProbeError(f"unknown preset {name!r}: choose from {', '.join(PRESETS)}")

@@ -1,8 +1,8 @@
 """The image side of the built-in datasets: decode with Pillow, random-resized crop, flip.
 
 :class:`CropFlip` is a mixin both built-in datasets share — the image folder
-(:class:`~nbbench.probes.imagefolder.ImageFolderDataset`) and the tar shards
-(:class:`~nbbench.probes.tarshards.TarShardDataset`) — so a JPEG read from a file and
+(:class:`~nbbench.probes.pipeline.imagefolder.ImageFolderDataset`) and the tar shards
+(:class:`~nbbench.probes.shards.tarshards.TarShardDataset`) — so a JPEG read from a file and
 one read from a shard are prepared the same way: decoded with Pillow, a random-resized
 crop (torchvision's ``RandomResizedCrop`` rule: scale 8–100 % of the area, aspect
 3/4–4/3, ten tries then a centre crop) resized to ``size``×``size``, flipped left-right
@@ -17,7 +17,7 @@ import io
 import math
 import random
 
-from ..results import ProbeError
+from ...results import ProbeError
 
 __all__ = ["CropFlip", "IMAGE_EXTENSIONS", "pil_can_open"]
 

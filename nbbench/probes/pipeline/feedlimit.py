@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import math
 
-from ..results.feed import CPU_HELP as _CPU_HELP
-from ..results.feed import STORAGE_HELP as _STORAGE_HELP
-from ..units import format_metric
+from ...results.feed import CPU_HELP as _CPU_HELP
+from ...results.feed import STORAGE_HELP as _STORAGE_HELP
+from ...units import format_metric
 
 __all__ = ["feed_limiter", "limiter_sentence", "feed_answer", "STORAGE_LIMIT_SHARE"]
 

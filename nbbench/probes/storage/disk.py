@@ -3,10 +3,10 @@ block size and queue depth, IOPS and fio's latency percentiles) and ``preset``
 (CrystalDiskMark's set, MLPerf-like sample reads) — plain functions returning
 results; no IPython, no widgets.
 
-PATH semantics (:mod:`nbbench.probes.target`): a directory gets a new
+PATH semantics (:mod:`nbbench.probes.storage.target`): a directory gets a new
 ``.nbbench-*`` temporary file that is always removed; an existing regular file or
 block device is only ever read; anything else is refused within a second.  Every
-probe takes a path or a :class:`~nbbench.probes.target.StorageTarget` made before
+probe takes a path or a :class:`~nbbench.probes.storage.target.StorageTarget` made before
 (``target.inspect(path)``), inspected once either way.
 
 Engines (one result schema, labelled ``engine`` and ``io_path``):
@@ -31,14 +31,14 @@ from __future__ import annotations
 
 import os
 
-from ..results import ProbeError, Result
-from ..results.storage import DiskPresetResult, DiskResult, IoJobResult, RandreadResult
-from ..units import format_metric
-from ._engines import devlimits
-from ._engines.job import JobOutput, JobSpec
+from ...results import ProbeError, Result
+from ...results.storage import DiskPresetResult, DiskResult, IoJobResult, RandreadResult
+from ...units import format_metric
+from .._engines import devlimits
+from .._engines.job import JobOutput, JobSpec
 from .io_session import (DEFAULT_READ_FILE, ENGINES, Session, _check_bs, _check_engine, _duration, _os_error, _size,
                          _stage_progress, check_jobs, fill_job_result, run_job, short_transfer)
-from . import limits
+from .. import limits
 from .presets import PRESETS, preset
 from .target import inspect
 
@@ -182,11 +182,11 @@ def _run_seq(spec: JobSpec, jobs: int) -> JobOutput:
     """The builtin engine's sequential transfer: this thread's QD1 loop, or ``jobs`` processes each
     moving its own contiguous part (:mod:`._engines.multijob`)."""
     if jobs > 1:
-        from ._engines.multijob import run_jobs
+        from .._engines.multijob import run_jobs
 
         spec.force = "sync"
         return run_jobs(spec, jobs)
-    from ._engines.sync import run_sync
+    from .._engines.sync import run_sync
 
     return run_sync(spec)
 
@@ -199,11 +199,11 @@ def _dd_write(s: Session, engine: str, bs: int, total: int, cancel, progress, bu
                                 total=total, fsync_end=fsync, cancel=cancel, progress=progress,
                                 progress_key="write_bytes_per_s", buffers=buffers), jobs)
     if engine == "dd":
-        from ._engines.extern import run_dd
+        from .._engines.extern import run_dd
 
         return run_dd(src="/dev/zero", dst=s.path, bs=bs, count=total // bs, direct=s.direct, op="write",
                       fsync_end=fsync, cancel=cancel, progress=progress, progress_key="write_bytes_per_s")
-    from ._engines.extern import run_fio
+    from .._engines.extern import run_fio
 
     return run_fio(s.path, op="write", pattern="seq", bs=bs, qd=1, size=total, runtime=None, ramp=0,
                    direct=s.direct, fsync_end=fsync, cancel=cancel, progress=progress,
@@ -216,11 +216,11 @@ def _dd_read(s: Session, engine: str, bs: int, total: int, cancel, progress, buf
         return _run_seq(JobSpec(fd=s.fd, op="read", pattern="seq", bs=bs, qd=1, region=total, total=total,
                                 cancel=cancel, progress=progress, buffers=buffers), jobs)
     if engine == "dd":
-        from ._engines.extern import run_dd
+        from .._engines.extern import run_dd
 
         return run_dd(src=s.path, dst="/dev/null", bs=bs, count=total // bs, direct=s.direct, op="read",
                       fsync_end=False, cancel=cancel, progress=progress)
-    from ._engines.extern import run_fio
+    from .._engines.extern import run_fio
 
     return run_fio(s.path, op="read", pattern="seq", bs=bs, qd=1, size=total, runtime=None, ramp=0,
                    direct=s.direct, invalidate=not s.direct, cancel=cancel, progress=progress)

@@ -20,8 +20,8 @@ import time
 from collections import deque
 from typing import Any, Callable
 
-from ..accelerators import Accelerator
-from ..results import ProbeError, advice
+from ...accelerators import Accelerator
+from ...results import ProbeError, advice
 
 __all__ = ["EmulatedStep", "CallableStep", "CudaStep", "EventTimeline", "resolve_step", "nvml_gpus"]
 
@@ -147,7 +147,7 @@ def _to_device(batch, device, non_blocking: bool = True):
 def nvml_gpus(torch, nv, index: int) -> list[int] | None:
     """``[NVML index]`` of torch's CUDA device ``index`` (None when it cannot be told, or no NVML):
     the GPU whose utilisation a run of the step reads from a monitor, which samples by NVML index."""
-    from .gpu import nvml_index
+    from ..gpu import nvml_index
 
     k = nvml_index(torch, nv, index)
     return None if k is None else [k]
@@ -206,7 +206,7 @@ class CudaStep:
         self.timeline = EventTimeline(lambda: torch.cuda.Event(enable_timing=True), self.lookahead)
         self._torch = torch
         self.label = f"gpu:{torch.cuda.get_device_name(dev)}"
-        from ..nvml import get_nvml
+        from ...nvml import get_nvml
 
         index = dev.index if dev.index is not None else torch.cuda.current_device()
         self.nvml_gpus = nvml_gpus(torch, get_nvml(), index)
@@ -228,7 +228,7 @@ class CudaStep:
 
 def resolve_step(step, cancel=None, device=None, target_step_s: float = 0.05):
     """A step object for ``step`` (None, callable, "gpu", "emulate:NAME"); None for loader-alone."""
-    from ..accelerators import get_accelerator
+    from ...accelerators import get_accelerator
 
     if step is None or step == "none":
         return None

@@ -10,7 +10,7 @@ window, checked with ``mincore``) and **warm** (the same reads again, from the p
 cache).  It reports the aggregate rate, each stream's, the time to the first byte of
 each shard (percentiles, fio's histogram) and, for tar shards, the samples per second:
 members are grouped into WebDataset samples by key while the bytes go by
-(:class:`~nbbench.probes.tarwalk.TarWalker`; nothing is read twice).
+(:class:`~nbbench.probes.shards.tarwalk.TarWalker`; nothing is read twice).
 
 Read-only: files are opened ``O_RDONLY`` (``O_NOATIME`` where permitted) and never
 changed.  No torch needed.  ``rank`` / ``world_size``: this process reads only the
@@ -26,13 +26,13 @@ import threading
 import time
 from array import array
 
-from ..progress import call_progress
-from ..results import ProbeError
-from ..results.hist import LatencyHistogram
-from ..results.shards import ShardsResult
-from ..units import format_bytes, parse_size
-from .files import _open_noatime, shard_of
-from .target import inspect
+from ...progress import call_progress
+from ...results import ProbeError
+from ...results.hist import LatencyHistogram
+from ...results.shards import ShardsResult
+from ...units import format_bytes, parse_size
+from ..storage.files import _open_noatime, shard_of
+from ..storage.target import inspect
 from .tarwalk import TarWalker
 
 __all__ = ["shards", "find_shards", "shard_rank", "plan_streams", "CHUNK_EXTENSIONS", "ShardsResult", "file_source"]
@@ -41,7 +41,7 @@ CHUNK_EXTENSIONS = (".bin", ".parquet", ".mds", ".arrow", ".tfrecord", ".tfrecor
 
 
 def shard_rank(relpath: str, world_size: int) -> int:
-    """The rank (0 … world_size-1) that reads a shard: :func:`nbbench.probes.files.shard_of`, the one
+    """The rank (0 … world_size-1) that reads a shard: :func:`nbbench.probes.storage.files.shard_of`, the one
     stable split of paths over ranks (the files probe splits a tree the same way)."""
     return shard_of(relpath, world_size)
 
@@ -103,13 +103,13 @@ def shards(path, streams: int | None = None, bs="1M", min_size="1M", cold: bool 
     and ``region`` for S3-compatible stores): one pass, from the store, the same figures.
     """
     if str(path).startswith("s3://"):
-        from .objects.s3shards import s3_shards
+        from ..objects.s3shards import s3_shards
 
         return s3_shards(str(path), streams=streams, bs=bs, seed=seed, max_bytes=max_bytes, rank=rank,
                          world_size=world_size, progress=progress, cancel=cancel, ready=ready,
                          endpoint_url=endpoint_url, region=region)
-    from ..env import usable_cpus
-    from ._engines import cache
+    from ...env import usable_cpus
+    from .._engines import cache
 
     bs_b, min_b = parse_size(bs), parse_size(min_size)
     if bs_b < 1:
@@ -200,7 +200,7 @@ def _subset(files, cap: int | None, seed: int):
 
 
 def _drop(res: ShardsResult, files) -> None:
-    from ._engines import cache
+    from .._engines import cache
 
     size = resident = 0.0
     failed = None

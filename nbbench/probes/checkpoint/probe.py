@@ -1,6 +1,6 @@
 """Checkpoints: save a model-like state dict the way training scripts do, and load it back.
 
-:func:`checkpoint` builds a state dict in memory (:mod:`nbbench.probes.ckptmodels`: a
+:func:`checkpoint` builds a state dict in memory (:mod:`nbbench.probes.checkpoint.models`: a
 generic transformer, ResNet-50 or one of MLPerf Storage's llama3 checkpointing
 workloads), filled with random bits, on the CPU or a CUDA device, then in a directory:
 
@@ -40,13 +40,13 @@ from __future__ import annotations
 import os
 import time
 
-from ..progress import call_progress
-from ..results import ProbeError
-from ..results.checkpoint import CheckpointResult
-from ..units import format_bytes
-from . import ckptio, ckptmodels
-from .dataloader import require_torch
-from .target import inspect
+from ...progress import call_progress
+from ...results import ProbeError
+from ...results.checkpoint import CheckpointResult
+from ...units import format_bytes
+from . import saveload as ckptio, models as ckptmodels
+from ..pipeline.dataloader import require_torch
+from ..storage.target import inspect
 
 __all__ = ["checkpoint", "preflight", "CheckpointResult", "memory_room", "check_memory", "disk_bytes", "PHASES",
            "TIMED"]
@@ -63,7 +63,7 @@ def memory_room() -> tuple[int, str]:
     """Bytes of memory a new allocation can take without swapping, and where that figure comes from."""
     import psutil
 
-    from ..env import cgroup_memory_limit
+    from ...env import cgroup_memory_limit
 
     avail = int(psutil.virtual_memory().available)
     how = f"{format_bytes(avail, binary=True)} available (psutil)"
@@ -245,7 +245,7 @@ def checkpoint(path, model: str = "transformer", size=None, scale: float = 1.0, 
 
 
 def _sweep(res: CheckpointResult, directory: str) -> None:
-    from .. import tempsweep
+    from ... import tempsweep
 
     n, nbytes = tempsweep.sweep_stale(directory)
     if n:
@@ -289,7 +289,7 @@ class _Run:
         return {key: m[key]}
 
     def go(self) -> None:
-        from .. import tempfiles
+        from ... import tempfiles
 
         res, m = self.res, self.res.metrics
         t0 = time.perf_counter()

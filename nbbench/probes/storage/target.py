@@ -20,7 +20,7 @@ results are labelled ``cache=memory`` whatever O_DIRECT says, with one warning.
 
 :func:`inspect` makes a :class:`StorageTarget` once (the path's kind, size, and the
 filesystem, device and mount it lives on, from :mod:`nbbench.topology`); the probes
-take a path or a target made before (``nbbench.probes.target.inspect(path)``: a front
+take a path or a target made before (``nbbench.probes.storage.target.inspect(path)``: a front
 end checks the path before it shows a progress bar) and the target then carries the
 rest of what a probe decides about it: the free-space rule (a write never leaves less
 than 5 % and 1 GiB free), the cut to whole blocks, the O_DIRECT decision (one aligned
@@ -36,9 +36,9 @@ import stat
 import threading
 from dataclasses import dataclass, field
 
-from .. import topology
-from ..results import ProbeError
-from ..units import format_bytes
+from ... import topology
+from ...results import ProbeError
+from ...units import format_bytes
 
 __all__ = ["StorageTarget", "inspect", "check_free_space", "open_read", "direct_io_supported", "memory_device",
            "MIN_FREE_BYTES", "MIN_FREE_FRACTION", "STAT_TIMEOUT_S"]

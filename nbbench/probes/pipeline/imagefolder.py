@@ -6,7 +6,7 @@ its file, decodes it with Pillow, takes a random-resized crop (torchvision's
 then a centre crop) resized to ``size``×``size``, flips it left-right half the time,
 and returns ``(tensor, label)`` — a ``uint8`` CHW tensor (torchvision's
 ``PILToTensor``), or ``float32`` normalised with ImageNet's mean and std
-(``ToTensor`` + ``Normalize``); the transform is :mod:`nbbench.probes.imagetransform`'s,
+(``ToTensor`` + ``Normalize``); the transform is :mod:`nbbench.probes.pipeline.imagetransform`'s,
 shared with the tar-shard dataset.  No torchvision needed.
 
 ``decode="none"`` reads the bytes only (the storage side of the pipeline); items are
@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..results import ProbeError
+from ...results import ProbeError
 from .imagetransform import IMAGE_EXTENSIONS, CropFlip, pil_can_open
 
 __all__ = ["ImageFolderDataset", "collate_records", "IMAGE_EXTENSIONS"]
@@ -74,7 +74,7 @@ def _scan(root: Path, extensions) -> tuple[list[tuple[str, int]], list[str]]:
 
 class ImageFolderDataset(CropFlip):
     """Files under ``root`` (class folders), decoded with Pillow or read as bytes (the transform:
-    :class:`~nbbench.probes.imagetransform.CropFlip`, shared with the tar-shard dataset)."""
+    :class:`~nbbench.probes.pipeline.imagetransform.CropFlip`, shared with the tar-shard dataset)."""
 
     def __init__(self, root, decode: str = "auto", size: int = 224, flip: bool = True,
                  scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3), dtype: str = "uint8", extensions=None,

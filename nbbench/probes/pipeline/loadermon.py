@@ -69,7 +69,7 @@ def gpu_util_over(monitor, t0: float, t1: float, gpus: list[int] | None = None) 
 def nvml_reason() -> str | None:
     """Why there is no GPU utilisation to read here (None when NVML works)."""
     try:
-        from ..nvml import get_nvml
+        from ...nvml import get_nvml
 
         ok = get_nvml().init()
     except Exception as exc:  # noqa: BLE001
@@ -93,7 +93,7 @@ def start_monitor(monitor):
         if reason is not None and monitor is not True:
             return None, False, reason
         try:
-            from .. import monitor as monmod
+            from ... import monitor as monmod
             m = monmod.Monitor(interval=0.2)
             m.start()
             return m, True, reason

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..results import ProbeError
+from ...results import ProbeError
 
 __all__ = ["require_torch", "TORCH_INSTALL", "make_loader", "is_dataloader", "loader_parts", "describe_loader",
            "close_loader", "worker_failure_reason", "worker_exit_note", "is_iterable_dataset", "sharing_strategy"]

@@ -1,15 +1,15 @@
 """A built-in streaming dataset over tar shards (WebDataset's layout), no webdataset package needed.
 
 :class:`TarShardDataset` is a ``torch.utils.data.IterableDataset``: each DataLoader
-worker streams its own shards whole, sequentially (:class:`~nbbench.probes.tarwalk.TarWalker`
+worker streams its own shards whole, sequentially (:class:`~nbbench.probes.shards.tarwalk.TarWalker`
 groups the members into samples by key as the bytes go by: ``000123.jpg`` +
 ``000123.cls`` is one sample), and yields ``(tensor, label)`` — the image member decoded
 with the same crop and flip as the image-folder dataset
-(:class:`~nbbench.probes.imagetransform.CropFlip`), the label from the ``.cls`` member
+(:class:`~nbbench.probes.pipeline.imagetransform.CropFlip`), the label from the ``.cls`` member
 (0 without one) — or, with ``decode="none"``, the image member's bytes.
 
 Which shards a process reads: first its rank's — the shards whose stable hash (of the
-path relative to the root, :func:`nbbench.probes.shards.shard_rank`) modulo
+path relative to the root, :func:`nbbench.probes.shards.probe.shard_rank`) modulo
 ``world_size`` is its ``rank`` (given, or torch.distributed's when a process group is
 initialised) — then, of those, every ``num_workers``-th of the epoch's seeded shuffle
 from its worker id (``torch.utils.data.get_worker_info``): across ranks and workers each
@@ -24,10 +24,10 @@ import random
 
 from torch.utils.data import IterableDataset, get_worker_info
 
-from ..results import ProbeError
-from .imagefolder import collate_records
-from .imagetransform import IMAGE_EXTENSIONS, CropFlip, pil_can_open
-from .shards import find_shards, shard_rank
+from ...results import ProbeError
+from ..pipeline.imagefolder import collate_records
+from ..pipeline.imagetransform import IMAGE_EXTENSIONS, CropFlip, pil_can_open
+from .probe import find_shards, shard_rank
 from .tarwalk import TarWalker, count_samples
 
 __all__ = ["TarShardDataset", "has_tar_shards", "split_shards"]
@@ -154,7 +154,7 @@ class TarShardDataset(CropFlip, IterableDataset):
 
     # ------------------------------------------------------------ reading
     def _read(self, path: str):
-        from .files import _open_noatime
+        from ..storage.files import _open_noatime
 
         walker = TarWalker(collect=True)
         buf = bytearray(self.bs)

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import os
 
-from ..results import Result
-from ._engines.job import JobOutput
+from ...results import Result
+from .._engines.job import JobOutput
 
 __all__ = ["CPU_BOUND_PCT", "cpu_bound_warning"]
 
