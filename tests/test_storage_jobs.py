@@ -14,7 +14,7 @@ import time
 import pytest
 
 from nbbench.probes.storage import disk
-from nbbench.probes._engines import sync, uring
+from nbbench.probes._engines import sync, uring, uring_setup
 from nbbench.probes._engines.job import JobSpec
 from nbbench.probes._engines.multijob import job_specs
 from nbbench.results.hist import LatencyHistogram
@@ -101,7 +101,7 @@ def test_both_qd1_loops_say_which_ran(datafile, monkeypatch, which):
 
 # ------------------------------------------------------------------ the ring
 def _ring_ok():
-    ok, why = uring.available()
+    ok, why = uring_setup.available()
     if not ok:
         pytest.skip(why)
 

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from nbbench.probes.storage import disk, files
-from nbbench.probes._engines import uring
+from nbbench.probes._engines import uring_setup
 from nbbench.results.hist import PERCENTILES, LatencyHistogram, percentile_key
 from nbbench.results import Result
 
@@ -115,7 +115,7 @@ def test_randread_file_metrics_and_read_only(datafile, qd):
     assert r.metrics["lat_stddev_ns"] >= 0
     assert r.metrics["qd_reached"] == qd
     assert sum(r.samples["lat_hist"]["count"]) == r.metrics["ios_count"]
-    if qd > 1 and uring.available()[0]:
+    if qd > 1 and uring_setup.available()[0]:
         assert r.labels["io_path"].startswith("io_uring")
     assert _state(datafile) == before
 
@@ -252,7 +252,7 @@ def test_results_round_trip(datafile):
 
 
 def test_without_io_uring_falls_back_to_threads_and_says_why(datafile, monkeypatch):
-    monkeypatch.setattr(uring, "available", lambda: (False, "io_uring unavailable: blocked (test)"))
+    monkeypatch.setattr(uring_setup, "available", lambda: (False, "io_uring unavailable: blocked (test)"))
     r = disk.randread(datafile, qd=16, runtime=0.2, ramp=0)
     assert r.labels["io_path"].startswith("threads")
     assert r.labels["uring_unavailable"] == "io_uring unavailable: blocked (test)"
@@ -260,7 +260,7 @@ def test_without_io_uring_falls_back_to_threads_and_says_why(datafile, monkeypat
 
 
 def test_deep_queue_split_over_rings(datafile):
-    if not uring.available()[0]:
+    if not uring_setup.available()[0]:
         pytest.skip("no io_uring here")
     r = disk.randread(datafile, qd=64, runtime=0.3, ramp=0)
     assert "2 rings x 32 in flight = 64" in r.labels["io_path"]

@@ -2,7 +2,9 @@
 
 * :mod:`.job`       the job description, its outcome, the offsets and the meter every engine shares
 * :mod:`.builtin`   the builtin engine: sync at QD1, io_uring rings deeper, else threads
-* :mod:`.uring`     io_uring through raw syscalls (ctypes): batched submit + reap
+* :mod:`.uring`     io_uring through raw syscalls (ctypes): batched submit + reap, the loop chosen
+* :mod:`.uring_setup` the ring: syscalls, set-up, mapped rings, availability, registration
+* :mod:`.uring_loop`  the Python submit/reap loops; :mod:`.uring_vec` the numpy and compiled ones
 * :mod:`.sync`      one in flight in the calling thread; a thread pool fallback; the I/O buffers
 * :mod:`.extern`    the system ``dd`` and ``fio`` as subprocesses (argument lists)
 * :mod:`.devlimits` the device's request limits behind a path and how one I/O is split

@@ -14,7 +14,7 @@ __all__ = ["run_builtin", "ring_count", "run_threads_of"]
 
 def run_builtin(spec: JobSpec, path: str | None = None) -> JobOutput:
     """The builtin engine: QD1 sync loop; deeper queues io_uring, else threads."""
-    from . import sync, uring
+    from . import sync, uring, uring_setup
 
     forced = spec.force
     if forced == "threads":
@@ -23,7 +23,7 @@ def run_builtin(spec: JobSpec, path: str | None = None) -> JobOutput:
         return uring.run_uring(spec)
     if forced == "sync" or (spec.qd <= 1 and spec.threads <= 1):
         return sync.run_sync(spec)
-    ok, why = uring.available()
+    ok, why = uring_setup.available()
     if ok:
         rings = ring_count(spec.qd)
         if rings > 1:

@@ -145,9 +145,9 @@ def run_fio(filename: str, *, op: str, pattern: str, bs: int, qd: int, size: int
             progress_key: str = "read_bytes_per_s", threads: int = 1) -> JobOutput:
     fio = fio_path()
     if ioengine is None:
-        from . import uring
+        from . import uring_setup
 
-        ioengine = "io_uring" if uring.available()[0] else "libaio"
+        ioengine = "io_uring" if uring_setup.available()[0] else "libaio"
     rw = {("read", "rand"): "randread", ("read", "seq"): "read",
           ("write", "rand"): "randwrite", ("write", "seq"): "write"}[(op, pattern)]
     logdir = tempfile.mkdtemp(prefix="nbbench-fio-")

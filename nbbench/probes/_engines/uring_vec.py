@@ -17,6 +17,8 @@ import ctypes
 import errno
 import os
 
+from .uring_setup import BUSY, wait_when_busy
+
 __all__ = ["loop_vector", "loop_compiled", "compiled_ring"]
 
 
@@ -117,9 +119,12 @@ def loop_vector(ring, raw, pc, offs, vstate, meter, sub_list, bs, st, sq_mask, c
             r = raw(enter_nr, rfd, tail - submitted, 1, getevents, None, 0)
             if r < 0:
                 e = ctypes.get_errno()
-                if e in (errno.EINTR, errno.EAGAIN, errno.EBUSY):
+                if e == errno.EINTR:
                     continue
-                raise OSError(e, os.strerror(e))
+                if e not in BUSY:
+                    raise OSError(e, os.strerror(e))
+                wait_when_busy(raw, rfd, inflight > tail - submitted)
+                r = 0  # reap what completed, then submit again
             submitted += r
             now = pc()
             head = cq32[cq_head_i]
