@@ -187,3 +187,12 @@ def test_each_rank_copies_only_its_share(server, tmp_path, monkeypatch):
     finally:
         again.close()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_several_hosts_get_lines_with_the_endpoint_and_no_credential(tmp_path):
+    p = subprocess.run([sys.executable, "-m", "nbbench", "feed", "s3://bench/ds/", "--endpoint-url",
+                        "http://127.0.0.1:9000", "--ranks", "2", "--nnodes", "2", "--no-save"], capture_output=True,
+                       text=True, timeout=60, env=_env(tmp_path), stdin=subprocess.DEVNULL)
+    assert p.returncode == 0, p.stderr
+    assert "bucket must be reachable from every host" in p.stdout and "--endpoint-url http://127.0.0.1:9000" in p.stdout
+    assert SECRET["AWS_SECRET_ACCESS_KEY"] not in p.stdout and SECRET["AWS_ACCESS_KEY_ID"] not in p.stdout
