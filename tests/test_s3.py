@@ -326,12 +326,6 @@ def test_loader_on_an_s3_dataset(loader_server, tmp_path):
     assert [x for x in tmp_path.iterdir() if x.name.startswith(".nbbench-")] == []
 
 
-def test_an_s3_dataset_on_ranks_is_refused_in_one_line():
-    p = subprocess.run([sys.executable, "-m", "nbbench", "feed", "s3://bench/ds/", "--ranks", "2", "--no-save"],
-                       capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
-    assert p.returncode == 1 and "not supported yet" in p.stderr and "Traceback" not in p.stderr
-
-
 def _all_keys(srv, bucket="bench"):
     c = srv.client()
     keys = [o["Key"] for o in c.list_objects_v2(Bucket=bucket).get("Contents", [])]

@@ -4,7 +4,7 @@ A launcher — ``torchrun``, Slurm's ``srun``, a Kubernetes PyTorchJob, or nbben
 ``--ranks N`` — starts one process per rank.  Each one detects that it is a rank
 (:mod:`.rankenv`), joins a process group (gloo by default, :mod:`.group`), meets the
 others at a start barrier, runs the probe on its own part (:mod:`.jobs`,
-:mod:`.ckptjobs`, :mod:`.loaderjobs`), records its progress on the common clock and sends a plain dict of
+:mod:`.ckptjobs`, :mod:`.loaderjobs`, :mod:`.sweepfeed`), records its progress on the common clock and sends a plain dict of
 numbers and strings to rank 0, which computes the aggregate (:mod:`.aggregate`: the
 "first done" window in which every rank was running and the "last done" span, the
 slowest and fastest rank, the per-host table) and prints or hands back exactly one result.
@@ -16,7 +16,7 @@ slowest and fastest rank, the per-host table) and prints or hands back exactly o
 * :mod:`.rank`      one rank's run, start to finish (:func:`~.rank.run_rank`)
 * :mod:`.rankjob`   a probe's rank part (:class:`~.rankjob.RankJob`: its hooks and helpers)
 * :mod:`.jobs`      the storage probes' rank parts (dd, randread, files) and the registry ``JOBS``;
-  :mod:`.ckptjobs` checkpoint, shards; :mod:`.loaderjobs` loader, sweep, feed
+  :mod:`.ckptjobs` checkpoint, shards; :mod:`.loaderjobs` loader; :mod:`.sweepfeed` sweep, feed
 * :mod:`.hoststats` CPU and disk busy % around the run, on each host's local rank 0
 * :mod:`.launch`    ``--ranks N``: N local ranks as child processes of nbbench's own spawner
   (:mod:`.spawn`: FileStores in a private directory, gloo/NCCL on loopback, no network port);

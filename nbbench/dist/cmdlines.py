@@ -40,8 +40,10 @@ def command_lines(argv: list[str], nproc: int, nnodes: int, rdzv_host: str | Non
             host = rdzv_host
     rid = run_id or "nbbench-" + secrets.token_hex(4)
     tail = ["-m", "nbbench", *argv]
+    need = ("the bucket must be reachable from every host, with credentials in each host's environment"
+            if any(str(a).startswith("s3://") for a in argv) else "the same path must exist on every host")
     lines = [f"Run nbbench {argv[0]} as {nproc} rank{'s' if nproc != 1 else ''} on each of {nnodes} hosts "
-             f"({nproc * nnodes} ranks); the same path must exist on every host:"]
+             f"({nproc * nnodes} ranks); {need}:"]
     for k in range(nnodes):
         cmd = ["torchrun", "--nnodes", str(nnodes), "--nproc-per-node", str(nproc), "--node-rank", str(k),
                "--rdzv-backend", "c10d", "--rdzv-endpoint", f"{host}:{port}", "--rdzv-id", rid, *tail]

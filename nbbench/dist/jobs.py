@@ -5,8 +5,8 @@ The parts: **dd** — each rank its own new file in the directory (N files, "N-N
 **randread** — in a directory one file written by rank 0 and read by all after a
 barrier (``file_per_rank``: each its own), a file or device read by all; **files** —
 each rank the files of its own shard of the tree (a stable hash of the relative path).
-**checkpoint** and **shards** live in :mod:`.ckptjobs`; loader, sweep and feed in
-:mod:`.loaderjobs`.
+**checkpoint** and **shards** live in :mod:`.ckptjobs`; loader in :mod:`.loaderjobs`, sweep and
+feed in :mod:`.sweepfeed`.
 """
 
 from __future__ import annotations

@@ -1,9 +1,12 @@
-"""The DataLoader under DDP: loader, sweep and feed as rank parts.
+"""The DataLoader under DDP: loader as a rank part (sweep and feed: :mod:`.sweepfeed`).
 
 Each rank builds its DataLoader over its own shard of the data — a
 ``DistributedSampler`` over an image folder or over the dataset the user names as
-``module:function`` (importable by every rank) — with ``num_workers`` defaulting to the
-usable CPUs shared among the ranks of the host.
+``module:function`` (importable by every rank), or for an ``s3://`` prefix of tar shards
+its own share of the shards (a stable hash of the key:
+:class:`~nbbench.probes.objects.s3dataset.S3TarShardDataset`; before the ranks start,
+:func:`~nbbench.probes.objects.s3dataset.check_shares` makes sure none is left without one) —
+with ``num_workers`` defaulting to the usable CPUs shared among the ranks of the host.
 
 **loader**: the compute step (emulated accelerator, sleep, or a real step on
 ``LOCAL_RANK``'s GPU) is followed, as DDP's gradient all-reduce (and DLIO's per-step
@@ -15,11 +18,6 @@ rank's own; together, the step time is set by the slowest rank, and rank 0 repor
 global samples/s (first done), the global AU (the ranks' mean, as DLIO) and which rank
 stalled most (the largest data wait).
 
-**sweep** and **feed** run on every rank over its shard, started together by the start
-barrier and measured side by side; rank 0 sums the ranks' rates per configuration (sweep,
-with the recommendation made from the sums) and per pass (feed: how many accelerators these
-ranks feed together).  They do not meet per step: a configuration one host's preflight
-skips would put the meetings out of step.
 """
 
 from __future__ import annotations
@@ -31,7 +29,7 @@ from ..results import ProbeError, Result
 from .aggregate import Phase, track
 from .jobs import RankJob
 
-__all__ = ["SyncedStep", "LoaderJob", "SweepJob", "FeedJob", "load_dataset", "job_for"]
+__all__ = ["SyncedStep", "LoaderJob", "load_dataset", "is_s3", "job_for"]
 
 
 def load_dataset(spec: str):
@@ -44,6 +42,28 @@ def load_dataset(spec: str):
     except (ImportError, AttributeError) as exc:
         raise ProbeError(f"cannot import {spec}: {exc} (every rank must be able to import it)") from None
     return f()
+
+
+def is_s3(p: dict) -> bool:
+    """Is the job's dataset an s3:// prefix (of tar shards)?"""
+    return not p.get("dataset") and str(p.get("path") or "").startswith("s3://")
+
+
+def s3_dataset(p: dict, rank: int, world_size: int):
+    """This rank's share of the tar shards under the job's s3:// prefix (copied locally, to be closed)."""
+    from ..probes.objects.s3dataset import S3TarShardDataset
+
+    return S3TarShardDataset(p["path"], endpoint_url=p.get("endpoint_url"), region=p.get("region"),
+                             decode=p.get("decode", "auto"), size=p.get("size", 224), rank=rank,
+                             world_size=world_size)
+
+
+def s3_checks(p: dict, nranks: int) -> None:
+    """For an s3:// dataset, before the ranks start: every rank has a share of the shards (else one line)."""
+    if is_s3(p):
+        from ..probes.objects.s3dataset import check_shares
+
+        check_shares(p["path"], nranks, p.get("endpoint_url"), p.get("region"))
 
 
 def _dataset(p: dict):
@@ -139,9 +159,14 @@ class LoaderJob(RankJob):
         self.local_world = env.local_world_size or 1
         self.local_rank = env.local_rank
 
+    def local_checks(self, nranks: int) -> None:
+        s3_checks(self.params, nranks)
+
     def preflight(self, env) -> None:
         p = self.params
-        if p.get("dataset"):
+        if is_s3(p):
+            s3_checks(p, env.world_size)
+        elif p.get("dataset"):
             mod = p["dataset"].partition(":")[0]
             try:
                 importlib.import_module(mod)
@@ -155,7 +180,7 @@ class LoaderJob(RankJob):
                 raise ProbeError(f"{t.path} is not a directory: give a dataset folder (root/CLASS/IMAGE)")
 
     def monitor_path(self):
-        return self.params.get("path")
+        return None if is_s3(self.params) else self.params.get("path")
 
     def run(self, progress, cancel) -> Result:
         import threading
@@ -167,10 +192,18 @@ class LoaderJob(RankJob):
         from ..probes.pipeline.steps import resolve_step
 
         p = self.params
-        ds = _dataset(p)
-        sampler = DistributedSampler(ds, num_replicas=self.world_size, rank=self.rank, shuffle=True, seed=0)
-        nw = _workers(p, self.local_world)
-        dl = make_loader(ds, p.get("batch_size", 64), nw, persistent_workers=nw > 0, shuffle=False, sampler=sampler)
+        s3 = is_s3(p)
+        ds = s3_dataset(p, self.rank, self.world_size) if s3 else _dataset(p)
+        try:   # an s3:// dataset splits its shards itself (an iterable dataset takes no sampler)
+            sampler = None if s3 else DistributedSampler(ds, num_replicas=self.world_size, rank=self.rank,
+                                                         shuffle=True, seed=0)
+            nw = _workers(p, self.local_world)
+            dl = make_loader(ds, p.get("batch_size", 64), nw, persistent_workers=nw > 0, shuffle=False,
+                             sampler=sampler)
+        except BaseException:
+            if s3:
+                ds.close()
+            raise
         step = p.get("step")
         device = f"cuda:{self.local_rank}" if step == "gpu" else None
         inner = resolve_step(step, cancel=cancel, device=device)
@@ -187,6 +220,12 @@ class LoaderJob(RankJob):
                                epochs=p.get("epochs"), monitor=False, device=device)
         finally:
             close_loader(dl, force=True)
+            if s3:
+                ds.close()   # the local copy of the rank's shards
+        if s3:
+            res.labels["dataset"] = f"{ds!r}: every shard a GET from the store"
+            res.metrics["shards_count"] = len(ds.samples)
+            res.metrics["dataset_samples_count"] = len(ds)
         return self._fix(res, synced, step, duration)
 
     def _fix(self, res, synced: SyncedStep, step, duration) -> Result:
@@ -201,7 +240,9 @@ class LoaderJob(RankJob):
         res.params.update({"step": step, "duration_s": duration, "steps": self.params.get("steps"),
                            "path": self.params.get("path") or self.params.get("dataset")})
         res.labels["step"] = synced.label
-        res.labels["sampler"] = f"DistributedSampler (rank {self.rank} of {self.world_size})"
+        res.labels["sampler"] = (f"its share of the shards (rank {self.rank} of {self.world_size}, a stable hash "
+                                 "of the key)" if is_s3(self.params) else
+                                 f"DistributedSampler (rank {self.rank} of {self.world_size})")
         res.derive()
         wall = res.metrics.get("measured_s") or 0
         if steps.get("sync_s") and wall > 0:
@@ -228,8 +269,16 @@ class LoaderJob(RankJob):
         return {"steps": track(clock.at(t0), st["t_s"], {"samples_per_s": cum_s, "batches_per_s": cum_b})}
 
     def finish(self, res, records):
-        res.labels["sampler"] = f"DistributedSampler: {len(records)} shards, one per rank"
         per = [(r["rank"], r.get("host"), r.get("metrics") or {}) for r in records]
+        if is_s3(self.params):
+            res.labels["sampler"] = (f"the tar shards split over {len(records)} ranks by a stable hash of their key: "
+                                     "each shard read by one rank")
+            res.labels["dataset"] = f"{self.params['path']}: tar shards, every shard a GET from the store"
+            for k in ("shards_count", "dataset_samples_count"):   # the shares sum to the dataset
+                vals = [m.get(k) for _, _, m in per]
+                res.metrics[k] = sum(vals) if all(v is not None for v in vals) else None
+        else:
+            res.labels["sampler"] = f"DistributedSampler: {len(records)} shards, one per rank"
         aus = [m.get("au_pct") for _, _, m in per if m.get("au_pct") is not None]
         res.metrics["au_pct"] = sum(aus) / len(aus) if aus else None
         waits = [(m.get("data_wait_pct"), r, h) for r, h, m in per if m.get("data_wait_pct") is not None]
@@ -264,107 +313,9 @@ class LoaderJob(RankJob):
             res.extra["answer"] += f"; stalled most: {res.labels['stalled_most']}"
 
 
-class _Shard:
-    """A map-style dataset's shard (the indices i with i % n == rank), keeping its collate_fn."""
-
-    def __init__(self, ds, rank: int, n: int):
-        self.ds = ds
-        self.idx = list(range(rank, len(ds), n))
-        self.collate_fn = getattr(ds, "collate_fn", None)
-
-    def __len__(self):
-        return len(self.idx)
-
-    def __getitem__(self, i):
-        return self.ds[self.idx[i]]
-
-    def __repr__(self):
-        return f"{self.ds!r} shard of {len(self.idx)}"
-
-
-class SweepJob(LoaderJob):
-    kind = "sweep"
-    phases: list = []
-
-    def run(self, progress, cancel) -> Result:
-        from ..probes.pipeline.sweep import sweep
-
-        p = self.params
-        ds = _Shard(_dataset(p), self.rank, self.world_size)
-        kw = {k: p[k] for k in ("num_workers", "batch_size", "pin_memory", "prefetch_factor", "persistent_workers",
-                                "step", "duration", "warmup") if k in p}
-        res = sweep(ds, progress=progress, cancel=cancel, monitor=False, **kw)
-        res.params["path"] = p.get("path") or p.get("dataset")
-        return res
-
-    def finish(self, res, records):
-        from ..probes.pipeline.sweep import _recommend
-
-        rows = [((r.get("result") or {}).get("samples") or {}).get("configs") or [] for r in records]
-        if not rows or not rows[0]:
-            return
-        merged = []
-        for i, base in enumerate(rows[0]):
-            row = dict(base)
-            same = [rs[i] for rs in rows if i < len(rs)]
-            if any(c.get("status") != "ok" for c in same):
-                bad = next(c for c in same if c.get("status") != "ok")
-                row["status"], row["reason"] = bad.get("status"), bad.get("reason")
-            for k in ("samples_per_s", "bytes_per_s", "batches_per_s"):
-                vals = [c.get(k) for c in same if c.get(k) is not None]
-                row[k] = sum(vals) if vals and len(vals) == len(same) else None
-            for k in ("au_pct", "data_wait_pct"):
-                vals = [c.get(k) for c in same if c.get(k) is not None]
-                row[k] = sum(vals) / len(vals) if vals else None
-            merged.append(row)
-        res.samples["configs"] = merged
-        res.metrics.pop("best_samples_per_s", None)
-        _recommend(res, res.params.get("within_pct", 3.0), res.params.get("au_target_pct", 90.0))
-        res.extra["recommendation"] = f"All {len(records)} ranks together: " + res.extra.get("recommendation", "")
-
-
-class FeedJob(LoaderJob):
-    kind = "feed"
-    phases: list = []
-
-    def run(self, progress, cancel) -> Result:
-        import os
-
-        from ..probes.pipeline.feed import feed
-        from ..probes.storage.files import shard_of
-        from ..probes.pipeline.imagefolder import ImageFolderDataset
-
-        p = self.params
-        ds = ImageFolderDataset(p["path"], decode=p.get("decode", "auto"), size=p.get("size", 224))
-        root = str(ds.root)
-        ds.samples = [s for s in ds.samples if shard_of(os.path.relpath(s[0], root), self.world_size) == self.rank]
-        if not ds.samples:
-            raise ProbeError(f"rank {self.rank}'s shard of {root} holds no files: use more files or fewer ranks")
-        kw = {k: p[k] for k in ("accelerator", "batch_size", "duration", "warmup", "cold", "size", "max_files",
-                                "decode") if k in p}
-        return feed(p["path"], num_workers=_workers(p, self.local_world), dataset=ds, progress=progress,
-                    cancel=cancel, **kw)
-
-    def finish(self, res, records):
-        from ..accelerators import get_accelerator
-
-        ms = [((r.get("result") or {}).get("metrics") or {}) for r in records]
-        acc = get_accelerator(res.labels.get("accelerator") or self.params.get("accelerator", "h100-resnet50"))
-        for k in ("cold_samples_per_s", "warm_samples_per_s", "samples_per_s", "files_count", "dataset_bytes"):
-            vals = [m.get(k) for m in ms if m.get(k) is not None]
-            res.metrics[k] = sum(vals) if vals and len(vals) == len(ms) else None
-        rate = res.metrics.get("samples_per_s")
-        res.metrics["accelerators_fed_count"] = acc.how_many(rate) if rate else None
-        warm = res.metrics.get("warm_samples_per_s")
-        res.metrics["accelerators_fed_warm_count"] = acc.how_many(warm) if warm else None
-        res.metrics.pop("au_one_accelerator_pct", None)
-        from ..units import format_metric
-
-        res.extra["answer"] = (f"{len(records)} ranks on {res.labels.get('hosts')} host(s) together deliver "
-                               f"{format_metric('samples_per_s', rate)} from cold storage: enough for "
-                               f"{res.metrics['accelerators_fed_count']} × {acc.name} at AU >= 90 % "
-                               f"(each needs {format_metric('samples_per_s', acc.needed_samples_per_s())})")
-
-
 def job_for(kind: str, params: dict) -> RankJob:
-    return {"loader": LoaderJob, "sweep": SweepJob, "feed": FeedJob}[kind](params)
+    if kind == "loader":
+        return LoaderJob(params)
+    from .sweepfeed import FeedJob, SweepJob
+
+    return {"sweep": SweepJob, "feed": FeedJob}[kind](params)

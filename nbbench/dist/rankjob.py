@@ -18,7 +18,7 @@ A :class:`RankJob` says, for one probe:
   temporary files of dead processes of this host), removed.
 
 The parts themselves: :mod:`.jobs` (dd, randread, files), :mod:`.ckptjobs` (checkpoint,
-shards), :mod:`.loaderjobs` (loader, sweep, feed).
+shards), :mod:`.loaderjobs` (loader), :mod:`.sweepfeed` (sweep, feed).
 """
 
 from __future__ import annotations

@@ -11,7 +11,10 @@ To know its length it first copies the shards it will read into a new local dire
 on error, interrupt and SIGTERM) and counts their samples from the tar headers.  That copy is
 also what ``feed``'s warm run reads — "warm" here means *from a local cache*, as a caching
 FUSE client (mountpoint-s3 ``--cache``) or a node-local cache would serve — while its cold
-run GETs every shard from the store (:meth:`use`).  torch is imported by its base class.
+run GETs every shard from the store (:meth:`use`).  With ``rank`` and ``world_size`` given
+(``--ranks``) a rank lists every shard but copies and reads only its own share;
+:func:`check_shares` makes sure, before the ranks start, that none is left without one.
+torch is imported by its base class.
 """
 
 from __future__ import annotations
@@ -20,16 +23,33 @@ import os
 import tempfile
 
 from ...results import ProbeError
-from ..shards.probe import _subset
+from ..shards.probe import _subset, shard_rank
 from ..shards.tarshards import TarShardDataset, split_shards
 from ..shards.tarwalk import TarWalker, count_samples
 from . import client as _c
 from .s3shards import list_shards
 
-__all__ = ["S3TarShardDataset", "DEFAULT_MAX_BYTES"]
+__all__ = ["S3TarShardDataset", "DEFAULT_MAX_BYTES", "check_shares"]
 
 #: the shards copied and read at most by default (a seeded subset beyond it)
 DEFAULT_MAX_BYTES = 2 << 30
+
+
+def check_shares(url: str, nranks: int, endpoint_url: str | None = None, region: str | None = None) -> int:
+    """Before ranks start: every one of ``nranks`` must get at least one of the tar shards under ``url`` (a rank
+    with none would have nothing to read); the number of shards, else a ProbeError naming the idle ranks."""
+    u, found, fmt = list_shards(str(url), endpoint_url, region)
+    if fmt != "tar" or not found:
+        raise ProbeError(f"no .tar shards under {u} (a dataset in S3 for loader and feed is a set of tar shards)")
+    counts = [0] * nranks
+    for key, _ in found:
+        counts[shard_rank(key[len(u.prefix):], nranks)] += 1
+    idle = [str(r) for r, c in enumerate(counts) if c == 0]
+    if idle:
+        raise ProbeError(f"{len(found)} tar shards under {u} split over {nranks} ranks by a stable hash of their key "
+                         f"leave rank{'s' if len(idle) > 1 else ''} {', '.join(idle)} none to read: use fewer ranks "
+                         "or more shards")
+    return len(found)
 
 
 class S3TarShardDataset(TarShardDataset):
@@ -53,6 +73,11 @@ class S3TarShardDataset(TarShardDataset):
         self.rank, self.world_size = rank, world_size
         self.seed, self.bs, self.epoch = int(seed), int(bs), 0
         found.sort()
+        if rank is not None and world_size is not None:   # a rank copies and reads only its own share
+            found = [o for o in found if shard_rank(o[0][len(u.prefix):], int(world_size)) == int(rank)]
+            if not found:
+                raise ProbeError(f"rank {rank} of {world_size} has no shard of {u} to read (the shards are split "
+                                 "by a stable hash of their key): use fewer ranks or more shards")
         found = _subset(found, max_bytes or None, seed)   # the shards probe's seeded subset under the cap
         self.found_count = len(found)
         need = sum(s for _, s in found)

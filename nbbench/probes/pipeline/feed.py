@@ -25,13 +25,13 @@ import random
 import statistics
 import time
 
-from ...accelerators import ACCELERATORS, AU_TARGET_PCT, get_accelerator
+from ...accelerators import AU_TARGET_PCT, get_accelerator
 from ...progress import call_progress
 from ...results import ProbeError
 from ...results.feed import FeedResult
 from ...units import format_bytes
 from .dataloader import close_loader, make_loader, require_torch
-from .feedlimit import STORAGE_LIMIT_SHARE, feed_answer, feed_limiter
+from .feedlimit import feed_answer, feed_limits, per_accelerator
 from .loader import bench_loader
 
 __all__ = ["feed", "FeedResult", "evict_files", "warm_files", "COLD_METHODS"]
@@ -141,14 +141,15 @@ def feed(path, accelerator: str = "h100-resnet50", batch_size: int = 64, num_wor
         raise ProbeError(f"batch_size must be 1 or more, not {batch_size}")
     if count < 1:
         raise ProbeError(f"count must be 1 or more, not {count}")
-    s3 = dataset is None and str(path).startswith("s3://")
+    s3 = str(path).startswith("s3://")   # a dataset given for it: a rank's share, closed by its giver
+    if s3 and method != "none":
+        method = "object storage"
     if dataset is not None:
         ds = dataset
     elif s3:
         from ..objects.s3dataset import S3TarShardDataset
 
         ds = S3TarShardDataset(path, endpoint_url=endpoint_url, region=region, decode=decode, size=size, seed=seed)
-        method = "object storage" if method != "none" else method
     else:
         from ..shards.tarshards import TarShardDataset, has_tar_shards
 
@@ -268,9 +269,9 @@ def feed(path, accelerator: str = "h100-resnet50", batch_size: int = 64, num_wor
         if rate:
             res.metrics["au_one_accelerator_pct"] = min(100.0, 100.0 * rate / acc.samples_per_s)
 
-        info = _limiter(res, runs, method, nw, acc.needed_samples_per_s(au_target_pct), count) \
+        info = feed_limits(res, runs, method, nw, acc.needed_samples_per_s(au_target_pct), count) \
             if cold_rate and warm_rate else None
-        res.samples["accelerators"] = _per_accelerator(acc, rate, warm_rate, au_target_pct)
+        res.samples["accelerators"] = per_accelerator(acc, rate, warm_rate, au_target_pct)
         res.extra["answer"] = feed_answer(acc, rate, cold_rate, warm_rate, info, nw, ds.decode, method, au_target_pct)
         # the bar ends on the result's own figures, not on the last run's last window
         final = {"samples_per_s": rate, "warm_samples_per_s": warm_rate if cold_rate else None,
@@ -279,7 +280,7 @@ def feed(path, accelerator: str = "h100-resnet50", batch_size: int = 64, num_wor
         res.finish(status, reason)
         return res
     finally:
-        if s3:
+        if s3 and dataset is None:
             ds.close()   # the local copy of the shards
 
 
@@ -313,49 +314,3 @@ def _summarise(res: FeedResult, runs) -> tuple[str, str | None]:
                 if "ran out" not in w:  # one pass is what the cold run asks for
                     res.warn(f"{kind} run: {w}")
     return status, reason
-
-
-def _limiter(res: FeedResult, runs, method: str, nw: int, need: float, count: int) -> dict:
-    """Storage fetch or CPU preparation (:func:`~nbbench.probes.pipeline.feedlimit.feed_limiter`), from the
-    cold/warm pairs (both rates measured) against the need of ``count`` accelerators."""
-    cold_rate, warm_rate = res.metrics["cold_samples_per_s"], res.metrics["warm_samples_per_s"]
-    # per interleaved pair, so drift on a shared machine cancels; the median of the pairs decides
-    cold_rs = [r.metrics.get("samples_per_s") for k, r in runs if k == "cold"]
-    warm_rs = [r.metrics.get("samples_per_s") for k, r in runs if k == "warm"]
-    ratios = [c / w for c, w in zip(cold_rs, warm_rs) if c and w]
-    ratio = statistics.median(ratios) if ratios else cold_rate / warm_rate
-    res.metrics["cold_vs_warm_pct"] = 100.0 * ratio
-    res.samples["pair_ratios"] = ratios
-    if len(ratios) > 1 and min(ratios) > 0 and max(ratios) / min(ratios) > 1.5:
-        res.warn(f"the cold/warm pairs disagree (cold at {100 * min(ratios):.0f}–{100 * max(ratios):.0f} % of "
-                 "warm): the machine is busy or the runs too short; rerun with a larger folder or --duration")
-    info = feed_limiter(cold_rate, warm_rate, need, count, ratio=ratio)
-    res.labels["limiter"] = info["limiter"]
-    res.labels["limiter_basis"] = info["case"]
-    line = 1 - STORAGE_LIMIT_SHARE
-    if info["case"] in ("storage ceiling", "CPU ceiling") and info["fed_warm"] > info["fed_cold"] \
-            and abs(ratio - line) < 0.05:
-        res.warn(f"a close call: the cold runs reached {100 * ratio:.0f} % of the warm ones, near the "
-                 f"{100 * line:.0f} % line between the verdicts; a longer run (--duration, a larger folder) "
-                 "settles it")
-    if info["case"] == "cold short" and not info["storage_slower"]:
-        res.warn(f"a close call: the cold runs reached {100 * ratio:.0f} % of the warm ones, on either side of "
-                 "the need; a longer run (--duration, a larger folder) settles it")
-    if method == "fadvise" and cold_rate >= 0.97 * warm_rate:
-        res.warn("the cold run was as fast as the warm one: either the CPU limits (likely with "
-                 f"{nw} workers) or the storage serves from a cache fadvise cannot drop (a network file "
-                 "system's client cache, a RAID controller); cold='drop_caches' as root is stricter")
-    return info
-
-
-def _per_accelerator(acc, rate, warm_rate, au_target_pct) -> dict:
-    """Every emulated accelerator of ``acc``'s workload: its need and how many the rates feed."""
-    per_acc = {"accelerator": [], "needed_samples_per_s": [], "fed_count": [], "fed_warm_count": []}
-    for a in ACCELERATORS.values():
-        if a.workload != acc.workload:
-            continue
-        per_acc["accelerator"].append(a.name)
-        per_acc["needed_samples_per_s"].append(a.needed_samples_per_s(au_target_pct))
-        per_acc["fed_count"].append(a.how_many(rate, au_target_pct) if rate else None)
-        per_acc["fed_warm_count"].append(a.how_many(warm_rate, au_target_pct) if warm_rate else None)
-    return per_acc

@@ -13,18 +13,22 @@ the rate the accelerators asked for need at AU >= 90 % — in this order:
 
 :func:`limiter_sentence` words the verdict with the figures, and its advice follows
 the limiter (never "faster storage helps" when warm data does not meet the need);
-:func:`feed_answer` is the whole answer.  Nothing here measures or imports torch.
+:func:`feed_answer` is the whole answer.  :func:`feed_limits` applies the verdict to a feed's
+result from its cold/warm pairs (with the warnings of a close call); :func:`per_accelerator` says
+how many of each accelerator of the workload the rates feed.  Nothing here measures or imports torch.
 """
 
 from __future__ import annotations
 
 import math
+import statistics
 
+from ...accelerators import ACCELERATORS
 from ...results.feed import CPU_HELP as _CPU_HELP
 from ...results.feed import STORAGE_HELP as _STORAGE_HELP
 from ...units import format_metric
 
-__all__ = ["feed_limiter", "limiter_sentence", "feed_answer", "STORAGE_LIMIT_SHARE"]
+__all__ = ["feed_limiter", "limiter_sentence", "feed_answer", "feed_limits", "per_accelerator", "STORAGE_LIMIT_SHARE"]
 
 #: cold slower than warm by more than this share counts as "clearly slower"
 STORAGE_LIMIT_SHARE = 0.10
@@ -126,3 +130,49 @@ def feed_answer(acc, rate: float | None, cold: float | None, warm: float | None,
     elif method == "object storage" and cold and warm:
         s += " (Cold: every shard a GET from the store; warm: a local copy of the shards, as a local cache serves.)"
     return s
+
+
+def feed_limits(res, runs, method: str, nw: int, need: float, count: int) -> dict:
+    """Storage fetch or CPU preparation (:func:`feed_limiter`), from the
+    cold/warm pairs (both rates measured) against the need of ``count`` accelerators."""
+    cold_rate, warm_rate = res.metrics["cold_samples_per_s"], res.metrics["warm_samples_per_s"]
+    # per interleaved pair, so drift on a shared machine cancels; the median of the pairs decides
+    cold_rs = [r.metrics.get("samples_per_s") for k, r in runs if k == "cold"]
+    warm_rs = [r.metrics.get("samples_per_s") for k, r in runs if k == "warm"]
+    ratios = [c / w for c, w in zip(cold_rs, warm_rs) if c and w]
+    ratio = statistics.median(ratios) if ratios else cold_rate / warm_rate
+    res.metrics["cold_vs_warm_pct"] = 100.0 * ratio
+    res.samples["pair_ratios"] = ratios
+    if len(ratios) > 1 and min(ratios) > 0 and max(ratios) / min(ratios) > 1.5:
+        res.warn(f"the cold/warm pairs disagree (cold at {100 * min(ratios):.0f}–{100 * max(ratios):.0f} % of "
+                 "warm): the machine is busy or the runs too short; rerun with a larger folder or --duration")
+    info = feed_limiter(cold_rate, warm_rate, need, count, ratio=ratio)
+    res.labels["limiter"] = info["limiter"]
+    res.labels["limiter_basis"] = info["case"]
+    line = 1 - STORAGE_LIMIT_SHARE
+    if info["case"] in ("storage ceiling", "CPU ceiling") and info["fed_warm"] > info["fed_cold"] \
+            and abs(ratio - line) < 0.05:
+        res.warn(f"a close call: the cold runs reached {100 * ratio:.0f} % of the warm ones, near the "
+                 f"{100 * line:.0f} % line between the verdicts; a longer run (--duration, a larger folder) "
+                 "settles it")
+    if info["case"] == "cold short" and not info["storage_slower"]:
+        res.warn(f"a close call: the cold runs reached {100 * ratio:.0f} % of the warm ones, on either side of "
+                 "the need; a longer run (--duration, a larger folder) settles it")
+    if method == "fadvise" and cold_rate >= 0.97 * warm_rate:
+        res.warn("the cold run was as fast as the warm one: either the CPU limits (likely with "
+                 f"{nw} workers) or the storage serves from a cache fadvise cannot drop (a network file "
+                 "system's client cache, a RAID controller); cold='drop_caches' as root is stricter")
+    return info
+
+
+def per_accelerator(acc, rate, warm_rate, au_target_pct) -> dict:
+    """Every emulated accelerator of ``acc``'s workload: its need and how many the rates feed."""
+    per_acc = {"accelerator": [], "needed_samples_per_s": [], "fed_count": [], "fed_warm_count": []}
+    for a in ACCELERATORS.values():
+        if a.workload != acc.workload:
+            continue
+        per_acc["accelerator"].append(a.name)
+        per_acc["needed_samples_per_s"].append(a.needed_samples_per_s(au_target_pct))
+        per_acc["fed_count"].append(a.how_many(rate, au_target_pct) if rate else None)
+        per_acc["fed_warm_count"].append(a.how_many(warm_rate, au_target_pct) if warm_rate else None)
+    return per_acc

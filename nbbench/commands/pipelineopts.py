@@ -1,0 +1,126 @@
+"""What ``loader``, ``sweep`` and ``feed`` share: their common options, the dataset argument
+(a notebook variable, a folder, an ``s3://`` prefix of tar shards, or ``--dataset module:function``)
+and the hand-over to ``--ranks`` (:func:`ranked`: the dataset and the options as plain values;
+for ``s3://`` the endpoint and region too, credentials only through the ranks' environment).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from . import options, ranks
+from ..results import ProbeError
+
+__all__ = ["accelerator_type", "step_of", "add_step_options", "add_dir_loader_options", "add_s3_options", "is_s3",
+           "dataset_path", "s3_params", "add_dataset_option", "ranked", "resolve"]
+
+
+def accelerator_type(text: str) -> str:
+    from ..accelerators import get_accelerator
+
+    try:
+        return get_accelerator(text).name
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def step_of(args) -> object:
+    if getattr(args, "emulate", None):
+        return f"emulate:{args.emulate}"
+    step = getattr(args, "step", "none")
+    return None if step in (None, "none") else step
+
+
+def add_step_options(parser) -> None:
+    parser.add_argument("--emulate", metavar="ACCEL", type=accelerator_type, default=None,
+                        help="compute step: sleep like this accelerator (MLPerf Storage): h100-resnet50, "
+                             "a100-resnet50, h100-unet3d, a100-unet3d, h100-cosmoflow")
+    parser.add_argument("--step", choices=("none", "gpu"), default="none",
+                        help="compute step when not emulating: none (the loader alone) or gpu "
+                             "(a real CUDA step: non-blocking copy + matmuls)")
+
+
+def add_dir_loader_options(parser, workers_default_help: str) -> None:
+    parser.add_argument("--decode", choices=("auto", "pil", "none"), default="auto",
+                        help="for a directory: decode with Pillow (random-resized crop + flip), bytes only, "
+                             "or auto (Pillow when the files are images)")
+    parser.add_argument("--size", type=options.positive_int, default=224, help="crop size in pixels (224)")
+
+
+def add_s3_options(parser) -> None:
+    parser.add_argument("--endpoint-url", dest="endpoint_url", default=None,
+                        help="for an s3:// dataset: an S3-compatible endpoint, e.g. http://127.0.0.1:9000")
+    parser.add_argument("--region", default=None, help="for an s3:// dataset: the region (default: the AWS configuration)")
+
+
+def is_s3(name) -> bool:
+    return isinstance(name, str) and name.startswith("s3://")
+
+
+def dataset_path(src: str) -> str:
+    """What the ranks are given: an s3:// URL as typed, a folder as an absolute path."""
+    return src if is_s3(src) else os.path.abspath(os.path.expanduser(src))
+
+
+def s3_params(args, src) -> dict:
+    """For an s3:// dataset, the endpoint and region the ranks use (never a credential: those reach the ranks
+    through the environment they inherit, the standard AWS chain)."""
+    if not is_s3(src):
+        return {}
+    return {k: getattr(args, k) for k in ("endpoint_url", "region") if getattr(args, k, None)}
+
+
+def add_dataset_option(parser) -> None:
+    parser.add_argument("--dataset", metavar="MODULE:FUNCTION", default=None,
+                        help="a function returning a map-style Dataset (importable by every rank with --ranks), "
+                             "instead of a folder or a notebook variable")
+
+
+def ranked(name: str, kind: str, args, ctx, what: str, params: dict, desc: str, plot=None):
+    """Rank mode or ``--ranks``: the folder (or --dataset) and the options as plain values; else LOCAL."""
+    from ..dist.rankenv import detect
+
+    if args.ranks is None and detect(no_dist=args.no_dist) is None:
+        return ranks.LOCAL
+    src = getattr(args, what)
+    if src is not None:
+        ranks.refuse_variable(ctx, src)
+    elif not args.dataset:
+        raise ProbeError(f"give a dataset folder or --dataset module:function to run {kind} as ranks")
+    if src is not None and not args.dataset:
+        params["path"] = dataset_path(src)
+        params.update(s3_params(args, src))
+    params["dataset"] = args.dataset
+    return ranks.dispatch(name, kind, args, ctx, params, desc, on_figures=_throttled(plot))
+
+
+def _throttled(plot, every_s: float = 1.0):
+    """The live plot fed at most once a second with the ranks' summed figures."""
+    if plot is None:
+        return None
+    import time
+
+    last = [0.0]
+
+    def feed(figs):
+        now = time.monotonic()
+        if now - last[0] >= every_s:
+            last[0] = now
+            plot.on_window(figs)
+
+    return feed
+
+
+def resolve(ctx, name: str, what: str):
+    """The notebook variable ``name``; else a directory; else a ProbeError."""
+    if ctx.user_ns is not None and name in ctx.user_ns:
+        return ctx.lookup(name), False
+    path = os.path.expanduser(name)
+    if os.path.isdir(path):
+        return path, True
+    if ctx.user_ns is None:   # a terminal: no notebook variables to look up
+        raise ProbeError(f"{name} is not a directory (give a dataset folder, root/CLASS/IMAGE; there are no "
+                         "notebook variables here)")
+    raise ProbeError(f"no variable named {name!r} in the notebook's namespace and no directory {name!r}: "
+                     f"give the name of a {what} or a dataset folder")

@@ -1,0 +1,136 @@
+"""sweep and feed as rank parts: run side by side, summed by rank 0.
+
+**sweep** and **feed** run on every rank over its shard, started together by the start
+barrier and measured side by side; rank 0 sums the ranks' rates per configuration (sweep,
+with the recommendation made from the sums) and per pass (feed: how many accelerators these
+ranks feed together).  They do not meet per step: a configuration one host's preflight
+skips would put the meetings out of step.  feed over an ``s3://`` prefix of tar shards: each
+rank its own share of the shards (a stable hash of the key), cold from the store, warm from
+its local copy (said so).
+"""
+
+from __future__ import annotations
+
+from ..results import ProbeError, Result
+from .loaderjobs import LoaderJob, _dataset, _workers, is_s3, s3_dataset
+
+__all__ = ["SweepJob", "FeedJob"]
+
+
+class _Shard:
+    """A map-style dataset's shard (the indices i with i % n == rank), keeping its collate_fn."""
+
+    def __init__(self, ds, rank: int, n: int):
+        self.ds = ds
+        self.idx = list(range(rank, len(ds), n))
+        self.collate_fn = getattr(ds, "collate_fn", None)
+
+    def __len__(self):
+        return len(self.idx)
+
+    def __getitem__(self, i):
+        return self.ds[self.idx[i]]
+
+    def __repr__(self):
+        return f"{self.ds!r} shard of {len(self.idx)}"
+
+
+class SweepJob(LoaderJob):
+    kind = "sweep"
+    phases: list = []
+
+    def run(self, progress, cancel) -> Result:
+        from ..probes.pipeline.sweep import sweep
+
+        p = self.params
+        ds = _Shard(_dataset(p), self.rank, self.world_size)
+        kw = {k: p[k] for k in ("num_workers", "batch_size", "pin_memory", "prefetch_factor", "persistent_workers",
+                                "step", "duration", "warmup") if k in p}
+        res = sweep(ds, progress=progress, cancel=cancel, monitor=False, **kw)
+        res.params["path"] = p.get("path") or p.get("dataset")
+        return res
+
+    def finish(self, res, records):
+        from ..probes.pipeline.sweep import _recommend
+
+        rows = [((r.get("result") or {}).get("samples") or {}).get("configs") or [] for r in records]
+        if not rows or not rows[0]:
+            return
+        merged = []
+        for i, base in enumerate(rows[0]):
+            row = dict(base)
+            same = [rs[i] for rs in rows if i < len(rs)]
+            if any(c.get("status") != "ok" for c in same):
+                bad = next(c for c in same if c.get("status") != "ok")
+                row["status"], row["reason"] = bad.get("status"), bad.get("reason")
+            for k in ("samples_per_s", "bytes_per_s", "batches_per_s"):
+                vals = [c.get(k) for c in same if c.get(k) is not None]
+                row[k] = sum(vals) if vals and len(vals) == len(same) else None
+            for k in ("au_pct", "data_wait_pct"):
+                vals = [c.get(k) for c in same if c.get(k) is not None]
+                row[k] = sum(vals) / len(vals) if vals else None
+            merged.append(row)
+        res.samples["configs"] = merged
+        res.metrics.pop("best_samples_per_s", None)
+        _recommend(res, res.params.get("within_pct", 3.0), res.params.get("au_target_pct", 90.0))
+        res.extra["recommendation"] = f"All {len(records)} ranks together: " + res.extra.get("recommendation", "")
+
+
+class FeedJob(LoaderJob):
+    kind = "feed"
+    phases: list = []
+
+    def run(self, progress, cancel) -> Result:
+        import os
+
+        from ..probes.pipeline.feed import feed
+        from ..probes.storage.files import shard_of
+        from ..probes.pipeline.imagefolder import ImageFolderDataset
+
+        p = self.params
+        kw = {k: p[k] for k in ("accelerator", "batch_size", "duration", "warmup", "cold", "size", "max_files",
+                                "decode", "endpoint_url", "region") if k in p}
+        if is_s3(p):   # the rank's share of the shards, copied locally (the warm pass reads the copy)
+            ds = s3_dataset(p, self.rank, self.world_size)
+            try:
+                return feed(p["path"], num_workers=_workers(p, self.local_world), dataset=ds, progress=progress,
+                            cancel=cancel, **kw)
+            finally:
+                ds.close()
+        ds = ImageFolderDataset(p["path"], decode=p.get("decode", "auto"), size=p.get("size", 224))
+        root = str(ds.root)
+        ds.samples = [s for s in ds.samples if shard_of(os.path.relpath(s[0], root), self.world_size) == self.rank]
+        if not ds.samples:
+            raise ProbeError(f"rank {self.rank}'s shard of {root} holds no files: use more files or fewer ranks")
+        return feed(p["path"], num_workers=_workers(p, self.local_world), dataset=ds, progress=progress,
+                    cancel=cancel, **kw)
+
+    def finish(self, res, records):
+        from ..accelerators import get_accelerator
+
+        ms = [((r.get("result") or {}).get("metrics") or {}) for r in records]
+        acc = get_accelerator(res.labels.get("accelerator") or self.params.get("accelerator", "h100-resnet50"))
+        for k in ("cold_samples_per_s", "warm_samples_per_s", "samples_per_s", "files_count", "dataset_bytes",
+                  "shards_count"):
+            vals = [m.get(k) for m in ms if m.get(k) is not None]
+            res.metrics[k] = sum(vals) if vals and len(vals) == len(ms) else None
+        rate = res.metrics.get("samples_per_s")
+        res.metrics["accelerators_fed_count"] = acc.how_many(rate) if rate else None
+        warm = res.metrics.get("warm_samples_per_s")
+        res.metrics["accelerators_fed_warm_count"] = acc.how_many(warm) if warm else None
+        res.metrics.pop("au_one_accelerator_pct", None)
+        from ..units import format_metric
+
+        s3 = is_s3(self.params)
+        if s3:
+            res.labels["dataset"] = (f"{res.metrics.get('shards_count')} tar shards, {res.metrics.get('files_count')} "
+                                     "samples, split over the ranks by a stable hash of their key")
+            res.labels["warm"] = ("each rank's local copy of its shards (page cache): a local cache, as a caching "
+                                  "FUSE client would serve")
+        where = "from object storage" if s3 else "from cold storage"
+        warm_s = (f"; {format_metric('samples_per_s', warm)} from a local copy (warm)" if s3 and warm else "")
+        res.extra["answer"] = (f"{len(records)} ranks on {res.labels.get('hosts')} host(s) together deliver "
+                               f"{format_metric('samples_per_s', rate)} {where}: enough for "
+                               f"{res.metrics['accelerators_fed_count']} × {acc.name} at AU >= 90 % "
+                               f"(each needs {format_metric('samples_per_s', acc.needed_samples_per_s())})"
+                               + warm_s)

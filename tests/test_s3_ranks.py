@@ -1,0 +1,198 @@
+"""``loader s3://… --ranks N`` and ``feed s3://… --ranks N`` against a local S3 server (moto, on 127.0.0.1).
+
+Each rank reads its own share of the tar shards (a stable hash of the key); the shares sum to
+the dataset; the ranks listen on loopback only; the credentials reach them through the
+environment alone (never on a command line, never in a saved file); nothing is left in the
+temporary directory; a wrong endpoint or a rank without a share is one line, exit 1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+pytest.importorskip("boto3")
+pytest.importorskip("moto.server")
+
+from nbbench.results import ProbeError  # noqa: E402
+from nbbench.testing import local_s3  # noqa: E402
+
+from rankproc import clean_env  # noqa: E402
+
+#: credentials only this test uses, so a leak onto a command line or into a file is found by grepping for them
+SECRET = {"AWS_ACCESS_KEY_ID": "nbbench-ranks-key-7q2", "AWS_SECRET_ACCESS_KEY": "nbbench-ranks-secret-x9w4",
+          "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"}
+SHARDS, PER_SHARD = 4, 16
+
+
+@pytest.fixture(scope="module")
+def server():
+    with local_s3() as srv:
+        srv.fill("s3://bench/ds/", count=SHARDS, size="256K", shards=True, samples_per_shard=PER_SHARD, seed=3)
+        yield srv
+
+
+def _env(tmp_path, **extra) -> dict:
+    env = {k: v for k, v in clean_env().items() if not k.startswith("AWS_")}
+    (tmp_path / "tmp").mkdir(exist_ok=True)
+    env.update(SECRET, TMPDIR=str(tmp_path / "tmp"), NBBENCH_HOME=str(tmp_path / "home"), **extra)
+    return env
+
+
+def _watched(argv, env, timeout=300):
+    """Run ``nbbench ARGV``; every 0.1 s note its process tree's listeners and command lines."""
+    from test_ranks_listen import _listeners, _tree
+
+    proc = subprocess.Popen([sys.executable, "-m", "nbbench", *argv], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, stdin=subprocess.DEVNULL)
+    seen, cmdlines, done = set(), set(), threading.Event()
+
+    def sample():
+        while not done.is_set():
+            procs = _tree(proc.pid)
+            seen.update(_listeners(procs))
+            for p in procs:
+                try:
+                    cmdlines.add(" ".join(p.cmdline()))
+                except Exception:  # noqa: BLE001 - a process that just ended
+                    pass
+            done.wait(0.1)
+
+    t = threading.Thread(target=sample, daemon=True)
+    t.start()
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    finally:
+        done.set()
+        t.join(5)
+        if proc.poll() is None:
+            proc.kill()
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), seen, cmdlines
+
+
+def _check_run(tmp_path, p, seen, cmdlines) -> dict:
+    from test_ranks_listen import _not_loopback
+
+    assert p.returncode == 0, p.stderr[-3000:]
+    d = json.loads(p.stdout)
+    assert d["labels"]["ranks"] == 2 and d["status"] == "ok"
+    rows = d["extra"]["ranks"]
+    assert sorted(r["rank"] for r in rows) == [0, 1] and all(r["status"] == "ok" for r in rows)
+    assert _not_loopback(seen) == [], f"listeners on non-loopback addresses: {_not_loopback(seen)}"
+    assert any("--ranks" in c for c in cmdlines) and any("nbbench" in c for c in cmdlines)
+    leaked = [c for c in cmdlines if any(v in c for v in (SECRET["AWS_ACCESS_KEY_ID"], SECRET["AWS_SECRET_ACCESS_KEY"]))]
+    assert leaked == [], "a credential on a command line"
+    assert list((tmp_path / "tmp").iterdir()) == []          # each rank's local copy of its shards is gone
+    saved = [os.path.join(r, f) for r, _, fs in os.walk(tmp_path / "home") for f in fs]
+    for path in saved:                                       # the saved result holds no credential
+        text = open(path, "rb").read()
+        assert SECRET["AWS_SECRET_ACCESS_KEY"].encode() not in text and SECRET["AWS_ACCESS_KEY_ID"].encode() not in text
+    assert saved or "--no-save" in p.args
+    return d
+
+
+@pytest.mark.slow
+def test_loader_from_s3_on_two_ranks_splits_the_shards(server, tmp_path):
+    pytest.importorskip("torch")
+    p, seen, cmdlines = _watched(["loader", "s3://bench/ds/", "--endpoint-url", server.endpoint_url, "--ranks", "2",
+                                  "--batch-size", "4", "--workers", "0", "--steps", "4", "--warmup", "1", "--no-plot",
+                                  "--json"], _env(tmp_path))
+    d = _check_run(tmp_path, p, seen, cmdlines)
+    rows = d["extra"]["ranks"]
+    shares = [r["metrics"]["dataset_samples_count"] for r in rows]
+    assert all(s > 0 for s in shares) and sum(shares) == SHARDS * PER_SHARD == d["metrics"]["dataset_samples_count"]
+    assert sum(r["metrics"]["shards_count"] for r in rows) == SHARDS == d["metrics"]["shards_count"]
+    assert all(r["metrics"]["steps_count"] == 4 for r in rows)      # every rank met every step
+    assert d["metrics"]["samples_count"] == 2 * 4 * 4
+    assert "stable hash" in d["labels"]["sampler"] and d["labels"]["dataset"].startswith("s3://bench/ds/")
+
+
+@pytest.mark.slow
+def test_feed_from_s3_on_two_ranks_cold_from_the_store_warm_from_a_local_copy(server, tmp_path):
+    pytest.importorskip("torch")
+    p, seen, cmdlines = _watched(["feed", "s3://bench/ds/", "--endpoint-url", server.endpoint_url, "--ranks", "2",
+                                  "--batch-size", "4", "--workers", "0", "--duration", "1", "--warmup", "1", "--json",
+                                  "--no-save"], _env(tmp_path))
+    d = _check_run(tmp_path, p, seen, cmdlines)
+    rows, m = d["extra"]["ranks"], d["metrics"]
+    assert all(r["metrics"]["files_count"] > 0 for r in rows)
+    assert sum(r["metrics"]["files_count"] for r in rows) == SHARDS * PER_SHARD == m["files_count"]
+    assert m["cold_samples_per_s"] > 0 and m["warm_samples_per_s"] > 0
+    assert m["cold_samples_per_s"] == pytest.approx(sum(r["metrics"]["cold_samples_per_s"] for r in rows))
+    assert "GET from object storage" in d["labels"]["cold_method"] and "local cache" in d["labels"]["warm"]
+    assert "from object storage" in d["extra"]["answer"] and "from a local copy (warm)" in d["extra"]["answer"]
+
+
+@pytest.mark.parametrize("cmd", ["loader", "feed"])
+def test_a_wrong_endpoint_under_ranks_is_one_line(server, tmp_path, cmd):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]               # nothing listens there once it is closed
+    t = time.monotonic()
+    p = subprocess.run([sys.executable, "-m", "nbbench", cmd, "s3://bench/ds/", "--endpoint-url",
+                        f"http://127.0.0.1:{port}", "--ranks", "2", "--no-save"], capture_output=True,
+                       text=True, timeout=60, env=_env(tmp_path), stdin=subprocess.DEVNULL)
+    assert p.returncode == 1 and time.monotonic() - t < 30
+    assert p.stderr.count("\n") == 1 and "nothing answers there" in p.stderr and "Traceback" not in p.stderr
+    assert list((tmp_path / "tmp").iterdir()) == []
+
+
+def test_ranks_without_a_share_are_named_before_any_starts(server, tmp_path):
+    p = subprocess.run([sys.executable, "-m", "nbbench", "loader", "s3://bench/ds/", "--endpoint-url",
+                        server.endpoint_url, "--ranks", "16", "--no-save"], capture_output=True, text=True, timeout=60,
+                       env=_env(tmp_path), stdin=subprocess.DEVNULL)
+    assert p.returncode == 1 and p.stderr.count("\n") == 1
+    assert f"{SHARDS} tar shards" in p.stderr and "none to read" in p.stderr and "fewer ranks" in p.stderr
+
+
+def test_sweep_refuses_an_s3_dataset_in_one_line(tmp_path):
+    p = subprocess.run([sys.executable, "-m", "nbbench", "sweep", "s3://bench/ds/", "--no-save"], capture_output=True,
+                       text=True, timeout=60, env=_env(tmp_path), stdin=subprocess.DEVNULL)
+    assert p.returncode == 1 and p.stderr.count("\n") == 1 and "not an s3:// dataset" in p.stderr
+
+
+def test_each_rank_copies_only_its_share(server, tmp_path, monkeypatch):
+    pytest.importorskip("torch")
+    import tempfile
+
+    from nbbench.probes.objects.s3dataset import S3TarShardDataset, check_shares
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    for k, v in SECRET.items():
+        monkeypatch.setenv(k, v)
+    assert check_shares("s3://bench/ds/", 2, server.endpoint_url) == SHARDS
+    with pytest.raises(ProbeError, match="none to read"):
+        check_shares("s3://bench/ds/", 64, server.endpoint_url)
+    keys = []
+    for rank in (0, 1):
+        ds = S3TarShardDataset("s3://bench/ds/", endpoint_url=server.endpoint_url, rank=rank, world_size=2)
+        try:
+            assert len(os.listdir(ds.cache_path)) == len(ds.samples) > 0   # its own shards, no other
+            assert len(ds) == PER_SHARD * len(ds.samples)
+            keys += [k for k, _ in ds.samples]
+        finally:
+            ds.close()
+    assert sorted(keys) == sorted(set(keys)) and len(keys) == SHARDS       # disjoint, together the whole set
+    again = S3TarShardDataset("s3://bench/ds/", endpoint_url=server.endpoint_url, rank=0, world_size=2)
+    try:
+        assert [k for k, _ in again.samples] == keys[:len(again.samples)]   # the split is deterministic
+    finally:
+        again.close()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_several_hosts_get_lines_with_the_endpoint_and_no_credential(tmp_path):
+    p = subprocess.run([sys.executable, "-m", "nbbench", "feed", "s3://bench/ds/", "--endpoint-url",
+                        "http://127.0.0.1:9000", "--ranks", "2", "--nnodes", "2", "--no-save"], capture_output=True,
+                       text=True, timeout=60, env=_env(tmp_path), stdin=subprocess.DEVNULL)
+    assert p.returncode == 0, p.stderr
+    assert "bucket must be reachable from every host" in p.stdout and "--endpoint-url http://127.0.0.1:9000" in p.stdout
+    assert SECRET["AWS_SECRET_ACCESS_KEY"] not in p.stdout and SECRET["AWS_ACCESS_KEY_ID"] not in p.stdout
