@@ -129,7 +129,8 @@ class FeedJob(LoaderJob):
                                   "FUSE client would serve")
         where = "from object storage" if s3 else "from cold storage"
         warm_s = (f"; {format_metric('samples_per_s', warm)} from a local copy (warm)" if s3 and warm else "")
-        res.extra["answer"] = (f"{len(records)} ranks on {res.labels.get('hosts')} host(s) together deliver "
+        hosts = res.labels.get("hosts")
+        res.extra["answer"] = (f"{len(records)} ranks on {hosts} host{'' if str(hosts) == '1' else 's'} together deliver "
                                f"{format_metric('samples_per_s', rate)} {where}: enough for "
                                f"{res.metrics['accelerators_fed_count']} × {acc.name} at AU >= 90 % "
                                f"(each needs {format_metric('samples_per_s', acc.needed_samples_per_s())})"
