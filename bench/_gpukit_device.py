@@ -128,7 +128,7 @@ def run_monitor(ctx) -> None:
 
     from nbbench.monitor import Monitor
     from nbbench.nvml import get_nvml
-    from nbbench.probes.gpu import nvml_index
+    from nbbench.probes.gpudevices import nvml_index
 
     with ctx.guard(MONITOR_LINES[0]):
         idx = nvml_index(torch, get_nvml(), 0)

@@ -175,7 +175,7 @@ def _device0_nvml() -> int | None:
     import torch
 
     from nbbench.nvml import get_nvml
-    from nbbench.probes.gpu import nvml_index
+    from nbbench.probes.gpudevices import nvml_index
 
     return nvml_index(torch, get_nvml(), 0)
 

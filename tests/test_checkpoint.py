@@ -18,6 +18,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from nbbench import tempfiles  # noqa: E402
+from nbbench.probes.checkpoint import preflight as ckptpre  # noqa: E402
 from nbbench.probes.checkpoint import probe as ckpt  # noqa: E402
 from nbbench.probes.checkpoint import saveload as ckptio  # noqa: E402
 from nbbench.probes.checkpoint.models import PRESETS, decoder_params, plan, resnet50_params  # noqa: E402
@@ -153,7 +154,7 @@ def test_an_error_mid_save_fails_the_run_and_removes_everything(tmp_path, monkey
 def test_memory_and_free_space_are_refused_with_numbers(tmp_path, monkeypatch):
     built = []
     monkeypatch.setattr(ckptio, "build_state", lambda *a, **k: built.append(1))
-    monkeypatch.setattr(ckpt, "memory_room", lambda: (300 << 20, "300 MiB available (psutil)"))
+    monkeypatch.setattr(ckptpre, "memory_room", lambda: (300 << 20, "300 MiB available (psutil)"))
     with pytest.raises(ProbeError) as e:
         ckpt.checkpoint(tmp_path, size="256M")
     msg = str(e.value)
@@ -173,7 +174,7 @@ def test_memory_and_free_space_are_refused_with_numbers(tmp_path, monkeypatch):
     assert re.match(rf"not enough free space in {tmp_path}: writing 51\d MiB would leave", msg), msg
     assert "1 GiB free" in msg and built == []
     # without DCP the file alone fits the disk: the free-space check passes, the (tiny) memory stops it
-    monkeypatch.setattr(ckpt, "memory_room", lambda: (1 << 20, "1 MiB available (psutil)"))
+    monkeypatch.setattr(ckptpre, "memory_room", lambda: (1 << 20, "1 MiB available (psutil)"))
     with pytest.raises(ProbeError, match="not enough memory"):
         ckpt.checkpoint(tmp_path, size="256M", dcp=False)
 
@@ -310,11 +311,11 @@ def test_the_memory_room_counts_the_cgroup(tmp_path, monkeypatch):
     cg.mkdir(parents=True)
     (cg / "memory.current").write_text(str(3 * GIB) + "\n")
     (cg / "memory.stat").write_text(f"anon 123\ninactive_file {GIB}\nactive_file 5\n")
-    assert ckpt._cgroup_used(str(tmp_path)) == (2 * GIB, "in use in the cgroup (less its inactive file cache)")
-    monkeypatch.setattr(ckpt, "_cgroup_used", lambda: (2 * GIB, "in use in the cgroup (less its inactive file cache)"))
+    assert ckptpre._cgroup_used(str(tmp_path)) == (2 * GIB, "in use in the cgroup (less its inactive file cache)")
+    monkeypatch.setattr(ckptpre, "_cgroup_used", lambda: (2 * GIB, "in use in the cgroup (less its inactive file cache)"))
     monkeypatch.setattr(nbbench.env, "cgroup_memory_limit", lambda: 4 * GIB)
     monkeypatch.setattr(psutil, "virtual_memory", lambda: SimpleNamespace(available=64 * GIB))
-    room, how = ckpt.memory_room()
+    room, how = ckptpre.memory_room()
     assert room == 2 * GIB and "cgroup limit 4.00 GiB less 2.00 GiB in use in the cgroup" in how
     with pytest.raises(ProbeError, match=r"needs about 2.00 GiB .* cgroup limit 4.00 GiB"):
-        ckpt.check_memory(GIB, "cpu", "a transformer checkpoint")
+        ckptpre.check_memory(GIB, "cpu", "a transformer checkpoint")

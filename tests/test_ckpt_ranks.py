@@ -216,9 +216,9 @@ def test_the_directory_must_hold_n_checkpoints(tmp_path, monkeypatch):
 
 
 def test_a_host_must_hold_its_ranks_states(tmp_path, monkeypatch):
-    from nbbench.probes.checkpoint import probe as ckpt
+    from nbbench.probes.checkpoint import preflight
 
-    monkeypatch.setattr(ckpt, "memory_room", lambda: (1 << 30, "1.00 GiB available (psutil)"))
+    monkeypatch.setattr(preflight, "memory_room", lambda: (1 << 30, "1.00 GiB available (psutil)"))
     job = CheckpointJob({"path": str(tmp_path), "size": "128M"})
     job.local_checks(2)                                  # 2 × 2 × 128 MiB = 512 MiB of 768 MiB usable
     with pytest.raises(ProbeError) as e:

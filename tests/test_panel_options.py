@@ -119,7 +119,7 @@ def test_the_same_limits_in_the_widget_the_parser_and_the_probe(name, flag, boun
         with pytest.raises(ProbeError, match=f"between {lo} and {hi}"):
             disk.randread(tmp_path, **{flag.lstrip("-"): hi + 1})
     if name == "dd":
-        return   # dd's probe refuses through the same check (io_session.check_jobs)
+        return   # dd's probe refuses through the same check (io_args.check_jobs)
 
 
 @pytest.mark.parametrize("flag,bounds", [("--size", limits.GPU_MATMUL_SIZE), ("--iters", limits.GPU_ITERS)])

@@ -99,7 +99,7 @@ def test_the_builtin_engine_says_how_busy_its_io_thread_was(datafile):
 
 def test_a_cpu_bound_run_is_labelled_with_its_cpu_cost_per_io():
     from nbbench.probes._engines.job import JobOutput
-    from nbbench.probes.storage.io_session import cpu_bound_warning
+    from nbbench.probes.storage.io_cpu import cpu_bound_warning
     from nbbench.results import Result
 
     def judged(pct, engine="builtin"):

@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from nbbench.probes.pipeline.sweep import SweepResult, default_workers, preflight, sweep
+from nbbench.probes.pipeline.sweep import SweepResult, preflight, sweep
+from nbbench.probes.pipeline.sweepconfigs import default_workers
 from nbbench.results import Result, result_class
 
 

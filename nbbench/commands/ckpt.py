@@ -66,7 +66,8 @@ class CheckpointCommand(ranks.RankedCommand):
         ranks.add_rank_options(parser)
 
     def run(self, args, ctx):
-        from ..probes.checkpoint.probe import checkpoint, preflight
+        from ..probes.checkpoint.preflight import preflight
+        from ..probes.checkpoint.probe import checkpoint
 
         value = ranks.dispatch("checkpoint", "checkpoint", args, ctx, dict(
             path=args.path, model=args.model, size=args.size, scale=args.scale, optimizer=args.optimizer,

@@ -94,7 +94,7 @@ class CheckpointJob(RankJob):
 
     def _checks(self, nranks: int, local_ranks: int) -> None:
         """The directory holds ``nranks`` × what one rank writes; this host's memory ``local_ranks`` states."""
-        from ..probes.checkpoint.probe import check_memory, disk_bytes
+        from ..probes.checkpoint.preflight import check_memory, disk_bytes
         from ..probes.storage.target import inspect
 
         pl = self._plan()

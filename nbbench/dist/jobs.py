@@ -83,7 +83,7 @@ class RandreadJob(RankJob):
         self._session = None
         self._shared_path: str | None = None
         self.kind_of_path: str | None = None
-        from ..probes.storage.io_session import DEFAULT_READ_FILE
+        from ..probes.storage.io_args import DEFAULT_READ_FILE
 
         size = self.params.get("size")
         self.region = parse_size(size) if size is not None else DEFAULT_READ_FILE

@@ -51,7 +51,7 @@ class SweepJob(LoaderJob):
         return res
 
     def finish(self, res, records):
-        from ..probes.pipeline.sweep import _recommend
+        from ..probes.pipeline.sweepconfigs import recommend
 
         rows = [((r.get("result") or {}).get("samples") or {}).get("configs") or [] for r in records]
         if not rows or not rows[0]:
@@ -72,7 +72,7 @@ class SweepJob(LoaderJob):
             merged.append(row)
         res.samples["configs"] = merged
         res.metrics.pop("best_samples_per_s", None)
-        _recommend(res, res.params.get("within_pct", 3.0), res.params.get("au_target_pct", 90.0))
+        recommend(res, res.params.get("within_pct", 3.0), res.params.get("au_target_pct", 90.0))
         res.extra["recommendation"] = f"All {len(records)} ranks together: " + res.extra.get("recommendation", "")
 
 

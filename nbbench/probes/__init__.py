@@ -6,8 +6,8 @@
 - :mod:`.checkpoint`: save a model-like state dict and load it back;
 - :mod:`.shards`: large files read as streams, and the tar walk the datasets share;
 - :mod:`.objects`: S3 and S3-compatible object storage;
-- :mod:`.gpu` (the GPU stack check), :mod:`.limits` (option limits declared once) and
-  ``_engines`` (the storage probes' I/O engines).
+- :mod:`.gpu` (the GPU stack check) with :mod:`.gpudevices` (the devices it reports),
+  :mod:`.limits` (option limits declared once) and ``_engines`` (the storage probes' I/O engines).
 
 Each probe is a plain function that returns a result (:mod:`nbbench.results`).
 

@@ -4,8 +4,8 @@ The objects under the prefix (``.tar`` shards when there are any, else the known
 extensions, else every object) are shuffled (seeded) and dealt to ``streams`` parallel
 streams; each GETs its shards whole, one after another, and reads each body in ``bs``
 pieces — as a WebDataset or s3torchconnector ``S3IterableDataset`` worker does.  The
-figures are the shards probe's own (:func:`nbbench.probes.shards.probe._pass` with a GET as the
-source): the aggregate and per-stream rates, the time to the first bytes of each shard,
+figures are the shards probe's own (:func:`nbbench.probes.shards.streams.read_pass` with a GET as
+the source): the aggregate and per-stream rates, the time to the first bytes of each shard,
 and for tar shards the WebDataset samples per second.  One pass: there is no page cache
 between a process and object storage, so no warm pass (a FUSE mount's local cache is
 measured by ``shards`` on its mount point).  Read only; ranks split the keys as the
@@ -17,7 +17,8 @@ from __future__ import annotations
 from ...results import ProbeError
 from ...results.shards import ShardsResult
 from ...units import format_bytes, parse_size
-from ..shards.probe import CHUNK_EXTENSIONS, _keep, _pass, _subset, plan_streams, shard_rank
+from ..shards.probe import CHUNK_EXTENSIONS, _subset, plan_streams, shard_rank
+from ..shards.streams import keep_pass, read_pass
 from . import client as _c
 from .s3probe import list_objects
 
@@ -111,9 +112,9 @@ def s3_shards(url: str, streams: int | None = None, bs="1M", seed: int = 0, max_
     if ready is not None:
         ready("read")
     res.extra.setdefault("t0_unix", {})["read"] = time.time()
-    out = _pass(plan_streams(picked, n_streams, seed), bs_b, fmt == "tar", cancel, progress,
-                source=_get_source(cli, u.bucket, u, endpoint_url))
-    _keep(res, "cold", out, fmt == "tar")
+    out = read_pass(plan_streams(picked, n_streams, seed), bs_b, fmt == "tar", cancel, progress,
+                    source=_get_source(cli, u.bucket, u, endpoint_url))
+    keep_pass(res, "cold", out, fmt == "tar")
     if out["interrupted"]:
         return res.finish("interrupted", "stopped during the pass; the figures cover what was read")
     if out["errors"]:

@@ -147,7 +147,7 @@ def _to_device(batch, device, non_blocking: bool = True):
 def nvml_gpus(torch, nv, index: int) -> list[int] | None:
     """``[NVML index]`` of torch's CUDA device ``index`` (None when it cannot be told, or no NVML):
     the GPU whose utilisation a run of the step reads from a monitor, which samples by NVML index."""
-    from ..gpu import nvml_index
+    from ..gpudevices import nvml_index
 
     k = nvml_index(torch, nv, index)
     return None if k is None else [k]

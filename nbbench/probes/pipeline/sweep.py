@@ -4,7 +4,8 @@
 ``num_workers`` × ``batch_size`` × ``pin_memory`` × ``prefetch_factor``, measures each
 with :func:`~nbbench.probes.pipeline.loader.bench_loader` on a short window after warm-up, and
 recommends the smallest configuration within 3 % of the best throughput — or, with an
-emulated accelerator as the step, the first that keeps it at AU >= 90 %.
+emulated accelerator as the step, the first that keeps it at AU >= 90 %
+(:mod:`nbbench.probes.pipeline.sweepconfigs`: the grid and the recommendation).
 
 Before running, a preflight (:mod:`nbbench.probes.pipeline.preflight`) checks what would
 crash: the bytes in flight against free ``/dev/shm``, file descriptors against the
@@ -23,7 +24,6 @@ configuration.
 
 from __future__ import annotations
 
-import itertools
 import os
 from typing import Iterable
 
@@ -31,71 +31,16 @@ from ...accelerators import AU_TARGET_PCT
 from ...progress import call_progress
 from ...results import ProbeError
 from ...results.sweep import SweepResult
-from ...units import format_metric
 from .dataloader import (close_loader, describe_loader, is_dataloader, loader_parts, make_loader, require_torch,
                          worker_failure_reason)
 from .loader import bench_loader
 from .loadermon import start_monitor, stop_monitor
 from .preflight import check_configs, preflight
+from .sweepconfigs import as_list, config_text, default_workers, grid, recommend
 
-__all__ = ["sweep", "SweepResult", "preflight", "default_workers", "make_loader"]
-
-
-def _as_list(v, name) -> list:
-    if v is None:
-        return []
-    if isinstance(v, (list, tuple, set)):
-        out = list(v)
-    else:
-        out = [v]
-    if not out:
-        raise ProbeError(f"{name} needs at least one value")
-    return out
+__all__ = ["sweep", "SweepResult", "preflight", "make_loader"]
 
 
-def default_workers(usable: int | None = None) -> list[int]:
-    """0, 1, 2, 4, 8 … up to the usable CPUs (and the usable count itself)."""
-    if usable is None:
-        from ...env import usable_cpus
-
-        usable = usable_cpus()["usable_int"]
-    out = [0, 1]
-    w = 2
-    while w <= usable:
-        out.append(w)
-        w *= 2
-    if usable not in out:
-        out.append(usable)
-    return sorted(set(out))
-
-
-def _grid(workers, batches, pins, prefetches) -> list[dict]:
-    """Every distinct configuration, smallest first (the prefetch factor only counts with workers)."""
-    configs: list[dict] = []
-    seen = set()
-    for bs, pin, pf, nw in itertools.product(batches, pins, prefetches, workers):
-        pfv = pf if nw > 0 else None
-        key = (nw, bs, bool(pin), pfv)
-        if key in seen:
-            continue
-        seen.add(key)
-        configs.append({"num_workers": nw, "batch_size": bs, "pin_memory": bool(pin), "prefetch_factor": pfv})
-    configs.sort(key=_order_key)
-    return configs
-
-
-def _order_key(c: dict):
-    return (c["num_workers"], c["batch_size"], c["prefetch_factor"] or 0, bool(c["pin_memory"]))
-
-
-def _config_text(c: dict) -> str:
-    s = f"num_workers={c['num_workers']}, batch_size={c['batch_size']}, pin_memory={c['pin_memory']}"
-    if c["num_workers"] > 0:
-        s += f", prefetch_factor={c['prefetch_factor']}"
-    return s
-
-
-# ---------------------------------------------------------------------- sweep
 def sweep(dataset, num_workers: Iterable[int] | None = None, batch_size=(64,), pin_memory=(False,),
           prefetch_factor=(2,), persistent_workers: bool = True, step=None, duration: float = 2.0,
           warmup: int = 2, accelerator=None, shuffle: bool = True, collate_fn=None, within_pct: float = 3.0,
@@ -133,10 +78,10 @@ def sweep(dataset, num_workers: Iterable[int] | None = None, batch_size=(64,), p
         dataset = ImageFolderDataset(dataset, decode=decode)
     cpus = usable_cpus()
     usable = cpus["usable"]
-    workers = _as_list(num_workers, "num_workers") if num_workers is not None else default_workers(cpus["usable_int"])
-    batches = _as_list(batch_size, "batch_size")
-    pins = _as_list(pin_memory, "pin_memory")
-    prefetches = _as_list(prefetch_factor, "prefetch_factor")
+    workers = as_list(num_workers, "num_workers") if num_workers is not None else default_workers(cpus["usable_int"])
+    batches = as_list(batch_size, "batch_size")
+    pins = as_list(pin_memory, "pin_memory")
+    prefetches = as_list(prefetch_factor, "prefetch_factor")
     for name, vals, lo in (("num_workers", workers, 0), ("batch_size", batches, 1), ("prefetch_factor", prefetches, 1)):
         for v in vals:
             if not isinstance(v, int) or isinstance(v, bool) or v < lo:
@@ -151,7 +96,7 @@ def sweep(dataset, num_workers: Iterable[int] | None = None, batch_size=(64,), p
     if acc_name is None and stepper_probe is not None and getattr(stepper_probe, "kind", "") == "emulate":
         acc_name = stepper_probe.accelerator.name
 
-    configs = _grid(workers, batches, pins, prefetches)
+    configs = grid(workers, batches, pins, prefetches)
     pre = check_configs(configs, dataset, collate_fn, usable, skip_unsafe)
 
     res = SweepResult(params={
@@ -204,20 +149,20 @@ def sweep(dataset, num_workers: Iterable[int] | None = None, batch_size=(64,), p
                 except Exception:  # noqa: BLE001
                     pass
             # tagged with the configuration: a live plot draws each one apart, never joined by a line
-            call_progress(progress, (i + 1) / n, {"config": _config_text(row),
+            call_progress(progress, (i + 1) / n, {"config": config_text(row),
                                                   **{k: row[k] for k in ("samples_per_s",) if row.get(k)},
                                                   "done": i + 1, "total": n, "unit": "configs"})
     finally:
         stop_monitor(mon, mon_started)
 
-    _recommend(res, within_pct, au_target_pct)
+    recommend(res, within_pct, au_target_pct)
     rows = res.configs
     res.metrics["configs_count"] = len(rows)
     res.metrics["failed_count"] = sum(1 for r in rows if r["status"] == "failed")
     res.metrics["skipped_count"] = sum(1 for r in rows if r["status"] == "skipped")
     for r in rows:
         if r["status"] in ("failed", "skipped"):
-            res.warn(f"{_config_text(r)}: {r.get('reason')}")
+            res.warn(f"{config_text(r)}: {r.get('reason')}")
     if all(r["status"] != "ok" for r in rows) and rows and status == "ok":
         status, reason = "failed", "no configuration could be measured (see the table's reasons)"
     res.finish(status, reason)
@@ -269,51 +214,3 @@ def _measure(row, dataset, persistent_workers, shuffle, collate_fn, step, durati
         row[k] = m.get(k)
     row["input_bound"] = r.labels.get("input_bound")
     row["warnings"] = list(row.get("warnings", [])) + list(r.warnings)
-
-
-def _recommend(res: SweepResult, within_pct: float, au_target_pct: float) -> None:
-    ok = [c for c in res.configs if c.get("status") == "ok" and c.get("samples_per_s")]
-    if not ok:
-        res.extra["recommendation"] = "No configuration was measured: nothing to recommend (see the reasons)."
-        return
-    ok.sort(key=_order_key)
-    best = max(ok, key=lambda c: c["samples_per_s"])
-    res.metrics["best_samples_per_s"] = best["samples_per_s"]
-    acc = res.labels.get("accelerator")
-    has_au = any(c.get("au_pct") is not None for c in ok)
-    chosen, why = None, ""
-    if has_au:
-        fed = [c for c in ok if c.get("au_pct") is not None and c["au_pct"] >= au_target_pct]
-        if fed:
-            chosen = fed[0]
-            who = acc or "the step"
-            why = f"the first configuration that keeps {who} at AU >= {au_target_pct:g} %"
-        else:
-            top = max(ok, key=lambda c: (c.get("au_pct") or 0))
-            chosen = top
-            need = res.metrics.get("needed_samples_per_s")
-            why = f"no configuration reaches AU {au_target_pct:g} %; this one comes closest"
-            why += f" (one {acc} needs {format_metric('samples_per_s', need)})" if need else ""
-            why += ": the input pipeline is the bottleneck — more CPUs, cheaper decoding or faster storage"
-    if chosen is None:
-        floor = best["samples_per_s"] * (1 - within_pct / 100.0)
-        chosen = next(c for c in ok if c["samples_per_s"] >= floor)
-        if chosen is best:
-            why = f"the best throughput of the {len(ok)} that ran"
-        else:
-            why = (f"the smallest configuration within {within_pct:g} % of the best "
-                   f"({format_metric('samples_per_s', best['samples_per_s'])} with {_config_text(best)})")
-    res.extra["recommended"] = dict(chosen)
-    res.metrics["recommended_samples_per_s"] = chosen["samples_per_s"]
-    res.metrics["recommended_num_workers"] = chosen["num_workers"]
-    res.metrics["recommended_batch_size"] = chosen["batch_size"]
-    sentence = f"Use {_config_text(chosen)}: {why}."
-    more = ""
-    usable = res.extra.get("preflight", {}).get("usable_cpus", {}).get("usable")
-    if usable is not None and chosen["num_workers"] > usable:
-        more += f" It runs more workers than the {usable:g} usable CPUs: worth it only when loading waits on I/O."
-    if chosen["num_workers"] == max(c["num_workers"] for c in res.configs) and len(
-            {c["num_workers"] for c in res.configs}) > 1 and chosen["num_workers"] > 0 and not has_au:
-        more += " It is the largest num_workers tried: more workers may go further."
-    res.extra["recommendation"] = sentence + more
-    res.extra["why"] = f"why: {why}.{more}"

@@ -10,7 +10,8 @@ window, checked with ``mincore``) and **warm** (the same reads again, from the p
 cache).  It reports the aggregate rate, each stream's, the time to the first byte of
 each shard (percentiles, fio's histogram) and, for tar shards, the samples per second:
 members are grouped into WebDataset samples by key while the bytes go by
-(:class:`~nbbench.probes.shards.tarwalk.TarWalker`; nothing is read twice).
+(:class:`~nbbench.probes.shards.tarwalk.TarWalker`; nothing is read twice).  A pass's streams are
+:mod:`.streams`'s.
 
 Read-only: files are opened ``O_RDONLY`` (``O_NOATIME`` where permitted) and never
 changed.  No torch needed.  ``rank`` / ``world_size``: this process reads only the
@@ -22,20 +23,17 @@ from __future__ import annotations
 
 import os
 import random
-import threading
 import time
-from array import array
 
 from ...progress import call_progress
 from ...results import ProbeError
-from ...results.hist import LatencyHistogram
 from ...results.shards import ShardsResult
 from ...units import format_bytes, parse_size
 from ..storage.files import _open_noatime, shard_of
 from ..storage.target import inspect
-from .tarwalk import TarWalker
+from .streams import keep_pass, read_pass
 
-__all__ = ["shards", "find_shards", "shard_rank", "plan_streams", "CHUNK_EXTENSIONS", "ShardsResult", "file_source"]
+__all__ = ["shards", "find_shards", "shard_rank", "plan_streams", "CHUNK_EXTENSIONS", "ShardsResult"]
 
 CHUNK_EXTENSIONS = (".bin", ".parquet", ".mds", ".arrow", ".tfrecord", ".tfrecords", ".npy", ".zst")
 
@@ -171,8 +169,8 @@ def shards(path, streams: int | None = None, bs="1M", min_size="1M", cold: bool 
         res.extra.setdefault("t0_unix", {})["read" if which == "cold" else "read_warm"] = time.time()
         sub = None if progress is None else (
             lambda f, m, i=i: call_progress(progress, None if f is None else (i + f) / len(passes), m))
-        out = _pass(plan, bs_b, tar, cancel, sub)
-        _keep(res, which, out, tar)
+        out = read_pass(plan, bs_b, tar, cancel, sub)
+        keep_pass(res, which, out, tar)
         if out["interrupted"]:
             return res.finish("interrupted", f"stopped during the {which} pass; the figures cover what was read")
         if out["errors"]:
@@ -242,135 +240,3 @@ def _read_once(files, bs: int, cancel) -> None:
                 pass
         finally:
             os.close(fd)
-
-
-def file_source(path: str):
-    """How a stream reads a shard file: ``(read(bufs) -> bytes read, close())``, opened read-only."""
-    try:
-        fd = _open_noatime(path)
-    except OSError as exc:
-        raise ProbeError(f"{path}: {exc.strerror or exc}") from None
-
-    def read(bufs) -> int:
-        try:
-            return os.readv(fd, bufs)
-        except OSError as exc:
-            raise ProbeError(f"{path}: {exc.strerror or exc}") from None
-
-    return read, lambda: os.close(fd)
-
-
-def _pass(plan, bs: int, tar: bool, cancel, progress, source=file_source) -> dict:
-    """Every stream of ``plan`` in its own thread; the aggregate and per-stream figures.
-    ``source(path)`` opens one shard for reading (:func:`file_source`; an S3 object's GET)."""
-    n = len(plan)
-    stop = threading.Event()
-    counts = [[0, 0] for _ in range(n)]       # bytes, shards done (read by the monitor)
-    ttfb = [array("q") for _ in range(n)]
-    ends = [0] * n
-    walk = [{"members": 0, "samples": 0, "errors": 0, "first": None} for _ in range(n)]
-    errors: list[str] = []
-    pc = time.perf_counter_ns
-
-    def stream(i: int) -> None:
-        buf = bytearray(bs)
-        view, bufs = memoryview(buf), [buf]
-        c, w = counts[i], walk[i]
-        for p, _ in plan[i]:
-            if stop.is_set():
-                break
-            t = pc()
-            try:
-                read, close = source(p)
-            except ProbeError as exc:
-                errors.append(str(exc))
-                continue
-            walker = TarWalker() if tar else None
-            first = True
-            try:
-                while not stop.is_set():
-                    k = read(bufs)
-                    if first:
-                        ttfb[i].append(pc() - t)
-                        first = False
-                    if k <= 0:
-                        break
-                    c[0] += k
-                    if walker is not None and not walker.ended:
-                        walker.feed(view[:k])
-            except ProbeError as exc:
-                errors.append(str(exc))
-            finally:
-                close()
-            c[1] += 1
-            if walker is not None:
-                w["members"] += walker.members
-                w["samples"] += walker.samples
-                if walker.error:
-                    w["errors"] += 1
-                    w["first"] = w["first"] or f"{os.path.basename(p)}: {walker.error}"
-        ends[i] = pc()
-
-    total = sum(s for lst in plan for _, s in lst) or 1
-    threads = [threading.Thread(target=stream, args=(i,), daemon=True, name=f"nbbench-shards-{i}") for i in range(n)]
-    t0 = pc()
-    for t in threads:
-        t.start()
-    windows = {"t_s": [], "read_bytes_per_s": []}
-    next_win, last_b, interrupted = t0 + 500_000_000, 0, False
-    while any(t.is_alive() for t in threads):
-        time.sleep(0.01)
-        if cancel is not None and cancel.is_set():
-            interrupted = True
-            stop.set()
-            break
-        now = pc()
-        if now >= next_win:
-            b = sum(c[0] for c in counts)
-            windows["t_s"].append(round((next_win - t0) / 1e9, 3))
-            windows["read_bytes_per_s"].append((b - last_b) / 0.5)
-            last_b, next_win = b, next_win + 500_000_000
-            call_progress(progress, b / total, {"read_bytes_per_s": windows["read_bytes_per_s"][-1]})
-    for t in threads:
-        t.join()
-    end = max(e or pc() for e in ends)
-    hist = LatencyHistogram()
-    for a in ttfb:
-        hist.add_many(a)
-    per = [{"stream": i, "shards": counts[i][1], "bytes": counts[i][0],
-            "seconds": ((ends[i] or end) - t0) / 1e9} for i in range(n)]
-    for s in per:
-        s["bytes_per_s"] = s["bytes"] / s["seconds"] if s["seconds"] > 0 else None
-    return {"bytes": sum(c[0] for c in counts), "elapsed_s": (end - t0) / 1e9, "streams": per, "hist": hist,
-            "windows": windows, "interrupted": interrupted, "errors": len(errors),
-            "first_error": errors[0] if errors else None,
-            "members": sum(w["members"] for w in walk), "samples": sum(w["samples"] for w in walk),
-            "tar_errors": sum(w["errors"] for w in walk),
-            "first_tar_error": next((w["first"] for w in walk if w["first"]), None)}
-
-
-def _keep(res: ShardsResult, which: str, out: dict, tar: bool) -> None:
-    m, el = res.metrics, out["elapsed_s"]
-    warm = which == "warm"
-    rate = out["bytes"] / el if el > 0 else float("nan")
-    m["read_warm_bytes_per_s" if warm else "read_bytes_per_s"] = rate
-    m["warm_elapsed_s" if warm else "elapsed_s"] = el
-    m["read_warm_total_bytes" if warm else "read_total_bytes"] = out["bytes"]
-    pre = "warm_" if warm else ""
-    rates = [s["bytes_per_s"] for s in out["streams"] if s["bytes_per_s"] is not None]
-    if rates:
-        m[f"{pre}stream_min_bytes_per_s"] = min(rates)
-        m[f"{pre}stream_max_bytes_per_s"] = max(rates)
-    if out["hist"].n:
-        pcts = out["hist"].percentiles((50.0, 90.0, 99.0))
-        for p in (50, 90, 99):
-            m[f"{pre}ttfb_p{p}_ns"] = pcts[float(p)]
-        res.samples[f"{pre}ttfb_hist"] = out["hist"].to_dict()
-    if tar:
-        m[f"{pre}samples_per_s"] = out["samples"] / el if el > 0 else float("nan")
-        m["samples_count"] = out["samples"]
-        m["members_count"] = out["members"]
-        res.extra["tar_errors"] = out["tar_errors"]
-    res.samples[f"{pre}streams"] = {k: [s[k] for s in out["streams"]]
-                                    for k in ("stream", "shards", "bytes", "seconds", "bytes_per_s")}
-    res.samples[f"{pre}bw"] = out["windows"]

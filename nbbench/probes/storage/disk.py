@@ -36,10 +36,11 @@ from ...results.storage import DiskPresetResult, DiskResult, IoJobResult, Randre
 from ...units import format_metric
 from .._engines import devlimits
 from .._engines.job import JobOutput, JobSpec
-from .io_session import (DEFAULT_READ_FILE, ENGINES, Session, _check_bs, _check_engine, _duration, _os_error, _size,
-                         _stage_progress, check_jobs, fill_job_result, run_job, short_transfer)
-from .. import limits
+from .io_args import ENGINES, check_bs, check_engine, check_jobs, os_error, size_arg
+from .io_job import short_transfer, stage_progress
+from .io_session import Session
 from .presets import PRESETS, preset
+from .randread import randread
 from .target import inspect
 
 __all__ = ["dd", "randread", "preset", "DiskResult", "IoJobResult", "RandreadResult", "DiskPresetResult",
@@ -81,18 +82,18 @@ def dd(path, bs="1M", size="1G", count=None, direct=None, engine="builtin", prog
     jobs : 1-256 — the builtin engine only: the transfer split into ``jobs`` contiguous parts, each
         written/read by its own process at the same time (figures summed, one row per job).
     """
-    engine = _check_engine(engine)
+    engine = check_engine(engine)
     jobs, _ = check_jobs(jobs)
     if jobs > 1 and engine != "builtin":
         raise ProbeError(f"jobs={jobs} needs the builtin engine here (dd runs one transfer; for fio's numjobs "
                          "use randread or disk)")
     devlimits.check_buffers(buffers, engine)
-    bs_b = _size(bs, "bs")
-    _check_bs(bs_b)
+    bs_b = size_arg(bs, "bs")
+    check_bs(bs_b)
     if count is not None:
         total = int(count) * bs_b
     else:
-        total = _size(size, "size")
+        total = size_arg(size, "size")
     if mode not in (None, "both", "write", "read"):
         raise ProbeError(f"mode must be both, write or read, not {mode!r}")
     target = inspect(path, write=mode in ("both", "write"))
@@ -111,13 +112,13 @@ def dd(path, bs="1M", size="1G", count=None, direct=None, engine="builtin", prog
             if wrote:
                 if ready is not None:
                     ready("write")
-                w_out = _dd_write(s, engine, bs_b, total, cancel, _stage_progress(progress, 0.0, 0.5), buffers, jobs)
+                w_out = _dd_write(s, engine, bs_b, total, cancel, stage_progress(progress, 0.0, 0.5), buffers, jobs)
             if mode in ("both", "read") and not (w_out and w_out.interrupted):
                 cache_mode = s.prepare_read(total)
                 if ready is not None:
                     ready("read")
                 r_out = _dd_read(s, engine, bs_b, total, cancel,
-                                 _stage_progress(progress, 0.5 if wrote else 0.0, 1.0), buffers, jobs)
+                                 stage_progress(progress, 0.5 if wrote else 0.0, 1.0), buffers, jobs)
             else:
                 cache_mode = "direct" if s.direct else "buffered-cold"
         except OSError as exc:
@@ -128,8 +129,8 @@ def dd(path, bs="1M", size="1G", count=None, direct=None, engine="builtin", prog
                     done = os.fstat(s.wfd).st_size
                 except OSError:
                     pass
-            raise _os_error(exc, s.path, s.direct, op="writing" if writing else "reading", done=done,
-                            total=total if writing else None) from None
+            raise os_error(exc, s.path, s.direct, op="writing" if writing else "reading", done=done,
+                           total=total if writing else None) from None
         failed, short = None, []
         for out, op in ((w_out, "write"), (r_out, "read")):
             if out is not None and failed is None:
@@ -224,75 +225,6 @@ def _dd_read(s: Session, engine: str, bs: int, total: int, cancel, progress, buf
 
     return run_fio(s.path, op="read", pattern="seq", bs=bs, qd=1, size=total, runtime=None, ramp=0,
                    direct=s.direct, invalidate=not s.direct, cancel=cancel, progress=progress)
-
-
-def randread(path, bs="4k", qd=1, runtime=10, ramp=1, size=None, direct=None, engine="builtin", threads=1,
-             progress=None, cancel=None, warm=False, seed=0, builtin_path=None, buffers="pages",
-             ready=None, jobs=1) -> RandreadResult:
-    """Random reads, time based: IOPS, bytes/s, latency mean/stddev and fio's 17 percentiles.
-
-    Parameters
-    ----------
-    path : directory, regular file or block device (or a StorageTarget made from one)
-        A directory: a ``size`` temp file (default 1 GiB) is written first (not timed) and
-        removed afterwards.  A file or device: read only, over its first ``size`` bytes
-        (default all of it).
-    bs : block size (``"4k"``); qd : I/Os in flight per job.
-    jobs : 1-256 independent I/O loops in as many processes on the same region (as fio's numjobs on
-        one file, seeds apart): iops and bytes/s summed, histograms merged, one row per job
-        (``samples["jobs"]``).  threads : deprecated, an alias of jobs.
-    runtime, ramp : seconds (or ``"500ms"``); the ramp is not counted.
-    direct : None (O_DIRECT where accepted) | True | False (buffered; the file's cache is
-        dropped first, unless ``warm=True``: the region is read once first — page cache speed).
-    engine : "builtin" | "fio" (dd has no random reads).
-    progress, cancel : as :func:`dd`.
-    builtin_path : None | "sync" | "uring" | "threads" — force the builtin engine's I/O path
-        (for comparisons; default: sync at QD1, io_uring deeper, threads without io_uring).
-    buffers : "pages" | "huge" — the builtin engine's buffers, as :func:`dd`.
-    ready : callable ``ready("read")``, optional — called just before the timed reads (as :func:`dd`).
-    """
-    engine = _check_engine(engine)
-    devlimits.check_buffers(buffers, engine)
-    bs_b = _size(bs, "bs")
-    _check_bs(bs_b)
-    qd = limits.check("qd", qd, limits.RANDREAD_QD)
-    jobs, deprecated = check_jobs(jobs, threads)
-    runtime_s = _duration(runtime, "runtime")
-    ramp_s = _duration(ramp, "ramp")
-    if runtime_s <= 0:
-        raise ProbeError("runtime must be more than 0 s")
-    if engine == "dd":
-        raise ProbeError("the dd engine does sequential transfers only; use --engine builtin or fio for randread")
-    target = inspect(path, write=False)
-    region = target.read_region(None if size is None else _size(size, "size"), DEFAULT_READ_FILE)
-    region = target.whole_blocks(region, bs_b, "the region must hold")
-    params = {"path": target.path, "bs": bs_b, "qd": qd, "jobs": jobs, "runtime": runtime_s,
-              "ramp": ramp_s, "size": region, "direct": direct, "engine": engine, "warm": bool(warm),
-              "op": "read", "pattern": "rand", "buffers": buffers}
-    res = RandreadResult(params=params)
-    if deprecated:
-        res.warn(deprecated)
-    fill = region if target.kind == "dir" else 0
-    with Session(target, direct, "randread", fill=fill, cancel=cancel, progress=progress, engine=engine) as s:
-        if s.interrupted:
-            res.labels = s.base_labels(engine, "direct" if s.direct else "buffered-cold")
-            return res.finish("interrupted", "cancelled while writing the file to read")
-        try:
-            cache_mode = s.prepare_read(region, warm=warm)
-            if ready is not None:
-                ready("read")
-            out = run_job(s, engine, op="read", pattern="rand", bs=bs_b, qd=qd, threads=1, jobs=jobs, region=region,
-                          runtime=runtime_s, ramp=ramp_s, cache_mode=cache_mode, cancel=cancel,
-                          progress=_stage_progress(progress, 0.15 if fill else 0.0, 1.0), seed=seed,
-                          builtin_path=builtin_path, buffers=buffers)
-        except OSError as exc:
-            raise _os_error(exc, s.path, s.direct) from None
-        failed = fill_job_result(res, s, out, engine, cache_mode, "read", region, bs_b)
-    if failed:
-        return res.finish("failed", failed)
-    if out.interrupted:
-        return res.finish("interrupted", "cancelled; the figures cover the time measured before")
-    return res.finish()
 
 
 def describe(res: Result) -> str:  # pragma: no cover - convenience for notebooks

@@ -13,8 +13,9 @@ from typing import Any
 
 from ...results import ProbeError
 from ...results.storage import DiskPresetResult, IoJobResult
-from .io_session import (DEFAULT_READ_FILE, Session, _check_engine, _duration, _size, _stage_progress,
-                         _os_error, check_jobs, fill_job_result, run_job)
+from .io_args import DEFAULT_READ_FILE, check_engine, check_jobs, duration_arg, os_error, size_arg
+from .io_job import fill_job_result, run_job, stage_progress
+from .io_session import Session
 from .._engines import devlimits
 from .target import inspect
 
@@ -67,14 +68,14 @@ def preset(path, name="cdm", size="1G", runtime=5, ramp=1, direct=None, engine="
         raise ProbeError(f"unknown preset {name!r}: choose from {', '.join(PRESETS)}")
     p = PRESETS[name]
     jobs, deprecated = check_jobs(jobs, threads)
-    engine = _check_engine(engine)
+    engine = check_engine(engine)
     devlimits.check_buffers(buffers, engine)
     if engine == "dd":
         raise ProbeError("presets need queue depths; use --engine builtin or fio")
-    runtime_s = _duration(runtime, "runtime")
-    ramp_s = _duration(ramp, "ramp")
+    runtime_s = duration_arg(runtime, "runtime")
+    ramp_s = duration_arg(ramp, "ramp")
     target = inspect(path, write=bool(write))
-    region = target.read_region(None if size is None else _size(size, "size"), DEFAULT_READ_FILE)
+    region = target.read_region(None if size is None else size_arg(size, "size"), DEFAULT_READ_FILE)
     region = max(region, p.get("min_size", 0)) if target.kind == "dir" else min(region, target.size)
     region = (region // (1 << 20)) * (1 << 20) or region
     do_write = target.kind == "dir" and not p.get("reads_only") and write is not False
@@ -115,9 +116,9 @@ def preset(path, name="cdm", size="1G", runtime=5, ramp=1, direct=None, engine="
                     out = run_job(s, engine, op=op, pattern=pattern, bs=bs, qd=qd, threads=1, jobs=t * jobs,
                                   region=region,
                                   runtime=runtime_s, ramp=ramp_s, cache_mode=cache_mode, cancel=cancel,
-                                  progress=_stage_progress(progress, lo, hi), buffers=buffers)
+                                  progress=stage_progress(progress, lo, hi), buffers=buffers)
                 except OSError as exc:
-                    raise _os_error(exc, s.path, s.direct) from None
+                    raise os_error(exc, s.path, s.direct) from None
                 failed = fill_job_result(sub, s, out, engine, cache_mode, op, region, bs)
                 outs.append(out)
                 if "sample_bytes" in p:

@@ -1,0 +1,147 @@
+"""Running one job on an open :class:`~nbbench.probes.storage.io_session.Session` (:func:`run_job`) and
+turning its output into a result (:func:`fill_job_result`, :func:`short_transfer`: a job that moved less
+than a block).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from ...results import ProbeError, Result
+from ...units import format_bytes
+from .._engines.builtin import run_builtin, run_threads_of
+from .._engines.job import JobOutput, JobSpec
+from .io_cpu import cpu_bound_warning
+
+if TYPE_CHECKING:
+    from .io_session import Session
+
+
+def run_job(s: Session, engine: str, *, op: str, pattern: str, bs: int, qd: int, threads: int, region: int,
+            runtime: float, ramp: float, cache_mode: str, cancel, progress, seed: int = 0,
+            builtin_path: str | None = None, buffers: str = "pages", jobs: int = 1) -> JobOutput:
+    """One job on the session's file with ``engine`` (builtin or fio; dd runs sequential transfers only);
+    ``jobs`` > 1: that many independent copies in as many processes (:mod:`._engines.multijob`)."""
+    key = f"{op}_bytes_per_s"
+    if engine == "builtin":
+        fd = s.fd if op == "read" else s._write_fd()
+        if not s.direct and hasattr(os, "posix_fadvise"):
+            # as fio's fadvise_hint: no readahead for random I/O, more for sequential
+            advice = os.POSIX_FADV_RANDOM if pattern == "rand" else os.POSIX_FADV_SEQUENTIAL
+            try:
+                os.posix_fadvise(fd, 0, 0, advice)
+            except OSError:
+                pass
+        spec = JobSpec(fd=fd, op=op, pattern=pattern, bs=bs, qd=qd, region=region, runtime=runtime,
+                       ramp=ramp, cancel=cancel, progress=progress, progress_key=key, seed=seed,
+                       threads=threads, force=builtin_path, buffers=buffers)
+        if jobs > 1:
+            from .._engines.multijob import run_jobs
+
+            return run_jobs(spec, jobs)
+        return run_threads_of(spec, threads, run_builtin)
+    if engine == "dd":
+        raise ProbeError("the dd engine does sequential dd transfers only; use --engine builtin or fio here")
+    from .._engines.extern import run_fio
+
+    return run_fio(s.path, op=op, pattern=pattern, bs=bs, qd=qd, size=region, runtime=runtime, ramp=ramp,
+                   direct=s.direct, invalidate=(cache_mode == "buffered-cold"), cancel=cancel,
+                   progress=progress, progress_key=key, threads=threads * jobs)
+
+
+def fill_job_result(res: Result, s: Session, out: JobOutput, engine: str, cache_mode: str, op: str,
+                    region: int, bs: int) -> str | None:
+    """A job's figures, labels, series and warnings into ``res``; the reason to fail it when not one
+    full block was transferred (:func:`short_transfer`)."""
+    reason, warning = short_transfer(out, bs, s.path, op)
+    if op == "read":
+        if reason is None:  # nothing read: no data to judge
+            s.data_warnings(region, bs)
+        s.buffered_warnings(region, cache_mode)
+    res.labels = s.base_labels(engine, cache_mode)
+    res.labels["io_path"] = out.io_path
+    res.labels["rw"] = ("rand" if res.params.get("pattern") == "rand" else "seq") + op
+    if "uring_unavailable" in out.extra:
+        res.labels["uring_unavailable"] = out.extra["uring_unavailable"]
+    if "io_loop" in out.extra:
+        res.labels["io_loop"] = out.extra["io_loop"]
+    if "jobs" in out.extra:   # --jobs N: one row per process (the metrics are their sums)
+        res.samples["jobs"] = out.extra["jobs"]
+    res.metrics.update(_job_metrics(out, op))
+    res.samples["bw"] = _series(out, op)
+    if "t0_unix" in out.extra:   # the job's t = 0 on the wall clock (many-rank runs line series up)
+        res.extra.setdefault("t0_unix", {})[op] = out.extra["t0_unix"]
+    if out.hist.n:
+        res.samples["lat_hist"] = out.hist.to_dict()
+    if out.extra.get("fio_iodepth_level"):
+        res.samples["fio_iodepth_level"] = out.extra["fio_iodepth_level"]
+    from .._engines import devlimits
+
+    devlimits.annotate(res, s.target.path, bs, res.params.get("buffers", "pages"), engine, s.direct, (out,),
+                       target=s.target)
+    # the builtin engine's merged output sums its jobs' depths; fio's reached depth is per job
+    per = res.params.get("threads", 1) * res.params.get("jobs", 1) if engine == "builtin" else 1
+    qd_asked = res.params.get("qd", 1) * per
+    if out.qd_mean and out.qd_mean < 0.9 * qd_asked and out.ios > 100:
+        res.warn(f"the queue depth reached (mean {out.qd_mean:.1f}) stayed below the {qd_asked} asked for: "
+                 "the CPU, not the storage, may be the limit")
+    cpu_bound_warning(res, out, engine)
+    for w in s.warnings:
+        res.warn(w)
+    if warning:
+        res.warn(warning)
+    return reason
+
+
+def short_transfer(out: JobOutput, bs: int, path: str, op: str, expected: int | None = None):
+    """``(reason to fail, warning)`` for a job that moved less than asked: a short I/O (the file gave
+    fewer bytes than a block) or, size based (``expected`` bytes), an early end; ``(None, None)`` else.
+    It fails when not one full block was transferred."""
+    if out.interrupted:
+        return None, None
+    info = out.extra.get("short_io")
+    if isinstance(info, dict):
+        got, at = max(0, int(info.get("bytes", 0))), info.get("offset")
+    elif expected is not None and out.bytes < expected:
+        got, at = out.bytes % bs, out.bytes - out.bytes % bs
+    else:
+        return None, None
+    full = out.bytes // bs
+    where = f" at offset {at}" if at is not None else ""
+    gave = f"{path} gave {got} bytes{where} where a block of {format_bytes(bs, binary=True)} was asked"
+    if full == 0:
+        verb = "read" if op == "read" else "written"
+        return (f"not one full block was {verb}: {gave} — a pseudo file, or a file shorter than its size "
+                "says"), None
+    return None, (f"the {op} stopped early: {gave} (the file shrank, or is shorter than its size says); the "
+                  f"figures cover the {full} full blocks before it")
+
+
+def _job_metrics(out: JobOutput, op: str) -> dict[str, Any]:
+    m: dict[str, Any] = {f"{op}_bytes_per_s": out.bytes_per_s, "iops": out.iops}
+    if out.hist.n:
+        m.update(out.hist.metrics("lat"))
+    elif "lat_metrics" in out.extra:
+        m.update(out.extra["lat_metrics"])
+    m["qd_reached"] = out.qd_max
+    m["qd_mean"] = round(out.qd_mean, 2)
+    m["runtime_s"] = out.elapsed_s
+    m[f"{op}_total_bytes"] = out.bytes
+    m["ios_count"] = out.ios
+    return m
+
+
+def _series(out: JobOutput, op: str) -> dict[str, list]:
+    return {"t_s": [w[0] for w in out.windows], f"{op}_bytes_per_s": [w[1] for w in out.windows],
+            "iops": [w[2] for w in out.windows]}
+
+
+def stage_progress(progress, lo: float, hi: float):
+    if progress is None:
+        return None
+
+    def p(frac, metrics):
+        progress(None if frac is None else lo + (hi - lo) * frac, metrics)
+
+    return p
