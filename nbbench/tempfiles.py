@@ -28,11 +28,13 @@ directory of files) gets one the same way: :func:`create_dir` makes a new
 existing name, as ``O_EXCL`` does), registered like a file and removed with everything in
 it on the same occasions (:func:`temp_dir` is its context manager).
 
-What a SIGKILL leaves (the dd and fio engines open the file by name) is swept by the
-next probe in that directory (:func:`nbbench.tempsweep.sweep_stale`): files and directories named exactly
-as above, of this host (the sanitised host name), whose process is gone (``os.kill(pid,
-0)`` gives ESRCH).  Another host's (a shared filesystem) and a live process's are never
-touched.
+Each file and directory is ``flock``-ed by its creator on a descriptor kept open until it is
+removed (:mod:`nbbench.templock`): the kernel drops the lock when the process dies.  What a
+SIGKILL leaves (the dd and fio engines open the file by name) is swept by the next probe in
+that directory (:func:`nbbench.tempsweep.sweep_stale`): files and directories named exactly
+as above, of this host (the sanitised host name), whose process looks gone (``os.kill(pid,
+0)`` gives ESRCH) *and* whose lock the sweep can take.  Another host's (a shared filesystem)
+and a live process's — in another container's pid namespace too — are never touched.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ import threading
 import time
 from dataclasses import dataclass
 
+from . import templock
 from .results import ProbeError
 
 __all__ = ["create", "remove", "temp_file", "cleanup_all", "registered", "install_handlers",
@@ -60,6 +63,7 @@ _lock = threading.RLock()   # for changes made by ordinary code; never taken by 
 _files: dict[str, int | None] = {}  # path -> fd (None once closed, or not yet opened)
 _unlinked: dict[str, bool] = {}  # registered paths whose name is already gone: only their fd is closed
 _dirs: dict[str, bool] = {}  # registered temporary directories (removed with their contents)
+_locks: dict[str, int] = {}  # registered path -> the descriptor holding its flock (see templock)
 _pending: dict[str, int] = {}  # registered names being created now -> the creating thread's ident
 _closing: list = []  # non-empty while a signal's clean-up runs: creations are refused
 _installed = {"atexit": False, "signals": False}
@@ -74,6 +78,7 @@ def _forget_all() -> None:
     _files.clear()
     _unlinked.clear()
     _dirs.clear()
+    _locks.clear()   # not closed: the worker keeps the parent's entries locked while it runs (templock)
     _pending.clear()
     _closing.clear()
 
@@ -173,6 +178,16 @@ def create(directory, what: str = "probe", flags: int = 0) -> TempFile:
         fd = os.open(p, _flags(flags), 0o600)
         opened.append(fd)
         _files[p] = fd
+        try:
+            templock.hold(fd, p)
+            _locks[p] = os.dup(fd)   # the lock outlives the probe's own descriptor (closed before dd/fio run)
+        except FileExistsError:   # swept before it was locked: the name is not ours any more
+            opened.remove(fd)
+            os.close(fd)
+            raise
+        except OSError:   # no descriptor left for the lock: what was made goes
+            _unlink_quietly(p)
+            raise
         return fd
 
     try:
@@ -183,6 +198,14 @@ def create(directory, what: str = "probe", flags: int = 0) -> TempFile:
                 os.close(fd)
         raise
     return TempFile(path, fd)
+
+
+def _release(path: str) -> None:
+    """Close the descriptor holding ``path``'s lock (once its name is gone from disk)."""
+    fd = _locks.pop(path, None)
+    if fd is not None:
+        with contextlib.suppress(OSError):
+            os.close(fd)
 
 
 def _unlink_quietly(path: str) -> None:
@@ -200,6 +223,7 @@ def remove(path: str) -> None:
     with _lock:
         fd = _files.pop(path, fd)
         _unlinked.pop(path, None)
+        _release(path)
     if fd is not None:
         try:
             os.close(fd)
@@ -225,8 +249,24 @@ class TempDir:
 
 def create_dir(directory, what: str = "probe") -> TempDir:
     """Create a new temporary directory in ``directory`` (``mkdir``: never an existing one) and register it."""
-    path, _ = _create_new(directory, what, lambda p: os.mkdir(p, 0o700), "directory", _dirs, True)
+    path, _ = _create_new(directory, what, _make_dir, "directory", _dirs, True)
     return TempDir(path)
+
+
+def _make_dir(p: str) -> None:
+    """``mkdir`` and lock (a descriptor of the directory itself, kept in the registry)."""
+    os.mkdir(p, 0o700)
+    try:
+        fd = os.open(p, templock.open_flags(True))
+    except OSError:
+        os.rmdir(p)
+        raise
+    try:
+        templock.hold(fd, p)
+    except BaseException:   # swept before it was locked (not ours any more), or an interrupt (removed by the caller)
+        os.close(fd)
+        raise
+    _locks[p] = fd
 
 
 def _rmtree(path: str) -> None:
@@ -244,6 +284,7 @@ def remove_dir(path: str) -> None:
     _rmtree(path)
     with _lock:
         _dirs.pop(path, None)
+        _release(path)
 
 
 @contextlib.contextmanager
@@ -292,9 +333,11 @@ def cleanup_all(wait_s: float = 2.0) -> None:
                         continue
                     _files.pop(path, None)
                     _unlinked.pop(path, None)
+                    _release(path)   # a descriptor of its own, used by nothing else: closed once the name is gone
                 for path in list(_dirs):
                     if path not in _pending:
                         _dirs.pop(path, None)
+                        _release(path)
             finally:
                 _lock.release()
     finally:

@@ -21,7 +21,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("core", ("nbbench.units", "nbbench.stats", "nbbench.results", "nbbench.store", "nbbench.env", "nbbench.topology",
               "nbbench.compare", "nbbench.accelerators", "nbbench.nvml", "nbbench.progress",
               "nbbench.runner", "nbbench.tempfiles", "nbbench.version",
-              "nbbench.envexport", "nbbench.tempsweep")),
+              "nbbench.envexport", "nbbench.tempsweep", "nbbench.templock")),
     ("measure", ("nbbench.probes", "nbbench.monitor", "nbbench.doctor", "nbbench.datasets", "nbbench.testing")),
     ("dist", ("nbbench.dist",)),
     ("plots", ("nbbench.plots",)),
