@@ -179,8 +179,7 @@ def create(directory, what: str = "probe", flags: int = 0) -> TempFile:
         opened.append(fd)
         _files[p] = fd
         try:
-            templock.hold(fd, p)
-            _locks[p] = os.dup(fd)   # the lock outlives the probe's own descriptor (closed before dd/fio run)
+            _locks[p] = templock.lock_file(fd, p)
         except FileExistsError:   # swept before it was locked: the name is not ours any more
             opened.remove(fd)
             os.close(fd)
@@ -200,14 +199,6 @@ def create(directory, what: str = "probe", flags: int = 0) -> TempFile:
     return TempFile(path, fd)
 
 
-def _release(path: str) -> None:
-    """Close the descriptor holding ``path``'s lock (once its name is gone from disk)."""
-    fd = _locks.pop(path, None)
-    if fd is not None:
-        with contextlib.suppress(OSError):
-            os.close(fd)
-
-
 def _unlink_quietly(path: str) -> None:
     try:
         os.unlink(path)
@@ -223,7 +214,7 @@ def remove(path: str) -> None:
     with _lock:
         fd = _files.pop(path, fd)
         _unlinked.pop(path, None)
-        _release(path)
+        templock.release(_locks, path)
     if fd is not None:
         try:
             os.close(fd)
@@ -249,24 +240,12 @@ class TempDir:
 
 def create_dir(directory, what: str = "probe") -> TempDir:
     """Create a new temporary directory in ``directory`` (``mkdir``: never an existing one) and register it."""
-    path, _ = _create_new(directory, what, _make_dir, "directory", _dirs, True)
+    def make(p):
+        os.mkdir(p, 0o700)
+        _locks[p] = templock.lock_dir(p)
+
+    path, _ = _create_new(directory, what, make, "directory", _dirs, True)
     return TempDir(path)
-
-
-def _make_dir(p: str) -> None:
-    """``mkdir`` and lock (a descriptor of the directory itself, kept in the registry)."""
-    os.mkdir(p, 0o700)
-    try:
-        fd = os.open(p, templock.open_flags(True))
-    except OSError:
-        os.rmdir(p)
-        raise
-    try:
-        templock.hold(fd, p)
-    except BaseException:   # swept before it was locked (not ours any more), or an interrupt (removed by the caller)
-        os.close(fd)
-        raise
-    _locks[p] = fd
 
 
 def _rmtree(path: str) -> None:
@@ -284,7 +263,7 @@ def remove_dir(path: str) -> None:
     _rmtree(path)
     with _lock:
         _dirs.pop(path, None)
-        _release(path)
+        templock.release(_locks, path)
 
 
 @contextlib.contextmanager
@@ -333,11 +312,11 @@ def cleanup_all(wait_s: float = 2.0) -> None:
                         continue
                     _files.pop(path, None)
                     _unlinked.pop(path, None)
-                    _release(path)   # a descriptor of its own, used by nothing else: closed once the name is gone
+                    templock.release(_locks, path)   # a descriptor of its own, used by nothing else: closed once the name is gone
                 for path in list(_dirs):
                     if path not in _pending:
                         _dirs.pop(path, None)
-                        _release(path)
+                        templock.release(_locks, path)
             finally:
                 _lock.release()
     finally:

@@ -33,7 +33,7 @@ import os
 import stat
 import time
 
-__all__ = ["hold", "take", "open_flags"]
+__all__ = ["hold", "take", "open_flags", "lock_file", "lock_dir", "release"]
 
 #: a creator waits at most this long for a sweep holding its new entry's lock (it then draws another name)
 WAIT_S = 5.0
@@ -72,6 +72,39 @@ def hold(fd: int, path: str) -> None:
             break
     if not _same(fd, path):
         raise FileExistsError(errno.EEXIST, "removed by a sweep while being created", path)
+
+
+def lock_file(fd: int, path: str) -> int:
+    """Lock the new file ``path`` through its descriptor ``fd`` (:func:`hold`); returns a duplicate
+    of ``fd`` (the same open file description: the same lock) to keep until the file is removed —
+    the probe's own descriptor may be closed before a dd or fio subprocess writes the file."""
+    hold(fd, path)
+    return os.dup(fd)
+
+
+def lock_dir(path: str) -> int:
+    """Lock the new directory ``path`` (:func:`hold`) through a descriptor of its own, returned to be
+    kept until the directory is removed.  On an OSError opening it the directory is removed (it is
+    new and empty); when the lock finds it swept, it is not (it is not the caller's any more)."""
+    try:
+        fd = os.open(path, open_flags(True))
+    except OSError:
+        os.rmdir(path)
+        raise
+    try:
+        hold(fd, path)
+    except BaseException:   # swept, or an interrupt (the caller removes what it made)
+        os.close(fd)
+        raise
+    return fd
+
+
+def release(table: dict, path: str) -> None:
+    """Close the descriptor ``table`` keeps for ``path``'s lock (once the name is gone from disk)."""
+    fd = table.pop(path, None)
+    if fd is not None:
+        with contextlib.suppress(OSError):
+            os.close(fd)
 
 
 @contextlib.contextmanager
