@@ -52,11 +52,12 @@ import time
 from dataclasses import dataclass
 
 from . import templock
+from .sigchain import chain_signal, install_signal_handler
 from .results import ProbeError
 
 __all__ = ["create", "remove", "temp_file", "cleanup_all", "registered", "install_handlers",
            "host_tag", "temp_name", "PREFIX", "TempFile", "TempDir", "create_dir", "remove_dir", "temp_dir",
-           "registered_dirs", "chain_signal", "install_signal_handler"]
+           "registered_dirs"]
 
 PREFIX = ".nbbench-"
 _lock = threading.RLock()   # for changes made by ordinary code; never taken by the clean-up of a signal
@@ -348,19 +349,6 @@ def _handler(signum, frame):
     chain_signal(signum, frame, prev)
 
 
-def chain_signal(signum, frame, prev) -> None:
-    """Hand the signal on: to the handler that was there before (``prev``), else its default action
-    (restored and the signal re-delivered, so the process ends as it would have)."""
-    if callable(prev):
-        prev(signum, frame)
-        return
-    if prev == signal.SIG_IGN:
-        return
-    # default action: restore it and re-deliver, so the process ends as it would have
-    signal.signal(signum, signal.SIG_DFL)
-    os.kill(os.getpid(), signum)
-
-
 def _cleanup_at_exit() -> None:
     """At exit: the clean-up, and no creation after it — a probe's daemon thread still running (the
     main thread ended on Ctrl-C) must not make a file once the registry has been emptied."""
@@ -378,22 +366,3 @@ def install_handlers() -> None:
             return
         _installed["signals"] = True
     install_signal_handler(_handler, _previous)
-
-
-def install_signal_handler(handler, previous: dict) -> None:
-    """``handler`` for SIGTERM and SIGHUP (from the main thread), the handler it replaces kept in
-    ``previous`` for :func:`chain_signal`.  A signal the process ignores stays ignored (nohup)."""
-    if threading.current_thread() is not threading.main_thread():
-        return
-    for name in ("SIGTERM", "SIGHUP"):
-        sig = getattr(signal, name, None)
-        if sig is None:
-            continue
-        try:
-            prev = signal.getsignal(sig)
-            if prev is handler or prev == signal.SIG_IGN:
-                continue
-            previous[sig] = prev
-            signal.signal(sig, handler)
-        except (ValueError, OSError):  # not the main thread of the main interpreter
-            pass
