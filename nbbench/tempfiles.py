@@ -28,11 +28,13 @@ directory of files) gets one the same way: :func:`create_dir` makes a new
 existing name, as ``O_EXCL`` does), registered like a file and removed with everything in
 it on the same occasions (:func:`temp_dir` is its context manager).
 
-What a SIGKILL leaves (the dd and fio engines open the file by name) is swept by the
-next probe in that directory (:func:`nbbench.tempsweep.sweep_stale`): files and directories named exactly
-as above, of this host (the sanitised host name), whose process is gone (``os.kill(pid,
-0)`` gives ESRCH).  Another host's (a shared filesystem) and a live process's are never
-touched.
+Each file and directory is ``flock``-ed by its creator on a descriptor kept open until it is
+removed (:mod:`nbbench.templock`): the kernel drops the lock when the process dies.  What a
+SIGKILL leaves (the dd and fio engines open the file by name) is swept by the next probe in
+that directory (:func:`nbbench.tempsweep.sweep_stale`): files and directories named exactly
+as above, of this host (the sanitised host name), whose process looks gone (``os.kill(pid,
+0)`` gives ESRCH) *and* whose lock the sweep can take.  Another host's (a shared filesystem)
+and a live process's — in another container's pid namespace too — are never touched.
 """
 
 from __future__ import annotations
@@ -49,17 +51,20 @@ import threading
 import time
 from dataclasses import dataclass
 
+from . import templock
+from .sigchain import chain_signal, install_signal_handler
 from .results import ProbeError
 
 __all__ = ["create", "remove", "temp_file", "cleanup_all", "registered", "install_handlers",
            "host_tag", "temp_name", "PREFIX", "TempFile", "TempDir", "create_dir", "remove_dir", "temp_dir",
-           "registered_dirs", "chain_signal", "install_signal_handler"]
+           "registered_dirs"]
 
 PREFIX = ".nbbench-"
 _lock = threading.RLock()   # for changes made by ordinary code; never taken by the clean-up of a signal
 _files: dict[str, int | None] = {}  # path -> fd (None once closed, or not yet opened)
 _unlinked: dict[str, bool] = {}  # registered paths whose name is already gone: only their fd is closed
 _dirs: dict[str, bool] = {}  # registered temporary directories (removed with their contents)
+_locks: dict[str, int] = {}  # registered path -> the descriptor holding its flock (see templock)
 _pending: dict[str, int] = {}  # registered names being created now -> the creating thread's ident
 _closing: list = []  # non-empty while a signal's clean-up runs: creations are refused
 _installed = {"atexit": False, "signals": False}
@@ -74,6 +79,7 @@ def _forget_all() -> None:
     _files.clear()
     _unlinked.clear()
     _dirs.clear()
+    _locks.clear()   # not closed: the worker keeps the parent's entries locked while it runs (templock)
     _pending.clear()
     _closing.clear()
 
@@ -173,6 +179,15 @@ def create(directory, what: str = "probe", flags: int = 0) -> TempFile:
         fd = os.open(p, _flags(flags), 0o600)
         opened.append(fd)
         _files[p] = fd
+        try:
+            _locks[p] = templock.lock_file(fd, p)
+        except FileExistsError:   # swept before it was locked: the name is not ours any more
+            opened.remove(fd)
+            os.close(fd)
+            raise
+        except OSError:   # no descriptor left for the lock: what was made goes
+            _unlink_quietly(p)
+            raise
         return fd
 
     try:
@@ -200,6 +215,7 @@ def remove(path: str) -> None:
     with _lock:
         fd = _files.pop(path, fd)
         _unlinked.pop(path, None)
+        templock.release(_locks, path)
     if fd is not None:
         try:
             os.close(fd)
@@ -225,7 +241,11 @@ class TempDir:
 
 def create_dir(directory, what: str = "probe") -> TempDir:
     """Create a new temporary directory in ``directory`` (``mkdir``: never an existing one) and register it."""
-    path, _ = _create_new(directory, what, lambda p: os.mkdir(p, 0o700), "directory", _dirs, True)
+    def make(p):
+        os.mkdir(p, 0o700)
+        _locks[p] = templock.lock_dir(p)
+
+    path, _ = _create_new(directory, what, make, "directory", _dirs, True)
     return TempDir(path)
 
 
@@ -244,6 +264,7 @@ def remove_dir(path: str) -> None:
     _rmtree(path)
     with _lock:
         _dirs.pop(path, None)
+        templock.release(_locks, path)
 
 
 @contextlib.contextmanager
@@ -292,9 +313,11 @@ def cleanup_all(wait_s: float = 2.0) -> None:
                         continue
                     _files.pop(path, None)
                     _unlinked.pop(path, None)
+                    templock.release(_locks, path)   # a descriptor of its own, used by nothing else: closed once the name is gone
                 for path in list(_dirs):
                     if path not in _pending:
                         _dirs.pop(path, None)
+                        templock.release(_locks, path)
             finally:
                 _lock.release()
     finally:
@@ -326,19 +349,6 @@ def _handler(signum, frame):
     chain_signal(signum, frame, prev)
 
 
-def chain_signal(signum, frame, prev) -> None:
-    """Hand the signal on: to the handler that was there before (``prev``), else its default action
-    (restored and the signal re-delivered, so the process ends as it would have)."""
-    if callable(prev):
-        prev(signum, frame)
-        return
-    if prev == signal.SIG_IGN:
-        return
-    # default action: restore it and re-deliver, so the process ends as it would have
-    signal.signal(signum, signal.SIG_DFL)
-    os.kill(os.getpid(), signum)
-
-
 def _cleanup_at_exit() -> None:
     """At exit: the clean-up, and no creation after it — a probe's daemon thread still running (the
     main thread ended on Ctrl-C) must not make a file once the registry has been emptied."""
@@ -356,22 +366,3 @@ def install_handlers() -> None:
             return
         _installed["signals"] = True
     install_signal_handler(_handler, _previous)
-
-
-def install_signal_handler(handler, previous: dict) -> None:
-    """``handler`` for SIGTERM and SIGHUP (from the main thread), the handler it replaces kept in
-    ``previous`` for :func:`chain_signal`.  A signal the process ignores stays ignored (nohup)."""
-    if threading.current_thread() is not threading.main_thread():
-        return
-    for name in ("SIGTERM", "SIGHUP"):
-        sig = getattr(signal, name, None)
-        if sig is None:
-            continue
-        try:
-            prev = signal.getsignal(sig)
-            if prev is handler or prev == signal.SIG_IGN:
-                continue
-            previous[sig] = prev
-            signal.signal(sig, handler)
-        except (ValueError, OSError):  # not the main thread of the main interpreter
-            pass

@@ -4,8 +4,12 @@ The temporary files of :mod:`nbbench.tempfiles` are removed on every exit path a
 lives through; a SIGKILL is not one (the dd and fio engines open the file by name).  The
 next probe in that directory sweeps them (:func:`sweep_stale`): files and directories named
 exactly ``.nbbench-<what>-<host>-<pid>-<8 hex>.tmp``, of this host (the sanitised host name),
-whose process is gone (``os.kill(pid, 0)`` gives ESRCH).  Another host's (a shared filesystem)
-and a live process's are never touched, nor is a symlink followed.
+whose process looks gone (``os.kill(pid, 0)`` gives ESRCH: a first filter) and whose lock
+(:mod:`nbbench.templock`) the sweep takes — the proof that its creator is dead: another
+container on this machine may share the host name and the directory but not the pid
+namespace.  Another host's (a shared filesystem) and a live process's are never touched, nor
+is a symlink followed; an entry whose lock cannot be taken at all (a filesystem without
+locks) is left.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import os
 import re
 import stat
 
+from . import templock
 from .tempfiles import PREFIX, _rmtree, host_tag
 
 __all__ = ["sweep_stale"]
@@ -47,8 +52,8 @@ def sweep_stale(directory) -> tuple[int, int]:
     """Remove the temp files and directories a killed nbbench process of this host left in ``directory``.
 
     Only regular files and directories (never a symlink) named exactly
-    ``.nbbench-<what>-<this host>-<pid>-<8 hex>.tmp`` whose process is gone; returns (entries
-    removed, their bytes).
+    ``.nbbench-<what>-<this host>-<pid>-<8 hex>.tmp`` whose process is gone and whose lock this
+    sweep holds while it removes them; returns (entries removed, their bytes).
     """
     d = os.fspath(directory)
     pattern = re.compile(rf"{re.escape(PREFIX)}[A-Za-z0-9]+-{re.escape(host_tag())}-(\d+)-[0-9a-f]{{8}}\.tmp")
@@ -61,21 +66,32 @@ def sweep_stale(directory) -> tuple[int, int]:
         m = pattern.fullmatch(name)
         if m is None or _alive(int(m.group(1))):
             continue
-        path = os.path.join(d, name)
+        size = _remove_if_dead(os.path.join(d, name))
+        if size is not None:
+            n += 1
+            nbytes += size
+    return n, nbytes
+
+
+def _remove_if_dead(path: str) -> int | None:
+    """Remove ``path`` (a regular file or directory) under its lock; its bytes, or None when left."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    is_dir = stat.S_ISDIR(st.st_mode)
+    if not (is_dir or stat.S_ISREG(st.st_mode)):
+        return None
+    with templock.take(path, is_dir) as dead:
+        if not dead:
+            return None
         try:
-            st = os.lstat(path)
-            if stat.S_ISDIR(st.st_mode):
+            if is_dir:
                 size = _tree_bytes(path)
                 _rmtree(path)
-                if os.path.lexists(path):
-                    continue
-            elif stat.S_ISREG(st.st_mode):
-                size = st.st_size
-                os.unlink(path)
-            else:
-                continue
+                return None if os.path.lexists(path) else size
+            size = os.lstat(path).st_size
+            os.unlink(path)
+            return size
         except OSError:
-            continue
-        n += 1
-        nbytes += size
-    return n, nbytes
+            return None

@@ -144,3 +144,73 @@ def test_an_ignored_sighup_stays_ignored(tmp_path):
     """)
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.stdout.strip() == "exists", r.stderr
+
+
+def test_a_live_creators_entries_are_kept_though_its_pid_looks_dead(tmp_path):
+    """Another container's probe (another pid namespace): its pid means nothing here, its lock does."""
+    import textwrap
+
+    dead = _dead_pid()
+    code = textwrap.dedent(f"""
+        import functools, sys, time
+        from nbbench import tempfiles
+        tempfiles.temp_name = functools.partial(tempfiles.temp_name, pid={dead})
+        tf = tempfiles.create({str(tmp_path)!r}, "probe")
+        tf.close()                      # the probe's own descriptor closed (a dd engine): still locked
+        td = tempfiles.create_dir({str(tmp_path)!r}, "dcpr0")
+        open(td.path + "/f", "wb").write(b"x" * 10)
+        print(tf.path, td.path, flush=True)
+        time.sleep(60)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        f, d = proc.stdout.readline().split()
+        assert f"-{dead}-" in os.path.basename(f) and f"-{dead}-" in os.path.basename(d)
+        assert tempsweep.sweep_stale(tmp_path) == (0, 0)
+        assert os.path.isfile(f) and os.path.isfile(os.path.join(d, "f"))
+    finally:
+        proc.kill()
+        proc.wait()
+    assert tempsweep.sweep_stale(tmp_path) == (2, 10)   # SIGKILL: the kernel dropped the locks
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_sweep_never_removes_an_entry_whose_lock_cannot_be_taken(tmp_path, monkeypatch):
+    """No lock on this filesystem (or held): nothing proves the creator dead, the entry stays."""
+    import fcntl
+
+    from nbbench import templock
+
+    stale = tmp_path / f".nbbench-probe-{tempfiles.host_tag()}-{_dead_pid()}-0123abcd.tmp"
+    stale.write_bytes(b"s")
+
+    def no_locks(fd, op):
+        raise OSError(37, "No locks available")
+
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    assert tempsweep.sweep_stale(tmp_path) == (0, 0) and stale.exists()
+    monkeypatch.undo()
+    with open(stale, "rb+") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)   # another open file description holding it: alive
+        assert tempsweep.sweep_stale(tmp_path) == (0, 0) and stale.exists()
+    assert tempsweep.sweep_stale(tmp_path) == (1, 1) and not stale.exists()
+    assert templock.open_flags(False) & os.O_NOFOLLOW
+
+
+def test_a_creation_swept_before_its_lock_draws_another_name(tmp_path, monkeypatch):
+    """The moment between O_EXCL and the lock: a sweep that removed the entry there is noticed."""
+    from nbbench import templock
+
+    real, calls = templock.hold, []
+
+    def swept_first(fd, path):
+        if not calls:
+            calls.append(path)
+            os.unlink(path)   # a sweep took it before the creator's lock
+        real(fd, path)
+
+    monkeypatch.setattr(templock, "hold", swept_first)
+    with tempfiles.temp_file(tmp_path) as tf:
+        assert tf.path != calls[0] and os.path.isfile(tf.path)
+        assert [p.name for p in tmp_path.iterdir()] == [os.path.basename(tf.path)]
+    assert list(tmp_path.iterdir()) == [] and tf.path not in tempfiles._locks

@@ -125,13 +125,13 @@ def install_handlers() -> None:
     """From the main thread, before the probe's thread: SIGTERM / SIGHUP to the launching process stop the
     ranks (and remove their files and the private directory) before the handler that was there runs;
     so does the process's exit.  A signal the process ignores stays ignored."""
-    from .. import tempfiles
+    from .. import sigchain, tempfiles
 
     tempfiles.install_handlers()   # ours runs first, then theirs (which ends the process as before)
     if not _INSTALLED:
         _INSTALLED.append(True)
         atexit.register(_abandon_all)
-    tempfiles.install_signal_handler(_on_signal, _PREVIOUS)
+    sigchain.install_signal_handler(_on_signal, _PREVIOUS)
 
 
 def _abandon_all() -> None:
@@ -145,10 +145,10 @@ def _abandon_all() -> None:
 
 
 def _on_signal(signum, frame):
-    from .. import tempfiles
+    from .. import sigchain
 
     _abandon_all()
-    tempfiles.chain_signal(signum, frame, _PREVIOUS.get(signum))
+    sigchain.chain_signal(signum, frame, _PREVIOUS.get(signum))
 
 
 def launch(argv: list[str], nproc: int, job, progress: Callable | None = None, cancel=None,

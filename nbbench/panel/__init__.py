@@ -8,7 +8,8 @@ the PATH field is described by :func:`nbbench.commands.pathinfo.describe_path`. 
 may import everything below it (commands, report, ui, plots, measure, core),
 ipywidgets and IPython.
 
-Modules: :mod:`.app` (the panel), :mod:`.runner` (background runs, Stop, the panel's
+Modules: :mod:`.app` (the panel), :mod:`.drawing` (how its runs draw in a tab's run area),
+:mod:`.runner` (background runs, Stop, the panel's
 Context), :mod:`.pathfield` (the PATH field, checked as you type), :mod:`.tabs` (GPU,
 Storage, DataLoader, Monitor, History), :mod:`.views` (HTML of results and errors).
 

@@ -2,7 +2,7 @@
 
 Each tab of the panel that runs something has its own :class:`RunArea`, so switching
 tabs never shows another tab's run, and a new run on a tab clears that tab's old one.
-Nothing here knows about the runner: the panel (:mod:`nbbench.panel.app`) decides which
+Nothing here knows about the runner: the panel (:mod:`nbbench.panel.drawing`) decides which
 area a run draws into.
 """
 

@@ -132,20 +132,20 @@ def cleanup_all() -> None:
 
 
 def _handler(signum, frame):
-    from ... import tempfiles
+    from ... import sigchain
 
     cleanup_all()
-    tempfiles.chain_signal(signum, frame, _previous.get(signum, signal.SIG_DFL))
+    sigchain.chain_signal(signum, frame, _previous.get(signum, signal.SIG_DFL))
 
 
 def install_handlers() -> None:
     """SIGTERM/SIGHUP: delete what the write tests wrote, then the handler that was there (main thread only;
     an ignored signal stays ignored)."""
-    from ... import tempfiles
+    from ... import sigchain
 
     if _installed[0] or threading.current_thread() is not threading.main_thread():
         return
-    tempfiles.install_signal_handler(_handler, _previous)
+    sigchain.install_signal_handler(_handler, _previous)
     _installed[0] = True
 
 
