@@ -107,6 +107,10 @@ def test_format_many_puts_figures_that_stand_together_in_one_prefix():
     for vals, unit in (([1, 999.6], "B"), ([12e-9, 3e-6], "s")):
         out = format_many(vals, unit)
         assert len({o.split(" ")[-1] for o in out}) == 1, out   # one prefix
+    # a figure that would read as 0 at the shared prefix keeps its own: never a zero for what is not
+    assert format_many([4e3, 5.37e9], "B") == ["4.00 kB", "5.37 GB"]
+    assert format_many([0, 5.37e9], "B") == ["0 GB", "5.37 GB"]
+    assert format_many([20e-9, 12.0], "s")[0] == "20.0 ns"
 
 
 def test_the_loaders_sentence_says_its_rates_in_one_prefix():
