@@ -5,6 +5,8 @@ here until the panel shows it or says it leaves it out.  The limits are the same
 
 from __future__ import annotations
 
+import argparse
+
 import pytest
 
 pytest.importorskip("ipywidgets")
@@ -68,7 +70,11 @@ def test_each_field_is_the_parsers_option_with_its_default_choices_and_limits(na
             typed = [] if f.value == "" else [f.value]   # what the field shows parses back to the default
             assert (a.type(typed[0]) if typed else None) == (a.type(a.default) if isinstance(a.default, str)
                                                              else a.default)
-        assert f.tooltip == (a.help or "").replace("%%", "%")
+        help_ = (a.help or "").replace("%%", "%")
+        if isinstance(a, argparse._StoreFalseAction):   # ticked means on: the tooltip says so before the CLI's help
+            assert f.tooltip.startswith("ticked: on") and f.tooltip.endswith(help_) and flag in f.tooltip
+        else:
+            assert f.tooltip == help_
 
 
 @pytest.mark.parametrize("name", sorted(OPTION_FIELDS))

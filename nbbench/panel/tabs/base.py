@@ -158,9 +158,12 @@ def option_field(command: str, flag: str, description: str, width: str | None = 
                                   min=action.type.lo, max=action.type.hi, description=description, style=st,
                                   layout=layout, tooltip=tip)
     elif action.nargs == 0:   # a switch; a store_false one ("--no-bench") ticked means what it turns off is on
+        negated = isinstance(action, argparse._StoreFalseAction)
+        if negated:   # the CLI's help says what the flag turns off; ticked, the box means the opposite
+            tip = f"ticked: on (the default); unticked: {flag} — {tip}"
         widget = w.Checkbox(value=bool(action.default), indent=False, description=description, layout=layout,
                             tooltip=tip)
-        widget._nbbench_negated = isinstance(action, argparse._StoreFalseAction)
+        widget._nbbench_negated = negated
     else:
         widget = w.Text(value=_default_text(action), description=description, style=st, layout=layout,
                         placeholder=placeholder if placeholder is not None else
