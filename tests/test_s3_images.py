@@ -132,6 +132,7 @@ def test_feed_over_image_objects_cold_by_gets_warm_from_a_local_copy(server, tmp
     assert d["labels"]["cold_method"] == "every image object a GET from object storage"
     assert "local copy of the image objects" in d["labels"]["warm"] and "local cache" in d["labels"]["warm"]
     assert m["requests_count"] >= 2 * PER_CLASS and "from object storage" in d["extra"]["answer"]
+    assert "every image object a GET" in d["extra"]["answer"] and "s3://imgs/train/: 40 image objects" in d["labels"]["dataset"]
     assert list((tmp_path / "tmp").iterdir()) == []
 
 
@@ -160,6 +161,25 @@ def test_a_corrupt_image_object_is_one_line_naming_its_key(server, tmp_path):
     line = _one_line(p)
     assert "Pillow cannot decode s3://imgs/bad/a/001.jpg" in line
     assert list((tmp_path / "tmp").iterdir()) == []
+
+
+def test_a_corrupt_file_in_a_local_folder_is_the_same_one_line(tmp_path):
+    pytest.importorskip("torch")
+    (tmp_path / "ds" / "a").mkdir(parents=True)
+    (tmp_path / "ds" / "a" / "000.jpg").write_bytes(_jpeg(0))
+    (tmp_path / "ds" / "a" / "001.jpg").write_bytes(b"not a jpeg at all" * 10)
+    p = subprocess.run([sys.executable, "-m", "nbbench", "loader", str(tmp_path / "ds"), "--batch-size", "2",
+                        "--workers", "1", "--steps", "2", "--warmup", "0", "--no-plot", "--no-save"],
+                       capture_output=True, text=True, timeout=120, env=_env(tmp_path), stdin=subprocess.DEVNULL)
+    assert f"Pillow cannot decode {tmp_path / 'ds' / 'a' / '001.jpg'}" in _one_line(p)   # from the worker, one line
+
+
+def test_a_sample_error_raised_again_by_torch_keeps_one_line():
+    from nbbench.probes.pipeline.imagetransform import SampleError
+
+    wrapped = ("Caught SampleError in DataLoader worker process 0.\nOriginal Traceback (most recent call last):\n"
+               '  File "x.py", line 1, in f\nnbbench.probes.pipeline.imagetransform.SampleError: k.jpg: gone\n')
+    assert str(SampleError(wrapped)) == "k.jpg: gone" and str(SampleError("one line")) == "one line"
 
 
 @pytest.mark.parametrize("cmd", ["loader", "feed"])

@@ -137,16 +137,17 @@ class S3Source:
         n, retries = self.requests()
         res.metrics["requests_count"] = n
         res.metrics["retries_count"] = retries
-        res.labels["requests"] = (f"{n} ({self.list_pages} LIST pages, {n - self.list_pages} GETs: one per "
+        res.labels["requests"] = (f"{n} ({self.list_pages} LIST page{'s' if self.list_pages != 1 else ''}, "
+                                  f"{n - self.list_pages} GETs: one per "
                                   f"{self.unit} read{' or copied' if self.copied else ''})"
                                   + (f", {retries} retries" if retries else ""))
 
     def feed_labels(self) -> dict:
         """What ``feed``'s cold and warm passes read, for its labels."""
-        what = "shards" if self.unit == "shard" else "image objects, read as an image folder"
+        how = "" if self.unit == "shard" else ", read as an image folder"
         return {"cold_method": f"every {self.unit} a GET from object storage",
-                "warm": f"a local copy of the {what} in {self.cache_path} (page cache): a local cache, as a caching "
-                        "FUSE client would serve"}
+                "warm": f"a local copy of the {self.unit}s in {self.cache_path}{how} (page cache): a local cache, as a "
+                        "caching FUSE client would serve"}
 
     def make_cache(self, need: int, cache_dir=None) -> str:
         """A new local directory for ``need`` bytes (free space checked first); its path."""

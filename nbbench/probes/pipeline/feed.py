@@ -275,7 +275,8 @@ def feed(path, accelerator: str = "h100-resnet50", batch_size: int = 64, num_wor
         info = feed_limits(res, runs, method, nw, acc.needed_samples_per_s(au_target_pct), count) \
             if cold_rate and warm_rate else None
         res.samples["accelerators"] = per_accelerator(acc, rate, warm_rate, au_target_pct)
-        res.extra["answer"] = feed_answer(acc, rate, cold_rate, warm_rate, info, nw, ds.decode, method, au_target_pct)
+        res.extra["answer"] = feed_answer(acc, rate, cold_rate, warm_rate, info, nw, ds.decode, method, au_target_pct,
+                                          getattr(ds, "unit", "shard"))
         # the bar ends on the result's own figures, not on the last run's last window
         final = {"samples_per_s": rate, "warm_samples_per_s": warm_rate if cold_rate else None,
                  "accelerators_fed_count": res.metrics["accelerators_fed_count"]}
@@ -284,7 +285,7 @@ def feed(path, accelerator: str = "h100-resnet50", batch_size: int = 64, num_wor
         return res
     finally:
         if s3 and dataset is None:
-            ds.close()   # the local copy of the shards
+            ds.close()   # the local copy of the shards or image objects
 
 
 def _endpoint_label(endpoint_url):
