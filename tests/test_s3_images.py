@@ -149,6 +149,21 @@ def test_loader_over_image_objects_on_two_ranks(server, tmp_path):
     assert list((tmp_path / "tmp").iterdir()) == []
 
 
+@pytest.mark.slow
+def test_feed_over_image_objects_on_two_ranks(server, tmp_path):
+    pytest.importorskip("torch")
+    p = _cli(server, tmp_path, "feed", "s3://imgs/train/", "--ranks", "2", "--batch-size", "4", "--workers", "0",
+             "--duration", "1", "--warmup", "1", "--size", "32", "--json", timeout=300)
+    assert p.returncode == 0, p.stderr
+    d = json.loads(p.stdout)
+    rows, m = d["extra"]["ranks"], d["metrics"]
+    assert all(r["metrics"]["objects_count"] > 0 for r in rows)
+    assert sum(r["metrics"]["objects_count"] for r in rows) == 2 * PER_CLASS == m["objects_count"] == m["files_count"]
+    assert m["cold_samples_per_s"] > 0 and m["warm_samples_per_s"] > 0 and m["requests_count"] >= 2 * PER_CLASS
+    assert "image objects" in d["labels"]["dataset"] and "local copy of its image objects" in d["labels"]["warm"]
+    assert list((tmp_path / "tmp").iterdir()) == []
+
+
 def test_idle_ranks_are_refused_in_one_line(server, tmp_path):
     line = _one_line(_cli(server, tmp_path, "feed", "s3://imgs/train/", "--ranks", "64"))
     assert f"{2 * PER_CLASS} image objects" in line and "none to read" in line

@@ -199,8 +199,8 @@ class LoaderJob(RankJob):
             sampler = None if s3 else DistributedSampler(ds, num_replicas=self.world_size, rank=self.rank,
                                                          shuffle=True, seed=0)
             nw = _workers(p, self.local_world)
-            dl = make_loader(ds, p.get("batch_size", 64), nw, persistent_workers=nw > 0, shuffle=False,
-                             sampler=sampler)
+            dl = make_loader(ds, p.get("batch_size", 64), nw, persistent_workers=nw > 0, shuffle=s3,
+                             sampler=sampler)   # image objects: the share in a random order (shards: their own)
         except BaseException:
             if s3:
                 ds.close()
