@@ -107,6 +107,21 @@ def test_the_dataset_lists_labels_and_gets_one_object_per_sample(server, tmp_pat
     assert all(shares) and len(keys) == len(set(keys)) == 2 * PER_CLASS      # disjoint, together the whole set
 
 
+def test_throttled_gets_are_retried_and_counted(server):
+    pytest.importorskip("torch")
+    from s3proxy import FaultProxy
+
+    from nbbench.probes.objects.s3images import S3ImageDataset
+
+    rule = lambda m, path, n: (503, "SlowDown") if m == "GET" and "list-type" not in path and n % 3 == 0 else None  # noqa: E731
+    with FaultProxy(server.endpoint_url, rule=rule) as p:
+        ds = S3ImageDataset("s3://imgs/train/", p.url, size=32, copy=False)
+        for i in range(6):
+            ds[i]
+    assert p.injected > 0 and ds.requests()[1] == p.injected          # every 503 retried by boto3, and counted
+    assert ds.requests()[0] == 1 + 1 + 6                               # a LIST page, the first object's GET, six GETs
+
+
 def test_loader_over_image_objects(server, tmp_path):
     pytest.importorskip("torch")
     p = _cli(server, tmp_path, "loader", "s3://imgs/train/", "--batch-size", "4", "--workers", "1", "--steps", "4",
