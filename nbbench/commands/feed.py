@@ -1,8 +1,8 @@
 """``feed``: how many accelerators can a folder's (or a bucket's) storage and this CPU feed?
 
 ``nbbench feed DIR --accelerator h100-resnet50`` reads an image folder, a folder of tar
-shards or an ``s3://`` prefix of tar shards cold and warm (the warm pass of an ``s3://``
-dataset reads a local copy: a local cache, said so).  With ``--ranks N`` every rank reads
+shards or an ``s3://`` prefix of tar shards or image objects cold and warm (the warm pass of
+an ``s3://`` dataset reads a local copy: a local cache, said so).  With ``--ranks N`` every rank reads
 its own share and rank 0 sums the rates.  torch is needed and imported when it runs.
 """
 
@@ -33,7 +33,7 @@ class FeedCommand(ranks.RankedCommand):
     def add_arguments(self, parser) -> None:
         parser.add_argument("path", metavar="DIR", help="an image folder (root/CLASS/IMAGE), a folder of .tar "
                                                         "shards (000123.jpg + 000123.cls samples, streamed), or "
-                                                        "s3://BUCKET/PREFIX of tar shards")
+                                                        "s3://BUCKET/PREFIX of tar shards or image objects")
         parser.add_argument("--accelerator", type=po.accelerator_type, default="h100-resnet50",
                             help="h100-resnet50 (default), a100-resnet50, h100-unet3d, a100-unet3d, h100-cosmoflow")
         parser.add_argument("--count", type=options.positive_int, default=1,
@@ -68,7 +68,7 @@ class FeedCommand(ranks.RankedCommand):
         path = args.path if po.is_s3(args.path) else os.path.expanduser(args.path)
         if not po.is_s3(path) and not os.path.isdir(path):
             raise ProbeError(f"{args.path} is not a directory: give an image folder (root/CLASS/IMAGE), a folder "
-                             "of .tar shards, or s3://BUCKET/PREFIX of tar shards")
+                             "of .tar shards, or s3://BUCKET/PREFIX of tar shards or image objects")
         require_torch("feed")
         return ctx.run_probe(f"feed {args.path}",
             lambda p, cancel: feed(path, accelerator=args.accelerator, batch_size=args.batch_size,

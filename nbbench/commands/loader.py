@@ -2,9 +2,9 @@
 
 ``%iobench loader LOADER_VAR [--steps N] [--emulate h100-resnet50]`` benchmarks a
 DataLoader from the notebook's namespace; in a terminal a directory (the built-in
-image-folder or tar-shard dataset) or an ``s3://`` prefix of tar shards takes the
-variable's place.  With ``--ranks N`` each rank reads its own share of the folder's files
-or of the prefix's shards.  Module-level imports stay light: torch loads when a command
+image-folder or tar-shard dataset) or an ``s3://`` prefix of tar shards or image objects
+takes the variable's place.  With ``--ranks N`` each rank reads its own share of the folder's
+files or of the prefix's shards or objects.  Module-level imports stay light: torch loads when a command
 runs.  Where torch is needed (a folder) and missing, the command ends before anything runs
 with one sentence saying how to install it (a ProbeError: exit code 1 in the CLI, the
 environment lacks something — the command line itself is right).
@@ -36,7 +36,7 @@ class LoaderCommand(ranks.RankedCommand):
     def add_arguments(self, parser) -> None:
         parser.add_argument("loader", metavar="LOADER", nargs="?", default=None,
                             help="a DataLoader variable in the notebook, a dataset folder (an image tree or "
-                                 ".tar shards), or s3://BUCKET/PREFIX of tar shards")
+                                 ".tar shards), or s3://BUCKET/PREFIX of tar shards or image objects")
         po.add_dataset_option(parser)
         parser.add_argument("--steps", type=options.positive_int, default=None, help="measured steps")
         parser.add_argument("--duration", type=options.duration, default=None,
@@ -78,11 +78,11 @@ class LoaderCommand(ranks.RankedCommand):
             from ..probes.pipeline.imagefolder import ImageFolderDataset
             from ..probes.shards.tarshards import TarShardDataset, has_tar_shards
 
-            if po.is_s3(target):   # tar shards GET from the store (a local copy counts the samples first)
-                from ..probes.objects.s3dataset import S3TarShardDataset
+            if po.is_s3(target):   # tar shards (copied first to count their samples) or image objects, by GETs
+                from ..probes.objects.s3dataset import open_s3_dataset
 
-                ds = S3TarShardDataset(target, endpoint_url=args.endpoint_url, region=args.region,
-                                       decode=args.decode, size=args.size)
+                ds = open_s3_dataset(target, endpoint_url=args.endpoint_url, region=args.region, copy=False,
+                                     decode=args.decode, size=args.size)
             else:
                 ds = (TarShardDataset if has_tar_shards(target) else ImageFolderDataset)(
                     target, decode=args.decode, size=args.size)
@@ -131,7 +131,8 @@ class LoaderCommand(ranks.RankedCommand):
         if is_dir:
             res.params["path"] = str(target)
             if po.is_s3(target):
-                res.labels["dataset"] = f"{ds!r}: every shard a GET from the store"
+                res.labels["dataset"] = ds.describe()
+                ds.label_requests(res)
         return res
 
     def _run_ranked(self, args, ctx):

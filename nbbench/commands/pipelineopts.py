@@ -1,5 +1,5 @@
 """What ``loader``, ``sweep`` and ``feed`` share: their common options, the dataset argument
-(a notebook variable, a folder, an ``s3://`` prefix of tar shards, or ``--dataset module:function``)
+(a notebook variable, a folder, an ``s3://`` prefix of tar shards or images, or ``--dataset module:function``)
 and the hand-over to ``--ranks`` (:func:`ranked`: the dataset and the options as plain values;
 for ``s3://`` the endpoint and region too, credentials only through the ranks' environment).
 """

@@ -2,9 +2,9 @@
 
 Each rank builds its DataLoader over its own shard of the data — a
 ``DistributedSampler`` over an image folder or over the dataset the user names as
-``module:function`` (importable by every rank), or for an ``s3://`` prefix of tar shards
-its own share of the shards (a stable hash of the key:
-:class:`~nbbench.probes.objects.s3dataset.S3TarShardDataset`; before the ranks start,
+``module:function`` (importable by every rank), or for an ``s3://`` prefix of tar shards or
+image objects its own share of them (a stable hash of the key:
+:func:`~nbbench.probes.objects.s3dataset.open_s3_dataset`; before the ranks start,
 :func:`~nbbench.probes.objects.s3dataset.check_shares` makes sure none is left without one) —
 with ``num_workers`` defaulting to the usable CPUs shared among the ranks of the host.
 
@@ -45,21 +45,22 @@ def load_dataset(spec: str):
 
 
 def is_s3(p: dict) -> bool:
-    """Is the job's dataset an s3:// prefix (of tar shards)?"""
+    """Is the job's dataset an s3:// prefix (of tar shards or image objects)?"""
     return not p.get("dataset") and str(p.get("path") or "").startswith("s3://")
 
 
-def s3_dataset(p: dict, rank: int, world_size: int):
-    """This rank's share of the tar shards under the job's s3:// prefix (copied locally, to be closed)."""
-    from ..probes.objects.s3dataset import S3TarShardDataset
+def s3_dataset(p: dict, rank: int, world_size: int, copy: bool = True):
+    """This rank's share of the tar shards or image objects under the job's s3:// prefix (to be closed; copied
+    locally with ``copy``: tar shards always are)."""
+    from ..probes.objects.s3dataset import open_s3_dataset
 
-    return S3TarShardDataset(p["path"], endpoint_url=p.get("endpoint_url"), region=p.get("region"),
-                             decode=p.get("decode", "auto"), size=p.get("size", 224), rank=rank,
-                             world_size=world_size)
+    return open_s3_dataset(p["path"], endpoint_url=p.get("endpoint_url"), region=p.get("region"), copy=copy,
+                           decode=p.get("decode", "auto"), size=p.get("size", 224), rank=rank,
+                           world_size=world_size)
 
 
 def s3_checks(p: dict, nranks: int) -> None:
-    """For an s3:// dataset, before the ranks start: every rank has a share of the shards (else one line)."""
+    """For an s3:// dataset, before the ranks start: every rank has a share of it (else one line)."""
     if is_s3(p):
         from ..probes.objects.s3dataset import check_shares
 
@@ -193,13 +194,13 @@ class LoaderJob(RankJob):
 
         p = self.params
         s3 = is_s3(p)
-        ds = s3_dataset(p, self.rank, self.world_size) if s3 else _dataset(p)
-        try:   # an s3:// dataset splits its shards itself (an iterable dataset takes no sampler)
+        ds = s3_dataset(p, self.rank, self.world_size, copy=False) if s3 else _dataset(p)
+        try:   # an s3:// dataset splits its shards or objects itself (by a stable hash of the key)
             sampler = None if s3 else DistributedSampler(ds, num_replicas=self.world_size, rank=self.rank,
                                                          shuffle=True, seed=0)
             nw = _workers(p, self.local_world)
-            dl = make_loader(ds, p.get("batch_size", 64), nw, persistent_workers=nw > 0, shuffle=False,
-                             sampler=sampler)
+            dl = make_loader(ds, p.get("batch_size", 64), nw, persistent_workers=nw > 0, shuffle=s3,
+                             sampler=sampler)   # image objects: the share in a random order (shards: their own)
         except BaseException:
             if s3:
                 ds.close()
@@ -223,9 +224,10 @@ class LoaderJob(RankJob):
             if s3:
                 ds.close()   # the local copy of the rank's shards
         if s3:
-            res.labels["dataset"] = f"{ds!r}: every shard a GET from the store"
-            res.metrics["shards_count"] = len(ds.samples)
+            res.labels["dataset"] = ds.describe()
+            res.metrics["shards_count" if ds.unit == "shard" else "objects_count"] = len(ds.samples)
             res.metrics["dataset_samples_count"] = len(ds)
+            ds.label_requests(res)
         return self._fix(res, synced, step, duration)
 
     def _fix(self, res, synced: SyncedStep, step, duration) -> Result:
@@ -240,8 +242,8 @@ class LoaderJob(RankJob):
         res.params.update({"step": step, "duration_s": duration, "steps": self.params.get("steps"),
                            "path": self.params.get("path") or self.params.get("dataset")})
         res.labels["step"] = synced.label
-        res.labels["sampler"] = (f"its share of the shards (rank {self.rank} of {self.world_size}, a stable hash "
-                                 "of the key)" if is_s3(self.params) else
+        res.labels["sampler"] = (f"its share of the dataset's objects (rank {self.rank} of {self.world_size}, a "
+                                 "stable hash of the key)" if is_s3(self.params) else
                                  f"DistributedSampler (rank {self.rank} of {self.world_size})")
         res.derive()
         wall = res.metrics.get("measured_s") or 0
@@ -271,11 +273,15 @@ class LoaderJob(RankJob):
     def finish(self, res, records):
         per = [(r["rank"], r.get("host"), r.get("metrics") or {}) for r in records]
         if is_s3(self.params):
-            res.labels["sampler"] = (f"the tar shards split over {len(records)} ranks by a stable hash of their key: "
-                                     "each shard read by one rank")
-            res.labels["dataset"] = f"{self.params['path']}: tar shards, every shard a GET from the store"
-            for k in ("shards_count", "dataset_samples_count"):   # the shares sum to the dataset
-                vals = [m.get(k) for _, _, m in per]
+            tar = all(m.get("shards_count") is not None for _, _, m in per)
+            what, one = ("tar shards", "shard") if tar else ("image objects", "object")
+            res.labels["sampler"] = (f"the {what} split over {len(records)} ranks by a stable hash of their key: "
+                                     f"each {one} read by one rank")
+            n = sum(m.get("dataset_samples_count") or 0 for _, _, m in per)
+            res.labels["dataset"] = (f"{self.params['path']}: tar shards, every shard a GET from the store" if tar else
+                                     f"{self.params['path']}: {n} image objects, every sample one GET")
+            for k in ("shards_count", "objects_count", "dataset_samples_count", "requests_count", "retries_count"):
+                vals = [m.get(k) for _, _, m in per]   # the shares sum to the dataset
                 res.metrics[k] = sum(vals) if all(v is not None for v in vals) else None
         else:
             res.labels["sampler"] = f"DistributedSampler: {len(records)} shards, one per rank"

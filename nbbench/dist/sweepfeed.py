@@ -4,9 +4,9 @@
 barrier and measured side by side; rank 0 sums the ranks' rates per configuration (sweep,
 with the recommendation made from the sums) and per pass (feed: how many accelerators these
 ranks feed together).  They do not meet per step: a configuration one host's preflight
-skips would put the meetings out of step.  feed over an ``s3://`` prefix of tar shards: each
-rank its own share of the shards (a stable hash of the key), cold from the store, warm from
-its local copy (said so).
+skips would put the meetings out of step.  feed over an ``s3://`` prefix of tar shards or
+image objects: each rank its own share of them (a stable hash of the key), cold from the
+store, warm from its local copy (said so).
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ class FeedJob(LoaderJob):
         p = self.params
         kw = {k: p[k] for k in ("accelerator", "batch_size", "duration", "warmup", "cold", "size", "max_files",
                                 "decode", "endpoint_url", "region") if k in p}
-        if is_s3(p):   # the rank's share of the shards, copied locally (the warm pass reads the copy)
+        if is_s3(p):   # the rank's share of the shards or objects, copied locally (the warm pass reads the copy)
             ds = s3_dataset(p, self.rank, self.world_size)
             try:
                 return feed(p["path"], num_workers=_workers(p, self.local_world), dataset=ds, progress=progress,
@@ -111,7 +111,7 @@ class FeedJob(LoaderJob):
         ms = [((r.get("result") or {}).get("metrics") or {}) for r in records]
         acc = get_accelerator(res.labels.get("accelerator") or self.params.get("accelerator", "h100-resnet50"))
         for k in ("cold_samples_per_s", "warm_samples_per_s", "samples_per_s", "files_count", "dataset_bytes",
-                  "shards_count"):
+                  "shards_count", "objects_count", "requests_count", "retries_count"):
             vals = [m.get(k) for m in ms if m.get(k) is not None]
             res.metrics[k] = sum(vals) if vals and len(vals) == len(ms) else None
         rate = res.metrics.get("samples_per_s")
@@ -123,10 +123,12 @@ class FeedJob(LoaderJob):
 
         s3 = is_s3(self.params)
         if s3:
-            res.labels["dataset"] = (f"{res.metrics.get('shards_count')} tar shards, {res.metrics.get('files_count')} "
-                                     "samples, split over the ranks by a stable hash of their key")
-            res.labels["warm"] = ("each rank's local copy of its shards (page cache): a local cache, as a caching "
-                                  "FUSE client would serve")
+            tar = res.metrics.get("shards_count") is not None
+            what = (f"{res.metrics.get('shards_count')} tar shards, {res.metrics.get('files_count')} samples" if tar
+                    else f"{res.metrics.get('files_count')} image objects, every sample one GET")
+            res.labels["dataset"] = f"{what}, split over the ranks by a stable hash of their key"
+            res.labels["warm"] = (f"each rank's local copy of its {'shards' if tar else 'image objects'} (page cache): "
+                                  "a local cache, as a caching FUSE client would serve")
         where = "from object storage" if s3 else "from cold storage"
         warm_s = (f"; {format_metric('samples_per_s', warm)} from a local copy (warm)" if s3 and warm else "")
         hosts = res.labels.get("hosts")

@@ -121,9 +121,10 @@ def feed(path, accelerator: str = "h100-resnet50", batch_size: int = 64, num_wor
     repeats: when one pass over the files is shorter than 1 s, up to this many
         interleaved cold/warm pairs are run and their medians reported.
     count: how many accelerators you mean to feed (1); the limiter is judged against their need.
-    An ``s3://BUCKET/PREFIX`` of tar shards (``endpoint_url``, ``region`` for S3-compatible stores):
-        :class:`~nbbench.probes.objects.s3dataset.S3TarShardDataset`; the cold run GETs every shard
-        from the store, the warm run reads a local copy (a local cache, said so).
+    An ``s3://BUCKET/PREFIX`` of tar shards or image objects (``endpoint_url``, ``region`` for
+        S3-compatible stores): :func:`~nbbench.probes.objects.s3dataset.open_s3_dataset`; the cold run
+        GETs every shard (or every image object) from the store, the warm run reads a local copy (a local
+        cache, said so).
     progress: called as the runs go; its last call carries the result's own figures.
     """
     from ...env import usable_cpus
@@ -147,9 +148,9 @@ def feed(path, accelerator: str = "h100-resnet50", batch_size: int = 64, num_wor
     if dataset is not None:
         ds = dataset
     elif s3:
-        from ..objects.s3dataset import S3TarShardDataset
+        from ..objects.s3dataset import open_s3_dataset
 
-        ds = S3TarShardDataset(path, endpoint_url=endpoint_url, region=region, decode=decode, size=size, seed=seed)
+        ds = open_s3_dataset(path, endpoint_url=endpoint_url, region=region, decode=decode, size=size, seed=seed)
     else:
         from ..shards.tarshards import TarShardDataset, has_tar_shards
 
@@ -177,15 +178,15 @@ def feed(path, accelerator: str = "h100-resnet50", batch_size: int = 64, num_wor
         res.labels.update({"accelerator": acc.name, "decode": ds.decode, "num_workers": nw,
                            "cold_method": "none" if method == "none" else method})
         if s3:
-            res.labels.update({"cold_method": "every shard a GET from object storage",
-                               "warm": f"a local copy of the shards in {ds.cache_path} (page cache): a local "
-                                       "cache, as a caching FUSE client would serve", "endpoint":
-                               _endpoint_label(endpoint_url)})
+            res.labels.update(ds.feed_labels(), endpoint=_endpoint_label(endpoint_url))
         res.metrics["files_count"] = len(ds)
         res.metrics["dataset_bytes"] = nbytes
         if getattr(ds, "shards", None) is not None:   # tar shards: samples streamed from whole files
             res.labels["dataset"] = f"{type(ds).__name__}: {len(ds.shards)} tar shards, {len(ds)} samples"
             res.metrics["shards_count"] = len(ds.shards)
+        elif s3:   # image objects: one GET per sample
+            res.labels["dataset"] = ds.describe()
+            res.metrics["objects_count"] = len(ds)
         if len(ds) < total_files:
             res.labels["subset"] = f"{len(ds)} of {total_files} files (seed {seed})"
         try:
@@ -254,6 +255,8 @@ def feed(path, accelerator: str = "h100-resnet50", batch_size: int = 64, num_wor
         if evict_info:
             res.extra["evict"] = evict_info
         status, reason = _summarise(res, runs)
+        if s3:
+            ds.label_requests(res)
         measured = res.metrics.get("cold_measured_s") or res.metrics.get("warm_measured_s") or 0
         if status == "ok" and method != "none" and measured < 1.0:
             res.warn(f"each pass over the {len(ds)} files took only {measured:.2f} s (median of {len(runs) // 2} "
@@ -272,7 +275,8 @@ def feed(path, accelerator: str = "h100-resnet50", batch_size: int = 64, num_wor
         info = feed_limits(res, runs, method, nw, acc.needed_samples_per_s(au_target_pct), count) \
             if cold_rate and warm_rate else None
         res.samples["accelerators"] = per_accelerator(acc, rate, warm_rate, au_target_pct)
-        res.extra["answer"] = feed_answer(acc, rate, cold_rate, warm_rate, info, nw, ds.decode, method, au_target_pct)
+        res.extra["answer"] = feed_answer(acc, rate, cold_rate, warm_rate, info, nw, ds.decode, method, au_target_pct,
+                                          getattr(ds, "unit", "shard"))
         # the bar ends on the result's own figures, not on the last run's last window
         final = {"samples_per_s": rate, "warm_samples_per_s": warm_rate if cold_rate else None,
                  "accelerators_fed_count": res.metrics["accelerators_fed_count"]}
@@ -281,7 +285,7 @@ def feed(path, accelerator: str = "h100-resnet50", batch_size: int = 64, num_wor
         return res
     finally:
         if s3 and dataset is None:
-            ds.close()   # the local copy of the shards
+            ds.close()   # the local copy of the shards or image objects
 
 
 def _endpoint_label(endpoint_url):

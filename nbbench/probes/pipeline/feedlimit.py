@@ -106,8 +106,9 @@ def limiter_sentence(info: dict, cold: float, warm: float, acc_name: str) -> str
 
 
 def feed_answer(acc, rate: float | None, cold: float | None, warm: float | None, info: dict | None, nw: int,
-                decode: str, method: str, au: float) -> str:
-    """The whole answer: what was delivered, how many ``acc`` it feeds, then what limits it."""
+                decode: str, method: str, au: float, unit: str = "shard") -> str:
+    """The whole answer: what was delivered, how many ``acc`` it feeds, then what limits it (``unit``: what one
+    GET reads from object storage)."""
     if not rate:
         return "No rate was measured: nothing to answer."
     n = acc.how_many(rate, au)
@@ -128,7 +129,7 @@ def feed_answer(acc, rate: float | None, cold: float | None, warm: float | None,
     if method == "fadvise" and cold:
         s += " (Cold cache by per-file fadvise.)"
     elif method == "object storage" and cold and warm:
-        s += " (Cold: every shard a GET from the store; warm: a local copy of the shards, as a local cache serves.)"
+        s += f" (Cold: every {unit} a GET from the store; warm: a local copy of the {unit}s, as a local cache serves.)"
     return s
 
 

@@ -133,14 +133,10 @@ class ImageFolderDataset(CropFlip):
         return total
 
     def __getitem__(self, index: int):
-        import torch
-
         path, label = self.samples[index]
         with open(path, "rb") as f:
             data = f.read()
-        if self.decode == "none":
-            return torch.frombuffer(bytearray(data), dtype=torch.uint8) if data else torch.empty(0, dtype=torch.uint8), label
-        return self._transform(data, path), label
+        return self.item(data, path), label
 
 
 def _pil_can_open(path: str) -> bool:

@@ -19,11 +19,23 @@ import random
 
 from ...results import ProbeError
 
-__all__ = ["CropFlip", "IMAGE_EXTENSIONS", "pil_can_open"]
+__all__ = ["CropFlip", "IMAGE_EXTENSIONS", "SampleError", "pil_can_open"]
 
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
 _MEAN = (0.485, 0.456, 0.406)
 _STD = (0.229, 0.224, 0.225)
+
+
+class SampleError(ProbeError):
+    """A sample a built-in dataset cannot read or decode, in one line — also when a DataLoader worker raised
+    it and torch raises it again with the worker's whole traceback as the message (its last line is kept)."""
+
+    def __init__(self, message="", advice=None):
+        lines = [ln for ln in str(message).splitlines() if ln.strip()]
+        last = lines[-1] if lines else ""
+        if len(lines) > 1 and "SampleError: " in last:
+            last = last.split("SampleError: ", 1)[1]
+        super().__init__(last, advice)
 
 
 class CropFlip:
@@ -63,6 +75,15 @@ class CropFlip:
         x, y = (width - w) // 2, (height - h) // 2
         return x, y, x + w, y + h
 
+    def item(self, data: bytes, name: str):
+        """One sample's tensor: its bytes as a ``uint8`` tensor (``self.decode == "none"``), else decoded and
+        transformed (``name`` says which sample in an error)."""
+        import torch
+
+        if getattr(self, "decode", "pil") == "none":
+            return torch.frombuffer(bytearray(data), dtype=torch.uint8) if data else torch.empty(0, dtype=torch.uint8)
+        return self._transform(data, name)
+
     def _transform(self, data: bytes, path: str):
         import torch
         from PIL import Image
@@ -71,7 +92,8 @@ class CropFlip:
             img = Image.open(io.BytesIO(data))
             img = img.convert("RGB")
         except Exception as exc:  # noqa: BLE001 - Pillow raises many kinds
-            raise ValueError(f"Pillow cannot decode {path}: {exc}") from None
+            why = str(exc).split(" <_io.")[0] or type(exc).__name__   # not the buffer's address
+            raise SampleError(f"Pillow cannot decode {path}: {why}") from None
         box = self.crop_box(*img.size)
         img = img.resize((self.size, self.size), Image.BILINEAR, box=box)
         if self.flip and random.random() < 0.5:

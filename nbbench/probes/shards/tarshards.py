@@ -171,8 +171,6 @@ class TarShardDataset(CropFlip, IterableDataset):
         yield from walker.finish()
 
     def __iter__(self):
-        import torch
-
         info = get_worker_info()
         worker, workers = (info.id, info.num_workers) if info is not None else (0, 1)
         for path in self._mine(worker, workers):
@@ -182,9 +180,4 @@ class TarShardDataset(CropFlip, IterableDataset):
                     continue
                 cls = sample.get("cls", b"0").strip() or b"0"
                 label = int(cls) if cls.isdigit() else 0
-                data = sample[suffix]
-                if self.decode == "none":
-                    yield (torch.frombuffer(bytearray(data), dtype=torch.uint8) if data
-                           else torch.empty(0, dtype=torch.uint8)), label
-                else:
-                    yield self._transform(data, f"{path}:{key}.{suffix}"), label
+                yield self.item(sample[suffix], f"{path}:{key}.{suffix}"), label
