@@ -1,6 +1,7 @@
-"""The monitored tree's own writes: write() calls (``wchar``) and what reached storage
-(``write_bytes`` less ``cancelled_write_bytes``), per process, for the tree, in its answer and
-its verdict — measured on a real child process that writes a file in a temp dir."""
+"""The monitored tree's own writes: write() calls (``wchar``), what it wrote to storage (``write_bytes``:
+the pages it dirtied) and, beside it, what of that was cancelled (``cancelled_write_bytes``: deleted
+before writeback), per process, for the tree, in its answer and its verdict — measured on a real child
+process that writes a file in a temp dir, through the /proc fast path and through psutil."""
 
 import os
 import subprocess
@@ -49,8 +50,9 @@ def _accounts_writes(folder) -> bool:
     return after - before >= 65536
 
 
-def _run(tmp_path, mode):
-    m = Monitor(interval=0.05, gpus="none", net="none", path=str(tmp_path), sources=[ProcessTreeSource(table=0.1)])
+def _run(tmp_path, mode, fast=True):
+    m = Monitor(interval=0.05, gpus="none", net="none", path=str(tmp_path),
+                sources=[ProcessTreeSource(table=0.1, fast=fast)])
     with m:
         child = subprocess.Popen([sys.executable, "-c", _CHILD, str(tmp_path / "out.bin"), mode, str(SIZE)],
                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -76,12 +78,19 @@ def _run(tmp_path, mode):
 needs_proc = pytest.mark.skipif(not available(), reason="needs Linux /proc")
 
 
+def _integrated(tl, field):
+    """The bytes a rate series adds up to (each rate is over the interval since the sample before)."""
+    t, v = tl["t_s"], tl[field]
+    return sum((v[i] or 0) * (t[i] - t[i - 1]) for i in range(1, len(t)))
+
+
 @needs_proc
 @pytest.mark.parametrize("mode", ["fsync", "cache", "deleted"])
 def test_a_childs_writes_are_counted_as_write_calls_and_as_what_reached_storage(tmp_path, mode):
-    """fsync'd and plain (page-cache) writes both count as written to storage — the kernel charges
-    the pages when the process dirties them, written back now or later; a file deleted before
-    writeback had its pages cancelled: write() calls, nothing to storage."""
+    """fsync'd, plain (page-cache) and deleted-before-writeback writes all count as written to
+    storage — the kernel charges the pages when the process dirties them; the deleted file's pages
+    are said beside it as cancelled.  The rate series adds up to the total in every case (the live
+    plot, its peak and mean tell the same story as the figure)."""
     if not _accounts_writes(tmp_path):
         pytest.skip("this file system does not charge writes to the process (tmpfs)")
     res, row = _run(tmp_path, mode)
@@ -90,20 +99,61 @@ def test_a_childs_writes_are_counted_as_write_calls_and_as_what_reached_storage(
     assert row["write_syscall_bytes"] >= SIZE, row
     assert m["proc_write_syscall_bytes"] >= SIZE
     assert m["proc_write_syscall_bytes"] < 4 * SIZE   # the child's, not the machine's
-    if mode == "deleted":
-        assert row["write_bytes"] < SIZE / 2, row
-        assert m["proc_write_bytes"] < SIZE / 2
-    else:
-        assert row["write_bytes"] >= 0.9 * SIZE, row
-        assert 0.9 * SIZE <= m["proc_write_bytes"] < 4 * SIZE
-        assert "to storage" in res.labels["proc_top_writer"]
-        assert m["proc_top_writer_write_bytes"] >= 0.9 * SIZE
+    assert row["write_bytes"] >= 0.9 * SIZE, row
+    assert 0.9 * SIZE <= m["proc_write_bytes"] < 4 * SIZE
+    assert "to storage" in res.labels["proc_top_writer"]
+    assert m["proc_top_writer_write_bytes"] >= 0.9 * SIZE
     assert m["proc_main_write_bytes"] < SIZE / 2   # the child's writes stay the child's
     tl = res.samples["timeline"]
     assert max(v or 0 for v in tl["proc.write_syscall_bytes_per_s"]) > 0
+    assert _integrated(tl, "proc.write_bytes_per_s") == pytest.approx(m["proc_write_bytes"], rel=0.1)
     line = res.answer_line()
-    assert " write() (" in line and " to storage)" in line, line
-    assert line.count("write()") == 1
+    assert line.count("write()") == 1 and line.count("to storage") == 1, line
+    if mode == "deleted":
+        assert row["write_cancelled_bytes"] >= 0.9 * SIZE, row
+        assert m["proc_write_cancelled_bytes"] >= 0.9 * SIZE
+        assert m["proc_workers_write_cancelled_bytes"] == 0 and m["proc_main_write_cancelled_bytes"] < SIZE / 2
+        assert "of it cancelled: deleted before written back)" in line, line
+        assert "of it cancelled" in res.labels["proc_top_writer"]
+        assert "cancelled" in res.procs_lines()[0]   # the column, there only where some row had any
+    else:
+        assert row["write_cancelled_bytes"] < SIZE / 2, row
+        assert m["proc_write_cancelled_bytes"] < SIZE / 2
+        assert " write() (" in line and " to storage)" in line, line
+
+
+@needs_proc
+def test_psutils_path_gives_the_same_write_figures_as_the_fast_path_for_a_file_deleted_before_writeback(tmp_path):
+    """fast=False reads cancelled_write_bytes from /proc/PID/io (psutil has none): the same
+    figures as the fast path — dirtied to storage, cancelled beside it."""
+    pytest.importorskip("psutil")
+    if not _accounts_writes(tmp_path):
+        pytest.skip("this file system does not charge writes to the process (tmpfs)")
+    res, row = _run(tmp_path, "deleted", fast=False)
+    m = res.metrics
+    assert row["write_bytes"] >= 0.9 * SIZE and row["write_cancelled_bytes"] >= 0.9 * SIZE, row
+    assert 0.9 * SIZE <= m["proc_write_bytes"] < 4 * SIZE
+    assert 0.9 * SIZE <= m["proc_write_cancelled_bytes"] < 4 * SIZE
+    assert _integrated(res.samples["timeline"], "proc.write_bytes_per_s") == \
+        pytest.approx(m["proc_write_bytes"], rel=0.1)
+    assert "proc_write_cancelled_bytes" not in res.na
+
+
+def test_without_a_proc_io_file_psutils_path_says_the_cancelled_figure_is_not_available(monkeypatch):
+    psutil = pytest.importorskip("psutil")
+    from nbbench.monitor import procfs
+
+    monkeypatch.setattr(procfs, "read_cancelled", lambda pid: None)   # another system: no /proc/PID/io
+    r = procfs.PsutilProcReader(psutil, os.getpid())
+    assert r.read().cancelled_write_bytes == 0 and not r.has_cancelled
+    src = ProcessTreeSource(fast=False, table=0)
+    src.open()
+    src.sample(1.0)
+    src.sample(2.0)
+    src.close()
+    assert "proc_write_cancelled_bytes" not in src.summary()
+    assert "cancelled_write_bytes" in src.na["proc_write_cancelled_bytes"]
+    assert "proc_write_bytes" in src.summary()
 
 
 def test_the_answer_says_the_trees_writes_once_in_the_sentences_prefix():
@@ -112,9 +162,18 @@ def test_the_answer_says_the_trees_writes_once_in_the_sentences_prefix():
     base = {"wall_s": 10.0, "gpu_count": 0, "net_rx_bytes": 0, "net_tx_bytes": 0, "proc_cpu_s": 9.8,
             "proc_read_bytes": 0, "proc_read_syscall_bytes": 2.0e6}
     r = MonitorResult(params={"what": "cell"}, metrics={**base, "proc_write_syscall_bytes": 40e6,
-                                                        "proc_write_bytes": 40e6}).finish()
+                                                        "proc_write_bytes": 40e6, "proc_write_cancelled_bytes": 0}).finish()
     assert r.answer_line() == ("0.98 cores CPU · 2.00 MB read() (0 B from storage) · 40.0 MB write() "
                                "(40.0 MB to storage) · 10.0 s · CPU-bound (1 core)")
+    gone = MonitorResult(params={"what": "cell"}, metrics={**base, "proc_write_syscall_bytes": 40e6,
+                                                           "proc_write_bytes": 40e6,
+                                                           "proc_write_cancelled_bytes": 4e5}).finish()
+    assert ("40.0 MB write() (40.0 MB to storage, 0.4 MB of it cancelled: deleted before written back)"
+            in gone.answer_line()), gone.answer_line()
+    other = MonitorResult(params={"what": "cell"}, metrics={**base, "proc_write_syscall_bytes": 0,
+                                                            "proc_write_bytes": 0,
+                                                            "proc_write_cancelled_bytes": 5e6}).finish()
+    assert "0 B write() (0 B to storage, 5.00 MB cancelled: deleted before written back)" in other.answer_line()
     big = MonitorResult(params={"what": "cell"}, metrics={**base, "proc_write_syscall_bytes": 1.5e9,
                                                           "proc_write_bytes": 0}).finish()
     assert "0.002 GB read() (0 B from storage) · 1.50 GB write() (0 B to storage)" in big.answer_line()
@@ -131,10 +190,13 @@ def test_a_tree_that_writes_to_storage_without_using_its_cpu_is_waiting_on_stora
         "waiting on storage (writing)"
     assert monitor_verdict({**base, "proc_read_bytes": 900e6, "proc_write_bytes": 10e6}) == "waiting on storage"
     assert monitor_verdict({**base, "proc_cpu_s": 0.1, "proc_read_bytes": 0, "proc_write_bytes": 50e6}) != "idle"
+    # written, then deleted before writeback: it never waited on storage for it
+    assert monitor_verdict({**base, "proc_cpu_s": 0.1, "proc_read_bytes": 0, "proc_write_bytes": 900e6,
+                            "proc_write_cancelled_bytes": 900e6}) == "idle"
 
 
 @needs_proc
-def test_the_fast_reader_and_psutil_agree_on_a_processs_writes(tmp_path):
+def test_the_fast_reader_and_psutil_agree_on_a_processs_writes_and_cancelled_writes(tmp_path):
     psutil = pytest.importorskip("psutil")
     from nbbench.monitor.procfs import PsutilProcReader
 
@@ -142,10 +204,16 @@ def test_the_fast_reader_and_psutil_agree_on_a_processs_writes(tmp_path):
     a, b = fast.read(), slow.read()
     with open(tmp_path / "x.bin", "wb") as f:
         f.write(b"\1" * SIZE)
+    os.unlink(tmp_path / "x.bin")   # before writeback
     c, d = fast.read(), slow.read()
     fast.close()
+    assert slow.has_cancelled
     assert c.write_chars - a.write_chars >= SIZE and d.write_chars - b.write_chars >= SIZE
-    assert abs((c.write_bytes - a.write_bytes) - (d.write_bytes - b.write_bytes)) <= SIZE / 8
+    for f in ("write_bytes", "cancelled_write_bytes"):
+        assert abs((getattr(c, f) - getattr(a, f)) - (getattr(d, f) - getattr(b, f))) <= SIZE / 8, f
+    if _accounts_writes(tmp_path):
+        assert c.write_bytes - a.write_bytes >= 0.9 * SIZE
+        assert c.cancelled_write_bytes - a.cancelled_write_bytes >= 0.9 * SIZE
 
 
 def test_the_status_line_gives_the_trees_read_and_write_calls_per_second():

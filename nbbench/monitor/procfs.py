@@ -9,7 +9,8 @@ Everything else (discovery, memory, other platforms) stays with psutil.
 :func:`available` says whether this path works here; any error falls back.
 
 A process is read through :class:`ProcReader` here, or :class:`PsutilProcReader` (the
-portable path, the same counters); :func:`process_reader` picks one.
+portable path, the same counters; psutil has no ``cancelled_write_bytes``, so it reads that one
+from /proc/PID/io where there is one); :func:`process_reader` picks one.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from collections import namedtuple
 
 __all__ = ["available", "ProcFile", "CpuTimes", "DiskCounters", "ProcCounters", "COUNTED", "counted", "NetCounters",
            "read_cpu_times",
-           "read_diskstats", "read_net_dev", "read_meminfo", "read_pss", "proc_identity", "ProcReader", "PsutilProcReader",
+           "read_diskstats", "read_net_dev", "read_meminfo", "read_pss", "proc_identity", "read_cancelled", "ProcReader",
+           "PsutilProcReader",
            "process_reader", "children_of"]
 
 CpuTimes = namedtuple("CpuTimes", "user nice system idle iowait irq softirq steal guest guest_nice")
@@ -27,18 +29,36 @@ DiskCounters = namedtuple("DiskCounters", "read_count write_count read_bytes wri
 #: cpu in seconds (self + reaped children), bytes; rss in bytes.  ``read_bytes``: what the process
 #: made the kernel fetch from storage; ``read_chars``: bytes its read() calls returned (page-cache hits
 #: included); ``write_chars``: bytes its write() calls took; ``write_bytes``: the pages it dirtied for
-#: storage (counted when dirtied, written back later) less ``cancelled_write_bytes`` (dirty pages
-#: thrown away before writeback, a temp file deleted or truncated in time), as iotop shows it — it can
-#: go below zero for a process that truncates what another one wrote (totals are clamped at 0)
-ProcCounters = namedtuple("ProcCounters", "cpu_s read_bytes read_chars rss_bytes write_bytes write_chars",
-                          defaults=(0, 0))
+#: storage (counted when dirtied, written back later); ``cancelled_write_bytes``: dirty pages it threw
+#: away before writeback (a file deleted or truncated in time; charged to whoever deleted it, so it may
+#: exceed what the process itself dirtied) — reported beside ``write_bytes``, never subtracted from it
+ProcCounters = namedtuple("ProcCounters", "cpu_s read_bytes read_chars rss_bytes write_bytes write_chars "
+                          "cancelled_write_bytes", defaults=(0, 0, 0))
 #: the counters that only grow (cumulative): what totals, rates and reaped children are made of
-COUNTED = ("cpu_s", "read_bytes", "read_chars", "write_bytes", "write_chars")
+COUNTED = ("cpu_s", "read_bytes", "read_chars", "write_bytes", "write_chars", "cancelled_write_bytes")
 
 
 def counted(c) -> tuple:
     """``c``'s cumulative counters in :data:`COUNTED` order."""
-    return (c.cpu_s, c.read_bytes, c.read_chars, c.write_bytes, c.write_chars)
+    return (c.cpu_s, c.read_bytes, c.read_chars, c.write_bytes, c.write_chars, c.cancelled_write_bytes)
+
+
+def read_cancelled(pid: int) -> int | None:
+    """``cancelled_write_bytes`` of ``pid`` from /proc/PID/io (None where there is no such file or
+    field: not Linux, no permission); ProcessLookupError once the process is gone."""
+    try:
+        with open(f"/proc/{pid}/io", "rb") as fh:
+            data = fh.read()
+    except FileNotFoundError:
+        if os.path.isdir("/proc/self") and not os.path.isdir(f"/proc/{pid}"):   # Linux: the process is gone
+            raise ProcessLookupError(pid) from None
+        return None
+    except OSError:
+        return None
+    for line in data.split(b"\n"):
+        if line.startswith(b"cancelled_write_bytes:"):
+            return int(line.split()[1])
+    return None
 
 #: one network interface's counters since boot, as psutil names them
 NetCounters = namedtuple("NetCounters", "bytes_recv packets_recv bytes_sent packets_sent")
@@ -174,23 +194,28 @@ class ProcReader:
         rest = data[data.rindex(b")") + 2:].split()
         cpu = (int(rest[11]) + int(rest[12]) + int(rest[13]) + int(rest[14])) / _TICK
         rss = int(rest[21]) * _PAGE
-        rb = rc = wb = wc = 0
+        rb = rc = wb = wc = cw = 0
         if self.io is not None:
             try:
                 tok = self.io.read().split()
                 if len(tok) > 13 and tok[0] == b"rchar:" and tok[12] == b"cancelled_write_bytes:":  # since 2.6
-                    rc, wc, rb, wb = int(tok[1]), int(tok[3]), int(tok[9]), int(tok[11]) - int(tok[13])
+                    rc, wc, rb, wb, cw = int(tok[1]), int(tok[3]), int(tok[9]), int(tok[11]), int(tok[13])
                 else:
                     io = dict(zip(tok[::2], tok[1::2]))
                     rc, wc = int(io.get(b"rchar:", 0)), int(io.get(b"wchar:", 0))
-                    rb = int(io.get(b"read_bytes:", 0))
-                    wb = int(io.get(b"write_bytes:", 0)) - int(io.get(b"cancelled_write_bytes:", 0))
+                    rb, wb = int(io.get(b"read_bytes:", 0)), int(io.get(b"write_bytes:", 0))
+                    cw = int(io.get(b"cancelled_write_bytes:", 0))
             except PermissionError:
                 self.io = None
-        return ProcCounters(cpu, rb, rc, rss, wb, wc)
+        return ProcCounters(cpu, rb, rc, rss, wb, wc, cw)
 
     @property
     def has_io(self) -> bool:
+        return self.io is not None
+
+    @property
+    def has_cancelled(self) -> bool:
+        """Whether ``cancelled_write_bytes`` was read (always with /proc/PID/io)."""
         return self.io is not None
 
     def close(self) -> None:
@@ -207,6 +232,8 @@ class PsutilProcReader:
         self.pid = pid
         self.p = ps.Process(pid)
         self.has_io = True
+        #: psutil has no cancelled_write_bytes: it is read from /proc/PID/io where there is one
+        self.has_cancelled = True
 
     def read(self) -> ProcCounters:
         ps, p = self.ps, self.p
@@ -215,19 +242,23 @@ class PsutilProcReader:
                 ct = p.cpu_times()
                 cpu = ct.user + ct.system + getattr(ct, "children_user", 0.0) + getattr(ct, "children_system", 0.0)
                 rss = p.memory_info().rss
-                rb = rc = wb = wc = 0
+                rb = rc = wb = wc = cw = 0
                 if self.has_io:
-                    try:   # (psutil has no cancelled_write_bytes: its write_bytes is what was dirtied)
+                    try:
                         io = p.io_counters()
                         rb, rc = io.read_bytes, getattr(io, "read_chars", 0)
                         wb, wc = io.write_bytes, getattr(io, "write_chars", 0)
                     except (ps.AccessDenied, AttributeError, NotImplementedError):
                         self.has_io = False
+            if self.has_io and self.has_cancelled:
+                cw = read_cancelled(self.pid)
+                if cw is None:
+                    self.has_cancelled, cw = False, 0
         except ps.NoSuchProcess:
             raise ProcessLookupError(self.pid) from None
         except ps.Error as exc:
             raise OSError(str(exc)) from None
-        return ProcCounters(cpu, rb, rc, rss, wb, wc)
+        return ProcCounters(cpu, rb, rc, rss, wb, wc, cw)
 
     def close(self) -> None:
         pass

@@ -5,15 +5,18 @@ Fields (rates over the interval since the previous sample; None on the first):
 - ``proc.cpu_pct`` (% of ONE core; 350 = three and a half cores),
 - ``proc.read_bytes_per_s`` (read from storage, page-cache hits not counted),
 - ``proc.read_syscall_bytes_per_s`` (bytes returned by read() calls, cache hits included),
-- ``proc.write_bytes_per_s`` (written to storage: pages dirtied for writeback, counted when
-  dirtied, less those thrown away before writeback — a temp file deleted in time),
+- ``proc.write_bytes_per_s`` (to storage: the pages it dirtied for writeback, counted when
+  dirtied, whether or not they are thrown away before writeback — a temp file deleted in time),
 - ``proc.write_syscall_bytes_per_s`` (bytes taken by write() calls, into the page cache or not),
 - ``proc.rss_bytes``.
 
 Children that exit keep counting, because Linux adds a reaped child's CPU time and
 I/O to its parent; children older than the monitor count only what they do from its
 start.  Summary: ``proc_cpu_s``, ``proc_read_bytes``, ``proc_read_syscall_bytes``,
-``proc_write_bytes``, ``proc_write_syscall_bytes``.
+``proc_write_bytes``, ``proc_write_syscall_bytes`` — each the counter's last reading less its
+first, so a rate summed over the run gives the total — and ``proc_write_cancelled_bytes``
+(``cancelled_write_bytes``: dirty pages thrown away before writeback, the tree's deleted or
+truncated files; N/A where it cannot be read).
 On Linux each process is read through kept-open ``/proc/PID/stat`` and ``/proc/PID/io``
 (:class:`~nbbench.monitor.procfs.ProcReader`); ``fast=False`` or another platform uses
 psutil (:class:`~nbbench.monitor.procfs.PsutilProcReader`).  The tree is rescanned at
@@ -37,10 +40,13 @@ from .procfs import COUNTED, counted
 __all__ = ["ProcessTreeSource"]
 
 _CHILD_SCAN_S = 1.0  # rescan the process tree at most this often (a /proc walk)
-#: the record fields and the summary's totals, in :data:`~nbbench.monitor.procfs.COUNTED` order
+#: the record fields and the summary's totals, in :data:`~nbbench.monitor.procfs.COUNTED` order (cancelled
+#: writes have a total, no rate)
 _RATES = ("proc.cpu_pct", "proc.read_bytes_per_s", "proc.read_syscall_bytes_per_s", "proc.write_bytes_per_s",
           "proc.write_syscall_bytes_per_s")
-_TOTALS = ("proc_cpu_s", "proc_read_bytes", "proc_read_syscall_bytes", "proc_write_bytes", "proc_write_syscall_bytes")
+_TOTALS = ("proc_cpu_s", "proc_read_bytes", "proc_read_syscall_bytes", "proc_write_bytes", "proc_write_syscall_bytes",
+           "proc_write_cancelled_bytes")
+_CANCELLED = "proc_write_cancelled_bytes"
 
 
 class ProcessTreeSource:
@@ -72,6 +78,7 @@ class ProcessTreeSource:
         self._retired = [0.0] * len(COUNTED)
         self._preexisting: set[int] = set()
         self._io_ok = True
+        self._cancelled_ok = True
         self._cpu_cap = 100.0 * (os.cpu_count() or 1)
 
     def open(self) -> None:
@@ -218,6 +225,8 @@ class ProcessTreeSource:
             rss += c.rss_bytes
             if not r.has_io:
                 self._io_ok = False
+            if not r.has_cancelled:
+                self._cancelled_ok = False
         if gone:
             if table is not None:  # their last counters, and what their parent gained when it reaped them
                 table.reaped(gone, before, last, now, now - self._t if self._t is not None else 0.0)
@@ -239,6 +248,8 @@ class ProcessTreeSource:
                 self.na[f] = "I/O counters of this process are not readable"
             self.notes.append("this process's I/O counters are not readable here "
                               "(no permission to /proc/<pid>/io): process read and write figures are incomplete")
+        if self._io_ok and not self._cancelled_ok and _CANCELLED not in self.na:
+            self.na[_CANCELLED] = "cancelled_write_bytes is not readable here (no /proc/<pid>/io)"
         if prev is None or now <= tprev:
             for f in _RATES:
                 out[f] = None
@@ -258,6 +269,8 @@ class ProcessTreeSource:
             out["proc_cpu_s"] = round(max(0.0, b[0] - a[0]), 3)
             for j, key in enumerate(_TOTALS[1:], 1):
                 out[key] = int(max(0.0, b[j] - a[j]))
+            if not (self._io_ok and self._cancelled_ok):
+                del out[_CANCELLED]   # N/A (said in ``na``)
         if self.table is not None:
             self.table.sync(self._last, self._t)
             metrics, labels = self.table.summary()

@@ -4,8 +4,9 @@ One row per process of the monitored tree — the main process, each DataLoader 
 (``worker 2``, see below), any other child — with, over the run: bytes read
 from storage (``/proc/PID/io`` ``read_bytes``: what reached the block device), bytes
 returned by read() calls (``rchar``: page-cache hits included), bytes written to storage
-(``write_bytes`` less ``cancelled_write_bytes``: pages dirtied for writeback, counted when
-dirtied), bytes taken by write() calls (``wchar``), CPU seconds, peak RSS and
+(``write_bytes``: pages dirtied for writeback, counted when dirtied), of which cancelled
+(``cancelled_write_bytes``: thrown away before writeback, the file deleted or truncated in time),
+bytes taken by write() calls (``wchar``), CPU seconds, peak RSS and
 PSS (``/proc/PID/smaps_rollup``: shared pages divided among their users — what forked
 workers really add), and on GPUs the process's GPU memory and SM utilisation from NVML
 (:mod:`.gpuprocs`); and, for a live view, the latest rates.
@@ -318,4 +319,4 @@ class ProcessTable(TableViews):
 
 
 class _Zero:
-    cpu_s = read_bytes = read_chars = write_bytes = write_chars = rss_bytes = 0
+    cpu_s = read_bytes = read_chars = write_bytes = write_chars = cancelled_write_bytes = rss_bytes = 0

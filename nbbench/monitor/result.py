@@ -16,14 +16,15 @@ Metrics (base units, unit in the key):
   counters), ``disk_read_mean_bytes_per_s``, ``disk_read_peak_bytes_per_s``,
   ``sys_read_bytes`` (all disks), ``proc_read_bytes`` (this process tree, from storage),
   ``proc_read_syscall_bytes`` (its read() calls, page-cache hits included),
-  ``proc_write_bytes`` (written to storage: pages it dirtied, counted when dirtied, less
-  those dropped before writeback), ``proc_write_syscall_bytes`` (its write() calls)
+  ``proc_write_bytes`` (written to storage: pages it dirtied, counted when dirtied),
+  ``proc_write_cancelled_bytes`` (of those, thrown away before writeback: files deleted or
+  truncated in time; absent, N/A, where unreadable), ``proc_write_syscall_bytes`` (its write() calls)
 - ``mem_used_peak_bytes``, ``proc_rss_peak_bytes``
 - ``net_rx_bytes``, ``net_tx_bytes``, ``net_rx_mean_bytes_per_s``, ``net_rx_peak_bytes_per_s``
   (and tx), per interface ``net_eth0_rx_bytes``… (:mod:`nbbench.monitor.net`)
 - ``proc_top_reader_read_bytes``, ``proc_top_writer_write_bytes``, ``proc_top_cpu_s``,
   ``proc_main_read_bytes``, ``proc_workers_read_bytes``, ``proc_main_write_bytes``,
-  ``proc_workers_write_bytes``, ``proc_workers_count``; labels ``proc_top_reader``
+  ``proc_workers_write_bytes`` (and their ``…_write_cancelled_bytes``), ``proc_workers_count``; labels ``proc_top_reader``
   ("worker 2 (pid 123): 45 MB/s from storage …"), ``proc_top_writer`` and ``proc_top_cpu``
   (:mod:`nbbench.monitor.proctable`)
 

@@ -41,7 +41,8 @@ def monitor_verdict(m: dict, labels: dict | None = None) -> str:
     "partly busy"; ", GPU idle" after it when a GPU was there and stayed idle.
 
     ``m``: a monitor result's metrics — the tree's CPU seconds (``proc_cpu_s``) over the wall
-    time (cores), its reads from and writes to storage (``proc_read_bytes``, ``proc_write_bytes``;
+    time (cores), its reads from and writes to storage (``proc_read_bytes``, ``proc_write_bytes`` less
+    ``proc_write_cancelled_bytes``: the writes thrown away before writeback never waited on storage;
     "waiting on storage (writing)" where it wrote more than it read), the machine's iowait, the
     network's bytes, the GPUs' kernel-active mean."""
     wall = m.get("wall_s") or 0.0
@@ -50,7 +51,8 @@ def monitor_verdict(m: dict, labels: dict | None = None) -> str:
     if cores is None and m.get("cpu_mean_pct") is not None and (labels or {}).get("cpus_logical"):
         cores = m["cpu_mean_pct"] / 100.0 * float(labels["cpus_logical"])
     gpu = m.get("gpu_util_mean_pct") if m.get("gpu_count") else None
-    reads, writes = m.get("proc_read_bytes") or 0, m.get("proc_write_bytes") or 0
+    reads = m.get("proc_read_bytes") or 0
+    writes = max(0, (m.get("proc_write_bytes") or 0) - (m.get("proc_write_cancelled_bytes") or 0))
     storage_rate = (reads + writes) / wall if wall else 0.0
     net_rate = ((m.get("net_rx_bytes") or 0) + (m.get("net_tx_bytes") or 0)) / wall if wall else 0.0
     cpu_busy = cores is not None and cores >= CPU_BOUND_CORES
@@ -185,7 +187,8 @@ class MonitorResult(Result):
         """What the monitored cell / command / process tree used, the figures first, then one
         verdict: '0.98 cores CPU · 2.00 MB read() (0 B from storage) · 40.0 MB write() (40.0 MB to
         storage) · 10.0 s · waiting on storage (writing)' — its bytes in one prefix; the writes only
-        where it wrote.  The machine's own figures are the line under it (:meth:`story`)."""
+        where it wrote; the writes cancelled (deleted before writeback) only where there were any.
+        The machine's own figures are the line under it (:meth:`story`)."""
         from ..units import format_many, format_metric
 
         m = self.metrics
@@ -193,18 +196,28 @@ class MonitorResult(Result):
         cores = self.cores()
         if cores is not None:
             out.append(f"{format_sig(cores)} cores CPU")
-        keys = ("proc_read_syscall_bytes", "proc_read_bytes", "proc_write_syscall_bytes", "proc_write_bytes")
+        keys = ("proc_read_syscall_bytes", "proc_read_bytes", "proc_write_syscall_bytes", "proc_write_bytes",
+                "proc_write_cancelled_bytes")
         vals = [m.get(k) for k in keys]
         if not any(vals[2:]):
-            vals[2:] = [None, None]   # it wrote nothing: nothing to say about writes
+            vals[2:] = [None, None, None]   # it wrote nothing: nothing to say about writes
+        if not vals[4]:
+            vals[4] = None   # nothing cancelled (or N/A): not said
         shown = [v for v in vals if v is not None]
         texts = iter(["0 B" if v == 0 else t for v, t in zip(shown, format_many(shown, "B"))])
         for calls, to, verb, way in ((vals[0], vals[1], "read()", "from"), (vals[2], vals[3], "write()", "to")):
-            if calls is not None:
-                a, b = next(texts), (next(texts) if to is not None else None)
-                out.append(f"{a} {verb}" + (f" ({b} {way} storage)" if b is not None else ""))
-            elif to is not None:
-                out.append(f"{next(texts)} {way} storage")
+            a = next(texts) if calls is not None else None
+            b = next(texts) if to is not None else None
+            if verb == "write()" and vals[4] is not None:   # said once, as part of the figure to storage
+                of = " of it" if vals[4] <= (to or 0) else ""
+                b = (f"{b} {way} storage, " if b is not None else "") + \
+                    f"{next(texts)}{of} cancelled: deleted before written back"
+            elif b is not None:
+                b = f"{b} {way} storage"
+            if a is not None:
+                out.append(f"{a} {verb}" + (f" ({b})" if b is not None else ""))
+            elif b is not None:
+                out.append(b)
         if m.get("gpu_count") and m.get("gpu_util_mean_pct") is not None:
             out.append(f"GPU {format_metric('gpu_util_mean_pct', m['gpu_util_mean_pct'])} busy")
         if m.get("wall_s") is not None:
@@ -280,12 +293,16 @@ class MonitorResult(Result):
         size = lambda v: "-" if v is None else format_bytes(v)  # noqa: E731
         none = [None] * len(p["pid"])   # (results from before the writes were kept)
         wb, wc = p.get("write_bytes") or none, p.get("write_syscall_bytes") or none
-        head = ["pid", "role", "name", "read", "read()", "write", "write()", "CPU s", "RSS peak", "PSS peak", "GPU mem"]
+        cw = p.get("write_cancelled_bytes") or none
+        shown = range(min(n, len(p["pid"])))
+        cancelled = any(cw[i] for i in shown)   # a column only where some row had writes cancelled
+        head = ["pid", "role", "name", "read", "read()", "write"] + ["cancelled"] * cancelled + \
+            ["write()", "CPU s", "RSS peak", "PSS peak", "GPU mem"]
         body = [[str(p["pid"][i]), str(p["role"][i]), str(p["name"][i])[:16], size(p["read_bytes"][i]),
-                 size(p["read_syscall_bytes"][i]), size(wb[i]), size(wc[i]), f"{p['cpu_s'][i]:.1f}",
-                 size(p["rss_peak_bytes"][i]),
+                 size(p["read_syscall_bytes"][i]), size(wb[i])] + [size(cw[i])] * cancelled +
+                [size(wc[i]), f"{p['cpu_s'][i]:.1f}", size(p["rss_peak_bytes"][i]),
                  size(p["pss_peak_bytes"][i]), size(p["gpu_mem_peak_bytes"][i])]
-                for i in range(min(n, len(p["pid"])))]
+                for i in shown]
         return head, body, max(0, len(p["pid"]) - n)
 
     def sections(self):
@@ -298,8 +315,9 @@ class MonitorResult(Result):
         if not rows:
             return notes + super().sections()
         head, body, more = rows
-        table = Section("processes (the biggest readers first; read / write = from / to storage, "
-                        "read() / write() = the calls, page cache included)", body,
-                        head=head, folded=False, align="rllrrrrrrrr",
+        gone = ", cancelled = of the write, deleted before written back" if "cancelled" in head else ""
+        table = Section("processes (the biggest readers first; read / write = from / to storage"
+                        f"{gone}, read() / write() = the calls, page cache included)", body,
+                        head=head, folded=False, align="rll" + "r" * (len(head) - 3),
                         note=f"… {more} more in res.procs_frame()" if more else "")
         return [table] + notes + super().sections()
