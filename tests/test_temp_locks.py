@@ -212,3 +212,18 @@ def test_a_creator_that_times_out_on_a_sweeps_lock_removes_its_own_entry(tmp_pat
                 templock.hold(fd, path)
         os.close(fd)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_probe_says_how_many_leftovers_it_kept_for_want_of_a_lock(tmp_path, monkeypatch):
+    from nbbench.probes.storage import disk
+
+    stale = tmp_path / f".nbbench-dd-{tempfiles.host_tag()}-{_dead_pid()}-0123abcd.tmp"
+    stale.write_bytes(b"s" * 10)
+
+    def no_locks(fd, op):
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    r = disk.dd(str(tmp_path), bs="64K", size="1M", direct=False)
+    assert r.ok and stale.exists() and "stale_temp_removed" not in r.labels
+    assert f"stale nbbench temporary files in {tmp_path}: 1 leftover kept: their lock can't be taken" in r.warnings
