@@ -32,9 +32,11 @@ Each file and directory is ``flock``-ed by its creator on a descriptor kept open
 removed (:mod:`nbbench.templock`): the kernel drops the lock when the process dies.  What a
 SIGKILL leaves (the dd and fio engines open the file by name) is swept by the next probe in
 that directory (:func:`nbbench.tempsweep.sweep_stale`): files and directories named exactly
-as above, of this host (the sanitised host name), whose process looks gone (``os.kill(pid,
-0)`` gives ESRCH) *and* whose lock the sweep can take.  Another host's (a shared filesystem)
-and a live process's — in another container's pid namespace too — are never touched.
+as above, of this host (the sanitised host name), whose lock the sweep can take (the pid
+proves nothing: see there).  Another host's (a shared filesystem) and a live process's — in
+another container's pid namespace too — are never touched.  A file an external tool writes by
+name is given its size first (:meth:`TempFile.presize`: fio would replace a shorter one) and
+checked after the tool (:meth:`TempFile.check_locked`).
 """
 
 from __future__ import annotations
@@ -113,6 +115,16 @@ class TempFile:
         os.unlink(self.path)
         _unlinked[self.path] = True
 
+    def presize(self, size: int) -> None:
+        """Give the file ``size`` bytes before fio writes it by name (:func:`nbbench.templock.presize`)."""
+        templock.presize(_locks.get(self.path, self.fd), self.path, size)
+
+    def check_locked(self, tool: str) -> None:
+        """After ``tool`` wrote the file by name: ProbeError unless the name still names the locked file."""
+        fd = _locks.get(self.path)
+        if fd is not None:
+            templock.check_same(fd, self.path, tool)
+
 
 def host_tag() -> str:
     """This host's name as temp file names carry it: [A-Za-z0-9_-] only."""
@@ -160,6 +172,7 @@ def _create_new(directory, what: str, make, noun: str, table: dict, value):
             if not isinstance(exc, OSError):   # an interrupt: what ``make`` may have made goes too
                 (_rmtree if table is _dirs else _unlink_quietly)(path)
             table.pop(path, None)
+            templock.release(_locks, path)   # a lock ``make`` took (an interrupt after it): its descriptor closed
             if isinstance(exc, ProbeError) or not isinstance(exc, OSError):
                 raise
             if isinstance(exc, PermissionError):

@@ -4,12 +4,14 @@ The temporary files of :mod:`nbbench.tempfiles` are removed on every exit path a
 lives through; a SIGKILL is not one (the dd and fio engines open the file by name).  The
 next probe in that directory sweeps them (:func:`sweep_stale`): files and directories named
 exactly ``.nbbench-<what>-<host>-<pid>-<8 hex>.tmp``, of this host (the sanitised host name),
-whose process looks gone (``os.kill(pid, 0)`` gives ESRCH: a first filter) and whose lock
-(:mod:`nbbench.templock`) the sweep takes — the proof that its creator is dead: another
-container on this machine may share the host name and the directory but not the pid
-namespace.  Another host's (a shared filesystem) and a live process's are never touched, nor
-is a symlink followed; an entry whose lock cannot be taken at all (a filesystem without
-locks) is left.
+whose lock (:mod:`nbbench.templock`) the sweep takes — the proof that its creator is dead.  The
+pid proves nothing either way: another container on this machine may share the host name and
+the directory but not the pid namespace (a live probe there looks dead here), and after a
+container restart a dead probe's small pid is some live process's again.  Another host's (a
+shared filesystem) and a live process's (ours too: ``flock`` conflicts between two open file
+descriptions of one process) are never touched, nor is a symlink followed.  An entry whose
+lock cannot be taken at all (a filesystem without locks) is left; the pid is then the only
+hint, used for the count only: those whose pid is gone (ESRCH) are counted as leftovers kept.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import stat
 from . import templock
 from .tempfiles import PREFIX, _rmtree, host_tag
 
-__all__ = ["sweep_stale"]
+__all__ = ["sweep_stale", "kept_note"]
 
 
 def _alive(pid: int) -> bool:
@@ -48,50 +50,59 @@ def _tree_bytes(path: str) -> int:
     return total
 
 
-def sweep_stale(directory) -> tuple[int, int]:
+def sweep_stale(directory) -> tuple[int, int, int]:
     """Remove the temp files and directories a killed nbbench process of this host left in ``directory``.
 
     Only regular files and directories (never a symlink) named exactly
-    ``.nbbench-<what>-<this host>-<pid>-<8 hex>.tmp`` whose process is gone and whose lock this
-    sweep holds while it removes them; returns (entries removed, their bytes).
+    ``.nbbench-<what>-<this host>-<pid>-<8 hex>.tmp`` whose lock this sweep holds while it removes
+    them; returns (entries removed, their bytes, leftovers kept because no lock can be taken —
+    those whose pid is gone here).
     """
     d = os.fspath(directory)
     pattern = re.compile(rf"{re.escape(PREFIX)}[A-Za-z0-9]+-{re.escape(host_tag())}-(\d+)-[0-9a-f]{{8}}\.tmp")
-    n = nbytes = 0
+    n = nbytes = kept = 0
     try:
         names = [e.name for e in os.scandir(d) if e.name.startswith(PREFIX)]
     except OSError:
-        return 0, 0
+        return 0, 0, 0
     for name in names:
         m = pattern.fullmatch(name)
-        if m is None or _alive(int(m.group(1))):
+        if m is None:
             continue
         size = _remove_if_dead(os.path.join(d, name))
-        if size is not None:
+        if size is None and not _alive(int(m.group(1))):
+            kept += 1   # its lock could not be taken, and its pid is gone: most likely a leftover
+        elif size is not None and size is not False:   # its bytes (0 is an empty file)
             n += 1
             nbytes += size
-    return n, nbytes
+    return n, nbytes, kept
 
 
-def _remove_if_dead(path: str) -> int | None:
-    """Remove ``path`` (a regular file or directory) under its lock; its bytes, or None when left."""
+def kept_note(kept: int) -> str:
+    """The warning's clause for leftovers the sweep kept ('' when none)."""
+    return f"{kept} leftover{'' if kept == 1 else 's'} kept: their lock can't be taken" if kept else ""
+
+
+def _remove_if_dead(path: str) -> int | bool | None:
+    """Remove ``path`` (a regular file or directory) under its lock: its bytes; False when left (its
+    creator is alive, or it is not such an entry); None when its lock cannot be taken."""
     try:
         st = os.lstat(path)
     except OSError:
-        return None
+        return False
     is_dir = stat.S_ISDIR(st.st_mode)
     if not (is_dir or stat.S_ISREG(st.st_mode)):
-        return None
+        return False
     with templock.take(path, is_dir) as dead:
         if not dead:
-            return None
+            return dead
         try:
             if is_dir:
                 size = _tree_bytes(path)
                 _rmtree(path)
-                return None if os.path.lexists(path) else size
+                return False if os.path.lexists(path) else size
             size = os.lstat(path).st_size
             os.unlink(path)
             return size
         except OSError:
-            return None
+            return False

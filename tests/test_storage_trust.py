@@ -415,8 +415,9 @@ def test_a_sigkilled_runs_file_is_removed_by_the_next_probe_and_said(tmp_path):
     host = tempfiles.host_tag()
     live = subprocess.Popen(["sleep", "60"])
     dead = _dead_pid()
+    # its pid a live process's now (a container restarted) but unlocked: the lock, not the pid, decides
+    reused = f".nbbench-dd-{host}-{live.pid}-0123abcd.tmp"
     keep = [f".nbbench-dd-another-host-{dead}-0123abcd.tmp",   # another host's (a shared filesystem)
-            f".nbbench-dd-{host}-{live.pid}-0123abcd.tmp",      # a live process's
             f".nbbench-dd-{host}-{dead}-0123abcd.tmp.bak",      # not exactly our name
             f".nbbench-dd-{host}x-{dead}-0123abcd.tmp"]         # a host whose name starts like ours
     try:
@@ -438,13 +439,15 @@ def test_a_sigkilled_runs_file_is_removed_by_the_next_probe_and_said(tmp_path):
         assert len(stale) == 1 and stale[0].startswith(f".nbbench-dd-{host}-{proc.pid}-"), stale
         size = os.path.getsize(tmp_path / stale[0])
         assert size > 0
+        (tmp_path / reused).write_bytes(b"k" * 10)   # made now: the writer's own sweep would have taken it
+        size += 10
         r = disk.dd(tmp_path, size="1M")
         assert r.ok
         assert sorted(_leftovers(tmp_path)) == sorted(keep)
         from nbbench.units import format_bytes
 
-        assert r.labels["stale_temp_removed"] == f"1 file, {format_bytes(size, binary=True)}"
-        assert (f"removed 1 stale nbbench temporary file ({format_bytes(size, binary=True)}) from {tmp_path}: "
+        assert r.labels["stale_temp_removed"] == f"2 files, {format_bytes(size, binary=True)}"
+        assert (f"removed 2 stale nbbench temporary files ({format_bytes(size, binary=True)}) from {tmp_path}: "
                 "left by runs on this host whose process was killed") in r.warnings
         r = disk.randread(tmp_path, size="1M", runtime=0.1, ramp=0)  # nothing left to sweep: nothing said
         assert "stale_temp_removed" not in r.labels and not any("stale" in w for w in r.warnings)

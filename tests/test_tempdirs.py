@@ -74,6 +74,7 @@ def test_sigterm_removes_temp_dirs_too(tmp_path):
 
 
 def test_the_stale_sweep_removes_a_killed_runs_directory_only(tmp_path):
+    """Its lock is the proof: a leftover whose pid a live process has now (a container restarted) goes too."""
     host, dead = tempfiles.host_tag(), _dead_pid()
     live = subprocess.Popen(["sleep", "60"])
     try:
@@ -81,8 +82,10 @@ def test_the_stale_sweep_removes_a_killed_runs_directory_only(tmp_path):
         (stale / "sub").mkdir(parents=True)
         (stale / "sub" / "__0_0.distcp").write_bytes(b"d" * 5000)
         (stale / ".metadata").write_bytes(b"m" * 100)
-        keep = [tmp_path / f".nbbench-dcpr0-{host}-{live.pid}-0123abcd.tmp",       # a live process's
-                tmp_path / f".nbbench-dcpr0-another-host-{dead}-0123abcd.tmp"]      # another host's
+        reused = tmp_path / f".nbbench-dcpr0-{host}-{live.pid}-0123abcd.tmp"       # its pid reused: unlocked
+        (reused / "g").mkdir(parents=True)
+        (reused / "g" / "x").write_bytes(b"r")
+        keep = [tmp_path / f".nbbench-dcpr0-another-host-{dead}-0123abcd.tmp"]      # another host's
         for k in keep:
             k.mkdir()
             (k / "f").write_bytes(b"k")
@@ -90,9 +93,8 @@ def test_the_stale_sweep_removes_a_killed_runs_directory_only(tmp_path):
         target.mkdir()
         (target / "precious").write_bytes(b"p")
         os.symlink(target, tmp_path / f".nbbench-dcpr0-{host}-{dead}-00000000.tmp")  # a symlink: never followed
-        n, nbytes = tempsweep.sweep_stale(tmp_path)
-        assert (n, nbytes) == (1, 5100)
-        assert not stale.exists() and all((k / "f").exists() for k in keep)
+        assert tempsweep.sweep_stale(tmp_path) == (2, 5101, 0)
+        assert not stale.exists() and not reused.exists() and all((k / "f").exists() for k in keep)
         assert (target / "precious").exists()
     finally:
         live.kill()
@@ -166,12 +168,12 @@ def test_a_live_creators_entries_are_kept_though_its_pid_looks_dead(tmp_path):
     try:
         f, d = proc.stdout.readline().split()
         assert f"-{dead}-" in os.path.basename(f) and f"-{dead}-" in os.path.basename(d)
-        assert tempsweep.sweep_stale(tmp_path) == (0, 0)
+        assert tempsweep.sweep_stale(tmp_path) == (0, 0, 0)
         assert os.path.isfile(f) and os.path.isfile(os.path.join(d, "f"))
     finally:
         proc.kill()
         proc.wait()
-    assert tempsweep.sweep_stale(tmp_path) == (2, 10)   # SIGKILL: the kernel dropped the locks
+    assert tempsweep.sweep_stale(tmp_path) == (2, 10, 0)   # SIGKILL: the kernel dropped the locks
     assert list(tmp_path.iterdir()) == []
 
 
@@ -188,12 +190,13 @@ def test_a_sweep_never_removes_an_entry_whose_lock_cannot_be_taken(tmp_path, mon
         raise OSError(37, "No locks available")
 
     monkeypatch.setattr(fcntl, "flock", no_locks)
-    assert tempsweep.sweep_stale(tmp_path) == (0, 0) and stale.exists()
+    assert tempsweep.sweep_stale(tmp_path) == (0, 0, 1) and stale.exists()   # said: a leftover kept
+    assert tempsweep.kept_note(1) == "1 leftover kept: their lock can't be taken"
     monkeypatch.undo()
     with open(stale, "rb+") as held:
         fcntl.flock(held, fcntl.LOCK_EX)   # another open file description holding it: alive
-        assert tempsweep.sweep_stale(tmp_path) == (0, 0) and stale.exists()
-    assert tempsweep.sweep_stale(tmp_path) == (1, 1) and not stale.exists()
+        assert tempsweep.sweep_stale(tmp_path) == (0, 0, 0) and stale.exists()
+    assert tempsweep.sweep_stale(tmp_path) == (1, 1, 0) and not stale.exists()
     assert templock.open_flags(False) & os.O_NOFOLLOW
 
 

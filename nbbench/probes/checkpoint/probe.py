@@ -111,12 +111,14 @@ def checkpoint(path, model: str = "transformer", size=None, scale: float = 1.0, 
 def _sweep(res: CheckpointResult, directory: str) -> None:
     from ... import tempsweep
 
-    n, nbytes = tempsweep.sweep_stale(directory)
+    n, nbytes, kept = tempsweep.sweep_stale(directory)
     if n:
         what = "entry" if n == 1 else "entries"
         res.labels["stale_temp_removed"] = f"{n} {what}, {format_bytes(nbytes, binary=True)}"
         res.warn(f"removed {n} stale nbbench temporary {what} ({format_bytes(nbytes, binary=True)}) from "
                  f"{directory}: left by runs on this host whose process was killed")
+    if kept:
+        res.warn(f"stale nbbench temporary entries in {directory}: {tempsweep.kept_note(kept)}")
 
 
 class _Run:

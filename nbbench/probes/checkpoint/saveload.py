@@ -24,6 +24,7 @@ import os
 import time
 import warnings
 
+from ...templock import DIR_LOCK
 from .._engines import cache
 
 __all__ = ["build_state", "save_torch", "save_dcp", "drop_cache", "load_torch", "load_dcp", "load_mmap",
@@ -105,14 +106,15 @@ def save_torch(state: dict, path: str, fd: int) -> float:
 
 
 def files_of(directory: str) -> list[str]:
+    """The checkpoint's files in ``directory`` (not the lock file nbbench keeps there: templock.DIR_LOCK)."""
     out = []
     for dirpath, _, names in os.walk(directory):
-        out += [os.path.join(dirpath, n) for n in sorted(names)]
+        out += [os.path.join(dirpath, n) for n in sorted(names) if not (n == DIR_LOCK and dirpath == directory)]
     return out
 
 
 def save_dcp(state: dict, directory: str) -> float:
-    """``torch.distributed.checkpoint.save`` into ``directory`` (new, empty), durable; seconds.
+    """``torch.distributed.checkpoint.save`` into ``directory`` (new: only nbbench's lock file in it), durable; seconds.
 
     Without a process group DCP saves as one process; under one (``--ranks``) ``no_dist``
     keeps each rank's save its own, into its own directory, as the probe's parts are.

@@ -202,13 +202,14 @@ def _dd_write(s: Session, engine: str, bs: int, total: int, cancel, progress, bu
     if engine == "dd":
         from .._engines.extern import run_dd
 
-        return run_dd(src="/dev/zero", dst=s.path, bs=bs, count=total // bs, direct=s.direct, op="write",
-                      fsync_end=fsync, cancel=cancel, progress=progress, progress_key="write_bytes_per_s")
+        return s.run_extern("dd", lambda: run_dd(
+            src="/dev/zero", dst=s.path, bs=bs, count=total // bs, direct=s.direct, op="write",
+            fsync_end=fsync, cancel=cancel, progress=progress, progress_key="write_bytes_per_s"))
     from .._engines.extern import run_fio
 
-    return run_fio(s.path, op="write", pattern="seq", bs=bs, qd=1, size=total, runtime=None, ramp=0,
-                   direct=s.direct, fsync_end=fsync, cancel=cancel, progress=progress,
-                   progress_key="write_bytes_per_s")
+    return s.run_extern("fio", lambda: run_fio(
+        s.path, op="write", pattern="seq", bs=bs, qd=1, size=total, runtime=None, ramp=0, direct=s.direct,
+        fsync_end=fsync, cancel=cancel, progress=progress, progress_key="write_bytes_per_s"), presize=total)
 
 
 def _dd_read(s: Session, engine: str, bs: int, total: int, cancel, progress, buffers="pages",
@@ -219,12 +220,14 @@ def _dd_read(s: Session, engine: str, bs: int, total: int, cancel, progress, buf
     if engine == "dd":
         from .._engines.extern import run_dd
 
-        return run_dd(src=s.path, dst="/dev/null", bs=bs, count=total // bs, direct=s.direct, op="read",
-                      fsync_end=False, cancel=cancel, progress=progress)
+        return s.run_extern("dd", lambda: run_dd(
+            src=s.path, dst="/dev/null", bs=bs, count=total // bs, direct=s.direct, op="read",
+            fsync_end=False, cancel=cancel, progress=progress))
     from .._engines.extern import run_fio
 
-    return run_fio(s.path, op="read", pattern="seq", bs=bs, qd=1, size=total, runtime=None, ramp=0,
-                   direct=s.direct, invalidate=not s.direct, cancel=cancel, progress=progress)
+    return s.run_extern("fio", lambda: run_fio(
+        s.path, op="read", pattern="seq", bs=bs, qd=1, size=total, runtime=None, ramp=0, direct=s.direct,
+        invalidate=not s.direct, cancel=cancel, progress=progress))
 
 
 def describe(res: Result) -> str:  # pragma: no cover - convenience for notebooks

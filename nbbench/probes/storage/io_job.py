@@ -45,9 +45,10 @@ def run_job(s: Session, engine: str, *, op: str, pattern: str, bs: int, qd: int,
         raise ProbeError("the dd engine does sequential dd transfers only; use --engine builtin or fio here")
     from .._engines.extern import run_fio
 
-    return run_fio(s.path, op=op, pattern=pattern, bs=bs, qd=qd, size=region, runtime=runtime, ramp=ramp,
-                   direct=s.direct, invalidate=(cache_mode == "buffered-cold"), cancel=cancel,
-                   progress=progress, progress_key=key, threads=threads * jobs)
+    return s.run_extern("fio", lambda: run_fio(
+        s.path, op=op, pattern=pattern, bs=bs, qd=qd, size=region, runtime=runtime, ramp=ramp, direct=s.direct,
+        invalidate=(cache_mode == "buffered-cold"), cancel=cancel, progress=progress, progress_key=key,
+        threads=threads * jobs), presize=region)
 
 
 def fill_job_result(res: Result, s: Session, out: JobOutput, engine: str, cache_mode: str, op: str,

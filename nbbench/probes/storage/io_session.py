@@ -106,13 +106,15 @@ class Session:
     def _sweep(self, directory: str) -> None:
         from ... import tempsweep
 
-        n, nbytes = tempsweep.sweep_stale(directory)
+        n, nbytes, kept = tempsweep.sweep_stale(directory)
         if n:
             files = "file" if n == 1 else "files"
             self.labels["stale_temp_removed"] = f"{n} {files}, {format_bytes(nbytes, binary=True)}"
             self.warnings.append(
                 f"removed {n} stale nbbench temporary {files} ({format_bytes(nbytes, binary=True)}) from "
                 f"{directory}: left by runs on this host whose process was killed")
+        if kept:
+            self.warnings.append(f"stale nbbench temporary files in {directory}: {tempsweep.kept_note(kept)}")
 
     def _fill_file(self, size: int) -> None:
         """Write ``size`` bytes of random data (not timed) so reads have real data to read."""
@@ -132,6 +134,18 @@ class Session:
         out = run_sync(spec)
         if out.interrupted:
             self.interrupted = True
+
+    def run_extern(self, tool: str, run, presize: int = 0):
+        """``run()``: an external engine (dd, fio) that opens our temp file by name.  The file gets
+        ``presize`` bytes first (fio replaces a shorter file by a new one:
+        :meth:`~nbbench.tempfiles.TempFile.presize`); after it, the name must still name the locked
+        file (:meth:`~nbbench.tempfiles.TempFile.check_locked`: else the run fails)."""
+        if self.tmp is not None and presize:
+            self.tmp.presize(presize)
+        out = run()
+        if self.tmp is not None:
+            self.tmp.check_locked(tool)
+        return out
 
     def _write_fd(self) -> int:
         """The write fd on our temp file (the Session's; it closes it): O_DIRECT when direct."""
