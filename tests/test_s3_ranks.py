@@ -196,3 +196,12 @@ def test_several_hosts_get_lines_with_the_endpoint_and_no_credential(tmp_path):
     assert p.returncode == 0, p.stderr
     assert "bucket must be reachable from every host" in p.stdout and "--endpoint-url http://127.0.0.1:9000" in p.stdout
     assert SECRET["AWS_SECRET_ACCESS_KEY"] not in p.stdout and SECRET["AWS_ACCESS_KEY_ID"] not in p.stdout
+
+
+@pytest.mark.parametrize("cmd", ["loader", "feed", "shards"])
+def test_an_endpoint_carrying_credentials_is_refused_before_any_command_line_is_printed(tmp_path, cmd):
+    p = subprocess.run([sys.executable, "-m", "nbbench", cmd, "s3://b/p", "--endpoint-url",
+                        "http://AKIAUSER:s3cr3tpw@10.0.0.5:9000", "--ranks", "2", "--nnodes", "2", "--no-save"],
+                       capture_output=True, text=True, timeout=60, env=_env(tmp_path), stdin=subprocess.DEVNULL)
+    assert p.returncode == 1 and p.stderr.count("\n") == 1 and "must not carry credentials" in p.stderr
+    assert "s3cr3tpw" not in p.stdout + p.stderr and "AKIAUSER" not in p.stdout + p.stderr

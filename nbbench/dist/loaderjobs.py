@@ -29,7 +29,7 @@ from ..results import ProbeError, Result
 from .aggregate import Phase, track
 from .jobs import RankJob
 
-__all__ = ["SyncedStep", "LoaderJob", "load_dataset", "is_s3", "job_for"]
+__all__ = ["SyncedStep", "LoaderJob", "load_dataset", "s3_job", "job_for"]
 
 
 def load_dataset(spec: str):
@@ -44,9 +44,11 @@ def load_dataset(spec: str):
     return f()
 
 
-def is_s3(p: dict) -> bool:
-    """Is the job's dataset an s3:// prefix (of tar shards or image objects)?"""
-    return not p.get("dataset") and str(p.get("path") or "").startswith("s3://")
+def s3_job(p: dict) -> bool:
+    """Is the job's dataset an s3:// prefix (of tar shards or image objects), not a --dataset function?"""
+    from ..probes.objects.client import is_s3
+
+    return not p.get("dataset") and is_s3(p.get("path"))
 
 
 def s3_dataset(p: dict, rank: int, world_size: int, copy: bool = True):
@@ -61,7 +63,7 @@ def s3_dataset(p: dict, rank: int, world_size: int, copy: bool = True):
 
 def s3_checks(p: dict, nranks: int) -> None:
     """For an s3:// dataset, before the ranks start: every rank has a share of it (else one line)."""
-    if is_s3(p):
+    if s3_job(p):
         from ..probes.objects.s3dataset import check_shares
 
         check_shares(p["path"], nranks, p.get("endpoint_url"), p.get("region"))
@@ -165,7 +167,7 @@ class LoaderJob(RankJob):
 
     def preflight(self, env) -> None:
         p = self.params
-        if is_s3(p):
+        if s3_job(p):
             s3_checks(p, env.world_size)
         elif p.get("dataset"):
             mod = p["dataset"].partition(":")[0]
@@ -181,7 +183,7 @@ class LoaderJob(RankJob):
                 raise ProbeError(f"{t.path} is not a directory: give a dataset folder (root/CLASS/IMAGE)")
 
     def monitor_path(self):
-        return None if is_s3(self.params) else self.params.get("path")
+        return None if s3_job(self.params) else self.params.get("path")
 
     def run(self, progress, cancel) -> Result:
         import threading
@@ -193,7 +195,7 @@ class LoaderJob(RankJob):
         from ..probes.pipeline.steps import resolve_step
 
         p = self.params
-        s3 = is_s3(p)
+        s3 = s3_job(p)
         ds = s3_dataset(p, self.rank, self.world_size, copy=False) if s3 else _dataset(p)
         try:   # an s3:// dataset splits its shards or objects itself (by a stable hash of the key)
             sampler = None if s3 else DistributedSampler(ds, num_replicas=self.world_size, rank=self.rank,
@@ -243,7 +245,7 @@ class LoaderJob(RankJob):
                            "path": self.params.get("path") or self.params.get("dataset")})
         res.labels["step"] = synced.label
         res.labels["sampler"] = (f"its share of the dataset's objects (rank {self.rank} of {self.world_size}, a "
-                                 "stable hash of the key)" if is_s3(self.params) else
+                                 "stable hash of the key)" if s3_job(self.params) else
                                  f"DistributedSampler (rank {self.rank} of {self.world_size})")
         res.derive()
         wall = res.metrics.get("measured_s") or 0
@@ -272,7 +274,7 @@ class LoaderJob(RankJob):
 
     def finish(self, res, records):
         per = [(r["rank"], r.get("host"), r.get("metrics") or {}) for r in records]
-        if is_s3(self.params):
+        if s3_job(self.params):
             tar = all(m.get("shards_count") is not None for _, _, m in per)
             what, one = ("tar shards", "shard") if tar else ("image objects", "object")
             res.labels["sampler"] = (f"the {what} split over {len(records)} ranks by a stable hash of their key: "
