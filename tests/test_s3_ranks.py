@@ -205,3 +205,58 @@ def test_an_endpoint_carrying_credentials_is_refused_before_any_command_line_is_
                        capture_output=True, text=True, timeout=60, env=_env(tmp_path), stdin=subprocess.DEVNULL)
     assert p.returncode == 1 and p.stderr.count("\n") == 1 and "must not carry credentials" in p.stderr
     assert "s3cr3tpw" not in p.stdout + p.stderr and "AKIAUSER" not in p.stdout + p.stderr
+
+
+@pytest.mark.slow
+def test_unequal_shares_with_epochs_end_together_each_rank_with_what_it_read(server, tmp_path):
+    pytest.importorskip("torch")
+    server.fill("s3://bench/three/", count=3, size="256K", shards=True, samples_per_shard=PER_SHARD, seed=3)
+    p, seen, cmdlines = _watched(["loader", "s3://bench/three/", "--endpoint-url", server.endpoint_url, "--ranks", "2",
+                                  "--epochs", "1", "--batch-size", "4", "--workers", "0", "--no-plot", "--json",
+                                  "--no-save"], _env(tmp_path), timeout=100)   # a stalled rank would wait 120 s
+    d = _check_run(tmp_path, p, seen, cmdlines)
+    rows = sorted(d["extra"]["ranks"], key=lambda r: r["rank"])
+    shares = [r["metrics"]["dataset_samples_count"] for r in rows]
+    assert sorted(shares) == [PER_SHARD, 2 * PER_SHARD]                 # 3 shards over 2 ranks: unequal
+    warm = 3 * 4                                                         # warmup 2 + 1 batches of 4, not measured
+    assert [r["metrics"]["samples_count"] for r in rows] == [s - warm for s in shares]   # each read its whole share
+    assert d["metrics"]["samples_count"] == 3 * PER_SHARD - 2 * warm
+    assert d["metrics"]["steps_count"] == max(r["metrics"]["steps_count"] for r in rows)
+    assert "ran out at different steps" in d["labels"]["unequal_shares"]
+
+
+def test_a_rank_out_of_batches_meets_the_others_steps_until_all_are_out():
+    import threading
+
+    from nbbench.dist.syncedstep import SyncedStep
+
+    class TD:   # the other rank's votes, one per all_reduce: (stop, window over, has data)
+        class ReduceOp:
+            MAX = "max"
+
+        def __init__(self, peer):
+            self.peer, self.calls = list(peer), 0
+
+        def all_reduce(self, votes, op):
+            self.calls += 1
+            votes[:] = [max(a, b) for a, b in zip(votes, self.peer.pop(0))]
+
+    def joined(peer, failed=False):
+        s = SyncedStep(None, 0, None, None, threading.Event(), threading.Event())
+        td = TD(peer)
+        s._torch = (type("T", (), {"tensor": staticmethod(list)}), td)
+        s.join(failed=failed)
+        return s.joined, td.calls, td.peer
+
+    assert joined([(0, 0, 1), (0, 0, 1), (0, 0, 0), (0, 0, 1)]) == (2, 3, [(0, 0, 1)])   # until all are out
+    assert joined([(0, 0, 1), (0, 1, 1), (0, 0, 1)]) == (1, 2, [(0, 0, 1)])              # or the window ends
+    assert joined([(0, 0, 1), (1, 0, 1)]) == (1, 2, [])                                  # or a rank stops
+    sent = []
+    s = SyncedStep(None, 0, None, None, threading.Event(), threading.Event())
+    s._torch = (type("T", (), {"tensor": staticmethod(list)}),
+                type("D", (), {"ReduceOp": TD.ReduceOp, "all_reduce": staticmethod(lambda v, op: sent.append(list(v)))}))
+    s.join(failed=True)
+    assert sent == [[1.0, 0.0, 0.0]]                     # a failed rank votes stop once: the others end their loops
+    s.in_reduce = True
+    s.join(failed=True)
+    assert len(sent) == 1                                # an error inside the all_reduce: a peer is gone, no more
