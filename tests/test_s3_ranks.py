@@ -260,3 +260,44 @@ def test_a_rank_out_of_batches_meets_the_others_steps_until_all_are_out():
     s.in_reduce = True
     s.join(failed=True)
     assert len(sent) == 1                                # an error inside the all_reduce: a peer is gone, no more
+
+
+def test_the_local_copies_of_all_ranks_on_a_host_are_checked_together(server, tmp_path, monkeypatch):
+    pytest.importorskip("torch")
+    import tempfile
+    from types import SimpleNamespace
+
+    from nbbench.probes.objects.s3dataset import S3TarShardDataset, check_shares
+    from nbbench.probes.storage.target import MIN_FREE_BYTES
+
+    for k, v in SECRET.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    sizes = []
+    for rank in (0, 1):
+        ds = S3TarShardDataset("s3://bench/ds/", endpoint_url=server.endpoint_url, rank=rank, world_size=2)
+        sizes.append(sum(ds._sizes.values()))
+        ds.close()
+    free = MIN_FREE_BYTES + max(sizes) + 1               # room for either rank's copy, not for both
+    monkeypatch.setattr(os, "statvfs", lambda d: SimpleNamespace(f_blocks=10 * MIN_FREE_BYTES, f_frsize=1,
+                                                                  f_bavail=free))
+    for rank in (0, 1):                                  # each rank alone passes its own check
+        S3TarShardDataset("s3://bench/ds/", endpoint_url=server.endpoint_url, rank=rank, world_size=2).close()
+    with pytest.raises(ProbeError, match="local copies of the 2 ranks' shares on this host: not enough free space"):
+        check_shares("s3://bench/ds/", 2, server.endpoint_url, local_copies=None)   # tar shards: always copied
+    assert check_shares("s3://bench/ds/", 2, server.endpoint_url) == SHARDS          # no copies: no check
+    free = MIN_FREE_BYTES + sum(sizes) + 1
+    assert check_shares("s3://bench/ds/", 2, server.endpoint_url, local_copies=True) == SHARDS
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_launcher_checks_the_copies_feed_and_loader_make(monkeypatch):
+    from nbbench.dist.loaderjobs import job_for
+    from nbbench.probes.objects import s3dataset
+
+    asked = []
+    monkeypatch.setattr(s3dataset, "check_shares", lambda *a, **kw: asked.append(kw["local_copies"]))
+    job_for("feed", {"path": "s3://b/p"}).local_checks(2)      # feed copies tar shards and image objects
+    job_for("loader", {"path": "s3://b/p"}).local_checks(2)    # loader copies tar shards only (None: by kind)
+    job_for("loader", {"path": "/data"}).local_checks(2)       # a folder: nothing to copy, no S3 check
+    assert asked == [True, None]

@@ -63,12 +63,13 @@ def s3_dataset(p: dict, rank: int, world_size: int, copy: bool = True):
                            world_size=world_size)
 
 
-def s3_checks(p: dict, nranks: int) -> None:
-    """For an s3:// dataset, before the ranks start: every rank has a share of it (else one line)."""
+def s3_checks(p: dict, nranks: int, local_copies: bool | None = False) -> None:
+    """For an s3:// dataset, before the ranks start: every rank has a share of it, and with ``local_copies`` (the
+    launcher: every rank on this host) their local copies fit together (else one line)."""
     if s3_job(p):
         from ..probes.objects.s3dataset import check_shares
 
-        check_shares(p["path"], nranks, p.get("endpoint_url"), p.get("region"))
+        check_shares(p["path"], nranks, p.get("endpoint_url"), p.get("region"), local_copies=local_copies)
 
 
 def _dataset(p: dict):
@@ -103,7 +104,8 @@ class LoaderJob(RankJob):
         self.local_rank = env.local_rank
 
     def local_checks(self, nranks: int) -> None:
-        s3_checks(self.params, nranks)
+        # the ranks are all on this host: tar shards are always copied, image objects by feed (its warm pass)
+        s3_checks(self.params, nranks, local_copies=True if self.kind == "feed" else None)
 
     def preflight(self, env) -> None:
         p = self.params
