@@ -223,6 +223,7 @@ def test_unequal_shares_with_epochs_end_together_each_rank_with_what_it_read(ser
     assert d["metrics"]["samples_count"] == 3 * PER_SHARD - 2 * warm
     assert d["metrics"]["steps_count"] == max(r["metrics"]["steps_count"] for r in rows)
     assert "ran out at different steps" in d["labels"]["unequal_shares"]
+    assert not any("1e+09" in w for w in d["warnings"])              # no window the user did not ask for
 
 
 def test_a_rank_out_of_batches_meets_the_others_steps_until_all_are_out():

@@ -72,6 +72,10 @@ def s3_checks(p: dict, nranks: int, local_copies: bool | None = False) -> None:
         check_shares(p["path"], nranks, p.get("endpoint_url"), p.get("region"), local_copies=local_copies)
 
 
+#: the loader benchmark's own window under ranks: none (SyncedStep's votes end the steps)
+_FOREVER = 1e9
+
+
 def _dataset(p: dict):
     if p.get("dataset"):
         return load_dataset(p["dataset"])
@@ -161,13 +165,17 @@ class LoaderJob(RankJob):
                                        else None)
         try:
             try:
-                res = bench_loader(dl, steps=None, duration=1e9, warmup=p.get("warmup", 2), step=synced,
+                res = bench_loader(dl, steps=None, duration=_FOREVER, warmup=p.get("warmup", 2), step=synced,
                                    progress=progress, cancel=stop, accelerator=acc,
                                    epochs=p.get("epochs"), monitor=False, device=device)
             except BaseException:
-                synced.join(failed=True)   # the others, blocked in the step's all_reduce, stop (the reason: ours)
+                try:
+                    synced.join(failed=True)   # the others, blocked in the step's all_reduce, stop (the reason: ours)
+                except Exception:  # noqa: BLE001 - a peer gone too: this rank's own error is the one to report
+                    pass
                 raise
-            synced.join()   # out of batches (unequal shares): meet the others' steps until all are out
+            # out of batches (unequal shares): meet the others' steps until all are out; failed (a worker): stop them
+            synced.join(failed=res.status == "failed")
         finally:
             close_loader(dl, force=True)
             if s3:
@@ -191,6 +199,7 @@ class LoaderJob(RankJob):
         res.params.update({"step": step, "duration_s": duration, "steps": self.params.get("steps"),
                            "path": self.params.get("path") or self.params.get("dataset")})
         res.labels["step"] = synced.label
+        res.warnings[:] = [w.replace(f" of the {_FOREVER:g} s asked", "") for w in res.warnings]   # not asked
         res.labels["sampler"] = (f"its share of the dataset's objects (rank {self.rank} of {self.world_size}, a "
                                  "stable hash of the key)" if s3_job(self.params) else
                                  f"DistributedSampler (rank {self.rank} of {self.world_size})")
