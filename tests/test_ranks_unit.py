@@ -226,3 +226,16 @@ def test_the_ranks_never_get_no_dist_or_they_would_launch_ranks_of_their_own():
 
     ns = argparse.Namespace(_nbbench_argv=["--ranks", "2", "--no-dist", "/data", "--no-di", "--no-save", "-o"])
     assert child_argv("files", ns) == ["files", "--ranks", "2", "/data", "--no-save"]
+
+
+def test_a_failed_launch_names_the_rank_s_own_reason_over_a_bare_exit_code():
+    from nbbench.dist.launch import _root_cause
+
+    bare = [{"rank": 0, "exitcode": 1, "reason": "exited with code 1"}]
+    recs = {0: {"status": "ok"}, 1: {"status": "failed", "reason": "RuntimeError: Timed out waiting 120000ms"}}
+    assert _root_cause(bare, recs) == {"rank": 1, "reason": "RuntimeError: Timed out waiting 120000ms"}
+    said = [{"rank": 0, "exitcode": 1, "reason": "exited with code 1: no space left"}]
+    assert _root_cause(said, recs) is said[0]                       # its own last line says why: kept
+    killed = [{"rank": 0, "exitcode": -9, "reason": "killed by SIGKILL"}]
+    assert _root_cause(killed, recs) is killed[0]                   # a killed rank is the cause
+    assert _root_cause([], recs)["rank"] == 1 and _root_cause([], {}) is None

@@ -196,3 +196,109 @@ def test_several_hosts_get_lines_with_the_endpoint_and_no_credential(tmp_path):
     assert p.returncode == 0, p.stderr
     assert "bucket must be reachable from every host" in p.stdout and "--endpoint-url http://127.0.0.1:9000" in p.stdout
     assert SECRET["AWS_SECRET_ACCESS_KEY"] not in p.stdout and SECRET["AWS_ACCESS_KEY_ID"] not in p.stdout
+
+
+@pytest.mark.parametrize("cmd", ["loader", "feed", "shards"])
+def test_an_endpoint_carrying_credentials_is_refused_before_any_command_line_is_printed(tmp_path, cmd):
+    p = subprocess.run([sys.executable, "-m", "nbbench", cmd, "s3://b/p", "--endpoint-url",
+                        "http://AKIAUSER:s3cr3tpw@10.0.0.5:9000", "--ranks", "2", "--nnodes", "2", "--no-save"],
+                       capture_output=True, text=True, timeout=60, env=_env(tmp_path), stdin=subprocess.DEVNULL)
+    assert p.returncode == 1 and p.stderr.count("\n") == 1 and "must not carry credentials" in p.stderr
+    assert "s3cr3tpw" not in p.stdout + p.stderr and "AKIAUSER" not in p.stdout + p.stderr
+
+
+@pytest.mark.slow
+def test_unequal_shares_with_epochs_end_together_each_rank_with_what_it_read(server, tmp_path):
+    pytest.importorskip("torch")
+    server.fill("s3://bench/three/", count=3, size="256K", shards=True, samples_per_shard=PER_SHARD, seed=3)
+    p, seen, cmdlines = _watched(["loader", "s3://bench/three/", "--endpoint-url", server.endpoint_url, "--ranks", "2",
+                                  "--epochs", "1", "--batch-size", "4", "--workers", "0", "--no-plot", "--json",
+                                  "--no-save"], _env(tmp_path), timeout=100)   # a stalled rank would wait 120 s
+    d = _check_run(tmp_path, p, seen, cmdlines)
+    rows = sorted(d["extra"]["ranks"], key=lambda r: r["rank"])
+    shares = [r["metrics"]["dataset_samples_count"] for r in rows]
+    assert sorted(shares) == [PER_SHARD, 2 * PER_SHARD]                 # 3 shards over 2 ranks: unequal
+    warm = 3 * 4                                                         # warmup 2 + 1 batches of 4, not measured
+    assert [r["metrics"]["samples_count"] for r in rows] == [s - warm for s in shares]   # each read its whole share
+    assert d["metrics"]["samples_count"] == 3 * PER_SHARD - 2 * warm
+    assert d["metrics"]["steps_count"] == max(r["metrics"]["steps_count"] for r in rows)
+    assert "ran out at different steps" in d["labels"]["unequal_shares"]
+    assert not any("1e+09" in w for w in d["warnings"])              # no window the user did not ask for
+
+
+def test_a_rank_out_of_batches_meets_the_others_steps_until_all_are_out():
+    import threading
+
+    from nbbench.dist.syncedstep import SyncedStep
+
+    class TD:   # the other rank's votes, one per all_reduce: (stop, window over, has data)
+        class ReduceOp:
+            MAX = "max"
+
+        def __init__(self, peer):
+            self.peer, self.calls = list(peer), 0
+
+        def all_reduce(self, votes, op):
+            self.calls += 1
+            votes[:] = [max(a, b) for a, b in zip(votes, self.peer.pop(0))]
+
+    def joined(peer, failed=False):
+        s = SyncedStep(None, 0, None, None, threading.Event(), threading.Event())
+        td = TD(peer)
+        s._torch = (type("T", (), {"tensor": staticmethod(list)}), td)
+        s.join(failed=failed)
+        return s.joined, td.calls, td.peer
+
+    assert joined([(0, 0, 1), (0, 0, 1), (0, 0, 0), (0, 0, 1)]) == (2, 3, [(0, 0, 1)])   # until all are out
+    assert joined([(0, 0, 1), (0, 1, 1), (0, 0, 1)]) == (1, 2, [(0, 0, 1)])              # or the window ends
+    assert joined([(0, 0, 1), (1, 0, 1)]) == (1, 2, [])                                  # or a rank stops
+    sent = []
+    s = SyncedStep(None, 0, None, None, threading.Event(), threading.Event())
+    s._torch = (type("T", (), {"tensor": staticmethod(list)}),
+                type("D", (), {"ReduceOp": TD.ReduceOp, "all_reduce": staticmethod(lambda v, op: sent.append(list(v)))}))
+    s.join(failed=True)
+    assert sent == [[1.0, 0.0, 0.0]]                     # a failed rank votes stop once: the others end their loops
+    s.in_reduce = True
+    s.join(failed=True)
+    assert len(sent) == 1                                # an error inside the all_reduce: a peer is gone, no more
+
+
+def test_the_local_copies_of_all_ranks_on_a_host_are_checked_together(server, tmp_path, monkeypatch):
+    pytest.importorskip("torch")
+    import tempfile
+    from types import SimpleNamespace
+
+    from nbbench.probes.objects.s3dataset import S3TarShardDataset, check_shares
+    from nbbench.probes.storage.target import MIN_FREE_BYTES
+
+    for k, v in SECRET.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    sizes = []
+    for rank in (0, 1):
+        ds = S3TarShardDataset("s3://bench/ds/", endpoint_url=server.endpoint_url, rank=rank, world_size=2)
+        sizes.append(sum(ds._sizes.values()))
+        ds.close()
+    free = MIN_FREE_BYTES + max(sizes) + 1               # room for either rank's copy, not for both
+    monkeypatch.setattr(os, "statvfs", lambda d: SimpleNamespace(f_blocks=10 * MIN_FREE_BYTES, f_frsize=1,
+                                                                  f_bavail=free))
+    for rank in (0, 1):                                  # each rank alone passes its own check
+        S3TarShardDataset("s3://bench/ds/", endpoint_url=server.endpoint_url, rank=rank, world_size=2).close()
+    with pytest.raises(ProbeError, match="local copies of the 2 ranks' shares on this host: not enough free space"):
+        check_shares("s3://bench/ds/", 2, server.endpoint_url, local_copies=None)   # tar shards: always copied
+    assert check_shares("s3://bench/ds/", 2, server.endpoint_url) == SHARDS          # no copies: no check
+    free = MIN_FREE_BYTES + sum(sizes) + 1
+    assert check_shares("s3://bench/ds/", 2, server.endpoint_url, local_copies=True) == SHARDS
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_launcher_checks_the_copies_feed_and_loader_make(monkeypatch):
+    from nbbench.dist.loaderjobs import job_for
+    from nbbench.probes.objects import s3dataset
+
+    asked = []
+    monkeypatch.setattr(s3dataset, "check_shares", lambda *a, **kw: asked.append(kw["local_copies"]))
+    job_for("feed", {"path": "s3://b/p"}).local_checks(2)      # feed copies tar shards and image objects
+    job_for("loader", {"path": "s3://b/p"}).local_checks(2)    # loader copies tar shards only (None: by kind)
+    job_for("loader", {"path": "/data"}).local_checks(2)       # a folder: nothing to copy, no S3 check
+    assert asked == [True, None]

@@ -12,6 +12,7 @@ import os
 
 from . import options, ranks
 from . import pipelineopts as po
+from ..probes.objects.client import is_s3
 from ..probes.pipeline.dataloader import require_torch
 from ..results import ProbeError
 
@@ -65,8 +66,8 @@ class FeedCommand(ranks.RankedCommand):
             **po.s3_params(args, args.path)), f"feed {args.path}")
         if value is not ranks.LOCAL:
             return value
-        path = args.path if po.is_s3(args.path) else os.path.expanduser(args.path)
-        if not po.is_s3(path) and not os.path.isdir(path):
+        path = args.path if is_s3(args.path) else os.path.expanduser(args.path)
+        if not is_s3(path) and not os.path.isdir(path):
             raise ProbeError(f"{args.path} is not a directory: give an image folder (root/CLASS/IMAGE), a folder "
                              "of .tar shards, or s3://BUCKET/PREFIX of tar shards or image objects")
         require_torch("feed")

@@ -16,6 +16,7 @@ import os
 
 from . import options, ranks
 from . import pipelineopts as po
+from ..probes.objects.client import is_s3
 from ..probes.pipeline.dataloader import require_torch
 from ..results import ProbeError
 
@@ -68,7 +69,7 @@ class LoaderCommand(ranks.RankedCommand):
             return self._run_ranked(args, ctx)
         if args.loader is None:
             raise ProbeError("give a DataLoader variable, a dataset folder or --dataset module:function")
-        target, is_dir = (args.loader, True) if po.is_s3(args.loader) else po.resolve(ctx, args.loader, "DataLoader")
+        target, is_dir = (args.loader, True) if is_s3(args.loader) else po.resolve(ctx, args.loader, "DataLoader")
         dl = ds = None
         accelerator = args.accelerator
         if is_dir:
@@ -78,7 +79,7 @@ class LoaderCommand(ranks.RankedCommand):
             from ..probes.pipeline.imagefolder import ImageFolderDataset
             from ..probes.shards.tarshards import TarShardDataset, has_tar_shards
 
-            if po.is_s3(target):   # tar shards (copied first to count their samples) or image objects, by GETs
+            if is_s3(target):   # tar shards (copied first to count their samples) or image objects, by GETs
                 from ..probes.objects.s3dataset import open_s3_dataset
 
                 ds = open_s3_dataset(target, endpoint_url=args.endpoint_url, region=args.region, copy=False,
@@ -130,7 +131,7 @@ class LoaderCommand(ranks.RankedCommand):
             plot.finish(res)
         if is_dir:
             res.params["path"] = str(target)
-            if po.is_s3(target):
+            if is_s3(target):
                 res.labels["dataset"] = ds.describe()
                 ds.label_requests(res)
         return res

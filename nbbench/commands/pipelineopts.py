@@ -10,9 +10,10 @@ import argparse
 import os
 
 from . import options, ranks
+from ..probes.objects.client import is_s3
 from ..results import ProbeError
 
-__all__ = ["accelerator_type", "step_of", "add_step_options", "add_dir_loader_options", "add_s3_options", "is_s3",
+__all__ = ["accelerator_type", "step_of", "add_step_options", "add_dir_loader_options", "add_s3_options",
            "dataset_path", "s3_params", "add_dataset_option", "ranked", "resolve"]
 
 
@@ -52,10 +53,6 @@ def add_s3_options(parser) -> None:
     parser.add_argument("--endpoint-url", dest="endpoint_url", default=None,
                         help="for an s3:// dataset: an S3-compatible endpoint, e.g. http://127.0.0.1:9000")
     parser.add_argument("--region", default=None, help="for an s3:// dataset: the region (default: the AWS configuration)")
-
-
-def is_s3(name) -> bool:
-    return isinstance(name, str) and name.startswith("s3://")
 
 
 def dataset_path(src: str) -> str:

@@ -102,7 +102,9 @@ def dispatch(name: str, kind: str, args, ctx, params: dict, desc: str, on_figure
     """Run ``kind`` as a rank, launch ``--ranks`` of it, print the lines for several hosts, or
     return :data:`LOCAL`."""
     from ..dist import rankenv
+    from ..probes.objects.client import check_endpoint
 
+    check_endpoint(getattr(args, "endpoint_url", None))   # before any command line is printed: no credential in it
     env = rankenv.detect(no_dist=getattr(args, "no_dist", False))
     if env is not None:
         return _as_rank(kind, args, ctx, params, env, desc)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from . import options, ranks
 from . import pipelineopts as po
+from ..probes.objects.client import is_s3
 from ..probes.pipeline.dataloader import require_torch
 from ..results import ProbeError
 
@@ -52,7 +53,7 @@ class SweepCommand(ranks.RankedCommand):
         params = dict(num_workers=args.workers, batch_size=args.batch_size, pin_memory=args.pin_memory,
                       prefetch_factor=args.prefetch, persistent_workers=args.persistent, step=po.step_of(args),
                       duration=args.duration, warmup=args.warmup, decode=args.decode, size=args.size)
-        if po.is_s3(args.source):
+        if is_s3(args.source):
             raise ProbeError("sweep takes a folder, a notebook dataset or --dataset module:function, not an s3:// "
                              "dataset (loader s3://… and feed s3://… read one)")
         value = po.ranked("sweep", "sweep", args, ctx, "source", params, f"sweep {args.source or args.dataset}")

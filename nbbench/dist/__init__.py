@@ -16,7 +16,8 @@ slowest and fastest rank, the per-host table) and prints or hands back exactly o
 * :mod:`.rank`      one rank's run, start to finish (:func:`~.rank.run_rank`)
 * :mod:`.rankjob`   a probe's rank part (:class:`~.rankjob.RankJob`: its hooks and helpers)
 * :mod:`.jobs`      the storage probes' rank parts (dd, randread, files) and the registry ``JOBS``;
-  :mod:`.ckptjobs` checkpoint, shards; :mod:`.loaderjobs` loader; :mod:`.sweepfeed` sweep, feed
+  :mod:`.ckptjobs` checkpoint, shards; :mod:`.loaderjobs` loader (:mod:`.syncedstep` its per-step meeting);
+  :mod:`.sweepfeed` sweep, feed
 * :mod:`.hoststats` CPU and disk busy % around the run, on each host's local rank 0
 * :mod:`.launch`    ``--ranks N``: N local ranks as child processes of nbbench's own spawner
   (:mod:`.spawn`: FileStores in a private directory, gloo/NCCL on loopback, no network port);

@@ -259,6 +259,18 @@ def _sweep_job(job) -> int:
         return 0
 
 
+def _root_cause(failures: list[dict], recs: dict) -> dict | None:
+    """The failure to name: the first rank that ended of its own, unless all it left is an exit code (no line, not
+    killed) and a rank's own record says why it failed (its error, e.g. a collective that timed out)."""
+    root = failures[0] if failures else None
+    said = [(r, v["reason"]) for r, v in sorted(recs.items()) if v.get("status") == "failed" and v.get("reason")]
+    if said and (root is None or (root["exitcode"] >= 0 and ":" not in root["reason"])):
+        r, reason = said[0]
+        code = f" ({root['reason']})" if root is not None and root["rank"] == r else ""
+        return {"rank": r, "reason": reason + code}
+    return root
+
+
 def _failed(job, control: Control, ranks: Ranks, backend: str, interrupted: bool) -> Result:
     """No result from rank 0: a failed (or interrupted) result from what the store and the spawner tell."""
     from .rank import build_result
@@ -268,7 +280,7 @@ def _failed(job, control: Control, ranks: Ranks, backend: str, interrupted: bool
     recs = {int(r): v for r, v in control.per_rank("rec").items()}
     failures = ranks.failures()
     by_rank = {f["rank"]: f for f in failures}
-    root = failures[0] if failures else None
+    root = _root_cause(failures, recs)
     for r in range(nproc):
         if r in recs:
             continue

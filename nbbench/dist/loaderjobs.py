@@ -11,8 +11,10 @@ with ``num_workers`` defaulting to the usable CPUs shared among the ranks of the
 **loader**: the compute step (emulated accelerator, sleep, or a real step on
 ``LOCAL_RANK``'s GPU) is followed, as DDP's gradient all-reduce (and DLIO's per-step
 barrier), by a tiny ``all_reduce`` that every rank meets once per step
-(:class:`SyncedStep`).  It also carries each rank's vote to stop (its window is over, or it
-was asked to stop), so every rank runs exactly the same steps.  The time spent there is
+(:class:`~nbbench.dist.syncedstep.SyncedStep`).  It also carries each rank's vote to stop (its
+window is over, or it was asked to stop), so every rank runs the same steps — unless its loader
+runs out first (``--epochs N`` over unequal s3:// shares): then it meets the others' steps
+without a batch until all are out, its figures its own.  The time spent there is
 kept apart (``sync_s`` per step, ``sync_wait_pct``): per rank, data wait and AU stay the
 rank's own; together, the step time is set by the slowest rank, and rank 0 reports the
 global samples/s (first done), the global AU (the ranks' mean, as DLIO) and which rank
@@ -23,13 +25,13 @@ stalled most (the largest data wait).
 from __future__ import annotations
 
 import importlib
-import time
 
 from ..results import ProbeError, Result
 from .aggregate import Phase, track
 from .jobs import RankJob
+from .syncedstep import SyncedStep
 
-__all__ = ["SyncedStep", "LoaderJob", "load_dataset", "is_s3", "job_for"]
+__all__ = ["LoaderJob", "load_dataset", "s3_job", "job_for"]
 
 
 def load_dataset(spec: str):
@@ -44,9 +46,11 @@ def load_dataset(spec: str):
     return f()
 
 
-def is_s3(p: dict) -> bool:
-    """Is the job's dataset an s3:// prefix (of tar shards or image objects)?"""
-    return not p.get("dataset") and str(p.get("path") or "").startswith("s3://")
+def s3_job(p: dict) -> bool:
+    """Is the job's dataset an s3:// prefix (of tar shards or image objects), not a --dataset function?"""
+    from ..probes.objects.client import is_s3
+
+    return not p.get("dataset") and is_s3(p.get("path"))
 
 
 def s3_dataset(p: dict, rank: int, world_size: int, copy: bool = True):
@@ -59,12 +63,17 @@ def s3_dataset(p: dict, rank: int, world_size: int, copy: bool = True):
                            world_size=world_size)
 
 
-def s3_checks(p: dict, nranks: int) -> None:
-    """For an s3:// dataset, before the ranks start: every rank has a share of it (else one line)."""
-    if is_s3(p):
+def s3_checks(p: dict, nranks: int, local_copies: bool | None = False) -> None:
+    """For an s3:// dataset, before the ranks start: every rank has a share of it, and with ``local_copies`` (the
+    launcher: every rank on this host) their local copies fit together (else one line)."""
+    if s3_job(p):
         from ..probes.objects.s3dataset import check_shares
 
-        check_shares(p["path"], nranks, p.get("endpoint_url"), p.get("region"))
+        check_shares(p["path"], nranks, p.get("endpoint_url"), p.get("region"), local_copies=local_copies)
+
+
+#: the loader benchmark's own window under ranks: none (SyncedStep's votes end the steps)
+_FOREVER = 1e9
 
 
 def _dataset(p: dict):
@@ -83,68 +92,6 @@ def _workers(p: dict, env_local_world: int) -> int:
     return max(0, usable_cpus()["usable_int"] // max(1, env_local_world))
 
 
-class SyncedStep:
-    """The compute step, then one tiny all_reduce every rank meets (DDP's gradient all-reduce).
-
-    The reduced tensor carries two votes, MAX over ranks: "asked to stop" (Stop, Ctrl-C, a
-    dead peer) and "my window is over" (``duration`` seconds measured or ``steps`` steps).
-    Either sets ``stop`` — the loader benchmark's cancel event — on every rank after the
-    same step.  ``sync_s`` is each call's time in the all_reduce; ``anchor`` the wall-clock
-    time the measured window began (after ``warmup + 1`` calls).
-    """
-
-    kind = "synced"
-
-    def __init__(self, inner, warmup: int, duration: float | None, steps: int | None, cancel, stop):
-        self.inner = inner
-        self.n_warm = warmup + 1
-        self.duration = duration
-        self.steps = steps
-        self.cancel = cancel
-        self.stop = stop
-        self.sync_s: list[float] = []
-        self.calls = 0
-        self.t_meas = None
-        self.anchor = None
-        self.cause: str | None = None
-        self.label = (inner.label if inner is not None else "none") + " + all_reduce per step"
-        self._torch = None
-
-    def setup(self) -> None:
-        import torch
-        import torch.distributed as td
-
-        self._torch = (torch, td)
-        if self.inner is not None and hasattr(self.inner, "setup"):
-            self.inner.setup()
-
-    def finish(self) -> dict:
-        return self.inner.finish() if self.inner is not None and hasattr(self.inner, "finish") else {}
-
-    def __call__(self, batch, samples=None) -> None:
-        torch, td = self._torch
-        if self.inner is not None:
-            self.inner(batch, samples)
-        t1 = time.perf_counter()
-        self.calls += 1
-        done = 0.0
-        if self.t_meas is not None:
-            measured = self.calls - self.n_warm
-            if (self.duration is not None and t1 - self.t_meas >= self.duration) or \
-                    (self.steps is not None and measured >= self.steps):
-                done = 1.0
-        votes = torch.tensor([1.0 if self.cancel.is_set() else 0.0, done])
-        td.all_reduce(votes, op=td.ReduceOp.MAX)
-        t2 = time.perf_counter()
-        self.sync_s.append(t2 - t1)
-        if votes[0] > 0 or votes[1] > 0:
-            self.cause = self.cause or ("stop" if votes[0] > 0 else "done")
-            self.stop.set()
-        if self.calls == self.n_warm:   # the measured window starts when this call returns
-            self.t_meas = time.perf_counter()
-            self.anchor = time.time()
-
-
 class LoaderJob(RankJob):
     kind = "loader"
     phases = [Phase("steps", ("samples_per_s", "batches_per_s"), "windows")]
@@ -161,11 +108,12 @@ class LoaderJob(RankJob):
         self.local_rank = env.local_rank
 
     def local_checks(self, nranks: int) -> None:
-        s3_checks(self.params, nranks)
+        # the ranks are all on this host: tar shards are always copied, image objects by feed (its warm pass)
+        s3_checks(self.params, nranks, local_copies=True if self.kind == "feed" else None)
 
     def preflight(self, env) -> None:
         p = self.params
-        if is_s3(p):
+        if s3_job(p):
             s3_checks(p, env.world_size)
         elif p.get("dataset"):
             mod = p["dataset"].partition(":")[0]
@@ -181,7 +129,7 @@ class LoaderJob(RankJob):
                 raise ProbeError(f"{t.path} is not a directory: give a dataset folder (root/CLASS/IMAGE)")
 
     def monitor_path(self):
-        return None if is_s3(self.params) else self.params.get("path")
+        return None if s3_job(self.params) else self.params.get("path")
 
     def run(self, progress, cancel) -> Result:
         import threading
@@ -193,7 +141,7 @@ class LoaderJob(RankJob):
         from ..probes.pipeline.steps import resolve_step
 
         p = self.params
-        s3 = is_s3(p)
+        s3 = s3_job(p)
         ds = s3_dataset(p, self.rank, self.world_size, copy=False) if s3 else _dataset(p)
         try:   # an s3:// dataset splits its shards or objects itself (by a stable hash of the key)
             sampler = None if s3 else DistributedSampler(ds, num_replicas=self.world_size, rank=self.rank,
@@ -216,9 +164,18 @@ class LoaderJob(RankJob):
         acc = p.get("accelerator") or (step[len("emulate:"):] if isinstance(step, str) and step.startswith("emulate:")
                                        else None)
         try:
-            res = bench_loader(dl, steps=None, duration=1e9, warmup=p.get("warmup", 2), step=synced,
-                               progress=progress, cancel=stop, accelerator=acc,
-                               epochs=p.get("epochs"), monitor=False, device=device)
+            try:
+                res = bench_loader(dl, steps=None, duration=_FOREVER, warmup=p.get("warmup", 2), step=synced,
+                                   progress=progress, cancel=stop, accelerator=acc,
+                                   epochs=p.get("epochs"), monitor=False, device=device)
+            except BaseException:
+                try:
+                    synced.join(failed=True)   # the others, blocked in the step's all_reduce, stop (the reason: ours)
+                except Exception:  # noqa: BLE001 - a peer gone too: this rank's own error is the one to report
+                    pass
+                raise
+            # out of batches (unequal shares): meet the others' steps until all are out; failed (a worker): stop them
+            synced.join(failed=res.status == "failed")
         finally:
             close_loader(dl, force=True)
             if s3:
@@ -242,8 +199,9 @@ class LoaderJob(RankJob):
         res.params.update({"step": step, "duration_s": duration, "steps": self.params.get("steps"),
                            "path": self.params.get("path") or self.params.get("dataset")})
         res.labels["step"] = synced.label
+        res.warnings[:] = [w.replace(f" of the {_FOREVER:g} s asked", "") for w in res.warnings]   # not asked
         res.labels["sampler"] = (f"its share of the dataset's objects (rank {self.rank} of {self.world_size}, a "
-                                 "stable hash of the key)" if is_s3(self.params) else
+                                 "stable hash of the key)" if s3_job(self.params) else
                                  f"DistributedSampler (rank {self.rank} of {self.world_size})")
         res.derive()
         wall = res.metrics.get("measured_s") or 0
@@ -272,7 +230,7 @@ class LoaderJob(RankJob):
 
     def finish(self, res, records):
         per = [(r["rank"], r.get("host"), r.get("metrics") or {}) for r in records]
-        if is_s3(self.params):
+        if s3_job(self.params):
             tar = all(m.get("shards_count") is not None for _, _, m in per)
             what, one = ("tar shards", "shard") if tar else ("image objects", "object")
             res.labels["sampler"] = (f"the {what} split over {len(records)} ranks by a stable hash of their key: "
@@ -296,10 +254,11 @@ class LoaderJob(RankJob):
         steps = [m.get("step_time_s") for _, _, m in per if m.get("step_time_s")]
         if steps:
             res.metrics["step_time_s"] = max(steps)   # every rank meets every step: the slowest sets it
-        for k in ("steps_count", "samples_count"):
+        for k in ("steps_count", "samples_count"):   # steps: those met together (a rank out of data meets the rest)
             vals = [m.get(k) for _, _, m in per if m.get(k) is not None]
             if vals:
-                res.metrics[k] = min(vals) if k == "steps_count" else sum(vals)
+                res.metrics[k] = max(vals) if k == "steps_count" else sum(vals)
+        _label_unequal(res, per)
         from ..accelerators import get_accelerator, input_bound_band
 
         if waits:
@@ -317,6 +276,23 @@ class LoaderJob(RankJob):
                                     f"{res.metrics.get('step_time_s', 0) * 1e3:.0f} ms set by the slowest rank")
         if res.labels.get("stalled_most"):
             res.extra["answer"] += f"; stalled most: {res.labels['stalled_most']}"
+
+
+def _label_unequal(res, per) -> None:
+    """Ranks that ran out of batches at different steps (--epochs N over unequal shares): say so, per rank."""
+    steps = {r: m.get("steps_count") for r, _, m in per if m.get("steps_count") is not None}
+    if len(set(steps.values())) < 2:
+        return
+    most = max(steps.values())
+    short = ", ".join(f"rank {r} after {n} ({_of(per, r, 'samples_count')} samples)"
+                      for r, n in sorted(steps.items()) if n < most)
+    res.labels["unequal_shares"] = (f"the ranks' shares differ, so their loaders ran out at different steps: {short} "
+                                    f"of the {most} measured; each then met the others' steps without a batch until "
+                                    "all were out. Every rank's figures are the samples it really read")
+
+
+def _of(per, rank, key):
+    return next((m.get(key) for r, _, m in per if r == rank), None)
 
 
 def job_for(kind: str, params: dict) -> RankJob:

@@ -12,7 +12,7 @@ store, warm from its local copy (said so).
 from __future__ import annotations
 
 from ..results import ProbeError, Result
-from .loaderjobs import LoaderJob, _dataset, _workers, is_s3, s3_dataset
+from .loaderjobs import LoaderJob, _dataset, _workers, s3_dataset, s3_job
 
 __all__ = ["SweepJob", "FeedJob"]
 
@@ -90,7 +90,7 @@ class FeedJob(LoaderJob):
         p = self.params
         kw = {k: p[k] for k in ("accelerator", "batch_size", "duration", "warmup", "cold", "size", "max_files",
                                 "decode", "endpoint_url", "region") if k in p}
-        if is_s3(p):   # the rank's share of the shards or objects, copied locally (the warm pass reads the copy)
+        if s3_job(p):   # the rank's share of the shards or objects, copied locally (the warm pass reads the copy)
             ds = s3_dataset(p, self.rank, self.world_size)
             try:
                 return feed(p["path"], num_workers=_workers(p, self.local_world), dataset=ds, progress=progress,
@@ -121,7 +121,7 @@ class FeedJob(LoaderJob):
         res.metrics.pop("au_one_accelerator_pct", None)
         from ..units import format_metric
 
-        s3 = is_s3(self.params)
+        s3 = s3_job(self.params)
         if s3:
             tar = res.metrics.get("shards_count") is not None
             what = (f"{res.metrics.get('shards_count')} tar shards, {res.metrics.get('files_count')} samples" if tar

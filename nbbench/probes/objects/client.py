@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from ...results import ProbeError
 
-__all__ = ["S3Url", "parse_url", "make_client", "explain", "endpoint_labels", "endpoint_warning",
+__all__ = ["S3Url", "is_s3", "parse_url", "make_client", "explain", "endpoint_labels", "endpoint_warning",
            "NEEDS_BOTO3", "FATAL_CODES"]
 
 NEEDS_BOTO3 = ("the s3 probe needs boto3, which is not installed in this Python environment: "
@@ -37,6 +37,11 @@ class S3Url:
 
     def key_url(self, key: str) -> str:
         return f"s3://{self.bucket}/{key}"
+
+
+def is_s3(name) -> bool:
+    """Is ``name`` an s3:// URL (a dataset or target in object storage, not a local path)?"""
+    return isinstance(name, str) and name.startswith("s3://")
 
 
 def parse_url(text: str) -> S3Url:

@@ -18,7 +18,8 @@ That copy is also what ``feed``'s warm run reads — "warm" here means *from a l
 caching FUSE client (mountpoint-s3 ``--cache``) or a node-local cache would serve — while its
 cold run GETs every shard from the store (:meth:`use`).  With ``rank`` and ``world_size`` given
 (``--ranks``) a rank lists every shard but copies and reads only its own share;
-:func:`check_shares` makes sure, before the ranks start, that none is left without one.
+:func:`check_shares` makes sure, before the ranks start, that none is left without one (and that
+the local copies of all the ranks on the launcher's host fit together).
 torch is imported by its base class.
 """
 
@@ -50,25 +51,43 @@ def open_s3_dataset(url, endpoint_url: str | None = None, region: str | None = N
     return S3ImageDataset(url, endpoint_url, region, listing=listing, copy=copy, **kw)
 
 
-def check_shares(url: str, nranks: int, endpoint_url: str | None = None, region: str | None = None) -> int:
+def check_shares(url: str, nranks: int, endpoint_url: str | None = None, region: str | None = None,
+                 local_copies: bool | None = False, cache_dir=None) -> int:
     """Before ranks start: every one of ``nranks`` must get at least one of the tar shards (or image objects)
     under ``url`` (a rank with none would have nothing to read); their number, else a ProbeError naming the idle
-    ranks."""
+    ranks.  With ``local_copies`` (all ``nranks`` on this host, each copying its share; None: if they are tar shards,
+    which are always copied) the free space for their copies *together* is checked once, in ``cache_dir`` (the
+    temporary directory): each rank, checking its own share alone, would pass where together they do not fit."""
     u, kind, found, _ = list_dataset(str(url), endpoint_url, region)
     if kind == "images":
         from .s3images import labelled
 
-        found = labelled(u, found)[0]
+        found = [(k, s) for k, s, _ in labelled(u, found)[0]]
     what = "tar shards" if kind == "tar" else "image objects"
-    counts = [0] * nranks
-    for key, *_ in found:
-        counts[shard_rank(key[len(u.prefix):], nranks)] += 1
-    idle = [str(r) for r, c in enumerate(counts) if c == 0]
+    shares: list[list] = [[] for _ in range(nranks)]
+    for key, size in found:
+        shares[shard_rank(key[len(u.prefix):], nranks)].append((key, size))
+    idle = [str(r) for r, c in enumerate(shares) if not c]
     if idle:
         raise ProbeError(f"{len(found)} {what} under {u} split over {nranks} ranks by a stable hash of their key "
                          f"leave rank{'s' if len(idle) > 1 else ''} {', '.join(idle)} none to read: use fewer ranks "
                          f"or more {what.split()[-1]}")
+    if local_copies or (local_copies is None and kind == "tar"):
+        _check_copies_fit(shares, cache_dir)
     return len(found)
+
+
+def _check_copies_fit(shares: list[list], cache_dir=None) -> None:
+    """The local copies of every rank's share (each under the default cap, as the ranks pick them) fit together."""
+    import tempfile
+
+    from ..storage.target import check_free_space
+
+    need = sum(s for share in shares for _, s in _subset(share, DEFAULT_MAX_BYTES, 0))
+    try:
+        check_free_space(cache_dir or tempfile.gettempdir(), need)
+    except ProbeError as exc:
+        raise ProbeError(f"the local copies of the {len(shares)} ranks' shares on this host: {exc}") from None
 
 
 class S3TarShardDataset(S3Source, TarShardDataset):
