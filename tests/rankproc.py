@@ -24,3 +24,19 @@ def run_nbbench(*args, timeout: float = 180, env: dict | None = None, **kw):
     """``nbbench ARGS`` as a process; ``env``: variables set on top of :func:`clean_env`'s."""
     return subprocess.run([PY, "-m", "nbbench", *map(str, args)], capture_output=True, text=True, timeout=timeout,
                           stdin=subprocess.DEVNULL, env=clean_env(**(env or {})), **kw)
+
+
+def short_tmpdir(tmp_path: Path) -> Path:
+    """``tmp_path / "tmp"``: a link to a new directory under /tmp with a short name, for a run's TMPDIR.  pytest's
+    own paths (deeper under xdist) can be too long for the Unix socket a DataLoader worker hands its batches back
+    through (nbbench refuses them: probes.pipeline.dataloader.check_worker_tempdir).  Removed at exit."""
+    import atexit
+    import shutil
+    import tempfile
+
+    link = tmp_path / "tmp"
+    if not link.exists():
+        short = tempfile.mkdtemp(prefix="nbt-", dir="/tmp")
+        atexit.register(shutil.rmtree, short, True)
+        link.symlink_to(short)
+    return link

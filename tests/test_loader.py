@@ -430,3 +430,32 @@ def test_cuda_step_names_the_nvml_gpu_it_computes_on():
     torch = FakeTorch(devices=1, props={0: {"pci_domain_id": 0, "pci_bus_id": 0x4f, "pci_device_id": 0}})
     assert nvml_gpus(torch, nv, 0) == [1]
     assert nvml_gpus(FakeTorch(devices=1), Nvml(FakePynvml(init_error=12)), 0) is None   # no NVML: not known
+
+
+def test_a_temp_dir_too_long_for_a_workers_socket_is_refused_in_one_line(tmp_path):
+    """A DataLoader worker hands batches back over a Unix socket under the temp directory; too long a path made
+    PyTorch wait for ever (the worker's send failed in a background thread).  Refused first, one line."""
+    pytest.importorskip("torch")
+    from nbbench.probes.pipeline.dataloader import check_worker_tempdir, make_loader, sharing_strategy
+
+    if sharing_strategy() != "file_descriptor":
+        pytest.skip("torch shares tensors through files here, not descriptors over a socket")
+    long_dir = "/tmp/" + "d" * 90
+    with pytest.raises(ProbeError, match="too long for the Unix socket.*TMPDIR"):
+        check_worker_tempdir(1, long_dir)
+    check_worker_tempdir(0, long_dir)            # no workers, no socket
+    check_worker_tempdir(2, "/tmp")              # room enough
+    deep = tmp_path / ("d" * 60) / ("e" * 40)
+    deep.mkdir(parents=True)
+    import os
+    import subprocess
+    import sys
+
+    from nbbench.datasets import make_image_folder
+
+    ds = make_image_folder(tmp_path / "ds", files=8, size="2k", classes=2)
+    p = subprocess.run([sys.executable, "-m", "nbbench", "loader", str(ds), "--workers", "1", "--steps", "2",
+                        "--no-save"], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, TMPDIR=str(deep)), stdin=subprocess.DEVNULL)
+    assert p.returncode == 1 and "too long for the Unix socket" in p.stderr and "Traceback" not in p.stderr, p.stderr
+    assert make_loader(list(range(4)), batch_size=2, num_workers=0) is not None

@@ -21,6 +21,7 @@ pytest.importorskip("moto.server")
 
 from nbbench.results import ProbeError  # noqa: E402
 from nbbench.testing import DUMMY_CREDENTIALS, local_s3  # noqa: E402
+from rankproc import short_tmpdir  # noqa: E402
 
 PER_CLASS = 20
 CLASSES = ("cat", "dog")
@@ -51,8 +52,8 @@ def server():
 
 def _env(tmp_path) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-    (tmp_path / "tmp").mkdir(exist_ok=True)
-    env.update(DUMMY_CREDENTIALS, TMPDIR=str(tmp_path / "tmp"), NBBENCH_HOME=str(tmp_path / "home"))
+    short_tmpdir(tmp_path)   # TMPDIR short enough for a worker's Unix socket
+    env.update(DUMMY_CREDENTIALS, TMPDIR=os.path.realpath(tmp_path / "tmp"), NBBENCH_HOME=str(tmp_path / "home"))
     return env
 
 

@@ -23,7 +23,7 @@ pytest.importorskip("moto.server")
 from nbbench.results import ProbeError  # noqa: E402
 from nbbench.testing import local_s3  # noqa: E402
 
-from rankproc import clean_env  # noqa: E402
+from rankproc import clean_env, short_tmpdir  # noqa: E402
 
 #: credentials only this test uses, so a leak onto a command line or into a file is found by grepping for them
 SECRET = {"AWS_ACCESS_KEY_ID": "nbbench-ranks-key-7q2", "AWS_SECRET_ACCESS_KEY": "nbbench-ranks-secret-x9w4",
@@ -40,8 +40,8 @@ def server():
 
 def _env(tmp_path, **extra) -> dict:
     env = {k: v for k, v in clean_env().items() if not k.startswith("AWS_")}
-    (tmp_path / "tmp").mkdir(exist_ok=True)
-    env.update(SECRET, TMPDIR=str(tmp_path / "tmp"), NBBENCH_HOME=str(tmp_path / "home"), **extra)
+    short_tmpdir(tmp_path)   # TMPDIR short enough for a worker's Unix socket
+    env.update(SECRET, TMPDIR=os.path.realpath(tmp_path / "tmp"), NBBENCH_HOME=str(tmp_path / "home"), **extra)
     return env
 
 

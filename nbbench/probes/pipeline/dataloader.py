@@ -17,7 +17,8 @@ from typing import Any
 from ...results import ProbeError
 
 __all__ = ["require_torch", "TORCH_INSTALL", "make_loader", "is_dataloader", "loader_parts", "describe_loader",
-           "close_loader", "worker_failure_reason", "worker_exit_note", "is_iterable_dataset", "sharing_strategy"]
+           "close_loader", "worker_failure_reason", "worker_exit_note", "is_iterable_dataset", "sharing_strategy",
+           "check_worker_tempdir"]
 
 
 #: how to get torch, in the words every "needs torch" sentence uses
@@ -67,6 +68,7 @@ def make_loader(dataset, batch_size: int, num_workers: int, pin_memory: bool = F
         kw["prefetch_factor"] = prefetch_factor
         kw["persistent_workers"] = persistent_workers
     kw.update(kwargs)
+    check_worker_tempdir(num_workers)
     if num_workers == 0:   # torch refuses a multiprocessing context without worker processes
         kw.pop("multiprocessing_context", None)
     return DataLoader(dataset, **kw)
@@ -141,6 +143,28 @@ def sharing_strategy() -> str | None:
         return tmp.get_sharing_strategy()
     except Exception:  # noqa: BLE001
         return None
+
+
+#: what Python adds to the temp directory for a worker's Unix socket: "/pymp-XXXXXXXX/listener-XXXXXXXX"
+_SOCKET_SUFFIX = 32
+#: the longest path a Unix socket may have on Linux (sun_path, 108 bytes with its NUL)
+_SOCKET_MAX = 107
+
+
+def check_worker_tempdir(num_workers: int, tempdir: str | None = None) -> None:
+    """DataLoader workers hand a batch's tensors back by passing descriptors over a Unix socket that Python makes
+    under the temp directory (torch's "file_descriptor" sharing).  Where that path is too long for a socket the
+    worker's send fails in a background thread and PyTorch waits for the batch for ever: refuse first, in one line."""
+    if num_workers <= 0 or sharing_strategy() != "file_descriptor":
+        return
+    import tempfile
+
+    d = tempdir or tempfile.gettempdir()
+    if len(d.encode()) + _SOCKET_SUFFIX > _SOCKET_MAX:
+        raise ProbeError(f"the temporary directory {d} ({len(d.encode())} characters) is too long for the Unix "
+                         f"socket DataLoader workers hand their batches back through (at most "
+                         f"{_SOCKET_MAX - _SOCKET_SUFFIX}): PyTorch would wait for ever; set TMPDIR to a shorter "
+                         "directory (e.g. TMPDIR=/tmp) or use --workers 0")
 
 
 def describe_loader(loader) -> dict[str, Any]:

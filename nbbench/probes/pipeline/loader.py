@@ -24,7 +24,7 @@ from ...progress import call_progress
 from ...results import ProbeError
 from ...results.loader import LoaderResult
 from .batches import batch_info, leaves
-from .dataloader import close_loader, describe_loader, worker_exit_note, worker_failure_reason
+from .dataloader import check_worker_tempdir, close_loader, describe_loader, worker_exit_note, worker_failure_reason
 from .loadermon import gpu_util_mean, start_monitor, stop_monitor
 from .steps import CudaStep, EmulatedStep, resolve_step
 
@@ -186,6 +186,7 @@ def _loop(run: _Run, loader, stepper, batch_size, warmup, steps, duration, epoch
     t0 = deadline = w_next = last_progress = math.inf
     w_i0 = 0
 
+    check_worker_tempdir(getattr(loader, "num_workers", 0) or 0)   # a user's DataLoader too
     t_start = perf()
     run.it = iter(loader)
     batches = run.it if epochs == 1 else _passes(run, loader, epochs)
