@@ -48,6 +48,7 @@ def loop_compiled(ring_loop, ring, pc, offs, vstate, meter, sub_list, bs, st, sq
     qsum = qn = 0
     error = None
     now = pc()
+    busy = BusyWait(None, ring.fd)  # only its back-off: the C loop waits for completions itself
     while state[2] > 0:
         while not final and state[3] and len(chunk) - pos < state[2]:
             nxt = offs.next_array()
@@ -57,12 +58,14 @@ def loop_compiled(ring_loop, ring, pc, offs, vstate, meter, sub_list, bs, st, sq
                 chunk, pos = np.concatenate([chunk[pos:], nxt]), 0
         qsum += state[2]
         qn += 1
-        pos, nlat, err, now = ring_loop(ring.fd, ring.sq_mm, ring.cq_mm, ring.sqe_mm, layout, chunk, pos, final,
+        pos, nlat, err, now, refused = ring_loop(ring.fd, ring.sq_mm, ring.cq_mm, ring.sqe_mm, layout, chunk, pos, final,
                                         sub, lats, meter.next_event, bs, state, each)
         if nlat:
             meter.lats.frombytes(lats[:nlat].tobytes())
         if err is not None and error is None:
             error = err
+        if refused:
+            busy(False, state[1])
         if now >= meter.next_event and not meter.event(now, state[4], state[2]):
             state[3] = 0
     return state[4], error, qsum, qn, now
