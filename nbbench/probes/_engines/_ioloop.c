@@ -87,9 +87,12 @@ out:
  *   state = [tail, submitted, inflight, go, done] (a list, updated in place).  Submission entries
  *   are pre-filled by Python (opcode, fd, buffer, length, user_data = slot); per I/O only the offset
  *   (at byte 8 of the 64-byte entry) and the index array are written.  Returns (pos, nlat, error,
- *   now): it returns when nothing is in flight, when now >= deadline_ns, when fewer than the
- *   in-flight count of offsets are left (final=0: Python brings the next chunk), or when `lats`
- *   could overflow; error: 0, or the first completion's result that was not bs (bytes, or -errno). */
+ *   now, refused): it returns when nothing is in flight, when now >= deadline_ns, when fewer than the
+ *   in-flight count of offsets are left (final=0: Python brings the next chunk), when `lats`
+ *   could overflow, or when a submission was refused (EAGAIN/EBUSY) with none of ours in the kernel
+ *   (refused=True: Python backs off, see uring_setup.BusyWait); error: None, or the first
+ *   completion's result that was not bs (bytes, or -errno).  Refused with I/Os of ours in the
+ *   kernel, it waits for one (to_submit=0, min_complete=1, GETEVENTS), reaps, and submits again. */
 static PyObject *ring_loop(PyObject *self, PyObject *args)
 {
     int rfd, final, each;
@@ -130,7 +133,7 @@ static PyObject *ring_loop(PyObject *self, PyObject *args)
     int go = (int)st[3];
     Py_ssize_t nlat = 0;
     long long error = 0, now = now_ns();
-    int sys_errno = 0, interrupted = 0, has_err = 0;
+    int sys_errno = 0, interrupted = 0, has_err = 0, refused = 0;
     Py_BEGIN_ALLOW_THREADS
     while (inflight > 0) {
         if (!final && go && n_offs - pos < inflight)
@@ -145,7 +148,12 @@ static PyObject *ring_loop(PyObject *self, PyObject *args)
                 break;
             }
             if (errno == EAGAIN || errno == EBUSY) {
-                r = 0;                               /* reap what completed, check the deadline, then submit again */
+                if (inflight <= (long long)(tail - submitted)) {
+                    refused = 1;                     /* nothing of ours to wait for: Python backs off */
+                    break;
+                }
+                syscall(426, rfd, 0u, 1u, 1u, NULL, 0); /* wait for one, then reap and submit again */
+                r = 0;
             } else {
                 sys_errno = errno;
                 break;
@@ -217,7 +225,8 @@ static PyObject *ring_loop(PyObject *self, PyObject *args)
     }
     if (interrupted && PyErr_CheckSignals() < 0)
         goto out;
-    ret = has_err ? Py_BuildValue("nnLL", pos, nlat, error, now) : Py_BuildValue("nnOL", pos, nlat, Py_None, now);
+    ret = has_err ? Py_BuildValue("nnLLO", pos, nlat, error, now, refused ? Py_True : Py_False)
+                  : Py_BuildValue("nnOLO", pos, nlat, Py_None, now, refused ? Py_True : Py_False);
 out:
     PyBuffer_Release(&sqb);
     PyBuffer_Release(&cqb);

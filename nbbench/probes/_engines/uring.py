@@ -36,7 +36,6 @@ syscalls and :func:`.uring_setup.available` in :mod:`.uring_setup`; the Python p
 from __future__ import annotations
 
 import ctypes
-import errno
 import os
 import time
 
@@ -44,10 +43,13 @@ from . import uring_setup
 from .job import JobOutput, JobSpec, Meter, Offsets
 from .sync import _is_direct, aligned_buffers
 from .uring_loop import loop_batched, loop_single
-from .uring_setup import BUSY, IORING_ENTER_GETEVENTS, IORING_ENTER_SQ_WAKEUP, NR_IO_URING_ENTER, Ring, wait_when_busy
+from .uring_setup import IORING_ENTER_GETEVENTS, NR_IO_URING_ENTER, Ring
 from .uring_vec import compiled_ring, loop_compiled, loop_vector
 
 __all__ = ["run_uring"]
+
+#: buffer pools of rings closed with I/Os still in the kernel: kept mapped, see :func:`run_uring`
+_KEPT: list = []
 
 
 def run_uring(spec: JobSpec) -> JobOutput:
@@ -102,7 +104,6 @@ def run_uring(spec: JobSpec) -> JobOutput:
     cqe64_i = ring.cqes // 8
     cqe32_i = ring.cqes // 4 + 2
     raw = uring_setup.enter_fn()
-    rfd = ring.fd
     pc = time.perf_counter_ns
     vector = mode == "vector"
     offs = Offsets(spec, arrays=vector or compiled is not None)
@@ -130,21 +131,20 @@ def run_uring(spec: JobSpec) -> JobOutput:
         inflight += 1
     qd_max = inflight
     st = [tail, submitted, inflight]
+    drained = False
     try:
-        try:
-            if compiled is not None:
-                done, error, qsum, qn, now = loop_compiled(compiled, ring, pc, offs, vstate, meter, sub_t, bs, st,
-                                                           sq_mask, cq_mask, mode == "each")
-            elif vector:
-                done, error, qsum, qn, now = loop_vector(
-                    ring, raw, pc, offs, vstate, meter, sub_t, bs, st, sq_mask, cq_mask, sq_tail_i, cq_head_i,
-                    cq_tail_i, NR_IO_URING_ENTER, IORING_ENTER_GETEVENTS)
-            else:
-                args = (ring, raw, pc, it, meter, sub_t, bs, st, sq_mask, cq_mask, sq_tail_i, sq_arr_i, cq_head_i,
-                        cq_tail_i, cqe64_i, cqe32_i)
-                done, error, qsum, qn, now = loop_single(*args) if mode == "single" else loop_batched(*args, mode)
-        finally:
-            tail, submitted, inflight = st  # what the drain below must wait for
+        if compiled is not None:
+            done, error, qsum, qn, now = loop_compiled(compiled, ring, pc, offs, vstate, meter, sub_t, bs, st,
+                                                       sq_mask, cq_mask, mode == "each")
+        elif vector:
+            done, error, qsum, qn, now = loop_vector(
+                ring, raw, pc, offs, vstate, meter, sub_t, bs, st, sq_mask, cq_mask, sq_tail_i, cq_head_i,
+                cq_tail_i, NR_IO_URING_ENTER, IORING_ENTER_GETEVENTS)
+        else:
+            args = (ring, raw, pc, it, meter, sub_t, bs, st, sq_mask, cq_mask, sq_tail_i, sq_arr_i, cq_head_i,
+                    cq_tail_i, cqe64_i, cqe32_i)
+            done, error, qsum, qn, now = loop_single(*args) if mode == "single" else loop_batched(*args, mode)
+        drained = True  # the loops return with nothing in flight
         meter.finish(now, done)
         if write and spec.fsync_end and not out.interrupted:
             os.fdatasync(spec.fd)
@@ -152,29 +152,20 @@ def run_uring(spec: JobSpec) -> JobOutput:
         out.qd_max = qd_max
         out.qd_mean = qsum / qn if qn else float(qd_max)
     finally:
-        # nothing is in flight here unless an exception escaped; wait for the rest then
-        while inflight > 0:
-            sq32[sq_tail_i] = tail & 0xFFFFFFFF
-            if mode == "sqpoll":
-                raw(NR_IO_URING_ENTER, rfd, 0, 1, IORING_ENTER_GETEVENTS | IORING_ENTER_SQ_WAKEUP, None, 0)
-            else:
-                r = raw(NR_IO_URING_ENTER, rfd, tail - submitted, 1, IORING_ENTER_GETEVENTS, None, 0)
-                if r < 0:
-                    e = ctypes.get_errno()
-                    if e == errno.EINTR:
-                        continue
-                    if e not in BUSY or inflight <= tail - submitted:
-                        break  # an error, or refused with none of ours in the kernel: nothing to wait for
-                    wait_when_busy(raw, rfd, True)  # then reap, as the loops do
-                else:
-                    submitted += r
-            head = cq32[cq_head_i]
-            ctail = cq32[cq_tail_i]
-            inflight -= (ctail - head) & 0xFFFFFFFF
-            cq32[cq_head_i] = ctail
+        # an exception escaped a loop: wait (bounded) for what the kernel took from the ring
+        drained = drained or uring_setup.drain(ring, raw, mode == "sqpoll")
         del anchor
-        pool.release()
+        # The ring before the buffers: closing it has the kernel cancel what it still holds and drop
+        # the registered buffers (their pages stay pinned until then, whatever happens to the mapping).
+        # Closing does not wait, though (the kernel's teardown runs in a worker), and an I/O not on
+        # registered buffers — a buffered read punted to an io-wq thread — copies into the process's
+        # mapping: where some I/Os did not complete, the buffers are kept (mapped, never reused) rather
+        # than unmapped under them.
         ring.close()
+        if drained:
+            pool.release()
+        else:
+            _KEPT.append(pool)
     if error is not None:
         if error < 0:
             raise OSError(-error, os.strerror(-error))

@@ -2,7 +2,8 @@
 and picks the loop): :func:`loop_batched` (``each``, ``batch``, ``sqpoll``) and
 :func:`loop_single`.  The per-I/O work is inlined on purpose: a function call per completion
 costs a measurable share of the ~4 µs of Python per I/O.  Each returns ``(done, error, qsum,
-qn, now)`` and keeps ``st`` = [tail, submitted, inflight] current for the caller's drain.
+qn, now)``; ``st`` = [tail, submitted, inflight] is the primed ring's state they start from
+(after an exception the caller's drain counts from the ring itself: :func:`.uring_setup.drain`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import errno
 import os
 
 from .uring_setup import (BUSY, IORING_ENTER_GETEVENTS, IORING_ENTER_SQ_WAKEUP, IORING_SQ_NEED_WAKEUP,
-                          NR_IO_URING_ENTER, wait_when_busy)
+                          NR_IO_URING_ENTER, BusyWait)
 
 __all__ = ["loop_batched", "loop_single"]
 
@@ -39,6 +40,7 @@ def loop_batched(ring, raw, pc, it, meter, sub_t, bs, st, sq_mask, cq_mask,
     ENTER = NR_IO_URING_ENTER
     GETEV = IORING_ENTER_GETEVENTS
     WAKE = IORING_ENTER_GETEVENTS | IORING_ENTER_SQ_WAKEUP
+    busy = BusyWait(raw, rfd, WAKE if sqpoll else GETEV)
     while inflight:
         qsum += inflight
         qn += 1
@@ -59,7 +61,7 @@ def loop_batched(ring, raw, pc, it, meter, sub_t, bs, st, sq_mask, cq_mask,
                 continue
             if e not in BUSY:
                 raise OSError(e, os.strerror(e))
-            wait_when_busy(raw, rfd, inflight > tail - submitted, WAKE if sqpoll else GETEV)
+            busy(inflight > tail - submitted, submitted)
             r = 0  # reap what completed, then submit again
         if not sqpoll:
             submitted += r
@@ -98,9 +100,6 @@ def loop_batched(ring, raw, pc, it, meter, sub_t, bs, st, sq_mask, cq_mask,
             else:
                 inflight -= 1
         cq32[cq_head_i] = head & 0xFFFFFFFF
-        st[0] = tail
-        st[1] = submitted
-        st[2] = inflight
         if now >= nev:
             go = meter.event(now, done, inflight) and go
             nev = meter.next_event
@@ -125,6 +124,7 @@ def loop_single(ring, raw, pc, it, meter, sub_t, bs, st, sq_mask, cq_mask,
     batch = int(os.environ.get("NBBENCH_URING_BATCH", "1"))
     ENTER = NR_IO_URING_ENTER
     GETEV = IORING_ENTER_GETEVENTS
+    busy = BusyWait(raw, rfd)
     while inflight:
         qsum += inflight
         qn += 1
@@ -146,7 +146,7 @@ def loop_single(ring, raw, pc, it, meter, sub_t, bs, st, sq_mask, cq_mask,
                 continue
             if e not in BUSY:
                 raise OSError(e, os.strerror(e))
-            wait_when_busy(raw, rfd, inflight > tail - submitted)
+            busy(inflight > tail - submitted, submitted)
             r = 0  # reap what completed, then submit again
         submitted += r
         now = pc()
@@ -174,9 +174,6 @@ def loop_single(ring, raw, pc, it, meter, sub_t, bs, st, sq_mask, cq_mask,
                     continue
             inflight -= 1
         cq32[cq_head_i] = head & 0xFFFFFFFF
-        st[0] = tail
-        st[1] = submitted
-        st[2] = inflight
         if now >= nev:
             go = meter.event(now, done, inflight) and go
             nev = meter.next_event

@@ -1,8 +1,9 @@
 """The io_uring kernel interface, through raw syscalls (ctypes; no liburing needed): the
 syscall numbers and flags, :class:`Ring` (set up as fio sets it up, its submission and
 completion rings and entries mapped into Python as memoryviews), :func:`available`,
-:func:`arm` (the submission entries filled once, buffers and file registered) and
-:func:`wait_when_busy` (what every submit/reap loop does when the kernel refuses a submission).
+:func:`arm` (the submission entries filled once, buffers and file registered),
+:class:`BusyWait` (what every submit/reap loop does when the kernel refuses a submission) and
+:func:`drain` (the in-flight I/Os reaped after a loop stopped).
 The loops that drive a ring are in :mod:`.uring` and the modules it names.
 
 Where io_uring is missing or blocked (old kernels, seccomp in some container
@@ -16,8 +17,11 @@ import ctypes
 import errno
 import mmap
 import os
+import time
 
-__all__ = ["available", "Ring", "arm", "enter_fn", "wait_when_busy", "BUSY"]
+from ...units import format_duration_ns
+
+__all__ = ["available", "Ring", "arm", "enter_fn", "BusyWait", "drain", "BUSY"]
 
 NR_IO_URING_SETUP = 425
 NR_IO_URING_ENTER = 426
@@ -212,15 +216,75 @@ def arm(ring: Ring, fd: int, write: bool, base: int, bs: int, n: int) -> list[st
 
 #: the errnos of an ``io_uring_enter`` that could not take the submission now
 BUSY = (errno.EAGAIN, errno.EBUSY)
+#: refused with nothing of ours in the kernel: back off from this sleep, doubling to the most, and
+#: give up after REFUSED_LIMIT_S of refusals with no submission taken between them
+BACKOFF_MIN_S, BACKOFF_MAX_S, REFUSED_LIMIT_S = 50e-6, 4e-3, 10.0
+#: how long :func:`drain` waits for the kernel to complete what it took
+DRAIN_LIMIT_S = 10.0
+_sleep, _clock = time.sleep, time.monotonic  # module names: the tests put a fake clock here
 
 
-def wait_when_busy(raw, rfd: int, in_kernel: bool, flags: int = IORING_ENTER_GETEVENTS) -> None:
-    """After ``io_uring_enter`` failed with EAGAIN or EBUSY (no memory for requests, or the
-    completion queue full or overflowing): submitting again without consuming completions can
-    spin for ever.  Where I/Os are in the kernel (``in_kernel``), wait for at least one without
-    submitting (``to_submit=0, min_complete=1``, GETEVENTS, which also flushes an overflowed
-    queue and runs deferred completion work); the caller then reaps every completion on the
-    ring and submits again, as the C loop does (``_ioloop.c``).  Its own result is not checked:
-    a lasting error comes back from the next submission."""
-    if in_kernel:
-        raw(NR_IO_URING_ENTER, rfd, 0, 1, flags, None, 0)
+class BusyWait:
+    """What every submit/reap loop does after ``io_uring_enter`` failed with EAGAIN or EBUSY (no
+    memory for requests, or the completion queue full or overflowing): submitting again without
+    consuming completions can spin for ever.  Called with ``in_kernel`` (I/Os of ours are in the
+    kernel): wait for at least one without submitting (``to_submit=0, min_complete=1``,
+    GETEVENTS, which also flushes an overflowed queue and runs deferred completion work); the
+    caller then reaps every completion on the ring and submits again, as the C loop does
+    (``_ioloop.c``).  Its result is not checked: a lasting error comes back from the next
+    submission.  Without (nothing to wait for: the kernel is short of memory): sleep, 50 µs
+    doubling to 4 ms, and raise OSError once the kernel has refused for ``REFUSED_LIMIT_S`` with
+    no submission taken (``progress``, the loop's count of submitted entries, unchanged)."""
+
+    def __init__(self, raw, rfd: int, flags: int = IORING_ENTER_GETEVENTS):
+        self.raw, self.rfd, self.flags = raw, rfd, flags
+        self.mark, self.t0, self.delay = None, 0.0, BACKOFF_MIN_S
+
+    def __call__(self, in_kernel: bool, progress: int) -> None:
+        if in_kernel:
+            self.raw(NR_IO_URING_ENTER, self.rfd, 0, 1, self.flags, None, 0)
+            return
+        now = _clock()
+        if progress != self.mark:  # a submission was taken since the last refusal: start again
+            self.mark, self.t0, self.delay = progress, now, BACKOFF_MIN_S
+        elif now - self.t0 >= REFUSED_LIMIT_S:
+            took = format_duration_ns((now - self.t0) * 1e9)
+            raise OSError(errno.EAGAIN, f"the kernel refused io_uring submissions for {took} (EAGAIN): memory short?")
+        else:
+            self.delay = min(2 * self.delay, BACKOFF_MAX_S)
+        _sleep(self.delay)
+
+
+def drain(ring, raw, sqpoll: bool) -> bool:
+    """After a loop stopped (an exception) with I/Os in flight: reap until every entry the kernel
+    took has completed, or ``DRAIN_LIMIT_S`` passed (False: some are still in the kernel).
+
+    The count comes from the ring, not from the loop's variables (an exception mid-pass leaves
+    those stale): every entry the kernel took from the submission ring (its head; with SQPOLL,
+    every entry published, the kernel thread takes them all) posts exactly one completion (no
+    links, multishot or skipped completions here), so ``taken - cq_tail`` are still in the
+    kernel once the completions on the ring are consumed.  Armed entries never submitted are
+    withdrawn (the tail set back to the kernel's head) and nothing is submitted: no stale entry
+    can reach the kernel.  The wait polls (``to_submit=0, min_complete=0``, GETEVENTS: posts
+    deferred completions) with the busy back-off's sleeps, so a failing ``io_uring_enter`` or a
+    device that never answers cannot hang the probe."""
+    sq32, cq32 = ring.sq32, ring.cq32
+    tail_i, cq_head_i, cq_tail_i = ring.sq_tail // 4, ring.cq_head // 4, ring.cq_tail // 4
+    if sqpoll:
+        taken = sq32[tail_i]
+    else:
+        taken = sq32[ring.sq_head // 4]
+        sq32[tail_i] = taken
+    flags = IORING_ENTER_GETEVENTS | (IORING_ENTER_SQ_WAKEUP if sqpoll else 0)
+    delay, t0 = BACKOFF_MIN_S, _clock()
+    while True:
+        ctail = cq32[cq_tail_i]
+        cq32[cq_head_i] = ctail
+        if taken == ctail:
+            return True
+        if _clock() - t0 >= DRAIN_LIMIT_S:
+            return False
+        raw(NR_IO_URING_ENTER, ring.fd, 0, 0, flags, None, 0)  # an error: poll the ring until the deadline
+        if cq32[cq_tail_i] == ctail:
+            _sleep(delay)
+            delay = min(2 * delay, BACKOFF_MAX_S)

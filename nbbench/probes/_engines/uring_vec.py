@@ -17,7 +17,7 @@ import ctypes
 import errno
 import os
 
-from .uring_setup import BUSY, wait_when_busy
+from .uring_setup import BUSY, BusyWait
 
 __all__ = ["loop_vector", "loop_compiled", "compiled_ring"]
 
@@ -48,34 +48,33 @@ def loop_compiled(ring_loop, ring, pc, offs, vstate, meter, sub_list, bs, st, sq
     qsum = qn = 0
     error = None
     now = pc()
-    try:
-        while state[2] > 0:
-            while not final and state[3] and len(chunk) - pos < state[2]:
-                nxt = offs.next_array()
-                if nxt is None:
-                    final = True
-                else:
-                    chunk, pos = np.concatenate([chunk[pos:], nxt]), 0
-            qsum += state[2]
-            qn += 1
-            pos, nlat, err, now = ring_loop(ring.fd, ring.sq_mm, ring.cq_mm, ring.sqe_mm, layout, chunk, pos, final,
-                                            sub, lats, meter.next_event, bs, state, each)
-            st[0], st[1], st[2] = state[0], state[1], state[2]
-            if nlat:
-                meter.lats.frombytes(lats[:nlat].tobytes())
-            if err is not None and error is None:
-                error = err
-            if now >= meter.next_event and not meter.event(now, state[4], state[2]):
-                state[3] = 0
-    finally:
-        st[0], st[1], st[2] = state[0], state[1], state[2]
+    busy = BusyWait(None, ring.fd)  # only its back-off: the C loop waits for completions itself
+    while state[2] > 0:
+        while not final and state[3] and len(chunk) - pos < state[2]:
+            nxt = offs.next_array()
+            if nxt is None:
+                final = True
+            else:
+                chunk, pos = np.concatenate([chunk[pos:], nxt]), 0
+        qsum += state[2]
+        qn += 1
+        pos, nlat, err, now, refused = ring_loop(ring.fd, ring.sq_mm, ring.cq_mm, ring.sqe_mm, layout, chunk, pos, final,
+                                        sub, lats, meter.next_event, bs, state, each)
+        if nlat:
+            meter.lats.frombytes(lats[:nlat].tobytes())
+        if err is not None and error is None:
+            error = err
+        if refused:
+            busy(False, state[1])
+        if now >= meter.next_event and not meter.event(now, state[4], state[2]):
+            state[3] = 0
     return state[4], error, qsum, qn, now
 
 
 def loop_vector(ring, raw, pc, offs, vstate, meter, sub_list, bs, st, sq_mask, cq_mask, sq_tail_i, cq_head_i,
                 cq_tail_i, enter_nr, getevents):
-    """Run until nothing is in flight; ``st`` = [tail, submitted, inflight] kept current for the
-    caller's drain; ``vstate`` = [the current offsets chunk, the position in it]."""
+    """Run until nothing is in flight from ``st`` = [tail, submitted, inflight], the primed ring's
+    state; ``vstate`` = [the current offsets chunk, the position in it]."""
     import numpy as np
 
     sq32, cq32, rfd = ring.sq32, ring.cq32, ring.fd
@@ -111,6 +110,7 @@ def loop_vector(ring, raw, pc, offs, vstate, meter, sub_list, bs, st, sq_mask, c
     go = True
     now = pc()
     nev = meter.next_event
+    busy = BusyWait(raw, rfd, getevents)
     try:
         while inflight:
             qsum += inflight
@@ -123,7 +123,7 @@ def loop_vector(ring, raw, pc, offs, vstate, meter, sub_list, bs, st, sq_mask, c
                     continue
                 if e not in BUSY:
                     raise OSError(e, os.strerror(e))
-                wait_when_busy(raw, rfd, inflight > tail - submitted)
+                busy(inflight > tail - submitted, submitted)
                 r = 0  # reap what completed, then submit again
             submitted += r
             now = pc()
@@ -161,11 +161,9 @@ def loop_vector(ring, raw, pc, offs, vstate, meter, sub_list, bs, st, sq_mask, c
                         sub[slots] = now
                 else:
                     inflight -= len(slots)
-            st[0], st[1], st[2] = tail, submitted, inflight
             if now >= nev:
                 go = meter.event(now, done, inflight) and go
                 nev = meter.next_event
     finally:
-        st[0], st[1], st[2] = tail, submitted, inflight
         del cqes, sq_arr, sqes, sqe_off  # the ring's memory is unmapped after this: no view may stay
     return done, error, qsum, qn, now
