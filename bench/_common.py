@@ -25,5 +25,5 @@ def bimodal(values: list[float]) -> tuple[int, float, int, float] | None:
     g, i = max(gaps)
     if g < 1.4:
         return None
-    lo, hi = v[:i + 1], v[i + 1:]
+    lo, hi = v[: i + 1], v[i + 1 :]
     return len(lo), statistics.median(lo), len(hi), statistics.median(hi)

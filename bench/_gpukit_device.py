@@ -14,9 +14,20 @@ import statistics
 import time
 
 from _gpukit_lines import FAIL, SKIP, GiB, Line, MiB, installed
-from _gpukit_verdicts import (judge_available, judge_devices, judge_gpm, judge_link, judge_matmul, judge_mem_rise,
-                              judge_overlap, judge_pinned_vs_pageable, judge_process_memory, judge_util,
-                              judge_verdict, judge_versions)
+from _gpukit_verdicts import (
+    judge_available,
+    judge_devices,
+    judge_gpm,
+    judge_link,
+    judge_matmul,
+    judge_mem_rise,
+    judge_overlap,
+    judge_pinned_vs_pageable,
+    judge_process_memory,
+    judge_util,
+    judge_verdict,
+    judge_versions,
+)
 
 MATMUL_SIZE = 8192
 
@@ -47,7 +58,7 @@ def gpu_lines(res, torch_names: list[str], nvml_ok: bool) -> list[Line]:
     out.append(judge_versions(res.versions))
     if not res.available or not res.devices:
         return out
-    m, dev0 = res.metrics, res.devices[0]   # the benchmark ran on torch's device 0, listed first
+    m, dev0 = res.metrics, res.devices[0]  # the benchmark ran on torch's device 0, listed first
     size = res.params.get("matmul_size", MATMUL_SIZE)
     for kind in ("fp32", "tf32", "bf16"):
         out.append(judge_matmul(kind, m.get(f"matmul_{kind}_flop_per_s"), dev0.get("name"), size))
@@ -106,7 +117,7 @@ def run_overlap(ctx) -> None:
 
         copy_ms = _median_ms(torch, [(s_copy, copy)])
         per_mm = _median_ms(torch, [(s_comp, mm10)]) / 10
-        reps = max(1, round(copy_ms / max(per_mm, 1e-3)))   # as long as the copy
+        reps = max(1, round(copy_ms / max(per_mm, 1e-3)))  # as long as the copy
 
         def kernels():
             for _ in range(reps):
@@ -118,8 +129,13 @@ def run_overlap(ctx) -> None:
 
 
 # -------------------------------------------------------------------- monitor
-MONITOR_LINES = ("monitor.kernel_active_busy", "monitor.kernel_active_after", "monitor.mem_used_rise",
-                 "monitor.gpm_sm_active", "monitor.process_gpu_memory")
+MONITOR_LINES = (
+    "monitor.kernel_active_busy",
+    "monitor.kernel_active_after",
+    "monitor.mem_used_rise",
+    "monitor.gpm_sm_active",
+    "monitor.process_gpu_memory",
+)
 
 
 def run_monitor(ctx) -> None:
@@ -134,13 +150,19 @@ def run_monitor(ctx) -> None:
         idx = nvml_index(torch, get_nvml(), 0)
         if idx is None:
             for n in MONITOR_LINES:
-                ctx.emit(Line(n, FAIL, why="which NVML GPU is torch's device 0 cannot be told (no PCI address "
-                                           "or UUID match): the monitor's figures would be another GPU's"))
+                ctx.emit(
+                    Line(
+                        n,
+                        FAIL,
+                        why="which NVML GPU is torch's device 0 cannot be told (no PCI address "
+                        "or UUID match): the monitor's figures would be another GPU's",
+                    )
+                )
             return
         dt = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
         a = torch.randn(MATMUL_SIZE, MATMUL_SIZE, device="cuda", dtype=dt)
         b, c = torch.randn_like(a), torch.empty_like(a)
-        torch.mm(a, b, out=c)           # cuBLAS handle and workspace now, not inside a window
+        torch.mm(a, b, out=c)  # cuBLAS handle and workspace now, not inside a window
         torch.cuda.synchronize()
         free, _ = torch.cuda.mem_get_info()
         alloc = int(min(2 * GiB, free // 4)) // MiB * MiB
@@ -163,7 +185,7 @@ def run_monitor(ctx) -> None:
                     torch.mm(a, b, out=c)
                 torch.cuda.synchronize()
             b1 = time.monotonic()
-            w["busy"] = (b0 + 1.0, b1 - 0.3)   # NVML's rates average over up to a second: skip the ramp
+            w["busy"] = (b0 + 1.0, b1 - 0.3)  # NVML's rates average over up to a second: skip the ramp
             time.sleep(2.5)
             w["after"] = (b1 + 1.2, time.monotonic())
         finally:
@@ -181,11 +203,17 @@ def monitor_lines(mon, res, idx: int, w: dict, alloc: int, reserved: int, pid: i
     p = f"gpu{idx}."
     src = mon.source("gpu")
     how = ", ".join(f"{k}={v}" for k, v in ((src.labels if src else {}) or {}).items()) or "no GPU source"
-    out = [judge_util(MONITOR_LINES[0], mon.stats(p + "util_pct", *w["busy"]), True, how),
-           judge_util(MONITOR_LINES[1], mon.stats(p + "util_pct", *w["after"]), False, how),
-           judge_mem_rise(MONITOR_LINES[2], mon.stats(p + "mem_used_bytes", *w["base"]).get("mean"),
-                          mon.stats(p + "mem_used_bytes", *w["held"]).get("mean"), alloc,
-                          f"NVML memory used of GPU {idx}")]
+    out = [
+        judge_util(MONITOR_LINES[0], mon.stats(p + "util_pct", *w["busy"]), True, how),
+        judge_util(MONITOR_LINES[1], mon.stats(p + "util_pct", *w["after"]), False, how),
+        judge_mem_rise(
+            MONITOR_LINES[2],
+            mon.stats(p + "mem_used_bytes", *w["base"]).get("mean"),
+            mon.stats(p + "mem_used_bytes", *w["held"]).get("mean"),
+            alloc,
+            f"NVML memory used of GPU {idx}",
+        ),
+    ]
     gpm_na = mon.na().get(p + "sm_active_pct")
     gpm_on = any(d.get("gpm") for d in (src.info if src else []))
     out.append(judge_gpm(None if gpm_na else mon.stats(p + "sm_active_pct", *w["busy"]), gpm_na, gpm_on))

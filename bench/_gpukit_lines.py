@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 PASS, FAIL, NA, SKIP = "PASS", "FAIL", "N/A", "SKIP"
 STATUSES = (PASS, FAIL, NA, SKIP)
 GB = 1e9
-MiB, GiB = 2 ** 20, 2 ** 30
+MiB, GiB = 2**20, 2**30
 
 
 @dataclass

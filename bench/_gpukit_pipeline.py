@@ -21,10 +21,17 @@ import sys
 import time
 
 from _gpukit_lines import FAIL, Line, installed
-from _gpukit_pipeverdicts import (judge_au_sum, judge_checkpoint, judge_notebook, judge_ranks, judge_step_length,
-                                  judge_sweep, judge_vs_emulated)
+from _gpukit_pipeverdicts import (
+    judge_au_sum,
+    judge_checkpoint,
+    judge_notebook,
+    judge_ranks,
+    judge_step_length,
+    judge_sweep,
+    judge_vs_emulated,
+)
 
-STEP_S = 0.02            # the GPU step's target length
+STEP_S = 0.02  # the GPU step's target length
 BATCH = (64, 3, 64, 64)  # 3 MiB of float32 per batch
 
 
@@ -60,8 +67,15 @@ def run_loader(ctx, gpu_step=None, batch=None, monitor="auto", steps: int = 60) 
     n = steps + 20
     for cfg, wait_s in (("input_bound", 2 * STEP_S), ("compute_bound", STEP_S / 4)):
         with ctx.guard(f"loader.{cfg}"):
-            r = bench_loader(SyntheticLoader(batch, wait_s, n), steps=steps, warmup=5, step=make_step(),
-                             target_step_s=STEP_S, monitor=monitor, batch_size=BATCH[0])
+            r = bench_loader(
+                SyntheticLoader(batch, wait_s, n),
+                steps=steps,
+                warmup=5,
+                step=make_step(),
+                target_step_s=STEP_S,
+                monitor=monitor,
+                batch_size=BATCH[0],
+            )
             if r.status != "ok":
                 ctx.emit(Line(f"loader.{cfg}", FAIL, why=f"bench_loader ended {r.status}: {r.reason}"))
                 continue
@@ -75,11 +89,17 @@ def run_loader(ctx, gpu_step=None, batch=None, monitor="auto", steps: int = 60) 
             if not busy_mean:
                 continue
             acc = Accelerator("gpukit-step", "gpu", "matmul", BATCH[0], busy_mean)
-            e = bench_loader(SyntheticLoader(batch, wait_s, n), steps=steps, warmup=5, step=acc, monitor=False,
-                             batch_size=BATCH[0])
+            e = bench_loader(
+                SyntheticLoader(batch, wait_s, n), steps=steps, warmup=5, step=acc, monitor=False, batch_size=BATCH[0]
+            )
             es = e.samples["steps"]
-            ln = judge_vs_emulated(cfg, m.get("au_pct"), statistics.mean(es["wait_s"]),
-                                   statistics.mean(es["compute_s"]), e.metrics.get("au_pct"))
+            ln = judge_vs_emulated(
+                cfg,
+                m.get("au_pct"),
+                statistics.mean(es["wait_s"]),
+                statistics.mean(es["compute_s"]),
+                e.metrics.get("au_pct"),
+            )
             util = m.get("gpu_util_mean_pct")
             if util is not None:
                 of = r.labels.get("gpu_util_of", "all GPUs' mean")
@@ -96,8 +116,9 @@ def run_sweep(ctx, step="gpu", duration: float = 2.0) -> None:
 
     with ctx.guard("sweep.pin_memory"):
         ds = TensorDataset(torch.zeros(512, *BATCH[1:]))
-        r = sweep(ds, num_workers=[2], batch_size=[BATCH[0]], pin_memory=[False, True], step=step,
-                  duration=duration, warmup=2)
+        r = sweep(
+            ds, num_workers=[2], batch_size=[BATCH[0]], pin_memory=[False, True], step=step, duration=duration, warmup=2
+        )
         ln = judge_sweep(r.configs)
         if r.status != "ok" and ln.status == "PASS":
             ln.status, ln.why = FAIL, f"the sweep ended {r.status}: {r.reason}"
@@ -127,8 +148,11 @@ print("GPUKIT " + json.dumps({"status": r.status, "utils": utils}))"""
 
 def notebook_missing() -> str | None:
     miss = [m for m in ("nbformat", "nbclient", "ipykernel", "IPython", "matplotlib") if not installed(m)]
-    return f"the notebook stack is not installed ({', '.join(miss)} missing: pip install 'nbbench[test]')" \
-        if miss else None
+    return (
+        f"the notebook stack is not installed ({', '.join(miss)} missing: pip install 'nbbench[test]')"
+        if miss
+        else None
+    )
 
 
 def run_notebook(ctx, gpu="auto", warm: str = _WARM, loop: str = _LOOP) -> None:
@@ -142,19 +166,29 @@ def run_notebook(ctx, gpu="auto", warm: str = _WARM, loop: str = _LOOP) -> None:
         idx = _device0_nvml() if gpu == "auto" else gpu
         work = os.path.join(ctx.scratch, "notebook")
         os.makedirs(work, exist_ok=True)
-        os.environ["PYTHONPATH"] = os.pathsep.join([ctx.repo] + [p for p in os.environ.get("PYTHONPATH", "").split(
-            os.pathsep) if p])   # the kernel imports this checkout's nbbench
+        os.environ["PYTHONPATH"] = os.pathsep.join(
+            [ctx.repo] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+        )  # the kernel imports this checkout's nbbench
         magic = f"%%iobench monitor --interval 0.1 --label {NOTEBOOK_LABEL} --gpu {'all' if idx is None else idx}\n"
         nb = nbformat.v4.new_notebook()
         read = _READ.replace("LABEL", repr(NOTEBOOK_LABEL))
         nb.cells = [nbformat.v4.new_code_cell(c) for c in (warm, magic + loop, read)]
-        NotebookClient(nb, timeout=max(20, int(ctx.timeout) - 20), kernel_name="python3", allow_errors=True,
-                       resources={"metadata": {"path": work}}).execute()
+        NotebookClient(
+            nb,
+            timeout=max(20, int(ctx.timeout) - 20),
+            kernel_name="python3",
+            allow_errors=True,
+            resources={"metadata": {"path": work}},
+        ).execute()
         path = os.path.join(work, "gpukit-monitor.ipynb")
         nbformat.write(nb, path)
-        nb = nbformat.read(path, as_version=4)   # what a viewer gets
-        errors = [f"cell {i}: {o.ename}: {o.evalue}" for i, c in enumerate(nb.cells) for o in c.outputs
-                  if o.output_type == "error"]
+        nb = nbformat.read(path, as_version=4)  # what a viewer gets
+        errors = [
+            f"cell {i}: {o.ename}: {o.evalue}"
+            for i, c in enumerate(nb.cells)
+            for o in c.outputs
+            if o.output_type == "error"
+        ]
         pngs = [o for o in nb.cells[1].outputs if o.output_type == "display_data" and "image/png" in o.get("data", {})]
         png = base64.b64decode(pngs[-1].data["image/png"]) if pngs else None
         text = pngs[-1].data.get("text/plain", "") if pngs else ""
@@ -162,7 +196,7 @@ def run_notebook(ctx, gpu="auto", warm: str = _WARM, loop: str = _LOOP) -> None:
         for o in nb.cells[2].outputs:
             for line in (o.get("text") or "").splitlines():
                 if line.startswith("GPUKIT "):
-                    utils = json.loads(line[len("GPUKIT "):]).get("utils") or {}
+                    utils = json.loads(line[len("GPUKIT ") :]).get("utils") or {}
         if ctx.artifacts:
             shutil.copy(path, ctx.artifacts)
             if png:
@@ -184,10 +218,19 @@ def _device0_nvml() -> int | None:
 def cli(ctx, argv: list[str], timeout: float) -> tuple[int, dict | None, str]:
     """``python -m nbbench ARGV`` in the scratch folder: (exit code, its --json result, stderr).
     Past ``timeout`` it gets SIGINT first (a launcher then ends its ranks), SIGKILL 10 s later."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([ctx.repo] + [p for p in os.environ.get(
-        "PYTHONPATH", "").split(os.pathsep) if p]))
-    p = subprocess.Popen([sys.executable, "-m", "nbbench", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         stdin=subprocess.DEVNULL, text=True, env=env, cwd=ctx.scratch)
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join([ctx.repo] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]),
+    )
+    p = subprocess.Popen(
+        [sys.executable, "-m", "nbbench", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        env=env,
+        cwd=ctx.scratch,
+    )
     try:
         out, err = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -215,8 +258,24 @@ def run_ranks(ctx, backend: str = "nccl", device: str = "cuda", n: int | None = 
             n = torch.cuda.device_count()
         d = os.path.join(ctx.scratch, "ranks")
         os.makedirs(d, exist_ok=True)
-        rc, data, err = cli(ctx, ["checkpoint", d, "--device", device, "--size", size, "--ranks", str(n),
-                                  "--backend", backend, "--json", "--no-save"], ctx.timeout - 15)
+        rc, data, err = cli(
+            ctx,
+            [
+                "checkpoint",
+                d,
+                "--device",
+                device,
+                "--size",
+                size,
+                "--ranks",
+                str(n),
+                "--backend",
+                backend,
+                "--json",
+                "--no-save",
+            ],
+            ctx.timeout - 15,
+        )
         ctx.emit(judge_ranks(rc, data, n, err, backend, device))
 
 
@@ -225,10 +284,19 @@ def run_checkpoint(ctx, device: str = "cuda", size: str = "256M") -> None:
     with ctx.guard("checkpoint.cuda" if device.startswith("cuda") else f"checkpoint.{device}"):
         d = os.path.join(ctx.scratch, "checkpoint")
         os.makedirs(d, exist_ok=True)
-        rc, data, err = cli(ctx, ["checkpoint", d, "--device", device, "--size", size, "--json", "--no-save"],
-                            ctx.timeout - 15)
+        rc, data, err = cli(
+            ctx, ["checkpoint", d, "--device", device, "--size", size, "--json", "--no-save"], ctx.timeout - 15
+        )
         ctx.emit(judge_checkpoint(rc, data, err, device))
 
 
-__all__ = ["run_loader", "run_sweep", "run_notebook", "run_ranks", "run_checkpoint", "notebook_missing",
-           "SyntheticLoader", "cli"]
+__all__ = [
+    "run_loader",
+    "run_sweep",
+    "run_notebook",
+    "run_ranks",
+    "run_checkpoint",
+    "notebook_missing",
+    "SyntheticLoader",
+    "cli",
+]

@@ -14,22 +14,23 @@ from dataclasses import dataclass
 
 from _gpukit_lines import FAIL, GB, NA, PASS, SKIP, GiB, Line, MiB
 
+
 # ------------------------------------------------------------------ dense peaks
 @dataclass(frozen=True)
 class Peak:
     """A GPU's published dense peaks in TFLOP/s (None: no such tensor-core path)."""
 
     label: str
-    pattern: str      # a regular expression on the lower-cased device name
-    fp32: float       # CUDA cores, no tensor cores (what torch runs with TF32 off)
+    pattern: str  # a regular expression on the lower-cased device name
+    fp32: float  # CUDA cores, no tensor cores (what torch runs with TF32 off)
     tf32: float | None
     bf16: float | None
     source: str
     min_ratio: float = 0.6
-    halved: bool = False   # the datasheet gives the tensor-core figures with sparsity: dense is half
+    halved: bool = False  # the datasheet gives the tensor-core figures with sparsity: dense is half
 
 
-_POWER = 0.5   # power-limited PCIe cards (75-350 W) hold boost clocks less: a lower line
+_POWER = 0.5  # power-limited PCIe cards (75-350 W) hold boost clocks less: a lower line
 _NO_TC = " (no TF32/BF16 tensor cores)"
 PEAKS: tuple[Peak, ...] = (
     Peak("H200 NVL", r"\bh200\s*nvl\b", 60.0, 417.5, 835.5, "NVIDIA H200 datasheet", halved=True),
@@ -59,35 +60,63 @@ def judge_matmul(kind: str, flop_per_s: float | None, device_name: str | None, s
     """A matmul's TFLOP/s against the device's published dense peak."""
     name = f"gpu.matmul_{kind}"
     if flop_per_s is None:
-        why = ("not measured: torch.cuda.is_bf16_supported() is False on this GPU" if kind == "bf16"
-               else "not measured (see the gpu check's lines)")
+        why = (
+            "not measured: torch.cuda.is_bf16_supported() is False on this GPU"
+            if kind == "bf16"
+            else "not measured (see the gpu check's lines)"
+        )
         return Line(name, NA if kind == "bf16" else FAIL, why=why)
     fig = f"{flop_per_s / 1e12:.1f} TFLOP/s ({size}x{size})"
     peak = peak_for(device_name)
     if peak is None:
-        return Line(name, NA, fig, why=f"no published peak for {device_name!r} in the kit's table: ratio N/A",
-                    values={"flop_per_s": flop_per_s})
+        return Line(
+            name,
+            NA,
+            fig,
+            why=f"no published peak for {device_name!r} in the kit's table: ratio N/A",
+            values={"flop_per_s": flop_per_s},
+        )
     p = getattr(peak, kind)
     if p is None:
-        return Line(name, NA, fig, why=f"{peak.label} has no {KIND_TEXT[kind]} tensor-core peak ({peak.source})",
-                    values={"flop_per_s": flop_per_s})
+        return Line(
+            name,
+            NA,
+            fig,
+            why=f"{peak.label} has no {KIND_TEXT[kind]} tensor-core peak ({peak.source})",
+            values={"flop_per_s": flop_per_s},
+        )
     ratio = flop_per_s / (p * 1e12)
     src = peak.source + ("; its with-sparsity figure halved" if peak.halved and kind != "fp32" else "")
-    exp = (f">= {peak.min_ratio:g} x {p:g} TFLOP/s = {peak.min_ratio * p:.0f} "
-           f"({peak.label} dense {KIND_TEXT[kind]}, {src})")
+    exp = (
+        f">= {peak.min_ratio:g} x {p:g} TFLOP/s = {peak.min_ratio * p:.0f} "
+        f"({peak.label} dense {KIND_TEXT[kind]}, {src})"
+    )
     vals = {"flop_per_s": flop_per_s, "peak_flop_per_s": p * 1e12, "ratio": ratio}
     if ratio > 1.05:
-        return Line(name, FAIL, fig + f", {ratio:.2f} of peak", exp, "above the published peak: the timing is wrong"
-                    + (", or TF32 ran although it was off (NVIDIA_TF32_OVERRIDE=1?)" if kind == "fp32" else ""), vals)
+        return Line(
+            name,
+            FAIL,
+            fig + f", {ratio:.2f} of peak",
+            exp,
+            "above the published peak: the timing is wrong"
+            + (", or TF32 ran although it was off (NVIDIA_TF32_OVERRIDE=1?)" if kind == "fp32" else ""),
+            vals,
+        )
     if ratio >= peak.min_ratio:
         return Line(name, PASS, fig + f", {ratio:.2f} of peak", exp, values=vals)
-    return Line(name, FAIL, fig + f", {ratio:.2f} of peak", exp,
-                "below the line: clocks throttled (power, heat), another process on the GPU, or a slow path", vals)
+    return Line(
+        name,
+        FAIL,
+        fig + f", {ratio:.2f} of peak",
+        exp,
+        "below the line: clocks throttled (power, heat), another process on the GPU, or a slow path",
+        vals,
+    )
 
 
 # ------------------------------------------------------------------------- PCIe
 _GT_S = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}
-_PRACTICAL = 0.8   # packet (TLP) overhead: ~25 GB/s of gen4 x16's 31.5, ~50 of gen5 x16's 63
+_PRACTICAL = 0.8  # packet (TLP) overhead: ~25 GB/s of gen4 x16's 31.5, ~50 of gen5 x16's 63
 
 
 def pcie_bytes_per_s(gen: int | None, width: int | None) -> tuple[float, float] | None:
@@ -99,8 +128,9 @@ def pcie_bytes_per_s(gen: int | None, width: int | None) -> tuple[float, float] 
     return raw, raw * _PRACTICAL
 
 
-def judge_link(direction: str, pinned: float | None, gen: int | None, width: int | None,
-               device_name: str | None) -> Line:
+def judge_link(
+    direction: str, pinned: float | None, gen: int | None, width: int | None, device_name: str | None
+) -> Line:
     """Pinned host<->device GB/s against what the PCIe link gives."""
     name = f"gpu.{direction}_pinned"
     if pinned is None:
@@ -113,15 +143,23 @@ def judge_link(direction: str, pinned: float | None, gen: int | None, width: int
         return Line(name, NA, fig, why="the PCIe link is unknown (NVML gave no generation/width): no range")
     raw, practical = link
     line = 0.7 * practical
-    exp = (f">= {line / GB:.1f} GB/s (0.7 of ~{practical / GB:.0f} GB/s practical on PCIe gen{gen} x{width}; "
-           f"{raw / GB:.1f} GB/s raw per direction, PCI-SIG: {_GT_S[gen]:g} GT/s per lane)")
+    exp = (
+        f">= {line / GB:.1f} GB/s (0.7 of ~{practical / GB:.0f} GB/s practical on PCIe gen{gen} x{width}; "
+        f"{raw / GB:.1f} GB/s raw per direction, PCI-SIG: {_GT_S[gen]:g} GT/s per lane)"
+    )
     vals = {"bytes_per_s": pinned, "link_raw_bytes_per_s": raw, "link_practical_bytes_per_s": practical}
     if pinned > 1.05 * raw:
         return Line(name, FAIL, fig, exp, "faster than the link allows: the timing is wrong", vals)
     if pinned >= line:
         return Line(name, PASS, fig, exp, values=vals)
-    return Line(name, FAIL, fig, exp, "slow for the link: a narrow or downgraded link, the IOMMU, or a busy "
-                "host (NUMA: the GPU's CPU socket)", vals)
+    return Line(
+        name,
+        FAIL,
+        fig,
+        exp,
+        "slow for the link: a narrow or downgraded link, the IOMMU, or a busy host (NUMA: the GPU's CPU socket)",
+        vals,
+    )
 
 
 def judge_pinned_vs_pageable(direction: str, pageable: float | None, pinned: float | None) -> Line:
@@ -130,33 +168,56 @@ def judge_pinned_vs_pageable(direction: str, pageable: float | None, pinned: flo
         return Line(name, FAIL, why="not measured (see the gpu check's lines)")
     ratio = pinned / pageable
     fig = f"pinned {pinned / GB:.1f} GB/s / pageable {pageable / GB:.1f} GB/s = {ratio:.2f}"
-    exp = "> 1 (pinned memory is DMA'd directly; pageable goes through a staging copy: CUDA C++ Best " \
-          "Practices Guide, 'Pinned Memory')"
+    exp = (
+        "> 1 (pinned memory is DMA'd directly; pageable goes through a staging copy: CUDA C++ Best "
+        "Practices Guide, 'Pinned Memory')"
+    )
     vals = {"pinned_bytes_per_s": pinned, "pageable_bytes_per_s": pageable, "ratio": ratio}
     if ratio > 1.0:
         return Line(name, PASS, fig, exp, values=vals)
-    return Line(name, FAIL, fig, exp, "pinned is not faster: the copies are timed wrongly, or the pinned "
-                "buffer is not pinned", vals)
+    return Line(
+        name,
+        FAIL,
+        fig,
+        exp,
+        "pinned is not faster: the copies are timed wrongly, or the pinned buffer is not pinned",
+        vals,
+    )
 
 
 def judge_overlap(copy_ms: float, kernel_ms: float, both_ms: float, nbytes: int) -> Line:
     """A pinned copy on one stream beside a kernel on another: how much of the shorter one was hidden."""
     hidden = copy_ms + kernel_ms - both_ms
     ratio = hidden / min(copy_ms, kernel_ms) if min(copy_ms, kernel_ms) > 0 else 0.0
-    fig = (f"overlap {ratio:.2f} (copy {nbytes // MiB} MiB {copy_ms:.2f} ms, kernel {kernel_ms:.2f} ms, "
-           f"together {both_ms:.2f} ms)")
-    exp = (">= 0.8 (1 = fully hidden, 0 = one after the other; a pinned copy on its own stream runs on a copy "
-           "engine beside kernels: CUDA C++ Best Practices Guide, 'Asynchronous and Overlapping Transfers with "
-           "Computation')")
+    fig = (
+        f"overlap {ratio:.2f} (copy {nbytes // MiB} MiB {copy_ms:.2f} ms, kernel {kernel_ms:.2f} ms, "
+        f"together {both_ms:.2f} ms)"
+    )
+    exp = (
+        ">= 0.8 (1 = fully hidden, 0 = one after the other; a pinned copy on its own stream runs on a copy "
+        "engine beside kernels: CUDA C++ Best Practices Guide, 'Asynchronous and Overlapping Transfers with "
+        "Computation')"
+    )
     vals = {"overlap_ratio": ratio, "copy_ms": copy_ms, "kernel_ms": kernel_ms, "both_ms": both_ms}
     if both_ms < 0.9 * max(copy_ms, kernel_ms):
-        return Line("overlap.pinned_copy_vs_kernel", FAIL, fig, exp,
-                    "together faster than the longer one alone: the timing is wrong", vals)
+        return Line(
+            "overlap.pinned_copy_vs_kernel",
+            FAIL,
+            fig,
+            exp,
+            "together faster than the longer one alone: the timing is wrong",
+            vals,
+        )
     if ratio >= 0.8:
         return Line("overlap.pinned_copy_vs_kernel", PASS, fig, exp, values=vals)
-    return Line("overlap.pinned_copy_vs_kernel", FAIL, fig, exp,
-                "the copy and the kernel ran one after the other (same stream, pageable memory, or no free "
-                "copy engine)", vals)
+    return Line(
+        "overlap.pinned_copy_vs_kernel",
+        FAIL,
+        fig,
+        exp,
+        "the copy and the kernel ran one after the other (same stream, pageable memory, or no free copy engine)",
+        vals,
+    )
 
 
 # ------------------------------------------------------------------- gpu check
@@ -166,8 +227,13 @@ NVML_MISSING = "pynvml is not installed"
 def judge_available(available: bool, reason: str | None, names: list[str]) -> Line:
     if available:
         return Line("gpu.available", PASS, ", ".join(names) or "?", "CUDA usable (torch sees it)")
-    return Line("gpu.available", FAIL, "CUDA not available", "CUDA usable (torch.cuda.is_available() said "
-                "True to the kit)", reason or "")
+    return Line(
+        "gpu.available",
+        FAIL,
+        "CUDA not available",
+        "CUDA usable (torch.cuda.is_available() said True to the kit)",
+        reason or "",
+    )
 
 
 def judge_verdict(v: dict) -> Line:
@@ -183,8 +249,16 @@ def judge_verdict(v: dict) -> Line:
 
 
 _TORCH_FIELDS = ("name", "compute_capability", "memory_total_bytes", "memory_free_bytes", "multiprocessors")
-_NVML_FIELDS = ("pcie_gen", "pcie_width", "pcie_gen_max", "pcie_width_max", "temperature_c", "power_w",
-                "utilization_pct", "mig_mode")
+_NVML_FIELDS = (
+    "pcie_gen",
+    "pcie_width",
+    "pcie_gen_max",
+    "pcie_width_max",
+    "temperature_c",
+    "power_w",
+    "utilization_pct",
+    "mig_mode",
+)
 
 
 def judge_devices(devices: list[dict], torch_names: list[str], nvml_ok: bool) -> Line:
@@ -207,8 +281,10 @@ def judge_devices(devices: list[dict], torch_names: list[str], nvml_ok: bool) ->
             if d.get("nvml_index") is None:
                 problems.append(f"[{i}] was not matched to an NVML GPU")
             absent += [f"[{i}] {k}" for k in _NVML_FIELDS if d.get(k) is None]
-    fig = "; ".join(f"[{d.get('index')}] {d.get('name')}" + (f" = NVML {d['nvml_index']}" if "nvml_index" in d else "")
-                    for d in visible)
+    fig = "; ".join(
+        f"[{d.get('index')}] {d.get('name')}" + (f" = NVML {d['nvml_index']}" if "nvml_index" in d else "")
+        for d in visible
+    )
     exp = "torch's fields present and consistent, NVML's facts of the same GPU (matched by PCI address)"
     why = ("N/A from NVML: " + ", ".join(absent)) if absent else ""
     if not nvml_ok:
@@ -231,14 +307,27 @@ def judge_versions(versions: dict) -> Line:
 def judge_util(name: str, stats: dict, busy: bool, source: str) -> Line:
     """NVML kernel-active % over a window: > 90 while a matmul loop runs, < 10 after."""
     n, mean = stats.get("n") or 0, stats.get("mean")
-    exp = ("> 90 % while a matmul loop keeps a kernel running (NVML kernel-active %: share of time "
-           "one or more kernels ran)") if busy else "< 10 % once the loop has stopped (the GPU idle)"
+    exp = (
+        (
+            "> 90 % while a matmul loop keeps a kernel running (NVML kernel-active %: share of time "
+            "one or more kernels ran)"
+        )
+        if busy
+        else "< 10 % once the loop has stopped (the GPU idle)"
+    )
     if not n or mean is None:
         return Line(name, FAIL, "no sample", exp, f"the monitor gave no kernel-active sample in the window ({source})")
     fig = f"{mean:.1f} % mean of {n} samples (min {stats.get('min'):.0f}, max {stats.get('max'):.0f})"
     ok = mean > 90 if busy else mean < 10
-    why = "" if ok else ("another process on this GPU?" if not busy else "the loop did not keep the GPU busy, "
-                         "or the samples are not this GPU's")
+    why = (
+        ""
+        if ok
+        else (
+            "another process on this GPU?"
+            if not busy
+            else "the loop did not keep the GPU busy, or the samples are not this GPU's"
+        )
+    )
     why = (why + "; " if why else "") + f"the monitor's GPU source: {source}"
     return Line(name, PASS if ok else FAIL, fig, exp, why, {"mean_pct": mean, "n": n})
 
@@ -252,15 +341,25 @@ def judge_mem_rise(name: str, before: float | None, after: float | None, allocat
     rise = after - before
     fig = f"+{rise / MiB:.0f} MiB ({before / MiB:.0f} -> {after / MiB:.0f} MiB)"
     ok = abs(rise - allocated) <= margin
-    return Line(name, PASS if ok else FAIL, fig, exp, "" if ok else "the rise is not the allocation: another "
-                "process changed its memory, or the field is not this GPU's", {"rise_bytes": rise})
+    return Line(
+        name,
+        PASS if ok else FAIL,
+        fig,
+        exp,
+        ""
+        if ok
+        else "the rise is not the allocation: another process changed its memory, or the field is not this GPU's",
+        {"rise_bytes": rise},
+    )
 
 
 def judge_gpm(stats: dict | None, na_reason: str | None, opened: bool = False) -> Line:
     """GPM SM-active % during the loop: N/A where the GPU or driver has no GPM (pre-Hopper, MIG);
     FAIL where GPM opened but gave nothing, or a share above 100 %."""
-    exp = (">= 60 % during an 8192x8192 matmul loop (GPM SM-active: share of SMs busy; a GEMM that size "
-           "keeps every SM working)")
+    exp = (
+        ">= 60 % during an 8192x8192 matmul loop (GPM SM-active: share of SMs busy; a GEMM that size "
+        "keeps every SM working)"
+    )
     name = "monitor.gpm_sm_active"
     if stats is None or not stats.get("n"):
         if opened and not na_reason:
@@ -271,8 +370,14 @@ def judge_gpm(stats: dict | None, na_reason: str | None, opened: bool = False) -
     if mean > 100.5:
         return Line(name, FAIL, fig, exp, "above 100 %: the GPM metric is read wrongly")
     ok = mean >= 60
-    return Line(name, PASS if ok else FAIL, fig, exp,
-                "" if ok else "the SMs were not busy, or the GPM samples are read wrongly", {"mean_pct": mean})
+    return Line(
+        name,
+        PASS if ok else FAIL,
+        fig,
+        exp,
+        "" if ok else "the SMs were not busy, or the GPM samples are read wrongly",
+        {"mean_pct": mean},
+    )
 
 
 def judge_process_memory(peak: int | None, reserved: int, pid: int, why_na: str = "") -> Line:
@@ -281,12 +386,21 @@ def judge_process_memory(peak: int | None, reserved: int, pid: int, why_na: str 
     cuBLAS's own memory live outside the allocator).  None: N/A with why (a PID namespace of its
     own, NVML refusing the process list)."""
     name = "monitor.process_gpu_memory"
-    exp = (f"{reserved / MiB:.0f} MiB (torch.cuda.max_memory_reserved) to +2048 MiB more (the CUDA context, "
-           "outside torch's allocator, is typically 300-700 MiB)")
+    exp = (
+        f"{reserved / MiB:.0f} MiB (torch.cuda.max_memory_reserved) to +2048 MiB more (the CUDA context, "
+        "outside torch's allocator, is typically 300-700 MiB)"
+    )
     if peak is None:
         return Line(name, NA, "", exp, why_na or "the per-process table has no GPU memory for this process")
     fig = f"{peak / MiB:.0f} MiB peak, pid {pid} (the per-process table's main row)"
     ok = reserved <= peak <= reserved + 2 * GiB
-    why = "" if ok else ("below what torch holds: another process's memory, or not this process's" if peak < reserved
-                         else "far above what torch holds: the memory of other processes counted as this one's")
+    why = (
+        ""
+        if ok
+        else (
+            "below what torch holds: another process's memory, or not this process's"
+            if peak < reserved
+            else "far above what torch holds: the memory of other processes counted as this one's"
+        )
+    )
     return Line(name, PASS if ok else FAIL, fig, exp, why, {"peak_bytes": peak, "reserved_bytes": reserved})

@@ -47,45 +47,83 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-sys.path[:0] = [str(HERE), str(REPO)]   # the kit's helpers, then this checkout's nbbench
+sys.path[:0] = [str(HERE), str(REPO)]  # the kit's helpers, then this checkout's nbbench
 
 from _gpukit_lines import FAIL, SKIP, Line, installed, one_line, summary, summary_text  # noqa: E402
 
 BUDGET_S = 240.0
-MIN_RUN_S = 15.0   # a check given less than this (or its own limit, if smaller) is not started
+MIN_RUN_S = 15.0  # a check given less than this (or its own limit, if smaller) is not started
 
 
 @dataclass(frozen=True)
 class Check:
     name: str
-    what: str          # what it runs, in words (the dry run's "would run …")
+    what: str  # what it runs, in words (the dry run's "would run …")
     timeout_s: float
-    run: str           # "module:function" of the child's part
+    run: str  # "module:function" of the child's part
     needs: tuple = ()  # beyond torch and CUDA: "nvml", "psutil", "notebook"
 
 
 CHECKS: tuple[Check, ...] = (
-    Check("gpu", "nbbench's gpu check — verdicts, device fields, 8192x8192 matmuls fp32/tf32/bf16 against the "
-                 "published dense peak, host<->device GB/s pinned against the PCIe link and pageable", 50,
-          "_gpukit_device:run_gpu"),
-    Check("overlap", "a pinned 512 MiB host->device copy on its own stream beside matmuls on another "
-                     "(overlap ratio)", 30, "_gpukit_device:run_overlap"),
-    Check("monitor", "the monitor during a GPU-bound matmul loop — kernel-active % while and after, memory "
-                     "used against a 2 GiB allocation, GPM SM-active, this process's GPU memory in the "
-                     "per-process table", 40, "_gpukit_device:run_monitor", ("nvml",)),
-    Check("loader", "bench_loader(step='gpu') on a synthetic loader, input-bound and compute-bound — AU + "
-                    "starvation, and AU against an emulated step of the same length", 50,
-          "_gpukit_pipeline:run_loader"),
-    Check("sweep", "sweep() with pin_memory off and on and the GPU step (throughput ratio)", 50,
-          "_gpukit_pipeline:run_sweep"),
-    Check("checkpoint", "nbbench checkpoint DIR --device cuda --size 256M — CUDA tensors saved (torch.save, DCP) "
-                        "and loaded back to the device", 50, "_gpukit_pipeline:run_checkpoint", ("psutil",)),
-    Check("ranks", "nbbench checkpoint DIR --device cuda --size 64M --ranks N --backend nccl — one rank per "
-                   "visible GPU (one GPU: one rank), each its own GPU, meeting through NCCL", 80,
-          "_gpukit_pipeline:run_ranks", ("psutil",)),
-    Check("notebook", "a %%iobench monitor cell over a matmul loop executed headless (nbclient) — the saved PNG "
-                      "and the stored result's GPU utilisation", 80, "_gpukit_pipeline:run_notebook",
-          ("nvml", "notebook")),
+    Check(
+        "gpu",
+        "nbbench's gpu check — verdicts, device fields, 8192x8192 matmuls fp32/tf32/bf16 against the "
+        "published dense peak, host<->device GB/s pinned against the PCIe link and pageable",
+        50,
+        "_gpukit_device:run_gpu",
+    ),
+    Check(
+        "overlap",
+        "a pinned 512 MiB host->device copy on its own stream beside matmuls on another (overlap ratio)",
+        30,
+        "_gpukit_device:run_overlap",
+    ),
+    Check(
+        "monitor",
+        "the monitor during a GPU-bound matmul loop — kernel-active % while and after, memory "
+        "used against a 2 GiB allocation, GPM SM-active, this process's GPU memory in the "
+        "per-process table",
+        40,
+        "_gpukit_device:run_monitor",
+        ("nvml",),
+    ),
+    Check(
+        "loader",
+        "bench_loader(step='gpu') on a synthetic loader, input-bound and compute-bound — AU + "
+        "starvation, and AU against an emulated step of the same length",
+        50,
+        "_gpukit_pipeline:run_loader",
+    ),
+    Check(
+        "sweep",
+        "sweep() with pin_memory off and on and the GPU step (throughput ratio)",
+        50,
+        "_gpukit_pipeline:run_sweep",
+    ),
+    Check(
+        "checkpoint",
+        "nbbench checkpoint DIR --device cuda --size 256M — CUDA tensors saved (torch.save, DCP) "
+        "and loaded back to the device",
+        50,
+        "_gpukit_pipeline:run_checkpoint",
+        ("psutil",),
+    ),
+    Check(
+        "ranks",
+        "nbbench checkpoint DIR --device cuda --size 64M --ranks N --backend nccl — one rank per "
+        "visible GPU (one GPU: one rank), each its own GPU, meeting through NCCL",
+        80,
+        "_gpukit_pipeline:run_ranks",
+        ("psutil",),
+    ),
+    Check(
+        "notebook",
+        "a %%iobench monitor cell over a matmul loop executed headless (nbclient) — the saved PNG "
+        "and the stored result's GPU utilisation",
+        80,
+        "_gpukit_pipeline:run_notebook",
+        ("nvml", "notebook"),
+    ),
 )
 BY_NAME = {c.name: c for c in CHECKS}
 
@@ -139,7 +177,7 @@ def cuda_state() -> tuple[bool, str | None, str]:
             return True, None, f"torch {torch.__version__} (CUDA {torch.version.cuda}), {n} CUDA device(s)"
     from nbbench.probes.gpu import check
 
-    res = check(benchmark=False)   # CUDA is not usable, so this makes no CUDA context
+    res = check(benchmark=False)  # CUDA is not usable, so this makes no CUDA context
     what = f"torch {torch.__version__}" if torch is not None else "no torch"
     return False, res.reason or "torch.cuda.is_available() is False", what
 
@@ -161,19 +199,33 @@ def missing(chk: Check) -> str | None:
     return "; ".join(why) or None
 
 
-def run_child(chk: Check, scratch: str, artifacts: str | None, logs: str,
-              timeout: float | None = None) -> tuple[list[Line], dict]:
+def run_child(
+    chk: Check, scratch: str, artifacts: str | None, logs: str, timeout: float | None = None
+) -> tuple[list[Line], dict]:
     """Run one check in a child process (a session of its own) within ``timeout`` (its own limit)."""
     limit = chk.timeout_s if timeout is None else timeout
     out = os.path.join(logs, f"{chk.name}.jsonl")
     log = os.path.join(logs, f"{chk.name}.log")
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", chk.name, "--run", chk.run, "--out", out,
-           "--dir", scratch, "--timeout", str(limit)] + (["--artifacts", artifacts] if artifacts else [])
+    cmd = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--child",
+        chk.name,
+        "--run",
+        chk.run,
+        "--out",
+        out,
+        "--dir",
+        scratch,
+        "--timeout",
+        str(limit),
+    ] + (["--artifacts", artifacts] if artifacts else [])
     t0 = time.monotonic()
     timed_out = False
     with open(log, "w") as lf:
-        proc = subprocess.Popen(cmd, stdout=lf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            cmd, stdout=lf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+        )
         try:
             proc.wait(timeout=limit)
         except subprocess.TimeoutExpired:
@@ -191,15 +243,31 @@ def run_child(chk: Check, scratch: str, artifacts: str | None, logs: str,
         rest = [s.strip() for s in f if s.strip()]
     tail = rest[-1] if rest else ""
     if timed_out:
-        lines.append(Line(chk.name, FAIL, why=f"did not finish within {limit:.0f} s and was ended"
-                                              + (f" (last output: {tail})" if tail else "")))
+        lines.append(
+            Line(
+                chk.name,
+                FAIL,
+                why=f"did not finish within {limit:.0f} s and was ended" + (f" (last output: {tail})" if tail else ""),
+            )
+        )
     elif proc.returncode != 0:
-        lines.append(Line(chk.name, FAIL, why=f"the check's process ended with code {proc.returncode}"
-                                              + (f": {tail}" if tail else "")))
+        lines.append(
+            Line(
+                chk.name,
+                FAIL,
+                why=f"the check's process ended with code {proc.returncode}" + (f": {tail}" if tail else ""),
+            )
+        )
     elif not lines:
         lines.append(Line(chk.name, FAIL, why="the check gave no line" + (f" (last output: {tail})" if tail else "")))
-    return lines, {"name": chk.name, "wall_s": round(time.monotonic() - t0, 1), "limit_s": limit,
-                   "exit_code": proc.returncode, "timed_out": timed_out, "log": log}
+    return lines, {
+        "name": chk.name,
+        "wall_s": round(time.monotonic() - t0, 1),
+        "limit_s": limit,
+        "exit_code": proc.returncode,
+        "timed_out": timed_out,
+        "log": log,
+    }
 
 
 def _end(proc) -> None:
@@ -217,9 +285,18 @@ def _end(proc) -> None:
             continue
 
 
-def run_checks(checks, cuda_ok: bool, scratch: str, artifacts: str | None, logs: str, budget_s: float = BUDGET_S,
-               echo=print, lines: list | None = None, runs: list | None = None,
-               min_run_s: float = MIN_RUN_S) -> tuple[list[Line], list[dict]]:
+def run_checks(
+    checks,
+    cuda_ok: bool,
+    scratch: str,
+    artifacts: str | None,
+    logs: str,
+    budget_s: float = BUDGET_S,
+    echo=print,
+    lines: list | None = None,
+    runs: list | None = None,
+    min_run_s: float = MIN_RUN_S,
+) -> tuple[list[Line], list[dict]]:
     """Every check's lines, in order (appended to ``lines`` as they come, so an interrupt keeps
     them): SKIP without CUDA or a package, else run in a child within the smaller of its own
     limit and what is left of ``budget_s``."""
@@ -230,13 +307,25 @@ def run_checks(checks, cuda_ok: bool, scratch: str, artifacts: str | None, logs:
         why = missing(chk)
         left = deadline - time.monotonic()
         if not cuda_ok:
-            got = [Line(chk.name, SKIP, why=f"would run {chk.what} (at most {chk.timeout_s:.0f} s) — cannot: no "
-                                            "CUDA here" + (f"; it also needs: {why}" if why else ""))]
+            got = [
+                Line(
+                    chk.name,
+                    SKIP,
+                    why=f"would run {chk.what} (at most {chk.timeout_s:.0f} s) — cannot: no "
+                    "CUDA here" + (f"; it also needs: {why}" if why else ""),
+                )
+            ]
         elif why:
             got = [Line(chk.name, SKIP, why=f"would run {chk.what} — cannot: {why}")]
         elif left < min(min_run_s, chk.timeout_s):
-            got = [Line(chk.name, SKIP, why=f"not run: {max(0.0, left):.0f} s of the kit's {budget_s:.0f} s budget "
-                                            "left (the checks before it took the rest; --budget S gives more)")]
+            got = [
+                Line(
+                    chk.name,
+                    SKIP,
+                    why=f"not run: {max(0.0, left):.0f} s of the kit's {budget_s:.0f} s budget "
+                    "left (the checks before it took the rest; --budget S gives more)",
+                )
+            ]
         else:
             limit = min(chk.timeout_s, left)
             print(f"[{chk.name}] running (at most {limit:.0f} s)…", file=sys.stderr, flush=True)
@@ -259,29 +348,45 @@ def select(only: str | None) -> list[Check]:
     return [BY_NAME[n] for n in names]
 
 
-NEED_TEXT = {"nvml": "nvidia-ml-py and a driver (NVML)", "psutil": "psutil",
-             "notebook": "nbformat, nbclient, ipykernel, IPython, matplotlib"}
+NEED_TEXT = {
+    "nvml": "nvidia-ml-py and a driver (NVML)",
+    "psutil": "psutil",
+    "notebook": "nbformat, nbclient, ipykernel, IPython, matplotlib",
+}
 
 
 def listing(checks) -> str:
     """The checks, what each runs, its limit and what it needs beyond torch and CUDA (``--list``)."""
-    rows = [f"{c.name:<11} at most {c.timeout_s:>3.0f} s"
-            + (f"; needs {', '.join(NEED_TEXT[n] for n in c.needs)}" if c.needs else "") + f"\n            {c.what}"
-            for c in checks]
+    rows = [
+        f"{c.name:<11} at most {c.timeout_s:>3.0f} s"
+        + (f"; needs {', '.join(NEED_TEXT[n] for n in c.needs)}" if c.needs else "")
+        + f"\n            {c.what}"
+        for c in checks
+    ]
     return "\n".join(rows + [f"all together at most {BUDGET_S:.0f} s (--budget)"])
 
 
 def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 epilog="checks:\n" + "\n".join(f"  {c.name:<11} {c.what}" for c in CHECKS))
+    ap = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="checks:\n" + "\n".join(f"  {c.name:<11} {c.what}" for c in CHECKS),
+    )
     ap.add_argument("--only", metavar="NAME,…", help=f"run these checks only ({', '.join(BY_NAME)})")
     ap.add_argument("--list", action="store_true", help="list the checks and exit (imports neither torch nor nbbench)")
-    ap.add_argument("--budget", type=float, default=BUDGET_S, metavar="S",
-                    help=f"seconds for all the checks together (default {BUDGET_S:.0f})")
+    ap.add_argument(
+        "--budget",
+        type=float,
+        default=BUDGET_S,
+        metavar="S",
+        help=f"seconds for all the checks together (default {BUDGET_S:.0f})",
+    )
     ap.add_argument("--json", metavar="FILE", help="also write the lines, the summary and the exit code as JSON")
-    ap.add_argument("--dir", metavar="DIR", help="scratch folder for the checks' files (default: a new temporary "
-                                                 "folder, removed at the end)")
+    ap.add_argument(
+        "--dir",
+        metavar="DIR",
+        help="scratch folder for the checks' files (default: a new temporary folder, removed at the end)",
+    )
     ap.add_argument("--artifacts", metavar="DIR", help="keep the executed notebook, its PNG and each check's log here")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--run", help=argparse.SUPPRESS)
@@ -300,8 +405,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     t0 = time.monotonic()
     ok, reason, what = cuda_state()
-    print(f"nbbench GPU validation kit — {len(checks)} check{'s' if len(checks) != 1 else ''} "
-          f"({', '.join(c.name for c in checks)}), at most {args.budget:.0f} s in all; here: {what}", flush=True)
+    print(
+        f"nbbench GPU validation kit — {len(checks)} check{'s' if len(checks) != 1 else ''} "
+        f"({', '.join(c.name for c in checks)}), at most {args.budget:.0f} s in all; here: {what}",
+        flush=True,
+    )
     if not ok:
         print(f"no CUDA here: {reason}", flush=True)
         print("dry run: nothing is run; each line says what the check would run and why it cannot", flush=True)
@@ -311,16 +419,26 @@ def main(argv: list[str] | None = None) -> int:
     logs = tempfile.mkdtemp(prefix="nbbench-gpukit-logs-")
     env_before = {k: os.environ.get(k) for k in ("NBBENCH_HOME", "PYTHONPATH")}
     os.environ["NBBENCH_HOME"] = tempfile.mkdtemp(prefix="nbbench-gpukit-home-")
-    os.environ["PYTHONPATH"] = os.pathsep.join([str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(
-        os.pathsep) if p])   # the children and what they start import this checkout's nbbench
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    )  # the children and what they start import this checkout's nbbench
     if args.artifacts:
         os.makedirs(args.artifacts, exist_ok=True)
     lines: list[Line] = []
     runs: list[dict] = []
     interrupted = False
     try:
-        run_checks(checks, ok, scratch, args.artifacts, logs, args.budget, echo=lambda s: print(s, flush=True),
-                   lines=lines, runs=runs)
+        run_checks(
+            checks,
+            ok,
+            scratch,
+            args.artifacts,
+            logs,
+            args.budget,
+            echo=lambda s: print(s, flush=True),
+            lines=lines,
+            runs=runs,
+        )
     except KeyboardInterrupt:
         interrupted = True
         lines.append(Line("kit", FAIL, why="interrupted (Ctrl-C): the checks after it did not run"))
@@ -343,10 +461,25 @@ def main(argv: list[str] | None = None) -> int:
     print(f"summary: {summary_text(counts)} ({len(lines)} lines in {wall:.0f} s); exit {code}", flush=True)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"kit": "bench/gpu_check.py", "cuda": ok, "reason": reason, "torch": what,
-                       "checks": [c.name for c in checks], "budget_s": args.budget, "runs": runs,
-                       "lines": [ln.to_dict() for ln in lines], "summary": counts, "exit_code": code,
-                       "wall_s": round(wall, 1), "interrupted": interrupted}, f, indent=2, default=str)
+            json.dump(
+                {
+                    "kit": "bench/gpu_check.py",
+                    "cuda": ok,
+                    "reason": reason,
+                    "torch": what,
+                    "checks": [c.name for c in checks],
+                    "budget_s": args.budget,
+                    "runs": runs,
+                    "lines": [ln.to_dict() for ln in lines],
+                    "summary": counts,
+                    "exit_code": code,
+                    "wall_s": round(wall, 1),
+                    "interrupted": interrupted,
+                },
+                f,
+                indent=2,
+                default=str,
+            )
     return code
 
 

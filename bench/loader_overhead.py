@@ -89,24 +89,34 @@ def main() -> int:
 
     ratios, bare, bench = pairs(make_real, steps, warmup, args.pairs)
     med = statistics.median(ratios)
-    print(f"loader_overhead: DataLoader({n} samples of 3x64x64 uint8 images, batch 256, shuffle, 0 workers), "
-          f"{steps} measured batches after {warmup} warm-up, {args.pairs} interleaved pairs")
+    print(
+        f"loader_overhead: DataLoader({n} samples of 3x64x64 uint8 images, batch 256, shuffle, 0 workers), "
+        f"{steps} measured batches after {warmup} warm-up, {args.pairs} interleaved pairs"
+    )
     print(f"  bare          median {statistics.median(bare):12,.0f} samples/s")
     print(f"  bench_loader  median {statistics.median(bench):12,.0f} samples/s")
-    print(f"  ratio bench_loader/bare: median of pairs {med:.4f}  (min {min(ratios):.4f}, max {max(ratios):.4f})  "
-          f"target >= 0.99: {'PASS' if med >= 0.99 else 'FAIL'}")
-    print(f"  best-of-{args.pairs} rates: bare {max(bare):,.0f}, bench_loader {max(bench):,.0f} samples/s, "
-          f"ratio {max(bench) / max(bare):.4f} (interference only slows a run down)")
+    print(
+        f"  ratio bench_loader/bare: median of pairs {med:.4f}  (min {min(ratios):.4f}, max {max(ratios):.4f})  "
+        f"target >= 0.99: {'PASS' if med >= 0.99 else 'FAIL'}"
+    )
+    print(
+        f"  best-of-{args.pairs} rates: bare {max(bare):,.0f}, bench_loader {max(bench):,.0f} samples/s, "
+        f"ratio {max(bench) / max(bare):.4f} (interference only slows a run down)"
+    )
 
     aa, _, _ = pairs(make_real, steps, warmup, args.pairs, second=bare_rate)
-    print(f"  noise floor, bare against bare the same way: median of pairs {statistics.median(aa):.4f}  "
-          f"(min {min(aa):.4f}, max {max(aa):.4f})")
+    print(
+        f"  noise floor, bare against bare the same way: median of pairs {statistics.median(aa):.4f}  "
+        f"(min {min(aa):.4f}, max {max(aa):.4f})"
+    )
 
     tiny = [(torch.zeros(8, 4), torch.zeros(8)) for _ in range(2000)]
     t_ratios, t_bare, t_bench = pairs(lambda: tiny, 1500, warmup, args.pairs)
     per_step_us = (1 / statistics.median(t_bench) - 1 / statistics.median(t_bare)) * 8 * 1e6
-    print(f"  worst case, a list of tiny batches (no loading work): ratio median {statistics.median(t_ratios):.3f}, "
-          f"fixed cost about {per_step_us:.1f} µs per step")
+    print(
+        f"  worst case, a list of tiny batches (no loading work): ratio median {statistics.median(t_ratios):.3f}, "
+        f"fixed cost about {per_step_us:.1f} µs per step"
+    )
     return 0 if med >= 0.99 else 1
 
 

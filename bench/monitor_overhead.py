@@ -132,7 +132,7 @@ def _run(a) -> int:
     times = {k: [] for k in states}
     acc = {k: {"wall": 0.0, "sampler_cpu": 0.0, "plot_cpu": 0.0, "frames": 0, "samples": 0} for k in states}
     for r in range(a.rounds):
-        for k in states[r % 4:] + states[: r % 4]:
+        for k in states[r % 4 :] + states[: r % 4]:
             mon = {"sampler": sampler, "full": full, "plot": plotted}.get(k)
             if k == "plot":
                 plot.resume()
@@ -178,21 +178,28 @@ def _run(a) -> int:
 
     ratios = {k: [b / m for b, m in zip(times["none"], times[k])] for k in ("sampler", "full", "plot")}
     load = os.getloadavg()
-    print(f"nbbench bench: monitor overhead — CPU-bound pure-Python loop, {a.rounds} interleaved rounds "
-          f"of {statistics.median(times['none']):.2f} s")
-    print(f"machine: {psutil.cpu_count()} logical CPUs, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; "
-          f"{a.children} idle child processes; sources {', '.join(s.name for s in full.sources)}; network "
-          f"{full.source('net').labels.get('net_interfaces') if full.source('net') else 'off'}")
+    print(
+        f"nbbench bench: monitor overhead — CPU-bound pure-Python loop, {a.rounds} interleaved rounds "
+        f"of {statistics.median(times['none']):.2f} s"
+    )
+    print(
+        f"machine: {psutil.cpu_count()} logical CPUs, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; "
+        f"{a.children} idle child processes; sources {', '.join(s.name for s in full.sources)}; network "
+        f"{full.source('net').labels.get('net_interfaces') if full.source('net') else 'off'}"
+    )
     print("throughput ratio unmonitored/monitored per round (median; 1.000 = no cost; target >= 0.98 with the plot):")
-    for k, label in (("sampler", "sampler at 10 Hz"), ("full", "+ per-process table"),
-                     ("plot", "+ live plot")):
+    for k, label in (("sampler", "sampler at 10 Hz"), ("full", "+ per-process table"), ("plot", "+ live plot")):
         rs = sorted(ratios[k])
         q1, q3 = rs[len(rs) // 4], rs[(3 * len(rs)) // 4]
-        print(f"  {label:<30} {statistics.median(rs):.3f}   (quartiles {q1:.3f} .. {q3:.3f}, "
-              f"min {rs[0]:.3f}, max {rs[-1]:.3f})")
+        print(
+            f"  {label:<30} {statistics.median(rs):.3f}   (quartiles {q1:.3f} .. {q3:.3f}, "
+            f"min {rs[0]:.3f}, max {rs[-1]:.3f})"
+        )
     busy_pct = {}
-    for k, title, target in (("sampler", "sampler thread at 10 Hz, network on, no per-process table", 1.0),
-                             ("full", "whole monitor at 10 Hz with the per-process table (every 1 s)", 1.5)):
+    for k, title, target in (
+        ("sampler", "sampler thread at 10 Hz, network on, no per-process table", 1.0),
+        ("full", "whole monitor at 10 Hz with the per-process table (every 1 s)", 1.5),
+    ):
         st = acc[k]
         busy_pct[k] = 100.0 * st["sampler_cpu"] / st["wall"]
         ip, n_idle, w_idle = idle_pct[k]
@@ -200,19 +207,25 @@ def _run(a) -> int:
         print(f"  beside the busy loop  {busy_pct[k]:.2f} %   ({st['samples']} samples in {st['wall']:.1f} s)")
         print(f"  on an idle process    {ip:.2f} %   ({n_idle} samples in {w_idle:.1f} s)")
     p = acc["plot"]
-    print(f"live plot in its rounds: {p['frames']} frames in {p['wall']:.1f} s, drawing "
-          f"{100.0 * p['plot_cpu'] / p['wall']:.2f} % of one core (frames land in rounds by phase, "
-          f"so this is not its cadence); {handle.frames} frames pushed in all, "
-          f"{handle.bytes / max(1, handle.frames) / 1e3:.0f} kB each")
-    print(f"live plot, {steady_s:.0f} s unpaused beside the busy loop: {steady_frames} frames "
-          f"({steady_frames / steady_s:.2f} frames/s), drawing thread (render + push) "
-          f"{100.0 * steady_cpu / steady_s:.2f} % of one core (budget 1.2 %)")
+    print(
+        f"live plot in its rounds: {p['frames']} frames in {p['wall']:.1f} s, drawing "
+        f"{100.0 * p['plot_cpu'] / p['wall']:.2f} % of one core (frames land in rounds by phase, "
+        f"so this is not its cadence); {handle.frames} frames pushed in all, "
+        f"{handle.bytes / max(1, handle.frames) / 1e3:.0f} kB each"
+    )
+    print(
+        f"live plot, {steady_s:.0f} s unpaused beside the busy loop: {steady_frames} frames "
+        f"({steady_frames / steady_s:.2f} frames/s), drawing thread (render + push) "
+        f"{100.0 * steady_cpu / steady_s:.2f} % of one core (budget 1.2 %)"
+    )
     ok_plot = statistics.median(ratios["plot"]) >= 0.98
     ok_sampler = max(busy_pct["sampler"], idle_pct["sampler"][0]) <= 1.0
     ok_full = max(busy_pct["full"], idle_pct["full"][0]) <= 1.5
-    print(f"verdict: ratio with plot {'meets' if ok_plot else 'MISSES'} 0.98; "
-          f"sampler {'meets' if ok_sampler else 'MISSES'} 1 % of one core; "
-          f"whole monitor with the table {'meets' if ok_full else 'MISSES'} 1.5 %")
+    print(
+        f"verdict: ratio with plot {'meets' if ok_plot else 'MISSES'} 0.98; "
+        f"sampler {'meets' if ok_sampler else 'MISSES'} 1 % of one core; "
+        f"whole monitor with the table {'meets' if ok_full else 'MISSES'} 1.5 %"
+    )
     return 0
 
 

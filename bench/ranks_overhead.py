@@ -26,13 +26,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 TESTS = {
     # name: (probe kind, params, argv options, metric)
-    "randread 4k QD1 direct": ("randread", {"bs": "4k", "qd": 1, "runtime": 3.0, "ramp": 0.5, "size": "64M"},
-                               ["--bs", "4k", "--qd", "1", "--runtime", "3", "--ramp", "0.5", "--size", "64M"],
-                               "iops"),
+    "randread 4k QD1 direct": (
+        "randread",
+        {"bs": "4k", "qd": 1, "runtime": 3.0, "ramp": 0.5, "size": "64M"},
+        ["--bs", "4k", "--qd", "1", "--runtime", "3", "--ramp", "0.5", "--size", "64M"],
+        "iops",
+    ),
     # time based, so the figure is over 3 s, not the ~0.1 s a small dd read lasts here
-    "randread 1M QD1 direct": ("randread", {"bs": "1M", "qd": 1, "runtime": 3.0, "ramp": 0.5, "size": "256M"},
-                               ["--bs", "1M", "--qd", "1", "--runtime", "3", "--ramp", "0.5", "--size", "256M"],
-                               "read_bytes_per_s"),
+    "randread 1M QD1 direct": (
+        "randread",
+        {"bs": "1M", "qd": 1, "runtime": 3.0, "ramp": 0.5, "size": "256M"},
+        ["--bs", "1M", "--qd", "1", "--runtime", "3", "--ramp", "0.5", "--size", "256M"],
+        "read_bytes_per_s",
+    ),
 }
 
 
@@ -40,7 +46,7 @@ def plain(kind, params, path):
     from nbbench.probes.storage import disk
 
     fn = disk.randread if kind == "randread" else disk.dd
-    return fn(path, **params)   # the same probe function the rank runs, in this process
+    return fn(path, **params)  # the same probe function the rank runs, in this process
 
 
 def ranked(kind, params, argv, path, n=1):
@@ -61,14 +67,16 @@ def main() -> int:
 
     from nbbench.units import format_metric
 
-    print(f"machine: {os.cpu_count()} CPUs, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} at start; "
-          f"torch {torch.__version__}; files in {args.dir}")
+    print(
+        f"machine: {os.cpu_count()} CPUs, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} at start; "
+        f"torch {torch.__version__}; files in {args.dir}"
+    )
     print(f"{'test':<26}{'median ratio':>13}{'min':>7}{'max':>7}  target      plain (median)  one rank (median)")
     for name, (kind, params, argv, metric) in TESTS.items():
         ratios, a, b = [], [], []
         for i in range(args.pairs + 1):
             got = {}
-            for which in (("plain", "rank") if i % 2 == 0 else ("rank", "plain")):
+            for which in ("plain", "rank") if i % 2 == 0 else ("rank", "plain"):
                 res = plain(kind, params, args.dir) if which == "plain" else ranked(kind, params, argv, args.dir)
                 assert res.status == "ok", (which, res.status, res.reason)
                 got[which] = res.metrics[metric]
@@ -78,12 +86,16 @@ def main() -> int:
             b.append(got["rank"])
             ratios.append(got["rank"] / got["plain"])
         med = statistics.median(ratios)
-        print(f"{name:<26}{med:>13.3f}{min(ratios):>7.3f}{max(ratios):>7.3f}  >=0.98 {'ok   ' if med >= 0.98 else 'BELOW'}"
-              f"  {format_metric(metric, statistics.median(a)):>14}  {format_metric(metric, statistics.median(b)):>17}")
+        print(
+            f"{name:<26}{med:>13.3f}{min(ratios):>7.3f}{max(ratios):>7.3f}  >=0.98 {'ok   ' if med >= 0.98 else 'BELOW'}"
+            f"  {format_metric(metric, statistics.median(a)):>14}  {format_metric(metric, statistics.median(b)):>17}"
+        )
 
     print()
-    print(f"{'local ranks':<12}{'to the start barrier':>22}{'whole run (dd 16M)':>20}   (median of "
-          f"{args.startup_runs}; load average {os.getloadavg()[0]:.2f} now)")
+    print(
+        f"{'local ranks':<12}{'to the start barrier':>22}{'whole run (dd 16M)':>20}   (median of "
+        f"{args.startup_runs}; load average {os.getloadavg()[0]:.2f} now)"
+    )
     for n in (1, 2, 4):
         ups, totals = [], []
         for _ in range(args.startup_runs):

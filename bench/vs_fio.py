@@ -56,21 +56,43 @@ def _builtin_seq(direct):
     def run(f, a):
         r = disk.dd(f, bs="1M", size=a.size, direct=direct, mode="read", engine=a.engine)
         return r.metrics["read_bytes_per_s"], r
+
     return run
 
 
 def _builtin_rand(qd, direct=True, warm=False, path=None, jobs=1):
     def run(f, a):
-        r = disk.randread(f, bs="4k", qd=qd, runtime=a.runtime, ramp=a.ramp, direct=direct, warm=warm,
-                          engine=a.engine, builtin_path=path if a.engine == "builtin" else None, jobs=jobs)
+        r = disk.randread(
+            f,
+            bs="4k",
+            qd=qd,
+            runtime=a.runtime,
+            ramp=a.ramp,
+            direct=direct,
+            warm=warm,
+            engine=a.engine,
+            builtin_path=path if a.engine == "builtin" else None,
+            jobs=jobs,
+        )
         return r.metrics["iops"], r
+
     return run
 
 
 def _plain_argv(f, a, rw, bs, engine, direct, qd=1, time_based=True, invalidate=1, extra=()):
-    argv = ["fio", "--name=x", f"--filename={f}", f"--rw={rw}", f"--bs={bs}", f"--ioengine={engine}",
-            f"--direct={direct}", f"--iodepth={qd}", f"--invalidate={invalidate}", "--readonly",
-            "--output-format=json"]
+    argv = [
+        "fio",
+        "--name=x",
+        f"--filename={f}",
+        f"--rw={rw}",
+        f"--bs={bs}",
+        f"--ioengine={engine}",
+        f"--direct={direct}",
+        f"--iodepth={qd}",
+        f"--invalidate={invalidate}",
+        "--readonly",
+        "--output-format=json",
+    ]
     if time_based:
         argv += [f"--runtime={a.runtime:g}", f"--ramp_time={a.ramp:g}", "--time_based"]
     else:
@@ -87,23 +109,65 @@ def _warm(f):
 JOBS_ROW = "RND4K QD1 page cache, --jobs 2"
 # name, target (lo, hi or None), metric, builtin(f, a) -> (value, result), plain fio argv(f, a), warm first
 TESTS = [
-    ("SEQ1M QD1 direct", (0.95, 1.05), "read_bytes_per_s", _builtin_seq(True),
-     lambda f, a: _plain_argv(f, a, "read", "1M", "psync", 1, time_based=False), False),
-    ("SEQ1M QD1 buffered cold", (0.95, 1.05), "read_bytes_per_s", _builtin_seq(False),
-     # fadvise_hint=0: no POSIX_FADV_SEQUENTIAL, as dd (and the dd probe) reads
-     lambda f, a: _plain_argv(f, a, "read", "1M", "psync", 0, time_based=False, extra=["--fadvise_hint=0"]), False),
-    ("RND4K QD1 direct", (0.98, None), "iops", _builtin_rand(1),
-     lambda f, a: _plain_argv(f, a, "randread", "4k", "psync", 1), False),
-    ("RND4K QD32 direct", (0.98, None), "iops", _builtin_rand(32),
-     lambda f, a: _plain_argv(f, a, "randread", "4k", "io_uring", 1, qd=32), False),
-    ("RND4K QD1 page cache", (0.95, None), "iops", _builtin_rand(1, direct=False, warm=True),
-     lambda f, a: _plain_argv(f, a, "randread", "4k", "psync", 0, invalidate=0), True),
-    (JOBS_ROW, (0.95, None), "iops", _builtin_rand(1, direct=False, warm=True, jobs=2),
-     lambda f, a: _plain_argv(f, a, "randread", "4k", "psync", 0, invalidate=0, extra=["--numjobs=2"]), True),
+    (
+        "SEQ1M QD1 direct",
+        (0.95, 1.05),
+        "read_bytes_per_s",
+        _builtin_seq(True),
+        lambda f, a: _plain_argv(f, a, "read", "1M", "psync", 1, time_based=False),
+        False,
+    ),
+    (
+        "SEQ1M QD1 buffered cold",
+        (0.95, 1.05),
+        "read_bytes_per_s",
+        _builtin_seq(False),
+        # fadvise_hint=0: no POSIX_FADV_SEQUENTIAL, as dd (and the dd probe) reads
+        lambda f, a: _plain_argv(f, a, "read", "1M", "psync", 0, time_based=False, extra=["--fadvise_hint=0"]),
+        False,
+    ),
+    (
+        "RND4K QD1 direct",
+        (0.98, None),
+        "iops",
+        _builtin_rand(1),
+        lambda f, a: _plain_argv(f, a, "randread", "4k", "psync", 1),
+        False,
+    ),
+    (
+        "RND4K QD32 direct",
+        (0.98, None),
+        "iops",
+        _builtin_rand(32),
+        lambda f, a: _plain_argv(f, a, "randread", "4k", "io_uring", 1, qd=32),
+        False,
+    ),
+    (
+        "RND4K QD1 page cache",
+        (0.95, None),
+        "iops",
+        _builtin_rand(1, direct=False, warm=True),
+        lambda f, a: _plain_argv(f, a, "randread", "4k", "psync", 0, invalidate=0),
+        True,
+    ),
+    (
+        JOBS_ROW,
+        (0.95, None),
+        "iops",
+        _builtin_rand(1, direct=False, warm=True, jobs=2),
+        lambda f, a: _plain_argv(f, a, "randread", "4k", "psync", 0, invalidate=0, extra=["--numjobs=2"]),
+        True,
+    ),
 ]
 EXTRA_ROWS = [
-    ("RND4K QD32 direct, thread pool", None, "iops", _builtin_rand(32, path="threads"),
-     lambda f, a: _plain_argv(f, a, "randread", "4k", "io_uring", 1, qd=32), False),
+    (
+        "RND4K QD32 direct, thread pool",
+        None,
+        "iops",
+        _builtin_rand(32, path="threads"),
+        lambda f, a: _plain_argv(f, a, "randread", "4k", "io_uring", 1, qd=32),
+        False,
+    ),
 ]
 
 
@@ -114,7 +178,7 @@ def plain_fio(argv, metric, warm_file=None) -> tuple[float, float | None]:
     p = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     if p.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} failed: {(p.stderr or p.stdout).strip()[-300:]}")
-    jobs = json.loads(p.stdout[p.stdout.find("{"):])["jobs"]
+    jobs = json.loads(p.stdout[p.stdout.find("{") :])["jobs"]
     value = sum(float(j["read"]["iops"] if metric == "iops" else j["read"]["bw_bytes"]) for j in jobs)
     ios = sum(j["read"]["total_ios"] for j in jobs)
     cpu_s = sum((j["usr_cpu"] + j["sys_cpu"]) / 100 * j["job_runtime"] / 1e3 for j in jobs)
@@ -125,9 +189,11 @@ def machine(path: str) -> str:
     t = inspect(path, write=True)
     fio = subprocess.run(["fio", "--version"], capture_output=True, text=True).stdout.strip()
     cpus = usable_cpus()
-    return (f"{cpu_model()}, {cpus.get('usable') or os.cpu_count()} usable CPUs, "
-            f"{platform.system()} {platform.release()}, Python {platform.python_version()}, {fio}; "
-            f"file on {t.filesystem} ({t.device}) at {t.path}")
+    return (
+        f"{cpu_model()}, {cpus.get('usable') or os.cpu_count()} usable CPUs, "
+        f"{platform.system()} {platform.release()}, Python {platform.python_version()}, {fio}; "
+        f"file on {t.filesystem} ({t.device}) at {t.path}"
+    )
 
 
 def main() -> int:
@@ -146,11 +212,17 @@ def main() -> int:
     print("machine:", machine(a.dir))
     from nbbench.probes._engines.sync import compiled_loop
 
-    print("builtin engine loops:", "compiled (the C extension is built)" if compiled_loop() else
-          "Python (the C extension is not built here: pip install . or python setup.py build_ext --inplace)")
+    print(
+        "builtin engine loops:",
+        "compiled (the C extension is built)"
+        if compiled_loop()
+        else "Python (the C extension is not built here: pip install . or python setup.py build_ext --inplace)",
+    )
     mode = "plain fio command lines (argv)" if a.plain else "fio through nbbench's fio engine"
-    print(f"{mode}; rounds={a.pairs} runtime={a.runtime:g}s ramp={a.ramp:g}s file={a.size}  "
-          f"load average at start: {loadavg()}")
+    print(
+        f"{mode}; rounds={a.pairs} runtime={a.runtime:g}s ramp={a.ramp:g}s file={a.size}  "
+        f"load average at start: {loadavg()}"
+    )
     tests = TESTS + ([] if a.no_extra_rows else EXTRA_ROWS)
     if a.only:
         tests = [t for t in tests if any(t[0].startswith(p.strip()) for p in a.only.split(","))]
@@ -179,7 +251,7 @@ def main() -> int:
             maxseg = None
             kinds = ["builtin", "fio_a", "fio_b"]
             for i in range(a.pairs):
-                order = kinds[i % 3:] + kinds[:i % 3]
+                order = kinds[i % 3 :] + kinds[: i % 3]
                 got = {}
                 for k in order:
                     v, r = ours(a) if k == "builtin" else fio(a)
@@ -198,33 +270,56 @@ def main() -> int:
                 floor.append(got["fio_b"] / got["fio_a"])
                 b_vals.append(got["builtin"])
                 f_vals += [got["fio_a"], got["fio_b"]]
-                print(f"  {name:<30} round {i + 1:2d}: builtin {format_metric(metric, got['builtin']):>12}  "
-                      f"fio {format_metric(metric, got['fio_a']):>12}  ratio {ratios[-1]:.3f}  "
-                      f"(fio/fio {floor[-1]:.3f})", flush=True)
-            rows.append((name, target, metric, ratios, floor, statistics.median(b_vals), statistics.median(f_vals),
-                         ", ".join(sorted(p for p in paths if p)),
-                         statistics.median(b_cpu) if b_cpu else None, statistics.median(f_cpu) if f_cpu else None))
+                print(
+                    f"  {name:<30} round {i + 1:2d}: builtin {format_metric(metric, got['builtin']):>12}  "
+                    f"fio {format_metric(metric, got['fio_a']):>12}  ratio {ratios[-1]:.3f}  "
+                    f"(fio/fio {floor[-1]:.3f})",
+                    flush=True,
+                )
+            rows.append(
+                (
+                    name,
+                    target,
+                    metric,
+                    ratios,
+                    floor,
+                    statistics.median(b_vals),
+                    statistics.median(f_vals),
+                    ", ".join(sorted(p for p in paths if p)),
+                    statistics.median(b_cpu) if b_cpu else None,
+                    statistics.median(f_cpu) if f_cpu else None,
+                )
+            )
             if name.startswith("SEQ"):
                 bi = bimodal(f_vals)
                 if bi:
-                    why = (f" — where a request takes at most {maxseg} segments (here) a 1 MiB I/O from a buffer of"
-                           " scattered 4 KiB pages (256) goes out as two requests, and as one when its pages happen to"
-                           " be physically contiguous"
-                           if "direct" in name else
-                           " — buffered, the page cache's readahead forms the device's requests, and their size"
-                           " varies from run to run")
-                    notes.append(f"{name}: fio's own figure is bimodal ({bi[0]} runs near "
-                                 f"{format_metric(metric, bi[1])}, {bi[2]} near {format_metric(metric, bi[3])}){why}")
+                    why = (
+                        f" — where a request takes at most {maxseg} segments (here) a 1 MiB I/O from a buffer of"
+                        " scattered 4 KiB pages (256) goes out as two requests, and as one when its pages happen to"
+                        " be physically contiguous"
+                        if "direct" in name
+                        else " — buffered, the page cache's readahead forms the device's requests, and their size"
+                        " varies from run to run"
+                    )
+                    notes.append(
+                        f"{name}: fio's own figure is bimodal ({bi[0]} runs near "
+                        f"{format_metric(metric, bi[1])}, {bi[2]} near {format_metric(metric, bi[3])}){why}"
+                    )
                 if segs:
-                    notes.append(f"{name}: the builtin engine's buffer, in physically contiguous pieces per run: "
-                                 + ", ".join(f"{k} x{n}" for k, n in sorted(segs.items())))
+                    notes.append(
+                        f"{name}: the builtin engine's buffer, in physically contiguous pieces per run: "
+                        + ", ".join(f"{k} x{n}" for k, n in sorted(segs.items()))
+                    )
     print()
-    print(f"{'test':<30} {'median':>7} {'min':>6} {'max':>6}  {'floor fio/fio [min, max]':<25} {'target':<10}"
-          f"{'':<7} {'builtin':>12} {'fio':>12}  {'CPU/IO builtin':>14} {'fio':>9}  builtin I/O path")
+    print(
+        f"{'test':<30} {'median':>7} {'min':>6} {'max':>6}  {'floor fio/fio [min, max]':<25} {'target':<10}"
+        f"{'':<7} {'builtin':>12} {'fio':>12}  {'CPU/IO builtin':>14} {'fio':>9}  builtin I/O path"
+    )
     one_job = {r[0]: r[5] for r in rows}.get("RND4K QD1 page cache")
 
     def us(ns):
         return f"{ns / 1e3:.2f} µs" if ns else "—"
+
     for name, target, metric, ratios, floor, b, f, path, bc, fc in rows:
         med = statistics.median(ratios)
         if target is None:
@@ -233,13 +328,17 @@ def main() -> int:
             tgt, flag = f">={target[0]:.2f}", "ok" if med >= target[0] else "BELOW"
         else:
             tgt, flag = f"{target[0]:.2f}-{target[1]:.2f}", "ok" if target[0] <= med <= target[1] else "MISSED"
-        print(f"{name:<30} {med:7.3f} {min(ratios):6.3f} {max(ratios):6.3f}  {statistics.median(floor):6.3f} "
-              f"[{min(floor):.3f}, {max(floor):.3f}]{'':<3} {tgt:<10}{flag:<7} {format_metric(metric, b):>12} "
-              f"{format_metric(metric, f):>12}  {us(bc):>14} {us(fc):>9}  {path}")
+        print(
+            f"{name:<30} {med:7.3f} {min(ratios):6.3f} {max(ratios):6.3f}  {statistics.median(floor):6.3f} "
+            f"[{min(floor):.3f}, {max(floor):.3f}]{'':<3} {tgt:<10}{flag:<7} {format_metric(metric, b):>12} "
+            f"{format_metric(metric, f):>12}  {us(bc):>14} {us(fc):>9}  {path}"
+        )
         if name == JOBS_ROW and one_job:
             scale = b / one_job
-            notes.append(f"{JOBS_ROW}: two jobs / one job (builtin medians) = {scale:.2f} (target >= 1.80"
-                         f"{'' if scale >= 1.8 else ', MISSED'}); this machine has {os.cpu_count()} CPUs")
+            notes.append(
+                f"{JOBS_ROW}: two jobs / one job (builtin medians) = {scale:.2f} (target >= 1.80"
+                f"{'' if scale >= 1.8 else ', MISSED'}); this machine has {os.cpu_count()} CPUs"
+            )
     for n in notes:
         print("note:", n)
     print(f"load average at end: {loadavg()}")

@@ -54,8 +54,16 @@ def fio_argv(plan, bs: int, invalidate: int) -> list[str]:
     argv = ["fio", "--readonly", "--output-format=json"]
     for i, files in enumerate(plan):
         names = ":".join(p.replace(":", "\\:") for p, _ in files)
-        argv += [f"--name=s{i}", f"--filename={names}", "--rw=read", f"--bs={bs}", "--ioengine=psync",
-                 "--direct=0", f"--invalidate={invalidate}", "--file_service_type=sequential"]
+        argv += [
+            f"--name=s{i}",
+            f"--filename={names}",
+            "--rw=read",
+            f"--bs={bs}",
+            "--ioengine=psync",
+            "--direct=0",
+            f"--invalidate={invalidate}",
+            "--file_service_type=sequential",
+        ]
     return argv
 
 
@@ -64,14 +72,13 @@ def run_fio(plan, bs: int, invalidate: int) -> float:
     p = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     if p.returncode != 0:
         raise SystemExit(f"fio failed: {(p.stderr or p.stdout).strip()[-400:]}")
-    jobs = json.loads(p.stdout[p.stdout.find("{"):])["jobs"]
+    jobs = json.loads(p.stdout[p.stdout.find("{") :])["jobs"]
     total = sum(j["read"]["io_bytes"] for j in jobs)
     # fio reads whole blocks only: each file's last partial block (under --bs) is left out
     want = sum(s // bs * bs for files in plan for _, s in files)
     if total != want:
-        raise SystemExit(f"fio read {total} bytes, not the {want} of the shards' whole blocks: "
-                         f"{' '.join(argv[:12])} …")
-    longest = max(j["read"]["runtime"] for j in jobs) / 1e3   # ms
+        raise SystemExit(f"fio read {total} bytes, not the {want} of the shards' whole blocks: {' '.join(argv[:12])} …")
+    longest = max(j["read"]["runtime"] for j in jobs) / 1e3  # ms
     return total / longest
 
 
@@ -86,9 +93,11 @@ def machine(path: str) -> str:
     t = inspect(path, write=False, read=False)
     fio = subprocess.run(["fio", "--version"], capture_output=True, text=True).stdout.strip()
     cpus = usable_cpus()
-    return (f"{cpu_model()}, {cpus.get('usable') or os.cpu_count()} usable CPUs, {platform.system()} "
-            f"{platform.release()}, Python {platform.python_version()}, {fio}; shards on {t.filesystem} "
-            f"({t.device}) at {t.path}")
+    return (
+        f"{cpu_model()}, {cpus.get('usable') or os.cpu_count()} usable CPUs, {platform.system()} "
+        f"{platform.release()}, Python {platform.python_version()}, {fio}; shards on {t.filesystem} "
+        f"({t.device}) at {t.path}"
+    )
 
 
 def bench(d: str, a) -> int:
@@ -97,13 +106,16 @@ def bench(d: str, a) -> int:
     bs = parse_size(a.bs)
     total = sum(s for _, s in files)
     print("machine:", machine(d))
-    print(f"{len(files)} {fmt} shards, {total / 2**20:.0f} MiB; streams={streams} bs={a.bs} rounds={a.pairs}  "
-          f"load average at start: {loadavg()}", flush=True)
+    print(
+        f"{len(files)} {fmt} shards, {total / 2**20:.0f} MiB; streams={streams} bs={a.bs} rounds={a.pairs}  "
+        f"load average at start: {loadavg()}",
+        flush=True,
+    )
     rows = []
     for name, warm in [("cold (fadvise / --invalidate=1)", False)] + ([("warm (page cache)", True)] if a.warm else []):
         if warm:
             _read_once(files, bs, None)
-        run_ours(d, streams, bs, 0, warm)   # one warm-up each, not counted
+        run_ours(d, streams, bs, 0, warm)  # one warm-up each, not counted
         run_fio(plan_streams(files, streams, 0), bs, 0 if warm else 1)
         ratios, floor, ours_v, fio_v = [], [], [], []
         kinds = ["shards", "fio_a", "fio_b"]
@@ -111,24 +123,31 @@ def bench(d: str, a) -> int:
             seed = 1000 + i
             plan = plan_streams(files, streams, seed)
             got = {}
-            for k in kinds[i % 3:] + kinds[:i % 3]:
+            for k in kinds[i % 3 :] + kinds[: i % 3]:
                 got[k] = run_ours(d, streams, bs, seed, warm) if k == "shards" else run_fio(plan, bs, 0 if warm else 1)
             ratios.append(got["shards"] / got["fio_a"])
             floor.append(got["fio_b"] / got["fio_a"])
             ours_v.append(got["shards"])
             fio_v += [got["fio_a"], got["fio_b"]]
-            print(f"  {name:<32} round {i + 1:2d}: shards {format_metric('read_bytes_per_s', got['shards']):>10}  "
-                  f"fio {format_metric('read_bytes_per_s', got['fio_a']):>10}  ratio {ratios[-1]:.3f}  "
-                  f"(fio/fio {floor[-1]:.3f})", flush=True)
+            print(
+                f"  {name:<32} round {i + 1:2d}: shards {format_metric('read_bytes_per_s', got['shards']):>10}  "
+                f"fio {format_metric('read_bytes_per_s', got['fio_a']):>10}  ratio {ratios[-1]:.3f}  "
+                f"(fio/fio {floor[-1]:.3f})",
+                flush=True,
+            )
         rows.append((name, ratios, floor, statistics.median(ours_v), statistics.median(fio_v)))
     print()
-    print(f"{'test':<32} {'median':>7} {'min':>6} {'max':>6}  {'floor fio/fio [min, max]':<25} {'target':<8}"
-          f"{'':<6} {'shards':>10} {'fio':>10}")
+    print(
+        f"{'test':<32} {'median':>7} {'min':>6} {'max':>6}  {'floor fio/fio [min, max]':<25} {'target':<8}"
+        f"{'':<6} {'shards':>10} {'fio':>10}"
+    )
     for name, ratios, floor, o, f in rows:
         med = statistics.median(ratios)
-        print(f"{name:<32} {med:7.3f} {min(ratios):6.3f} {max(ratios):6.3f}  {statistics.median(floor):6.3f} "
-              f"[{min(floor):.3f}, {max(floor):.3f}]{'':<3} {'>=0.95':<8}{'ok' if med >= 0.95 else 'BELOW':<6} "
-              f"{format_metric('read_bytes_per_s', o):>10} {format_metric('read_bytes_per_s', f):>10}")
+        print(
+            f"{name:<32} {med:7.3f} {min(ratios):6.3f} {max(ratios):6.3f}  {statistics.median(floor):6.3f} "
+            f"[{min(floor):.3f}, {max(floor):.3f}]{'':<3} {'>=0.95':<8}{'ok' if med >= 0.95 else 'BELOW':<6} "
+            f"{format_metric('read_bytes_per_s', o):>10} {format_metric('read_bytes_per_s', f):>10}"
+        )
     print(f"load average at end: {loadavg()}")
     return 0
 

@@ -77,12 +77,18 @@ def main(argv=None) -> int:
         items = [(k, 0) for k in keys]
         import boto3
 
-        print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, Python "
-              f"{platform.python_version()}, boto3 {boto3.__version__}; local S3 server (moto) on 127.0.0.1")
-        print(f"pairs={args.pairs} seconds={args.seconds} objects={args.objects} x {args.size}; load average at "
-              f"start {loadavg()}")
-        print(f"{'streams':>7}  {'median':>6} {'min':>6} {'max':>6}  {'floor plain/plain':>17}  target        "
-              f"{'probe':>10} {'plain':>10}")
+        print(
+            f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, Python "
+            f"{platform.python_version()}, boto3 {boto3.__version__}; local S3 server (moto) on 127.0.0.1"
+        )
+        print(
+            f"pairs={args.pairs} seconds={args.seconds} objects={args.objects} x {args.size}; load average at "
+            f"start {loadavg()}"
+        )
+        print(
+            f"{'streams':>7}  {'median':>6} {'min':>6} {'max':>6}  {'floor plain/plain':>17}  target        "
+            f"{'probe':>10} {'plain':>10}"
+        )
         for n in levels:
             cli = make_client(srv.endpoint_url, pool=n)
             ratios, floor, pr, pl = [], [], [], []
@@ -97,8 +103,10 @@ def main(argv=None) -> int:
                     floor.append(c / b)
             med = statistics.median(ratios)
             ok = "ok" if med >= 0.95 else "BELOW"
-            print(f"{n:>7}  {med:6.3f} {min(ratios):6.3f} {max(ratios):6.3f}  {statistics.median(floor):17.3f}  "
-                  f">=0.95 {ok:5}  {statistics.median(pr) / 1e6:7.1f} MB/s {statistics.median(pl) / 1e6:6.1f} MB/s")
+            print(
+                f"{n:>7}  {med:6.3f} {min(ratios):6.3f} {max(ratios):6.3f}  {statistics.median(floor):17.3f}  "
+                f">=0.95 {ok:5}  {statistics.median(pr) / 1e6:7.1f} MB/s {statistics.median(pl) / 1e6:6.1f} MB/s"
+            )
         print(f"load average at end: {loadavg()}")
     return 0
 

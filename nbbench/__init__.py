@@ -11,8 +11,18 @@ from .version import __version__  # noqa: E402
 
 from .results import ProbeError, Result  # noqa: E402  (light: stdlib only)
 
-__all__ = ["__version__", "Result", "ProbeError", "load_ipython_extension", "default_store", "history", "panel",
-           "monitor", "watch", "mark"]
+__all__ = [
+    "__version__",
+    "Result",
+    "ProbeError",
+    "load_ipython_extension",
+    "default_store",
+    "history",
+    "panel",
+    "monitor",
+    "watch",
+    "mark",
+]
 
 
 def load_ipython_extension(ipython) -> None:
@@ -75,8 +85,21 @@ def __getattr__(name):
     # (`monitor` and `panel` are callable packages: the call opens a monitor / the control panel)
     import importlib
 
-    if name in ("monitor", "panel", "probes", "env", "datasets", "doctor", "ui", "units", "store", "results",
-                "commands", "compare", "report"):
+    if name in (
+        "monitor",
+        "panel",
+        "probes",
+        "env",
+        "datasets",
+        "doctor",
+        "ui",
+        "units",
+        "store",
+        "results",
+        "commands",
+        "compare",
+        "report",
+    ):
         mod = importlib.import_module(f".{name}", __name__)
         return mod
     raise AttributeError(f"module 'nbbench' has no attribute {name!r}")

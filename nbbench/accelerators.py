@@ -29,8 +29,18 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-__all__ = ["Accelerator", "ACCELERATORS", "get_accelerator", "names", "AU_TARGET_PCT", "parse_emulate",
-           "input_bound_band", "predicted_au_pct", "BAND_MODERATE_PCT", "BAND_HIGH_PCT"]
+__all__ = [
+    "Accelerator",
+    "ACCELERATORS",
+    "get_accelerator",
+    "names",
+    "AU_TARGET_PCT",
+    "parse_emulate",
+    "input_bound_band",
+    "predicted_au_pct",
+    "BAND_MODERATE_PCT",
+    "BAND_HIGH_PCT",
+]
 
 #: the AU line MLPerf Storage uses to call an accelerator "fed"
 AU_TARGET_PCT = 90.0
@@ -77,8 +87,10 @@ class Accelerator:
         return int(math.floor(samples_per_s / self.needed_samples_per_s(au_pct) + 1e-9))
 
     def describe(self) -> str:
-        return (f"{self.gpu.upper()} {self.workload}: {self.ref_step_s:g} s per batch of {self.ref_batch} "
-                f"({self.samples_per_s:,.0f} samples/s)")
+        return (
+            f"{self.gpu.upper()} {self.workload}: {self.ref_step_s:g} s per batch of {self.ref_batch} "
+            f"({self.samples_per_s:,.0f} samples/s)"
+        )
 
 
 ACCELERATORS: dict[str, Accelerator] = {
@@ -106,7 +118,7 @@ def get_accelerator(name) -> Accelerator:
         return name
     key = str(name).strip().lower()
     if key.startswith("emulate:"):
-        key = key[len("emulate:"):]
+        key = key[len("emulate:") :]
     if key in ACCELERATORS:
         return ACCELERATORS[key]
     parts = key.split("-")

@@ -77,7 +77,7 @@ class TerminalContext(Context):
 
         cols = [c for c in left if c in frame.columns]
         widths = {c: int(frame[c].astype(str).str.len().max() or 0) for c in cols}
-        fmt = {c: (lambda w: (lambda v: f"{v:<{w}}"))(w) for c, w in widths.items()}
+        fmt = {c: (lambda w: lambda v: f"{v:<{w}}")(w) for c, w in widths.items()}
         with pd.option_context("display.max_colwidth", max([90] + list(widths.values())), "display.width", 250):
             self.echo(frame.to_string(formatters=fmt, justify="left"))
 
@@ -135,13 +135,13 @@ def _main(argv: list[str] | None = None) -> int:
     except HelpRequested as h:
         print(h.text)
         return 0
-    except UsageProblem as exc:   # as argparse words it: the usage line, then PROG: error: MESSAGE
+    except UsageProblem as exc:  # as argparse words it: the usage line, then PROG: error: MESSAGE
         sys.stderr.write(exc.usage)
         print(f"{exc.prog}: error: {exc}", file=sys.stderr)
         return commands.EXIT_USAGE
     try:
         value = commands.execute(inv, ctx)
-    except UsageProblem as exc:   # found while running (a setting of ``vs``): still a usage error
+    except UsageProblem as exc:  # found while running (a setting of ``vs``): still a usage error
         if exc.usage:
             sys.stderr.write(exc.usage)
         print(f"{exc.prog or 'nbbench ' + inv.name}: error: {exc}", file=sys.stderr)

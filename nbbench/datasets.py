@@ -39,8 +39,14 @@ _JPEG_QUALITY = 85
 
 
 def _params(files: int, size: int, classes: int, jpeg: bool, seed: int) -> dict[str, Any]:
-    return {"nbbench_dataset": 1, "files": files, "size_bytes": size, "classes": classes,
-            "jpeg": bool(jpeg), "seed": seed}
+    return {
+        "nbbench_dataset": 1,
+        "files": files,
+        "size_bytes": size,
+        "classes": classes,
+        "jpeg": bool(jpeg),
+        "seed": seed,
+    }
 
 
 def _file_rng(seed: int, index: int) -> random.Random:
@@ -87,7 +93,7 @@ def _check_root(root: Path, params: dict[str, Any]) -> None:
     if not root.exists():
         return
     marker = root / MARKER
-    _sweep(root)   # a run killed before its marker was whole left only its temporary file
+    _sweep(root)  # a run killed before its marker was whole left only its temporary file
     try:
         entries = [e.name for e in os.scandir(root)]
     except PermissionError:
@@ -97,19 +103,20 @@ def _check_root(root: Path, params: dict[str, Any]) -> None:
     if MARKER not in entries:
         raise ProbeError(
             f"{root} is not empty and holds no nbbench dataset; give a new or empty directory "
-            "(nbbench never writes into a directory it did not make)")
+            "(nbbench never writes into a directory it did not make)"
+        )
     try:
         old = json.loads(marker.read_text())
     except (OSError, ValueError):
         raise ProbeError(f"{marker} cannot be read; remove it or give another directory") from None
     if old != params:
         diff = ", ".join(f"{k}={old.get(k)!r} (asked {v!r})" for k, v in params.items() if old.get(k) != v)
-        raise ProbeError(f"{root} holds an nbbench dataset made with other parameters: {diff}; "
-                         "give another directory")
+        raise ProbeError(f"{root} holds an nbbench dataset made with other parameters: {diff}; give another directory")
 
 
-def make_image_folder(root, files=1000, size="110k", classes=10, jpeg=False, seed=0, progress=None,
-                      *, cancel=None) -> Path:
+def make_image_folder(
+    root, files=1000, size="110k", classes=10, jpeg=False, seed=0, progress=None, *, cancel=None
+) -> Path:
     """Make an ImageNet-like tree ``root/class_XXX/img_XXXXXXX.(jpg|bin)`` and return ``root``.
 
     Parameters
@@ -188,15 +195,24 @@ def make_image_folder(root, files=1000, size="110k", classes=10, jpeg=False, see
         if progress is not None and now - last > 0.2:
             last = now
             el = max(now - t0, 1e-9)
-            call_progress(progress, (i + 1) / files, {"files_per_s": written / el, "done": i + 1, "total": files,
-                                                      "unit": "files"})
+            call_progress(
+                progress, (i + 1) / files, {"files_per_s": written / el, "done": i + 1, "total": files, "unit": "files"}
+            )
     call_progress(progress, 1.0, None)
     return root
 
 
 def _shard_params(shards: int, shard_size: int, size: int, classes: int, seed: int) -> dict[str, Any]:
-    return {"nbbench_dataset": 1, "format": "tar-shards", "shards": shards, "shard_size_bytes": shard_size,
-            "size_bytes": size, "classes": classes, "jpeg": True, "seed": seed}
+    return {
+        "nbbench_dataset": 1,
+        "format": "tar-shards",
+        "shards": shards,
+        "shard_size_bytes": shard_size,
+        "size_bytes": size,
+        "classes": classes,
+        "jpeg": True,
+        "seed": seed,
+    }
 
 
 def _sweep(directory: Path) -> None:
@@ -231,8 +247,9 @@ def _write_new(path: Path, write) -> bool:
         try:
             os.link(tf.path, path)
         except FileExistsError:
-            raise ProbeError(f"{path} appeared while it was being written (another run in {path.parent}?); "
-                             "nothing was replaced") from None
+            raise ProbeError(
+                f"{path} appeared while it was being written (another run in {path.parent}?); nothing was replaced"
+            ) from None
         except OSError as exc:
             if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EMLINK, errno.EXDEV):
                 raise
@@ -242,8 +259,9 @@ def _write_new(path: Path, write) -> bool:
     return True
 
 
-def make_tar_shards(root, shards=8, shard_size="32M", size="110k", classes=10, seed=0, progress=None,
-                    *, cancel=None) -> Path:
+def make_tar_shards(
+    root, shards=8, shard_size="32M", size="110k", classes=10, seed=0, progress=None, *, cancel=None
+) -> Path:
     """Make WebDataset-like tar shards ``root/shard-XXXXXX.tar`` of JPEG + class-label samples; returns ``root``.
 
     Each shard holds as many samples as fit in about ``shard_size`` bytes: a JPEG of random
@@ -267,8 +285,10 @@ def make_tar_shards(root, shards=8, shard_size="32M", size="110k", classes=10, s
     if img_b < 1024:
         raise ProbeError("size must be at least 1 KiB (a JPEG)")
     if shard_b < img_b + 2048:
-        raise ProbeError(f"a shard of {format_bytes(shard_b, binary=True)} cannot hold one sample of "
-                         f"{format_bytes(img_b, binary=True)}: give a larger --shard-size")
+        raise ProbeError(
+            f"a shard of {format_bytes(shard_b, binary=True)} cannot hold one sample of "
+            f"{format_bytes(img_b, binary=True)}: give a larger --shard-size"
+        )
     root = Path(os.path.expanduser(str(root))).absolute()
     params = _shard_params(shards, shard_b, img_b, classes, int(seed))
     _check_root(root, params)
@@ -288,15 +308,16 @@ def make_tar_shards(root, shards=8, shard_size="32M", size="110k", classes=10, s
             continue
 
         def write(fd, i=i):
-            with os.fdopen(os.dup(fd), "wb") as f, \
-                    tarfile.open(fileobj=f, mode="w", format=tarfile.USTAR_FORMAT) as t:
+            with os.fdopen(os.dup(fd), "wb") as f, tarfile.open(fileobj=f, mode="w", format=tarfile.USTAR_FORMAT) as t:
                 for j in range(per_shard):
                     if cancel is not None and cancel.is_set():
                         return False
                     k = i * per_shard + j
                     rng = _file_rng(int(seed), k)
-                    for name, data in ((f"{k:06d}.jpg", _jpeg_bytes(rng, w, h)),
-                                       (f"{k:06d}.cls", str(k % classes).encode())):
+                    for name, data in (
+                        (f"{k:06d}.jpg", _jpeg_bytes(rng, w, h)),
+                        (f"{k:06d}.cls", str(k % classes).encode()),
+                    ):
                         ti = tarfile.TarInfo(name)
                         ti.size, ti.mode, ti.mtime = len(data), 0o644, 0
                         t.addfile(ti, io.BytesIO(data))
@@ -313,7 +334,9 @@ def describe(root) -> str:
     """One line about a dataset made here: '1000 files of ~110 KiB in 10 classes'."""
     p = json.loads((Path(root) / MARKER).read_text())
     if p.get("format") == "tar-shards":
-        return (f"{p['shards']} tar shards of ~{format_bytes(p['shard_size_bytes'], binary=True)} (JPEGs of "
-                f"~{format_bytes(p['size_bytes'], binary=True)} + class labels, {p['classes']} classes)")
+        return (
+            f"{p['shards']} tar shards of ~{format_bytes(p['shard_size_bytes'], binary=True)} (JPEGs of "
+            f"~{format_bytes(p['size_bytes'], binary=True)} + class labels, {p['classes']} classes)"
+        )
     kind = "JPEGs" if p["jpeg"] else "files"
     return f"{p['files']} {kind} of ~{format_bytes(p['size_bytes'], binary=True)} in {p['classes']} classes"

@@ -25,8 +25,18 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
-    "fingerprint", "packages", "usable_cpus", "cgroup_cpu_limit", "cgroup_memory_limit",
-    "container_kind", "cpu_model", "torch_info", "shm_usage", "shm_free_bytes", "nofile_limits", "parse_limits",
+    "fingerprint",
+    "packages",
+    "usable_cpus",
+    "cgroup_cpu_limit",
+    "cgroup_memory_limit",
+    "container_kind",
+    "cpu_model",
+    "torch_info",
+    "shm_usage",
+    "shm_free_bytes",
+    "nofile_limits",
+    "parse_limits",
 ]
 
 
@@ -51,8 +61,13 @@ def container_kind(root: str | os.PathLike = "/") -> str | None:
     if str(r) == "/" and os.environ.get("KUBERNETES_SERVICE_HOST"):
         return "kubernetes"
     cg = _read(r / "proc/1/cgroup") or ""
-    for needle, kind in (("kubepods", "kubernetes"), ("docker", "docker"), ("containerd", "containerd"),
-                         ("lxc", "lxc"), ("libpod", "podman")):
+    for needle, kind in (
+        ("kubepods", "kubernetes"),
+        ("docker", "docker"),
+        ("containerd", "containerd"),
+        ("lxc", "lxc"),
+        ("libpod", "podman"),
+    ):
         if needle in cg:
             return kind
     return None
@@ -145,8 +160,11 @@ def shm_usage(path: str = "/dev/shm") -> dict[str, int] | None:
         st = os.statvfs(path)
     except OSError:
         return None
-    return {"size_bytes": st.f_blocks * st.f_frsize, "used_bytes": (st.f_blocks - st.f_bfree) * st.f_frsize,
-            "free_bytes": st.f_bavail * st.f_frsize}
+    return {
+        "size_bytes": st.f_blocks * st.f_frsize,
+        "used_bytes": (st.f_blocks - st.f_bfree) * st.f_frsize,
+        "free_bytes": st.f_bavail * st.f_frsize,
+    }
 
 
 def shm_free_bytes(path: str = "/dev/shm") -> int | None:
@@ -185,8 +203,9 @@ def nofile_limits(root: str | os.PathLike = "/") -> dict[str, Any]:
     except PermissionError:
         raise LookupError(f"{path} is not readable (permission denied)") from None
     except (ImportError, OSError, UnicodeDecodeError, ValueError) as exc:
-        raise LookupError(f"{path if str(root) != '/' else 'getrlimit(RLIMIT_NOFILE)'} could not be read: {exc}") \
-            from None
+        raise LookupError(
+            f"{path if str(root) != '/' else 'getrlimit(RLIMIT_NOFILE)'} could not be read: {exc}"
+        ) from None
     if "Max open files" not in lim:
         raise LookupError(f"{path} has no 'Max open files' line")
     soft, hard = lim["Max open files"]
@@ -251,11 +270,13 @@ def _gpus() -> list[dict[str, Any]]:
     for h in nv.handles():
         name = nv.call("nvmlDeviceGetName", h)
         mem = nv.call("nvmlDeviceGetMemoryInfo", h)
-        out.append({
-            "name": None if is_na(name) else str(name),
-            "memory_total_bytes": None if is_na(mem) else int(mem.total),
-            "driver": None if is_na(driver) else str(driver),
-        })
+        out.append(
+            {
+                "name": None if is_na(name) else str(name),
+                "memory_total_bytes": None if is_na(mem) else int(mem.total),
+                "driver": None if is_na(driver) else str(driver),
+            }
+        )
     return out
 
 
@@ -264,8 +285,20 @@ _cache: dict[str, Any] | None = None
 _cache_lock = threading.Lock()
 
 # keys that identify an environment; everything else is context
-_IDENTITY = ("host", "os", "kernel", "machine", "container", "cpu_model", "cpus", "memory",
-             "python", "packages_sha256", "torch", "gpus")
+_IDENTITY = (
+    "host",
+    "os",
+    "kernel",
+    "machine",
+    "container",
+    "cpu_model",
+    "cpus",
+    "memory",
+    "python",
+    "packages_sha256",
+    "torch",
+    "gpus",
+)
 
 
 def fingerprint(refresh: bool = False, import_torch: bool = True) -> dict[str, Any]:
@@ -286,8 +319,11 @@ def fingerprint(refresh: bool = False, import_torch: bool = True) -> dict[str, A
             "cpu_model": cpu_model(),
             "cpus": {k: cpus[k] for k in ("logical", "affinity", "cgroup_quota", "usable")},
             "memory": _memory(),
-            "python": {"version": platform.python_version(), "implementation": platform.python_implementation(),
-                       "executable": sys.executable},
+            "python": {
+                "version": platform.python_version(),
+                "implementation": platform.python_implementation(),
+                "executable": sys.executable,
+            },
             "packages_sha256": hashlib.sha256(pk_text.encode()).hexdigest(),
             "packages": [[n, v] for n, v in pk],
             "torch": torch_info(import_torch=import_torch),

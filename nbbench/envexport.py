@@ -67,8 +67,11 @@ def export_requirements(path: str | os.PathLike | None = None) -> str:
             torch_local = version
         lines.append(f"{name}=={version}")
     if torch_local:
-        lines.insert(2, f"# torch {torch_local} is a local build tag: install it from the index it came from, "
-                        "e.g. --index-url https://download.pytorch.org/whl/<cuda tag>")
+        lines.insert(
+            2,
+            f"# torch {torch_local} is a local build tag: install it from the index it came from, "
+            "e.g. --index-url https://download.pytorch.org/whl/<cuda tag>",
+        )
     text = "\n".join(lines) + "\n"
     if path is not None:
         Path(path).write_text(text)

@@ -94,7 +94,7 @@ class NotebookContext(Context):
             display(obj.details() if self.details and isinstance(obj, Result) else obj)
 
     def display_html(self, html: str, text: str) -> None:
-        if not self.quiet:   # HTML in a notebook, its text form in terminal IPython
+        if not self.quiet:  # HTML in a notebook, its text form in terminal IPython
             display({"text/html": html, "text/plain": text}, raw=True)
 
     def display_image(self, png) -> None:
@@ -111,14 +111,14 @@ class NotebookContext(Context):
         except ImportError:
             return None
         plot = LivePlot(**kwargs)
-        return None if plot.target == "none" else plot   # terminal IPython: nowhere to show a picture
+        return None if plot.target == "none" else plot  # terminal IPython: nowhere to show a picture
 
     def watch_view(self, monitor, **kwargs):
         if self.quiet:
             return None
         from .ui.kernel import in_kernel
 
-        if not in_kernel():   # terminal IPython: no widgets
+        if not in_kernel():  # terminal IPython: no widgets
             return None
         from .ui.watchview import WatchView
 
@@ -160,8 +160,9 @@ class IOBenchMagics(Magics):
             argv = shlex.split(line)
         except ValueError as exc:
             raise UsageError(f"cannot split the line: {exc}") from None
-        ctx = NotebookContext(user_ns=self.shell.user_ns if self.shell is not None else None, cell=cell,
-                              run_cell=self._run_cell)
+        ctx = NotebookContext(
+            user_ns=self.shell.user_ns if self.shell is not None else None, cell=cell, run_cell=self._run_cell
+        )
         inv = parse(argv, ctx)
         if inv is None:
             return None

@@ -47,7 +47,7 @@ def is_na(value: Any) -> bool:
 # NVML error names -> a hint telling the user what it means / what to do
 _HINTS = {
     "NVML_ERROR_LIBRARY_NOT_FOUND": "libnvidia-ml.so is not found: no NVIDIA driver in this container "
-                                    "(start it with --gpus all / the NVIDIA container toolkit)",
+    "(start it with --gpus all / the NVIDIA container toolkit)",
     "NVML_ERROR_DRIVER_NOT_LOADED": "the NVIDIA kernel driver is not loaded on the host",
     "NVML_ERROR_NOT_SUPPORTED": "this GPU or driver does not report it (common under MIG or on older drivers)",
     "NVML_ERROR_NO_PERMISSION": "permission denied: the container may not be allowed to query this",
@@ -126,8 +126,11 @@ class Nvml:
                         self._init = True
                     except Exception as exc:  # noqa: BLE001 - every NVML error becomes N/A
                         name = _error_name(mod, exc)
-                        self._init = NAValue(f"NVML unavailable: {exc or name}",
-                                             _HINTS.get(name, "is an NVIDIA driver present?"), error=name)
+                        self._init = NAValue(
+                            f"NVML unavailable: {exc or name}",
+                            _HINTS.get(name, "is an NVIDIA driver present?"),
+                            error=name,
+                        )
             return self._init
 
     @property

@@ -25,8 +25,18 @@ from typing import Callable
 
 from .units import format_bytes, metric_phrase, shorten_middle
 
-__all__ = ["Progress", "TerminalProgress", "NullProgress", "ProgressFn", "call_progress", "figures",
-           "format_meter", "meter_parts", "format_interval", "COUNT_KEYS"]
+__all__ = [
+    "Progress",
+    "TerminalProgress",
+    "NullProgress",
+    "ProgressFn",
+    "call_progress",
+    "figures",
+    "format_meter",
+    "meter_parts",
+    "format_interval",
+    "COUNT_KEYS",
+]
 
 ProgressFn = Callable[[float | None, dict | None], None]
 
@@ -87,10 +97,18 @@ def meter_parts(d: dict) -> dict:
     if d.get("status", "running") == "running" or d.get("remaining_s") is not None:
         times += f"<{format_interval(d.get('remaining_s'))}"
     # a text value (the sweep's "config" tag) is shown as it is, in brackets, not as a figure
-    rates = ", ".join(f"[{v}]" if isinstance(v, str) else metric_phrase(k, v)
-                      for k, v in (d.get("rates") or {}).items() if v is not None and not isinstance(v, bool))
-    return {"pct": "" if frac is None else f"{frac * 100:3.0f}%", "count": count, "times": times,
-            "rates": rates, "status": "" if d.get("status", "running") == "running" else d["status"]}
+    rates = ", ".join(
+        f"[{v}]" if isinstance(v, str) else metric_phrase(k, v)
+        for k, v in (d.get("rates") or {}).items()
+        if v is not None and not isinstance(v, bool)
+    )
+    return {
+        "pct": "" if frac is None else f"{frac * 100:3.0f}%",
+        "count": count,
+        "times": times,
+        "rates": rates,
+        "status": "" if d.get("status", "running") == "running" else d["status"],
+    }
 
 
 def _bar(frac: float | None, width: int) -> str:
@@ -181,8 +199,17 @@ class Progress:
         remaining = None
         if self.status == "running" and frac is not None and 0 < frac < 1 and elapsed > 0:
             remaining = elapsed * (1 - frac) / frac
-        return {"desc": self.desc, "fraction": frac, "done": self.done, "total": self.total, "unit": self.unit,
-                "elapsed_s": elapsed, "remaining_s": remaining, "rates": dict(self.metrics), "status": self.status}
+        return {
+            "desc": self.desc,
+            "fraction": frac,
+            "done": self.done,
+            "total": self.total,
+            "unit": self.unit,
+            "elapsed_s": elapsed,
+            "remaining_s": remaining,
+            "rates": dict(self.metrics),
+            "status": self.status,
+        }
 
     def text(self) -> str:
         """The line without a bar (what a widget's label shows)."""
@@ -200,8 +227,11 @@ class Progress:
         them (a figure the result does not have is dropped)."""
         if final:
             with self._lock:
-                self.metrics = {k: final[k] for k in self.metrics
-                                if isinstance(final.get(k), (int, float)) and not isinstance(final.get(k), bool)}
+                self.metrics = {
+                    k: final[k]
+                    for k in self.metrics
+                    if isinstance(final.get(k), (int, float)) and not isinstance(final.get(k), bool)
+                }
         self.status = status
         if self.ended is None:
             self.ended = self.clock()
@@ -221,8 +251,14 @@ class TerminalProgress(Progress):
     """One status line on stderr, redrawn in place when stderr is a terminal (at most its
     width); elsewhere (a log, a pipe) a line every 2 s and the last one."""
 
-    def __init__(self, desc: str = "", stream=None, width: int = 10, clock: Callable[[], float] = time.monotonic,
-                 columns: int | None = None):
+    def __init__(
+        self,
+        desc: str = "",
+        stream=None,
+        width: int = 10,
+        clock: Callable[[], float] = time.monotonic,
+        columns: int | None = None,
+    ):
         super().__init__(desc, clock=clock)
         self.stream = stream or sys.stderr
         self.width = width

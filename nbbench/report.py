@@ -89,15 +89,22 @@ class Report:
         if scope is not None and (scope.checks or scope.others):
             found = ", ".join(f"{n} {s}" for s, n in scope.counts().items() if n)
             others = f" ({len(scope.others)} others in the report)" if scope.others else ""
-            text += (f"; the doctor's checks on them: {found}{others}" if scope.checks else
-                     f"; none of the doctor's {len(scope.others)} checks bears on them (all in the report)")
+            text += (
+                f"; the doctor's checks on them: {found}{others}"
+                if scope.checks
+                else f"; none of the doctor's {len(scope.others)} checks bears on them (all in the report)"
+            )
         where = self.path or "(not written)"
         return f"report ({self.format}) {where}: {text}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"format": self.format, "path": self.path, "files": self.files,
-                "run_ids": [r.run_id for r in self.data.results],
-                "doctor": dict(self.data.doctor.metrics) if self.data.doctor is not None else None}
+        return {
+            "format": self.format,
+            "path": self.path,
+            "files": self.files,
+            "run_ids": [r.run_id for r in self.data.results],
+            "doctor": dict(self.data.doctor.metrics) if self.data.doctor is not None else None,
+        }
 
     def to_json(self, **kw) -> str:
         import json
@@ -114,8 +121,10 @@ class Report:
             except ValueError:
                 rel = self.path
             link = f"<a href='{esc(rel)}' target='_blank'>{esc(rel)}</a>"
-        return (f"<div class='nbbench-report'><b>nbbench report</b> ({esc(self.format)}) {link} — "
-                f"{esc(str(self).split(': ', 1)[-1])}</div>")
+        return (
+            f"<div class='nbbench-report'><b>nbbench report</b> ({esc(self.format)}) {link} — "
+            f"{esc(str(self).split(': ', 1)[-1])}</div>"
+        )
 
 
 def default_filename(fmt: str, when: float | None = None) -> str:
@@ -135,8 +144,9 @@ def _select(store, runs: Sequence[Any] | None, last: int, kind: str | None, labe
                 try:
                     found = store.find(ref)
                 except KeyError:
-                    raise ProbeError(f"no stored run has id or label {str(ref)!r}",
-                                 advice=[advice.entry("see {command}", "history")]) from None
+                    raise ProbeError(
+                        f"no stored run has id or label {str(ref)!r}", advice=[advice.entry("see {command}", "history")]
+                    ) from None
             for r in found:
                 key = r.run_id if r.run_id is not None else id(r)
                 if key not in seen:
@@ -162,9 +172,18 @@ def _references(rs: list[Result]) -> list[list[Result]]:
     return list(refs.values())
 
 
-def build(runs: Sequence[Any] | None = None, last: int = 10, kind: str | None = None, label: str | None = None,
-          path: str | None = None, run_doctor: bool = True, doctor_checks=None, store=None,
-          title: str | None = None, compare_runs: bool = True) -> ReportData:
+def build(
+    runs: Sequence[Any] | None = None,
+    last: int = 10,
+    kind: str | None = None,
+    label: str | None = None,
+    path: str | None = None,
+    run_doctor: bool = True,
+    doctor_checks=None,
+    store=None,
+    title: str | None = None,
+    compare_runs: bool = True,
+) -> ReportData:
     """Gather what a report shows.
 
     ``runs``: ids / labels / Results (default: the latest ``last`` stored runs, doctor runs
@@ -219,8 +238,13 @@ def build(runs: Sequence[Any] | None = None, last: int = 10, kind: str | None = 
     return data
 
 
-def report(fmt: str | None = None, out: str | os.PathLike | None = None, data: ReportData | None = None,
-           overwrite: bool = False, **build_kw) -> Report:
+def report(
+    fmt: str | None = None,
+    out: str | os.PathLike | None = None,
+    data: ReportData | None = None,
+    overwrite: bool = False,
+    **build_kw,
+) -> Report:
     """Build (unless ``data`` is given), render as ``fmt`` and write to ``out``.
 
     ``fmt`` defaults to the suffix of ``out`` (.html / .md / .json), else html.  ``out``:
@@ -232,7 +256,11 @@ def report(fmt: str | None = None, out: str | os.PathLike | None = None, data: R
 
     if fmt is None:
         suffix = Path(str(out)).suffix.lower().lstrip(".") if out not in (None, "-") else ""
-        fmt = {"htm": "html", "markdown": "md"}.get(suffix, suffix) if suffix in ("html", "htm", "md", "markdown", "json") else "html"
+        fmt = (
+            {"htm": "html", "markdown": "md"}.get(suffix, suffix)
+            if suffix in ("html", "htm", "md", "markdown", "json")
+            else "html"
+        )
     if fmt == "markdown":
         fmt = "md"
     if fmt not in FORMATS:

@@ -13,8 +13,9 @@ T = TypeVar("T")
 __all__ = ["run_cancellable"]
 
 
-def run_cancellable(fn: Callable[[threading.Event], T], cancel: threading.Event | None = None,
-                    name: str = "nbbench-probe") -> T:
+def run_cancellable(
+    fn: Callable[[threading.Event], T], cancel: threading.Event | None = None, name: str = "nbbench-probe"
+) -> T:
     """Run ``fn(cancel)`` in a worker thread and wait for it.
 
     A KeyboardInterrupt arriving while waiting sets ``cancel`` and keeps waiting for

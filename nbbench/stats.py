@@ -32,8 +32,19 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Sequence
 
-__all__ = ["median", "spread", "spread_text", "ratio_interval", "RatioInterval", "t_cdf", "t_ppf",
-           "batch_means", "INCONCLUSIVE_ONE_RUN", "WINDOWS_CAVEAT", "MIN_WINDOWS"]
+__all__ = [
+    "median",
+    "spread",
+    "spread_text",
+    "ratio_interval",
+    "RatioInterval",
+    "t_cdf",
+    "t_ppf",
+    "batch_means",
+    "INCONCLUSIVE_ONE_RUN",
+    "WINDOWS_CAVEAT",
+    "MIN_WINDOWS",
+]
 
 #: what a delta says when one run a side cannot decide
 INCONCLUSIVE_ONE_RUN = "inconclusive: one run each — use --repeat 5"
@@ -86,9 +97,14 @@ def spread(xs: Sequence[float]) -> dict:
         return {"n": 0, "median": None, "min": None, "max": None, "rel_range": None, "cv": None}
     med, lo, hi = median(v), min(v), max(v)
     mean, sd = _mean_sd(v)
-    return {"n": n, "median": med, "min": lo, "max": hi,
-            "rel_range": (hi - lo) / abs(med) if n > 1 and med else None,
-            "cv": sd / abs(mean) if n > 1 and mean else None}
+    return {
+        "n": n,
+        "median": med,
+        "min": lo,
+        "max": hi,
+        "rel_range": (hi - lo) / abs(med) if n > 1 and med else None,
+        "cv": sd / abs(mean) if n > 1 and mean else None,
+    }
 
 
 def _pct(x: float) -> str:
@@ -198,7 +214,7 @@ class RatioInterval:
     low: float | None
     high: float | None
     significant: bool
-    method: str          # "welch-log", "t-log-one-side", "windows", "bootstrap-median", "exact", "none"
+    method: str  # "welch-log", "t-log-one-side", "windows", "bootstrap-median", "exact", "none"
     n_baseline: int
     n_candidate: int
     caveat: str | None = None
@@ -241,7 +257,7 @@ def batch_means(windows: Sequence[float], max_batches: int = MAX_BATCHES) -> lis
         return []
     out = []
     for i in range(k):
-        part = v[i * len(v) // k:(i + 1) * len(v) // k]
+        part = v[i * len(v) // k : (i + 1) * len(v) // k]
         out.append(sum(part) / len(part))
     return out
 
@@ -271,10 +287,16 @@ def _bootstrap(b: list[float], c: list[float], level: float, seed: int, n_boot: 
     return median(c) / mb, float(lo), float(hi)
 
 
-def ratio_interval(baseline: Sequence[float], candidate: Sequence[float], *, level: float = 0.95,
-                   higher_is_better: bool | None = True, seed: int = 0,
-                   baseline_windows: Sequence[float] | None = None,
-                   candidate_windows: Sequence[float] | None = None) -> RatioInterval:
+def ratio_interval(
+    baseline: Sequence[float],
+    candidate: Sequence[float],
+    *,
+    level: float = 0.95,
+    higher_is_better: bool | None = True,
+    seed: int = 0,
+    baseline_windows: Sequence[float] | None = None,
+    candidate_windows: Sequence[float] | None = None,
+) -> RatioInterval:
     """The ``level`` interval of candidate/baseline from run figures (see the module's text).
 
     ``baseline`` / ``candidate``: one figure per run.  ``*_windows``: with one run a side,
@@ -293,8 +315,15 @@ def ratio_interval(baseline: Sequence[float], candidate: Sequence[float], *, lev
         mb = median(b)
         ratio = median(c) / mb if mb else None
         if nb < 2 or nc < 2:
-            return out(ratio, None, None, "none", INCONCLUSIVE_ONE_RUN if nb == nc == 1 else
-                       "zero or negative figures with one run on a side: no interval")
+            return out(
+                ratio,
+                None,
+                None,
+                "none",
+                INCONCLUSIVE_ONE_RUN
+                if nb == nc == 1
+                else "zero or negative figures with one run on a side: no interval",
+            )
         r, lo, hi = _bootstrap(b, c, level, seed)
         return out(r, lo, hi, "bootstrap-median", None if lo is not None else "no interval: baseline zero")
     lb, lc = [math.log(x) for x in b], [math.log(x) for x in c]
@@ -302,9 +331,10 @@ def ratio_interval(baseline: Sequence[float], candidate: Sequence[float], *, lev
     if nb >= 2 and nc >= 2:
         vb, vc = sb * sb / nb, sc * sc / nc
         se = math.sqrt(vb + vc)
-        if se == 0:   # identical figures on each side: the difference is exact
-            return out(math.exp(mc - mb), math.exp(mc - mb), math.exp(mc - mb), "exact",
-                       "every run gave the same figure")
+        if se == 0:  # identical figures on each side: the difference is exact
+            return out(
+                math.exp(mc - mb), math.exp(mc - mb), math.exp(mc - mb), "exact", "every run gave the same figure"
+            )
         df = (vb + vc) ** 2 / ((vb * vb / (nb - 1) if nb > 1 else 0) + (vc * vc / (nc - 1) if nc > 1 else 0))
         lo, hi = _interval(mc - mb, se, df, level)
         return out(math.exp(mc - mb), lo, hi, "welch-log")
@@ -312,13 +342,17 @@ def ratio_interval(baseline: Sequence[float], candidate: Sequence[float], *, lev
         s, n_multi = (sb, nb) if nb >= 2 else (sc, nc)
         se = s * math.sqrt(1 / nb + 1 / nc)
         lo, hi = _interval(mc - mb, se, n_multi - 1, level)
-        return out(math.exp(mc - mb), lo, hi, "t-log-one-side",
-                   "one run on one side: its run-to-run spread is taken to be the other side's")
+        return out(
+            math.exp(mc - mb),
+            lo,
+            hi,
+            "t-log-one-side",
+            "one run on one side: its run-to-run spread is taken to be the other side's",
+        )
     # one run a side: the windows of each run
     ratio = c[0] / b[0]
     wb, wc = batch_means(baseline_windows or ()), batch_means(candidate_windows or ())
-    if (len(_clean(baseline_windows)) < MIN_WINDOWS or len(_clean(candidate_windows)) < MIN_WINDOWS
-            or min(wb + wc) <= 0):
+    if len(_clean(baseline_windows)) < MIN_WINDOWS or len(_clean(candidate_windows)) < MIN_WINDOWS or min(wb + wc) <= 0:
         return out(ratio, None, None, "none", INCONCLUSIVE_ONE_RUN)
     lwb, lwc = [math.log(x) for x in wb], [math.log(x) for x in wc]
     (_, swb), (_, swc) = _mean_sd(lwb), _mean_sd(lwc)

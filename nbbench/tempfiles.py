@@ -57,12 +57,26 @@ from . import templock
 from .sigchain import chain_signal, install_signal_handler
 from .results import ProbeError
 
-__all__ = ["create", "remove", "temp_file", "cleanup_all", "registered", "install_handlers",
-           "host_tag", "temp_name", "PREFIX", "TempFile", "TempDir", "create_dir", "remove_dir", "temp_dir",
-           "registered_dirs"]
+__all__ = [
+    "create",
+    "remove",
+    "temp_file",
+    "cleanup_all",
+    "registered",
+    "install_handlers",
+    "host_tag",
+    "temp_name",
+    "PREFIX",
+    "TempFile",
+    "TempDir",
+    "create_dir",
+    "remove_dir",
+    "temp_dir",
+    "registered_dirs",
+]
 
 PREFIX = ".nbbench-"
-_lock = threading.RLock()   # for changes made by ordinary code; never taken by the clean-up of a signal
+_lock = threading.RLock()  # for changes made by ordinary code; never taken by the clean-up of a signal
 _files: dict[str, int | None] = {}  # path -> fd (None once closed, or not yet opened)
 _unlinked: dict[str, bool] = {}  # registered paths whose name is already gone: only their fd is closed
 _dirs: dict[str, bool] = {}  # registered temporary directories (removed with their contents)
@@ -71,7 +85,7 @@ _pending: dict[str, int] = {}  # registered names being created now -> the creat
 _closing: list = []  # non-empty while a signal's clean-up runs: creations are refused
 _installed = {"atexit": False, "signals": False}
 _previous: dict[int, object] = {}
-_owner = [os.getpid()]   # the process whose files these are (a forked child owns none of them)
+_owner = [os.getpid()]  # the process whose files these are (a forked child owns none of them)
 
 
 def _forget_all() -> None:
@@ -81,7 +95,7 @@ def _forget_all() -> None:
     _files.clear()
     _unlinked.clear()
     _dirs.clear()
-    _locks.clear()   # not closed: the worker keeps the parent's entries locked while it runs (templock)
+    _locks.clear()  # not closed: the worker keeps the parent's entries locked while it runs (templock)
     _pending.clear()
     _closing.clear()
 
@@ -157,10 +171,10 @@ def _create_new(directory, what: str, make, noun: str, table: dict, value):
     me = threading.get_ident()
     for _ in range(20):
         path = os.path.join(d, temp_name(what))
-        if os.path.lexists(path):   # another's (a dead process with this pid): never registered, never touched
+        if os.path.lexists(path):  # another's (a dead process with this pid): never registered, never touched
             continue
         _pending[path] = me
-        table[path] = value          # known to the clean-up before it exists
+        table[path] = value  # known to the clean-up before it exists
         try:
             if _closing:
                 raise ProbeError(f"not creating a temporary {noun} in {d}: the process is ending")
@@ -169,10 +183,10 @@ def _create_new(directory, what: str, make, noun: str, table: dict, value):
             table.pop(path, None)
             continue
         except BaseException as exc:
-            if not isinstance(exc, OSError):   # an interrupt: what ``make`` may have made goes too
+            if not isinstance(exc, OSError):  # an interrupt: what ``make`` may have made goes too
                 (_rmtree if table is _dirs else _unlink_quietly)(path)
             table.pop(path, None)
-            templock.release(_locks, path)   # a lock ``make`` took (an interrupt after it): its descriptor closed
+            templock.release(_locks, path)  # a lock ``make`` took (an interrupt after it): its descriptor closed
             if isinstance(exc, ProbeError) or not isinstance(exc, OSError):
                 raise
             if isinstance(exc, PermissionError):
@@ -194,11 +208,11 @@ def create(directory, what: str = "probe", flags: int = 0) -> TempFile:
         _files[p] = fd
         try:
             _locks[p] = templock.lock_file(fd, p)
-        except FileExistsError:   # swept before it was locked: the name is not ours any more
+        except FileExistsError:  # swept before it was locked: the name is not ours any more
             opened.remove(fd)
             os.close(fd)
             raise
-        except OSError:   # no descriptor left for the lock: what was made goes
+        except OSError:  # no descriptor left for the lock: what was made goes
             _unlink_quietly(p)
             raise
         return fd
@@ -206,7 +220,7 @@ def create(directory, what: str = "probe", flags: int = 0) -> TempFile:
     try:
         path, fd = _create_new(directory, what, make, "file", _files, None)
     except BaseException:
-        for fd in opened:   # an interrupt after the open: the name is gone, close its descriptor
+        for fd in opened:  # an interrupt after the open: the name is gone, close its descriptor
             with contextlib.suppress(OSError):
                 os.close(fd)
         raise
@@ -223,7 +237,7 @@ def _unlink_quietly(path: str) -> None:
 def remove(path: str) -> None:
     """Remove a registered temporary file (and forget it): off the disk first, then out of the registry."""
     fd = _files.get(path)
-    if path not in _unlinked:   # unlinked when created: the name may not be ours any more
+    if path not in _unlinked:  # unlinked when created: the name may not be ours any more
         _unlink_quietly(path)
     with _lock:
         fd = _files.pop(path, fd)
@@ -237,7 +251,7 @@ def remove(path: str) -> None:
 
 
 def registered() -> list[str]:
-    return list(_files)   # one C call under the GIL: a consistent snapshot without a lock
+    return list(_files)  # one C call under the GIL: a consistent snapshot without a lock
 
 
 def registered_dirs() -> list[str]:
@@ -254,6 +268,7 @@ class TempDir:
 
 def create_dir(directory, what: str = "probe") -> TempDir:
     """Create a new temporary directory in ``directory`` (``mkdir``: never an existing one) and register it."""
+
     def make(p):
         os.mkdir(p, 0o700)
         _locks[p] = templock.lock_dir(p)
@@ -314,7 +329,7 @@ def cleanup_all(wait_s: float = 2.0) -> None:
         _remove_listed()
         me, deadline = threading.get_ident(), time.monotonic() + wait_s
         while any(t != me for t in list(_pending.values())) and time.monotonic() < deadline:
-            time.sleep(0.001)   # releases the GIL: the other thread's creation completes
+            time.sleep(0.001)  # releases the GIL: the other thread's creation completes
         _remove_listed()
         if _lock.acquire(blocking=False):
             try:
@@ -326,7 +341,9 @@ def cleanup_all(wait_s: float = 2.0) -> None:
                         continue
                     _files.pop(path, None)
                     _unlinked.pop(path, None)
-                    templock.release(_locks, path)   # a descriptor of its own, used by nothing else: closed once the name is gone
+                    templock.release(
+                        _locks, path
+                    )  # a descriptor of its own, used by nothing else: closed once the name is gone
                 for path in list(_dirs):
                     if path not in _pending:
                         _dirs.pop(path, None)
@@ -349,11 +366,11 @@ def temp_file(directory, what: str = "probe", flags: int = 0):
 
 def _handler(signum, frame):
     prev = _previous.get(signum)
-    if os.getpid() != _owner[0]:   # a forked child: nothing here is its own
+    if os.getpid() != _owner[0]:  # a forked child: nothing here is its own
         chain_signal(signum, frame, prev)
         return
     ends = not callable(prev) and prev != signal.SIG_IGN
-    _closing.append(True)   # kept when the process ends here: no thread creates a file after the clean-up
+    _closing.append(True)  # kept when the process ends here: no thread creates a file after the clean-up
     try:
         cleanup_all()
     finally:
@@ -365,7 +382,7 @@ def _handler(signum, frame):
 def _cleanup_at_exit() -> None:
     """At exit: the clean-up, and no creation after it — a probe's daemon thread still running (the
     main thread ended on Ctrl-C) must not make a file once the registry has been emptied."""
-    _closing.append(True)   # kept: the process is ending
+    _closing.append(True)  # kept: the process is ending
     cleanup_all()
 
 

@@ -48,8 +48,18 @@ import time
 from .results import ProbeError
 from .units import format_bytes
 
-__all__ = ["hold", "take", "open_flags", "lock_file", "lock_dir", "release", "same", "DIR_LOCK", "presize",
-           "check_same"]
+__all__ = [
+    "hold",
+    "take",
+    "open_flags",
+    "lock_file",
+    "lock_dir",
+    "release",
+    "same",
+    "DIR_LOCK",
+    "presize",
+    "check_same",
+]
 
 #: a creator waits at most this long for a sweep holding its new entry's lock (it then draws another name)
 WAIT_S = 5.0
@@ -87,12 +97,12 @@ def hold(fd: int, path: str) -> None:
             break
         except BlockingIOError:
             if time.monotonic() > deadline:
-                if same(fd, path):   # still ours: the caller draws another name, this one must not stay
+                if same(fd, path):  # still ours: the caller draws another name, this one must not stay
                     with contextlib.suppress(OSError):
                         os.unlink(path)
                 raise FileExistsError(errno.EEXIST, "held by a sweep", path) from None
             time.sleep(0.001)
-        except OSError:   # ENOLCK, EBADF (NFS, a directory), EOPNOTSUPP: it cannot be locked here
+        except OSError:  # ENOLCK, EBADF (NFS, a directory), EOPNOTSUPP: it cannot be locked here
             break
     if not same(fd, path):
         raise FileExistsError(errno.EEXIST, "removed by a sweep while being created", path)
@@ -124,11 +134,11 @@ def lock_dir(path: str) -> int:
         hold(fd, lock)
     except FileExistsError as exc:
         os.close(fd)
-        if exc.strerror == "held by a sweep":   # hold removed our lock file: the directory is ours and empty
+        if exc.strerror == "held by a sweep":  # hold removed our lock file: the directory is ours and empty
             with contextlib.suppress(OSError):
                 os.rmdir(path)
         raise
-    except BaseException:   # an interrupt (the caller removes what it made)
+    except BaseException:  # an interrupt (the caller removes what it made)
         os.close(fd)
         raise
     return fd
@@ -153,8 +163,10 @@ def check_same(fd: int, path: str, tool: str) -> None:
     remove it; the figures would be of a file nobody vouches for): the run fails in one line.  Taking
     the lock again now could not undo that, so it is not tried."""
     if not same(fd, path):
-        raise ProbeError(f"{tool} replaced the temporary file {path} with a new one (not covered by its lock "
-                         "against another probe's stale sweep): result dropped")
+        raise ProbeError(
+            f"{tool} replaced the temporary file {path} with a new one (not covered by its lock "
+            "against another probe's stale sweep): result dropped"
+        )
 
 
 def release(table: dict, path: str) -> None:
@@ -205,15 +217,15 @@ def take(path: str, is_dir: bool):
             return
         mode = os.fstat(fd).st_mode
         kind_ok = stat.S_ISREG(mode) and (not is_dir or same(dfd, path))
-        if dfd >= 0 and _held(dfd):   # an earlier nbbench locked the directory itself
+        if dfd >= 0 and _held(dfd):  # an earlier nbbench locked the directory itself
             yield False
             return
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:   # held: its creator (or a sweep) is alive
+        except BlockingIOError:  # held: its creator (or a sweep) is alive
             yield False
             return
-        except OSError:   # no locks here: nothing proves the creator dead
+        except OSError:  # no locks here: nothing proves the creator dead
             yield None if kind_ok else False
             return
         yield kind_ok and same(fd, os.path.join(path, DIR_LOCK) if is_dir else path)

@@ -71,8 +71,8 @@ def sweep_stale(directory) -> tuple[int, int, int]:
             continue
         size = _remove_if_dead(os.path.join(d, name))
         if size is None and not _alive(int(m.group(1))):
-            kept += 1   # its lock could not be taken, and its pid is gone: most likely a leftover
-        elif size is not None and size is not False:   # its bytes (0 is an empty file)
+            kept += 1  # its lock could not be taken, and its pid is gone: most likely a leftover
+        elif size is not None and size is not False:  # its bytes (0 is an empty file)
             n += 1
             nbytes += size
     return n, nbytes, kept

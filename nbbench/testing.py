@@ -31,8 +31,11 @@ from .units import parse_size
 __all__ = ["local_s3", "LocalS3", "DUMMY_CREDENTIALS"]
 
 #: what the local server accepts (any credentials do); never real ones
-DUMMY_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "nbbench-local", "AWS_SECRET_ACCESS_KEY": "nbbench-local",
-                     "AWS_DEFAULT_REGION": "us-east-1"}
+DUMMY_CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "nbbench-local",
+    "AWS_SECRET_ACCESS_KEY": "nbbench-local",
+    "AWS_DEFAULT_REGION": "us-east-1",
+}
 
 
 def _free_port() -> int:
@@ -59,15 +62,20 @@ class LocalS3:
         from .probes._engines.extern import _death_signal
 
         # the server dies with this process (a kernel restart or kill leaves no listener behind)
-        self._proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
-                                      preexec_fn=_death_signal())
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL,
+            preexec_fn=_death_signal(),
+        )
         atexit.register(self.stop)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
-                raise ProbeError(f"the local S3 server ended at start (exit {self._proc.returncode}; "
-                                 f"port {self.port} taken?)")
+                raise ProbeError(
+                    f"the local S3 server ended at start (exit {self._proc.returncode}; port {self.port} taken?)"
+                )
             if self._listening():
                 break
             time.sleep(0.05)
@@ -87,8 +95,11 @@ class LocalS3:
         try:
             procs = [psutil.Process(self._proc.pid)]
             procs += procs[0].children(recursive=True)
-            return any(c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == self.port
-                       for p in procs for c in (getattr(p, "net_connections", None) or p.connections)(kind="tcp"))
+            return any(
+                c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == self.port
+                for p in procs
+                for c in (getattr(p, "net_connections", None) or p.connections)(kind="tcp")
+            )
         except (psutil.Error, AttributeError):
             return False
 
@@ -116,12 +127,17 @@ class LocalS3:
         """A boto3 S3 client for this server (dummy credentials)."""
         import boto3
 
-        return boto3.client("s3", endpoint_url=self.endpoint_url, region_name="us-east-1",
-                            aws_access_key_id=DUMMY_CREDENTIALS["AWS_ACCESS_KEY_ID"],
-                            aws_secret_access_key=DUMMY_CREDENTIALS["AWS_SECRET_ACCESS_KEY"])
+        return boto3.client(
+            "s3",
+            endpoint_url=self.endpoint_url,
+            region_name="us-east-1",
+            aws_access_key_id=DUMMY_CREDENTIALS["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=DUMMY_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+        )
 
-    def fill(self, url: str, count: int = 32, size="1M", shards: bool = False, samples_per_shard: int = 64,
-             seed: int = 0) -> list[str]:
+    def fill(
+        self, url: str, count: int = 32, size="1M", shards: bool = False, samples_per_shard: int = 64, seed: int = 0
+    ) -> list[str]:
         """Put ``count`` objects of ``size`` (random bytes; or WebDataset tar shards of about that size
         with ``shards=True``) under ``s3://BUCKET/PREFIX`` (the bucket made if needed); their keys."""
         from .probes.objects.client import parse_url

@@ -22,14 +22,110 @@ from hypothesis import strategies as st
 
 #: values that exercise the option types: sizes, durations, lists, signs, overflow, odd text
 WILD_VALUES = [
-    "0", "1", "-1", "2", "64", "-0", "+3", "007", "1.5", "-2.5", "1e3", "1e309", "-1e309", "nan", "inf", "-inf",
-    "9" * 40, "0x10", "4k", "4K", "1M", "16M", "1G", "1.5G", "-1k", "0k", "1T", "1P", "1kb", "1KiB", "1MiB",
-    "1 M", "M", "k", "1s", "0.5s", "2m", "1h", "1d", "-1s", "0s", "10ms", "1:30", "0,1", "0,2,4,8", "1,,2",
-    ",", ",,", "-1,2", "a,b", "true", "false", "true,false", "yes,no,maybe", "all", "none", "auto", "0,1,x",
-    "127.0.0.1:0", ":0", "0.0.0.0:9100", "[::1]:0", "host:", "host:99999", "localhost:-1", "9100",
-    "cpu", "cuda", "cuda:7", "meta", "h100-resnet50", "a100-resnet50", "x-y", "cdm", "gloo", "nccl",
-    "", " ", "\t", "\n", "é", "日本", "\x00", "\x7f", "-", "--", "-x", "--x=1", "=", "%", "%%", "{}", "'", '"',
-    "a b", "$HOME", "~", ".", "..", "/", "/nonexistent/nbbench", "nosuchmodule:f", "os.path:nope", "bad:",
+    "0",
+    "1",
+    "-1",
+    "2",
+    "64",
+    "-0",
+    "+3",
+    "007",
+    "1.5",
+    "-2.5",
+    "1e3",
+    "1e309",
+    "-1e309",
+    "nan",
+    "inf",
+    "-inf",
+    "9" * 40,
+    "0x10",
+    "4k",
+    "4K",
+    "1M",
+    "16M",
+    "1G",
+    "1.5G",
+    "-1k",
+    "0k",
+    "1T",
+    "1P",
+    "1kb",
+    "1KiB",
+    "1MiB",
+    "1 M",
+    "M",
+    "k",
+    "1s",
+    "0.5s",
+    "2m",
+    "1h",
+    "1d",
+    "-1s",
+    "0s",
+    "10ms",
+    "1:30",
+    "0,1",
+    "0,2,4,8",
+    "1,,2",
+    ",",
+    ",,",
+    "-1,2",
+    "a,b",
+    "true",
+    "false",
+    "true,false",
+    "yes,no,maybe",
+    "all",
+    "none",
+    "auto",
+    "0,1,x",
+    "127.0.0.1:0",
+    ":0",
+    "0.0.0.0:9100",
+    "[::1]:0",
+    "host:",
+    "host:99999",
+    "localhost:-1",
+    "9100",
+    "cpu",
+    "cuda",
+    "cuda:7",
+    "meta",
+    "h100-resnet50",
+    "a100-resnet50",
+    "x-y",
+    "cdm",
+    "gloo",
+    "nccl",
+    "",
+    " ",
+    "\t",
+    "\n",
+    "é",
+    "日本",
+    "\x00",
+    "\x7f",
+    "-",
+    "--",
+    "-x",
+    "--x=1",
+    "=",
+    "%",
+    "%%",
+    "{}",
+    "'",
+    '"',
+    "a b",
+    "$HOME",
+    "~",
+    ".",
+    "..",
+    "/",
+    "/nonexistent/nbbench",
+    "nosuchmodule:f",
+    "os.path:nope",
+    "bad:",
 ]
 
 #: bounded values that parse, per option type; JUNK: bounded values that may not (a usage error)
@@ -41,8 +137,27 @@ SAFE_FRACTIONS = ["0", "0.5", "1"]
 SAFE_BOOLS = ["true", "false", "true,false"]
 SAFE_OTHER = ["1", "2", "all", "none", "auto", "h100-resnet50"]
 JUNK = ["0", "-1", "x", "-1k", "1x", "", "2,", "a,b"]
-SAFE_WORDS = ["a", "base", "run 1", "é", "", "1", "x,y", "dd", "all", "none", "auto", "cpu", "cuda", "meta",
-              "nosuchmodule:f", "os.path:nope", "bad:", "lo", "0"]
+SAFE_WORDS = [
+    "a",
+    "base",
+    "run 1",
+    "é",
+    "",
+    "1",
+    "x,y",
+    "dd",
+    "all",
+    "none",
+    "auto",
+    "cpu",
+    "cuda",
+    "meta",
+    "nosuchmodule:f",
+    "os.path:nope",
+    "bad:",
+    "lo",
+    "0",
+]
 #: upper bounds a safe run's values keep (sizes ≤ 16M, counts ≤ 2, durations ≤ 1 s)
 MAX_SIZE = 16 << 20
 #: options a safe run never gives: many hosts (waits for a rendezvous)
@@ -80,9 +195,16 @@ class Subcommand:
 
 def _option(action: argparse.Action) -> Option:
     takes = action.nargs != 0
-    return Option(list(action.option_strings), action.dest, action.nargs, action.type,
-                  list(action.choices) if action.choices is not None else None,
-                  action.metavar if isinstance(action.metavar, str) else None, takes, action.default)
+    return Option(
+        list(action.option_strings),
+        action.dest,
+        action.nargs,
+        action.type,
+        list(action.choices) if action.choices is not None else None,
+        action.metavar if isinstance(action.metavar, str) else None,
+        takes,
+        action.default,
+    )
 
 
 def universe(ctx=None) -> dict[str, Subcommand]:
@@ -117,24 +239,38 @@ def wild_argv(uni: dict[str, Subcommand]) -> st.SearchStrategy[list[str]]:
 
     @st.composite
     def draw(data_draw):
-        head = data_draw(st.one_of(st.sampled_from(names), st.sampled_from(["help", "-h", "--help", "--version",
-                                                                            "", "x", "DD", "d"]),
-                                   st.text(max_size=6)))
+        head = data_draw(
+            st.one_of(
+                st.sampled_from(names),
+                st.sampled_from(["help", "-h", "--help", "--version", "", "x", "DD", "d"]),
+                st.text(max_size=6),
+            )
+        )
         sub = uni.get(head) or uni[data_draw(st.sampled_from(names))]
-        own = sorted({s for o in sub.options for s in o.strings} | {a for o in sub.options for s in o.strings
-                                                                     for a in _abbrev(s)})
-        value = st.one_of(st.sampled_from(WILD_VALUES), st.text(max_size=10),
-                          st.integers(-10**12, 10**12).map(str),
-                          st.floats(allow_nan=True, allow_infinity=True).map(repr))
+        own = sorted(
+            {s for o in sub.options for s in o.strings}
+            | {a for o in sub.options for s in o.strings for a in _abbrev(s)}
+        )
+        value = st.one_of(
+            st.sampled_from(WILD_VALUES),
+            st.text(max_size=10),
+            st.integers(-(10**12), 10**12).map(str),
+            st.floats(allow_nan=True, allow_infinity=True).map(repr),
+        )
         for o in sub.options:
             if o.choices:
                 value = st.one_of(value, st.sampled_from([str(c) for c in o.choices]))
-        opt = st.one_of(st.sampled_from(own or ["--x"]), st.sampled_from(every_opt),
-                        st.sampled_from(["-", "--", "-x", "--nope", "-qv", "-vq", "--json", "-h", "--help"]))
-        unit = st.one_of(opt.map(lambda o: [o]),
-                         st.tuples(opt, value).map(list),
-                         st.tuples(opt, value).map(lambda t: [f"{t[0]}={t[1]}"]),
-                         value.map(lambda v: [v]))
+        opt = st.one_of(
+            st.sampled_from(own or ["--x"]),
+            st.sampled_from(every_opt),
+            st.sampled_from(["-", "--", "-x", "--nope", "-qv", "-vq", "--json", "-h", "--help"]),
+        )
+        unit = st.one_of(
+            opt.map(lambda o: [o]),
+            st.tuples(opt, value).map(list),
+            st.tuples(opt, value).map(lambda t: [f"{t[0]}={t[1]}"]),
+            value.map(lambda v: [v]),
+        )
         units = data_draw(st.lists(unit, max_size=8))
         return [head] + [tok for u in units for tok in u]
 
@@ -147,7 +283,7 @@ def _pool(o: Option, junk: bool = False) -> list[str] | None:
     bounded values that may not parse."""
     pool = _valid_pool(o)
     if o.type_name == "serve_address":
-        return pool   # listeners: 127.0.0.1:0 only, never a junk value that could name another address
+        return pool  # listeners: 127.0.0.1:0 only, never a junk value that could name another address
     return pool + JUNK if (pool is not None and junk) else pool
 
 
@@ -171,7 +307,7 @@ def _valid_pool(o: Option) -> list[str] | None:
         return ["127.0.0.1:0"]
     if t in ("int", "positive_int", "nonneg_int"):
         return SAFE_INTS
-    if o.type is not None:   # choice lists, a type this file does not know
+    if o.type is not None:  # choice lists, a type this file does not know
         return SAFE_OTHER
     return None
 
@@ -194,15 +330,16 @@ def _unsafe_default(o: Option) -> bool:
     return False
 
 
-def safe_argv(uni: dict[str, Subcommand], tmp_paths: list[str], out_paths: list[str],
-              name: str | None = None) -> st.SearchStrategy:
+def safe_argv(
+    uni: dict[str, Subcommand], tmp_paths: list[str], out_paths: list[str], name: str | None = None
+) -> st.SearchStrategy:
     """A runnable argv for subcommand ``name`` (any, if None): every value bounded, every path in the
     temporary directory; half of them with values that parse, half with some that may not."""
     names = [name] if name else sorted(uni)
     words = st.sampled_from(SAFE_WORDS)
 
     def value_of(o: Option, junk: bool) -> st.SearchStrategy[str]:
-        if o.dest == "endpoint_url":   # object storage: only a closed port on this machine, never a network host
+        if o.dest == "endpoint_url":  # object storage: only a closed port on this machine, never a network host
             return st.just(LOCAL_ENDPOINT)
         pool = _pool(o, junk)
         if pool is not None:
@@ -233,7 +370,7 @@ def safe_argv(uni: dict[str, Subcommand], tmp_paths: list[str], out_paths: list[
                 argv += [o.strings[-1], data_draw(value_of(o, junk))]
         for p in sub.positionals:
             if p.nargs == argparse.REMAINDER:
-                continue   # monitor -- COMMAND: never run a program
+                continue  # monitor -- COMMAND: never run a program
             key = {p.dest.lower(), (p.metavar or "").lower()}
             one = st.sampled_from(tmp_paths) if key & PATHISH else words
             if cmd == "s3" or key & {"url"}:
@@ -265,5 +402,5 @@ def check_safe(argv: list[str], root: str, uni: dict[str, Subcommand]) -> None:
                     assert v.startswith(root), argv
                 if o.dest == "endpoint_url":
                     assert v == LOCAL_ENDPOINT, argv
-    if argv[0] == "s3":   # never the default endpoint (AWS's): every run names the local one
+    if argv[0] == "s3":  # never the default endpoint (AWS's): every run names the local one
         assert "--endpoint-url" in argv, argv

@@ -41,8 +41,14 @@ def _isolated_store(tmp_path_factory, monkeypatch):
 #: JupyterLab and chromium (heavy, and they count frames); ``ranks``: tests that launch many-rank
 #: process trees.  Add a file here, or mark a test ``@pytest.mark.xdist_group("NAME")``.
 XDIST_GROUPS = {
-    "browser": ("test_browser_panel.py", "test_monitor_browser.py", "test_report_browser.py",
-                "test_monitor_notebook.py", "test_harness.py", "test_panel_notebook.py"),
+    "browser": (
+        "test_browser_panel.py",
+        "test_monitor_browser.py",
+        "test_report_browser.py",
+        "test_monitor_notebook.py",
+        "test_harness.py",
+        "test_panel_notebook.py",
+    ),
     "ranks": ("test_ranks.py", "test_ckpt_ranks.py"),
 }
 

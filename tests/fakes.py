@@ -103,8 +103,17 @@ class FakePynvml:
 
 
 def fake_device(name="NVIDIA H100 80GB HBM3", width=16, width_max=16, gen=5, gen_max=5, mig=0, **kw):
-    d = {"name": name, "total": 80 * 2**30, "free": 79 * 2**30, "cc": (9, 0), "gen": gen,
-         "gen_max": gen_max, "width": width, "width_max": width_max, "mig": mig}
+    d = {
+        "name": name,
+        "total": 80 * 2**30,
+        "free": 79 * 2**30,
+        "cc": (9, 0),
+        "gen": gen,
+        "gen_max": gen_max,
+        "width": width,
+        "width_max": width_max,
+        "mig": mig,
+    }
     d.update(kw)
     return d
 
@@ -140,8 +149,17 @@ class FakeTorch:
 
     float32, bfloat16 = "float32", "bfloat16"
 
-    def __init__(self, version="2.7.0+cu128", cuda="12.8", available=True, devices=1, step_ms=2.0,
-                 cudnn=90100, bf16=True, props=None):
+    def __init__(
+        self,
+        version="2.7.0+cu128",
+        cuda="12.8",
+        available=True,
+        devices=1,
+        step_ms=2.0,
+        cudnn=90100,
+        bf16=True,
+        props=None,
+    ):
         self.__version__ = version
         self.version = SimpleNamespace(cuda=cuda, hip=None)
         clock = SimpleNamespace(now=0.0, step_ms=step_ms)
@@ -159,9 +177,10 @@ class FakeTorch:
 
             @staticmethod
             def get_device_properties(i):
-                p = SimpleNamespace(name="NVIDIA H100 80GB HBM3", major=9, minor=0,
-                                    total_memory=80 * 2**30, multi_processor_count=132)
-                p.__dict__.update((props or {}).get(i, {}))   # e.g. pci_bus_id=…, name=…
+                p = SimpleNamespace(
+                    name="NVIDIA H100 80GB HBM3", major=9, minor=0, total_memory=80 * 2**30, multi_processor_count=132
+                )
+                p.__dict__.update((props or {}).get(i, {}))  # e.g. pci_bus_id=…, name=…
                 return p
 
             @staticmethod
@@ -181,8 +200,10 @@ class FakeTorch:
                 return _Event(outer._clock, enable_timing)
 
         self.cuda = Cuda
-        self.backends = SimpleNamespace(cudnn=SimpleNamespace(version=lambda: cudnn, is_available=lambda: True),
-                                        cuda=SimpleNamespace(matmul=SimpleNamespace(allow_tf32=False)))
+        self.backends = SimpleNamespace(
+            cudnn=SimpleNamespace(version=lambda: cudnn, is_available=lambda: True),
+            cuda=SimpleNamespace(matmul=SimpleNamespace(allow_tf32=False)),
+        )
 
     def randn(self, *shape, device=None, dtype=None):
         return _Tensor()

@@ -30,6 +30,7 @@ def _sh(*cmd):
 def _wait_for_writing(d, proc, timeout=60):
     """Until the probe has written 16 MiB into ``d``'s filesystem (True), or ended first (False).
     (Its temporary file may have no name to look for: the builtin engine unlinks it at once.)"""
+
     def free():
         st = os.statvfs(d)
         return st.f_bfree * st.f_frsize
@@ -49,8 +50,9 @@ def _left(d):
 
 
 def _dd(mnt, *extra):
-    return subprocess.Popen([PY, "-m", "nbbench", "dd", mnt, "--no-save", *extra], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [PY, "-m", "nbbench", "dd", mnt, "--no-save", *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
 
 def _keep(mnt):
@@ -58,7 +60,7 @@ def _keep(mnt):
     with open(os.path.join(mnt, "earlier.bin"), "wb") as f:
         f.write(data)
         f.flush()
-        os.fsync(f.fileno())   # saved before the fault (what a fault must not take)
+        os.fsync(f.fileno())  # saved before the fault (what a fault must not take)
     return data
 
 
@@ -85,7 +87,7 @@ def enospc(work):
     proc = _dd(mnt, "--size", "320M", "--buffered", "--mode", "write")
     seen = _wait_for_writing(mnt, proc)
     filled = 0
-    if seen:   # the other process: takes all that is free (allocated, not written)
+    if seen:  # the other process: takes all that is free (allocated, not written)
         fd = os.open(os.path.join(mnt, "filler.bin"), os.O_WRONLY | os.O_CREAT | os.O_EXCL)
         for chunk in (64 << 20, 1 << 20, 4096):
             while True:
@@ -97,8 +99,14 @@ def enospc(work):
         os.close(fd)
     out, err = proc.communicate(timeout=120)
     os.unlink(os.path.join(mnt, "filler.bin")) if seen else None
-    res = {"rc": proc.returncode, "stdout": out, "stderr": err, "injected": seen and filled > 0,
-           "left": _left(mnt), "earlier_kept": _kept(mnt, data)}
+    res = {
+        "rc": proc.returncode,
+        "stdout": out,
+        "stderr": err,
+        "injected": seen and filled > 0,
+        "left": _left(mnt),
+        "earlier_kept": _kept(mnt, data),
+    }
     _sh("umount", mnt)
     return res
 
@@ -113,13 +121,22 @@ def rofs(work):
     out, err = proc.communicate(timeout=120)
     left_ro = _left(mnt)
     _sh("umount", mnt)
-    subprocess.run(["e2fsck", "-fy", img], capture_output=True, timeout=60)   # 1: errors corrected
+    subprocess.run(["e2fsck", "-fy", img], capture_output=True, timeout=60)  # 1: errors corrected
     _sh("mount", "-o", "loop", img, mnt)
     again = _dd(mnt, "--size", "1M")
     out2, err2 = again.communicate(timeout=120)
-    res = {"rc": proc.returncode, "stdout": out, "stderr": err, "injected": seen, "left_read_only": left_ro,
-           "next_rc": again.returncode, "next_stdout": out2, "next_stderr": err2, "left": _left(mnt),
-           "earlier_kept": _kept(mnt, data)}
+    res = {
+        "rc": proc.returncode,
+        "stdout": out,
+        "stderr": err,
+        "injected": seen,
+        "left_read_only": left_ro,
+        "next_rc": again.returncode,
+        "next_stdout": out2,
+        "next_stderr": err2,
+        "left": _left(mnt),
+        "earlier_kept": _kept(mnt, data),
+    }
     _sh("umount", mnt)
     return res
 

@@ -33,15 +33,20 @@ import urllib.request
 from pathlib import Path
 
 CHROMIUM = os.environ.get("NBBENCH_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run",
-                 "--disable-dev-shm-usage"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-dev-shm-usage",
+]
 
 # JupyterLab user settings written before the server starts
 LAB_SETTINGS = {
     "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
-    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
-        "fetchNews": "false", "checkForUpdates": False},
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false", "checkForUpdates": False},
     "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
 }
 
@@ -78,8 +83,13 @@ def free_port() -> int:
 class JupyterLab:
     """``with JupyterLab(root) as lab: page.goto(lab.url("nb.ipynb"))``."""
 
-    def __init__(self, root: str | os.PathLike, start_timeout: float = 90.0, env: dict | None = None,
-                 python: str = sys.executable):
+    def __init__(
+        self,
+        root: str | os.PathLike,
+        start_timeout: float = 90.0,
+        env: dict | None = None,
+        python: str = sys.executable,
+    ):
         self.root = Path(root)
         self.start_timeout = start_timeout
         self.python = python
@@ -121,10 +131,17 @@ class JupyterLab:
     def start(self) -> "JupyterLab":
         env = self._env()
         cmd = [
-            self.python, "-m", "jupyterlab", "--no-browser",
-            "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0",
-            f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={self.root}",
-            "--ServerApp.open_browser=False", "--LabApp.news_url=None",
+            self.python,
+            "-m",
+            "jupyterlab",
+            "--no-browser",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={self.port}",
+            "--ServerApp.port_retries=0",
+            f"--IdentityProvider.token={self.token}",
+            f"--ServerApp.root_dir={self.root}",
+            "--ServerApp.open_browser=False",
+            "--LabApp.news_url=None",
             "--LabApp.expose_app_in_browser=True",
             f"--LabApp.user_settings_dir={env['JUPYTERLAB_SETTINGS_DIR']}",
             f"--LabApp.workspaces_dir={env['JUPYTERLAB_WORKSPACES_DIR']}",
@@ -132,10 +149,11 @@ class JupyterLab:
             "--MappingKernelManager.cull_idle_timeout=0",
         ]
         if hasattr(os, "geteuid") and os.geteuid() == 0:
-            cmd.append("--allow-root")   # CI containers run as root
+            cmd.append("--allow-root")  # CI containers run as root
         self._log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(cmd, env=env, stdout=self._log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, start_new_session=True)
+        self.proc = subprocess.Popen(
+            cmd, env=env, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+        )
         deadline = time.monotonic() + self.start_timeout
         while True:
             if self.proc.poll() is not None:
@@ -147,8 +165,7 @@ class JupyterLab:
             except (urllib.error.URLError, ConnectionError, OSError):
                 pass
             if time.monotonic() > deadline:
-                raise RuntimeError(f"jupyter lab did not answer within {self.start_timeout:.0f} s:\n"
-                                   f"{self.log_tail()}")
+                raise RuntimeError(f"jupyter lab did not answer within {self.start_timeout:.0f} s:\n{self.log_tail()}")
             time.sleep(0.5)
         return self
 

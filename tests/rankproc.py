@@ -22,8 +22,15 @@ def clean_env(**extra) -> dict:
 
 def run_nbbench(*args, timeout: float = 180, env: dict | None = None, **kw):
     """``nbbench ARGS`` as a process; ``env``: variables set on top of :func:`clean_env`'s."""
-    return subprocess.run([PY, "-m", "nbbench", *map(str, args)], capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL, env=clean_env(**(env or {})), **kw)
+    return subprocess.run(
+        [PY, "-m", "nbbench", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        env=clean_env(**(env or {})),
+        **kw,
+    )
 
 
 def short_tmpdir(tmp_path: Path) -> Path:

@@ -16,8 +16,10 @@ import threading
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-_ERR = ("<?xml version='1.0' encoding='UTF-8'?><Error><Code>{code}</Code><Message>{code}</Message>"
-        "<RequestId>nbbench-test</RequestId></Error>")
+_ERR = (
+    "<?xml version='1.0' encoding='UTF-8'?><Error><Code>{code}</Code><Message>{code}</Message>"
+    "<RequestId>nbbench-test</RequestId></Error>"
+)
 
 
 class FaultProxy:

@@ -50,7 +50,7 @@ def serve():
         signalled = False
         if trial["delay"] is not None:
             fd = os.pidfd_open(pid)
-            try:   # the chosen moment, unless the child ended before it
+            try:  # the chosen moment, unless the child ended before it
                 ended, _, _ = select.select([fd], [], [], max(0.0, t0 + trial["delay"] - time.monotonic()))
             finally:
                 os.close(fd)
@@ -59,8 +59,9 @@ def serve():
                 signalled = True
         status, hung = _wait(pid, trial.get("limit", 60))
         rc = os.waitstatus_to_exitcode(status)
-        print(json.dumps({"rc": rc, "signalled": signalled, "elapsed": time.monotonic() - t0, "hung": hung}),
-              flush=True)
+        print(
+            json.dumps({"rc": rc, "signalled": signalled, "elapsed": time.monotonic() - t0, "hung": hung}), flush=True
+        )
     return None
 
 
@@ -68,11 +69,25 @@ if __name__ == "__main__":
     import importlib
 
     from nbbench.cli import main
-    for mod in ("nbbench.commands.storage", "nbbench.commands.dataset", "nbbench.commands.ckpt",
-                "nbbench.commands.doctor", "nbbench.store", "nbbench.env", "nbbench.probes.storage.disk",
-                "nbbench.probes.checkpoint.probe", "nbbench.datasets", "nbbench.doctor", "numpy", "pandas", "PIL.Image",
-                "torch", "torch.distributed.checkpoint"):
-        try:   # loaded once here, before the forks (what is not installed is skipped)
+
+    for mod in (
+        "nbbench.commands.storage",
+        "nbbench.commands.dataset",
+        "nbbench.commands.ckpt",
+        "nbbench.commands.doctor",
+        "nbbench.store",
+        "nbbench.env",
+        "nbbench.probes.storage.disk",
+        "nbbench.probes.checkpoint.probe",
+        "nbbench.datasets",
+        "nbbench.doctor",
+        "numpy",
+        "pandas",
+        "PIL.Image",
+        "torch",
+        "torch.distributed.checkpoint",
+    ):
+        try:  # loaded once here, before the forks (what is not installed is skipped)
             importlib.import_module(mod)
         except ImportError:
             pass
@@ -80,7 +95,7 @@ if __name__ == "__main__":
     import gc
     import threading
 
-    gc.freeze()   # the forks' collections leave the parent's objects (and their pages) alone
+    gc.freeze()  # the forks' collections leave the parent's objects (and their pages) alone
     print(json.dumps({"ready": True}), flush=True)
     argv = serve()
     if argv is not None:

@@ -17,8 +17,12 @@ def writer(path: str, tag: str, n: int, timeout: float) -> int:
     try:
         st = Store(path, timeout=timeout)
     except Exception as exc:  # noqa: BLE001 - reported with its message
-        print(json.dumps({"tag": tag, "saved": [], "errors": [f"open: {type(exc).__name__}: {exc}",
-                                                               traceback.format_exc()]}), flush=True)
+        print(
+            json.dumps(
+                {"tag": tag, "saved": [], "errors": [f"open: {type(exc).__name__}: {exc}", traceback.format_exc()]}
+            ),
+            flush=True,
+        )
         return 1
     for i in range(n):
         res = Result(kind="stress", params={"tag": tag, "i": i}, metrics={"iops": float(i)}).finish()

@@ -18,14 +18,27 @@ SCRIPTS = sorted(p.name for p in (ROOT / "bench").glob("*.py") if not p.name.sta
 
 
 def test_the_benches_are_found():
-    assert {"vs_dd.py", "vs_fio.py", "vs_fio_shards.py", "loader_overhead.py", "monitor_overhead.py",
-            "ranks_overhead.py", "gpu_check.py"} <= set(SCRIPTS)
+    assert {
+        "vs_dd.py",
+        "vs_fio.py",
+        "vs_fio_shards.py",
+        "loader_overhead.py",
+        "monitor_overhead.py",
+        "ranks_overhead.py",
+        "gpu_check.py",
+    } <= set(SCRIPTS)
 
 
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_a_bench_starts_and_parses_its_options(script):
     env = dict(os.environ, PYTHONPATH=str(ROOT), MPLBACKEND="Agg")
-    p = subprocess.run([sys.executable, str(ROOT / "bench" / script), "--help"], cwd=ROOT, env=env,
-                       capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / script), "--help"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert p.returncode == 0, p.stderr[-2000:]
     assert "usage:" in p.stdout

@@ -24,8 +24,14 @@ from pathlib import Path
 
 import pytest
 
-from jupyterlab_harness import (JupyterLab, require_browser, launch_chromium, run_all_cells,
-                                wait_cells_done, wait_kernel_idle)
+from jupyterlab_harness import (
+    JupyterLab,
+    require_browser,
+    launch_chromium,
+    run_all_cells,
+    wait_cells_done,
+    wait_kernel_idle,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -76,14 +82,14 @@ def test_panel_in_jupyterlab(tmp_path):
     root = tmp_path / "lab"
     root.mkdir()
     shutil.copy(NOTEBOOK, root / "panel.ipynb")
-    data = tmp_path / "data dir"          # a space in it: typed, not pasted into a shell
+    data = tmp_path / "data dir"  # a space in it: typed, not pasted into a shell
     data.mkdir()
     ARTIFACTS.mkdir(exist_ok=True)
     shot = ARTIFACTS / "panel.png"
     timings: dict = {}
 
     lab = JupyterLab(root, start_timeout=90)
-    try:   # the lab's temporary state goes at the end, also on failure
+    try:  # the lab's temporary state goes at the end, also on failure
         _drive_and_check(lab, tmp_path, root, data, shot, timings)
     finally:
         lab.cleanup()
@@ -107,18 +113,24 @@ def _drive_and_check(lab, tmp_path, root, data, shot, timings):
                 wait_cells_done(page, timeout_ms=120_000)
 
                 # --- the rendered look: every tab, every choice, nothing cut
-                for tab, choices in (("GPU", ()), ("Storage", ("dd", "randread", "files", "disk")),
-                                     ("DataLoader", ("feed", "sweep")), ("Object storage", ()), ("Monitor", ()),
-                                     ("History", ())):
+                for tab, choices in (
+                    ("GPU", ()),
+                    ("Storage", ("dd", "randread", "files", "disk")),
+                    ("DataLoader", ("feed", "sweep")),
+                    ("Object storage", ()),
+                    ("Monitor", ()),
+                    ("History", ()),
+                ):
                     panel.get_by_role("tab", name=tab, exact=True).click()
                     for choice in choices or (None,):
                         if choice:
-                            panel.locator(".nbbench-storage-probe button, .nbbench-loader-action button",
-                                          has_text=choice).first.click()
+                            panel.locator(
+                                ".nbbench-storage-probe button, .nbbench-loader-action button", has_text=choice
+                            ).first.click()
                         page.wait_for_timeout(200)
                         cut = panel.evaluate(CUT_TEXTS)
                         assert cut == [], f"{tab} {choice or ''}: cut texts {cut}"
-                    controls = panel.locator(".nbbench-controls")   # nothing to Run on History
+                    controls = panel.locator(".nbbench-controls")  # nothing to Run on History
                     _wait(lambda: controls.is_visible() == (tab != "History"), 10, f"the controls row on {tab}")
                 # each tab shows its own last run: the notebook's GPU check under GPU, its dd under Storage
                 panel.get_by_role("tab", name="GPU").click()
@@ -154,17 +166,18 @@ def _drive_and_check(lab, tmp_path, root, data, shot, timings):
                 assert panel.locator(".nbbench-controls .nbbench-status-ok").count() == 0
                 size.fill("16M")
                 size.press("Tab")
-                refused.wait_for(state="detached", timeout=10_000)   # fixed: the refusal goes
+                refused.wait_for(state="detached", timeout=10_000)  # fixed: the refusal goes
                 run.click()
                 # the notebook's own dd (on its scratch folder) is not this one: wait for this run's
                 this_dd = f"dd {data}"
                 panel.locator(".nbbench-status-running", has_text=this_dd).or_(
-                    panel.locator(".nbbench-status-ok", has_text=this_dd)).first.wait_for(timeout=30_000)
+                    panel.locator(".nbbench-status-ok", has_text=this_dd)
+                ).first.wait_for(timeout=30_000)
                 panel.locator(".nbbench-progress .progress-bar").wait_for(timeout=60_000)
                 _wait(lambda: _progress_width(panel) > 0, 60, "the dd progress bar to move")
                 panel.locator(".nbbench-status-ok", has_text=this_dd).wait_for(timeout=120_000)
                 results = panel.locator(".nbbench-results")
-                answer = results.locator(".nbbench-answer")   # the answer first: dd's figures, with units
+                answer = results.locator(".nbbench-answer")  # the answer first: dd's figures, with units
                 answer.wait_for(timeout=10_000)
                 assert RATE.search(answer.inner_text()) and "write" in answer.inner_text(), answer.inner_text()
                 # every figure is a detail, folded under the answer: open it
@@ -178,8 +191,11 @@ def _drive_and_check(lab, tmp_path, root, data, shot, timings):
                 # the static snapshot under the widget was refreshed with this run (from a button's
                 # run, in the background): only its first line shows while the live panel does
                 snap = page.locator(".nbbench-snapshot")
-                _wait(lambda: this_dd in snap.locator(".nbbench-snapshot-head").inner_text(), 30,
-                      "the snapshot to be refreshed after the dd")
+                _wait(
+                    lambda: this_dd in snap.locator(".nbbench-snapshot-head").inner_text(),
+                    30,
+                    "the snapshot to be refreshed after the dd",
+                )
                 body = snap.locator(".nbbench-snapshot-body")
                 assert not body.is_visible()
                 assert answer.inner_text().strip() in body.text_content()
@@ -195,8 +211,11 @@ def _drive_and_check(lab, tmp_path, root, data, shot, timings):
                 panel.locator(".nbbench-status-running", has_text="randread").wait_for(timeout=30_000)
                 label = panel.locator(".nbbench-progress-label")
                 # measuring (a rate shown), not still writing its file
-                _wait(lambda: label.count() and ("IOPS" in label.inner_text() or RATE.search(label.inner_text())),
-                      60, "randread to report a live rate")
+                _wait(
+                    lambda: label.count() and ("IOPS" in label.inner_text() or RATE.search(label.inner_text())),
+                    60,
+                    "randread to report a live rate",
+                )
                 time.sleep(1.0)
                 assert panel.locator(".nbbench-status-running").count() == 1, "randread ended before Stop"
                 t0 = time.monotonic()
@@ -209,7 +228,7 @@ def _drive_and_check(lab, tmp_path, root, data, shot, timings):
                 timings["stop_latency_in_kernel_s"] = float(m.group(1))
                 assert "interrupted" in results.inner_text()
                 panel.scroll_into_view_if_needed()
-                page.wait_for_timeout(1500)    # the live plot's last frame is drawn just after the run ends
+                page.wait_for_timeout(1500)  # the live plot's last frame is drawn just after the run ends
                 page.screenshot(path=str(shot))
             except BaseException:
                 try:

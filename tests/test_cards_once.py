@@ -28,7 +28,8 @@ FIXTURES = Path(__file__).parent / "fixtures" / "results"
 #: a number and its unit, as the cards write them: "494 samples/s", "1.61 ksamples/s", "32.1 %"
 FIGURE = re.compile(
     r"(?<![\w.+])[-+−]?\d+(?:\.\d+)?\s?"
-    r"(?:[kMGTPµmn]?(?:B/s|B|samples/s|files/s|batches/s|IOPS|s\b|W\b)|KiB|MiB|GiB|TiB|%|°C|cores?\b)")
+    r"(?:[kMGTPµmn]?(?:B/s|B|samples/s|files/s|batches/s|IOPS|s\b|W\b)|KiB|MiB|GiB|TiB|%|°C|cores?\b)"
+)
 WORD = re.compile(r"[\w.+%/()'`-]+")
 SHINGLE = 6
 
@@ -47,7 +48,7 @@ def _repeated_runs(text: str) -> list[str]:
     seen: dict[tuple, int] = {}
     out = []
     for i in range(len(words) - SHINGLE + 1):
-        key = tuple(words[i:i + SHINGLE])
+        key = tuple(words[i : i + SHINGLE])
         if key in seen and i - seen[key] >= SHINGLE:
             out.append(" ".join(key))
             continue
@@ -123,6 +124,11 @@ def test_the_check_finds_what_it_is_for():
     assert _repeats(["494 samples/s at AU 32.1 %", "The loader delivered 494 samples/s."], [])
     assert _repeats(["a card", "280 MB/s write"], ["write | 280 MB/s"])
     assert not _repeats(["280 MB/s write"], ["write | 280 MB/s"])
-    assert _repeats(["CUDA not available: this torch is a CPU-only build",
-                     "why: this torch is a CPU-only build: install a CUDA build"], [])
+    assert _repeats(
+        [
+            "CUDA not available: this torch is a CPU-only build",
+            "why: this torch is a CPU-only build: install a CUDA build",
+        ],
+        [],
+    )
     assert not _repeats(["494 samples/s at AU 32.1 %"], ["a | 0 B", "b | 0 B"])

@@ -48,7 +48,7 @@ def test_presets_follow_mlperf_storage():
     assert PRESETS["llama3-1t"].processes == 1024 and PRESETS["llama3-405b"].processes == 512
     p = plan("llama3-8b", scale=0.01)
     assert p.total_bytes == pytest.approx(105 * GIB / 8 * 0.01, rel=0.01)
-    assert p.count == 291 * 4                                   # 32 x 9 + 3 tensors, weights + 3 Adam states
+    assert p.count == 291 * 4  # 32 x 9 + 3 tensors, weights + 3 Adam states
     assert {s.dtype for s in p.specs} == {"float16", "float32"}
     assert "llama3_8b.yaml" in p.source and "LLM_SIZE_BY_RANK" in p.source
     assert plan("llama3-1t", scale=0.01).total_bytes == pytest.approx(17997 * GIB / 1024 * 0.01, rel=0.02)
@@ -61,15 +61,27 @@ def test_generic_and_resnet_shapes():
     t = plan("transformer", "256M")
     assert t.total_bytes == pytest.approx(256 << 20, rel=0.01)
     names = {s.name for s in t.specs}
-    for part in ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "input_layernorm",
-                 "embed_tokens", "lm_head"):
+    for part in (
+        "q_proj",
+        "k_proj",
+        "v_proj",
+        "o_proj",
+        "gate_proj",
+        "up_proj",
+        "down_proj",
+        "input_layernorm",
+        "embed_tokens",
+        "lm_head",
+    ):
         assert any(part in n for n in names), part
-    assert any(n.endswith(".exp_avg_sq") for n in names) and not plan("transformer", "64M", optimizer=False).specs[-1] \
-        .path[0] == "optimizer"
+    assert (
+        any(n.endswith(".exp_avg_sq") for n in names)
+        and not plan("transformer", "64M", optimizer=False).specs[-1].path[0] == "optimizer"
+    )
     assert plan("transformer").total_bytes == pytest.approx(512 << 20, rel=0.01)
     assert plan("transformer", "256M", scale=0.5).total_bytes == pytest.approx(128 << 20, rel=0.01)
     params = [(n, s) for n, s, kind in resnet50_params() if kind == "param"]
-    assert sum(math.prod(s) for _, s in params) == 25_557_032       # torchvision's resnet50
+    assert sum(math.prod(s) for _, s in params) == 25_557_032  # torchvision's resnet50
     r = plan("resnet50")
     assert sum(1 for s in r.specs if s.name.endswith("running_var")) == 53
     assert plan("resnet50", "100M").total_bytes == pytest.approx(100 << 20, rel=0.03)
@@ -83,8 +95,16 @@ def test_a_small_checkpoint_saves_and_loads_cold_and_warm(tmp_path):
     r = ckpt.checkpoint(tmp_path, size="6M", progress=lambda f, m: steps.append((f, m)))
     assert r.ok and r.kind == "checkpoint", r.reason
     m = r.metrics
-    for k in ("write_bytes_per_s", "read_bytes_per_s", "read_warm_bytes_per_s", "dcp_write_bytes_per_s",
-              "dcp_read_bytes_per_s", "dcp_read_warm_bytes_per_s", "load_mmap_first_tensor_s", "load_mmap_all_s"):
+    for k in (
+        "write_bytes_per_s",
+        "read_bytes_per_s",
+        "read_warm_bytes_per_s",
+        "dcp_write_bytes_per_s",
+        "dcp_read_bytes_per_s",
+        "dcp_read_warm_bytes_per_s",
+        "load_mmap_first_tensor_s",
+        "load_mmap_all_s",
+    ):
         assert m[k] > 0, k
     assert m["file_bytes"] >= m["state_bytes"] and m["dcp_bytes"] >= m["state_bytes"]
     assert m["load_mmap_first_tensor_s"] <= m["load_mmap_all_s"]
@@ -130,6 +150,7 @@ def test_stop_after_the_save_keeps_the_save_and_removes_the_files(tmp_path):
     def prog(f, m):
         if m and "write_bytes_per_s" in m:
             stop.set()
+
     r = ckpt.checkpoint(tmp_path, size="4M", progress=prog, cancel=stop)
     assert r.status == "interrupted" and "after torch.save" in r.reason
     assert r.metrics["write_bytes_per_s"] > 0 and "read_bytes_per_s" not in r.metrics
@@ -144,6 +165,7 @@ def test_an_error_mid_save_fails_the_run_and_removes_everything(tmp_path, monkey
     def full(state, directory):
         (open(os.path.join(directory, "__0_0.distcp"), "wb")).write(b"partial")
         raise OSError(28, "No space left on device")
+
     monkeypatch.setattr(ckptio, "save_dcp", full)
     r = ckpt.checkpoint(tmp_path, size="2M")
     assert r.status == "failed" and r.reason == "the DCP save failed: [Errno 28] No space left on device"
@@ -167,9 +189,10 @@ def test_memory_and_free_space_are_refused_with_numbers(tmp_path, monkeypatch):
 
     def statvfs(_):
         return SimpleNamespace(f_blocks=10 * GIB // 4096, f_frsize=4096, f_bavail=int(1.3 * GIB) // 4096)
+
     monkeypatch.setattr(target.os, "statvfs", statvfs)
     with pytest.raises(ProbeError) as e:
-        ckpt.checkpoint(tmp_path, size="256M")        # the file and the DCP directory: 512 MiB + headers
+        ckpt.checkpoint(tmp_path, size="256M")  # the file and the DCP directory: 512 MiB + headers
     msg = str(e.value)
     assert re.match(rf"not enough free space in {tmp_path}: writing 51\d MiB would leave", msg), msg
     assert "1 GiB free" in msg and built == []
@@ -183,8 +206,12 @@ def test_memory_and_free_space_are_refused_with_numbers(tmp_path, monkeypatch):
 def test_cuda_without_cuda_is_one_line(tmp_path):
     with pytest.raises(ProbeError, match=r"^--device cuda: CUDA is not usable here \(torch "):
         ckpt.checkpoint(tmp_path, size="1M", device="cuda")
-    out = subprocess.run([PY, "-m", "nbbench", "checkpoint", str(tmp_path), "--device", "cuda", "--no-save"],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [PY, "-m", "nbbench", "checkpoint", str(tmp_path), "--device", "cuda", "--no-save"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 1 and len(out.stderr.strip().splitlines()) == 1 and "CUDA is not usable" in out.stderr
     assert _left(tmp_path) == []
 
@@ -193,10 +220,12 @@ def test_two_runs_compare_with_the_right_directions():
     from nbbench.compare import better, compare
 
     def run(label, w, r, mm):
-        return ckpt.CheckpointResult(params={"path": "/x", "model": "transformer"}, labels={"label": label,
-                                     "cache": "buffered-cold"},
-                                     metrics={"write_bytes_per_s": w, "read_bytes_per_s": r,
-                                              "load_mmap_all_s": mm, "state_bytes": 1 << 20})
+        return ckpt.CheckpointResult(
+            params={"path": "/x", "model": "transformer"},
+            labels={"label": label, "cache": "buffered-cold"},
+            metrics={"write_bytes_per_s": w, "read_bytes_per_s": r, "load_mmap_all_s": mm, "state_bytes": 1 << 20},
+        )
+
     c = compare([run("nvme", 1e9, 2e9, 0.1), run("nfs", 5e8, 3e9, 0.2)])
     rows = {(x["metric"], x["ref"]): x for x in c.rows}
     assert rows[("write_bytes_per_s", "nfs")]["delta_pct"] == pytest.approx(-50.0)
@@ -213,7 +242,7 @@ def test_magic_runs_and_stores_it(tmp_path, ipshell):
     from nbbench.store import default_store
 
     h = default_store().history(kind="checkpoint")
-    summary = h["summary"].iloc[0]      # the answer first, then what was measured
+    summary = h["summary"].iloc[0]  # the answer first, then what was measured
     assert len(h) == 1 and re.match(r"[0-9.]+ [kMG]?B/s write · ", summary), summary
     assert f"checkpoint transformer {tmp_path}" in summary
     assert _left(tmp_path) == []
@@ -233,8 +262,12 @@ def _wait_for(d, prefix, proc, timeout=120):
 @pytest.mark.slow
 @pytest.mark.parametrize("phase", [".nbbench-ckptr0-", ".nbbench-dcpr0-"])
 def test_sigterm_mid_save_leaves_nothing(tmp_path, phase):
-    proc = subprocess.Popen([PY, "-m", "nbbench", "checkpoint", str(tmp_path), "--size", "256M", "--no-save"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [PY, "-m", "nbbench", "checkpoint", str(tmp_path), "--size", "256M", "--no-save"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     _wait_for(tmp_path, phase, proc)
     proc.send_signal(signal.SIGTERM)
     proc.communicate(timeout=120)
@@ -244,8 +277,12 @@ def test_sigterm_mid_save_leaves_nothing(tmp_path, phase):
 
 @pytest.mark.slow
 def test_ctrl_c_mid_save_ends_interrupted_after_the_save(tmp_path):
-    proc = subprocess.Popen([PY, "-m", "nbbench", "checkpoint", str(tmp_path), "--size", "256M", "--json",
-                             "--no-save"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [PY, "-m", "nbbench", "checkpoint", str(tmp_path), "--size", "256M", "--json", "--no-save"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     _wait_for(tmp_path, ".nbbench-ckptr0-", proc)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=120)
@@ -257,8 +294,12 @@ def test_ctrl_c_mid_save_ends_interrupted_after_the_save(tmp_path):
 
 @pytest.mark.slow
 def test_must_show_checkpoint_256m_json(tmp_path):
-    out = subprocess.run([PY, "-m", "nbbench", "checkpoint", str(tmp_path), "--size", "256M", "--json"],
-                         capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        [PY, "-m", "nbbench", "checkpoint", str(tmp_path), "--size", "256M", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stderr
     d = json.loads(out.stdout)
     assert d["kind"] == "checkpoint" and d["status"] == "ok"
@@ -291,7 +332,7 @@ def test_reports_history_and_compare_take_both_kinds(tmp_path):
     data = build(runs=["disk-a", "disk-b", "wds"], run_doctor=False)
     assert [r.kind for r in data.results] == ["checkpoint", "checkpoint", "shards"]
     g = data.comparisons[0].groups[0]
-    assert g.kind == "checkpoint" and not g.warnings       # like for like: same parameters and cache modes
+    assert g.kind == "checkpoint" and not g.warnings  # like for like: same parameters and cache modes
     assert g.delta_pct("read_bytes_per_s", 1) is not None
     out = tmp_path / "r.md"
     report("md", out=out, runs=["disk-a", "disk-b", "wds"], run_doctor=False)
@@ -299,7 +340,7 @@ def test_reports_history_and_compare_take_both_kinds(tmp_path):
     # each result under its answer (the figure first), then what was measured
     assert re.search(r"^### [0-9.]+ [kMG]?B/s write", text, re.M) and "checkpoint transformer" in text
     assert re.search(r"^### [0-9.]+ [kMG]?B/s read", text, re.M) and "shards " in text
-    assert "preset_source" not in text     # only the MLPerf presets cite a source
+    assert "preset_source" not in text  # only the MLPerf presets cite a source
 
 
 def test_the_memory_room_counts_the_cgroup(tmp_path, monkeypatch):
@@ -312,7 +353,9 @@ def test_the_memory_room_counts_the_cgroup(tmp_path, monkeypatch):
     (cg / "memory.current").write_text(str(3 * GIB) + "\n")
     (cg / "memory.stat").write_text(f"anon 123\ninactive_file {GIB}\nactive_file 5\n")
     assert ckptpre._cgroup_used(str(tmp_path)) == (2 * GIB, "in use in the cgroup (less its inactive file cache)")
-    monkeypatch.setattr(ckptpre, "_cgroup_used", lambda: (2 * GIB, "in use in the cgroup (less its inactive file cache)"))
+    monkeypatch.setattr(
+        ckptpre, "_cgroup_used", lambda: (2 * GIB, "in use in the cgroup (less its inactive file cache)")
+    )
     monkeypatch.setattr(nbbench.env, "cgroup_memory_limit", lambda: 4 * GIB)
     monkeypatch.setattr(psutil, "virtual_memory", lambda: SimpleNamespace(available=64 * GIB))
     room, how = ckptpre.memory_room()

@@ -44,10 +44,14 @@ HARD_S = 60.0
 
 
 def _settings(ci: int, stress: int):
-    return settings(max_examples=stress if STRESS else ci, derandomize=not STRESS, deadline=None,
-                    database=None, print_blob=True,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
-                                           HealthCheck.function_scoped_fixture])
+    return settings(
+        max_examples=stress if STRESS else ci,
+        derandomize=not STRESS,
+        deadline=None,
+        database=None,
+        print_blob=True,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.function_scoped_fixture],
+    )
 
 
 def _no_traceback(text: str, argv) -> None:
@@ -62,7 +66,7 @@ def _error_lines(stderr: str) -> list[str]:
     out, in_usage = [], False
     for line in stderr.splitlines():
         if _BAR.search(line):
-            continue   # a progress bar's last state (stderr, as tqdm draws it)
+            continue  # a progress bar's last state (stderr, as tqdm draws it)
         if line.startswith("usage:"):
             in_usage = True
             continue
@@ -94,11 +98,14 @@ def test_any_argv_is_help_a_run_or_one_usage_line(argv):
 
     out, err = io.StringIO(), io.StringIO()
     ran = []
-    with mock.patch.object(commands, "execute", lambda inv, ctx: ran.append(inv)), \
-            contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    with (
+        mock.patch.object(commands, "execute", lambda inv, ctx: ran.append(inv)),
+        contextlib.redirect_stdout(out),
+        contextlib.redirect_stderr(err),
+    ):
         try:
             rc = cli.main(list(argv))
-        except SystemExit as exc:   # --version from argparse
+        except SystemExit as exc:  # --version from argparse
             rc = exc.code
     _no_traceback(out.getvalue() + err.getvalue(), argv)
     assert rc in (0, 2), (argv, rc, err.getvalue())
@@ -137,10 +144,25 @@ def _tree(root: Path) -> tuple[list[str], list[str]]:
         for i in range(3):
             (data / f"c{c}" / f"{i}.jpg").write_bytes(os.urandom(2048))
     (root / "file.bin").write_bytes(os.urandom(1 << 20))
-    paths = [str(root / "empty"), str(data), str(root / "file.bin"), str(root / "new"), str(root),
-             "empty", "data", "./data/c0", str(root / "new" / "deeper")]
-    outs = [str(root / "out.html"), str(root / "out.md"), str(root / "out.png"), str(root / "empty"),
-            str(root / "file.bin"), str(root / "new" / "out.json")]
+    paths = [
+        str(root / "empty"),
+        str(data),
+        str(root / "file.bin"),
+        str(root / "new"),
+        str(root),
+        "empty",
+        "data",
+        "./data/c0",
+        str(root / "new" / "deeper"),
+    ]
+    outs = [
+        str(root / "out.html"),
+        str(root / "out.md"),
+        str(root / "out.png"),
+        str(root / "empty"),
+        str(root / "file.bin"),
+        str(root / "new" / "out.json"),
+    ]
     return paths, outs
 
 
@@ -159,29 +181,58 @@ def _before_main(rc: int, err: str) -> bool:
     lines = err.strip().splitlines()
     if not (rc in (-signal.SIGINT, 1) and lines and lines[-1] == "KeyboardInterrupt"):
         return False
-    ours = [ln for ln in lines if ln.strip().startswith("File ") and "/nbbench/" in ln
-            and "nbbench/__init__.py" not in ln and "nbbench/results" not in ln]
+    ours = [
+        ln
+        for ln in lines
+        if ln.strip().startswith("File ")
+        and "/nbbench/" in ln
+        and "nbbench/__init__.py" not in ln
+        and "nbbench/results" not in ln
+    ]
     # none of nbbench's own frames but the package's import, or only main's first line (its `def`)
-    return all("nbbench/cli.py" in ln and ", in main" in ln for ln in ours) and \
-        "def main(" in err if ours else True
+    return all("nbbench/cli.py" in ln and ", in main" in ln for ln in ours) and "def main(" in err if ours else True
 
 
 def _run(argv: list[str], root: Path) -> tuple[int, str, str]:
     marker = f"{os.getpid()}-{root.name}"
-    env = dict(os.environ, NBBENCH_HOME=str(root / "home"), MPLBACKEND="Agg", PYTHONPATH=str(ROOT),
-               # object storage: dummy credentials and no instance-metadata look-up (169.254.169.254)
-               AWS_ACCESS_KEY_ID="nbbench-fuzz", AWS_SECRET_ACCESS_KEY="nbbench-fuzz", AWS_EC2_METADATA_DISABLED="true",
-               NO_COLOR="1", CUDA_VISIBLE_DEVICES=os.environ.get("CUDA_VISIBLE_DEVICES", ""),
-               NBBENCH_FUZZ_RUN=marker)
-    for var in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID",
-                "SLURM_PROCID", "OMPI_COMM_WORLD_RANK"):
+    env = dict(
+        os.environ,
+        NBBENCH_HOME=str(root / "home"),
+        MPLBACKEND="Agg",
+        PYTHONPATH=str(ROOT),
+        # object storage: dummy credentials and no instance-metadata look-up (169.254.169.254)
+        AWS_ACCESS_KEY_ID="nbbench-fuzz",
+        AWS_SECRET_ACCESS_KEY="nbbench-fuzz",
+        AWS_EC2_METADATA_DISABLED="true",
+        NO_COLOR="1",
+        CUDA_VISIBLE_DEVICES=os.environ.get("CUDA_VISIBLE_DEVICES", ""),
+        NBBENCH_FUZZ_RUN=marker,
+    )
+    for var in (
+        "RANK",
+        "WORLD_SIZE",
+        "LOCAL_RANK",
+        "MASTER_ADDR",
+        "MASTER_PORT",
+        "TORCHELASTIC_RUN_ID",
+        "SLURM_PROCID",
+        "OMPI_COMM_WORLD_RANK",
+    ):
         env.pop(var, None)
-    proc = subprocess.Popen([sys.executable, "-m", "nbbench", *argv], cwd=root, env=env, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nbbench", *argv],
+        cwd=root,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         out, err = proc.communicate(timeout=SOFT_S)
     except subprocess.TimeoutExpired:
-        proc.send_signal(signal.SIGINT)   # as Ctrl-C would: it must end, as interrupted or done
+        proc.send_signal(signal.SIGINT)  # as Ctrl-C would: it must end, as interrupted or done
         try:
             out, err = proc.communicate(timeout=HARD_S)
         except subprocess.TimeoutExpired:
@@ -191,7 +242,7 @@ def _run(argv: list[str], root: Path) -> tuple[int, str, str]:
     finally:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
-        _kill_marked(marker)   # nothing of the run outlives it, not even what left its process group
+        _kill_marked(marker)  # nothing of the run outlives it, not even what left its process group
     return proc.returncode, out, err
 
 
@@ -221,14 +272,14 @@ def test_a_runnable_argv_ends_in_an_exit_code_and_at_most_one_error_line(name, d
         rc, out, err = _run(argv, root)
         event(f"{argv[0]} exit {rc}")
         if _before_main(rc, err):
-            return   # the SIGINT came while Python itself was still starting: Python's, not ours
+            return  # the SIGINT came while Python itself was still starting: Python's, not ours
         _no_traceback(out + err, argv)
         rc = _shell_code(rc)
         assert rc in (0, 1, 2, 3, 130), (argv, rc, err[-2000:])
         lines = [ln for ln in _error_lines(err) if not ln.startswith(("warning:", "note:", "not saved:"))]
-        if rc == 2:   # a usage error: in one line on stderr
+        if rc == 2:  # a usage error: in one line on stderr
             assert len(lines) == 1, (argv, rc, err)
-        elif rc in (1, 130):   # failed or interrupted: a line on stderr, or the result saying so (--json)
+        elif rc in (1, 130):  # failed or interrupted: a line on stderr, or the result saying so (--json)
             assert lines or out.strip(), (argv, rc, err)
 
 
@@ -265,21 +316,30 @@ def test_an_interrupt_after_start_up_is_130_and_one_line(argv, tmp_path):
 
     (tmp_path / "data").mkdir()
     (tmp_path / "home").mkdir()
-    code = ("import sys, signal\n"
-            "from nbbench import cli\n"
-            "print('ready', flush=True)\n"
-            "sys.stdin.readline()\n"   # the test's go: SIGINT follows at once, during main
-            "sys.exit(cli.main(sys.argv[1:]))\n")
+    code = (
+        "import sys, signal\n"
+        "from nbbench import cli\n"
+        "print('ready', flush=True)\n"
+        "sys.stdin.readline()\n"  # the test's go: SIGINT follows at once, during main
+        "sys.exit(cli.main(sys.argv[1:]))\n"
+    )
     env = dict(os.environ, NBBENCH_HOME=str(tmp_path / "home"), MPLBACKEND="Agg", PYTHONPATH=str(ROOT))
     delays = [0.0, 0.01, 0.03, 0.1, 0.3] * (8 if STRESS else 1)
     interrupted = 0
     for delay in delays:
-        proc = subprocess.Popen([sys.executable, "-c", code, *argv], cwd=tmp_path, env=env, text=True,
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", code, *argv],
+            cwd=tmp_path,
+            env=env,
+            text=True,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         assert proc.stdout.readline().strip() == "ready"
         proc.stdin.write("go\n")
         proc.stdin.flush()
-        time.sleep(delay)   # not synchronisation: the moment of the interrupt is what varies
+        time.sleep(delay)  # not synchronisation: the moment of the interrupt is what varies
         proc.send_signal(signal.SIGINT)
         try:
             out, err = proc.communicate(timeout=HARD_S)
@@ -287,7 +347,7 @@ def test_an_interrupt_after_start_up_is_130_and_one_line(argv, tmp_path):
             proc.kill()
             pytest.fail(f"{argv} ran on {HARD_S:g} s after SIGINT")
         if _before_main(proc.returncode, err):
-            continue   # it landed on main's first line, before its try: Python's
+            continue  # it landed on main's first line, before its try: Python's
         _no_traceback(out + err, argv)
         rc = _shell_code(proc.returncode)
         assert rc in (0, 130), (argv, delay, proc.returncode, err)

@@ -14,9 +14,17 @@ from nbbench.store import Store
 
 
 def dd(write, read, cache="direct", bs="1M", size="64M", path="/data", label=None, status="ok"):
-    r = Result(kind="dd", params={"path": path, "bs": bs, "size": size},
-               metrics={"write_bytes_per_s": write, "read_bytes_per_s": read, "write_s": 64 * 2**20 / write if write else None},
-               labels={"cache": cache}, status=status)
+    r = Result(
+        kind="dd",
+        params={"path": path, "bs": bs, "size": size},
+        metrics={
+            "write_bytes_per_s": write,
+            "read_bytes_per_s": read,
+            "write_s": 64 * 2**20 / write if write else None,
+        },
+        labels={"cache": cache},
+        status=status,
+    )
     if label:
         r.labels["label"] = label
     return r
@@ -96,7 +104,7 @@ def test_a_label_with_several_kinds_and_runs(store):
     assert [g.kind for g in c.groups] == ["dd", "randread"]
     g = c.groups[0]
     assert [r.run_id for r in g.pool(0)] == [1, 2, 4] and g.n_runs(0) == 3 and g.runs[0].run_id == 4
-    assert g.value("write_bytes_per_s", 0) == 3e8   # the median of the pooled runs
+    assert g.value("write_bytes_per_s", 0) == 3e8  # the median of the pooled runs
     assert g.delta_pct("write_bytes_per_s", 1) == pytest.approx(100 * (1e9 / 3e8 - 1))
     rr = c.groups[1]
     assert rr.delta_pct("iops", 1) == pytest.approx(200.0) and rr.delta_pct("lat_p99_ns", 1) == pytest.approx(-50.0)
@@ -169,8 +177,12 @@ def test_chart_keeps_the_headline_metrics():
     assert chart_metrics(g) == ["read_bytes_per_s", "iops"]
     assert len(bar_chart(g).axes) == 2
     assert len(bar_chart(g, metrics=["lat_p99_ns"]).axes) == 1
-    plain = compare([Result(kind="k", metrics={"a_bytes_per_s": 1.0, "n_count": 3}),
-                     Result(kind="k", metrics={"a_bytes_per_s": 2.0, "n_count": 3})]).groups[0]
+    plain = compare(
+        [
+            Result(kind="k", metrics={"a_bytes_per_s": 1.0, "n_count": 3}),
+            Result(kind="k", metrics={"a_bytes_per_s": 2.0, "n_count": 3}),
+        ]
+    ).groups[0]
     assert chart_metrics(plain) == ["a_bytes_per_s"]  # no direction for a count: table only
 
 

@@ -16,8 +16,12 @@ from nbbench.store import default_store
 
 
 def dd(w, r, cache="direct", bs="1M"):
-    return Result(kind="dd", params={"path": "/data", "bs": bs, "size": "64M"},
-                  metrics={"write_bytes_per_s": w, "read_bytes_per_s": r}, labels={"cache": cache}).finish()
+    return Result(
+        kind="dd",
+        params={"path": "/data", "bs": bs, "size": "64M"},
+        metrics={"write_bytes_per_s": w, "read_bytes_per_s": r},
+        labels={"cache": cache},
+    ).finish()
 
 
 @pytest.fixture
@@ -118,8 +122,9 @@ def test_magic_compare_shows_a_png(runs):
     nbclient = pytest.importorskip("nbclient")
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell("%load_ext nbbench\n%iobench compare A B")]
-    client = nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
-                                     resources={"metadata": {"path": str(Path.cwd())}})
+    client = nbclient.NotebookClient(
+        nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(Path.cwd())}}
+    )
     client.execute(env=dict(os.environ))
     outputs = nb.cells[0].outputs
     kinds = [k for o in outputs for k in o.get("data", {})]

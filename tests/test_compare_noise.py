@@ -20,12 +20,18 @@ GREEN, RED = "#2e7d32", "#c62828"
 
 
 def dd(w, r, cache="direct", bs="1M", windows=None):
-    res = Result(kind="dd", params={"path": "/data", "bs": bs, "size": "64M"},
-                 metrics={"write_bytes_per_s": w, "read_bytes_per_s": r}, labels={"cache": cache, "engine": "sync"})
+    res = Result(
+        kind="dd",
+        params={"path": "/data", "bs": bs, "size": "64M"},
+        metrics={"write_bytes_per_s": w, "read_bytes_per_s": r},
+        labels={"cache": cache, "engine": "sync"},
+    )
     if windows:
         wr, rd = windows
-        res.samples = {"write_bw": {"t_s": list(range(len(wr))), "write_bytes_per_s": wr},
-                       "read_bw": {"t_s": list(range(len(rd))), "read_bytes_per_s": rd}}
+        res.samples = {
+            "write_bw": {"t_s": list(range(len(wr))), "write_bytes_per_s": wr},
+            "read_bw": {"t_s": list(range(len(rd))), "read_bytes_per_s": rd},
+        }
     return res.finish()
 
 
@@ -43,8 +49,9 @@ def save_sets(base, cand, n=5, noise=0.02, seed=1, cand_cache="direct"):
 
 
 def delta_cells(html):
-    return re.findall(r"<td style='text-align:right;color:([^;]+);font-weight:(\w+)' title='([^']*)'>([^<]*)</td>",
-                      html)
+    return re.findall(
+        r"<td style='text-align:right;color:([^;]+);font-weight:(\w+)' title='([^']*)'>([^<]*)</td>", html
+    )
 
 
 def test_two_sets_of_identical_runs_show_no_significant_change_in_grey():
@@ -57,8 +64,9 @@ def test_two_sets_of_identical_runs_show_no_significant_change_in_grey():
     cells = delta_cells(c.html(images=False))
     assert cells and all(colour == GREY and t == "no significant change" for colour, _, _, t in cells), cells
     rows = [r for r in c.rows if r["ref"] == "B"]
-    assert all(r["significant"] is False and r["method"] == "welch-log" and r["ci_low"] < 1 < r["ci_high"]
-               for r in rows)
+    assert all(
+        r["significant"] is False and r["method"] == "welch-log" and r["ci_low"] < 1 < r["ci_high"] for r in rows
+    )
     gate = c.gate("50%")
     assert gate.verdict == "ok" and gate.exit_code == 0 and commands.exit_code(c) == 0
     assert gate.sentence().startswith("ok: no headline figure is significantly worse")
@@ -78,9 +86,11 @@ def test_a_real_regression_is_red_with_its_interval_and_fails_the_gate():
     assert gate.verdict == "fail" and commands.exit_code(c) == 3 and commands.verdict(c) == "fail"
     (f,) = gate.failures
     assert f["metric"] == "read_bytes_per_s" and 25 < f["worse_pct"] < 35
-    assert re.search(r"read \(dd\) of B is [23]\d\.\d % worse than A: -[23]\d\.\d % \(95 % CI -\d\d\.\d … "
-                     r"-\d\d\.\d %\) \(ratio of the geometric means\); medians \d{3} MB/s against 1\.\d\d GB/s",
-                     gate.sentence()), gate.sentence()
+    assert re.search(
+        r"read \(dd\) of B is [23]\d\.\d % worse than A: -[23]\d\.\d % \(95 % CI -\d\d\.\d … "
+        r"-\d\d\.\d %\) \(ratio of the geometric means\); medians \d{3} MB/s against 1\.\d\d GB/s",
+        gate.sentence(),
+    ), gate.sentence()
     # the same runs, a looser gate: worse, but not by more than 50 %
     assert c.gate("50%").verdict == "ok" and commands.exit_code(c) == 0
     # the API and the CLI agree
@@ -134,7 +144,7 @@ def test_the_chart_draws_whiskers_and_grey_words():
     words = [t for t in texts if "no significant change" in t.get_text()]
     assert len(words) == 2 and all(t.get_color() == GREY for t in words)
     assert any("(5 runs)" in t.get_text() for t in texts)
-    assert all(len(ax.collections) >= 2 for ax in fig.axes if ax.axison)   # a min…max whisker per reference
+    assert all(len(ax.collections) >= 2 for ax in fig.axes if ax.axison)  # a min…max whisker per reference
 
 
 def test_cli_gate_exit_codes_and_json(capsys):
@@ -149,7 +159,11 @@ def test_cli_gate_exit_codes_and_json(capsys):
     assert cli.main(["compare", "A", "B", "--json", "--fail-if-worse", "5%"]) == 3
     d = json.loads(capsys.readouterr().out)
     row = next(r for r in d["groups"][0]["rows"] if r["ref"] == "B" and r["metric"] == "read_bytes_per_s")
-    assert row["significant"] is True and row["method"] == "welch-log" and row["ci_low"] < row["ratio"] < row["ci_high"] < 1
+    assert (
+        row["significant"] is True
+        and row["method"] == "welch-log"
+        and row["ci_low"] < row["ratio"] < row["ci_high"] < 1
+    )
     assert d["verdict"] == "fail" and d["gate"]["failures"][0]["metric"] == "read_bytes_per_s"
 
 
@@ -171,7 +185,7 @@ def test_the_report_says_no_significant_change_for_identical_sets(tmp_path):
     assert "no significant change in read" in para and "more below" not in para
     cells = delta_cells(rep.text)
     assert cells and all(c == GREY for c, *_ in cells)
-    assert "<b>" not in rep.text[rep.text.index("class='summary'"):rep.text.index("</p>")]
+    assert "<b>" not in rep.text[rep.text.index("class='summary'") : rep.text.index("</p>")]
 
 
 def test_a_repeated_result_says_how_many_runs_it_holds():

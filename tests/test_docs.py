@@ -35,7 +35,8 @@ def test_reference_page_matches_the_code(name):
     assert path.exists(), f"{path} missing: run `make reference`"
     assert path.read_text() == expected, (
         f"docs/reference/{name} differs from what the code says (an option, a default, a help text, a metric or "
-        f"an exit code changed): run `make reference` and commit the result")
+        f"an exit code changed): run `make reference` and commit the result"
+    )
 
 
 def _doc_files():
@@ -52,7 +53,7 @@ def quoted_command_lines(text: str) -> list[str]:
     inline code spans, from that word to the end of the line (or span).  A ```text block is output, not
     commands, and is skipped."""
     found = []
-    block = None   # None: prose; else the block's info string
+    block = None  # None: prose; else the block's info string
     for line in text.splitlines():
         if line.lstrip().startswith("```"):
             block = line.strip()[3:].strip() if block is None else None
@@ -63,7 +64,7 @@ def quoted_command_lines(text: str) -> list[str]:
         for span in spans:
             m = _START.search(span)
             if m:
-                found.append(span[m.start(1):].strip())
+                found.append(span[m.start(1) :].strip())
     return found
 
 
@@ -101,7 +102,7 @@ def test_quoted_command_line_parses(where, line):
 
     prog, argv = _argv(line)
     if len(argv) == 1 and argv[0] in commands.REGISTRY:
-        return   # a subcommand named in prose ("`nbbench dd`'s figure"), not a command line
+        return  # a subcommand named in prose ("`nbbench dd`'s figure"), not a command line
     if prog == "nbbench":
         ctx = TerminalContext()
     else:
@@ -121,8 +122,9 @@ def test_a_wrong_option_is_found():
     assert (prog, argv) == ("nbbench", ["dd", "/data", "--bogus", "3"])
     with pytest.raises(commands.UsageProblem):
         commands.parse(argv, commands.Context())
-    assert quoted_command_lines("see `nbbench dd DIR --json` and\n```\n$ nbbench gpu | head\n```\n"
-                                "```text\nnbbench lab: output\n```\n") == ["nbbench dd DIR --json", "nbbench gpu | head"]
+    assert quoted_command_lines(
+        "see `nbbench dd DIR --json` and\n```\n$ nbbench gpu | head\n```\n```text\nnbbench lab: output\n```\n"
+    ) == ["nbbench dd DIR --json", "nbbench gpu | head"]
 
 
 # ------------------------------------------------------------------ tutorials
@@ -143,7 +145,8 @@ def test_tutorial_shape(path):
     assert not asserts, f"{path.name}: test plumbing in a tutorial: {asserts}"
     assert len(cells) <= 15, f"{path.name}: {len(cells)} code cells (at most 15)"
     shown = sum(bool(c.get("outputs")) for c in cells)
-    assert shown >= 0.7 * len(cells), (f"{path.name}: {shown} of {len(cells)} code cells show an output "
-                                       f"(at least 70 %): run `make notebooks-outputs`")
+    assert shown >= 0.7 * len(cells), (
+        f"{path.name}: {shown} of {len(cells)} code cells show an output (at least 70 %): run `make notebooks-outputs`"
+    )
     errors = [o for c in cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
     assert not errors, f"{path.name}: committed with an error output"

@@ -25,8 +25,10 @@ def by_name(checks):
 # ------------------------------------------------------------------ mounts
 # (mountinfo parsing and the scheduler file: tests/test_topology.py)
 def test_stacked_mounts_last_one_wins():
-    text = ("25 24 0:23 / /dev/shm rw,relatime - tmpfs tmpfs rw,size=65536k\n"
-            "30 25 0:27 / /dev/shm rw,relatime - tmpfs tmpfs rw,size=16777216k\n")
+    text = (
+        "25 24 0:23 / /dev/shm rw,relatime - tmpfs tmpfs rw,size=65536k\n"
+        "30 25 0:27 / /dev/shm rw,relatime - tmpfs tmpfs rw,size=16777216k\n"
+    )
     ms = topology.parse_mountinfo(text)
     assert topology.find_mount("/dev/shm", ms).mount_id == 30
     c = system.check_shm("/nonexistent-root", ms, workers=4)
@@ -92,8 +94,12 @@ def test_memory_limit_and_shm_cross_check():
 # ------------------------------------------------------------------- storage
 def test_mount_caveats_by_filesystem():
     ms = topology.read_mounts(DOCKER)
-    expect = {"/workspace": ("overlay", "volume"), "/dataset": ("nfs4", "nconnect"),
-              "/mnt/my bucket": ("fuse.s3fs", "nbbench s3 s3://BUCKET/PREFIX"), "/dev/shm": ("tmpfs", "really lives")}
+    expect = {
+        "/workspace": ("overlay", "volume"),
+        "/dataset": ("nfs4", "nconnect"),
+        "/mnt/my bucket": ("fuse.s3fs", "nbbench s3 s3://BUCKET/PREFIX"),
+        "/dev/shm": ("tmpfs", "really lives"),
+    }
     for path, (fstype, in_fix) in expect.items():
         c, m = storage.check_mount(path, ms)
         assert c.status == "warn" and m.fstype == fstype and in_fix in c.fix, path
@@ -223,8 +229,10 @@ def test_no_jupyter_server(tmp_path):
 
 # ------------------------------------------------------------------ the whole
 def test_doctor_on_a_fixture_tree_and_round_trip(runtime):
-    gpu_verdicts = [{"check": "torch build", "status": "fail", "message": "CPU-only torch: install a CUDA build."},
-                    {"check": "driver", "status": "ok", "message": "driver 570 supports CUDA 12.8."}]
+    gpu_verdicts = [
+        {"check": "torch build", "status": "fail", "message": "CPU-only torch: install a CUDA build."},
+        {"check": "driver", "status": "ok", "message": "driver 570 supports CUDA 12.8."},
+    ]
 
     class FakeGpu:
         verdicts = gpu_verdicts
@@ -232,9 +240,25 @@ def test_doctor_on_a_fixture_tree_and_round_trip(runtime):
     res = doctor("/data", root=DOCKER, runtime_dir=str(runtime), workers=4, gpu_check=lambda benchmark: FakeGpu())
     assert isinstance(res, DoctorResult) and res.kind == "doctor" and res.ok
     names = by_name(res.checks)
-    assert {"/dev/shm size", "open-file limit", "mount", "atime", "read-ahead", "I/O scheduler", "rotational",
-            "queue depth", "vm.dirty ratios", "swap", "usable CPUs", "memory limit", "gpu: torch build",
-            "gpu: driver", "ssh password login", "ssh root login", "jupyter server :8888"} <= set(names)
+    assert {
+        "/dev/shm size",
+        "open-file limit",
+        "mount",
+        "atime",
+        "read-ahead",
+        "I/O scheduler",
+        "rotational",
+        "queue depth",
+        "vm.dirty ratios",
+        "swap",
+        "usable CPUs",
+        "memory limit",
+        "gpu: torch build",
+        "gpu: driver",
+        "ssh password login",
+        "ssh root login",
+        "jupyter server :8888",
+    } <= set(names)
     assert "O_DIRECT" not in names  # not tried on a fixture root
     assert names["gpu: torch build"].status == "fail" and names["gpu: driver"].status == "ok"
     assert res.metrics["fail_count"] == sum(c.status == "fail" for c in res.checks)
@@ -289,8 +313,10 @@ def test_a_read_only_proc_sys_is_one_note_not_a_warning(tmp_path):
     assert c.status == "info" and c.fix == "" and c.evidence.count("read-only") == 1
     from nbbench.results.doctor import DoctorResult
 
-    r = DoctorResult(samples={"checks": [c.to_dict(), Check("mount", "ok", "ext4").to_dict()]},
-                     metrics={"info_count": 1, "ok_count": 1}).finish()
+    r = DoctorResult(
+        samples={"checks": [c.to_dict(), Check("mount", "ok", "ext4").to_dict()]},
+        metrics={"info_count": 1, "ok_count": 1},
+    ).finish()
     assert r.verdict == "ok" and r.findings()["warn"] == 0 and r.findings()["info"] == 1
     assert r.answer_line() == "all 1 checks ok (1 info)"
 
@@ -298,8 +324,12 @@ def test_a_read_only_proc_sys_is_one_note_not_a_warning(tmp_path):
 def test_a_doctor_card_says_a_shared_reason_once():
     from nbbench.results.doctor import DoctorResult
 
-    checks = [Check("ssh password login", "n/a", "no sshd_config"), Check("ssh root login", "n/a", "no sshd_config"),
-              Check("gpu: a", "fail", "x", fix="see the GPU check"), Check("gpu: b", "fail", "y", fix="see the GPU check")]
+    checks = [
+        Check("ssh password login", "n/a", "no sshd_config"),
+        Check("ssh root login", "n/a", "no sshd_config"),
+        Check("gpu: a", "fail", "x", fix="see the GPU check"),
+        Check("gpu: b", "fail", "y", fix="see the GPU check"),
+    ]
     r = DoctorResult(samples={"checks": [c.to_dict() for c in checks]}).finish()
     rows = r.rows()
     assert ("n/a", "ssh password login, ssh root login", "no sshd_config", "") in rows
@@ -327,10 +357,12 @@ def test_doctor_modules_import_light():
     import subprocess
     import sys
 
-    code = ("import sys, nbbench.doctor, nbbench.doctor.system, nbbench.doctor.storage, nbbench.doctor.exposure, "
-            "nbbench.doctor.gpu, nbbench.compare, nbbench.report, nbbench.exporters, nbbench.exporters.fio, "
-            "nbbench.commands.doctor, nbbench.commands.history\n"
-            "print(','.join(m for m in ('torch','pynvml','matplotlib','ipywidgets','pandas','jupyter_server') "
-            "if m in sys.modules))")
+    code = (
+        "import sys, nbbench.doctor, nbbench.doctor.system, nbbench.doctor.storage, nbbench.doctor.exposure, "
+        "nbbench.doctor.gpu, nbbench.compare, nbbench.report, nbbench.exporters, nbbench.exporters.fio, "
+        "nbbench.commands.doctor, nbbench.commands.history\n"
+        "print(','.join(m for m in ('torch','pynvml','matplotlib','ipywidgets','pandas','jupyter_server') "
+        "if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and out.stdout.strip() == "", out.stdout + out.stderr

@@ -22,8 +22,19 @@ def test_doctor_runs_for_real_here(tmp_path):
     assert isinstance(res, DoctorResult) and res.ok
     checks = res.checks
     names = {c.name for c in checks}
-    assert {"/dev/shm size", "open-file limit", "mount", "atime", "O_DIRECT", "vm.dirty ratios", "swap",
-            "usable CPUs", "memory limit", "ssh password login", "ssh root login"} <= names
+    assert {
+        "/dev/shm size",
+        "open-file limit",
+        "mount",
+        "atime",
+        "O_DIRECT",
+        "vm.dirty ratios",
+        "swap",
+        "usable CPUs",
+        "memory limit",
+        "ssh password login",
+        "ssh root login",
+    } <= names
     assert any(c.group == "gpu" for c in checks) and any(c.group == "exposure" for c in checks)
     for c in checks:
         assert c.status in CHECK_STATUSES, c
@@ -39,8 +50,10 @@ def test_doctor_runs_for_real_here(tmp_path):
     # O_DIRECT was tried in a new file that is gone again
     assert res.get("O_DIRECT").status in ("ok", "warn")
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".nbbench-")]
-    assert res.get("mount").data["mount_point"] in Path(tmp_path).resolve().as_posix() or \
-        res.get("mount").data["mount_point"] == "/"
+    assert (
+        res.get("mount").data["mount_point"] in Path(tmp_path).resolve().as_posix()
+        or res.get("mount").data["mount_point"] == "/"
+    )
 
 
 def test_doctor_cli_json_and_save(tmp_path, capsys):
@@ -69,11 +82,24 @@ def test_doctor_flags_a_real_jupyter_server_without_a_token(tmp_path):
     pytest.importorskip("jupyter_server")
     runtime = tmp_path / "runtime"
     port = _free_port()
-    env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(runtime), JUPYTER_CONFIG_DIR=str(tmp_path / "config"),
-               JUPYTER_DATA_DIR=str(tmp_path / "data"), JUPYTER_PLATFORM_DIRS="1")
-    cmd = [str(VENV_BIN / "jupyter"), "server", "--IdentityProvider.token=", "--ServerApp.password=",
-           "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
-           "--ServerApp.open_browser=False", f"--ServerApp.root_dir={tmp_path}"]
+    env = dict(
+        os.environ,
+        JUPYTER_RUNTIME_DIR=str(runtime),
+        JUPYTER_CONFIG_DIR=str(tmp_path / "config"),
+        JUPYTER_DATA_DIR=str(tmp_path / "data"),
+        JUPYTER_PLATFORM_DIRS="1",
+    )
+    cmd = [
+        str(VENV_BIN / "jupyter"),
+        "server",
+        "--IdentityProvider.token=",
+        "--ServerApp.password=",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.port={port}",
+        "--ServerApp.port_retries=0",
+        "--ServerApp.open_browser=False",
+        f"--ServerApp.root_dir={tmp_path}",
+    ]
     if os.geteuid() == 0:
         cmd.append("--allow-root")
     log = open(tmp_path / "server.log", "w")

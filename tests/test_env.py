@@ -36,12 +36,15 @@ def test_cgroup_v1_limits(tmp_path):
     assert env.cgroup_cpu_limit(tmp_path) is None
 
 
-@pytest.mark.parametrize("files,kind", [
-    ({".dockerenv": ""}, "docker"),
-    ({"run/.containerenv": ""}, "podman"),
-    ({"proc/1/cgroup": "0::/kubepods/burstable/pod1/abc\n"}, "kubernetes"),
-    ({"proc/1/cgroup": "0::/init.scope\n"}, None),
-])
+@pytest.mark.parametrize(
+    "files,kind",
+    [
+        ({".dockerenv": ""}, "docker"),
+        ({"run/.containerenv": ""}, "podman"),
+        ({"proc/1/cgroup": "0::/kubepods/burstable/pod1/abc\n"}, "kubernetes"),
+        ({"proc/1/cgroup": "0::/init.scope\n"}, None),
+    ],
+)
 def test_container_detection(tmp_path, files, kind):
     for rel, text in files.items():
         write(tmp_path, rel, text)
@@ -90,9 +93,11 @@ def test_export_conda_inside_conda_runs_conda_list(tmp_path, monkeypatch):
     assert text.startswith("@EXPLICIT") and (tmp_path / "out.txt").read_text() == text
 
 
-LIMITS = ("Limit                     Soft Limit           Hard Limit           Units     \n"
-          "Max cpu time              unlimited            unlimited            seconds   \n"
-          "Max open files            1024                 unlimited            files     \n")
+LIMITS = (
+    "Limit                     Soft Limit           Hard Limit           Units     \n"
+    "Max cpu time              unlimited            unlimited            seconds   \n"
+    "Max open files            1024                 unlimited            files     \n"
+)
 
 
 def test_open_file_limit_from_a_roots_proc_limits(tmp_path):

@@ -41,8 +41,13 @@ def _inject(scenario: str, tmp_path) -> dict:
     why = _why_no_namespace()
     if why:
         pytest.skip(why)
-    out = subprocess.run(["unshare", "-m", "--propagation", "private", PY, str(HERE / "faultwork.py"), scenario,
-                          str(tmp_path)], capture_output=True, text=True, timeout=300, env=clean_env())
+    out = subprocess.run(
+        ["unshare", "-m", "--propagation", "private", PY, str(HERE / "faultwork.py"), scenario, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=clean_env(),
+    )
     if out.returncode != 0 and "mount" in out.stderr and "loop" in out.stderr:
         pytest.skip(f"a loop-mounted filesystem cannot be made here: {out.stderr.strip().splitlines()[-1]}")
     assert out.returncode == 0, out.stderr[-3000:]
@@ -62,8 +67,11 @@ def test_the_filesystem_filling_up_mid_write(tmp_path):
     assert r["injected"], "the filler never ran: the write ended before it had begun"
     assert r["rc"] == 1, r
     line = _one_line_error(r["stderr"])
-    assert re.search(r"nbbench dd: no space left on \S+/mnt while writing: [0-9.]+ [KMG]?i?B written of 320 MiB; "
-                     r"free space [0-9.]+ [KMG]?i?B \(the filesystem filled up: free some space there", line), line
+    assert re.search(
+        r"nbbench dd: no space left on \S+/mnt while writing: [0-9.]+ [KMG]?i?B written of 320 MiB; "
+        r"free space [0-9.]+ [KMG]?i?B \(the filesystem filled up: free some space there",
+        line,
+    ), line
     assert r["left"] == [] and r["earlier_kept"], r
 
 
@@ -73,8 +81,11 @@ def test_the_filesystem_turning_read_only_mid_write(tmp_path):
     assert r["injected"], "the write ended before the filesystem could be aborted"
     assert r["rc"] == 1, r
     line = _one_line_error(r["stderr"])
-    assert re.search(r"nbbench dd: the filesystem holding \S+/mnt became read-only while writing: [0-9.]+ [KMG]?i?B "
-                     r"written of 320 MiB \(the kernel does this after a disk error: look at dmesg", line), line
+    assert re.search(
+        r"nbbench dd: the filesystem holding \S+/mnt became read-only while writing: [0-9.]+ [KMG]?i?B "
+        r"written of 320 MiB \(the kernel does this after a disk error: look at dmesg",
+        line,
+    ), line
     # what the read-only filesystem kept (a name it could not remove) the next run sweeps
     assert r["next_rc"] == 0, r["next_stderr"]
     assert r["left"] == [] and r["earlier_kept"], r
@@ -102,8 +113,13 @@ def test_an_io_error_mid_read(tmp_path):
         if made.returncode != 0:
             pytest.skip(f"dmsetup cannot create a device here: {made.stderr.strip()}")
         try:
-            out = subprocess.run([PY, "-m", "nbbench", "dd", f"/dev/mapper/{name}", "--size", "64M", "--no-save"],
-                                 capture_output=True, text=True, timeout=300, env=clean_env())
+            out = subprocess.run(
+                [PY, "-m", "nbbench", "dd", f"/dev/mapper/{name}", "--size", "64M", "--no-save"],
+                capture_output=True,
+                text=True,
+                timeout=300,
+                env=clean_env(),
+            )
         finally:
             subprocess.run(["dmsetup", "remove", "--retry", name], capture_output=True)
     finally:
@@ -132,21 +148,24 @@ def test_a_kernel_restart_mid_probe_leaves_nothing(tmp_path, now):
         kc.execute(f"%load_ext nbbench\n%iobench checkpoint {data} --size 512M --no-save")
         pid = None
         deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:   # the probe's own file, being written
+        while time.monotonic() < deadline:  # the probe's own file, being written
             names = [n for n in os.listdir(data) if n.startswith(".nbbench-ckptr0-")]
             if names:
                 pid = int(names[0].split("-")[-2])
                 break
             time.sleep(0.01)
         assert pid is not None, "the probe never started writing"
-        km.restart_kernel(now=now)        # the notebook's "Restart kernel" (now: killed at once)
+        km.restart_kernel(now=now)  # the notebook's "Restart kernel" (now: killed at once)
         with pytest.raises(ProcessLookupError):
-            os.kill(pid, 0)               # the old kernel is gone
-        if now:   # killed: its file is still there, for the next probe to sweep
+            os.kill(pid, 0)  # the old kernel is gone
+        if now:  # killed: its file is still there, for the next probe to sweep
             assert [n for n in os.listdir(data) if n.startswith(".nbbench-ckptr0-")], "the kill left nothing to sweep"
             kc.wait_for_ready(timeout=120)
-            reply = kc.execute_interactive(f"%load_ext nbbench\n%iobench checkpoint {data} --size 8M --no-dcp "
-                                           "--no-save", timeout=300, output_hook=lambda msg: None)
+            reply = kc.execute_interactive(
+                f"%load_ext nbbench\n%iobench checkpoint {data} --size 8M --no-dcp --no-save",
+                timeout=300,
+                output_hook=lambda msg: None,
+            )
             assert reply["content"]["status"] == "ok", reply["content"]
         assert [n for n in os.listdir(data) if n.startswith(".nbbench-")] == []
         kc.stop_channels()

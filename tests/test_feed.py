@@ -52,8 +52,7 @@ def test_random_bytes_are_read_not_decoded(bytes_tree):
 
 
 def test_feed_answers_how_many_accelerators(jpeg_tree):
-    res = feed(jpeg_tree, accelerator="h100-resnet50", batch_size=8, num_workers=1, duration=0.5, size=64,
-               warmup=1)
+    res = feed(jpeg_tree, accelerator="h100-resnet50", batch_size=8, num_workers=1, duration=0.5, size=64, warmup=1)
     assert res.ok, res.reason
     m = res.metrics
     need = 0.9 * 400 / 0.224
@@ -69,8 +68,9 @@ def test_feed_answers_how_many_accelerators(jpeg_tree):
 
 
 def test_feed_bytes_only_warm_only(bytes_tree):
-    res = feed(bytes_tree, accelerator="a100-resnet50", batch_size=4, num_workers=0, duration=0.3, cold="none",
-               warmup=1)
+    res = feed(
+        bytes_tree, accelerator="a100-resnet50", batch_size=4, num_workers=0, duration=0.3, cold="none", warmup=1
+    )
     assert res.labels["decode"] == "none" and res.labels["cold_method"] == "none"
     assert "cold_samples_per_s" not in res.metrics and res.limiter is None
     assert res.metrics["samples_per_s"] == res.metrics["warm_samples_per_s"]
@@ -94,8 +94,25 @@ def test_evict_files_is_read_only(jpeg_tree):
 def test_cli_feed_json_answers(jpeg_tree, capsys):
     from nbbench.cli import main
 
-    rc = main(["feed", str(jpeg_tree), "--accelerator", "h100-resnet50", "--json", "--batch-size", "8",
-               "--workers", "1", "--duration", "0.3", "--size", "64", "--warmup", "1"])
+    rc = main(
+        [
+            "feed",
+            str(jpeg_tree),
+            "--accelerator",
+            "h100-resnet50",
+            "--json",
+            "--batch-size",
+            "8",
+            "--workers",
+            "1",
+            "--duration",
+            "0.3",
+            "--size",
+            "64",
+            "--warmup",
+            "1",
+        ]
+    )
     out = capsys.readouterr().out
     assert rc == 0
     d = json.loads(out)
@@ -131,8 +148,9 @@ def test_magics_loader_sweep_feed(jpeg_tree):
     ip.user_ns["ds"] = ImageFolderDataset(jpeg_tree, size=32)
     s = ip.run_line_magic("iobench", "sweep ds --workers 0 --batch-size 8 --duration 0.2 -o -q --no-save")
     assert s.kind == "sweep" and s.recommended["num_workers"] == 0
-    f = ip.run_line_magic("iobench", f"feed {jpeg_tree} --batch-size 8 --workers 0 --duration 0.2 --size 32 "
-                                     "--warmup 1 -o -q --no-save")
+    f = ip.run_line_magic(
+        "iobench", f"feed {jpeg_tree} --batch-size 8 --workers 0 --duration 0.2 --size 32 --warmup 1 -o -q --no-save"
+    )
     assert f.kind == "feed"
     with pytest.raises(UsageError, match="no variable named"):
         ip.run_line_magic("iobench", "loader nothing_here")

@@ -13,7 +13,7 @@ from nbbench.results.loader import LoaderResult
 from nbbench.units import format_metric
 
 H100 = get_accelerator("h100-resnet50")
-NEED = H100.needed_samples_per_s()          # 1.61 ksamples/s per H100 at AU 90 %
+NEED = H100.needed_samples_per_s()  # 1.61 ksamples/s per H100 at AU 90 %
 STORAGE_ADVICE = "faster storage or caching the dataset in memory helps"
 
 
@@ -48,13 +48,13 @@ def test_cold_short_where_warm_would_do_is_storage_fetch():
 
 
 def test_both_meet_the_need_storage_only_when_clearly_slower_and_warm_feeds_more():
-    info, s = words(2.2 * NEED, 3.4 * NEED)            # 65 %: 2 fed cold, 3 warm
+    info, s = words(2.2 * NEED, 3.4 * NEED)  # 65 %: 2 fed cold, 3 warm
     assert (info["limiter"], info["case"]) == ("storage fetch", "storage ceiling")
     assert "feeds 2" in s and "would feed 3" in s and STORAGE_ADVICE in s
-    info, s = words(2.1 * NEED, 2.5 * NEED)            # 84 %: slower, but 2 fed either way
+    info, s = words(2.1 * NEED, 2.5 * NEED)  # 84 %: slower, but 2 fed either way
     assert (info["limiter"], info["case"]) == ("CPU preparation", "CPU ceiling") and info["storage_slower"]
     assert "not one more accelerator" in s and STORAGE_ADVICE not in s
-    info, s = words(2.9 * NEED, 3.0 * NEED)            # 97 %: storage does not slow it
+    info, s = words(2.9 * NEED, 3.0 * NEED)  # 97 %: storage does not slow it
     assert (info["limiter"], info["case"]) == ("CPU preparation", "CPU ceiling") and not info["storage_slower"]
     assert "did not slow it down" in s and "faster storage does not" in s
     # a clearly slower cold run whose warm twin feeds no more: still not storage's fault
@@ -63,10 +63,10 @@ def test_both_meet_the_need_storage_only_when_clearly_slower_and_warm_feeds_more
 
 
 def test_the_count_asked_for_sets_the_need():
-    info, s = words(2.4 * NEED, 2.5 * NEED, count=3)   # feeds 2 even warm; 3 were asked for
+    info, s = words(2.4 * NEED, 2.5 * NEED, count=3)  # feeds 2 even warm; 3 were asked for
     assert (info["limiter"], info["case"]) == ("CPU preparation", "warm short")
     assert info["needed"] == pytest.approx(3 * NEED) and "3 h100-resnet50s need" in s
-    info, _ = words(1.5 * NEED, 3.5 * NEED, count=3)   # warm feeds 3, cold 1
+    info, _ = words(1.5 * NEED, 3.5 * NEED, count=3)  # warm feeds 3, cold 1
     assert (info["limiter"], info["case"]) == ("storage fetch", "cold short")
 
 
@@ -103,8 +103,13 @@ def _measured(rate, n=10, batch=8):
     """A LoaderResult whose kept steps deliver ``rate`` samples/s."""
     dt = batch / rate
     r = LoaderResult(params={"step": None})
-    r.samples["steps"] = {"t_s": [dt * (i + 1) for i in range(n)], "wait_s": [dt] * n, "compute_s": [0.0] * n,
-                          "samples": [batch] * n, "bytes": [100] * n}
+    r.samples["steps"] = {
+        "t_s": [dt * (i + 1) for i in range(n)],
+        "wait_s": [dt] * n,
+        "compute_s": [0.0] * n,
+        "samples": [batch] * n,
+        "bytes": [100] * n,
+    }
     r.metrics["startup_s"] = 0.01
     return r.derive().finish("ok")
 
@@ -112,11 +117,18 @@ def _measured(rate, n=10, batch=8):
 def test_feed_names_cpu_when_even_warm_data_feeds_none(jpeg_tree, monkeypatch):
     import nbbench.probes.pipeline.feed as feedmod
 
-    rates = iter([74.3, 101.0] * 3)   # cold, warm pairs as measured by the reporter
+    rates = iter([74.3, 101.0] * 3)  # cold, warm pairs as measured by the reporter
     monkeypatch.setattr(feedmod, "bench_loader", lambda *a, **k: _measured(next(rates)))
     calls = []
-    res = feedmod.feed(jpeg_tree, batch_size=8, num_workers=0, warmup=1, duration=0.2, size=32,
-                       progress=lambda f, m: calls.append((f, m)))
+    res = feedmod.feed(
+        jpeg_tree,
+        batch_size=8,
+        num_workers=0,
+        warmup=1,
+        duration=0.2,
+        size=32,
+        progress=lambda f, m: calls.append((f, m)),
+    )
     assert res.metrics["cold_samples_per_s"] == pytest.approx(74.3)
     assert res.metrics["accelerators_fed_warm_count"] == 0
     assert res.limiter == "CPU preparation" and res.labels["limiter_basis"] == "warm short"
@@ -137,14 +149,29 @@ def test_a_real_feed_bar_ends_on_the_results_figures(jpeg_tree, monkeypatch, cap
     got = []
     real = feedmod.feed
     monkeypatch.setattr(feedmod, "feed", lambda *a, **k: got.append(real(*a, **k)) or got[-1])
-    rc = main(["feed", str(jpeg_tree), "--batch-size", "8", "--workers", "0", "--duration", "0.3", "--size", "32",
-               "--warmup", "1", "--no-save"])
+    rc = main(
+        [
+            "feed",
+            str(jpeg_tree),
+            "--batch-size",
+            "8",
+            "--workers",
+            "0",
+            "--duration",
+            "0.3",
+            "--size",
+            "32",
+            "--warmup",
+            "1",
+            "--no-save",
+        ]
+    )
     err = capsys.readouterr().err
     assert rc == 0 and got
     res = got[0]
     last = [ln for ln in err.splitlines() if ln.strip()][-1]
     assert last.endswith("ok") and f"| {sps(res.metrics['samples_per_s'])}" not in last
-    assert f"{sps(res.metrics['samples_per_s'])}, " in last   # the rate, labelled by its unit
+    assert f"{sps(res.metrics['samples_per_s'])}, " in last  # the rate, labelled by its unit
     assert f"{sps(res.metrics['warm_samples_per_s'])} from memory (warm cache)" in last
     assert res.limiter in ("storage fetch", "CPU preparation")
     # whatever it measured, the advice follows the limiter
@@ -166,8 +193,9 @@ def test_the_loader_bar_ends_on_the_results_figures():
         calls.append(m)
         bar(f, m)
 
-    res = bench_loader([np.zeros((4, 2))] * 400, duration=0.6, warmup=1, step=lambda b: time.sleep(0.002),
-                       progress=progress)
+    res = bench_loader(
+        [np.zeros((4, 2))] * 400, duration=0.6, warmup=1, step=lambda b: time.sleep(0.002), progress=progress
+    )
     bar.close(res.status)
     assert calls[-1]["samples_per_s"] == res.metrics["samples_per_s"]
     assert calls[-1]["au_pct"] == res.metrics["au_pct"]

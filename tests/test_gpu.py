@@ -28,8 +28,9 @@ def test_gpu_present_all_fits():
 
 
 def test_driver_too_old_for_the_build():
-    res = check(torch=FakeTorch(cuda="12.8", available=False), nvml=Nvml(FakePynvml(cuda=12020)),
-                benchmark=False, env={})
+    res = check(
+        torch=FakeTorch(cuda="12.8", available=False), nvml=Nvml(FakePynvml(cuda=12020)), benchmark=False, env={}
+    )
     assert not res.available
     assert "built for CUDA 12.8 but the driver supports up to 12.2" in res.reason
     assert "update the driver or install a torch built for 12.2" in res.reason
@@ -59,8 +60,12 @@ def test_no_driver():
 
 
 def test_cuda_visible_devices_hides_all():
-    res = check(torch=FakeTorch(available=False, devices=0), nvml=Nvml(FakePynvml()), benchmark=False,
-                env={"CUDA_VISIBLE_DEVICES": ""})
+    res = check(
+        torch=FakeTorch(available=False, devices=0),
+        nvml=Nvml(FakePynvml()),
+        benchmark=False,
+        env={"CUDA_VISIBLE_DEVICES": ""},
+    )
     assert not res.available and "CUDA_VISIBLE_DEVICES" in res.reason
 
 
@@ -82,8 +87,15 @@ def test_unsupported_nvml_values_are_na_not_errors():
 
 def test_benchmark_arithmetic_with_fake_events():
     # each event record advances the fake clock 2 ms: every timed op takes 2 ms
-    res = check(torch=FakeTorch(step_ms=2.0), nvml=Nvml(FakePynvml()), benchmark=True, env={},
-                matmul_size=1000, copy_bytes=10**8, repeats=5)
+    res = check(
+        torch=FakeTorch(step_ms=2.0),
+        nvml=Nvml(FakePynvml()),
+        benchmark=True,
+        env={},
+        matmul_size=1000,
+        copy_bytes=10**8,
+        repeats=5,
+    )
     assert abs(res.metrics["matmul_fp32_flop_per_s"] - 2 * 1000**3 / 2e-3) < 1
     assert abs(res.metrics["matmul_bf16_flop_per_s"] - 1e12) < 1
     assert abs(res.metrics["h2d_pinned_bytes_per_s"] - 10**8 / 2e-3) < 1
@@ -109,8 +121,9 @@ def test_versions_helpers():
 def test_real_machine_without_gpu_cli_json():
     """The absent path for real: this machine has no GPU (or CI's).  The check ran (status
     ok); CUDA not usable is its verdict, fail, and the exit code 3 says so."""
-    out = subprocess.run([sys.executable, "-m", "nbbench", "gpu", "--json", "--no-save"],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "nbbench", "gpu", "--json", "--no-save"], capture_output=True, text=True, timeout=120
+    )
     data = json.loads(out.stdout)
     assert data["kind"] == "gpu" and data["status"] == "ok", out.stderr
     if not data["available"]:
@@ -124,9 +137,13 @@ def test_torch_devices_get_the_nvml_facts_of_the_same_gpu():
     """CUDA_VISIBLE_DEVICES=1 makes NVML's GPU 1 torch's device 0: its NVML facts (name, PCIe
     link, memory) are matched by PCI address, not by index; NVML's other GPU follows, marked
     not visible to CUDA, and the device count is the GPUs torch can use."""
-    nv = FakePynvml(devices=[fake_device(name="NVIDIA A100-SXM4-80GB", gen=4, gen_max=4, pci=(0, 0x07, 0)),
-                             fake_device(name="NVIDIA H100 80GB HBM3", width=8, pci=(0, 0x4f, 0))])
-    torch = FakeTorch(devices=1, props={0: {"pci_domain_id": 0, "pci_bus_id": 0x4f, "pci_device_id": 0}})
+    nv = FakePynvml(
+        devices=[
+            fake_device(name="NVIDIA A100-SXM4-80GB", gen=4, gen_max=4, pci=(0, 0x07, 0)),
+            fake_device(name="NVIDIA H100 80GB HBM3", width=8, pci=(0, 0x4F, 0)),
+        ]
+    )
+    torch = FakeTorch(devices=1, props={0: {"pci_domain_id": 0, "pci_bus_id": 0x4F, "pci_device_id": 0}})
     res = check(torch=torch, nvml=Nvml(nv), benchmark=False, env={"CUDA_VISIBLE_DEVICES": "1"})
     first, other = res.devices
     assert first["index"] == 0 and first["nvml_index"] == 1

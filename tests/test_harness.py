@@ -16,7 +16,7 @@ def test_state_is_removed_when_the_context_exits(tmp_path):
         state = lab.state
         assert state.is_dir() and (state / "nbbench-home").is_dir() and lab.proc.poll() is None
     assert not state.exists()
-    assert lab.proc.poll() is not None   # and the server is gone
+    assert lab.proc.poll() is not None  # and the server is gone
 
 
 def test_state_is_removed_when_the_block_raises(tmp_path, capsys):
@@ -26,7 +26,7 @@ def test_state_is_removed_when_the_block_raises(tmp_path, capsys):
             assert state.is_dir()
             raise RuntimeError("a test failed inside")
     assert not state.exists()
-    assert "jupyter server log" in capsys.readouterr().out   # the log's tail is kept for the failure report
+    assert "jupyter server log" in capsys.readouterr().out  # the log's tail is kept for the failure report
 
 
 def test_state_is_removed_when_the_server_does_not_start(tmp_path):

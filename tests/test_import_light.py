@@ -16,13 +16,20 @@ def test_import_nbbench_loads_nothing_heavy():
 
 
 def test_core_modules_load_nothing_heavy():
-    assert loaded_after("import nbbench.results, nbbench.store, nbbench.env, nbbench.nvml, "
-                        "nbbench.commands, nbbench.cli, nbbench.units, nbbench.progress") == []
+    assert (
+        loaded_after(
+            "import nbbench.results, nbbench.store, nbbench.env, nbbench.nvml, "
+            "nbbench.commands, nbbench.cli, nbbench.units, nbbench.progress"
+        )
+        == []
+    )
 
 
 def test_every_subcommand_module_and_help_loads_nothing_heavy():
-    code = ("import contextlib, io\nfrom nbbench import commands, cli\n"
-            "for n in commands.REGISTRY:\n"
-            "    try:\n        commands.get_command(n)\n    except ImportError:\n        continue\n"
-            "    with contextlib.redirect_stdout(io.StringIO()):\n        cli.main([n, '--help'])\n")
+    code = (
+        "import contextlib, io\nfrom nbbench import commands, cli\n"
+        "for n in commands.REGISTRY:\n"
+        "    try:\n        commands.get_command(n)\n    except ImportError:\n        continue\n"
+        "    with contextlib.redirect_stdout(io.StringIO()):\n        cli.main([n, '--help'])\n"
+    )
     assert loaded_after(code) == []

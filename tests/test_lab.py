@@ -12,8 +12,9 @@ SCRIPT = ROOT / "tools" / "lab.sh"
 
 def run_lab(extra_env, *args):
     env = {**os.environ, "NBBENCH_LAB_DRY_RUN": "1", **extra_env}
-    out = subprocess.run(["bash", str(SCRIPT), ".venv/bin/jupyter", *args], cwd=ROOT, env=env,
-                         capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        ["bash", str(SCRIPT), ".venv/bin/jupyter", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
     assert out.returncode == 0, out.stderr
     return out.stdout
 
@@ -29,18 +30,18 @@ def test_the_banner_comes_first_with_the_link_the_notebook_the_tunnel_and_the_st
     out = run_lab({"NBBENCH_LAB_TOKEN": "t0k3n", "NBBENCH_LAB_PORT": str(port)}, "--allow-root")
     lines = out.splitlines()
     run = next(i for i, ln in enumerate(lines) if ln.startswith("would run:"))
-    banner = "\n".join(lines[:run])            # all of it before JupyterLab would start
+    banner = "\n".join(lines[:run])  # all of it before JupyterLab would start
     assert f"http://127.0.0.1:{port}/lab/tree/01-quickstart.ipynb?token=t0k3n" in banner
     assert "01-quickstart.ipynb, then 02" in banner
     last = sorted(p.name for p in (ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb"))[-1][:2]
-    assert f"then 02 … {last} in order" in banner        # every tutorial, 08 today
+    assert f"then 02 … {last} in order" in banner  # every tutorial, 08 today
     assert f"ssh -L {port}:127.0.0.1:{port} HOST" in banner
     assert "Ctrl-C twice" in banner and f"lab stop {port}" in banner
     cmd = lines[run]
     # the server is started as the banner says: that port only, loopback, the notebook folder
     assert f"--ServerApp.port={port}" in cmd and "--ServerApp.port_retries=0" in cmd
     assert "--ServerApp.ip=127.0.0.1" in cmd and "--notebook-dir=notebooks" in cmd and cmd.endswith("--allow-root")
-    assert "t0k3n" not in cmd                  # the token goes in the environment, not on the command line
+    assert "t0k3n" not in cmd  # the token goes in the environment, not on the command line
 
 
 def test_a_taken_port_moves_the_banner_to_the_next_free_one():

@@ -18,11 +18,28 @@ ROOT = Path(__file__).resolve().parents[1] / "nbbench"
 
 #: bottom first; a module belongs to the layer of the longest prefix that names it
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("core", ("nbbench.units", "nbbench.stats", "nbbench.results", "nbbench.store", "nbbench.env", "nbbench.topology",
-              "nbbench.compare", "nbbench.accelerators", "nbbench.nvml", "nbbench.progress",
-              "nbbench.runner", "nbbench.tempfiles", "nbbench.version",
-              "nbbench.envexport", "nbbench.tempsweep", "nbbench.templock",
-              "nbbench.sigchain")),
+    (
+        "core",
+        (
+            "nbbench.units",
+            "nbbench.stats",
+            "nbbench.results",
+            "nbbench.store",
+            "nbbench.env",
+            "nbbench.topology",
+            "nbbench.compare",
+            "nbbench.accelerators",
+            "nbbench.nvml",
+            "nbbench.progress",
+            "nbbench.runner",
+            "nbbench.tempfiles",
+            "nbbench.version",
+            "nbbench.envexport",
+            "nbbench.tempsweep",
+            "nbbench.templock",
+            "nbbench.sigchain",
+        ),
+    ),
     ("measure", ("nbbench.probes", "nbbench.monitor", "nbbench.doctor", "nbbench.datasets", "nbbench.testing")),
     ("dist", ("nbbench.dist",)),
     ("plots", ("nbbench.plots",)),
@@ -98,21 +115,29 @@ def imports_of(mod: str, path: Path) -> list[tuple[str, int]]:
                 sub = f"{target}.{a.name}"
                 # `from . import commands` imports the submodule; `from . import __version__` the package
                 out.append((sub if sub in MODULES else target, node.lineno))
-        elif (isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None))
-              in ("import_module", "__import__") and node.args and isinstance(node.args[0], ast.Constant)
-              and isinstance(node.args[0].value, str)):
+        elif (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "attr", getattr(node.func, "id", None)) in ("import_module", "__import__")
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
             out.append((node.args[0].value, node.lineno))
     # the declarative registries name modules as "module:Class" strings
     for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("nbbench.") \
-                and ":" in node.value and " " not in node.value:
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and node.value.startswith("nbbench.")
+            and ":" in node.value
+            and " " not in node.value
+        ):
             out.append((node.value.split(":")[0], node.lineno))
     return out
 
 
 def _allowed(src: str, dst: str) -> bool:
-    return any((src == a or src.startswith(a + ".")) and (dst == b or dst.startswith(b + "."))
-               for a, b in ALLOWED)
+    return any((src == a or src.startswith(a + ".")) and (dst == b or dst.startswith(b + ".")) for a, b in ALLOWED)
 
 
 def _rel(path: Path) -> str:
@@ -132,8 +157,9 @@ def upward_imports(mods: dict[str, Path] = MODULES) -> list[str]:
                 continue
             dst_layer = layer_of(target)
             if dst_layer is not None and dst_layer > src_layer and not _allowed(mod, target):
-                problems.append(f"{_rel(path)}:{line}: {mod} ({LAYERS[src_layer][0]}) "
-                                f"imports {target} ({LAYERS[dst_layer][0]})")
+                problems.append(
+                    f"{_rel(path)}:{line}: {mod} ({LAYERS[src_layer][0]}) imports {target} ({LAYERS[dst_layer][0]})"
+                )
     return sorted(set(problems))
 
 

@@ -14,8 +14,10 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 
 def panels():
-    return [Panel("throughput", ["loader.samples_per_s"], unit="samples/s"),
-            Panel("GPU", ["gpu*.util_pct"], unit="%", ylim=(0, 100), labels={"gpu0.util_pct": "GPU0"})]
+    return [
+        Panel("throughput", ["loader.samples_per_s"], unit="samples/s"),
+        Panel("GPU", ["gpu*.util_pct"], unit="%", ylim=(0, 100), labels={"gpu0.util_pct": "GPU0"}),
+    ]
 
 
 def test_only_series_the_panels_show_are_kept():
@@ -40,9 +42,11 @@ def test_render_is_a_png_and_the_figure_is_not_pyplot():
     assert ax1.get_ylim() == (0.0, 100.0)
     assert ax0.get_ylim()[1] >= 490  # autoscaled in nice steps
     assert [line.get_label() for line in ax1.get_lines() if not line.get_label().startswith("_")] == ["GPU0"]
-    code = ("import sys; from nbbench.ui.liveplot import LivePlot, Panel; "
-            "p = LivePlot([Panel('a', ['x'])], target='none'); p.add(0, {'x': 1.0}); p.add(1, {'x': 2.0}); "
-            "p.render_png(); print('matplotlib.pyplot' in sys.modules)")
+    code = (
+        "import sys; from nbbench.ui.liveplot import LivePlot, Panel; "
+        "p = LivePlot([Panel('a', ['x'])], target='none'); p.add(0, {'x': 1.0}); p.add(1, {'x': 2.0}); "
+        "p.render_png(); print('matplotlib.pyplot' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
@@ -144,7 +148,7 @@ def test_a_costly_frame_never_buys_a_rest_longer_than_max_rest(monkeypatch):
     p = LivePlot(panels(), target="display", max_fps=4, cpu_budget=0.012, max_rest_s=2.0)
     import itertools
 
-    clock = itertools.count(0.0, 0.3)   # every reading 0.3 s of CPU after the one before: each frame costs >= 0.3 s
+    clock = itertools.count(0.0, 0.3)  # every reading 0.3 s of CPU after the one before: each frame costs >= 0.3 s
     monkeypatch.setattr(time, "thread_time", lambda: next(clock))
     p.start()
     p.add(time.monotonic(), {"loader.samples_per_s": 1.0})
@@ -161,7 +165,7 @@ def test_widget_target_sets_image_value():
     p.start()
     assert p.widget is not None and bytes(p.widget.value).startswith(PNG)
     p.add(1.0, {"gpu0.util_pct": 50})
-    p.add(2.0, {"gpu0.util_pct": 60})   # two points: a line, so a final frame
+    p.add(2.0, {"gpu0.util_pct": 60})  # two points: a line, so a final frame
     png = p.close()
     assert bytes(p.widget.value) == png
 
@@ -273,7 +277,7 @@ def test_a_quiet_network_panel_is_left_out_of_the_final_frame_and_said_in_words(
     fig = tl.figure
     assert fig is not None and len(fig.axes) == n - 1
     cpu_ax = next(ax for ax in fig.axes if ax.get_title(loc="left").startswith("CPU"))
-    assert any(len(line.get_xdata()) == 10 for line in cpu_ax.lines)   # the panels left still draw their data
+    assert any(len(line.get_xdata()) == 10 for line in cpu_ax.lines)  # the panels left still draw their data
     busy = Timeline(monitor_panels(net_label="eth0"), title="t")
     for i in range(10):
         busy.add(float(i), {"cpu.util_pct": 50.0, "net.rx_bytes_per_s": 5e6})

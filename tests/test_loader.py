@@ -10,8 +10,13 @@ import pytest
 
 from nbbench.accelerators import ACCELERATORS, get_accelerator
 from nbbench.probes.pipeline.batches import batch_info
-from nbbench.probes.pipeline.loader import (LoaderResult, bench_loader, input_bound_band, predicted_au_pct,
-                                   worker_failure_reason)
+from nbbench.probes.pipeline.loader import (
+    LoaderResult,
+    bench_loader,
+    input_bound_band,
+    predicted_au_pct,
+    worker_failure_reason,
+)
 from nbbench.probes.pipeline.steps import EventTimeline, resolve_step
 from nbbench.results import ProbeError, Result
 
@@ -45,8 +50,7 @@ def test_au_matches_the_arithmetic(data_s, compute_s, workers):
     # starve the worker process, or overshoot the main process's data sleep, now and then (CI
     # once saw 55.7 against 60.1 without a worker): one more try before failing.
     for _attempt in range(2):
-        res = bench_loader(_loader(data_s, workers), duration=1.2, warmup=2,
-                           step=lambda batch: time.sleep(compute_s))
+        res = bench_loader(_loader(data_s, workers), duration=1.2, warmup=2, step=lambda batch: time.sleep(compute_s))
         assert res.ok, res.reason
         step_s = statistics.median(res.samples["steps"]["compute_s"])
         assert step_s >= compute_s
@@ -81,10 +85,18 @@ def test_bands():
 
 def test_figures_are_derived_from_the_kept_samples():
     # four measured steps over 0.4 s: 0.10 s of waiting, 0.26 s of compute, 28 samples
-    steps = {"t_s": [0.1, 0.2, 0.3, 0.4], "wait_s": [0.02, 0.01, 0.05, 0.02], "compute_s": [0.07, 0.08, 0.04, 0.07],
-             "samples": [8, 8, 8, 4], "bytes": [800, 800, 800, 400]}
-    res = LoaderResult(params={"step": "callable", "au_target_pct": 90.0}, labels={"accelerator": "h100-resnet50"},
-                       samples={"steps": steps, "epoch_starts": [2]})
+    steps = {
+        "t_s": [0.1, 0.2, 0.3, 0.4],
+        "wait_s": [0.02, 0.01, 0.05, 0.02],
+        "compute_s": [0.07, 0.08, 0.04, 0.07],
+        "samples": [8, 8, 8, 4],
+        "bytes": [800, 800, 800, 400],
+    }
+    res = LoaderResult(
+        params={"step": "callable", "au_target_pct": 90.0},
+        labels={"accelerator": "h100-resnet50"},
+        samples={"steps": steps, "epoch_starts": [2]},
+    )
     assert res.derive() is res
     m = res.metrics
     assert (m["measured_s"], m["steps_count"], m["samples_count"], m["epochs_count"]) == (0.4, 4, 28, 2)
@@ -132,8 +144,11 @@ def test_batch_info_nested_structures():
     import numpy as np
     import torch
 
-    batch = {"image": torch.zeros(4, 3, 8, 8, dtype=torch.uint8), "meta": [torch.zeros(4), (np.zeros((4, 2)),)],
-             "name": "ignored"}
+    batch = {
+        "image": torch.zeros(4, 3, 8, 8, dtype=torch.uint8),
+        "meta": [torch.zeros(4), (np.zeros((4, 2)),)],
+        "name": "ignored",
+    }
     n, b = batch_info(batch)
     assert n == 4
     assert b == 4 * 3 * 8 * 8 + 4 * 4 + 4 * 2 * 8
@@ -279,14 +294,14 @@ def test_event_timeline_reads_late_and_never_synchronises_each_step():
     gpu = FakeGpu()
     tl = EventTimeline(gpu.event, lookahead=3)
     for i in range(10):
-        gpu.host = i * 0.05          # the host queues a step every 50 ms
+        gpu.host = i * 0.05  # the host queues a step every 50 ms
         tl.begin()
-        gpu.busy_until = max(gpu.host, gpu.busy_until) + 0.03   # 30 ms of device work
+        gpu.busy_until = max(gpu.host, gpu.busy_until) + 0.03  # 30 ms of device work
         tl.end()
         assert len(tl.busy_s) == max(0, i + 1 - 3)  # read three steps late
     assert gpu.synchronized == 0
     out = tl.finish()
-    assert gpu.synchronized == 1     # once, at the end
+    assert gpu.synchronized == 1  # once, at the end
     assert out["gpu_busy_s"] == pytest.approx([0.03] * 10)
     assert out["gpu_gap_s"] == pytest.approx([0.0] + [0.02] * 9)  # 20 ms starved before each step
     assert out["gpu_start_s"] == pytest.approx([0.05 * i for i in range(10)])
@@ -336,7 +351,7 @@ def test_event_timeline_bounds_the_queue_when_the_device_is_behind():
         tl.begin()
         tl.end()
         if i < 6:
-            assert gpu.synchronized == 0   # up to 2 × lookahead steps queued without waiting
+            assert gpu.synchronized == 0  # up to 2 × lookahead steps queued without waiting
     assert gpu.synchronized == 4 and tl.waits == 4
     tl.finish()
     assert len(tl.busy_s) == 10
@@ -396,7 +411,7 @@ def test_gpu_util_is_the_gpu_steps_own_device_not_the_mean_of_every_gpu():
 
     class StepOnGpu1:
         label = "gpu:fake"
-        nvml_gpus = [1]   # the step's device is NVML's GPU 1
+        nvml_gpus = [1]  # the step's device is NVML's GPU 1
 
         def setup(self):
             pass
@@ -412,7 +427,7 @@ def test_gpu_util_is_the_gpu_steps_own_device_not_the_mean_of_every_gpu():
     assert "1" in res.labels["gpu_util_of"]
 
     class StepOnGpu5(StepOnGpu1):
-        nvml_gpus = [5]   # not sampled by this monitor: N/A and why, not another GPU's figure
+        nvml_gpus = [5]  # not sampled by this monitor: N/A and why, not another GPU's figure
 
     res = bench_loader([b"a"] * 10, warmup=1, batch_size=1, step=StepOnGpu5(), monitor=FakeMonitor())
     assert res.metrics["gpu_util_mean_pct"] is None
@@ -426,10 +441,10 @@ def test_cuda_step_names_the_nvml_gpu_it_computes_on():
     from nbbench.nvml import Nvml
     from nbbench.probes.pipeline.steps import nvml_gpus
 
-    nv = Nvml(FakePynvml(devices=[fake_device(pci=(0, 0x07, 0)), fake_device(pci=(0, 0x4f, 0))]))
-    torch = FakeTorch(devices=1, props={0: {"pci_domain_id": 0, "pci_bus_id": 0x4f, "pci_device_id": 0}})
+    nv = Nvml(FakePynvml(devices=[fake_device(pci=(0, 0x07, 0)), fake_device(pci=(0, 0x4F, 0))]))
+    torch = FakeTorch(devices=1, props={0: {"pci_domain_id": 0, "pci_bus_id": 0x4F, "pci_device_id": 0}})
     assert nvml_gpus(torch, nv, 0) == [1]
-    assert nvml_gpus(FakeTorch(devices=1), Nvml(FakePynvml(init_error=12)), 0) is None   # no NVML: not known
+    assert nvml_gpus(FakeTorch(devices=1), Nvml(FakePynvml(init_error=12)), 0) is None  # no NVML: not known
 
 
 def test_a_temp_dir_too_long_for_a_workers_socket_is_refused_in_one_line(tmp_path):
@@ -443,8 +458,8 @@ def test_a_temp_dir_too_long_for_a_workers_socket_is_refused_in_one_line(tmp_pat
     long_dir = "/tmp/" + "d" * 90
     with pytest.raises(ProbeError, match="too long for the Unix socket.*TMPDIR"):
         check_worker_tempdir(1, long_dir)
-    check_worker_tempdir(0, long_dir)            # no workers, no socket
-    check_worker_tempdir(2, "/tmp")              # room enough
+    check_worker_tempdir(0, long_dir)  # no workers, no socket
+    check_worker_tempdir(2, "/tmp")  # room enough
     deep = tmp_path / ("d" * 60) / ("e" * 40)
     deep.mkdir(parents=True)
     import os
@@ -454,8 +469,13 @@ def test_a_temp_dir_too_long_for_a_workers_socket_is_refused_in_one_line(tmp_pat
     from nbbench.datasets import make_image_folder
 
     ds = make_image_folder(tmp_path / "ds", files=8, size="2k", classes=2)
-    p = subprocess.run([sys.executable, "-m", "nbbench", "loader", str(ds), "--workers", "1", "--steps", "2",
-                        "--no-save"], capture_output=True, text=True, timeout=120,
-                       env=dict(os.environ, TMPDIR=str(deep)), stdin=subprocess.DEVNULL)
+    p = subprocess.run(
+        [sys.executable, "-m", "nbbench", "loader", str(ds), "--workers", "1", "--steps", "2", "--no-save"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ, TMPDIR=str(deep)),
+        stdin=subprocess.DEVNULL,
+    )
     assert p.returncode == 1 and "too long for the Unix socket" in p.stderr and "Traceback" not in p.stderr, p.stderr
     assert make_loader(list(range(4)), batch_size=2, num_workers=0) is not None

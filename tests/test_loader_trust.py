@@ -37,13 +37,19 @@ def test_sweep_given_a_dataloader_sweeps_its_dataset_with_its_collate_fn():
     from nbbench.probes.pipeline.sweep import sweep
 
     ds = Records()
-    dl = DataLoader(ds, batch_size=16, num_workers=0, collate_fn=collate,
-                    sampler=DistributedSampler(ds, num_replicas=2, rank=0, shuffle=False), drop_last=True)
+    dl = DataLoader(
+        ds,
+        batch_size=16,
+        num_workers=0,
+        collate_fn=collate,
+        sampler=DistributedSampler(ds, num_replicas=2, rank=0, shuffle=False),
+        drop_last=True,
+    )
     COLLATED.clear()
     res = sweep(dl, num_workers=[0], batch_size=[4], duration=0.2, warmup=1)
     assert res.ok, res.reason
     assert res.configs[0]["status"] == "ok" and res.configs[0]["samples_per_s"] > 0
-    assert COLLATED and set(COLLATED) == {4}   # the loader's collate_fn, at the sweep's batch size
+    assert COLLATED and set(COLLATED) == {4}  # the loader's collate_fn, at the sweep's batch size
     assert res.labels["dataset"] == "Records" and res.labels["from_loader"] == "DataLoader"
     assert res.params["loader_settings"]["batch_size"] == 16
     note = res.note
@@ -65,8 +71,9 @@ def test_loader_parts_keeps_only_what_is_not_torchs_default():
     class Buckets(BatchSampler):
         pass
 
-    odd = loader_parts(DataLoader(list(range(10)), batch_sampler=Buckets(SequentialSampler(range(10)), 3, False),
-                                  worker_init_fn=print))
+    odd = loader_parts(
+        DataLoader(list(range(10)), batch_sampler=Buckets(SequentialSampler(range(10)), 3, False), worker_init_fn=print)
+    )
     assert odd["kept"] == ["worker_init_fn"]
     assert any("batch_sampler (Buckets) is not carried over" in d for d in odd["dropped"])
 
@@ -75,8 +82,9 @@ def test_sweep_magic_given_a_dataloader_variable(ipshell):
     from torch.utils.data import DataLoader
 
     ipshell.user_ns["train_loader"] = DataLoader(Records(), batch_size=8, collate_fn=collate)
-    s = ipshell.run_line_magic("iobench", "sweep train_loader --workers 0 --batch-size 4 --duration 0.2 "
-                                          "--warmup 1 -o -q --no-save")
+    s = ipshell.run_line_magic(
+        "iobench", "sweep train_loader --workers 0 --batch-size 4 --duration 0.2 --warmup 1 -o -q --no-save"
+    )
     assert s.ok and s.configs[0]["status"] == "ok"
     assert "the loader's own settings" in s.note
 
@@ -84,8 +92,11 @@ def test_sweep_magic_given_a_dataloader_variable(ipshell):
 def test_loader_refuses_what_yields_no_arrays():
     from nbbench.probes.pipeline.loader import bench_loader
 
-    with pytest.raises(ProbeError, match=r"^the first item of the str given is a str \('a'\), not a batch of "
-                                         r"tensors or arrays: give a DataLoader") as e:
+    with pytest.raises(
+        ProbeError,
+        match=r"^the first item of the str given is a str \('a'\), not a batch of "
+        r"tensors or arrays: give a DataLoader",
+    ) as e:
         bench_loader("abc", steps=2, warmup=0)
     assert "\n" not in str(e.value)
     with pytest.raises(ProbeError, match=r"first item of the list given is a int \(3\)"):
@@ -101,8 +112,11 @@ def test_loader_magic_given_a_str_variable(ipshell, tmp_path):
     from IPython.core.error import UsageError
 
     ipshell.user_ns["x"] = "abc"
-    with pytest.raises(UsageError, match=r"^x is a str \('abc'\), not a DataLoader: give the name of a "
-                                         r"DataLoader variable$"):
+    with pytest.raises(
+        UsageError,
+        match=r"^x is a str \('abc'\), not a DataLoader: give the name of a "
+        r"DataLoader variable$",
+    ):
         ipshell.run_line_magic("iobench", "loader x -q --no-save")
     ipshell.user_ns["folder"] = str(tmp_path)
     with pytest.raises(UsageError, match=rf"or give the folder itself: %iobench loader {tmp_path}$"):

@@ -213,9 +213,11 @@ def test_default_sources_are_cpu_disk_procs_net_and_gpu_and_import_is_light():
     # no GPU on this machine (or a fake-free CI): N/A with a reason, never an exception
     import subprocess
 
-    code = ("import sys, nbbench.monitor; "
-            "print(sorted(m for m in ('psutil','pynvml','pandas','matplotlib','torch','ipywidgets') "
-            "if m in sys.modules))")
+    code = (
+        "import sys, nbbench.monitor; "
+        "print(sorted(m for m in ('psutil','pynvml','pandas','matplotlib','torch','ipywidgets') "
+        "if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -250,7 +252,7 @@ def test_window_is_open_at_t0_closed_at_t1_and_skips_gaps():
     from nbbench.results.series import FieldStats, window
 
     pts = [(0.0, 1.0), (1.0, 2.0), (2.0, None), (3.0, 4.0), (4.0, 8.0)]
-    assert window(pts, 1.0, 3.0) == ([3.0], [4.0])         # (1, 3]: t=1 out, t=2 a gap, t=3 in
+    assert window(pts, 1.0, 3.0) == ([3.0], [4.0])  # (1, 3]: t=1 out, t=2 a gap, t=3 in
     assert window(pts) == ([0.0, 1.0, 3.0, 4.0], [1.0, 2.0, 4.0, 8.0])
     assert window(pts, t1=1.0) == ([0.0, 1.0], [1.0, 2.0])
     st = FieldStats.of(*window(pts, 0.0))
@@ -293,19 +295,33 @@ def test_the_monitor_answers_about_the_tree_with_one_verdict_from_its_figures():
     assert monitor_verdict({**base, "proc_cpu_s": 9.8, "proc_read_bytes": 0}) == "CPU-bound (1 core)"
     assert monitor_verdict({**base, "proc_cpu_s": 31.0, "proc_read_bytes": 0}) == "CPU-bound (3 cores)"
     assert monitor_verdict({**base, "proc_cpu_s": 2.0, "proc_read_bytes": 900e6}) == "waiting on storage"
-    assert monitor_verdict({**base, "proc_cpu_s": 1.0, "proc_read_bytes": 0, "net_rx_bytes": 500e6}) == \
-        "waiting on the network"
+    assert (
+        monitor_verdict({**base, "proc_cpu_s": 1.0, "proc_read_bytes": 0, "net_rx_bytes": 500e6})
+        == "waiting on the network"
+    )
     assert monitor_verdict({**base, "proc_cpu_s": 0.1, "proc_read_bytes": 0}) == "idle"
     assert monitor_verdict({**base, "proc_cpu_s": 9.0, "gpu_count": 1, "gpu_util_mean_pct": 90.0}) == "GPU busy"
-    assert monitor_verdict({**base, "proc_cpu_s": 9.0, "gpu_count": 1, "gpu_util_mean_pct": 1.0}) == \
-        "CPU-bound (1 core), GPU idle"
-    r = MonitorResult(params={"what": "cell"}, labels={"cpus_logical": 2, "disk_device": "vda"},
-                      metrics={**base, "proc_cpu_s": 9.8, "proc_read_bytes": 0, "proc_read_syscall_bytes": 2.0e6,
-                               "cpu_mean_pct": 71.1, "disk_read_bytes": 297e6, "disk_write_bytes": 1.5e6}).finish()
+    assert (
+        monitor_verdict({**base, "proc_cpu_s": 9.0, "gpu_count": 1, "gpu_util_mean_pct": 1.0})
+        == "CPU-bound (1 core), GPU idle"
+    )
+    r = MonitorResult(
+        params={"what": "cell"},
+        labels={"cpus_logical": 2, "disk_device": "vda"},
+        metrics={
+            **base,
+            "proc_cpu_s": 9.8,
+            "proc_read_bytes": 0,
+            "proc_read_syscall_bytes": 2.0e6,
+            "cpu_mean_pct": 71.1,
+            "disk_read_bytes": 297e6,
+            "disk_write_bytes": 1.5e6,
+        },
+    ).finish()
     first, rest = r.text_table(width=120).split("\n", 1)
     assert first == "0.98 cores CPU · 2.00 MB read() (0 B from storage) · 10.0 s · CPU-bound (1 core)"
     assert "the machine: 71.1 % of its 2 CPUs · device vda 297 MB read, 1.50 MB written (every process)" in rest
-    assert "idle: no network traffic · no GPU" in rest   # a line, not an empty plot
+    assert "idle: no network traffic · no GPU" in rest  # a line, not an empty plot
 
 
 def test_a_tree_short_of_cpu_on_a_full_machine_is_waiting_for_cpu():

@@ -16,8 +16,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from jupyterlab_harness import JupyterLab, require_browser, launch_chromium, wait_cells_done, \
-    wait_kernel_idle
+from jupyterlab_harness import JupyterLab, require_browser, launch_chromium, wait_cells_done, wait_kernel_idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -56,14 +55,15 @@ def test_monitor_plot_updates_live_while_the_cell_runs(tmp_path):
             img = page.locator(".jp-OutputArea-output img").first
             img.wait_for(timeout=60_000)
             busy = lambda: page.evaluate(  # noqa: E731
-                "() => [...document.querySelectorAll('.jp-InputArea-prompt')].some(e => e.textContent.includes('*'))")
+                "() => [...document.querySelectorAll('.jp-InputArea-prompt')].some(e => e.textContent.includes('*'))"
+            )
             seen = set()
-            while busy():   # the cell runs until STOP is written (MAX_BUSY_S at most)
+            while busy():  # the cell runs until STOP is written (MAX_BUSY_S at most)
                 src = img.get_attribute("src") or ""
                 seen.add(src[-200:])
                 if len(seen) >= 3:  # the first frame and two live updates
                     break
-                time.sleep(0.25)   # a polling interval: nothing waits on it
+                time.sleep(0.25)  # a polling interval: nothing waits on it
             still_busy = busy()
             page.screenshot(path=str(ARTIFACTS / "monitor-live.png"))
             (tmp_path / STOP).touch()
@@ -118,11 +118,11 @@ def test_watch_view_updates_while_another_cell_is_busy(tmp_path):
                 time.sleep(0.1)
             assert busy_cell_running(), "the busy cell never started"
             seen = set()
-            while busy_cell_running():   # until STOP is written (MAX_BUSY_S at most)
+            while busy_cell_running():  # until STOP is written (MAX_BUSY_S at most)
                 seen.add(view.get_attribute("src") or "")
                 if len(seen) >= 3:
                     break
-                time.sleep(0.3)   # a polling interval: nothing waits on it
+                time.sleep(0.3)  # a polling interval: nothing waits on it
             still_busy = busy_cell_running()
             page.screenshot(path=str(ARTIFACTS / "watch-live.png"))
             (tmp_path / STOP).touch()

@@ -176,8 +176,17 @@ def test_cli_passes_the_command_exit_code_through(capsys):
 
 
 def test_cli_signal_is_128_plus_n(capsys):
-    rc = cli.main(["monitor", "-q", "--no-save", "--", sys.executable, "-c",
-                   "import os, signal; os.kill(os.getpid(), signal.SIGTERM)"])
+    rc = cli.main(
+        [
+            "monitor",
+            "-q",
+            "--no-save",
+            "--",
+            sys.executable,
+            "-c",
+            "import os, signal; os.kill(os.getpid(), signal.SIGTERM)",
+        ]
+    )
     assert rc == 128 + 15
 
 
@@ -193,10 +202,10 @@ def test_cli_text_summary(capsys):
     rc = cli.main(["monitor", "--no-save", "--interval", "0.05", "--", "true"])
     out = capsys.readouterr().out
     assert rc == 0
-    first, second = out.splitlines()[:2]   # the answer first, then what it is about
+    first, second = out.splitlines()[:2]  # the answer first, then what it is about
     # the monitored command's own figures first (cores, read()), one verdict; the machine's after
     assert first.split(" · ")[0].endswith("cores CPU") and "read()" in first
-    assert first.split(" · ")[-1].startswith(("idle", "partly busy", "CPU-bound", "waiting "))   # one verdict
+    assert first.split(" · ")[-1].startswith(("idle", "partly busy", "CPU-bound", "waiting "))  # one verdict
     assert second.strip().startswith("monitor true")
     assert "the machine: " in out and "the machine: " not in first
 

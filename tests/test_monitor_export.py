@@ -54,7 +54,7 @@ def test_address_forms():
 def test_metrics_are_scraped_with_conventional_names_labels_and_values():
     from test_monitor_gpu import FakeNvml
 
-    fake = FakeNvml(n=1, unsupported={"nvmlDeviceGetSamples"})   # kernel-active 37 % from the rates call
+    fake = FakeNvml(n=1, unsupported={"nvmlDeviceGetSamples"})  # kernel-active 37 % from the rates call
     m = Monitor(interval=0.05, gpus="all", nvml=Nvml(fake), net="lo", procs=0.05)
     with m:
         srv = MetricsServer(m, "127.0.0.1", 0).start()
@@ -67,11 +67,12 @@ def test_metrics_are_scraped_with_conventional_names_labels_and_values():
     assert samples(fams, "nbbench_gpu_memory_total_bytes") == [({"gpu": "0"}, 80 * 2**30)]
     assert samples(fams, "nbbench_gpu_power_watts") == [({"gpu": "0"}, 251.5)]
     assert fams["nbbench_gpu_utilization_ratio"].type == "gauge"
-    (labels, cpu), = samples(fams, "nbbench_cpu_utilization_ratio")
+    ((labels, cpu),) = samples(fams, "nbbench_cpu_utilization_ratio")
     assert labels == {} and 0.0 <= cpu <= 1.0
     disk = samples(fams, "nbbench_disk_read_bytes_per_second")
-    assert len(disk) == 1 and disk[0][0]["device"] == (m.source("disk").device.name if m.source("disk").device
-                                                        else "system-wide")
+    assert len(disk) == 1 and disk[0][0]["device"] == (
+        m.source("disk").device.name if m.source("disk").device else "system-wide"
+    )
     net = dict((lab["interface"], v) for lab, v in samples(fams, "nbbench_network_receive_bytes_per_second"))
     assert list(net) == ["lo"] and net["lo"] >= 0
     assert fams["nbbench_network_receive_bytes"].type == "counter"
@@ -101,10 +102,9 @@ def test_a_worker_process_has_its_role_and_id_in_the_labels():
             while True:
                 fams = scrape(srv.url)
                 rows = [lab for lab, _ in samples(fams, "nbbench_process_resident_memory_bytes")]
-                if any(r["pid"] == str(kid.pid) and r["role"] == "worker" for r in rows) or \
-                        time.monotonic() > deadline:
+                if any(r["pid"] == str(kid.pid) and r["role"] == "worker" for r in rows) or time.monotonic() > deadline:
                     break
-                time.sleep(0.2)   # between scrapes
+                time.sleep(0.2)  # between scrapes
         finally:
             kid.kill()
             kid.wait()
@@ -130,8 +130,9 @@ class ScrapingCell(Context):
 
 def test_monitor_cell_with_serve_scrapes_while_it_runs_and_stops_after(capsys):
     ctx = ScrapingCell(capsys)
-    inv = commands.parse(["monitor", "--serve", "0", "--gpu", "none", "--interval", "0.05", "--no-plot",
-                          "--no-save"], ctx)
+    inv = commands.parse(
+        ["monitor", "--serve", "0", "--gpu", "none", "--interval", "0.05", "--no-plot", "--no-save"], ctx
+    )
     res = commands.execute(inv, ctx)
     assert ctx.url.startswith("http://127.0.0.1:") and "nbbench_cpu_utilization_ratio" in ctx.fams
     assert res.params["serve"] == "127.0.0.1:0"
@@ -139,8 +140,7 @@ def test_monitor_cell_with_serve_scrapes_while_it_runs_and_stops_after(capsys):
 
 
 def test_binding_beyond_loopback_warns_in_one_sentence(capsys):
-    rc = cli.main(["monitor", "--serve", "0.0.0.0:0", "--no-save", "--interval", "0.05", "--gpu", "none", "--",
-                   "true"])
+    rc = cli.main(["monitor", "--serve", "0.0.0.0:0", "--no-save", "--interval", "0.05", "--gpu", "none", "--", "true"])
     out = capsys.readouterr().out
     assert rc == 0
     warning = [line for line in out.splitlines() if line.startswith("warning: serving metrics on 0.0.0.0")]
@@ -171,12 +171,40 @@ def test_under_a_launcher_each_hosts_local_rank_0_serves_and_the_others_say_wher
         port = s.getsockname()[1]
     procs = []
     for rank in (1, 0):
-        env = dict(os.environ, RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE="2", LOCAL_WORLD_SIZE="2",
-                   MASTER_ADDR="127.0.0.1", MASTER_PORT="29500")
-        procs.append(subprocess.Popen(
-            [sys.executable, "-m", "nbbench", "monitor", "--serve", f"127.0.0.1:{port}", "--no-save", "--gpu",
-             "none", "--interval", "0.1", "--", sys.executable, "-c", "import time; time.sleep(6)"],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        env = dict(
+            os.environ,
+            RANK=str(rank),
+            LOCAL_RANK=str(rank),
+            WORLD_SIZE="2",
+            LOCAL_WORLD_SIZE="2",
+            MASTER_ADDR="127.0.0.1",
+            MASTER_PORT="29500",
+        )
+        procs.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "nbbench",
+                    "monitor",
+                    "--serve",
+                    f"127.0.0.1:{port}",
+                    "--no-save",
+                    "--gpu",
+                    "none",
+                    "--interval",
+                    "0.1",
+                    "--",
+                    sys.executable,
+                    "-c",
+                    "import time; time.sleep(6)",
+                ],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
     fams = None
     deadline = time.monotonic() + 30
     while (fams is None or "nbbench_cpu_utilization_ratio" not in fams) and time.monotonic() < deadline:

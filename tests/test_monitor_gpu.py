@@ -105,8 +105,11 @@ class FakeNvml:
 
     def nvmlDeviceGetSamples(self, h, kind, last_ts):
         self._enter("nvmlDeviceGetSamples", h)
-        out = [SimpleNamespace(timeStamp=ts, sampleValue=SimpleNamespace(uiVal=v))
-               for ts, v in self.timeline[(h[1], kind)] if ts > last_ts]
+        out = [
+            SimpleNamespace(timeStamp=ts, sampleValue=SimpleNamespace(uiVal=v))
+            for ts, v in self.timeline[(h[1], kind)]
+            if ts > last_ts
+        ]
         if not out:
             raise FakeNVMLError(6)
         return (1, out)
@@ -302,8 +305,9 @@ def test_real_no_nvml_path_on_this_machine():
 def test_monitor_summary_over_fake_gpus():
     fake = FakeNvml(n=2, unsupported={"nvmlDeviceGetSamples"})
     # device 0 and 1 alternate in the rates queue: 0,0 then 100,100 ... per sample
-    fake.rates = [SimpleNamespace(gpu=v, memory=10) for v in (0, 0, 100, 100, 0, 0, 100, 100)] + \
-                 [SimpleNamespace(gpu=50, memory=10)]
+    fake.rates = [SimpleNamespace(gpu=v, memory=10) for v in (0, 0, 100, 100, 0, 0, 100, 100)] + [
+        SimpleNamespace(gpu=50, memory=10)
+    ]
     src = NvmlGpuSource(nvml=Nvml(module=fake), pcie=False)
     m = Monitor(interval=0.02, sources=[src])
     m.start()
@@ -313,8 +317,7 @@ def test_monitor_summary_over_fake_gpus():
     res = m.result()
     vals = [r["gpu0.util_pct"] for r in m.records()]
     assert res.metrics["gpu0_util_mean_pct"] == pytest.approx(sum(vals) / len(vals), abs=0.01)
-    assert res.metrics["gpu0_idle_share_pct"] == pytest.approx(100 * sum(v < 5 for v in vals) / len(vals),
-                                                               abs=0.01)
+    assert res.metrics["gpu0_idle_share_pct"] == pytest.approx(100 * sum(v < 5 for v in vals) / len(vals), abs=0.01)
     assert res.metrics["gpu_util_peak_pct"] == 100.0
     assert res.metrics["gpu_count"] == 2
     assert res.metrics["gpu0_mem_total_bytes"] == 80 * 2**30

@@ -145,8 +145,7 @@ def test_partition_is_measured_itself_and_named_with_its_disk(tmp_path):
 
 def test_device_mapper_names_its_volume_and_slaves(tmp_path):
     _real_dev_or_skip(tmp_path)
-    _fake_sysfs(tmp_path / "sys", tmp_path, ["virtual", "block", "dm-0"], dm_name="vg0-data",
-                slaves=("nvme0n1p3",))
+    _fake_sysfs(tmp_path / "sys", tmp_path, ["virtual", "block", "dm-0"], dm_name="vg0-data", slaves=("nvme0n1p3",))
     dev, _ = watched_device(tmp_path, tmp_path)
     assert dev.name == "dm-0"
     assert describe(dev) == "dm-0 (vg0-data, on nvme0n1p3)"
@@ -156,7 +155,8 @@ def test_anonymous_device_falls_back_to_system_wide_with_a_note(tmp_path):
     (tmp_path / "sys" / "dev" / "block").mkdir(parents=True)
     (tmp_path / "proc" / "self").mkdir(parents=True)
     (tmp_path / "proc" / "self" / "mountinfo").write_text(
-        f"1 0 0:40 / / rw - overlay overlay rw\n2 1 0:41 / {tmp_path} rw - nfs4 nfs:/export rw\n")
+        f"1 0 0:40 / / rw - overlay overlay rw\n2 1 0:41 / {tmp_path} rw - nfs4 nfs:/export rw\n"
+    )
     dev, note = watched_device(tmp_path, tmp_path)
     assert dev is None
     assert "network filesystem" in note and "system-wide" in note
@@ -216,8 +216,10 @@ def test_procfs_counters_agree_with_psutil():
 def test_children_of_finds_grandchildren_and_gone_process_raises():
     from nbbench.monitor import procfs
 
-    code = "import subprocess, sys, time; p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(5)']); " \
-           "print(p.pid, flush=True); time.sleep(5)"
+    code = (
+        "import subprocess, sys, time; p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(5)']); "
+        "print(p.pid, flush=True); time.sleep(5)"
+    )
     child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
         grandchild = int(child.stdout.readline())

@@ -118,17 +118,19 @@ def http_dir(tmp_path):
         t.join(5)
 
 
-DOWNLOAD = ("import sys, urllib.request\n"
-            "with urllib.request.urlopen(sys.argv[1]) as r, open(sys.argv[2], 'wb') as f:\n"
-            "    n = 0\n"
-            "    while True:\n"
-            "        b = r.read(1 << 20)\n"
-            "        if not b:\n"
-            "            break\n"
-            "        n += f.write(b)\n"
-            "    f.flush()\n"
-            "    import os; os.fsync(f.fileno())\n"
-            "assert n == int(sys.argv[3]), n\n")
+DOWNLOAD = (
+    "import sys, urllib.request\n"
+    "with urllib.request.urlopen(sys.argv[1]) as r, open(sys.argv[2], 'wb') as f:\n"
+    "    n = 0\n"
+    "    while True:\n"
+    "        b = r.read(1 << 20)\n"
+    "        if not b:\n"
+    "            break\n"
+    "        n += f.write(b)\n"
+    "    f.flush()\n"
+    "    import os; os.fsync(f.fileno())\n"
+    "assert n == int(sys.argv[3]), n\n"
+)
 
 
 def _downloader(kind, url, dest, size):
@@ -145,8 +147,23 @@ def test_download_under_monitor_net_lo_counts_the_bytes(http_dir, tmp_path, caps
     size = 6 * 2**20
     (www / "image.tar").write_bytes(os.urandom(size))
     cmd = _downloader(kind, f"{base}/image.tar", tmp_path / "got.tar", size)
-    rc = cli.main(["monitor", "--net", "lo", "--json", "--no-save", "--interval", "0.1", "--gpu", "none",
-                   "--path", str(tmp_path), "--", *cmd])
+    rc = cli.main(
+        [
+            "monitor",
+            "--net",
+            "lo",
+            "--json",
+            "--no-save",
+            "--interval",
+            "0.1",
+            "--gpu",
+            "none",
+            "--path",
+            str(tmp_path),
+            "--",
+            *cmd,
+        ]
+    )
     data = json.loads(capsys.readouterr().out)
     assert rc == 0, data
     m = data["metrics"]
@@ -169,8 +186,27 @@ def test_two_mirrors_compare_like_the_seed_table(http_dir, tmp_path, capsys):
     for label, size in sizes.items():
         (www / f"{label}.tar").write_bytes(os.urandom(size))
         cmd = _downloader("python", f"{base}/{label}.tar", tmp_path / f"{label}.tar", size)
-        assert cli.main(["monitor", "-q", "--label", label, "--net", "lo", "--interval", "0.1", "--gpu", "none",
-                         "--path", str(tmp_path), "--", *cmd]) == 0
+        assert (
+            cli.main(
+                [
+                    "monitor",
+                    "-q",
+                    "--label",
+                    label,
+                    "--net",
+                    "lo",
+                    "--interval",
+                    "0.1",
+                    "--gpu",
+                    "none",
+                    "--path",
+                    str(tmp_path),
+                    "--",
+                    *cmd,
+                ]
+            )
+            == 0
+        )
     capsys.readouterr()
     assert cli.main(["compare", "mirror-a", "mirror-b", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)

@@ -54,8 +54,7 @@ def test_dataloader_workers_cold_reads_are_attributed_to_the_workers(tmp_path):
                 data = f.read()
             return torch.tensor(len(data))
 
-    m = Monitor(interval=0.05, gpus="none", net="none", path=str(tmp_path),
-                sources=[ProcessTreeSource(table=0.1)])
+    m = Monitor(interval=0.05, gpus="none", net="none", path=str(tmp_path), sources=[ProcessTreeSource(table=0.1)])
     with m:
         loader = DataLoader(Files(), batch_size=4, num_workers=2, multiprocessing_context="fork")
         total = sum(int(b.sum()) for b in loader)
@@ -97,7 +96,7 @@ def test_a_reaped_childs_totals_are_taken_back_from_its_parent():
     t.step(0.0, {os.getpid(): C(1.0, 100, 100, 10)})
     kid = t.rows[os.getpid()]
     assert kid.kind == "main"
-    t.seen(99999999, C(0.0, 0, 0, 5), 0.5, fresh=True)   # a child born after the start
+    t.seen(99999999, C(0.0, 0, 0, 5), 0.5, fresh=True)  # a child born after the start
     t.rows[99999999].ppid = os.getpid()
     last = {os.getpid(): C(1.5, 150, 150, 10), 99999999: C(2.0, 5000, 6000, 5)}
     t.step(1.0, last)
@@ -114,9 +113,11 @@ def test_a_reaped_childs_totals_are_taken_back_from_its_parent():
     assert cols["pid"][0] == 99999999  # the biggest reader first
 
 
-WORKER = ("import ctypes, sys, time\n"
-          "ctypes.CDLL(None).prctl(15, b'pt_data_worker', 0, 0, 0)\n"  # PR_SET_NAME, as torch does
-          "time.sleep(float(sys.argv[1]))\n")
+WORKER = (
+    "import ctypes, sys, time\n"
+    "ctypes.CDLL(None).prctl(15, b'pt_data_worker', 0, 0, 0)\n"  # PR_SET_NAME, as torch does
+    "time.sleep(float(sys.argv[1]))\n"
+)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl(PR_SET_NAME) is Linux")
@@ -127,7 +128,7 @@ def test_workers_of_another_program_are_numbered_by_start_time():
         kids = []
         for _ in range(2):
             kids.append(subprocess.Popen([sys.executable, "-c", WORKER, "600"]))
-            time.sleep(0.3)   # not a wait: two start times apart (the numbering's key)
+            time.sleep(0.3)  # not a wait: two start times apart (the numbering's key)
         other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
         try:
             # the event: both workers named (prctl ran, however slowly a loaded machine starts them)
@@ -137,7 +138,7 @@ def test_workers_of_another_program_are_numbered_by_start_time():
                 roles = {r["pid"]: r["role"] for r in src.table.current()}
                 if all(str(roles.get(k.pid, "")).startswith("worker") for k in kids) and other.pid in roles:
                     break
-                time.sleep(0.05)   # the table's own interval
+                time.sleep(0.05)  # the table's own interval
         finally:
             for p in kids + [other]:
                 p.kill()
@@ -160,7 +161,7 @@ def test_pss_is_read_within_its_cpu_budget():
     for i in range(1, 601):
         t.step(i * 0.1, {os.getpid(): c})
     assert t.pss.spent <= t.pss.budget * 60 + 0.005 + 2 * first
-    assert t.pss.spent > first   # and PSS is read again meanwhile
+    assert t.pss.spent > first  # and PSS is read again meanwhile
     t.close()
 
 
@@ -195,9 +196,13 @@ def _dev(i=0):
 
 def test_gpu_memory_and_utilisation_per_process_from_nvml(monkeypatch):
     me = os.getpid()
-    fake = FakeNvmlProcs([(me, 3 * 2**30), (424242, 2**30)],
-                         util=[SimpleNamespace(pid=me, timeStamp=10, smUtil=60, memUtil=5),
-                               SimpleNamespace(pid=me, timeStamp=20, smUtil=80, memUtil=5)])
+    fake = FakeNvmlProcs(
+        [(me, 3 * 2**30), (424242, 2**30)],
+        util=[
+            SimpleNamespace(pid=me, timeStamp=10, smUtil=60, memUtil=5),
+            SimpleNamespace(pid=me, timeStamp=20, smUtil=80, memUtil=5),
+        ],
+    )
     gp = GpuProcesses(Nvml(fake), [_dev(0)])
     gp.own_ns = False
     gp.match([me])
@@ -259,7 +264,7 @@ def test_the_monitor_links_the_table_to_the_gpu_source_and_stores_it():
     res = m.result()
     table = m.source("proc").table
     assert table.gpu is not None and [d.index for d in table.gpu.devices] == [0]
-    if not table.gpu.own_ns:   # this test machine's own PID namespace: matched directly
+    if not table.gpu.own_ns:  # this test machine's own PID namespace: matched directly
         assert res.samples["procs"]["gpu_mem_peak_bytes"][0] == 2**30
     else:
         assert res.samples["gpu_procs_unmatched"]["pid"] == [os.getpid()]
@@ -270,10 +275,10 @@ def test_a_short_run_gives_rates_over_the_time_it_was_watched():
     t.seen(os.getpid(), ProcCounters(1.0, 0, 0, 2**20), 10.0, fresh=False)
     t.step(10.0, {os.getpid(): ProcCounters(1.0, 0, 0, 2**20)})
     last = {os.getpid(): ProcCounters(1.025, 6_000_000, 6_000_000, 2**20)}
-    t.sync(last, 10.05)   # the run ends 50 ms later, before another step
+    t.sync(last, 10.05)  # the run ends 50 ms later, before another step
     metrics, labels = t.summary()
     assert labels["proc_top_reader"] == f"main (pid {os.getpid()}): 120 MB/s from storage (6.00 MB read)"
     assert labels["proc_top_cpu"] == f"main (pid {os.getpid()}): 50 % of one core (0.0 s CPU)"
     assert t.columns(10.0)["read_mean_bytes_per_s"] == [pytest.approx(120e6)]
-    t.sync(last, 10.005)   # under one step: no rate rather than a made-up one
+    t.sync(last, 10.005)  # under one step: no rate rather than a made-up one
     assert "proc_top_reader" not in t.summary()[1]

@@ -42,7 +42,7 @@ def test_a_monitor_that_lives_for_days_keeps_memory_bounded_and_the_summary_exac
     m = Monitor(interval=interval, sources=[Ramp()], recent_s=recent)
     m.open()
     m.t_start = 0.0
-    n = int(9 * 86400 / interval)   # nine days on a fake clock, faster than real time
+    n = int(9 * 86400 / interval)  # nine days on a fake clock, faster than real time
     bound = recent / interval + 2 + sum(keep + 1 for _, keep in TIERS)
     peak = 0
     for i in range(n):
@@ -50,9 +50,9 @@ def test_a_monitor_that_lives_for_days_keeps_memory_bounded_and_the_summary_exac
         if i % 5000 == 0:
             peak = max(peak, m.n_kept)
     assert max(peak, m.n_kept) <= bound
-    assert m.n_dropped > 0   # older than 10 min + 6 h + 7 days: gone from the timeline …
+    assert m.n_dropped > 0  # older than 10 min + 6 h + 7 days: gone from the timeline …
     st = m.stats("ramp.value_pct")
-    assert st["n"] == n and st["max"] == 99 and st["min"] == 0   # … but the summary covers every sample
+    assert st["n"] == n and st["max"] == 99 and st["min"] == 0  # … but the summary covers every sample
     assert st["mean"] == pytest.approx(sum(i % 100 for i in range(n)) / n, abs=1e-9)
     recs = m.records()
     ts = [r["t"] for r in recs]
@@ -140,7 +140,7 @@ def test_watch_command_view_gets_the_records_the_table_and_the_marks_and_is_clos
     commands.execute(commands.parse(["mark", "lr", "0.1"], ctx), ctx)
     assert "mark 'lr 0.1' at" in capsys.readouterr().out
     assert view.timeline._marks[-1][1] == "lr 0.1" and "cpu.util_pct" in view.timeline.names()
-    assert view.frames >= 1 and view.image.value != first   # new frames while it runs
+    assert view.frames >= 1 and view.image.value != first  # new frames while it runs
     assert f"<td style='text-align:left;padding:0 6px'>{os.getpid()}</td>" in view.table.value
     before = default_store().count("monitor")
     res = commands.execute(commands.parse(["watch", "--stop", "--label", "w1"], ctx), ctx)
@@ -153,7 +153,7 @@ def test_magic_watch_twice_mark_and_stop(ipshell, no_watch, capsys):
     before = default_store().count("monitor")
     first = ipshell.run_cell("%iobench watch --interval 0.05 --gpu none --no-plot", store_history=True)
     assert first.error_in_exec is None and first.execution_count
-    assert default_store().count("monitor") == before   # starting saves nothing
+    assert default_store().count("monitor") == before  # starting saves nothing
     second = ipshell.run_cell("%iobench watch", store_history=True)
     msg = str(second.error_in_exec)
     assert isinstance(second.error_in_exec, UsageError) and "\n" not in msg
@@ -167,7 +167,7 @@ def test_magic_watch_twice_mark_and_stop(ipshell, no_watch, capsys):
         ipshell.run_line_magic("iobench", "mark too late")
     with pytest.raises(UsageError, match="no background monitor is running"):
         ipshell.run_line_magic("iobench", "watch --stop")
-    assert default_store().count("monitor") == before + 1   # mark and a failed stop save nothing
+    assert default_store().count("monitor") == before + 1  # mark and a failed stop save nothing
 
 
 def test_nbbench_watch_from_python(no_watch):
@@ -187,8 +187,12 @@ def test_nbbench_watch_from_python(no_watch):
 
 def test_cli_watch_runs_in_the_foreground_until_ctrl_c(tmp_path):
     env = dict(os.environ, PYTHONPATH=os.getcwd() + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    p = subprocess.Popen([sys.executable, "-m", "nbbench", "watch", "--interval", "0.1", "--gpu", "none",
-                          "--json", "--window", "1m"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "nbbench", "watch", "--interval", "0.1", "--gpu", "none", "--json", "--window", "1m"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
     time.sleep(4.0)
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=60)

@@ -51,19 +51,24 @@ def _accounts_writes(folder) -> bool:
 
 
 def _run(tmp_path, mode, fast=True):
-    m = Monitor(interval=0.05, gpus="none", net="none", path=str(tmp_path),
-                sources=[ProcessTreeSource(table=0.1, fast=fast)])
+    m = Monitor(
+        interval=0.05, gpus="none", net="none", path=str(tmp_path), sources=[ProcessTreeSource(table=0.1, fast=fast)]
+    )
     with m:
-        child = subprocess.Popen([sys.executable, "-c", _CHILD, str(tmp_path / "out.bin"), mode, str(SIZE)],
-                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        child = subprocess.Popen(
+            [sys.executable, "-c", _CHILD, str(tmp_path / "out.bin"), mode, str(SIZE)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         deadline = time.monotonic() + 20
         while child.pid not in m.source("proc").table.rows and time.monotonic() < deadline:
-            time.sleep(0.02)   # until the tree's scan has found the child (its own row)
+            time.sleep(0.02)  # until the tree's scan has found the child (its own row)
         child.stdin.write("go\n")
         child.stdin.flush()
         assert child.stdout.readline().strip() == "done"
         t = time.monotonic()
-        while time.monotonic() - t < 0.3:   # a few samples of the child after its writes
+        while time.monotonic() - t < 0.3:  # a few samples of the child after its writes
             time.sleep(0.05)
         child.stdin.close()
         child.wait(20)
@@ -98,12 +103,12 @@ def test_a_childs_writes_are_counted_as_write_calls_and_as_what_reached_storage(
     assert row["role"] == "child"
     assert row["write_syscall_bytes"] >= SIZE, row
     assert m["proc_write_syscall_bytes"] >= SIZE
-    assert m["proc_write_syscall_bytes"] < 4 * SIZE   # the child's, not the machine's
+    assert m["proc_write_syscall_bytes"] < 4 * SIZE  # the child's, not the machine's
     assert row["write_bytes"] >= 0.9 * SIZE, row
     assert 0.9 * SIZE <= m["proc_write_bytes"] < 4 * SIZE
     assert "to storage" in res.labels["proc_top_writer"]
     assert m["proc_top_writer_write_bytes"] >= 0.9 * SIZE
-    assert m["proc_main_write_bytes"] < SIZE / 2   # the child's writes stay the child's
+    assert m["proc_main_write_bytes"] < SIZE / 2  # the child's writes stay the child's
     tl = res.samples["timeline"]
     assert max(v or 0 for v in tl["proc.write_syscall_bytes_per_s"]) > 0
     assert _integrated(tl, "proc.write_bytes_per_s") == pytest.approx(m["proc_write_bytes"], rel=0.1)
@@ -115,7 +120,7 @@ def test_a_childs_writes_are_counted_as_write_calls_and_as_what_reached_storage(
         assert m["proc_workers_write_cancelled_bytes"] == 0 and m["proc_main_write_cancelled_bytes"] < SIZE / 2
         assert "of it cancelled: deleted before written back)" in line, line
         assert "of it cancelled" in res.labels["proc_top_writer"]
-        assert "cancelled" in res.procs_lines()[0]   # the column, there only where some row had any
+        assert "cancelled" in res.procs_lines()[0]  # the column, there only where some row had any
     else:
         assert row["write_cancelled_bytes"] < SIZE / 2, row
         assert m["proc_write_cancelled_bytes"] < SIZE / 2
@@ -134,8 +139,9 @@ def test_psutils_path_gives_the_same_write_figures_as_the_fast_path_for_a_file_d
     assert row["write_bytes"] >= 0.9 * SIZE and row["write_cancelled_bytes"] >= 0.9 * SIZE, row
     assert 0.9 * SIZE <= m["proc_write_bytes"] < 4 * SIZE
     assert 0.9 * SIZE <= m["proc_write_cancelled_bytes"] < 4 * SIZE
-    assert _integrated(res.samples["timeline"], "proc.write_bytes_per_s") == \
-        pytest.approx(m["proc_write_bytes"], rel=0.1)
+    assert _integrated(res.samples["timeline"], "proc.write_bytes_per_s") == pytest.approx(
+        m["proc_write_bytes"], rel=0.1
+    )
     assert "proc_write_cancelled_bytes" not in res.na
 
 
@@ -143,7 +149,7 @@ def test_without_a_proc_io_file_psutils_path_says_the_cancelled_figure_is_not_av
     psutil = pytest.importorskip("psutil")
     from nbbench.monitor import procfs
 
-    monkeypatch.setattr(procfs, "read_cancelled", lambda pid: None)   # another system: no /proc/PID/io
+    monkeypatch.setattr(procfs, "read_cancelled", lambda pid: None)  # another system: no /proc/PID/io
     r = procfs.PsutilProcReader(psutil, os.getpid())
     assert r.read().cancelled_write_bytes == 0 and not r.has_cancelled
     src = ProcessTreeSource(fast=False, table=0)
@@ -159,40 +165,66 @@ def test_without_a_proc_io_file_psutils_path_says_the_cancelled_figure_is_not_av
 def test_the_answer_says_the_trees_writes_once_in_the_sentences_prefix():
     from nbbench.results.monitor import MonitorResult
 
-    base = {"wall_s": 10.0, "gpu_count": 0, "net_rx_bytes": 0, "net_tx_bytes": 0, "proc_cpu_s": 9.8,
-            "proc_read_bytes": 0, "proc_read_syscall_bytes": 2.0e6}
-    r = MonitorResult(params={"what": "cell"}, metrics={**base, "proc_write_syscall_bytes": 40e6,
-                                                        "proc_write_bytes": 40e6, "proc_write_cancelled_bytes": 0}).finish()
-    assert r.answer_line() == ("0.98 cores CPU · 2.00 MB read() (0 B from storage) · 40.0 MB write() "
-                               "(40.0 MB to storage) · 10.0 s · CPU-bound (1 core)")
-    gone = MonitorResult(params={"what": "cell"}, metrics={**base, "proc_write_syscall_bytes": 40e6,
-                                                           "proc_write_bytes": 40e6,
-                                                           "proc_write_cancelled_bytes": 4e5}).finish()
-    assert ("40.0 MB write() (40.0 MB to storage, 0.4 MB of it cancelled: deleted before written back)"
-            in gone.answer_line()), gone.answer_line()
-    other = MonitorResult(params={"what": "cell"}, metrics={**base, "proc_write_syscall_bytes": 0,
-                                                            "proc_write_bytes": 0,
-                                                            "proc_write_cancelled_bytes": 5e6}).finish()
+    base = {
+        "wall_s": 10.0,
+        "gpu_count": 0,
+        "net_rx_bytes": 0,
+        "net_tx_bytes": 0,
+        "proc_cpu_s": 9.8,
+        "proc_read_bytes": 0,
+        "proc_read_syscall_bytes": 2.0e6,
+    }
+    r = MonitorResult(
+        params={"what": "cell"},
+        metrics={**base, "proc_write_syscall_bytes": 40e6, "proc_write_bytes": 40e6, "proc_write_cancelled_bytes": 0},
+    ).finish()
+    assert r.answer_line() == (
+        "0.98 cores CPU · 2.00 MB read() (0 B from storage) · 40.0 MB write() "
+        "(40.0 MB to storage) · 10.0 s · CPU-bound (1 core)"
+    )
+    gone = MonitorResult(
+        params={"what": "cell"},
+        metrics={**base, "proc_write_syscall_bytes": 40e6, "proc_write_bytes": 40e6, "proc_write_cancelled_bytes": 4e5},
+    ).finish()
+    assert (
+        "40.0 MB write() (40.0 MB to storage, 0.4 MB of it cancelled: deleted before written back)"
+        in gone.answer_line()
+    ), gone.answer_line()
+    other = MonitorResult(
+        params={"what": "cell"},
+        metrics={**base, "proc_write_syscall_bytes": 0, "proc_write_bytes": 0, "proc_write_cancelled_bytes": 5e6},
+    ).finish()
     assert "0 B write() (0 B to storage, 5.00 MB cancelled: deleted before written back)" in other.answer_line()
-    big = MonitorResult(params={"what": "cell"}, metrics={**base, "proc_write_syscall_bytes": 1.5e9,
-                                                          "proc_write_bytes": 0}).finish()
+    big = MonitorResult(
+        params={"what": "cell"}, metrics={**base, "proc_write_syscall_bytes": 1.5e9, "proc_write_bytes": 0}
+    ).finish()
     assert "0.002 GB read() (0 B from storage) · 1.50 GB write() (0 B to storage)" in big.answer_line()
-    quiet = MonitorResult(params={"what": "cell"}, metrics={**base, "proc_write_syscall_bytes": 0,
-                                                            "proc_write_bytes": 0}).finish()
-    assert "write" not in quiet.answer_line()   # it wrote nothing: nothing said about writes
+    quiet = MonitorResult(
+        params={"what": "cell"}, metrics={**base, "proc_write_syscall_bytes": 0, "proc_write_bytes": 0}
+    ).finish()
+    assert "write" not in quiet.answer_line()  # it wrote nothing: nothing said about writes
 
 
 def test_a_tree_that_writes_to_storage_without_using_its_cpu_is_waiting_on_storage_writing():
     from nbbench.results.monitor import monitor_verdict
 
     base = {"wall_s": 10.0, "gpu_count": 0, "net_rx_bytes": 0, "net_tx_bytes": 0, "proc_cpu_s": 1.0}
-    assert monitor_verdict({**base, "proc_read_bytes": 0, "proc_write_bytes": 900e6}) == \
-        "waiting on storage (writing)"
+    assert monitor_verdict({**base, "proc_read_bytes": 0, "proc_write_bytes": 900e6}) == "waiting on storage (writing)"
     assert monitor_verdict({**base, "proc_read_bytes": 900e6, "proc_write_bytes": 10e6}) == "waiting on storage"
     assert monitor_verdict({**base, "proc_cpu_s": 0.1, "proc_read_bytes": 0, "proc_write_bytes": 50e6}) != "idle"
     # written, then deleted before writeback: it never waited on storage for it
-    assert monitor_verdict({**base, "proc_cpu_s": 0.1, "proc_read_bytes": 0, "proc_write_bytes": 900e6,
-                            "proc_write_cancelled_bytes": 900e6}) == "idle"
+    assert (
+        monitor_verdict(
+            {
+                **base,
+                "proc_cpu_s": 0.1,
+                "proc_read_bytes": 0,
+                "proc_write_bytes": 900e6,
+                "proc_write_cancelled_bytes": 900e6,
+            }
+        )
+        == "idle"
+    )
 
 
 @needs_proc
@@ -204,7 +236,7 @@ def test_the_fast_reader_and_psutil_agree_on_a_processs_writes_and_cancelled_wri
     a, b = fast.read(), slow.read()
     with open(tmp_path / "x.bin", "wb") as f:
         f.write(b"\1" * SIZE)
-    os.unlink(tmp_path / "x.bin")   # before writeback
+    os.unlink(tmp_path / "x.bin")  # before writeback
     c, d = fast.read(), slow.read()
     fast.close()
     assert slow.has_cancelled
@@ -219,7 +251,11 @@ def test_the_fast_reader_and_psutil_agree_on_a_processs_writes_and_cancelled_wri
 def test_the_status_line_gives_the_trees_read_and_write_calls_per_second():
     from nbbench.monitor.text import format_status
 
-    rec = {"t": 12.3, "proc.cpu_pct": 98.0, "proc.read_syscall_bytes_per_s": 2e6,
-           "proc.write_syscall_bytes_per_s": 40e6}
+    rec = {
+        "t": 12.3,
+        "proc.cpu_pct": 98.0,
+        "proc.read_syscall_bytes_per_s": 2e6,
+        "proc.write_syscall_bytes_per_s": 40e6,
+    }
     assert "tree 0.98 cores read() 2.00 MB/s write() 40.0 MB/s" in format_status(rec, t0=0.0)
     assert "write()" not in format_status({"t": 1.0, "proc.cpu_pct": 98.0, "proc.write_syscall_bytes_per_s": 0.0})

@@ -94,7 +94,7 @@ class Host(RunnerHost):
 def store(tmp_path_factory):
     from nbbench.env import fingerprint
 
-    fingerprint()   # computed once per process (seconds): the first save must not count as Stop latency
+    fingerprint()  # computed once per process (seconds): the first save must not count as Stop latency
     return Store(tmp_path_factory.mktemp("store") / "results.sqlite")
 
 
@@ -143,12 +143,12 @@ def test_stop_interrupts_within_half_a_second_and_keeps_the_partial_result(slow_
     assert host.finished.wait(5), "the run did not end after Stop"
     r.wait(5)
     assert rec.status == "interrupted"
-    assert rec.stop_latency_s is not None and rec.stop_latency_s < 2.0   # 0.5 s target; generous on a shared machine
+    assert rec.stop_latency_s is not None and rec.stop_latency_s < 2.0  # 0.5 s target; generous on a shared machine
     assert "stopping" in host.events
     (row,) = store.history(kind="slow-test").to_dict("records")
     assert row["status"] == "interrupted"
     assert store.get(row["run_id"]).metrics["count"] > 0
-    assert r.stop() is False   # nothing left to stop
+    assert r.stop() is False  # nothing left to stop
 
 
 def test_errors_are_kept_not_swallowed(slow_command, store):
@@ -215,7 +215,7 @@ def test_path_field_debounces_and_keeps_the_last_value(tmp_path):
     for i in range(1, 6):
         f.value = "/tm"[:i] if i <= 3 else "/tmp"[:i]
     assert f.wait(5).path == "/tmp"
-    assert seen == ["/tmp"]   # one check for the burst of keystrokes
+    assert seen == ["/tmp"]  # one check for the burst of keystrokes
 
 
 def test_gpu_tab_runs_the_gpu_command_and_shows_the_result(panel, store, monkeypatch):
@@ -225,8 +225,14 @@ def test_gpu_tab_runs_the_gpu_command_and_shows_the_result(panel, store, monkeyp
 
     def fake_check(**kw):
         calls.append(kw)
-        res = gpu.GpuCheckResult(extra={"available": False, "verdicts": [
-            {"check": "torch build", "status": "fail", "message": "a CPU-only build: install a CUDA build"}]})
+        res = gpu.GpuCheckResult(
+            extra={
+                "available": False,
+                "verdicts": [
+                    {"check": "torch build", "status": "fail", "message": "a CPU-only build: install a CUDA build"}
+                ],
+            }
+        )
         return res.finish("ok", "no CUDA here")
 
     monkeypatch.setattr(gpu, "check", fake_check)
@@ -236,7 +242,7 @@ def test_gpu_tab_runs_the_gpu_command_and_shows_the_result(panel, store, monkeyp
     panel.label.value = "lab"
     panel.run_button.click()
     rec = panel.wait(10)
-    assert rec.status == "ok" and rec.verdict == "fail"   # it ran; its check failed
+    assert rec.status == "ok" and rec.verdict == "fail"  # it ran; its check failed
     assert calls and calls[0]["benchmark"] is False
     assert "CPU-only build" in panel.results.value
     # never green "done" over a failed check: the status line is red and says so
@@ -272,10 +278,10 @@ def test_panel_stop_button_marks_interrupted(panel, slow_command, store):
         assert time.monotonic() < deadline, "no progress reported"
         time.sleep(0.02)
     assert panel.run_button.disabled and not panel.stop_button.disabled
-    assert "MB/s" in panel.progress.label.value      # the live rate, formatted by units.format_metric
+    assert "MB/s" in panel.progress.label.value  # the live rate, formatted by units.format_metric
     panel.stop_button.click()
     rec = panel.wait(5)
-    assert rec.status == "interrupted" and rec.stop_latency_s < 2.0   # 0.5 s target; generous on a shared machine
+    assert rec.status == "interrupted" and rec.stop_latency_s < 2.0  # 0.5 s target; generous on a shared machine
     assert "interrupted" in panel.status.value and "after Stop" in panel.status.value
     assert panel.progress.status == "interrupted" and panel.progress.bar.bar_style == "warning"
     assert store.history(kind="slow-test")["status"].tolist() == ["interrupted"]
@@ -299,7 +305,7 @@ def test_panel_command_returns_at_once_and_saves_nothing(store):
     inv = parse_command(["panel", "/tmp", "--tab", "storage"])
     args = inv.args
     t0 = time.monotonic()
-    value = commands.execute(inv, NotebookContext())   # the notebook opens the panel
+    value = commands.execute(inv, NotebookContext())  # the notebook opens the panel
     assert time.monotonic() - t0 < 5
     assert isinstance(value, ControlPanel) and value.current_tab.title == "Storage" and value.path == "/tmp"
     assert "application/vnd.jupyter.widget-view+json" in value._repr_mimebundle_()
@@ -352,15 +358,15 @@ def test_rate_plot_panels_follow_the_reported_units():
 
     p = PanelProgress("dd /x", make_plot=lambda **kw: FakePlot(**kw))
     p(0.1, {"write_bytes_per_s": 5e8})
-    p(0.2, {"write_bytes_per_s": 6e8})          # within plot_interval: not a new point
-    p(0.6, {"read_bytes_per_s": 9e8})           # a new series: drawn at once
+    p(0.2, {"write_bytes_per_s": 6e8})  # within plot_interval: not a new point
+    p(0.6, {"read_bytes_per_s": 9e8})  # a new series: drawn at once
     p.close("ok")
     p.wait_plot()
     (plot,) = made
     assert plot.title == "dd /x: live rate" and plot.closed
     assert plot.points == [{"write_bytes_per_s": 5e8}, {"read_bytes_per_s": 9e8}]
     assert plot.panels[0].labels == {"write_bytes_per_s": "write", "read_bytes_per_s": "read"}
-    assert "MB/s" in p.label.value               # the bar's live rate, as the magics show it
+    assert "MB/s" in p.label.value  # the bar's live rate, as the magics show it
 
 
 def test_panel_draws_the_live_rate_of_a_probe(panel, slow_command):
@@ -381,9 +387,12 @@ def test_path_field_on_a_read_only_tree_is_usable_for_reads(tmp_path, monkeypatc
     from nbbench.panel.pathfield import check_path
 
     real = os.access
-    monkeypatch.setattr(os, "access", lambda p, mode, **kw: False if (mode & os.W_OK and str(p) == str(tmp_path))
-                        else real(p, mode, **kw))
+    monkeypatch.setattr(
+        os,
+        "access",
+        lambda p, mode, **kw: False if (mode & os.W_OK and str(p) == str(tmp_path)) else real(p, mode, **kw),
+    )
     info = check_path(str(tmp_path))
     assert info.ok and info.kind == "dir" and info.can_write is False and not info.writable
-    assert info.direct is None                       # not tried: nbbench may not create a file there
+    assert info.direct is None  # not tried: nbbench may not create a file there
     assert any("files, feed and sweep can read the tree" in n for n in info.notes)

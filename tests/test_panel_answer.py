@@ -40,8 +40,14 @@ def fake_gpu(monkeypatch):
         statuses = ("ok",)
 
     def check(**kw):
-        res = gpu.GpuCheckResult(extra={"available": True, "verdicts": [
-            {"check": f"c{i}", "status": s, "message": f"check {i}: {s}"} for i, s in enumerate(Fake.statuses)]})
+        res = gpu.GpuCheckResult(
+            extra={
+                "available": True,
+                "verdicts": [
+                    {"check": f"c{i}", "status": s, "message": f"check {i}: {s}"} for i, s in enumerate(Fake.statuses)
+                ],
+            }
+        )
         return res.finish("ok")
 
     monkeypatch.setattr(gpu, "check", check)
@@ -73,11 +79,11 @@ def test_each_tab_keeps_its_own_status_and_result(panel, fake_gpu):
     assert rec.status == "ok"
     gpu_result = panel.results.value
     assert "check 0" in gpu_result and "nbbench-status-ok" in panel.status.value
-    panel.select("Storage")   # not the GPU's run under the Storage tab
+    panel.select("Storage")  # not the GPU's run under the Storage tab
     assert panel.results.value == "" and panel.error.value == "" and panel.plot.children == ()
     assert "not run yet" in panel.status.value and "gpu" not in panel.status.value
     assert panel.controls.children[-1].children == (panel.tab("Storage").area.status,)
-    panel.select("GPU")       # and back: the GPU's run is still there
+    panel.select("GPU")  # and back: the GPU's run is still there
     assert panel.results.value == gpu_result and "nbbench-status-ok" in panel.status.value
 
 
@@ -85,7 +91,7 @@ def test_a_new_run_clears_the_tabs_old_one(panel, fake_gpu):
     rec = _run(panel, "GPU")
     assert rec.status == "ok" and "check 0" in panel.results.value
     _run(panel, job=Job("boom", fn=lambda ctx: 1 / 0))
-    assert "check 0" not in panel.results.value            # the old result is gone
+    assert "check 0" not in panel.results.value  # the old result is gone
     assert "ZeroDivisionError" in panel.error.value and "nbbench-status-error" in panel.status.value
 
 
@@ -100,7 +106,7 @@ def test_a_run_on_another_tab_draws_there_even_when_the_tab_shown_changes(panel,
 
     panel.select("Monitor")
     panel.run(Job("slow", fn=slow))
-    panel.select("GPU")           # while it runs: the GPU tab shows no trace of it
+    panel.select("GPU")  # while it runs: the GPU tab shows no trace of it
     assert "running" not in panel.status.value and panel.run_button.disabled
     assert "Monitor is running" in panel.run_button.tooltip
     gate.set()
@@ -124,8 +130,8 @@ def test_no_green_above_a_refused_run(panel, tmp_path):
     assert "nbbench-error" in panel.error.value
     assert "nbbench-status-ok" not in panel.status.value and COLOURS["ok"] not in panel.status.value
     assert "nbbench-status-error" in panel.status.value and "not started" in panel.status.value
-    assert panel.results.value == ""                       # the old run no longer answers these fields
-    S.dd_size.value = "1M"                                 # fixed: the refusal goes
+    assert panel.results.value == ""  # the old run no longer answers these fields
+    S.dd_size.value = "1M"  # fixed: the refusal goes
     assert panel.error.value == "" and "not run yet" in panel.status.value
 
 
@@ -146,13 +152,14 @@ def test_a_failed_check_turns_the_bar_red_not_green(panel):
         p = ctx.progress("check")
         p(0.5, {"read_bytes_per_s": 1e8})
         p.close("ok")
-        return GpuCheckResult(extra={"available": True, "verdicts": [
-            {"check": "c", "status": "fail", "message": "bad"}]}).finish("ok")
+        return GpuCheckResult(
+            extra={"available": True, "verdicts": [{"check": "c", "status": "fail", "message": "bad"}]}
+        ).finish("ok")
 
     rec = _run(panel, "GPU", job=Job("check", fn=checked))
     assert rec.status == "ok" and rec.verdict == "fail"
     assert "nbbench-status-fail" in panel.status.value
-    assert panel.progress.bar.bar_style == "danger"        # the bar says it ran; not that it passed
+    assert panel.progress.bar.bar_style == "danger"  # the bar says it ran; not that it passed
 
 
 # ---------------------------------------------------------------- controls that do something
@@ -173,7 +180,7 @@ def test_controls_shown_only_where_they_do_something(panel, tmp_path):
     assert not _shown(g.bench_box)
     panel.select("Storage")
     assert _shown(panel.plot_rates) and _shown(panel.label)
-    panel.save.value = False                               # a label is only stored with the result
+    panel.save.value = False  # a label is only stored with the result
     assert not _shown(panel.label)
     # the monitor's duration means nothing "until Stop"
     m = panel.tab("Monitor")
@@ -185,16 +192,16 @@ def test_storage_fields_follow_the_path_and_the_cache(panel, tmp_path):
     S = panel.tab("Storage")
     S.probe.value = "randread"
     S.rr_cache.value = "direct"
-    assert not _shown(S.rr_warm)                           # O_DIRECT has no page cache to warm
+    assert not _shown(S.rr_warm)  # O_DIRECT has no page cache to warm
     S.rr_cache.value = "buffered"
     assert _shown(S.rr_warm)
-    assert _shown(S.dd_mode) and _shown(S.dk_nowrite)      # a directory: writes to choose
-    assert [v for _, v in S.dd_mode.options] == ["", "write"]   # "read only" in a directory is both
+    assert _shown(S.dd_mode) and _shown(S.dk_nowrite)  # a directory: writes to choose
+    assert [v for _, v in S.dd_mode.options] == ["", "write"]  # "read only" in a directory is both
     f = tmp_path / "data.bin"
     f.write_bytes(b"x" * 65536)
     panel.path = str(f)
     assert panel.path_field.wait(5).kind == "file"
-    assert not _shown(S.dd_mode) and not _shown(S.dk_nowrite)   # a file is only read
+    assert not _shown(S.dd_mode) and not _shown(S.dk_nowrite)  # a file is only read
     S.probe.value = "dd"
     S.dd_mode.value = "write"
     assert "--mode" not in S.job(panel.path_field.current(), None).argv
@@ -209,15 +216,18 @@ def test_monitor_live_plot_box_sets_no_plot(panel):
 
 
 # ----------------------------------------------------------------------- full option texts
-_CHAR_PX = 7.5   # a generous average width of the panel's 13 px font
+_CHAR_PX = 7.5  # a generous average width of the panel's 13 px font
 
 
 def _texts(widget) -> list[str]:
     import ipywidgets as w
 
     if isinstance(widget, (w.Dropdown, w.ToggleButtons)):
-        return [str(label) for label, _ in widget._options_full] if hasattr(widget, "_options_full") else \
-            [str(o[0] if isinstance(o, tuple) else o) for o in widget.options]
+        return (
+            [str(label) for label, _ in widget._options_full]
+            if hasattr(widget, "_options_full")
+            else [str(o[0] if isinstance(o, tuple) else o) for o in widget.options]
+        )
     if isinstance(widget, w.Checkbox):
         return [widget.description]
     return []
@@ -249,8 +259,9 @@ def test_no_option_text_is_cut_by_a_fixed_width(panel):
         m = re.fullmatch(r"(\d+)px", str(width))
         assert m, (wdg.description, width)
         texts = _texts(wdg)
-        need = _CHAR_PX * (len(wdg.description if isinstance(wdg, w.Dropdown) else "")
-                           + max(len(t) for t in texts)) + 40
+        need = (
+            _CHAR_PX * (len(wdg.description if isinstance(wdg, w.Dropdown) else "") + max(len(t) for t in texts)) + 40
+        )
         assert int(m.group(1)) >= need, f"{wdg.description!r} is {width}, its text needs ~{need:.0f}px: {texts}"
         checked += 1
     assert checked >= 15
@@ -266,12 +277,12 @@ def test_errors_name_the_field_not_the_flag(panel, tmp_path):
     text = re.sub(r"<[^>]+>", "", panel.error.value)
     assert "size: unknown size unit" in text and "--size" not in text and "argument" not in text
     S.probe.value = "randread"
-    S.rr_size.value = "100T"                               # more than any disk here has free
+    S.rr_size.value = "100T"  # more than any disk here has free
     S.rr_runtime.value = "1s"
     rec = _run(panel)
     text = re.sub(r"<[^>]+>", "", panel.error.value)
     assert rec.status == "error" and "not enough free space" in text
-    assert "“region”" in text and "--size" not in text     # randread's --size is the field "region"
+    assert "“region”" in text and "--size" not in text  # randread's --size is the field "region"
     panel.select("DataLoader")
     L = panel.tab("DataLoader")
     L.action.value = "sweep"
@@ -307,7 +318,7 @@ def test_the_answer_comes_before_any_table_and_the_plot(panel):
     html = panel.results.value
     assert 0 <= html.index("42 widgets/s") < html.index("<table")
     kids = panel.area.widget.children
-    assert kids.index(panel.area.results) < kids.index(panel.area.plot)   # the answer above the plot
+    assert kids.index(panel.area.results) < kids.index(panel.area.plot)  # the answer above the plot
 
 
 # ------------------------------------------------------------------------ the snapshot
@@ -317,13 +328,13 @@ def test_snapshot_is_static_html_of_each_tabs_last_run(panel, fake_gpu):
     snap = panel.snapshot_html()
     assert "<script" not in snap and "widget" not in re.sub(r"<style>.*?</style>", "", snap).split("head")[0]
     assert "nbbench-snapshot" in snap and "GPU" in snap and "check 1: fail" in snap
-    assert "nbbench-status-fail" in snap and "a check failed" in snap      # the red status line, kept
+    assert "nbbench-status-fail" in snap and "a check failed" in snap  # the red status line, kept
     assert "not run in this session: Storage, DataLoader, Object storage, Monitor" in snap
     assert re.sub(r"<[^>]+>", "", snap).count("check 1: fail") >= 1
     rec = _dd_small(panel)
     assert rec.status == "ok"
     snap = panel.snapshot_html()
-    body = snap[snap.index("nbbench-snapshot-body"):]
+    body = snap[snap.index("nbbench-snapshot-body") :]
     assert body.index(">GPU<") < body.index(">Storage<")
     assert "B/s write" in snap and "not run in this session: DataLoader, Object storage, Monitor" in snap
 
@@ -335,7 +346,7 @@ def test_displaying_the_panel_leaves_the_snapshot_and_refreshes_it(panel, fake_g
         panel._ipython_display_()
     widget, snap = cap.outputs
     assert "application/vnd.jupyter.widget-view+json" in widget.data
-    assert widget.data["text/plain"].startswith("<nbbench control panel: tab ")      # not a VBox of every child
+    assert widget.data["text/plain"].startswith("<nbbench control panel: tab ")  # not a VBox of every child
     assert "nbbench-snapshot" in snap.data["text/html"] and "not run in this session" in snap.data["text/html"]
     assert snap.transient["display_id"] == panel.snapshot.display_id
     with capture_output() as cap:
@@ -351,8 +362,9 @@ def test_live_plot_legend_text_wraps_instead_of_being_cut():
     from nbbench.plots.panel import Panel
     from nbbench.plots.timeline import Timeline
 
-    tl = Timeline([Panel("samples/s", ["warm_samples_per_s"], labels={"warm_samples_per_s":
-                                                                       "from memory (warm cache)"})])
+    tl = Timeline(
+        [Panel("samples/s", ["warm_samples_per_s"], labels={"warm_samples_per_s": "from memory (warm cache)"})]
+    )
     tl.add(0.0, {"warm_samples_per_s": 1.0})
     tl.add(1.0, {"warm_samples_per_s": 2.0})
     assert tl.png()[:4] == b"\x89PNG"
@@ -382,7 +394,7 @@ def test_a_figure_first_seen_in_the_last_report_gets_no_lone_legend_entry():
 
     p = PanelProgress("feed /x", make_plot=lambda **kw: FakePlot(**kw))
     p(0.3, {"samples_per_s": 800.0})
-    p(1.0, {"samples_per_s": 411.0, "warm_samples_per_s": 733.0})   # the summary
+    p(1.0, {"samples_per_s": 411.0, "warm_samples_per_s": 733.0})  # the summary
     p.close("ok")
     p.wait_plot()
     (plot,) = made
@@ -426,7 +438,7 @@ def test_the_dataloader_tabs_final_frame_draws_what_the_accelerators_need():
     (plot,) = made
     (targets,) = [t for t in plot.targets_at_close if t]
     assert targets == {"needed at AU 90 %: 1.61 ksamples/s": 1610.0}
-    q = PanelProgress("dd /x", make_plot=lambda **kw: FakePlot(**kw))   # nothing needed: no line
+    q = PanelProgress("dd /x", make_plot=lambda **kw: FakePlot(**kw))  # nothing needed: no line
     q(0.5, {"write_bytes_per_s": 3e8})
     q.close("ok", final={"write_bytes_per_s": 3e8})
     q.wait_plot()

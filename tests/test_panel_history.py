@@ -14,10 +14,18 @@ pytest.importorskip("ipywidgets")
 def store(tmp_path):
     st = Store(tmp_path / "results.sqlite")
     env = {"id": "env-test"}
-    a = Result(kind="ddtest", params={"bs": 1048576, "size": 2**24, "path": "/a"},
-               metrics={"read_bytes_per_s": 800e6, "write_bytes_per_s": 500e6}, labels={"cache": "direct"})
-    b = Result(kind="ddtest", params={"bs": 1048576, "size": 2**24, "path": "/b"},
-               metrics={"read_bytes_per_s": 943e6, "write_bytes_per_s": 450e6}, labels={"cache": "direct"})
+    a = Result(
+        kind="ddtest",
+        params={"bs": 1048576, "size": 2**24, "path": "/a"},
+        metrics={"read_bytes_per_s": 800e6, "write_bytes_per_s": 500e6},
+        labels={"cache": "direct"},
+    )
+    b = Result(
+        kind="ddtest",
+        params={"bs": 1048576, "size": 2**24, "path": "/b"},
+        metrics={"read_bytes_per_s": 943e6, "write_bytes_per_s": 450e6},
+        labels={"cache": "direct"},
+    )
     c = Result(kind="othertest", metrics={"iops": 1000.0})
     st.save(a.finish(), label="baseline", environment=env)
     st.save(b.finish(), label="new-disk", environment=env)
@@ -34,7 +42,7 @@ def panel(store):
 
 def test_history_lists_runs_newest_first_and_filters(panel):
     h = panel.tab("History")
-    assert panel.current_tab is h and panel.run_button.disabled   # nothing to Run on this tab
+    assert panel.current_tab is h and panel.run_button.disabled  # nothing to Run on this tab
     assert [v for _, v in h.runs.options] == [3, 2, 1]
     rows = [text for text, _ in h.runs.options]
     assert "INTERRUPTED" in rows[0] and "  ddtest     baseline  ok           800 MB/s read" in rows[2]
@@ -45,8 +53,11 @@ def test_history_lists_runs_newest_first_and_filters(panel):
     head = html.unescape(re.sub(r"<[^>]+>", "", h.header.value))
     assert head.split() == ["run", "started", "kind", "label", "outcome", "summary"]
     col = head.index("summary")
-    assert [r[col:].split(" — ")[0] for r in rows] == ["1.00 kIOPS (INTERRUPTED)", "943 MB/s read · 450 MB/s write",
-                                                       "800 MB/s read · 500 MB/s write"]
+    assert [r[col:].split(" — ")[0] for r in rows] == [
+        "1.00 kIOPS (INTERRUPTED)",
+        "943 MB/s read · 450 MB/s write",
+        "800 MB/s read · 500 MB/s write",
+    ]
     assert rows[2][col:].endswith("— /a [direct]") and rows[0][col:] == "1.00 kIOPS (INTERRUPTED)"
     assert set(h.kind.options) == {"all kinds", "ddtest", "othertest"}
     h.kind.value = "ddtest"
@@ -62,13 +73,13 @@ def test_compare_needs_two_and_shows_deltas_against_the_first(panel):
     assert h.compare_button.disabled and not h.show_button.disabled
     h.show_button.click()
     assert "nbbench-result" in h.out.value and "800 MB/s" in h.out.value
-    h.runs.value = (2, 1)              # selection order does not matter: the older run is the baseline
+    h.runs.value = (2, 1)  # selection order does not matter: the older run is the baseline
     assert not h.compare_button.disabled
     h.compare_button.click()
     out = h.out.value
     assert "<b>new-disk</b>: read 943 MB/s, <span" in out and "+17.9 %" in out
     assert "against the baseline (baseline: 800 MB/s)" in out
-    assert "-10.0 %" in out            # write got slower
+    assert "-10.0 %" in out  # write got slower
     (img,) = h.charts.children
     assert img.value[:8] == b"\x89PNG\r\n\x1a\n"
 

@@ -16,16 +16,21 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
 def _snapshot_outputs(nb):
-    return [(i, o) for i, c in enumerate(nb.cells) if c.cell_type == "code" for o in c.outputs
-            if "nbbench-snapshot" in str(o.get("data", {}).get("text/html", ""))]
+    return [
+        (i, o)
+        for i, c in enumerate(nb.cells)
+        if c.cell_type == "code"
+        for o in c.outputs
+        if "nbbench-snapshot" in str(o.get("data", {}).get("text/html", ""))
+    ]
 
 
 def test_notebook_05_is_committed_without_widget_state_but_with_the_snapshot():
     raw = json.loads(NB05.read_text())
     assert "widgets" not in raw["metadata"]
-    assert WIDGET_VIEW not in NB05.read_text()            # nothing that needs a live kernel to show
+    assert WIDGET_VIEW not in NB05.read_text()  # nothing that needs a live kernel to show
     nb = nbformat.reads(NB05.read_text(), as_version=4)
-    (i, snap), = _snapshot_outputs(nb)
+    ((i, snap),) = _snapshot_outputs(nb)
     assert "nbbench.panel()" in nb.cells[i].source
     html = snap.data["text/html"]
     text = re.sub(r"<[^>]+>", " ", html)
@@ -34,7 +39,9 @@ def test_notebook_05_is_committed_without_widget_state_but_with_the_snapshot():
     assert "<script" not in html
     # the panel's own output says what it is in one line, not a repr of every widget
     panel_out = [o for o in nb.cells[i].outputs if o is not snap]
-    assert [o.data["text/plain"] for o in panel_out][0].startswith(("<nbbench control panel: tab ", "<nbbench ControlPanel"))   # until 05 is re-run
+    assert [o.data["text/plain"] for o in panel_out][0].startswith(
+        ("<nbbench control panel: tab ", "<nbbench ControlPanel")
+    )  # until 05 is re-run
     assert nb.cells[-1].cell_type == "markdown" and "On your own data" in nb.cells[-1].source
 
 
@@ -45,16 +52,19 @@ def test_a_run_from_a_later_cell_refreshes_the_saved_snapshot(tmp_path):
     from nbclient import NotebookClient
 
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(c) for c in (
-        "import nbbench\np = nbbench.panel()\np",
-        "from nbbench.panel.runner import Job\nfrom nbbench.results import Result\n"
-        "p.save.value = False\n"
-        "p.run(Job('answer', fn=lambda ctx: Result(kind='t', metrics={'read_bytes_per_s': 4.2e8}).finish()))\n"
-        "p.wait(60)\nprint(p.last.status)",
-    )]
+    nb.cells = [
+        nbformat.v4.new_code_cell(c)
+        for c in (
+            "import nbbench\np = nbbench.panel()\np",
+            "from nbbench.panel.runner import Job\nfrom nbbench.results import Result\n"
+            "p.save.value = False\n"
+            "p.run(Job('answer', fn=lambda ctx: Result(kind='t', metrics={'read_bytes_per_s': 4.2e8}).finish()))\n"
+            "p.wait(60)\nprint(p.last.status)",
+        )
+    ]
     NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
     assert nb.cells[1].outputs[0].text.strip() == "ok"
-    (i, snap), = _snapshot_outputs(nb)
+    ((i, snap),) = _snapshot_outputs(nb)
     assert i == 0
     html = snap.data["text/html"]
     assert "420 MB/s read" in html and "after answer" in html and "nbbench-status-ok" in html

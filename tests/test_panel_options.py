@@ -30,11 +30,20 @@ def _accels():
 
 
 #: every tab's option fields and what it leaves out, by subcommand
-OPTION_FIELDS = {**storage_tab.OPTION_FIELDS, **loader_tab.option_spec(_accels()), **objects_tab.OPTION_FIELDS,
-                 **gpu_tab.OPTION_FIELDS, **monitor_tab.OPTION_FIELDS}
-NOT_FIELDS = {**{k: storage_tab.NOT_FIELDS for k in storage_tab.OPTION_FIELDS},
-              **{k: loader_tab.NOT_FIELDS for k in ("feed", "sweep")}, "s3": objects_tab.NOT_FIELDS,
-              "gpu": gpu_tab.NOT_FIELDS, "monitor": monitor_tab.NOT_FIELDS}
+OPTION_FIELDS = {
+    **storage_tab.OPTION_FIELDS,
+    **loader_tab.option_spec(_accels()),
+    **objects_tab.OPTION_FIELDS,
+    **gpu_tab.OPTION_FIELDS,
+    **monitor_tab.OPTION_FIELDS,
+}
+NOT_FIELDS = {
+    **{k: storage_tab.NOT_FIELDS for k in storage_tab.OPTION_FIELDS},
+    **{k: loader_tab.NOT_FIELDS for k in ("feed", "sweep")},
+    "s3": objects_tab.NOT_FIELDS,
+    "gpu": gpu_tab.NOT_FIELDS,
+    "monitor": monitor_tab.NOT_FIELDS,
+}
 #: the subcommands whose panel tabs say why each option left out is left out
 WITH_REASONS = ("gpu", "monitor")
 
@@ -51,7 +60,7 @@ def test_each_field_is_the_parsers_option_with_its_default_choices_and_limits(na
 
     actions = command_options(name)
     for flag, *rest in OPTION_FIELDS[name]:
-        a = actions[flag]                      # a renamed option fails here
+        a = actions[flag]  # a renamed option fails here
         f, kw = _field(name, flag, *rest)
         if a.choices or kw.get("choices"):
             values = [v for _, v in f.options]
@@ -59,7 +68,7 @@ def test_each_field_is_the_parsers_option_with_its_default_choices_and_limits(na
             assert f.value == (a.default if a.default is not None else "")
             for v in values:
                 if v:
-                    assert (a.type(v) if a.type else v) is not None   # each choice is one the parser takes
+                    assert (a.type(v) if a.type else v) is not None  # each choice is one the parser takes
         elif isinstance(a.type, options.IntRange):
             assert isinstance(f, w.BoundedIntText)
             assert (f.min, f.max, f.value) == (a.type.lo, a.type.hi, a.default if a.default is not None else a.type.lo)
@@ -67,11 +76,12 @@ def test_each_field_is_the_parsers_option_with_its_default_choices_and_limits(na
             assert isinstance(f, w.Checkbox) and f.value == bool(a.default)
         else:
             assert isinstance(f, w.Text)
-            typed = [] if f.value == "" else [f.value]   # what the field shows parses back to the default
-            assert (a.type(typed[0]) if typed else None) == (a.type(a.default) if isinstance(a.default, str)
-                                                             else a.default)
+            typed = [] if f.value == "" else [f.value]  # what the field shows parses back to the default
+            assert (a.type(typed[0]) if typed else None) == (
+                a.type(a.default) if isinstance(a.default, str) else a.default
+            )
         help_ = (a.help or "").replace("%%", "%")
-        if isinstance(a, argparse._StoreFalseAction):   # ticked means on: the tooltip says so before the CLI's help
+        if isinstance(a, argparse._StoreFalseAction):  # ticked means on: the tooltip says so before the CLI's help
             assert f.tooltip.startswith("ticked: on") and f.tooltip.endswith(help_) and flag in f.tooltip
         else:
             assert f.tooltip == help_
@@ -101,23 +111,29 @@ def test_the_defaults_argv_parses_to_the_parsers_defaults():
             dest = command_options(name)[flag].dest
             d = want[dest]
             t = command_options(name)[flag].type
-            d = t(d) if isinstance(d, str) and t else d   # argparse runs a string default through its type
+            d = t(d) if isinstance(d, str) and t else d  # argparse runs a string default through its type
             if d is None and isinstance(t, options.IntRange):
-                d = t.lo   # a bounded field always holds a number: the least ("--jobs" None means 1)
+                d = t.lo  # a bounded field always holds a number: the least ("--jobs" None means 1)
             assert getattr(inv.args, dest) == d, (name, flag)
 
 
-@pytest.mark.parametrize("name,flag,bounds", [("randread", "--jobs", limits.JOBS), ("dd", "--jobs", limits.JOBS),
-                                              ("randread", "--qd", limits.RANDREAD_QD),
-                                              ("files", "--threads", limits.FILES_THREADS)])
+@pytest.mark.parametrize(
+    "name,flag,bounds",
+    [
+        ("randread", "--jobs", limits.JOBS),
+        ("dd", "--jobs", limits.JOBS),
+        ("randread", "--qd", limits.RANDREAD_QD),
+        ("files", "--threads", limits.FILES_THREADS),
+    ],
+)
 def test_the_same_limits_in_the_widget_the_parser_and_the_probe(name, flag, bounds, tmp_path):
     lo, hi = bounds
     f = option_field(name, flag, "x")
-    assert (f.min, f.max) == (lo, hi)                                        # the panel
+    assert (f.min, f.max) == (lo, hi)  # the panel
     commands.parse([name, str(tmp_path), flag, str(hi)])
-    with pytest.raises(commands.UsageProblem, match=f"between {lo} and {hi}"):   # the CLI and %iobench
+    with pytest.raises(commands.UsageProblem, match=f"between {lo} and {hi}"):  # the CLI and %iobench
         commands.parse([name, str(tmp_path), flag, str(hi + 1)])
-    with pytest.raises(ProbeError, match=f"between {lo} and {hi}"):          # the probe
+    with pytest.raises(ProbeError, match=f"between {lo} and {hi}"):  # the probe
         limits.check(flag.lstrip("-"), hi + 1, bounds)
     if name == "randread":
         from nbbench.probes.storage import disk
@@ -125,7 +141,7 @@ def test_the_same_limits_in_the_widget_the_parser_and_the_probe(name, flag, boun
         with pytest.raises(ProbeError, match=f"between {lo} and {hi}"):
             disk.randread(tmp_path, **{flag.lstrip("-"): hi + 1})
     if name == "dd":
-        return   # dd's probe refuses through the same check (io_args.check_jobs)
+        return  # dd's probe refuses through the same check (io_args.check_jobs)
 
 
 @pytest.mark.parametrize("flag,bounds", [("--size", limits.GPU_MATMUL_SIZE), ("--iters", limits.GPU_ITERS)])

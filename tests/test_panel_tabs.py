@@ -17,7 +17,7 @@ pytest.importorskip("ipywidgets")
 def store(tmp_path_factory):
     from nbbench.env import fingerprint
 
-    fingerprint()   # computed once per process (seconds): the first save must not count as Stop latency
+    fingerprint()  # computed once per process (seconds): the first save must not count as Stop latency
     return Store(tmp_path_factory.mktemp("store") / "results.sqlite")
 
 
@@ -106,7 +106,7 @@ def test_monitor_until_stop_ends_ok_on_stop(panel, store):
     time.sleep(0.5)
     panel.stop()
     rec = panel.wait(10)
-    assert rec.status == "ok" and rec.stop_latency_s < 2.0   # 0.5 s target; generous on a shared machine
+    assert rec.status == "ok" and rec.stop_latency_s < 2.0  # 0.5 s target; generous on a shared machine
     assert store.history(kind="monitor")["status"].tolist() == ["ok"]
 
 
@@ -132,7 +132,7 @@ def test_storage_tab_lines_parse_with_the_storage_parsers(panel):
     S.probe.value = "dd"
     S.dd_size.value = "16Q"
     assert panel.run() is None
-    assert "unknown size unit" in panel.error.value      # the dd parser's own message, in red
+    assert "unknown size unit" in panel.error.value  # the dd parser's own message, in red
 
 
 def test_storage_dd_then_randread_stopped(panel, store, tmp_path):
@@ -156,7 +156,7 @@ def test_storage_dd_then_randread_stopped(panel, store, tmp_path):
         time.sleep(0.05)
     panel.stop_button.click()
     rec = panel.wait(10)
-    assert rec.status == "interrupted" and rec.stop_latency_s < 2.0   # target 0.5 s; generous on a shared machine
+    assert rec.status == "interrupted" and rec.stop_latency_s < 2.0  # target 0.5 s; generous on a shared machine
     statuses = dict(zip(store.history()["kind"], store.history()["status"]))
     assert statuses == {"dd": "ok", "randread": "interrupted"}
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".nbbench")] == []

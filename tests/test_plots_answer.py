@@ -20,9 +20,13 @@ GREEN, RED = "#2e7d32", "#c62828"
 
 
 def _dd(samples, cache="direct", label=None, path="/data", w=4e8, r=6e8):
-    res = Result(kind="dd", params={"path": path, "bs": 2**20, "size": 2**24},
-                 metrics={"write_bytes_per_s": w, "read_bytes_per_s": r}, labels={"cache": cache},
-                 samples=samples)
+    res = Result(
+        kind="dd",
+        params={"path": path, "bs": 2**20, "size": 2**24},
+        metrics={"write_bytes_per_s": w, "read_bytes_per_s": r},
+        labels={"cache": cache},
+        samples=samples,
+    )
     if label:
         res.labels["label"] = label
     return res.finish()
@@ -54,13 +58,21 @@ def test_a_30_ms_dd_gets_a_sentence_not_a_plot():
     assert result_figure(one) is None
     fig, why = sample_plot(one)
     assert fig is None and why == "the run lasted 30 ms, shorter than two 500 ms windows: no plot"
-    both = _dd({"write_bw": {"t_s": [0.03], "write_bytes_per_s": [5e8]},
-                "read_bw": {"t_s": [0.01, 0.02], "read_bytes_per_s": [9e8, 9e8]}})
+    both = _dd(
+        {
+            "write_bw": {"t_s": [0.03], "write_bytes_per_s": [5e8]},
+            "read_bw": {"t_s": [0.01, 0.02], "read_bytes_per_s": [9e8, 9e8]},
+        }
+    )
     fig, why = sample_plot(both)
     assert fig is None and why.startswith("write lasted 30 ms and read 20 ms") and "no plot" in why
     # two windows and more: a plot, its too-short sibling named in the title
-    mixed = _dd({"write_bw": {"t_s": [0.5, 1.0, 1.2], "write_bytes_per_s": [5e8, 6e8, 5e8]},
-                 "read_bw": {"t_s": [0.03], "read_bytes_per_s": [9e8]}})
+    mixed = _dd(
+        {
+            "write_bw": {"t_s": [0.5, 1.0, 1.2], "write_bytes_per_s": [5e8, 6e8, 5e8]},
+            "read_bw": {"t_s": [0.03], "read_bytes_per_s": [9e8]},
+        }
+    )
     fig, why = sample_plot(mixed)
     assert why is None and len([ax for ax in fig.axes if ax.get_visible()]) == 1
     assert "read lasted 30 ms" in fig._suptitle.get_text().replace("\n", " ")
@@ -82,7 +94,7 @@ def test_a_live_plot_with_fewer_than_two_points_leaves_no_empty_axes():
 
     p = LivePlot([Panel("bandwidth", ["*bytes_per_s"], unit="MB/s", scale=1e-6)], target="widget", show=False)
     p.start()
-    assert p.widget.layout.display == "none"          # no empty axes while waiting for data
+    assert p.widget.layout.display == "none"  # no empty axes while waiting for data
     p.add(1.0, {"write_bytes_per_s": 5e8})
     assert p.close() is None and "no plot" in p.note
     assert p.widget.layout.display == "none" and p._repr_png_() is None
@@ -113,13 +125,30 @@ def _figures():
     t = [0.5 * i for i in range(1, 9)]
     dd = _dd({"write_bw": {"t_s": t, "write_bytes_per_s": [4e8 + 1e7 * i for i in range(8)]}})
     tl = {"t_s": [0.1, 0.2, 0.3], "cpu.util_pct": [10.0, 20.0, 30.0], "disk.read_bytes_per_s": [1e6, 2e6, 3e6]}
-    mon = MonitorResult(params={"what": "cell"}, samples={"timeline": tl},
-                        extra={"notes": ["GPU: N/A: NVML unavailable: libnvidia-ml.so.1: cannot open shared object "
-                                         "file: No such file or directory"]})
-    configs = [{"num_workers": w, "batch_size": 64, "pin_memory": False, "prefetch_factor": 2, "status": "ok",
-                "samples_per_s": 500.0 * (w + 1)} for w in (0, 1, 2, 4)]
-    sw = SweepResult(samples={"configs": configs}, metrics={"needed_samples_per_s": 1600.0},
-                     labels={"accelerator": "h100-resnet50"})
+    mon = MonitorResult(
+        params={"what": "cell"},
+        samples={"timeline": tl},
+        extra={
+            "notes": [
+                "GPU: N/A: NVML unavailable: libnvidia-ml.so.1: cannot open shared object "
+                "file: No such file or directory"
+            ]
+        },
+    )
+    configs = [
+        {
+            "num_workers": w,
+            "batch_size": 64,
+            "pin_memory": False,
+            "prefetch_factor": 2,
+            "status": "ok",
+            "samples_per_s": 500.0 * (w + 1),
+        }
+        for w in (0, 1, 2, 4)
+    ]
+    sw = SweepResult(
+        samples={"configs": configs}, metrics={"needed_samples_per_s": 1600.0}, labels={"accelerator": "h100-resnet50"}
+    )
     timeline = Timeline([Panel("bandwidth", ["*bytes_per_s"], unit="MB/s", scale=1e-6)], title="dd: live rate")
     for i in range(5):
         timeline.add(float(i), {"read_bytes_per_s": 1e8 * (i + 1)})
@@ -129,8 +158,14 @@ def _figures():
     loader = LoaderPlot(target="none", need=1607.0, accelerator="h100-resnet50", monitor=False)
     for i in range(3):
         loader.plot.add(float(i), {"loader.samples_per_s": 1500.0 + 10 * i, "loader.au_pct": 85.0})
-    return {"loader_plot": loader.plot.figure, "bar_chart": bar_chart(cmp), "result_figure": result_figure(dd), "sweep_figure": sweep_figure(sw),
-            "monitor_figure": monitor_figure(mon), "timeline": timeline.figure}
+    return {
+        "loader_plot": loader.plot.figure,
+        "bar_chart": bar_chart(cmp),
+        "result_figure": result_figure(dd),
+        "sweep_figure": sweep_figure(sw),
+        "monitor_figure": monitor_figure(mon),
+        "timeline": timeline.figure,
+    }
 
 
 def test_every_figure_is_800_px_wide_with_10_pt_fonts():
@@ -146,8 +181,11 @@ def test_a_long_title_wraps_instead_of_being_cut():
     from nbbench.results.monitor import MonitorResult
 
     note = "NVML unavailable: libnvidia-ml.so.1: cannot open shared object file: No such file or directory"
-    res = MonitorResult(params={"what": "cell"}, samples={"timeline": {"t_s": [0.1, 0.2], "cpu.util_pct": [1.0, 2.0]}},
-                        extra={"notes": [f"GPU: {note}"]})
+    res = MonitorResult(
+        params={"what": "cell"},
+        samples={"timeline": {"t_s": [0.1, 0.2], "cpu.util_pct": [1.0, 2.0]}},
+        extra={"notes": [f"GPU: {note}"]},
+    )
     fig = monitor_figure(res)
     title = " ".join(t.get_text() for t in _texts(fig) if "monitor" in t.get_text() or "GPU" in t.get_text())
     # the plot names the reason in short (the card under it says it whole): never cut
@@ -158,8 +196,13 @@ def test_a_bold_title_that_says_why_a_panel_is_missing_stays_inside_the_figure()
     from nbbench.plots.samples import sample_plot
 
     # the write spans three windows, the read lasted 194 ms: the title says so, in bold, and must wrap to fit
-    res = _dd({"write": {"t_s": [0.5, 1.0, 1.55], "write_bytes_per_s": [6e8, 4e8, 2e8]},
-               "read": {"t_s": [0.194], "read_bytes_per_s": [2.7e9]}}, path="/tmp/shotrep/data")
+    res = _dd(
+        {
+            "write": {"t_s": [0.5, 1.0, 1.55], "write_bytes_per_s": [6e8, 4e8, 2e8]},
+            "read": {"t_s": [0.194], "read_bytes_per_s": [2.7e9]},
+        },
+        path="/tmp/shotrep/data",
+    )
     fig, _ = sample_plot(res)
     fig.canvas.draw()
     box = fig._suptitle.get_window_extent(fig.canvas.get_renderer())
@@ -177,14 +220,14 @@ def test_the_live_time_axis_follows_the_run_length():
     for i in range(5):
         known.add(0.2 * i, {"iops": 1e4})
     known.png()
-    assert known._axes[0].get_xlim() == (0.0, 3.0)            # a 3 s randread: a 3 s axis
-    known.add(3.4, {"iops": 1e4})                           # ran over: the axis grows
+    assert known._axes[0].get_xlim() == (0.0, 3.0)  # a 3 s randread: a 3 s axis
+    known.add(3.4, {"iops": 1e4})  # ran over: the axis grows
     known.png()
     assert known._axes[0].get_xlim()[1] > 3.4
-    unknown = Timeline(panels)                                # a monitored cell: length unknown
+    unknown = Timeline(panels)  # a monitored cell: length unknown
     for i in range(4):
         unknown.add(0.8 * i, {"iops": 1e4})
-    assert unknown.figure.axes[0].get_xlim() == pytest.approx((0.0, 2.4))   # the final frame fits the run
+    assert unknown.figure.axes[0].get_xlim() == pytest.approx((0.0, 2.4))  # the final frame fits the run
 
 
 def test_the_panel_rate_plot_spans_the_expected_run(monkeypatch):
@@ -203,7 +246,7 @@ def test_the_panel_rate_plot_spans_the_expected_run(monkeypatch):
     p._t0 = clock[0]
     for i in range(1, 6):
         clock[0] += 0.5
-        p(i * 0.5 / 3.0, {"iops": 1e4})                      # a 3 s run, reported as it goes
+        p(i * 0.5 / 3.0, {"iops": 1e4})  # a 3 s run, reported as it goes
         if p._maker is not None:
             p._maker.join(30)
     assert made and made[0].timeline.span_s == pytest.approx(3.0)
@@ -218,11 +261,19 @@ def test_the_loader_plot_and_figure_carry_the_needed_line():
     from nbbench.ui.loaderplot import LoaderPlot
 
     plot = LoaderPlot.start(target="none", need=1607.0, accelerator="h100-resnet50")
-    texts = [t.get_text().replace("\n", " ") for t in _texts(plot.plot.figure)]   # legend entries, wrapped
+    texts = [t.get_text().replace("\n", " ") for t in _texts(plot.plot.figure)]  # legend entries, wrapped
     assert any(t.startswith("needed by h100-resnet50 at AU 90 %") for t in texts), texts
     assert any("AU target 90 %" in t for t in texts)
-    res = bench_loader([b"x" * 64] * 4000, duration=2.2, warmup=1, batch_size=4, step="emulate:h100-resnet50",
-                       monitor=plot.monitor, on_window=plot.on_window, epochs=None)
+    res = bench_loader(
+        [b"x" * 64] * 4000,
+        duration=2.2,
+        warmup=1,
+        batch_size=4,
+        step="emulate:h100-resnet50",
+        monitor=plot.monitor,
+        on_window=plot.on_window,
+        epochs=None,
+    )
     plot.finish(res)
     need = res.metrics["needed_samples_per_s"]
     ax = plot.plot.figure.axes[0]
@@ -235,8 +286,12 @@ def test_the_loader_plot_and_figure_carry_the_needed_line():
 
 # ------------------------------------------------------------ compare images
 def test_compare_images_carry_the_caveats_and_units_that_match_the_ticks():
-    g = compare([_dd({}, cache="direct", label="disk", w=4e8, r=6e8),
-                 _dd({}, cache="memory", label="tmpfs", path="/dev/shm", w=1.8e9, r=2.6e9)]).groups[0]
+    g = compare(
+        [
+            _dd({}, cache="direct", label="disk", w=4e8, r=6e8),
+            _dd({}, cache="memory", label="tmpfs", path="/dev/shm", w=1.8e9, r=2.6e9),
+        ]
+    ).groups[0]
     fig = bar_chart(g)
     texts = [t.get_text() for t in _texts(fig)]
     assert any("cache mode differs: direct (disk), memory (tmpfs)" in t for t in texts), texts
@@ -249,8 +304,9 @@ def test_compare_images_carry_the_caveats_and_units_that_match_the_ticks():
     # …and the HTML table beside it says the same: the delta uncoloured, marked ⚠
     import re as _re
 
-    cells = _re.findall(r"<td style='text-align:right;color:(#[0-9a-f]{3,6});font-weight:\w+' title='[^']*'>([^<]*)</td>",
-                        g_html(g))
+    cells = _re.findall(
+        r"<td style='text-align:right;color:(#[0-9a-f]{3,6});font-weight:\w+' title='[^']*'>([^<]*)</td>", g_html(g)
+    )
     assert cells and all(c == "#444" and "⚠" in t for c, t in cells if t.strip() not in ("", "—")), cells
 
 
@@ -262,8 +318,15 @@ def g_html(g):
 
 def test_metrics_without_a_direction_are_never_green_or_red():
     def mon(wall, disk):
-        return Result(kind="monitor", metrics={"wall_s": wall, "cpu_mean_pct": 30.0, "disk_read_bytes": disk,
-                                               "disk_read_mean_bytes_per_s": disk / wall})
+        return Result(
+            kind="monitor",
+            metrics={
+                "wall_s": wall,
+                "cpu_mean_pct": 30.0,
+                "disk_read_bytes": disk,
+                "disk_read_mean_bytes_per_s": disk / wall,
+            },
+        )
 
     assert better("wall_s", "monitor") is None and better("wall_s") is None
     assert better("disk_read_mean_bytes_per_s") is None and better("needed_samples_per_s") is None
@@ -311,8 +374,15 @@ def test_the_sweep_tags_its_progress_with_the_configuration():
     from nbbench.probes.pipeline.sweep import sweep
 
     seen = []
-    sweep(SleepyItems(n=200, item_s=0.0005), num_workers=[0], batch_size=[4, 8], duration=0.2, warmup=1,
-          monitor=False, progress=lambda f, m=None: seen.append(dict(m or {})))
+    sweep(
+        SleepyItems(n=200, item_s=0.0005),
+        num_workers=[0],
+        batch_size=[4, 8],
+        duration=0.2,
+        warmup=1,
+        monitor=False,
+        progress=lambda f, m=None: seen.append(dict(m or {})),
+    )
     tags = [m.get("config") for m in seen if m.get("samples_per_s")]
     assert len(tags) == 2 and len(set(tags)) == 2 and all("batch_size" in t for t in tags)
 
@@ -321,9 +391,19 @@ def test_a_lone_sweep_configuration_and_a_comparison_without_values_have_no_figu
     from nbbench.plots.sweep import sweep_figure
     from nbbench.results.sweep import SweepResult
 
-    one = [{"num_workers": 0, "batch_size": 64, "pin_memory": False, "prefetch_factor": 2, "status": "ok",
-            "samples_per_s": 500.0}]
-    assert sweep_figure(SweepResult(samples={"configs": one})) is None   # a lone dot: the table says it all
-    empty = compare([Result(kind="k", metrics={"a_bytes_per_s": None}), Result(kind="k", metrics={"a_bytes_per_s": None})])
+    one = [
+        {
+            "num_workers": 0,
+            "batch_size": 64,
+            "pin_memory": False,
+            "prefetch_factor": 2,
+            "status": "ok",
+            "samples_per_s": 500.0,
+        }
+    ]
+    assert sweep_figure(SweepResult(samples={"configs": one})) is None  # a lone dot: the table says it all
+    empty = compare(
+        [Result(kind="k", metrics={"a_bytes_per_s": None}), Result(kind="k", metrics={"a_bytes_per_s": None})]
+    )
     assert bar_chart(empty.groups[0]) is None and empty.figures() == []
     assert "<img" not in empty.html(images=True)

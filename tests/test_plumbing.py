@@ -33,17 +33,18 @@ def panel_context():
 
 # ------------------------------------------------------------------- parse
 def test_parse_gives_an_invocation_with_each_front_ends_parser_and_prog():
-    for ctx, cls, prog in ((NotebookContext(), MagicArgumentParser, "%iobench gpu"),
-                           (TerminalContext(), argparse.ArgumentParser, "nbbench gpu"),
-                           (panel_context(), argparse.ArgumentParser, "gpu")):
+    for ctx, cls, prog in (
+        (NotebookContext(), MagicArgumentParser, "%iobench gpu"),
+        (TerminalContext(), argparse.ArgumentParser, "nbbench gpu"),
+        (panel_context(), argparse.ArgumentParser, "gpu"),
+    ):
         parser = commands.build_parser(commands.get_command("gpu"), ctx)
         assert isinstance(parser, cls) and parser.prog == prog
         assert isinstance(parser, MagicArgumentParser) == (cls is MagicArgumentParser)
         inv = commands.parse(["gpu", "--no-bench", "--size", "512"], ctx)
         assert isinstance(inv, Invocation) and inv.name == "gpu" and inv.command.name == "gpu"
         assert inv.args.bench is False and inv.args.size == 512
-    assert commands.build_parser(commands.get_command("monitor"), NotebookContext(cell="x")).prog \
-        == "%%iobench monitor"
+    assert commands.build_parser(commands.get_command("monitor"), NotebookContext(cell="x")).prog == "%%iobench monitor"
 
 
 def test_parse_raises_one_usage_problem_type_everywhere():
@@ -77,7 +78,10 @@ def test_magic_usage_error_is_one_line(ipshell):
 def test_cli_usage_error_is_argparses_two_lines_and_exit_2(capsys):
     assert cli.main(["gpu", "--frobnicate"]) == 2
     err = capsys.readouterr().err.splitlines()
-    assert err[0].startswith("usage: nbbench gpu ") and err[-1] == "nbbench gpu: error: unrecognized arguments: --frobnicate"
+    assert (
+        err[0].startswith("usage: nbbench gpu ")
+        and err[-1] == "nbbench gpu: error: unrecognized arguments: --frobnicate"
+    )
     assert cli.main(["nope"]) == 2
     assert "nbbench: error: unknown subcommand 'nope': try nbbench help" in capsys.readouterr().err
 
@@ -136,7 +140,7 @@ def test_no_command_branches_on_the_front_end_or_the_parsers_name():
     for path in sorted((ROOT / "commands").glob("*.py")):
         text = path.read_text()
         assert "frontend ==" not in text and "frontend !=" not in text and "frontend in" not in text, path
-        if path.name not in ("__init__.py", "context.py"):   # the commands themselves
+        if path.name not in ("__init__.py", "context.py"):  # the commands themselves
             assert "parser.prog" not in text and '"prog"' not in text, path
         tree = ast.parse(text)
         imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
@@ -170,8 +174,10 @@ def _advised() -> Result:
 def test_advice_round_trips_through_dict_json_and_the_store(tmp_path):
     r = _advised()
     d = r.to_dict()
-    assert d["advice"] == [{"text": "find the num_workers that keeps up", "command": "sweep", "args": "DATASET"},
-                           {"text": "run {command} to see why", "command": "gpu", "args": ""}]
+    assert d["advice"] == [
+        {"text": "find the num_workers that keeps up", "command": "sweep", "args": "DATASET"},
+        {"text": "run {command} to see why", "command": "gpu", "args": ""},
+    ]
     assert Result.from_dict(json.loads(r.to_json())) == r and Result.from_dict(d).advice == r.advice
     st = Store(tmp_path / "r.sqlite")
     rid = st.save(r, environment={})
@@ -247,8 +253,9 @@ def test_an_input_bound_loader_advises_a_sweep(capsys):
             time.sleep(0.02)
             return torch.zeros(4, 4)
 
-    res = bench_loader(DataLoader(Slow(), batch_size=None, num_workers=0), duration=0.5, warmup=1,
-                       step=lambda batch: time.sleep(0.002))
+    res = bench_loader(
+        DataLoader(Slow(), batch_size=None, num_workers=0), duration=0.5, warmup=1, step=lambda batch: time.sleep(0.002)
+    )
     assert res.labels["input_bound"] == "highly input-bound"
     assert res.advice == [{"text": "find the num_workers that keeps up", "command": "sweep", "args": "DATASET"}]
     NotebookContext().worded(res)
@@ -288,20 +295,39 @@ def test_finish_shows_first_then_saves(tmp_path):
     ctx = Shown(st)
     with pytest.raises(OSError, match="disk full"):
         commands.execute(inv, ctx, store=Broken())
-    assert ctx.events == [("show", None, "lab", 1)]   # a failed save comes after the result was shown
+    assert ctx.events == [("show", None, "lab", 1)]  # a failed save comes after the result was shown
 
 
 # ------------------------------------------------------------- the outcome
 def test_outcome_is_the_one_status_rule():
     ok, bad, stop = (Result(kind="k").finish(s) for s in ("ok", "failed", "interrupted"))
-    assert [commands.outcome(v) for v in (ok, bad, stop, [ok, stop], [stop, bad, ok], [], None, "text")] == \
-        ["ok", "failed", "interrupted", "interrupted", "failed", "ok", "ok", "ok"]
-    assert [commands.outcome(v) for v in (0, 3, 130, SimpleNamespace(exit_code=0), SimpleNamespace(exit_code=2))] == \
-        ["ok", "failed", "interrupted", "ok", "failed"]
+    assert [commands.outcome(v) for v in (ok, bad, stop, [ok, stop], [stop, bad, ok], [], None, "text")] == [
+        "ok",
+        "failed",
+        "interrupted",
+        "interrupted",
+        "failed",
+        "ok",
+        "ok",
+        "ok",
+    ]
+    assert [commands.outcome(v) for v in (0, 3, 130, SimpleNamespace(exit_code=0), SimpleNamespace(exit_code=2))] == [
+        "ok",
+        "failed",
+        "interrupted",
+        "ok",
+        "failed",
+    ]
     assert commands.outcome(True) == "ok"
     # the CLI's exit code follows it (a program's own code passes through)
-    assert [cli.exit_code(v) for v in (ok, bad, stop, [ok, stop], SimpleNamespace(exit_code=3), 7)] == \
-        [0, 1, 130, 130, 3, 7]
+    assert [cli.exit_code(v) for v in (ok, bad, stop, [ok, stop], SimpleNamespace(exit_code=3), 7)] == [
+        0,
+        1,
+        130,
+        130,
+        3,
+        7,
+    ]
 
 
 def test_the_panels_status_follows_the_outcome(tmp_path):

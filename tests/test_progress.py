@@ -26,12 +26,12 @@ def test_the_core_computes_elapsed_eta_rate_and_counts_for_a_fake_clock():
     d = p.format_dict()
     assert d["elapsed_s"] == pytest.approx(2.0) and d["remaining_s"] == pytest.approx(6.0)
     assert (d["done"], d["total"], d["unit"]) == (256 * 2**20, 2**30, "bytes")
-    assert d["rates"] == {"write_bytes_per_s": 306e6}          # the counts are not rates
+    assert d["rates"] == {"write_bytes_per_s": 306e6}  # the counts are not rates
     clock.t += 6.0
     p.close("ok")
     d = p.format_dict()
     assert d["elapsed_s"] == pytest.approx(8.0) and d["remaining_s"] is None and d["done"] == 2**30
-    clock.t += 100.0                                            # after the end the clock stops
+    clock.t += 100.0  # after the end the clock stops
     assert p.format_dict()["elapsed_s"] == pytest.approx(8.0)
 
 
@@ -59,7 +59,7 @@ def test_a_narrow_terminal_shortens_the_path_in_the_middle_never_the_verb():
     bar(0.43, {"iops": 74_800, "read_bytes_per_s": 306e6})
     line = bar.line()
     assert len(line) <= 70 and line.startswith("randread /tmp/nbbench-") and "…" in line and "/disk " in line
-    assert "43%" in line and "2.1s<2.8s" in line and "74.8 kIOPS" in line   # the figures stay, whole
+    assert "43%" in line and "2.1s<2.8s" in line and "74.8 kIOPS" in line  # the figures stay, whole
     from nbbench.progress import format_interval
 
     assert format_interval(75) == "1:15" and format_interval(3723) == "1:02:03" and format_interval(None) == "?"
@@ -83,7 +83,7 @@ def test_the_notebook_bar_shows_the_same_fields_and_turns_red_or_amber():
     clock.t += 2.1
     bar.min_interval = 0
     bar(0.43, {"iops": 74_800, "read_bytes_per_s": 306e6, "done": 430, "total": 1000, "unit": "steps"})
-    assert "randread /a/rather/long/path/to/the/data/file" in bar.desc_label.value   # whole, never cut
+    assert "randread /a/rather/long/path/to/the/data/file" in bar.desc_label.value  # whole, never cut
     assert bar.label.value == "43% · 430/1,000 steps · 2.1s<2.8s · 74.8 kIOPS, 306 MB/s read"
     assert bar.bar.value == pytest.approx(0.43)
     bar.close("failed")

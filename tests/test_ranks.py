@@ -45,15 +45,20 @@ def _free_port() -> int:
 
 @pytest.mark.slow
 def test_ranks_2_one_result_saved_no_state_left(tmp_path):
-    own_tmp = tmp_path / "tmp"   # the run's TMPDIR: its private directory would be left here
+    own_tmp = tmp_path / "tmp"  # the run's TMPDIR: its private directory would be left here
     own_tmp.mkdir()
     data = tmp_path / "data"
     data.mkdir()
-    out = subprocess.run([PY, "-m", "nbbench", "dd", data, "--size", "16M", "--ranks", "2", "--json", "--label",
-                          "two-ranks"], capture_output=True, text=True, timeout=TIMEOUT, stdin=subprocess.DEVNULL,
-                         env=_env(TMPDIR=str(own_tmp)))
+    out = subprocess.run(
+        [PY, "-m", "nbbench", "dd", data, "--size", "16M", "--ranks", "2", "--json", "--label", "two-ranks"],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        stdin=subprocess.DEVNULL,
+        env=_env(TMPDIR=str(own_tmp)),
+    )
     assert out.returncode == 0, out.stderr
-    res = json.loads(out.stdout)            # exactly one JSON document on stdout
+    res = json.loads(out.stdout)  # exactly one JSON document on stdout
     assert res["kind"] == "dd" and res["status"] == "ok"
     assert res["labels"]["ranks"] == 2 and res["labels"]["hosts"] == 1
     ranks = res["extra"]["ranks"]
@@ -74,11 +79,18 @@ def test_bare_torchrun_rank0_prints_the_only_result(tmp_path):
     logs = tmp_path / "logs"
     d = tmp_path / "data"
     d.mkdir()
-    out = subprocess.run(_torchrun("--nproc-per-node", 2, "--log-dir", logs, "-m", "nbbench", "dd", d,
-                                   "--size", "16M", "--json", "--no-save"),
-                         capture_output=True, text=True, timeout=TIMEOUT, env=_env(), stdin=subprocess.DEVNULL)
+    out = subprocess.run(
+        _torchrun(
+            "--nproc-per-node", 2, "--log-dir", logs, "-m", "nbbench", "dd", d, "--size", "16M", "--json", "--no-save"
+        ),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        env=_env(),
+        stdin=subprocess.DEVNULL,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
-    res = json.loads(out.stdout)            # rank 1 printed nothing
+    res = json.loads(out.stdout)  # rank 1 printed nothing
     assert res["labels"]["ranks"] == 2 and len(res["extra"]["ranks"]) == 2
     assert res["labels"]["launcher"] == "torchrun"
     assert {r["local_rank"] for r in res["extra"]["ranks"]} == {0, 1}
@@ -95,15 +107,46 @@ def test_two_hosts_through_a_c10d_rendezvous(tmp_path):
     port = _free_port()
     procs = []
     for node, host in ((0, "host-a"), (1, "host-b")):
-        cmd = _torchrun("--nnodes", 2, "--nproc-per-node", 1, "--node-rank", node, "--rdzv-backend", "c10d",
-                        "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", "t2h", "--log-dir", tmp_path / f"l{node}",
-                        "-m", "nbbench", "files", d, "--sample", 50, "--threads", 2, "--json", "--no-save")
-        procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                      env=_env(NBBENCH_HOSTNAME=host), stdin=subprocess.DEVNULL))
+        cmd = _torchrun(
+            "--nnodes",
+            2,
+            "--nproc-per-node",
+            1,
+            "--node-rank",
+            node,
+            "--rdzv-backend",
+            "c10d",
+            "--rdzv-endpoint",
+            f"127.0.0.1:{port}",
+            "--rdzv-id",
+            "t2h",
+            "--log-dir",
+            tmp_path / f"l{node}",
+            "-m",
+            "nbbench",
+            "files",
+            d,
+            "--sample",
+            50,
+            "--threads",
+            2,
+            "--json",
+            "--no-save",
+        )
+        procs.append(
+            subprocess.Popen(
+                cmd,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=_env(NBBENCH_HOSTNAME=host),
+                stdin=subprocess.DEVNULL,
+            )
+        )
     outs = [p.communicate(timeout=TIMEOUT) for p in procs]
     assert all(p.returncode == 0 for p in procs), [o[1][-2000:] for o in outs]
     printed = [o[0] for o in outs if o[0].strip()]
-    assert len(printed) == 1                 # one result, from rank 0's host
+    assert len(printed) == 1  # one result, from rank 0's host
     res = json.loads(printed[0])
     assert res["labels"]["hosts"] == 2 and res["labels"]["ranks"] == 2
     assert {h["host"] for h in res["extra"]["hosts"]} == {"host-a", "host-b"}
@@ -117,8 +160,24 @@ def test_loader_under_ddp_per_rank_wait_and_global_au(tmp_path):
     from nbbench.datasets import make_image_folder
 
     make_image_folder(tmp_path / "ds", files=160, size="8k", classes=4)
-    out = _nbbench("loader", tmp_path / "ds", "--ranks", "2", "--emulate", "h100-resnet50", "--batch-size", 8,
-                   "--steps", 8, "--warmup", 1, "--workers", 0, "--json", "--no-save")
+    out = _nbbench(
+        "loader",
+        tmp_path / "ds",
+        "--ranks",
+        "2",
+        "--emulate",
+        "h100-resnet50",
+        "--batch-size",
+        8,
+        "--steps",
+        8,
+        "--warmup",
+        1,
+        "--workers",
+        0,
+        "--json",
+        "--no-save",
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     res = json.loads(out.stdout)
     assert res["kind"] == "loader" and res["labels"]["ranks"] == 2
@@ -126,7 +185,7 @@ def test_loader_under_ddp_per_rank_wait_and_global_au(tmp_path):
     assert len(per) == 2
     for r in per:
         m = r["metrics"]
-        assert m["steps_count"] == 8                       # every rank met every step
+        assert m["steps_count"] == 8  # every rank met every step
         assert 0 <= m["data_wait_pct"] <= 100 and 0 < m["au_pct"] <= 100 and "sync_wait_pct" in m
     aus = [r["metrics"]["au_pct"] for r in per]
     assert res["metrics"]["au_pct"] == pytest.approx(sum(aus) / 2)
@@ -155,15 +214,36 @@ def _holders(directory) -> dict[int, str]:
 
 @pytest.mark.slow
 def test_a_rank_killed_mid_write_fails_the_run_and_leaves_no_file(tmp_path):
-    proc = subprocess.Popen([PY, "-m", "nbbench", "dd", tmp_path, "--size", "256M", "--bs", "4k", "--mode", "write",
-                             "--ranks", "2", "--json", "--no-save"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=_env(), stdin=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            PY,
+            "-m",
+            "nbbench",
+            "dd",
+            tmp_path,
+            "--size",
+            "256M",
+            "--bs",
+            "4k",
+            "--mode",
+            "write",
+            "--ranks",
+            "2",
+            "--json",
+            "--no-save",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+        stdin=subprocess.DEVNULL,
+    )
     victim = None
     deadline = time.monotonic() + TIMEOUT
     while victim is None and time.monotonic() < deadline and proc.poll() is None:
         held = _holders(tmp_path)
         if len(held) == 2:
-            victim = max(held)   # one of the two ranks writing
+            victim = max(held)  # one of the two ranks writing
         time.sleep(0.05)
     assert victim is not None, "the ranks never had their files open"
     os.kill(victim, signal.SIGKILL)
@@ -174,7 +254,7 @@ def test_a_rank_killed_mid_write_fails_the_run_and_leaves_no_file(tmp_path):
     assert "killed by SIGKILL" in res["reason"] and " on " in res["reason"]
     dead = [r for r in res["extra"]["ranks"] if r["reason"] == "killed by SIGKILL"]
     assert len(dead) == 1 and dead[0]["host"]
-    assert _leftovers(tmp_path) == []       # the killed rank's file too
+    assert _leftovers(tmp_path) == []  # the killed rank's file too
 
 
 @pytest.mark.slow
@@ -182,8 +262,9 @@ def test_randread_ranks_on_a_directory_share_one_file_rank_0_wrote(tmp_path):
     """The shared file rank 0 writes is opened by name by every rank (on other hosts too): its
     name must stay until rank 0 removes it at the end (the builtin engine's early unlink of its
     own files made every rank fail with 'does not exist')."""
-    out = _nbbench("randread", tmp_path, "--size", "16M", "--runtime", "0.5", "--ramp", "0", "--ranks", "2",
-                   "--json", "--no-save")
+    out = _nbbench(
+        "randread", tmp_path, "--size", "16M", "--runtime", "0.5", "--ramp", "0", "--ranks", "2", "--json", "--no-save"
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     res = json.loads(out.stdout)
     assert res["status"] == "ok" and res["labels"]["ranks"] == 2
@@ -194,31 +275,56 @@ def test_randread_ranks_on_a_directory_share_one_file_rank_0_wrote(tmp_path):
 
 @pytest.mark.slow
 def test_ctrl_c_stops_every_rank_and_keeps_their_partial_results(tmp_path):
-    proc = subprocess.Popen([PY, "-m", "nbbench", "randread", tmp_path, "--size", "16M", "--runtime", "60",
-                             "--ramp", "0", "--file-per-rank", "--ranks", "2", "--json", "--no-save"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(),
-                            stdin=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            PY,
+            "-m",
+            "nbbench",
+            "randread",
+            tmp_path,
+            "--size",
+            "16M",
+            "--runtime",
+            "60",
+            "--ramp",
+            "0",
+            "--file-per-rank",
+            "--ranks",
+            "2",
+            "--json",
+            "--no-save",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+        stdin=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + TIMEOUT
     while time.monotonic() < deadline and len(_holders(tmp_path)) < 2:
         time.sleep(0.05)
-    time.sleep(1.0)                          # both ranks are reading now
-    proc.send_signal(signal.SIGINT)          # Ctrl-C in the launching process only
+    time.sleep(1.0)  # both ranks are reading now
+    proc.send_signal(signal.SIGINT)  # Ctrl-C in the launching process only
     out, err = proc.communicate(timeout=TIMEOUT)
     assert proc.returncode == 130, err[-2000:]
     res = json.loads(out)
     assert res["status"] == "interrupted" and res["labels"]["ranks"] == 2
-    assert [r["status"] for r in res["extra"]["ranks"]] == ["interrupted", "interrupted"]   # both answered
+    assert [r["status"] for r in res["extra"]["ranks"]] == ["interrupted", "interrupted"]  # both answered
     assert all(r["metrics"]["ios_count"] > 0 for r in res["extra"]["ranks"])
     assert _leftovers(tmp_path) == []
 
 
 # ------------------------------------------------------------ refusals, in one line
 def test_without_torch_ranks_fail_in_one_line(tmp_path):
-    code = ("import sys; sys.modules['torch'] = None\nfrom nbbench.cli import main\n"
-            f"sys.exit(main(['dd', {str(tmp_path)!r}, '--size', '16M', '--ranks', '2']))")
+    code = (
+        "import sys; sys.modules['torch'] = None\nfrom nbbench.cli import main\n"
+        f"sys.exit(main(['dd', {str(tmp_path)!r}, '--size', '16M', '--ranks', '2']))"
+    )
     out = subprocess.run([PY, "-c", code], capture_output=True, text=True, timeout=60, env=_env())
     assert out.returncode == 1
-    assert out.stderr.strip().splitlines() == ["nbbench dd: --ranks needs PyTorch (torch.distributed): pip install torch"]
+    assert out.stderr.strip().splitlines() == [
+        "nbbench dd: --ranks needs PyTorch (torch.distributed): pip install torch"
+    ]
 
 
 def test_a_notebook_variable_is_refused_with_ranks():
@@ -235,8 +341,10 @@ def test_a_notebook_variable_is_refused_with_ranks():
 def test_several_hosts_print_the_lines_to_run(tmp_path, capsys):
     from nbbench.cli import main
 
-    assert main(["dd", str(tmp_path), "--size", "1G", "--ranks", "4", "--nnodes", "2", "--rdzv-host",
-                 "10.0.0.5:29400"]) == 0
+    assert (
+        main(["dd", str(tmp_path), "--size", "1G", "--ranks", "4", "--nnodes", "2", "--rdzv-host", "10.0.0.5:29400"])
+        == 0
+    )
     text = capsys.readouterr().out
     assert "--node-rank 1 --rdzv-backend c10d --rdzv-endpoint 10.0.0.5:29400" in text
     assert f"-m nbbench dd {tmp_path} --size 1G" in text and "--ranks" not in text.split("host 0:")[1]
@@ -252,16 +360,19 @@ def test_preflight_names_the_hosts_that_lack_the_path(monkeypatch):
     from nbbench.dist.rankenv import RankEnv
     from nbbench.results import ProbeError
 
-    answers = [{"rank": 0, "host": "a", "error": None},
-               {"rank": 1, "host": "b", "error": "/data does not exist"},
-               {"rank": 2, "host": "b", "error": "/data does not exist"}]
+    answers = [
+        {"rank": 0, "host": "a", "error": None},
+        {"rank": 1, "host": "b", "error": "/data does not exist"},
+        {"rank": 2, "host": "b", "error": "/data does not exist"},
+    ]
     monkeypatch.setattr(group, "all_gather", lambda obj, n: answers)
     env0 = RankEnv(0, 3, 0, 1, "h", 1, "torchrun")
     with pytest.raises(ProbeError) as e:
         rank._preflight(FilesJob({"path": "/"}), env0, None, "a", False)
-    assert str(e.value) == ("preflight refused on every rank, nothing was written: /data does not exist — "
-                            "on host b (ranks 1, 2)")
-    with pytest.raises(rank._Quiet):   # the other ranks refuse too, quietly
+    assert str(e.value) == (
+        "preflight refused on every rank, nothing was written: /data does not exist — on host b (ranks 1, 2)"
+    )
+    with pytest.raises(rank._Quiet):  # the other ranks refuse too, quietly
         rank._preflight(FilesJob({"path": "/"}), RankEnv(1, 3, 0, 1, "h", 1, "torchrun"), None, "b", False)
 
 
@@ -274,10 +385,10 @@ def test_panel_ranks_field_becomes_the_option(tmp_path):
     p = make(str(tmp_path), store=Store(tmp_path / "results.sqlite"))
     S = p.tab("Storage")
     info = p.path_field.current()
-    assert "--ranks" not in S.job(info, None).argv          # 0: this process alone
+    assert "--ranks" not in S.job(info, None).argv  # 0: this process alone
     S.ranks.value = 2
     assert parse_command(S.job(info, None).argv).args.ranks == 2
-    S.probe.value = "disk"                                  # the presets do not run as ranks
+    S.probe.value = "disk"  # the presets do not run as ranks
     assert "--ranks" not in S.job(info, None).argv and S.ranks.layout.display == "none"
     L = p.tab("DataLoader")
     L.ranks.value = 3
@@ -291,7 +402,7 @@ def test_repeat_with_ranks_repeats_the_whole_ranked_run(tmp_path):
     assert out.returncode == 0, out.stderr
     res = json.loads(out.stdout)
     assert res["labels"]["ranks"] == 2 and len(res["runs"]) == 2
-    assert all(r["write_total_bytes"] == 8 << 20 for r in res["runs"])     # each run: both ranks, 4 MiB each
+    assert all(r["write_total_bytes"] == 8 << 20 for r in res["runs"])  # each run: both ranks, 4 MiB each
     # the spread is over the runs; a figure only some runs have (the first-done rate of phases that did not
     # overlap) carries none
     spread = res["extra"]["spread"]

@@ -34,15 +34,21 @@ def _listeners(procs) -> set[tuple[int, str, int]]:
         except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
             continue
         for c in conns:
-            if c.status == psutil.CONN_LISTEN or (c.type == 2 and not c.raddr and c.laddr):   # 2: SOCK_DGRAM
+            if c.status == psutil.CONN_LISTEN or (c.type == 2 and not c.raddr and c.laddr):  # 2: SOCK_DGRAM
                 out.add((p.pid, c.laddr.ip, c.laddr.port))
     return out
 
 
 def _sampled_run(*args) -> tuple[subprocess.CompletedProcess, set, int]:
     """Run ``nbbench ARGS`` and sample its process tree's listeners every 0.1 s while it runs."""
-    proc = subprocess.Popen([PY, "-m", "nbbench", *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=clean_env(), stdin=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [PY, "-m", "nbbench", *map(str, args)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=clean_env(),
+        stdin=subprocess.DEVNULL,
+    )
     seen: set = set()
     samples = [0]
     done = threading.Event()
@@ -70,9 +76,15 @@ def _not_loopback(seen) -> list:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("argv", [("dd", "--size", "16M"),
-                                  ("randread", "--size", "16M", "--runtime", "1", "--ramp", "0"),
-                                  ("checkpoint", "--size", "16M")], ids=lambda a: a[0])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("dd", "--size", "16M"),
+        ("randread", "--size", "16M", "--runtime", "1", "--ramp", "0"),
+        ("checkpoint", "--size", "16M"),
+    ],
+    ids=lambda a: a[0],
+)
 def test_local_ranks_listen_on_loopback_only(tmp_path, argv):
     if not psutil.LINUX:
         pytest.skip("per-process sockets are read from /proc here (Linux)")
@@ -95,8 +107,14 @@ def test_local_rank_environment_binds_sockets_to_loopback(monkeypatch):
     assert extra == {"GLOO_SOCKET_IFNAME": lo, "NCCL_SOCKET_IFNAME": lo} and warnings == []
     extra, warnings = socket_env({"GLOO_SOCKET_IFNAME": "eth9"}, "gloo")
     assert "GLOO_SOCKET_IFNAME" not in extra and warnings[0].startswith("GLOO_SOCKET_IFNAME=eth9")
-    env = rank_environ({"MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "29500", "TORCHELASTIC_RUN_ID": "x", "KEEP": "1"},
-                       1, 2, "/tmp/d", "tok", extra)
+    env = rank_environ(
+        {"MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "29500", "TORCHELASTIC_RUN_ID": "x", "KEEP": "1"},
+        1,
+        2,
+        "/tmp/d",
+        "tok",
+        extra,
+    )
     assert "MASTER_ADDR" not in env and "MASTER_PORT" not in env and "TORCHELASTIC_RUN_ID" not in env
     assert (env["RANK"], env["WORLD_SIZE"], env["LOCAL_RANK"], env["LOCAL_WORLD_SIZE"]) == ("1", "2", "1", "2")
     assert env["NBBENCH_LAUNCH_STORE"] == "file:/tmp/d" and env["KEEP"] == "1" and env["OMP_NUM_THREADS"] == "1"

@@ -14,8 +14,18 @@ from nbbench.dist.rankenv import detect, expand_nodelist, hostname
 
 # ------------------------------------------------------------------ detection
 def test_torchrun_environment_is_a_rank():
-    env = detect({"WORLD_SIZE": "4", "RANK": "3", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2",
-                  "MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "29400", "TORCHELASTIC_RUN_ID": "x"}, modules={})
+    env = detect(
+        {
+            "WORLD_SIZE": "4",
+            "RANK": "3",
+            "LOCAL_RANK": "1",
+            "LOCAL_WORLD_SIZE": "2",
+            "MASTER_ADDR": "10.0.0.1",
+            "MASTER_PORT": "29400",
+            "TORCHELASTIC_RUN_ID": "x",
+        },
+        modules={},
+    )
     assert (env.rank, env.world_size, env.local_rank, env.local_world_size) == (3, 4, 1, 2)
     assert (env.master_addr, env.master_port, env.source, env.init_method) == ("10.0.0.1", 29400, "torchrun", "env://")
 
@@ -23,15 +33,24 @@ def test_torchrun_environment_is_a_rank():
 def test_not_a_rank_alone_in_a_kernel_or_with_no_dist():
     ranked = {"WORLD_SIZE": "2", "RANK": "0", "MASTER_ADDR": "h"}
     assert detect({"WORLD_SIZE": "1", "RANK": "0", "MASTER_ADDR": "h"}, modules={}) is None
-    assert detect({"WORLD_SIZE": "2", "RANK": "0"}, modules={}) is None          # no MASTER_ADDR
-    assert detect(ranked, modules={"ipykernel": object()}) is None               # a notebook kernel never is
+    assert detect({"WORLD_SIZE": "2", "RANK": "0"}, modules={}) is None  # no MASTER_ADDR
+    assert detect(ranked, modules={"ipykernel": object()}) is None  # a notebook kernel never is
     assert detect(ranked, modules={}, no_dist=True) is None
-    assert detect(ranked, modules={}).source == "env"                            # a PyTorchJob: no torchelastic
+    assert detect(ranked, modules={}).source == "env"  # a PyTorchJob: no torchelastic
 
 
 def test_srun_step_is_a_rank_with_the_first_host_as_master():
-    env = detect({"SLURM_STEP_ID": "0", "SLURM_NTASKS": "8", "SLURM_PROCID": "5", "SLURM_LOCALID": "1",
-                  "SLURM_STEP_TASKS_PER_NODE": "4(x2)", "SLURM_JOB_NODELIST": "gpu[07-08]"}, modules={})
+    env = detect(
+        {
+            "SLURM_STEP_ID": "0",
+            "SLURM_NTASKS": "8",
+            "SLURM_PROCID": "5",
+            "SLURM_LOCALID": "1",
+            "SLURM_STEP_TASKS_PER_NODE": "4(x2)",
+            "SLURM_JOB_NODELIST": "gpu[07-08]",
+        },
+        modules={},
+    )
     assert (env.rank, env.world_size, env.local_rank, env.local_world_size) == (5, 8, 1, 4)
     assert (env.master_addr, env.master_port, env.init_method) == ("gpu07", 29500, "tcp://gpu07:29500")
     # a batch script (no step) and a one-task step are not ranks
@@ -69,14 +88,14 @@ def test_first_done_and_last_done_on_synthetic_ranks():
     tracks = {0: _steady(0.0, 100.0, 10.0), 1: _steady(0.0, 50.0, 4.0)}
     fig = ag.phase_figures(tracks, "read_bytes_per_s")
     assert fig["window"] == (0.0, 4.0)
-    assert fig["first_done"] == pytest.approx((400 + 200) / 4)      # 150 B/s while both ran
-    assert fig["last_done"] == pytest.approx((1000 + 200) / 10)     # 120 B/s until the last finished
+    assert fig["first_done"] == pytest.approx((400 + 200) / 4)  # 150 B/s while both ran
+    assert fig["last_done"] == pytest.approx((1000 + 200) / 10)  # 120 B/s until the last finished
     assert fig["per_rank"] == {0: pytest.approx(100.0), 1: pytest.approx(50.0)}
     assert ag.spread_pct([100.0, 50.0]) == pytest.approx(50.0)
 
 
 def test_staggered_starts_use_the_window_where_all_ran():
-    tracks = {0: _steady(0.0, 100.0, 10.0), 1: _steady(2.0, 100.0, 4.0)}   # rank 1 runs 2 s .. 6 s
+    tracks = {0: _steady(0.0, 100.0, 10.0), 1: _steady(2.0, 100.0, 4.0)}  # rank 1 runs 2 s .. 6 s
     fig = ag.phase_figures(tracks, "read_bytes_per_s")
     assert fig["window"] == (2.0, 6.0)
     assert fig["first_done"] == pytest.approx(200.0)
@@ -104,15 +123,25 @@ def test_buckets_sum_the_ranks_on_the_common_clock():
 
 
 def _rec(rank, host, tracks, status="ok", reason=None, stats=None):
-    return {"rank": rank, "host": host, "local_rank": rank % 2, "status": status, "reason": reason,
-            "metrics": {}, "tracks": tracks, "host_stats": stats}
+    return {
+        "rank": rank,
+        "host": host,
+        "local_rank": rank % 2,
+        "status": status,
+        "reason": reason,
+        "metrics": {},
+        "tracks": tracks,
+        "host_stats": stats,
+    }
 
 
 def test_combine_names_slowest_fastest_hosts_and_status():
     ph = [ag.Phase("read", ("read_bytes_per_s",), "bw")]
-    recs = [_rec(0, "a", {"read": _steady(0, 100.0, 4)}, stats={"cpu_util_pct": 40.0, "disk_busy_pct": 90.0}),
-            _rec(1, "a", {"read": _steady(0, 60.0, 4)}),
-            _rec(2, "b", {"read": _steady(0, 80.0, 4)}, stats={"cpu_util_pct": 10.0, "disk_busy_pct": 30.0})]
+    recs = [
+        _rec(0, "a", {"read": _steady(0, 100.0, 4)}, stats={"cpu_util_pct": 40.0, "disk_busy_pct": 90.0}),
+        _rec(1, "a", {"read": _steady(0, 60.0, 4)}),
+        _rec(2, "b", {"read": _steady(0, 80.0, 4)}, stats={"cpu_util_pct": 10.0, "disk_busy_pct": 30.0}),
+    ]
     c = ag.combine(recs, ph, world_size=3)
     assert c.status == "ok" and c.labels["ranks"] == 3 and c.labels["hosts"] == 2
     assert c.metrics["read_bytes_per_s"] == pytest.approx(240.0)
@@ -133,8 +162,10 @@ def test_combine_names_slowest_fastest_hosts_and_status():
 
 def test_two_phases_get_their_own_names():
     ph = [ag.Phase("write", ("write_bytes_per_s",), "write_bw"), ag.Phase("read", ("read_bytes_per_s",), "read_bw")]
-    recs = [_rec(r, "h", {"write": _steady(0, 10.0 * (r + 1), 2, "write_bytes_per_s"),
-                          "read": _steady(3, 20.0, 2)}) for r in range(2)]
+    recs = [
+        _rec(r, "h", {"write": _steady(0, 10.0 * (r + 1), 2, "write_bytes_per_s"), "read": _steady(3, 20.0, 2)})
+        for r in range(2)
+    ]
     c = ag.combine(recs, ph)
     assert c.metrics["write_bytes_per_s"] == pytest.approx(30.0)
     assert c.metrics["write_rank_spread_pct"] == pytest.approx(50.0)
@@ -162,12 +193,12 @@ def test_spawner_failure_report_names_the_first_rank_to_fail(tmp_path):
     ranks.procs = [_Proc(None, 10), _Proc(None, 11), _Proc(None, 12)]
     (tmp_path / "rank0.log").write_text("starting\nnbbench dd: rank 0 on h: the run failed: x\n\n")
     ranks.procs[0].code = 1
-    ranks.procs[2].code = -9                   # seen in the same look: the killed one is the cause
+    ranks.procs[2].code = -9  # seen in the same look: the killed one is the cause
     assert ranks.poll() == [0, 2] and ranks.running() == [1]
     f = ranks.failures()
     assert [x["rank"] for x in f] == [2, 0] and f[0]["reason"] == "killed by SIGKILL" and f[0]["pid"] == 12
     assert f[1]["reason"] == "exited with code 1: nbbench dd: rank 0 on h: the run failed: x"
-    ranks.signalled[1] = 15                    # stopped by the launcher: never a cause
+    ranks.signalled[1] = 15  # stopped by the launcher: never a cause
     ranks.procs[1].code = -15
     ranks.poll()
     assert [x["rank"] for x in ranks.failures()] == [2, 0]
@@ -176,8 +207,13 @@ def test_spawner_failure_report_names_the_first_rank_to_fail(tmp_path):
 def test_progress_of_all_ranks_sums_rates_and_averages_shares():
     from nbbench.dist.launch import sum_progress
 
-    frac, figs = sum_progress({0: {"f": 0.5, "m": {"read_bytes_per_s": 1e8, "au_pct": 80.0}},
-                               1: {"f": 0.25, "m": {"read_bytes_per_s": 3e8, "au_pct": 60.0}}}, 2)
+    frac, figs = sum_progress(
+        {
+            0: {"f": 0.5, "m": {"read_bytes_per_s": 1e8, "au_pct": 80.0}},
+            1: {"f": 0.25, "m": {"read_bytes_per_s": 3e8, "au_pct": 60.0}},
+        },
+        2,
+    )
     assert frac == pytest.approx(0.375)
     assert figs == {"read_bytes_per_s": pytest.approx(4e8), "au_pct": pytest.approx(70.0)}
 
@@ -187,8 +223,10 @@ def test_command_lines_for_several_hosts():
 
     text = command_lines(["dd", "/mnt/shared dir", "--size", "1G"], 4, 2, None, run_id="nbbench-x")
     lines = text.splitlines()
-    assert ("  host 1:  torchrun --nnodes 2 --nproc-per-node 4 --node-rank 1 --rdzv-backend c10d --rdzv-endpoint "
-            f"{PLACEHOLDER}:29500 --rdzv-id nbbench-x -m nbbench dd '/mnt/shared dir' --size 1G") in lines
+    assert (
+        "  host 1:  torchrun --nnodes 2 --nproc-per-node 4 --node-rank 1 --rdzv-backend c10d --rdzv-endpoint "
+        f"{PLACEHOLDER}:29500 --rdzv-id nbbench-x -m nbbench dd '/mnt/shared dir' --size 1G"
+    ) in lines
     assert "  srun --nodes 2 --ntasks-per-node 4 python -m nbbench dd '/mnt/shared dir' --size 1G" in lines
     assert "warning" not in text
     assert "warning: the rendezvous server on 10.1.2.3:29411" in command_lines(["dd", "/d"], 1, 2, "10.1.2.3:29411")
@@ -235,7 +273,7 @@ def test_a_failed_launch_names_the_rank_s_own_reason_over_a_bare_exit_code():
     recs = {0: {"status": "ok"}, 1: {"status": "failed", "reason": "RuntimeError: Timed out waiting 120000ms"}}
     assert _root_cause(bare, recs) == {"rank": 1, "reason": "RuntimeError: Timed out waiting 120000ms"}
     said = [{"rank": 0, "exitcode": 1, "reason": "exited with code 1: no space left"}]
-    assert _root_cause(said, recs) is said[0]                       # its own last line says why: kept
+    assert _root_cause(said, recs) is said[0]  # its own last line says why: kept
     killed = [{"rank": 0, "exitcode": -9, "reason": "killed by SIGKILL"}]
-    assert _root_cause(killed, recs) is killed[0]                   # a killed rank is the cause
+    assert _root_cause(killed, recs) is killed[0]  # a killed rank is the cause
     assert _root_cause([], recs)["rank"] == 1 and _root_cause([], {}) is None

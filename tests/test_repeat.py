@@ -45,8 +45,8 @@ def test_repeat_out_of_range_is_a_usage_error(bad, tmp_path, capsys):
 
 def test_gpu_iters_and_its_hidden_old_name():
     assert parse(["gpu", "--iters", "3"]).args.iters == 3
-    assert parse(["gpu", "--repeats", "4"]).args.iters == 4     # the old name still works
-    inv = parse(["gpu", "--repeat", "2"])                        # whole runs, not read as --repeats
+    assert parse(["gpu", "--repeats", "4"]).args.iters == 4  # the old name still works
+    inv = parse(["gpu", "--repeat", "2"])  # whole runs, not read as --repeats
     assert inv.args.repeat == 2 and inv.args.iters == 10
     text = commands.build_parser(inv.command, Context()).format_help()
     assert "--iters" in text and "--repeats" not in text
@@ -67,14 +67,14 @@ def test_dd_repeat_keeps_every_run_and_reports_medians_with_spread(tmp_path, cap
     assert len(d["runs"]) == 3
     for key in ("write_bytes_per_s", "read_bytes_per_s"):
         vals = sorted(r[key] for r in d["runs"])
-        assert d["metrics"][key] == pytest.approx(vals[1])          # the median of three
+        assert d["metrics"][key] == pytest.approx(vals[1])  # the median of three
     assert "(min…max of 3 runs)" in d["summary"] and "write ±" in d["summary"] and "read ±" in d["summary"]
-    assert "repeat" not in d["params"]          # not a parameter: compare finds 3 runs and 1 run alike
+    assert "repeat" not in d["params"]  # not a parameter: compare finds 3 runs and 1 run alike
     # 4 MiB lasts milliseconds: said in words, with the size that would do
     assert any("too short to trust — use --size" in w for w in d["warnings"])
-    assert not list(tmp_path.iterdir())                             # every run removed its file
+    assert not list(tmp_path.iterdir())  # every run removed its file
     st = default_store()
-    stored = st.get(int(st.history(kind="dd")["run_id"].iloc[-1]))       # stored as shown
+    stored = st.get(int(st.history(kind="dd")["run_id"].iloc[-1]))  # stored as shown
     assert len(stored.to_dict()["runs"]) == 3 and stored.metrics == d["metrics"]
 
 
@@ -87,11 +87,20 @@ def test_one_run_has_one_entry_in_runs(tmp_path):
 
 # ------------------------------------------------------------------ merging and spread (synthetic)
 def _dd(write, read=None, windows=None, elapsed=5.0):
-    r = DiskResult(params={"size": 1 << 30}, metrics={"write_bytes_per_s": write, "write_elapsed_s": elapsed,
-                                                     "read_bytes_per_s": read or write, "read_elapsed_s": elapsed})
+    r = DiskResult(
+        params={"size": 1 << 30},
+        metrics={
+            "write_bytes_per_s": write,
+            "write_elapsed_s": elapsed,
+            "read_bytes_per_s": read or write,
+            "read_elapsed_s": elapsed,
+        },
+    )
     w = windows or [write] * 10
-    r.samples = {"write_bw": {"t_s": [0.5 * (i + 1) for i in range(len(w))], "write_bytes_per_s": list(w)},
-                 "read_bw": {"t_s": [0.5 * (i + 1) for i in range(len(w))], "read_bytes_per_s": list(w)}}
+    r.samples = {
+        "write_bw": {"t_s": [0.5 * (i + 1) for i in range(len(w))], "write_bytes_per_s": list(w)},
+        "read_bw": {"t_s": [0.5 * (i + 1) for i in range(len(w))], "read_bytes_per_s": list(w)},
+    }
     return r.finish()
 
 
@@ -104,7 +113,7 @@ def test_merge_takes_medians_and_names_the_spread_kind():
     assert sp["over"] == "runs" and sp["figures"]["write_bytes_per_s"]["pm"] == pytest.approx(0.04)
     line = m.answer_line()
     assert line.startswith("100 MB/s write ± 4 %") and m.lead().endswith("(min…max of 5 runs)")
-    assert "± 4 %" in m.html() and "(min…max of 5 runs)" in m.html()      # the card says the same
+    assert "± 4 %" in m.html() and "(min…max of 5 runs)" in m.html()  # the card says the same
     again = Result.from_dict(json.loads(m.to_json()))
     assert isinstance(again, DiskResult) and again.runs == m.runs and again.summary() == m.summary()
 
@@ -150,7 +159,9 @@ def test_quality_finds_short_unstable_and_warm_up():
     found = assess(m, shaky)
     un = [f for f in found if f["kind"] == "unstable"]
     assert len(un) == 1 and un[0]["outlier_run"] == 3
-    assert m.warnings[0].startswith("unstable: runs differ by 30 % in write, 30 % in read — run 3 of 3 is the outlier (130 MB/s against a median of 101 MB/s)")
+    assert m.warnings[0].startswith(
+        "unstable: runs differ by 30 % in write, 30 % in read — run 3 of 3 is the outlier (130 MB/s against a median of 101 MB/s)"
+    )
 
     cold = [_dd(100e6, windows=[40e6] + [100e6] * 9)]
     m = merge(cold)
@@ -193,7 +204,7 @@ def fake(monkeypatch):
     monkeypatch.setitem(commands.REGISTRY, "fakeprobe", ("tests.test_repeat:FakeProbe", "a fake probe"))
     import importlib
 
-    cls = importlib.import_module("tests.test_repeat").FakeProbe   # the class the registry loads
+    cls = importlib.import_module("tests.test_repeat").FakeProbe  # the class the registry loads
     cls.calls = []
     return cls
 
@@ -201,7 +212,7 @@ def fake(monkeypatch):
 def test_vs_runs_settings_interleaved_and_finds_a_real_difference(fake):
     inv = parse(["vs", "fakeprobe --rate 100", "fakeprobe --rate 200", "--rounds", "3", "--no-save"])
     r = commands.execute(inv, _quiet_ctx())
-    assert fake.calls == ["100.0", "200.0"] * 3                    # A B A B A B
+    assert fake.calls == ["100.0", "200.0"] * 3  # A B A B A B
     assert r.kind == "vs" and [s["setting"] for s in r.settings] == ["A", "B"]
     assert all(len(s["runs"]) == 3 for s in r.settings)
     (ratio,) = r.ratios
@@ -219,16 +230,19 @@ def test_vs_says_no_significant_change_for_equal_settings(fake):
     assert not ratio["significant"] and "no significant change" in r.answer_line()
 
 
-@pytest.mark.parametrize("settings, words", [
-    (["dd /tmp"], "two or more settings"),
-    (["dd /tmp", "randread /tmp"], "different probes"),
-    (["dd /tmp --repeat 3", "dd /tmp"], "--rounds"),
-    (["history", "history"], "does not measure; vs compares settings of gpu, dd, randread, files, disk"),
-    (["dd /tmp --json", "dd /tmp"], "belongs to vs"),
-    (["dd /tmp --frobnicate", "dd /tmp"], "setting 'dd /tmp --frobnicate'"),
-    (["dd -h", "dd /tmp"], "nbbench dd --help"),
-    (["", "dd /tmp"], "give a probe's command line"),
-])
+@pytest.mark.parametrize(
+    "settings, words",
+    [
+        (["dd /tmp"], "two or more settings"),
+        (["dd /tmp", "randread /tmp"], "different probes"),
+        (["dd /tmp --repeat 3", "dd /tmp"], "--rounds"),
+        (["history", "history"], "does not measure; vs compares settings of gpu, dd, randread, files, disk"),
+        (["dd /tmp --json", "dd /tmp"], "belongs to vs"),
+        (["dd /tmp --frobnicate", "dd /tmp"], "setting 'dd /tmp --frobnicate'"),
+        (["dd -h", "dd /tmp"], "nbbench dd --help"),
+        (["", "dd /tmp"], "give a probe's command line"),
+    ],
+)
 def test_vs_usage_errors(settings, words):
     inv = parse(["vs", *settings, "--no-save"])
     with pytest.raises(UsageProblem, match=words.replace("(", r"\(")):
@@ -247,8 +261,9 @@ def test_vs_with_real_dd_and_the_magic_form(ipshell, tmp_path):
 def test_gpu_benchmark_iterations_give_its_within_run_spread():
     from nbbench.results.gpu import GpuCheckResult
 
-    r = GpuCheckResult(metrics={"device_count": 1, "matmul_bf16_flop_per_s": 100e12},
-                       samples={"matmul_bf16_ms": [1.0, 1.1, 0.9, 1.0]})
+    r = GpuCheckResult(
+        metrics={"device_count": 1, "matmul_bf16_flop_per_s": 100e12}, samples={"matmul_bf16_ms": [1.0, 1.1, 0.9, 1.0]}
+    )
     sp = merge([r.finish()]).extra["spread"]["figures"]["matmul_bf16_flop_per_s"]
     assert sp["n"] == 4 and sp["max"] == pytest.approx(100e12 / 0.9) and 0.05 < sp["pm"] < 0.12
 
@@ -261,15 +276,20 @@ def test_vs_usage_errors_exit_2_from_the_cli(capsys, tmp_path):
 
 
 def test_vs_colours_only_changes_beyond_the_noise(fake):
-    r = commands.execute(parse(["vs", "fakeprobe --rate 100", "fakeprobe --rate 200", "fakeprobe --rate 100",
-                                "--rounds", "3", "--no-save"]), _quiet_ctx())
+    r = commands.execute(
+        parse(
+            ["vs", "fakeprobe --rate 100", "fakeprobe --rate 200", "fakeprobe --rate 100", "--rounds", "3", "--no-save"]
+        ),
+        _quiet_ctx(),
+    )
     (sec,) = [s for s in r.sections() if s.css == "nbbench-ratios"]
     assert [row[0] for row in sec.rows] == ["B/A", "C/A"] and sec.marks == ["ok", "neutral"]
 
 
 def test_vs_with_one_round_and_no_windows_is_inconclusive_and_says_rounds(fake):
-    r = commands.execute(parse(["vs", "fakeprobe --rate 100", "fakeprobe --rate 300", "--rounds", "1", "--no-save"]),
-                         _quiet_ctx())
+    r = commands.execute(
+        parse(["vs", "fakeprobe --rate 100", "fakeprobe --rate 300", "--rounds", "1", "--no-save"]), _quiet_ctx()
+    )
     assert r.answer_line() == "B vs A: read inconclusive: one run each — use --rounds 5"
     assert r.ratios[0]["significant"] is False and r.ratios[0]["method"] == "none"
 
@@ -278,8 +298,9 @@ def test_repeat_runs_the_probe_n_times_and_a_failure_ends_the_series(fake):
     r = commands.execute(parse(["fakeprobe", "--rate", "100", "--repeat", "4", "--no-save"]), _quiet_ctx())
     assert len(fake.calls) == 4 and len(r.runs) == 4 and r.status == "ok"
     fake.calls.clear()
-    r = commands.execute(parse(["fakeprobe", "--rate", "100", "--fail-at", "2", "--repeat", "5", "--no-save"]),
-                         _quiet_ctx())
+    r = commands.execute(
+        parse(["fakeprobe", "--rate", "100", "--fail-at", "2", "--repeat", "5", "--no-save"]), _quiet_ctx()
+    )
     assert len(fake.calls) == 2 and r.status == "failed" and len(r.to_dict()["runs"]) == 1
     assert r.reason == "run 2 of 5 failed: the device went away"
     assert commands.exit_code(r) == commands.EXIT_FAILED

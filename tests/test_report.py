@@ -23,11 +23,20 @@ CHEAP_DOCTOR = ["nofile", "vm", "cpu"]
 
 def dd(w, r, cache, path="/data"):
     t = [0.5 * i for i in range(1, 9)]
-    res = Result(kind="dd", params={"path": path, "bs": "1M", "size": "64M"},
-                 metrics={"write_bytes_per_s": w, "read_bytes_per_s": r, "write_s": 64 * 2**20 / w,
-                          "read_s": 64 * 2**20 / r, "write_bytes": 64 * 2**20, "read_bytes": 64 * 2**20},
-                 labels={"cache": cache, "engine": "sync"},
-                 samples={"write": {"t_s": t, "write_bytes_per_s": [w * (1 + 0.1 * math.sin(i)) for i in range(8)]}})
+    res = Result(
+        kind="dd",
+        params={"path": path, "bs": "1M", "size": "64M"},
+        metrics={
+            "write_bytes_per_s": w,
+            "read_bytes_per_s": r,
+            "write_s": 64 * 2**20 / w,
+            "read_s": 64 * 2**20 / r,
+            "write_bytes": 64 * 2**20,
+            "read_bytes": 64 * 2**20,
+        },
+        labels={"cache": cache, "engine": "sync"},
+        samples={"write": {"t_s": t, "write_bytes_per_s": [w * (1 + 0.1 * math.sin(i)) for i in range(8)]}},
+    )
     return res.finish()
 
 
@@ -71,8 +80,16 @@ def test_html_is_self_contained_with_embedded_pngs(two_runs, tmp_path):
     for p in pngs:
         im = Image.open(io.BytesIO(base64.b64decode(p)))
         assert im.format == "PNG" and im.size[0] >= 400
-    for needed in ("Environment", "Doctor", "open-file limit", "Results", "Comparisons", "cache mode differs",
-                   "fio JSON", "4.83× faster"):
+    for needed in (
+        "Environment",
+        "Doctor",
+        "open-file limit",
+        "Results",
+        "Comparisons",
+        "cache mode differs",
+        "fio JSON",
+        "4.83× faster",
+    ):
         assert needed in text, needed
     assert str(rep).startswith("report (html)")
     assert "<a href=" in rep._repr_html_()
@@ -118,15 +135,24 @@ def test_json_report_round_trips(two_runs):
 def test_fio_shape():
     r = dd(4.0e8, 6.0e8, "direct", path="/nvme")
     r.run_id = 7
-    rr = Result(kind="randread", params={"path": "/nvme/f", "bs": "4k", "qd": 32},
-                metrics={"read_bytes_per_s": 4096 * 1e5, "iops": 1e5, "lat_p50_ns": 80e3, "lat_p99_ns": 250e3,
-                         "lat_p99_9_ns": 900e3, "lat_mean_ns": 95e3},
-                labels={"cache": "direct", "target": "file"}).finish()
+    rr = Result(
+        kind="randread",
+        params={"path": "/nvme/f", "bs": "4k", "qd": 32},
+        metrics={
+            "read_bytes_per_s": 4096 * 1e5,
+            "iops": 1e5,
+            "lat_p50_ns": 80e3,
+            "lat_p99_ns": 250e3,
+            "lat_p99_9_ns": 900e3,
+            "lat_mean_ns": 95e3,
+        },
+        labels={"cache": "direct", "target": "file"},
+    ).finish()
     doc = to_fio([r, rr, Result(kind="gpu")])
     assert "nbbench" in doc["fio version"] and len(doc["jobs"]) == 2
     j = doc["jobs"][0]
     assert j["jobname"] == "dd-7" and j["job options"]["direct"] == "1" and j["job options"]["bs"] == "1M"
-    r.labels["label"] = "nvme-before"              # the user's label names the job, as fio's --name would
+    r.labels["label"] = "nvme-before"  # the user's label names the job, as fio's --name would
     assert to_fio([r])["jobs"][0]["jobname"] == "nvme-before"
     assert j["write"]["bw_bytes"] == 400000000 and j["write"]["bw"] == 400000000 // 1024
     assert j["read"]["io_bytes"] == 64 * 2**20 and j["read"]["runtime"] == round(64 * 2**20 / 6e8 * 1000)
@@ -150,12 +176,14 @@ def test_sample_series_shapes():
 
 
 def test_report_and_compare_do_not_need_pyplot(tmp_path):
-    code = ("import sys, nbbench.report as R, nbbench.compare as C, nbbench.plots as P, nbbench.plots.compare as PC\n"
-            "from nbbench.results import Result\n"
-            "a = Result(kind='dd', metrics={'read_bytes_per_s': 1e8}); b = Result(kind='dd', metrics={'read_bytes_per_s': 2e8})\n"
-            "c = C.compare([a, b]); P.figure_png(PC.bar_chart(c.groups[0]))\n"
-            "assert 'matplotlib.pyplot' not in sys.modules, 'pyplot imported'\n"
-            "print('ok')\n")
+    code = (
+        "import sys, nbbench.report as R, nbbench.compare as C, nbbench.plots as P, nbbench.plots.compare as PC\n"
+        "from nbbench.results import Result\n"
+        "a = Result(kind='dd', metrics={'read_bytes_per_s': 1e8}); b = Result(kind='dd', metrics={'read_bytes_per_s': 2e8})\n"
+        "c = C.compare([a, b]); P.figure_png(PC.bar_chart(c.groups[0]))\n"
+        "assert 'matplotlib.pyplot' not in sys.modules, 'pyplot imported'\n"
+        "print('ok')\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
 
@@ -164,14 +192,19 @@ def test_histograms_are_not_time_series_and_cards_are_compact():
     from nbbench.exporters.html import result_card
 
     assert sample_series("lat_hist", {"bins_ns": [1, 2, 4], "counts": [5, 9, 1]}) is None
-    r = Result(kind="randread", params={"path": "/d"}, labels={"cache": "direct"},
-               metrics={"iops": 1e4, "lat_p50_ns": 5e4, "lat_p5_ns": 4e4}, warnings=["use --direct"]).finish()
+    r = Result(
+        kind="randread",
+        params={"path": "/d"},
+        labels={"cache": "direct"},
+        metrics={"iops": 1e4, "lat_p50_ns": 5e4, "lat_p5_ns": 4e4},
+        warnings=["use --direct"],
+    ).finish()
     html = result_card(r)
     # the one presentation rule: the answer, then what qualifies it, then the details folded
     answer, quals = html.index("nbbench-answer"), html.index("nbbench-qualifiers")
     assert answer < html.index("10.0 kIOPS") < quals < html.index("cache <code>direct</code>") < html.index("<details")
-    assert "use --direct" in html[quals:html.index("<details")]
-    pct = html[html.index("<summary style='cursor:pointer;color:#555'>latency percentiles"):]
+    assert "use --direct" in html[quals : html.index("<details")]
+    pct = html[html.index("<summary style='cursor:pointer;color:#555'>latency percentiles") :]
     assert "p5 40.0 µs" in pct and "p50 50.0 µs" in pct and "lat p5" not in html
 
 
@@ -187,8 +220,14 @@ def _doctor(*checks):
     return doc.finish("ok")
 
 
-MIXED = [("gpu: torch build", "fail", "gpu"), ("gpu: driver", "fail", "gpu"), ("ssh root login", "fail", "exposure"),
-         ("atime", "warn", "storage"), ("read-ahead", "ok", "block device"), ("/dev/shm size", "ok", "memory")]
+MIXED = [
+    ("gpu: torch build", "fail", "gpu"),
+    ("gpu: driver", "fail", "gpu"),
+    ("ssh root login", "fail", "exposure"),
+    ("atime", "warn", "storage"),
+    ("read-ahead", "ok", "block device"),
+    ("/dev/shm size", "ok", "memory"),
+]
 
 
 def test_a_report_opens_with_one_paragraph_that_answers_then_results_before_the_doctor(two_runs, tmp_path):
@@ -197,18 +236,22 @@ def test_a_report_opens_with_one_paragraph_that_answers_then_results_before_the_
     para = rep.data.summary()
     # the headline deltas first, figures with their units; then what was compared; then the doctor
     # one run each: the write's windows cannot tell +5 % from noise; the read has too few windows to judge
-    assert para.startswith("no significant change in write (420 MB/s vs 400 MB/s), read inconclusive at "
-                           "4.83× faster (2.90 GB/s vs 600 MB/s) for B against A (dd, one run each). "
-                           "Inconclusive: one run each — use --repeat 5. Caveat")
+    assert para.startswith(
+        "no significant change in write (420 MB/s vs 400 MB/s), read inconclusive at "
+        "4.83× faster (2.90 GB/s vs 600 MB/s) for B against A (dd, one run each). "
+        "Inconclusive: one run each — use --repeat 5. Caveat"
+    )
     assert "cache mode differs" in para and "2 dd results from " in para and ", on /data." in para
     assert para.index("4.83×") < para.index("2 dd results") < para.index("Doctor:")
     # nothing but the title and the meta line before it; results, comparisons, environment, then the doctor
-    body = text[text.index("<main>"):]
-    first = re.sub(r"<h1>.*?</h1><div class='meta'>.*?</div>\s*", "", body[len("<main>"):].lstrip(), count=1)
+    body = text[text.index("<main>") :]
+    first = re.sub(r"<h1>.*?</h1><div class='meta'>.*?</div>\s*", "", body[len("<main>") :].lstrip(), count=1)
     assert first.startswith("<div class='summary'><p>no significant change in write (420 MB/s vs 400 MB/s)")
-    assert "<b>" not in first[:first.index("</p>")]   # nothing within the noise in bold
-    order = [text.index(h) for h in ("class='summary'", "<h2>Results", "<h2>Comparisons", "<h2>Environment",
-                                     "<h2 id='doctor'>Doctor")]
+    assert "<b>" not in first[: first.index("</p>")]  # nothing within the noise in bold
+    order = [
+        text.index(h)
+        for h in ("class='summary'", "<h2>Results", "<h2>Comparisons", "<h2>Environment", "<h2 id='doctor'>Doctor")
+    ]
     assert order == sorted(order)
     md = report("md", out="-", data=rep.data).text
     paras = [p for p in md.split("\n\n") if p.strip()]
@@ -230,14 +273,14 @@ def test_the_doctor_badge_counts_only_the_checks_that_bear_on_the_results(two_ru
     data = build(runs=["A", "B"], run_doctor=False)
     data.doctor = _doctor(*MIXED)
     text = html(data)
-    badge = text[text.index("<div class='chips'>"):text.index("<h2>Results")]
+    badge = text[text.index("<div class='chips'>") : text.index("<h2>Results")]
     # a storage report: the GPU stack's and exposure's fails are not its badge's
     assert "fail" not in badge and ">1 warn<" in badge and ">1 ok<" in badge
     assert "the 2 checks that bear on dd results (storage, block device)" in badge
     assert "all 6 checks below" in badge and "href='#doctor'" in badge
     assert "verdict <b>warn</b>" in badge
-    doctor = text[text.index("<h2 id='doctor'>"):]
-    assert "gpu: torch build" in doctor and "ssh root login" in doctor   # the full table keeps every check
+    doctor = text[text.index("<h2 id='doctor'>") :]
+    assert "gpu: torch build" in doctor and "ssh root login" in doctor  # the full table keeps every check
     assert "Doctor:" in data.summary() and "fail" not in data.summary()
     head = md(data).split("## Results")[0]
     assert "fail" not in head and "the 2 checks that bear on dd results" in head and "1 warn, 1 ok" in head

@@ -14,8 +14,14 @@ from nbbench.results import Result
 from nbbench.store import default_store
 
 CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run"]
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -23,11 +29,16 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 def _dd(w, r, cache):
     t = [0.5 * i for i in range(1, 13)]
-    res = Result(kind="dd", params={"path": "/dataset", "bs": "1M", "size": "256M"},
-                 metrics={"write_bytes_per_s": w, "read_bytes_per_s": r},
-                 labels={"cache": cache, "engine": "sync"},
-                 samples={"write": {"t_s": t, "write_bytes_per_s": [w * (1 + 0.08 * math.sin(i)) for i in range(12)]},
-                          "read": {"t_s": t, "read_bytes_per_s": [r * (1 + 0.05 * math.cos(i)) for i in range(12)]}})
+    res = Result(
+        kind="dd",
+        params={"path": "/dataset", "bs": "1M", "size": "256M"},
+        metrics={"write_bytes_per_s": w, "read_bytes_per_s": r},
+        labels={"cache": cache, "engine": "sync"},
+        samples={
+            "write": {"t_s": t, "write_bytes_per_s": [w * (1 + 0.08 * math.sin(i)) for i in range(12)]},
+            "read": {"t_s": t, "read_bytes_per_s": [r * (1 + 0.05 * math.cos(i)) for i in range(12)]},
+        },
+    )
     return res.finish()
 
 
@@ -36,16 +47,27 @@ def test_report_renders_in_chromium(tmp_path):
 
     require_browser()
     from playwright import sync_api
+
     st = default_store()
     st.save(_dd(4.1e8, 6.3e8, "direct"), label="direct")
     st.save(_dd(4.0e8, 2.8e9, "buffered-warm"), label="buffered")
     out = tmp_path / "report.html"
-    report("html", out=out, runs=["direct", "buffered"], path=str(tmp_path), doctor_checks=["shm", "nofile", "mount",
-                                                                                         "vm", "cpu", "memory", "ssh"])
+    report(
+        "html",
+        out=out,
+        runs=["direct", "buffered"],
+        path=str(tmp_path),
+        doctor_checks=["shm", "nofile", "mount", "vm", "cpu", "memory", "ssh"],
+    )
     requests = []
     with sync_api.sync_playwright() as p:
-        ctx = p.chromium.launch_persistent_context(tempfile.mkdtemp(dir=tmp_path), executable_path=CHROMIUM,
-                                                   headless=True, args=ARGS, viewport={"width": 1200, "height": 900})
+        ctx = p.chromium.launch_persistent_context(
+            tempfile.mkdtemp(dir=tmp_path),
+            executable_path=CHROMIUM,
+            headless=True,
+            args=ARGS,
+            viewport={"width": 1200, "height": 900},
+        )
         try:
             page = ctx.new_page()
             page.on("request", lambda req: requests.append(req.url))

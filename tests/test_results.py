@@ -7,12 +7,20 @@ from nbbench.results import Result, register, result_class
 
 
 def make():
-    r = Result(kind="dd", params={"path": "/data", "bs": 1048576, "size": 2**30},
-               metrics={"write_bytes_per_s": 943e6, "read_bytes_per_s": 1.2e9, "lat_p99_ns": 12345.6,
-                        "iops": 1200, "nan_ns": math.nan},
-               labels={"engine": "builtin", "cache": "direct"},
-               samples={"bw": [{"t_s": 0.5, "bytes_per_s": 9e8}, {"t_s": 1.0, "bytes_per_s": 9.5e8}]},
-               env_id="abc123")
+    r = Result(
+        kind="dd",
+        params={"path": "/data", "bs": 1048576, "size": 2**30},
+        metrics={
+            "write_bytes_per_s": 943e6,
+            "read_bytes_per_s": 1.2e9,
+            "lat_p99_ns": 12345.6,
+            "iops": 1200,
+            "nan_ns": math.nan,
+        },
+        labels={"engine": "builtin", "cache": "direct"},
+        samples={"bw": [{"t_s": 0.5, "bytes_per_s": 9e8}, {"t_s": 1.0, "bytes_per_s": 9.5e8}]},
+        env_id="abc123",
+    )
     r.warn("the file is smaller than RAM: use --direct")
     r.warn("the file is smaller than RAM: use --direct")  # once only
     return r.finish("ok")
@@ -89,11 +97,13 @@ def test_stored_kinds_come_back_as_their_classes_without_importing_probes():
     import subprocess
     import sys
 
-    code = ("import sys\nfrom nbbench.results import Result, KINDS\n"
-            "for kind in KINDS:\n"
-            "    r = Result.from_dict({'kind': kind})\n"
-            "    assert type(r).__name__ == KINDS[kind].split(':')[1], kind\n"
-            "print(sorted(m for m in sys.modules if m.startswith(('nbbench.probes', 'nbbench.monitor', 'nbbench.doctor'))))")
+    code = (
+        "import sys\nfrom nbbench.results import Result, KINDS\n"
+        "for kind in KINDS:\n"
+        "    r = Result.from_dict({'kind': kind})\n"
+        "    assert type(r).__name__ == KINDS[kind].split(':')[1], kind\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('nbbench.probes', 'nbbench.monitor', 'nbbench.doctor'))))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"

@@ -47,8 +47,14 @@ def _cli(args, env_extra=None, timeout=60):
     env.update(DUMMY_CREDENTIALS)
     env.update(env_extra or {})
     t = time.monotonic()
-    r = subprocess.run([sys.executable, "-m", "nbbench", "s3", *args], capture_output=True, text=True,
-                       timeout=timeout, env=env, stdin=subprocess.DEVNULL)
+    r = subprocess.run(
+        [sys.executable, "-m", "nbbench", "s3", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
     return r, time.monotonic() - t
 
 
@@ -56,11 +62,11 @@ def test_sweep_levels_and_knee():
     assert sweep_levels(32) == [1, 2, 4, 8, 16, 32]
     assert sweep_levels(12) == [1, 2, 4, 8, 12]
     rows = [{"streams": s, "get_bytes_per_s": v} for s, v in ((1, 100), (2, 190), (4, 360), (8, 370), (16, 380))]
-    assert knee(rows) == 8                      # the fewest streams within 5 % of the best (380)
+    assert knee(rows) == 8  # the fewest streams within 5 % of the best (380)
     noisy = [{"streams": s, "get_bytes_per_s": v} for s, v in ((1, 90), (2, 160), (4, 150), (8, 110), (16, 250))]
-    assert knee(noisy) == 16                    # a dip is no knee: only 16 comes within 5 % of the best
+    assert knee(noisy) == 16  # a dip is no knee: only 16 comes within 5 % of the best
     rising = [{"streams": s, "get_bytes_per_s": 100 * s} for s in (1, 2, 4)]
-    assert knee(rising) == 4                    # still rising: the last level
+    assert knee(rising) == 4  # still rising: the last level
     assert knee([]) is None
 
 
@@ -70,24 +76,38 @@ def test_probe_reads_every_figure_and_changes_nothing(server):
     m = r.metrics
     assert r.status == "ok"
     assert m["get_bytes_per_s"] > 0 and m["requests_per_s"] > 0
-    assert m["ttfb_p50_ns"] <= m["lat_p50_ns"]          # first byte before the last
+    assert m["ttfb_p50_ns"] <= m["lat_p50_ns"]  # first byte before the last
     assert m["ttfb_p50_ns"] <= m["ttfb_p99_ns"]
     assert m["objects_count"] == 14 and m["list_keys_count"] == 14
     assert [row["streams"] for row in r.samples["sweep"]] == [1, 2, 4]
     assert m["knee_streams_count"] in (1, 2, 4)
-    assert m["streams_count"] == m["knee_streams_count"]   # the measured phase runs at the knee
+    assert m["streams_count"] == m["knee_streams_count"]  # the measured phase runs at the knee
     assert m["retries_count"] == 0
     assert m.get("ranged_get_bytes_per_s", 0) > 0 and m.get("whole_get_bytes_per_s", 0) > 0
     assert {c["class"] for c in r.samples["classes"]} <= {"< 1 MiB", "1-64 MiB"}
     assert "streams reach" in " ".join(r.story())
-    fig = r.plot()                                      # the sweep's picture: one point per level, the knee starred
+    fig = r.plot()  # the sweep's picture: one point per level, the knee starred
     assert fig is not None and len(fig.axes[0].lines[0].get_xdata()) == 3
-    assert _listing(server) == before                   # read only
+    assert _listing(server) == before  # read only
 
 
 def test_cli_json_names_the_endpoint_never_the_credentials(server, tmp_path):
-    r, dt = _cli(["s3://bench/objs/", "--endpoint-url", server.endpoint_url, "--max-streams", "2", "--runtime",
-                  "0.5", "--sweep-runtime", "0.2", "--no-ranged", "--json"], {"NBBENCH_HOME": str(tmp_path)})
+    r, dt = _cli(
+        [
+            "s3://bench/objs/",
+            "--endpoint-url",
+            server.endpoint_url,
+            "--max-streams",
+            "2",
+            "--runtime",
+            "0.5",
+            "--sweep-runtime",
+            "0.2",
+            "--no-ranged",
+            "--json",
+        ],
+        {"NBBENCH_HOME": str(tmp_path)},
+    )
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
     assert d["kind"] == "s3" and d["metrics"]["get_bytes_per_s"] > 0
@@ -106,9 +126,14 @@ def _one_line_error(r, words, code=1):
     return err
 
 
-@pytest.mark.parametrize("url,words", [("s3://no-such-bucket/x/", "no such bucket"),
-                                       ("s3://bench/nothing-here/", "no objects under"),
-                                       ("s3://empty/", "no objects under")])
+@pytest.mark.parametrize(
+    "url,words",
+    [
+        ("s3://no-such-bucket/x/", "no such bucket"),
+        ("s3://bench/nothing-here/", "no objects under"),
+        ("s3://empty/", "no objects under"),
+    ],
+)
 def test_bad_bucket_or_prefix_is_one_line(server, url, words):
     r, _ = _cli([url, "--endpoint-url", server.endpoint_url, "--no-save"])
     _one_line_error(r, words)
@@ -121,8 +146,13 @@ def test_malformed_url_is_a_usage_error():
 
 def test_no_credentials_is_one_line(server, tmp_path):
     env = {k: "" for k in DUMMY_CREDENTIALS}
-    env.update({"AWS_CONFIG_FILE": str(tmp_path / "none"), "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none"),
-                "AWS_EC2_METADATA_DISABLED": "true"})
+    env.update(
+        {
+            "AWS_CONFIG_FILE": str(tmp_path / "none"),
+            "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none"),
+            "AWS_EC2_METADATA_DISABLED": "true",
+        }
+    )
     r, dt = _cli(["s3://bench/objs/", "--endpoint-url", server.endpoint_url, "--no-save"], env)
     _one_line_error(r, "no S3 credentials found")
     assert dt < 20
@@ -134,7 +164,7 @@ def test_wrong_endpoint_fails_fast():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
-    s.close()                                   # nothing listens there now
+    s.close()  # nothing listens there now
     r, dt = _cli(["s3://bench/objs/", "--endpoint-url", f"http://127.0.0.1:{port}", "--no-save"])
     _one_line_error(r, "cannot connect")
     assert dt < 15
@@ -165,7 +195,7 @@ def test_throttling_is_retried_counted_and_labelled(server):
     with FaultProxy(server.endpoint_url, rule=rule) as p:
         r = s3("s3://bench/objs/", endpoint_url=p.url, sweep=False, streams=2, runtime=1.0, ranged=False)
     assert p.injected > 0
-    assert r.plot() is None                             # no sweep, no picture
+    assert r.plot() is None  # no sweep, no picture
     assert r.metrics["retries_count"] > 0
     assert "retries" in r.labels.get("throttled", "")
     assert any("retry" in w for w in r.warnings)
@@ -186,7 +216,7 @@ def test_server_that_stops_mid_run_is_one_line():
     srv = local_s3(set_env=False)
     reading = threading.Event()
 
-    def rule(method, path, n):   # forwards everything; says when the first object GET goes through
+    def rule(method, path, n):  # forwards everything; says when the first object GET goes through
         if method == "GET" and "list-type" not in path:
             reading.set()
         return None
@@ -194,14 +224,35 @@ def test_server_that_stops_mid_run_is_one_line():
     try:
         srv.fill("s3://gone/objs/", count=6, size="128K")
         with FaultProxy(srv.endpoint_url, rule=rule) as p:
-            env = {**{k: v for k, v in os.environ.items() if not k.startswith("AWS_")},
-                   "AWS_ACCESS_KEY_ID": "nbbench-local", "AWS_SECRET_ACCESS_KEY": "nbbench-local"}
-            proc = subprocess.Popen([sys.executable, "-m", "nbbench", "s3", "s3://gone/objs/", "--endpoint-url", p.url,
-                                     "--no-save", "--no-sweep", "--runtime", "30", "--streams", "2"],
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                                    stdin=subprocess.DEVNULL)
+            env = {
+                **{k: v for k, v in os.environ.items() if not k.startswith("AWS_")},
+                "AWS_ACCESS_KEY_ID": "nbbench-local",
+                "AWS_SECRET_ACCESS_KEY": "nbbench-local",
+            }
+            proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "nbbench",
+                    "s3",
+                    "s3://gone/objs/",
+                    "--endpoint-url",
+                    p.url,
+                    "--no-save",
+                    "--no-sweep",
+                    "--runtime",
+                    "30",
+                    "--streams",
+                    "2",
+                ],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=env,
+                stdin=subprocess.DEVNULL,
+            )
             assert reading.wait(60), "the probe never started reading"
-            srv.stop()                              # the store goes away mid-run
+            srv.stop()  # the store goes away mid-run
             out, err = proc.communicate(timeout=60)
     finally:
         srv.stop()
@@ -211,8 +262,10 @@ def test_server_that_stops_mid_run_is_one_line():
 
 
 def test_no_boto3_is_one_line():
-    code = ("import sys; sys.modules['boto3'] = None; from nbbench.cli import main; "
-            "sys.exit(main(['s3', 's3://bench/x/', '--no-save']))")
+    code = (
+        "import sys; sys.modules['boto3'] = None; from nbbench.cli import main; "
+        "sys.exit(main(['s3', 's3://bench/x/', '--no-save']))"
+    )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 1, r.stderr
     assert "pip install 'nbbench[s3]'" in r.stderr and "Traceback" not in r.stderr
@@ -237,7 +290,7 @@ def test_shards_streams_tar_shards_from_s3(shard_server):
     m = r.metrics
     assert r.status == "ok"
     assert m["shards_count"] == 4 and m["streams_count"] == 2
-    assert m["samples_count"] == 4 * 16                         # every WebDataset sample of every shard
+    assert m["samples_count"] == 4 * 16  # every WebDataset sample of every shard
     assert m["read_total_bytes"] == sum(s for _, _, s in before)  # every byte, once
     assert m["read_bytes_per_s"] > 0 and m["ttfb_p50_ns"] > 0
     assert "read_warm_bytes_per_s" not in m and "page cache" in r.labels["warm"]
@@ -250,23 +303,43 @@ def test_shards_from_s3_on_two_ranks_read_each_shard_once(shard_server, tmp_path
     from rankproc import clean_env
 
     env = clean_env(NBBENCH_HOME=str(tmp_path), **DUMMY_CREDENTIALS)
-    p = subprocess.run([sys.executable, "-m", "nbbench", "shards", "s3://bench/shards/", "--endpoint-url",
-                        shard_server.endpoint_url, "--ranks", "2", "--json", "--no-save"], capture_output=True,
-                       text=True, timeout=300, env=env, stdin=subprocess.DEVNULL)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "nbbench",
+            "shards",
+            "s3://bench/shards/",
+            "--endpoint-url",
+            shard_server.endpoint_url,
+            "--ranks",
+            "2",
+            "--json",
+            "--no-save",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
     assert p.returncode == 0, p.stderr
     d = json.loads(p.stdout)
     assert d["metrics"]["samples_count"] == 4 * 16 and d["metrics"]["shards_count"] == 4
 
 
-@pytest.mark.parametrize("fstype,source,client,url", [
-    ("fuse.s3fs", "s3fs", "s3fs", None),
-    ("fuse", "mountpoint-s3", "mountpoint-s3", None),
-    ("fuse.goofys", "datasets:imagenet", "goofys", "s3://datasets/imagenet/"),
-    ("fuse.rclone", "minio:bench/shards", "rclone", "s3://bench/shards/"),
-    ("fuse.gcsfuse", "my-bucket", "gcsfuse", None),
-    ("fuse.sshfs", "me@host:/data", None, None),
-    ("nfs4", "server:/export", None, None),
-])
+@pytest.mark.parametrize(
+    "fstype,source,client,url",
+    [
+        ("fuse.s3fs", "s3fs", "s3fs", None),
+        ("fuse", "mountpoint-s3", "mountpoint-s3", None),
+        ("fuse.goofys", "datasets:imagenet", "goofys", "s3://datasets/imagenet/"),
+        ("fuse.rclone", "minio:bench/shards", "rclone", "s3://bench/shards/"),
+        ("fuse.gcsfuse", "my-bucket", "gcsfuse", None),
+        ("fuse.sshfs", "me@host:/data", None, None),
+        ("nfs4", "server:/export", None, None),
+    ],
+)
 def test_fuse_mounts_of_object_storage_are_named(fstype, source, client, url):
     from nbbench.topology import object_storage_mount
 
@@ -301,25 +374,58 @@ def test_feed_from_s3_cold_from_the_store_warm_from_a_local_copy(loader_server, 
     from nbbench.probes.pipeline.feed import feed
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    r = feed("s3://bench/ds/", endpoint_url=loader_server.endpoint_url, batch_size=8, num_workers=0, duration=1.0,
-             warmup=1, repeats=1)
+    r = feed(
+        "s3://bench/ds/",
+        endpoint_url=loader_server.endpoint_url,
+        batch_size=8,
+        num_workers=0,
+        duration=1.0,
+        warmup=1,
+        repeats=1,
+    )
     m = r.metrics
     assert r.status == "ok"
     assert m["files_count"] == 4 * 32 and m["shards_count"] == 4
     assert m["cold_samples_per_s"] > 0 and m["warm_samples_per_s"] > 0
     assert "GET from object storage" in r.labels["cold_method"] and "local copy" in r.labels["warm"]
     assert "from object storage" in r.extra["answer"]
-    assert list(tmp_path.iterdir()) == []          # the local copy is gone
+    assert list(tmp_path.iterdir()) == []  # the local copy is gone
 
 
 def test_loader_on_an_s3_dataset(loader_server, tmp_path):
     pytest.importorskip("torch")
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("AWS_")}, **DUMMY_CREDENTIALS,
-           "TMPDIR": str(tmp_path)}
-    p = subprocess.run([sys.executable, "-m", "nbbench", "loader", "s3://bench/ds/", "--endpoint-url",
-                        loader_server.endpoint_url, "--batch-size", "8", "--workers", "1", "--steps", "6",
-                        "--warmup", "1", "--no-plot", "--json", "--no-save"], capture_output=True, text=True,
-                       timeout=240, env=env, stdin=subprocess.DEVNULL)
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("AWS_")},
+        **DUMMY_CREDENTIALS,
+        "TMPDIR": str(tmp_path),
+    }
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "nbbench",
+            "loader",
+            "s3://bench/ds/",
+            "--endpoint-url",
+            loader_server.endpoint_url,
+            "--batch-size",
+            "8",
+            "--workers",
+            "1",
+            "--steps",
+            "6",
+            "--warmup",
+            "1",
+            "--no-plot",
+            "--json",
+            "--no-save",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
     assert p.returncode == 0, p.stderr
     d = json.loads(p.stdout)
     assert d["metrics"]["samples_per_s"] > 0 and "GET from the store" in d["labels"]["dataset"]
@@ -335,13 +441,22 @@ def _all_keys(srv, bucket="bench"):
 
 def test_write_test_puts_new_keys_and_deletes_them(server):
     before = _all_keys(server)
-    r = s3("s3://bench/objs/", endpoint_url=server.endpoint_url, sweep=False, streams=2, runtime=0.3, ranged=False,
-           write=True, write_size=1 << 20, write_count=4)
+    r = s3(
+        "s3://bench/objs/",
+        endpoint_url=server.endpoint_url,
+        sweep=False,
+        streams=2,
+        runtime=0.3,
+        ranged=False,
+        write=True,
+        write_size=1 << 20,
+        write_count=4,
+    )
     m = r.metrics
     assert m["put_count"] == 4 and m["put_bytes_per_s"] > 0 and m["multipart_parts_count"] >= 2
-    assert m["deleted_count"] == 5                       # 4 PUTs + the multipart object
+    assert m["deleted_count"] == 5  # 4 PUTs + the multipart object
     assert ".nbbench-" in r.labels["write"] and "nothing overwritten" in r.labels["write"]
-    assert _all_keys(server) == before                   # nothing left, nothing else touched
+    assert _all_keys(server) == before  # nothing left, nothing else touched
 
 
 @pytest.mark.parametrize("delay", [0.4, 1.2, 2.5])
@@ -352,20 +467,43 @@ def test_write_test_sigterm_mid_upload_leaves_nothing(server, delay):
     before = _all_keys(server)
     putting = threading.Event()
 
-    def rule(method, path, n):   # forwards everything; says when the first PUT goes through
+    def rule(method, path, n):  # forwards everything; says when the first PUT goes through
         if method == "PUT":
             putting.set()
         return None
 
     with FaultProxy(server.endpoint_url, rule=rule) as p:
         env = {**{k: v for k, v in os.environ.items() if not k.startswith("AWS_")}, **DUMMY_CREDENTIALS}
-        proc = subprocess.Popen([sys.executable, "-m", "nbbench", "s3", "s3://bench/objs/", "--endpoint-url", p.url,
-                                 "--no-save", "--no-sweep", "--no-ranged", "--runtime", "0.2", "--streams", "1",
-                                 "--write", "--write-size", "1M", "--write-count", "200"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                                stdin=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "nbbench",
+                "s3",
+                "s3://bench/objs/",
+                "--endpoint-url",
+                p.url,
+                "--no-save",
+                "--no-sweep",
+                "--no-ranged",
+                "--runtime",
+                "0.2",
+                "--streams",
+                "1",
+                "--write",
+                "--write-size",
+                "1M",
+                "--write-count",
+                "200",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            stdin=subprocess.DEVNULL,
+        )
         assert putting.wait(60), "no PUT was sent"
-        time.sleep(delay)   # the moment of the signal within the uploads (not a synchronisation)
+        time.sleep(delay)  # the moment of the signal within the uploads (not a synchronisation)
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=60)
     assert proc.returncode != 0
@@ -373,8 +511,23 @@ def test_write_test_sigterm_mid_upload_leaves_nothing(server, delay):
 
 
 def test_repeat_runs_the_s3_probe_twice(server, tmp_path):
-    r, _ = _cli(["s3://bench/objs/", "--endpoint-url", server.endpoint_url, "--streams", "2", "--no-sweep", "--runtime",
-                 "0.3", "--no-ranged", "--repeat", "2", "--json"], {"NBBENCH_HOME": str(tmp_path)})
+    r, _ = _cli(
+        [
+            "s3://bench/objs/",
+            "--endpoint-url",
+            server.endpoint_url,
+            "--streams",
+            "2",
+            "--no-sweep",
+            "--runtime",
+            "0.3",
+            "--no-ranged",
+            "--repeat",
+            "2",
+            "--json",
+        ],
+        {"NBBENCH_HOME": str(tmp_path)},
+    )
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
     assert len(d["runs"]) == 2 and "min…max of 2 runs)" in d["summary"]

@@ -52,15 +52,30 @@ def server():
 
 def _env(tmp_path) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-    short_tmpdir(tmp_path)   # TMPDIR short enough for a worker's Unix socket
+    short_tmpdir(tmp_path)  # TMPDIR short enough for a worker's Unix socket
     env.update(DUMMY_CREDENTIALS, TMPDIR=os.path.realpath(tmp_path / "tmp"), NBBENCH_HOME=str(tmp_path / "home"))
     return env
 
 
 def _cli(server, tmp_path, *args, timeout=240):
-    return subprocess.run([sys.executable, "-m", "nbbench", *args[:1], args[1], "--endpoint-url", server.endpoint_url,
-                           *args[2:], "--no-save"], capture_output=True, text=True, timeout=timeout,
-                          env=_env(tmp_path), stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "nbbench",
+            *args[:1],
+            args[1],
+            "--endpoint-url",
+            server.endpoint_url,
+            *args[2:],
+            "--no-save",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=_env(tmp_path),
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def _one_line(p) -> str:
@@ -83,15 +98,17 @@ def test_the_dataset_lists_labels_and_gets_one_object_per_sample(server, tmp_pat
     try:
         assert isinstance(ds, S3ImageDataset) and len(ds) == 2 * PER_CLASS and ds.decode == "pil"
         assert ds.classes == list(CLASSES)
-        assert {lab for k, lab in ds.samples if "/dog/" in k} == {1} and {lab for k, lab in ds.samples if "/cat/" in k} == {0}
-        assert len(ds.paths()) == len(ds) and all(os.path.isfile(p) for p in ds.paths())   # the local copy
+        assert {lab for k, lab in ds.samples if "/dog/" in k} == {1} and {
+            lab for k, lab in ds.samples if "/cat/" in k
+        } == {0}
+        assert len(ds.paths()) == len(ds) and all(os.path.isfile(p) for p in ds.paths())  # the local copy
         before = ds.requests()[0]
         t, label = ds[len(ds) - 1]
         assert tuple(t.shape) == (3, 32, 32) and label == 1
-        assert ds.requests()[0] == before + 1                    # one GET per sample
+        assert ds.requests()[0] == before + 1  # one GET per sample
         ds.use("local")
         ds[0]
-        assert ds.requests()[0] == before + 1                    # the warm pass reads the copy
+        assert ds.requests()[0] == before + 1  # the warm pass reads the copy
     finally:
         ds.close()
     assert list(tmp_path.iterdir()) == []
@@ -102,10 +119,12 @@ def test_the_dataset_lists_labels_and_gets_one_object_per_sample(server, tmp_pat
     assert check_shares("s3://imgs/train/", 2, server.endpoint_url) == 2 * PER_CLASS
     with pytest.raises(ProbeError, match="image objects .* none to read"):
         check_shares("s3://imgs/train/", 200, server.endpoint_url)
-    shares = [S3ImageDataset("s3://imgs/train/", server.endpoint_url, rank=r, world_size=2, copy=False).samples
-              for r in (0, 1)]
+    shares = [
+        S3ImageDataset("s3://imgs/train/", server.endpoint_url, rank=r, world_size=2, copy=False).samples
+        for r in (0, 1)
+    ]
     keys = [k for s in shares for k, _ in s]
-    assert all(shares) and len(keys) == len(set(keys)) == 2 * PER_CLASS      # disjoint, together the whole set
+    assert all(shares) and len(keys) == len(set(keys)) == 2 * PER_CLASS  # disjoint, together the whole set
 
 
 def test_throttled_gets_are_retried_and_counted(server):
@@ -119,27 +138,58 @@ def test_throttled_gets_are_retried_and_counted(server):
         ds = S3ImageDataset("s3://imgs/train/", p.url, size=32, copy=False)
         for i in range(6):
             ds[i]
-    assert p.injected > 0 and ds.requests()[1] == p.injected          # every 503 retried by boto3, and counted
-    assert ds.requests()[0] == 1 + 1 + 6                               # a LIST page, the first object's GET, six GETs
+    assert p.injected > 0 and ds.requests()[1] == p.injected  # every 503 retried by boto3, and counted
+    assert ds.requests()[0] == 1 + 1 + 6  # a LIST page, the first object's GET, six GETs
 
 
 def test_loader_over_image_objects(server, tmp_path):
     pytest.importorskip("torch")
-    p = _cli(server, tmp_path, "loader", "s3://imgs/train/", "--batch-size", "4", "--workers", "1", "--steps", "4",
-             "--warmup", "1", "--size", "32", "--no-plot", "--json")
+    p = _cli(
+        server,
+        tmp_path,
+        "loader",
+        "s3://imgs/train/",
+        "--batch-size",
+        "4",
+        "--workers",
+        "1",
+        "--steps",
+        "4",
+        "--warmup",
+        "1",
+        "--size",
+        "32",
+        "--no-plot",
+        "--json",
+    )
     assert p.returncode == 0, p.stderr
     d = json.loads(p.stdout)
     assert d["status"] == "ok" and d["metrics"]["samples_per_s"] > 0
     assert f"{2 * PER_CLASS} image objects in 2 classes, every sample one GET" in d["labels"]["dataset"]
     assert d["metrics"]["requests_count"] >= 1 + (1 + 4) * 4 and d["metrics"]["retries_count"] == 0
-    assert "GETs: one per image object" in d["labels"]["requests"]       # counted in the worker too
+    assert "GETs: one per image object" in d["labels"]["requests"]  # counted in the worker too
     assert list((tmp_path / "tmp").iterdir()) == []
 
 
 def test_feed_over_image_objects_cold_by_gets_warm_from_a_local_copy(server, tmp_path):
     pytest.importorskip("torch")
-    p = _cli(server, tmp_path, "feed", "s3://imgs/train/", "--batch-size", "4", "--workers", "0", "--duration", "1",
-             "--warmup", "1", "--size", "32", "--json")
+    p = _cli(
+        server,
+        tmp_path,
+        "feed",
+        "s3://imgs/train/",
+        "--batch-size",
+        "4",
+        "--workers",
+        "0",
+        "--duration",
+        "1",
+        "--warmup",
+        "1",
+        "--size",
+        "32",
+        "--json",
+    )
     assert p.returncode == 0, p.stderr
     d = json.loads(p.stdout)
     m = d["metrics"]
@@ -148,15 +198,37 @@ def test_feed_over_image_objects_cold_by_gets_warm_from_a_local_copy(server, tmp
     assert d["labels"]["cold_method"] == "every image object a GET from object storage"
     assert "local copy of the image objects" in d["labels"]["warm"] and "local cache" in d["labels"]["warm"]
     assert m["requests_count"] >= 2 * PER_CLASS and "from object storage" in d["extra"]["answer"]
-    assert "every image object a GET" in d["extra"]["answer"] and "s3://imgs/train/: 40 image objects" in d["labels"]["dataset"]
+    assert (
+        "every image object a GET" in d["extra"]["answer"]
+        and "s3://imgs/train/: 40 image objects" in d["labels"]["dataset"]
+    )
     assert list((tmp_path / "tmp").iterdir()) == []
 
 
 @pytest.mark.slow
 def test_loader_over_image_objects_on_two_ranks(server, tmp_path):
     pytest.importorskip("torch")
-    p = _cli(server, tmp_path, "loader", "s3://imgs/train/", "--ranks", "2", "--batch-size", "4", "--workers", "0",
-             "--steps", "3", "--warmup", "1", "--size", "32", "--no-plot", "--json", timeout=300)
+    p = _cli(
+        server,
+        tmp_path,
+        "loader",
+        "s3://imgs/train/",
+        "--ranks",
+        "2",
+        "--batch-size",
+        "4",
+        "--workers",
+        "0",
+        "--steps",
+        "3",
+        "--warmup",
+        "1",
+        "--size",
+        "32",
+        "--no-plot",
+        "--json",
+        timeout=300,
+    )
     assert p.returncode == 0, p.stderr
     d = json.loads(p.stdout)
     shares = [r["metrics"]["dataset_samples_count"] for r in d["extra"]["ranks"]]
@@ -168,8 +240,26 @@ def test_loader_over_image_objects_on_two_ranks(server, tmp_path):
 @pytest.mark.slow
 def test_feed_over_image_objects_on_two_ranks(server, tmp_path):
     pytest.importorskip("torch")
-    p = _cli(server, tmp_path, "feed", "s3://imgs/train/", "--ranks", "2", "--batch-size", "4", "--workers", "0",
-             "--duration", "1", "--warmup", "1", "--size", "32", "--json", timeout=300)
+    p = _cli(
+        server,
+        tmp_path,
+        "feed",
+        "s3://imgs/train/",
+        "--ranks",
+        "2",
+        "--batch-size",
+        "4",
+        "--workers",
+        "0",
+        "--duration",
+        "1",
+        "--warmup",
+        "1",
+        "--size",
+        "32",
+        "--json",
+        timeout=300,
+    )
     assert p.returncode == 0, p.stderr
     d = json.loads(p.stdout)
     rows, m = d["extra"]["ranks"], d["metrics"]
@@ -187,8 +277,21 @@ def test_idle_ranks_are_refused_in_one_line(server, tmp_path):
 
 def test_a_corrupt_image_object_is_one_line_naming_its_key(server, tmp_path):
     pytest.importorskip("torch")
-    p = _cli(server, tmp_path, "loader", "s3://imgs/bad/", "--batch-size", "2", "--workers", "1", "--steps", "2",
-             "--warmup", "0", "--no-plot")
+    p = _cli(
+        server,
+        tmp_path,
+        "loader",
+        "s3://imgs/bad/",
+        "--batch-size",
+        "2",
+        "--workers",
+        "1",
+        "--steps",
+        "2",
+        "--warmup",
+        "0",
+        "--no-plot",
+    )
     line = _one_line(p)
     assert "Pillow cannot decode s3://imgs/bad/a/001.jpg" in line
     assert list((tmp_path / "tmp").iterdir()) == []
@@ -199,17 +302,40 @@ def test_a_corrupt_file_in_a_local_folder_is_the_same_one_line(tmp_path):
     (tmp_path / "ds" / "a").mkdir(parents=True)
     (tmp_path / "ds" / "a" / "000.jpg").write_bytes(_jpeg(0))
     (tmp_path / "ds" / "a" / "001.jpg").write_bytes(b"not a jpeg at all" * 10)
-    p = subprocess.run([sys.executable, "-m", "nbbench", "loader", str(tmp_path / "ds"), "--batch-size", "2",
-                        "--workers", "1", "--steps", "2", "--warmup", "0", "--no-plot", "--no-save"],
-                       capture_output=True, text=True, timeout=120, env=_env(tmp_path), stdin=subprocess.DEVNULL)
-    assert f"Pillow cannot decode {tmp_path / 'ds' / 'a' / '001.jpg'}" in _one_line(p)   # from the worker, one line
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "nbbench",
+            "loader",
+            str(tmp_path / "ds"),
+            "--batch-size",
+            "2",
+            "--workers",
+            "1",
+            "--steps",
+            "2",
+            "--warmup",
+            "0",
+            "--no-plot",
+            "--no-save",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=_env(tmp_path),
+        stdin=subprocess.DEVNULL,
+    )
+    assert f"Pillow cannot decode {tmp_path / 'ds' / 'a' / '001.jpg'}" in _one_line(p)  # from the worker, one line
 
 
 def test_a_sample_error_raised_again_by_torch_keeps_one_line():
     from nbbench.probes.pipeline.imagetransform import SampleError
 
-    wrapped = ("Caught SampleError in DataLoader worker process 0.\nOriginal Traceback (most recent call last):\n"
-               '  File "x.py", line 1, in f\nnbbench.probes.pipeline.imagetransform.SampleError: k.jpg: gone\n')
+    wrapped = (
+        "Caught SampleError in DataLoader worker process 0.\nOriginal Traceback (most recent call last):\n"
+        '  File "x.py", line 1, in f\nnbbench.probes.pipeline.imagetransform.SampleError: k.jpg: gone\n'
+    )
     assert str(SampleError(wrapped)) == "k.jpg: gone" and str(SampleError("one line")) == "one line"
 
 

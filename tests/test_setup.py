@@ -14,8 +14,14 @@ def run_setup(tmp_path, extra_env):
     venv = tmp_path / "venv"
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env.update(extra_env, NBBENCH_SETUP_DRY_RUN="1")
-    out = subprocess.run(["bash", str(SCRIPT), BASE_PYTHON, str(venv), "torch==2.13.0"], cwd=ROOT,
-                         env=env, capture_output=True, text=True, timeout=180)
+    out = subprocess.run(
+        ["bash", str(SCRIPT), BASE_PYTHON, str(venv), "torch==2.13.0"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert out.returncode == 0, out.stderr
     cfg = (venv / "pyvenv.cfg").read_text()
     return out.stdout, "include-system-site-packages = true" in cfg

@@ -17,8 +17,9 @@ from nbbench.results import ProbeError, Result
 
 @pytest.fixture(scope="module")
 def small_shards(tmp_path_factory):
-    return make_tar_shards(tmp_path_factory.mktemp("shards") / "ds", shards=5, shard_size="200k", size="8k",
-                           classes=1000)
+    return make_tar_shards(
+        tmp_path_factory.mktemp("shards") / "ds", shards=5, shard_size="200k", size="8k", classes=1000
+    )
 
 
 def _true_counts(paths):
@@ -47,8 +48,8 @@ def test_make_tar_shards_writes_webdataset_samples(small_shards):
         first = t.extractfile(names[0]).read()
         cls = t.extractfile(names[1]).read()
     per = len(names) // 2
-    assert names[:2] == [f"{per:06d}.jpg", f"{per:06d}.cls"]           # keys numbered across the shards
-    assert first[:3] == b"\xff\xd8\xff" and cls == str(per % 1000).encode()   # a JPEG and its class
+    assert names[:2] == [f"{per:06d}.jpg", f"{per:06d}.cls"]  # keys numbered across the shards
+    assert first[:3] == b"\xff\xd8\xff" and cls == str(per % 1000).encode()  # a JPEG and its class
     assert all(abs(s - 200 * 1024) < 16 * 1024 for _, s in files)
     assert json.loads((small_shards / MARKER).read_text())["format"] == "tar-shards"
 
@@ -75,6 +76,7 @@ def test_make_tar_shards_is_safe(tmp_path):
         calls.append(f)
         if len(calls) == 6:
             stop.set()
+
     make_tar_shards(tmp_path / "c", shards=3, shard_size="64k", size="8k", progress=prog, cancel=stop)
     left = sorted(n for n in os.listdir(tmp_path / "c") if n.endswith(".tar"))
     assert left == ["shard-000000.tar"]
@@ -105,7 +107,7 @@ def test_streams_and_ranks_read_every_shard_once():
     flat = [f for s in plan for f in s]
     assert sorted(flat) == sorted(files) and len(flat) == len(set(flat))
     assert plan == plan_streams(files, 4, seed=3) and plan != plan_streams(files, 4, seed=4)
-    assert flat != sorted(flat)                                        # shuffled
+    assert flat != sorted(flat)  # shuffled
     for world in (1, 2, 3, 5):
         parts = [[p for p, _ in files if shard_rank(os.path.relpath(p, "/d"), world) == r] for r in range(world)]
         assert sorted(sum(parts, [])) == sorted(p for p, _ in files)  # none missed, none twice
@@ -133,8 +135,8 @@ def test_shards_reads_cold_then_warm_and_counts_samples(small_shards):
     assert list(st["shards"]) and sum(st["shards"]) == 5 and sum(st["bytes"]) == total
     assert r.ttfb_histogram().n == 5
     assert seen[-1] == 1.0
-    assert set(r.extra["t0_unix"]) == {"read", "read_warm"}            # each pass's start (for ranks' timelines)
-    assert _fingerprint(small_shards) == before                       # read only: bytes and mtime unchanged
+    assert set(r.extra["t0_unix"]) == {"read", "read_warm"}  # each pass's start (for ranks' timelines)
+    assert _fingerprint(small_shards) == before  # read only: bytes and mtime unchanged
     assert "samples" in r.answer() and "from the page cache" in r.answer()
     back = Result.from_dict(json.loads(r.to_json()))
     assert type(back).__name__ == "ShardsResult" and back == r
@@ -185,4 +187,4 @@ def test_the_rank_split_is_balanced_on_counter_names():
     names = [f"shard-{i:06d}.tar" for i in range(64)]
     for world in (2, 4, 8):
         counts = [sum(shard_rank(n, world) == r for n in names) for r in range(world)]
-        assert min(counts) >= 64 // world // 2, (world, counts)   # crc32 puts shard-000000..07 all on rank 0 of 2
+        assert min(counts) >= 64 // world // 2, (world, counts)  # crc32 puts shard-000000..07 all on rank 0 of 2

@@ -56,8 +56,10 @@ COMMANDS = {
     "disk": (["disk", "{d}", "--size", "4M", "--runtime", "0.02", "--ramp", "0", "--no-save"], None),
     "checkpoint": (["checkpoint", "{d}", "--size", "8M", "--no-save"], None),
     "make-dataset": (["make-dataset", "{d}/ds", "--files", "300", "--size", "4k", "--classes", "3"], _dataset_whole),
-    "make-dataset-shards": (["make-dataset", "{d}/sh", "--shards", "3", "--shard-size", "96k", "--size", "8k"],
-                            _dataset_whole),
+    "make-dataset-shards": (
+        ["make-dataset", "{d}/sh", "--shards", "3", "--shard-size", "96k", "--size", "8k"],
+        _dataset_whole,
+    ),
 }
 
 
@@ -68,8 +70,13 @@ def _leftovers(d: Path) -> list[str]:
 @pytest.fixture(scope="module")
 def forker(tmp_path_factory):
     home = tmp_path_factory.mktemp("home")
-    proc = subprocess.Popen([sys.executable, str(HERE / "sigfork.py")], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True, env=clean_env(NBBENCH_HOME=str(home)))
+    proc = subprocess.Popen(
+        [sys.executable, str(HERE / "sigfork.py")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=clean_env(NBBENCH_HOME=str(home)),
+    )
     assert json.loads(proc.stdout.readline()) == {"ready": True}
 
     def trial(argv, delay, sig=signal.SIGTERM, limit=60):
@@ -110,8 +117,10 @@ def test_a_signal_at_any_moment_leaves_no_temporary_file(name, forker, tmp_path)
         signalled += out["signalled"]
         left = _leftovers(d) + (check(d) if check else [])
         if out["hung"] or left:
-            failures.append(f"trial {i}: {signal.Signals(sig).name} at {delay * 1000:.0f} ms: rc {out['rc']}"
-                            f"{', HUNG' if out['hung'] else ''}; left {left}")
+            failures.append(
+                f"trial {i}: {signal.Signals(sig).name} at {delay * 1000:.0f} ms: rc {out['rc']}"
+                f"{', HUNG' if out['hung'] else ''}; left {left}"
+            )
     assert not failures, f"{len(failures)} of {TRIALS} trials of {name} (run {span:.2f} s):\n" + "\n".join(failures)
     assert signalled >= TRIALS // 2, f"only {signalled} of {TRIALS} trials were signalled before the run ended"
 
@@ -145,8 +154,13 @@ threading.Event().wait(30)
 @pytest.mark.parametrize("how", ["open", "mkdir"])
 @pytest.mark.parametrize("where", ["main", "thread"])
 def test_sigterm_right_after_the_name_is_made_on_disk(tmp_path, where, how):
-    proc = subprocess.run([sys.executable, "-c", _HOOK, str(tmp_path), where, how], capture_output=True, text=True,
-                          timeout=60, env=clean_env())
+    proc = subprocess.run(
+        [sys.executable, "-c", _HOOK, str(tmp_path), where, how],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=clean_env(),
+    )
     assert proc.returncode == -signal.SIGTERM, proc.stderr
     assert _leftovers(tmp_path) == []
 
@@ -172,8 +186,9 @@ never.wait(30)
 
 def test_the_signal_clean_up_never_waits_on_the_registry_lock(tmp_path):
     try:
-        proc = subprocess.run([sys.executable, "-c", _LOCKED, str(tmp_path)], capture_output=True, text=True,
-                              timeout=20, env=clean_env())
+        proc = subprocess.run(
+            [sys.executable, "-c", _LOCKED, str(tmp_path)], capture_output=True, text=True, timeout=20, env=clean_env()
+        )
     except subprocess.TimeoutExpired:
         pytest.fail("the SIGTERM clean-up hung on the registry's lock held by another thread")
     assert proc.returncode == -signal.SIGTERM, proc.stderr

@@ -17,11 +17,21 @@ def runs(rng: random.Random, true: float, noise: float, n: int) -> list[float]:
 
 
 # ------------------------------------------------------------------ Student's t
-@pytest.mark.parametrize("p, df, want", [
-    (0.975, 1, 12.706205), (0.975, 2, 4.302653), (0.975, 3, 3.182446), (0.975, 4, 2.776445),
-    (0.975, 8, 2.306004), (0.975, 30, 2.042272), (0.95, 5, 2.015048), (0.995, 10, 3.169273),
-    (0.975, 1000, 1.962339), (0.975, 2.5, 3.574655),
-])
+@pytest.mark.parametrize(
+    "p, df, want",
+    [
+        (0.975, 1, 12.706205),
+        (0.975, 2, 4.302653),
+        (0.975, 3, 3.182446),
+        (0.975, 4, 2.776445),
+        (0.975, 8, 2.306004),
+        (0.975, 30, 2.042272),
+        (0.95, 5, 2.015048),
+        (0.995, 10, 3.169273),
+        (0.975, 1000, 1.962339),
+        (0.975, 2.5, 3.574655),
+    ],
+)
 def test_t_quantile_matches_tables(p, df, want):
     assert stats.t_ppf(p, df) == pytest.approx(want, rel=1e-5)
     assert stats.t_ppf(1 - p, df) == pytest.approx(-want, rel=1e-5)
@@ -88,8 +98,7 @@ def test_slower_candidate_is_worse_and_says_by_how_much():
 @pytest.mark.parametrize("n", [3, 5])
 def test_no_shift_is_rarely_significant(n):
     rng = random.Random(42 + n)
-    hits = sum(stats.ratio_interval(runs(rng, 100, 0.05, n), runs(rng, 100, 0.05, n)).significant
-               for _ in range(400))
+    hits = sum(stats.ratio_interval(runs(rng, 100, 0.05, n), runs(rng, 100, 0.05, n)).significant for _ in range(400))
     assert hits / 400 <= 0.075, hits
 
 

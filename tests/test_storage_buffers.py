@@ -97,8 +97,25 @@ def test_dd_labels_buffers_and_rejects_huge_on_other_engines(tmp_path):
 
 
 def test_cli_buffers_option(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "nbbench", "dd", str(tmp_path), "--size", "4M", "--buffers", "huge",
-                          "--json", "--no-save"], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "nbbench",
+            "dd",
+            str(tmp_path),
+            "--size",
+            "4M",
+            "--buffers",
+            "huge",
+            "--json",
+            "--no-save",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     assert out.returncode == 0, out.stderr
     d = json.loads(out.stdout)
     assert d["params"]["buffers"] == "huge" and d["labels"]["buffers"].startswith("2 MiB huge pages")
@@ -110,9 +127,13 @@ def _sysfs(root, name="vda", devno=None, max_segments=254, max_sectors_kb=1280, 
     dev = root / "devices" / "virtual" / "block" / name
     q = dev / "queue"
     q.mkdir(parents=True)
-    for attr, val in (("max_segments", max_segments), ("max_sectors_kb", max_sectors_kb),
-                      ("max_hw_sectors_kb", 2147483647), ("max_segment_size", 4294967295),
-                      ("logical_block_size", 512)):
+    for attr, val in (
+        ("max_segments", max_segments),
+        ("max_sectors_kb", max_sectors_kb),
+        ("max_hw_sectors_kb", 2147483647),
+        ("max_segment_size", 4294967295),
+        ("logical_block_size", 512),
+    ):
         (q / attr).write_text(f"{val}\n")
     (root / "block").mkdir(exist_ok=True)
     (root / "block" / name).symlink_to(dev)
@@ -148,11 +169,13 @@ def test_split_warning_for_254_segments_and_none_for_512(tmp_path):
         assert r.labels["device_max_hw_sectors_kb"] == 2147483647
         if split:
             assert r.labels["request_split"] == "yes: up to 2 requests per 1 MiB I/O (max_segments)"
-            assert r.warnings == []   # kernel detail: "how it was measured", not a warning
+            assert r.warnings == []  # kernel detail: "how it was measured", not a warning
             w = r.labels["request_shape"]
-            assert w.startswith("a 1 MiB request on vda (max 254 segments of 4 KiB pages, max_sectors_kb 1280) "
-                                "is split in two: with page-aligned buffers, as dd and fio use, each 1 MiB I/O "
-                                "goes to the device as 2 requests")
+            assert w.startswith(
+                "a 1 MiB request on vda (max 254 segments of 4 KiB pages, max_sectors_kb 1280) "
+                "is split in two: with page-aligned buffers, as dd and fio use, each 1 MiB I/O "
+                "goes to the device as 2 requests"
+            )
         else:
             assert r.labels["request_split"] == "no: one request per 1 MiB I/O"
             assert r.warnings == []
@@ -160,8 +183,11 @@ def test_split_warning_for_254_segments_and_none_for_512(tmp_path):
         h = Result(kind="dd")
         devlimits.annotate(h, str(tmp_path), MIB, "huge", "builtin", True, sys_root=str(root))
         assert h.labels["request_split"] == "no: one request per 1 MiB I/O"
-        assert (len(h.warnings) == 1 and "not comparable" in h.warnings[0]
-                and len(h.warnings[0].split()) <= 25) if split else h.warnings == []
+        assert (
+            (len(h.warnings) == 1 and "not comparable" in h.warnings[0] and len(h.warnings[0].split()) <= 25)
+            if split
+            else h.warnings == []
+        )
     # a measured buffer is its own label; the split's wording stays the same whatever its luck
     root = tmp_path / "r254" / "sys"
     shapes = set()
@@ -229,16 +255,23 @@ def test_qd1_loop_one_latency_per_io(datafile):
         assert 0 < out.hist.total <= out.elapsed_s * 1e9  # latencies lie inside the measured time
         assert out.windows and all(w[2] > 0 for w in out.windows)
         # buffered: pread64, as fio's psync (the compiled loop where it was built, else os.pread)
-        assert out.io_path in ("sync (compiled pread loop: pread64, 1 in flight)",
-                               "sync (python pread loop: os.pread, 1 in flight)")
+        assert out.io_path in (
+            "sync (compiled pread loop: pread64, 1 in flight)",
+            "sync (python pread loop: os.pread, 1 in flight)",
+        )
     finally:
         os.close(fd)
     wfd = os.open(datafile.parent / "w.bin", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
-        out = sync.run_sync(JobSpec(fd=wfd, op="write", pattern="seq", bs=1 << 20, region=4 << 20, total=4 << 20,
-                                    fsync_end=True))
-        assert out.io_path in ("sync (compiled pread loop: pwrite64, 1 in flight)",
-                               "sync (python pread loop: os.pwrite, 1 in flight)") and out.ios == 4 and out.hist.n == 4
+        out = sync.run_sync(
+            JobSpec(fd=wfd, op="write", pattern="seq", bs=1 << 20, region=4 << 20, total=4 << 20, fsync_end=True)
+        )
+        assert (
+            out.io_path
+            in ("sync (compiled pread loop: pwrite64, 1 in flight)", "sync (python pread loop: os.pwrite, 1 in flight)")
+            and out.ios == 4
+            and out.hist.n == 4
+        )
         assert os.fstat(wfd).st_size == 4 << 20
     finally:
         os.close(wfd)
@@ -254,8 +287,9 @@ def test_qd1_meter_work_is_in_no_latency(datafile):
         time.sleep(0.4)
 
     try:
-        out = sync.run_sync(JobSpec(fd=fd, op="read", pattern="rand", bs=4096, region=8 << 20, runtime=1.0,
-                                    progress=slow_progress))
+        out = sync.run_sync(
+            JobSpec(fd=fd, op="read", pattern="rand", bs=4096, region=8 << 20, runtime=1.0, progress=slow_progress)
+        )
     finally:
         os.close(fd)
     assert len(calls) >= 2 and out.hist.n == out.ios

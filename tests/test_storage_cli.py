@@ -17,8 +17,9 @@ PY = sys.executable
 
 
 def _nbbench(*args, timeout=60):
-    return subprocess.run([PY, "-m", "nbbench", *args], capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [PY, "-m", "nbbench", *args], capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
+    )
 
 
 def _leftovers(d):
@@ -70,15 +71,17 @@ def test_cli_table_and_make_dataset(tmp_path):
     out = _nbbench("make-dataset", str(tmp_path / "ds"), "--files", "20", "--size", "4k", "--classes", "2")
     assert out.returncode == 0 and "20 files" in out.stdout
     out = _nbbench("files", str(tmp_path / "ds"), "--sample", "10", "--threads", "2")
-    assert out.returncode == 0 and re.match(r"[\d.]+ k?files/s · ", out.stdout)   # the answer first
+    assert out.returncode == 0 and re.match(r"[\d.]+ k?files/s · ", out.stdout)  # the answer first
     assert "latency percentiles" in out.stdout and "p99.99=" not in out.stdout
     out = _nbbench("files", str(tmp_path / "ds"), "--sample", "10", "--threads", "2", "--details")
     assert out.returncode == 0 and "p99.99 " in out.stdout and "p99.99=" not in out.stdout
 
 
-_SLOW_WRITE = ("import sys\nfrom nbbench.probes.storage import disk\n"
-               "def prog(f, m):\n    print('STARTED', flush=True)\n"
-               "disk.dd(sys.argv[1], bs='4k', size='1G', progress=prog, engine=(sys.argv[2:] or ['builtin'])[0])\n")
+_SLOW_WRITE = (
+    "import sys\nfrom nbbench.probes.storage import disk\n"
+    "def prog(f, m):\n    print('STARTED', flush=True)\n"
+    "disk.dd(sys.argv[1], bs='4k', size='1G', progress=prog, engine=(sys.argv[2:] or ['builtin'])[0])\n"
+)
 
 
 def _wait_started(proc, timeout=30):
@@ -94,8 +97,9 @@ def _wait_started(proc, timeout=30):
 def test_keyboard_interrupt_in_main_thread_removes_temp_file(tmp_path, engine):
     if engine == "dd" and not shutil.which("dd"):
         pytest.skip("no dd")
-    proc = subprocess.Popen([PY, "-c", _SLOW_WRITE, str(tmp_path), engine], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [PY, "-c", _SLOW_WRITE, str(tmp_path), engine], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     _wait_started(proc)
     if engine == "builtin":  # descriptors only: the name is gone while the file is written
         held = _held(proc.pid, tmp_path)
@@ -114,13 +118,14 @@ def test_sigterm_removes_temp_file_and_chains(tmp_path, engine):
     if engine == "dd" and not shutil.which("dd"):
         pytest.skip("no dd")
     marker = tmp_path / "prev-handler-ran"
-    code = ("import signal, sys\n"
-            f"signal.signal(signal.SIGTERM, lambda s, f: (open({str(marker)!r}, 'w').close(), sys.exit(3)))\n"
-            + _SLOW_WRITE.replace("import sys\n", ""))
+    code = (
+        "import signal, sys\n"
+        f"signal.signal(signal.SIGTERM, lambda s, f: (open({str(marker)!r}, 'w').close(), sys.exit(3)))\n"
+        + _SLOW_WRITE.replace("import sys\n", "")
+    )
     d = tmp_path / "work"
     d.mkdir()
-    proc = subprocess.Popen([PY, "-c", code, str(d), engine], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen([PY, "-c", code, str(d), engine], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     _wait_started(proc)
     assert _held(proc.pid, d) or _leftovers(d), "the probe should be writing its temp file"
     proc.send_signal(signal.SIGTERM)
@@ -130,8 +135,12 @@ def test_sigterm_removes_temp_file_and_chains(tmp_path, engine):
 
 
 def test_cli_ctrl_c_is_interrupted_result(tmp_path):
-    proc = subprocess.Popen([PY, "-m", "nbbench", "dd", str(tmp_path), "--bs", "4k", "--size", "1G", "--json"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [PY, "-m", "nbbench", "dd", str(tmp_path), "--bs", "4k", "--size", "1G", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     t0 = time.monotonic()
     while not _held(proc.pid, tmp_path) and time.monotonic() - t0 < 30:
         time.sleep(0.05)

@@ -9,8 +9,7 @@ from nbbench.results import ProbeError
 
 
 def _digest(root: Path) -> dict:
-    return {str(p.relative_to(root)): hashlib.sha1(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("img_*"))}
+    return {str(p.relative_to(root)): hashlib.sha1(p.read_bytes()).hexdigest() for p in sorted(root.rglob("img_*"))}
 
 
 def test_bin_tree_layout_sizes_and_determinism(tmp_path):
@@ -48,7 +47,7 @@ def test_refuses_foreign_nonempty_dir_and_never_overwrites(tmp_path):
 def test_rerun_resumes_and_keeps_existing_files(tmp_path):
     root = make_image_folder(tmp_path / "d", files=6, size="2k", classes=2)
     victim = next(root.rglob("img_*.bin"))
-    victim.write_bytes(b"user data")          # an existing file is never rewritten
+    victim.write_bytes(b"user data")  # an existing file is never rewritten
     gone = sorted(root.rglob("img_*.bin"))[-1]
     gone.unlink()
     make_image_folder(root, files=6, size="2k", classes=2)

@@ -34,8 +34,12 @@ def test_bulk_insert_gives_the_same_histogram_as_one_insert_per_io():
     import numpy as np
 
     rng = np.random.default_rng(7)
-    lats = np.concatenate([rng.lognormal(9, 1.5, 20000).astype(np.int64),   # µs-ish, a long tail
-                           np.array([0, 1, 63, 64, 127, 128, 129, 1 << 20, (1 << 40) + 3], dtype=np.int64)])
+    lats = np.concatenate(
+        [
+            rng.lognormal(9, 1.5, 20000).astype(np.int64),  # µs-ish, a long tail
+            np.array([0, 1, 63, 64, 127, 128, 129, 1 << 20, (1 << 40) + 3], dtype=np.int64),
+        ]
+    )
     one, bulk = LatencyHistogram(), LatencyHistogram()
     for v in lats.tolist():
         one.add(v)
@@ -69,15 +73,14 @@ def test_the_compiled_loop_reads_what_the_file_holds(datafile):
         stamps = np.zeros(4, dtype=np.int64)
         t0 = time.perf_counter_ns()
         done, last = loop(fd, buf, 4096, 1, offs, 3, 1, stamps, 1 << 62, False)
-        assert (done, last) == (1, 4096) and bytes(buf) == data[123 * 4096:124 * 4096]
-        assert t0 < stamps[0] <= time.perf_counter_ns()   # the clock of time.perf_counter_ns
-        done, last = loop(fd, buf, 4096, 1, offs, 0, 4, stamps, 0, False)   # deadline passed: stops after one
+        assert (done, last) == (1, 4096) and bytes(buf) == data[123 * 4096 : 124 * 4096]
+        assert t0 < stamps[0] <= time.perf_counter_ns()  # the clock of time.perf_counter_ns
+        done, last = loop(fd, buf, 4096, 1, offs, 0, 4, stamps, 0, False)  # deadline passed: stops after one
         assert done == 1 and bytes(buf) == data[8192:12288]
-        done, last = loop(fd, buf, 4096, 1, np.array([(16 << 20) - 1024], dtype=np.int64), 0, 1, stamps, 1 << 62,
-                          False)
-        assert (done, last) == (1, 1024)   # a short read ends the batch and says its bytes
+        done, last = loop(fd, buf, 4096, 1, np.array([(16 << 20) - 1024], dtype=np.int64), 0, 1, stamps, 1 << 62, False)
+        assert (done, last) == (1, 1024)  # a short read ends the batch and says its bytes
         with pytest.raises(ValueError):
-            loop(fd, buf, 4096, 2, offs, 0, 4, stamps, 1 << 62, False)   # two buffers asked, one given
+            loop(fd, buf, 4096, 2, offs, 0, 4, stamps, 1 << 62, False)  # two buffers asked, one given
     finally:
         os.close(fd)
 
@@ -92,8 +95,7 @@ def test_both_qd1_loops_say_which_ran(datafile, monkeypatch, which):
         out = sync.run_sync(JobSpec(fd=fd, op="read", pattern="seq", bs=64 << 10, region=16 << 20, total=16 << 20))
         assert out.ios == 256 and out.bytes == 16 << 20 and out.hist.n == 256
         assert out.extra["io_loop"] == f"{which} pread loop" and f"{which} pread loop" in out.io_path
-        out = sync.run_sync(JobSpec(fd=fd, op="read", pattern="rand", bs=4096, region=16 << 20, runtime=0.2,
-                                    ramp=0.05))
+        out = sync.run_sync(JobSpec(fd=fd, op="read", pattern="rand", bs=4096, region=16 << 20, runtime=0.2, ramp=0.05))
         assert out.ios > 0 and out.hist.n == out.ios and 0 < out.hist.total <= out.elapsed_s * 1e9 * 1.01
     finally:
         os.close(fd)
@@ -115,16 +117,17 @@ def test_the_ring_on_a_file(datafile, monkeypatch, mode):
     monkeypatch.setenv("NBBENCH_URING_MODE", mode)
     fd = os.open(datafile, os.O_RDONLY)
     try:
-        out = uring.run_uring(JobSpec(fd=fd, op="read", pattern="seq", bs=4096, qd=16, region=16 << 20,
-                                      total=16 << 20))
+        out = uring.run_uring(JobSpec(fd=fd, op="read", pattern="seq", bs=4096, qd=16, region=16 << 20, total=16 << 20))
         assert out.ios == 4096 and out.bytes == 16 << 20 and out.hist.n == 4096 and out.qd_max == 16
         assert out.io_path.startswith("io_uring")
-        out = uring.run_uring(JobSpec(fd=fd, op="read", pattern="rand", bs=4096, qd=8, region=16 << 20,
-                                      runtime=0.2, ramp=0.05))
+        out = uring.run_uring(
+            JobSpec(fd=fd, op="read", pattern="rand", bs=4096, qd=8, region=16 << 20, runtime=0.2, ramp=0.05)
+        )
         assert out.ios > 0 and out.hist.n == out.ios and out.bytes == 4096 * out.ios
         # past the end of the file: the reads there come back short (0 bytes), the run stops with it
-        out = uring.run_uring(JobSpec(fd=fd, op="read", pattern="seq", bs=4096, qd=8, region=(16 << 20) + 8192,
-                                      total=(16 << 20) + 8192))
+        out = uring.run_uring(
+            JobSpec(fd=fd, op="read", pattern="seq", bs=4096, qd=8, region=(16 << 20) + 8192, total=(16 << 20) + 8192)
+        )
         assert out.ios == 4096 and out.extra["short_io"]["bytes"] == 0
     finally:
         os.close(fd)
@@ -176,7 +179,7 @@ def test_the_ring_on_a_block_device_reads_it_only(loopdev, monkeypatch, mode):
     assert r.metrics["ios_count"] == sum(r.samples["lat_hist"]["count"])
     if mode == "vector":
         assert "numpy" in r.labels["io_path"]
-    d = disk.dd(dev, bs="1M", size="8M")   # a device is only read
+    d = disk.dd(dev, bs="1M", size="8M")  # a device is only read
     assert d.status == "ok" and d.metrics["read_total_bytes"] == 8 << 20
     assert backing.read_bytes() == before
 
@@ -195,7 +198,7 @@ def test_two_jobs_sum_their_figures_and_merge_their_histograms(datafile):
     rows = r.samples["jobs"]
     assert len(rows) == 2 and all(x["ios"] > 0 for x in rows)
     assert r.metrics["ios_count"] == sum(x["ios"] for x in rows)
-    assert sum(r.samples["lat_hist"]["count"]) == r.metrics["ios_count"]   # both histograms, merged
+    assert sum(r.samples["lat_hist"]["count"]) == r.metrics["ios_count"]  # both histograms, merged
     assert r.metrics["read_total_bytes"] == 4096 * r.metrics["ios_count"]
     assert r.metrics["iops"] == pytest.approx(r.metrics["ios_count"] / r.metrics["runtime_s"])
     assert r.labels["io_path"].startswith("2 processes x sync")
@@ -218,8 +221,14 @@ def test_threads_is_a_deprecated_alias_of_jobs(datafile):
 
 def _cli(*args, **kw):
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    return subprocess.Popen([sys.executable, "-m", "nbbench", *args], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, **kw)
+    return subprocess.Popen(
+        [sys.executable, "-m", "nbbench", *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        **kw,
+    )
 
 
 @pytest.mark.parametrize("bad", ["0", "257", "x"])

@@ -166,9 +166,11 @@ def test_no_permission(tmp_path):
     os.chmod(locked / "f", 0o600)
     os.chmod(locked, 0o755)
     os.chmod(tmp_path, 0o755)
-    cases = [lambda: disk.dd(locked, size="1M"),                       # cannot create a file there
-             lambda: disk.randread(locked / "f", runtime=0.1),         # cannot read the file
-             lambda: disk.dd(locked / "f", size="4k")]
+    cases = [
+        lambda: disk.dd(locked, size="1M"),  # cannot create a file there
+        lambda: disk.randread(locked / "f", runtime=0.1),  # cannot read the file
+        lambda: disk.dd(locked / "f", size="4k"),
+    ]
     if os.geteuid() == 0:
         outs = [_as_nobody(fn) for fn in cases]
     else:
@@ -203,13 +205,13 @@ def test_free_space_refusal_gives_both_numbers(tmp_path):
 def test_free_space_rule_edges(tmp_path, monkeypatch):
     class V:
         f_frsize = 4096
-        f_blocks = (100 << 30) // 4096   # 100 GiB disk
-        f_bavail = (10 << 30) // 4096    # 10 GiB free
+        f_blocks = (100 << 30) // 4096  # 100 GiB disk
+        f_bavail = (10 << 30) // 4096  # 10 GiB free
 
     monkeypatch.setattr(os, "statvfs", lambda p: V)
-    check_free_space(tmp_path, 4 << 30)            # leaves 6 GiB >= max(5 GiB, 1 GiB)
+    check_free_space(tmp_path, 4 << 30)  # leaves 6 GiB >= max(5 GiB, 1 GiB)
     with pytest.raises(ProbeError, match="5 %"):
-        check_free_space(tmp_path, 6 << 30)        # leaves 4 GiB < 5 % of 100 GiB
+        check_free_space(tmp_path, 6 << 30)  # leaves 4 GiB < 5 % of 100 GiB
 
 
 def test_bad_values(tmp_path):
@@ -289,7 +291,7 @@ def test_target_rules_whole_blocks_region_and_room(tmp_path, monkeypatch):
     f = tmp_path / "data.bin"
     f.write_bytes(b"x" * 10_000)
     t = inspect(f)
-    assert t.whole_blocks(1 << 30, 4096, "size must be") == 8192   # cut to the file, then to blocks
+    assert t.whole_blocks(1 << 30, 4096, "size must be") == 8192  # cut to the file, then to blocks
     assert t.read_region(None, 1 << 30) == 10_000 and t.read_region(4096, 1 << 30) == 4096
     with pytest.raises(ProbeError, match="size must be at least one block of 16.0 KiB"):
         t.whole_blocks(1 << 30, 16384, "size must be")
@@ -299,11 +301,11 @@ def test_target_rules_whole_blocks_region_and_room(tmp_path, monkeypatch):
 
     class V:
         f_frsize = 4096
-        f_blocks = (100 << 30) // 4096   # 100 GiB disk
-        f_bavail = (10 << 30) // 4096    # 10 GiB free
+        f_blocks = (100 << 30) // 4096  # 100 GiB disk
+        f_bavail = (10 << 30) // 4096  # 10 GiB free
 
     monkeypatch.setattr(os, "statvfs", lambda p: V)
-    t.ensure_room(1 << 40)                        # a file is never written: nothing to check
+    t.ensure_room(1 << 40)  # a file is never written: nothing to check
     d.ensure_room(4 << 30)
     with pytest.raises(ProbeError, match="writing 6.00 GiB would leave 4.00 GiB free"):
         d.whole_blocks(6 << 30, 4096, "size must be")

@@ -90,22 +90,23 @@ def test_memory_block_devices(tmp_path):
     root = tmp_path / "box"
     (root / "proc/self").mkdir(parents=True)
     (root / "proc/self/mountinfo").write_text(
-        "1 0 253:1 / / rw - ext4 /dev/vda1 rw\n"
-        "2 1 0:25 / /dev/shm rw - tmpfs tmpfs rw\n")
+        "1 0 253:1 / / rw - ext4 /dev/vda1 rw\n2 1 0:25 / /dev/shm rw - tmpfs tmpfs rw\n"
+    )
     for name, backing in (("loop0", "/dev/shm/disk.img"), ("loop1", "/srv/disk.img")):
         (root / f"sys/block/{name}/loop").mkdir(parents=True)
         (root / f"sys/block/{name}/loop/backing_file").write_text(backing + "\n")
     why = memory_device(topology.BlockDevice(name="loop0", disk="loop0"), root)
     assert why == "loop0 is a loop device over /dev/shm/disk.img, a file on tmpfs"
     assert memory_device(topology.BlockDevice(name="loop1", disk="loop1"), root) is None
-    assert memory_device(topology.BlockDevice(name="md0", disk="md0", physical=["nvme0n1", "zram1"])) \
+    assert (
+        memory_device(topology.BlockDevice(name="md0", disk="md0", physical=["nvme0n1", "zram1"]))
         == "zram1 is a compressed RAM disk (zram)"
+    )
     assert memory_device(topology.BlockDevice(name="sda1", disk="sda", partition=True)) is None
 
 
 # ------------------------------------------------------------------ 2. pseudo files, short reads
-PSEUDO_PATHS = ["/proc", "/sys", "/proc/cpuinfo", "/sys/kernel/mm/transparent_hugepage/enabled",
-                "/proc/self/status"]
+PSEUDO_PATHS = ["/proc", "/sys", "/proc/cpuinfo", "/sys/kernel/mm/transparent_hugepage/enabled", "/proc/self/status"]
 PROBES = {
     "dd": lambda p: disk.dd(p, size="1M"),
     "randread": lambda p: disk.randread(p, runtime=0.1, ramp=0),
@@ -115,8 +116,25 @@ PROBES = {
 
 
 def test_pseudo_filesystems_named_in_topology():
-    for fs in ("proc", "sysfs", "cgroup", "cgroup2", "debugfs", "tracefs", "securityfs", "configfs", "bpf",
-               "pstore", "efivarfs", "fusectl", "mqueue", "devpts", "binfmt_misc", "autofs", "nsfs"):
+    for fs in (
+        "proc",
+        "sysfs",
+        "cgroup",
+        "cgroup2",
+        "debugfs",
+        "tracefs",
+        "securityfs",
+        "configfs",
+        "bpf",
+        "pstore",
+        "efivarfs",
+        "fusectl",
+        "mqueue",
+        "devpts",
+        "binfmt_misc",
+        "autofs",
+        "nsfs",
+    ):
         assert topology.is_pseudo(fs), fs
     for fs in ("ext4", "xfs", "tmpfs", "devtmpfs", "overlay", "nfs4"):
         assert not topology.is_pseudo(fs), fs
@@ -136,8 +154,18 @@ def test_pseudo_files_are_not_storage(probe, path):
 def test_every_pseudo_filesystem_is_refused_before_use(tmp_path, monkeypatch, fstype):
     from nbbench.probes.storage import target
 
-    fake = topology.Mount(mount_id=9, parent_id=1, major=0, minor=99, fs_root="/", mount_point=str(tmp_path),
-                          options=["rw"], fstype=fstype, source="none", super_options=[])
+    fake = topology.Mount(
+        mount_id=9,
+        parent_id=1,
+        major=0,
+        minor=99,
+        fs_root="/",
+        mount_point=str(tmp_path),
+        options=["rw"],
+        fstype=fstype,
+        source="none",
+        super_options=[],
+    )
     monkeypatch.setattr(target.topology, "mount_of", lambda path, root="/": fake)
     for probe in PROBES.values():
         with pytest.raises(ProbeError, match="not storage"):
@@ -185,8 +213,7 @@ def test_a_short_read_counts_its_real_bytes(tmp_path):
         out = sync.run_sync(JobSpec(fd=fd, op="read", pattern="seq", bs=4096, region=4 * 4096, total=4 * 4096))
         assert out.bytes == 3 * 4096 + 100 and out.ios == 4
         assert out.extra["short_io"] == {"offset": 3 * 4096, "bytes": 100}
-        out = sync.run_threads(JobSpec(fd=fd, op="read", pattern="seq", bs=4096, qd=2, region=4 * 4096,
-                                       total=4 * 4096))
+        out = sync.run_threads(JobSpec(fd=fd, op="read", pattern="seq", bs=4096, qd=2, region=4 * 4096, total=4 * 4096))
         assert out.bytes == 3 * 4096 + 100 and out.ios == 3
         assert out.extra["short_io"] == {"offset": 3 * 4096, "bytes": 100}
     finally:
@@ -256,8 +283,7 @@ def test_files_a_listing_failing_part_way_is_skipped_and_said(tmp_path, monkeypa
     monkeypatch.setattr(files.os, "scandir", _ListingFailsPartWay)
     r = files.read_files(tmp_path, sample=10, threads=2)
     assert r.ok and r.metrics["tree_files_count"] == 4
-    assert f"1 directory or entry could not be read (first: {tmp_path}/bad: Permission denied); skipped" \
-        in r.warnings
+    assert f"1 directory or entry could not be read (first: {tmp_path}/bad: Permission denied); skipped" in r.warnings
 
 
 @pytest.fixture
@@ -275,8 +301,7 @@ def open_tree():
 def _files(tree):
     try:
         r = files.read_files(tree, sample=10, threads=2)
-        return {"status": r.status, "reason": r.reason, "warnings": r.warnings,
-                "files": r.metrics.get("files_count")}
+        return {"status": r.status, "reason": r.reason, "warnings": r.warnings, "files": r.metrics.get("files_count")}
     except ProbeError as exc:
         return {"error": str(exc)}
 
@@ -325,24 +350,30 @@ def test_files_unreadable_directory_is_counted_and_named(open_tree):
     os.chmod(os.path.join(open_tree, "locked"), 0o000)
     d = _files_without_privileges(open_tree)
     assert d.get("status") == "ok" and d["files"] == 2, d
-    assert f"1 directory or entry could not be read (first: {open_tree}/locked: Permission denied); skipped" \
-        in d["warnings"], d
+    assert (
+        f"1 directory or entry could not be read (first: {open_tree}/locked: Permission denied); skipped"
+        in d["warnings"]
+    ), d
 
 
 def test_files_where_nothing_can_be_read_fails_with_a_sentence(open_tree):
     _tree(open_tree, [("a", 0o000), ("b", 0o000)])
     d = _files_without_privileges(open_tree)
     assert d.get("status") == "failed", d
-    assert d["reason"].startswith("none of the 2 files sampled could be read (first: ") and \
-        "Permission denied" in d["reason"], d
+    assert (
+        d["reason"].startswith("none of the 2 files sampled could be read (first: ")
+        and "Permission denied" in d["reason"]
+    ), d
     for name in ("a", "b"):
         os.unlink(os.path.join(open_tree, name))
     _tree(open_tree, [("locked/", 0o755), ("locked/c", 0o644)])
     os.chmod(os.path.join(open_tree, "locked"), 0o000)
     d = _files_without_privileges(open_tree)
-    assert d.get("error") == (f"nothing under {open_tree} could be read: 1 directory or entry could not be read "
-                              f"(first: {open_tree}/locked: Permission denied), and no regular file was found "
-                              "in the rest"), d
+    assert d.get("error") == (
+        f"nothing under {open_tree} could be read: 1 directory or entry could not be read "
+        f"(first: {open_tree}/locked: Permission denied), and no regular file was found "
+        "in the rest"
+    ), d
 
 
 # ------------------------------------------------------------------ 3. no stale temp files
@@ -354,8 +385,10 @@ def test_temp_names_carry_the_host_and_the_pid(tmp_path, monkeypatch):
     assert name.startswith(f".nbbench-dd-{host}-{os.getpid()}-") and name.endswith(".tmp")
     monkeypatch.setattr(tempfiles.socket, "gethostname", lambda: "gpu node.example/7")
     assert tempfiles.host_tag() == "gpu_node_example_7"
-    assert tempfiles.temp_name("rand-read", pid=12, token="0badcafe") == \
-        ".nbbench-randread-gpu_node_example_7-12-0badcafe.tmp"
+    assert (
+        tempfiles.temp_name("rand-read", pid=12, token="0badcafe")
+        == ".nbbench-randread-gpu_node_example_7-12-0badcafe.tmp"
+    )
 
 
 def _children(pid):
@@ -389,14 +422,17 @@ def _dead_pid():
     return p.pid
 
 
-_WRITER = ("import sys\nfrom nbbench.probes.storage import disk\n"
-           "def prog(f, m):\n    print('STARTED', flush=True)\n"
-           "disk.dd(sys.argv[1], bs='4k', size='1G', progress=prog, engine=sys.argv[2])\n")
+_WRITER = (
+    "import sys\nfrom nbbench.probes.storage import disk\n"
+    "def prog(f, m):\n    print('STARTED', flush=True)\n"
+    "disk.dd(sys.argv[1], bs='4k', size='1G', progress=prog, engine=sys.argv[2])\n"
+)
 
 
 def _start_writer(d, engine):
-    proc = subprocess.Popen([PY, "-c", _WRITER, str(d), engine], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen(
+        [PY, "-c", _WRITER, str(d), engine], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     t0 = time.monotonic()
     while "STARTED" not in proc.stdout.readline():
         assert time.monotonic() - t0 < 30 and proc.poll() is None, "the probe did not start"
@@ -417,9 +453,11 @@ def test_a_sigkilled_runs_file_is_removed_by_the_next_probe_and_said(tmp_path):
     dead = _dead_pid()
     # its pid a live process's now (a container restarted) but unlocked: the lock, not the pid, decides
     reused = f".nbbench-dd-{host}-{live.pid}-0123abcd.tmp"
-    keep = [f".nbbench-dd-another-host-{dead}-0123abcd.tmp",   # another host's (a shared filesystem)
-            f".nbbench-dd-{host}-{dead}-0123abcd.tmp.bak",      # not exactly our name
-            f".nbbench-dd-{host}x-{dead}-0123abcd.tmp"]         # a host whose name starts like ours
+    keep = [
+        f".nbbench-dd-another-host-{dead}-0123abcd.tmp",  # another host's (a shared filesystem)
+        f".nbbench-dd-{host}-{dead}-0123abcd.tmp.bak",  # not exactly our name
+        f".nbbench-dd-{host}x-{dead}-0123abcd.tmp",
+    ]  # a host whose name starts like ours
     try:
         for name in keep:
             (tmp_path / name).write_bytes(b"k" * 10)
@@ -439,7 +477,7 @@ def test_a_sigkilled_runs_file_is_removed_by_the_next_probe_and_said(tmp_path):
         assert len(stale) == 1 and stale[0].startswith(f".nbbench-dd-{host}-{proc.pid}-"), stale
         size = os.path.getsize(tmp_path / stale[0])
         assert size > 0
-        (tmp_path / reused).write_bytes(b"k" * 10)   # made now: the writer's own sweep would have taken it
+        (tmp_path / reused).write_bytes(b"k" * 10)  # made now: the writer's own sweep would have taken it
         size += 10
         r = disk.dd(tmp_path, size="1M")
         assert r.ok
@@ -447,8 +485,10 @@ def test_a_sigkilled_runs_file_is_removed_by_the_next_probe_and_said(tmp_path):
         from nbbench.units import format_bytes
 
         assert r.labels["stale_temp_removed"] == f"2 files, {format_bytes(size, binary=True)}"
-        assert (f"removed 2 stale nbbench temporary files ({format_bytes(size, binary=True)}) from {tmp_path}: "
-                "left by runs on this host whose process was killed") in r.warnings
+        assert (
+            f"removed 2 stale nbbench temporary files ({format_bytes(size, binary=True)}) from {tmp_path}: "
+            "left by runs on this host whose process was killed"
+        ) in r.warnings
         r = disk.randread(tmp_path, size="1M", runtime=0.1, ramp=0)  # nothing left to sweep: nothing said
         assert "stale_temp_removed" not in r.labels and not any("stale" in w for w in r.warnings)
     finally:
@@ -467,8 +507,10 @@ def test_files_cold_as_root_says_it_emptied_the_whole_page_cache(tmp_path, monke
     r = files.read_files(tmp_path, sample=4, threads=2, cold=True)
     assert r.ok and r.labels["cache"] == "buffered-cold"
     assert r.labels["cache_drop"] == "/proc/sys/vm/drop_caches: the whole machine's page cache"
-    assert ("emptied the whole machine's page cache (/proc/sys/vm/drop_caches) — other workloads on this host "
-            "now read from disk too") in r.warnings
+    assert (
+        "emptied the whole machine's page cache (/proc/sys/vm/drop_caches) — other workloads on this host "
+        "now read from disk too"
+    ) in r.warnings
 
 
 @pytest.mark.parametrize("tool", ["dd", "fio"])
@@ -489,7 +531,7 @@ def test_an_external_engine_dies_with_a_sigkilled_probe(tmp_path, tool):
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=30)
     try:
-        for c in pids:   # nobody kills the tool here: it must end by itself
+        for c in pids:  # nobody kills the tool here: it must end by itself
             _gone(c, timeout=10)
             assert not (os.path.exists(f"/proc/{c}") and _comm(c) == tool), f"{tool} outlived the killed probe"
     finally:

@@ -59,8 +59,10 @@ def test_migrates_a_version_1_database(tmp_path):
             status TEXT NOT NULL, started_at REAL NOT NULL, ended_at REAL, env_id TEXT, data TEXT NOT NULL);
     """)
     old = res(5)
-    conn.execute("INSERT INTO runs(kind,label,status,started_at,ended_at,env_id,data) VALUES (?,?,?,?,?,?,?)",
-                 ("dd", "old", "ok", old.started_at, old.ended_at, None, json.dumps(old.to_dict())))
+    conn.execute(
+        "INSERT INTO runs(kind,label,status,started_at,ended_at,env_id,data) VALUES (?,?,?,?,?,?,?)",
+        ("dd", "old", "ok", old.started_at, old.ended_at, None, json.dumps(old.to_dict())),
+    )
     conn.commit()
     conn.close()
     st = Store(path)
@@ -100,15 +102,17 @@ def test_migrates_a_version_2_database_and_fills_the_verdict_column(tmp_path):
             summary TEXT);
         CREATE INDEX runs_label ON runs(label);
     """)
-    gpu = GpuCheckResult(extra={"available": False, "verdicts": [
-        {"check": "torch build", "status": "fail", "message": "CPU-only"}]}).finish()
+    gpu = GpuCheckResult(
+        extra={"available": False, "verdicts": [{"check": "torch build", "status": "fail", "message": "CPU-only"}]}
+    ).finish()
     old_rows = []
     for r in (res(1), gpu):
         d = r.to_dict()
-        del d["verdict"]   # written by an nbbench without verdicts
+        del d["verdict"]  # written by an nbbench without verdicts
         old_rows.append((r.kind, "old", r.status, r.started_at, r.ended_at, None, json.dumps(d), str(r)))
-    conn.executemany("INSERT INTO runs(kind,label,status,started_at,ended_at,env_id,data,summary)"
-                     " VALUES (?,?,?,?,?,?,?,?)", old_rows)
+    conn.executemany(
+        "INSERT INTO runs(kind,label,status,started_at,ended_at,env_id,data,summary) VALUES (?,?,?,?,?,?,?,?)", old_rows
+    )
     conn.commit()
     conn.close()
     st = Store(path)
@@ -117,7 +121,7 @@ def test_migrates_a_version_2_database_and_fills_the_verdict_column(tmp_path):
     assert h["status"].tolist() == ["ok", "ok"]
     assert h["verdict"].isna().tolist() == [True, False] and h.loc[2, "verdict"] == "fail"
     assert st.get(2).verdict == "fail" and st.get(1).verdict is None
-    st.save(res(2), environment=ENV)   # and new rows keep theirs
+    st.save(res(2), environment=ENV)  # and new rows keep theirs
     assert st.history()["verdict"].isna().tolist() == [True, False, True]
 
 
@@ -125,8 +129,11 @@ def _writer(path, tag, n, barrier):
     st = Store(path)
     barrier.wait()
     for i in range(n):
-        st.save(Result(kind="stress", params={"tag": tag, "i": i}, metrics={"iops": i}).finish(),
-                label=tag, environment={"id": f"env-{tag}"})
+        st.save(
+            Result(kind="stress", params={"tag": tag, "i": i}, metrics={"iops": i}).finish(),
+            label=tag,
+            environment={"id": f"env-{tag}"},
+        )
 
 
 def test_two_processes_saving_at_once_lose_nothing(tmp_path):
@@ -138,7 +145,7 @@ def test_two_processes_saving_at_once_lose_nothing(tmp_path):
     for p in procs:
         p.start()
     for p in procs:
-        p.join(300)   # a writer's error is its traceback on stderr (shown with a failure); None: still running
+        p.join(300)  # a writer's error is its traceback on stderr (shown with a failure); None: still running
         assert p.exitcode == 0, f"writer {p.name} exit code {p.exitcode} (None: not done in 300 s)"
     st = Store(path)
     assert st.count("stress") == 400
@@ -154,12 +161,18 @@ def test_two_processes_saving_at_once_lose_nothing(tmp_path):
 def test_history_words_summaries_now_from_the_stored_results_not_the_stored_text(tmp_path):
     """A run saved by an older nbbench ('dd /tmp/…: write …', the path first) lists answer first."""
     st = Store(tmp_path / "r.sqlite")
-    r = Result(kind="dd", params={"path": "/tmp/nbbench-06-q15srco8/disk"},
-               metrics={"write_bytes_per_s": 1.82e9, "read_bytes_per_s": 2.01e9}, labels={"cache": "direct"}).finish()
+    r = Result(
+        kind="dd",
+        params={"path": "/tmp/nbbench-06-q15srco8/disk"},
+        metrics={"write_bytes_per_s": 1.82e9, "read_bytes_per_s": 2.01e9},
+        labels={"cache": "direct"},
+    ).finish()
     rid = st.save(r, environment=ENV)
     conn = sqlite3.connect(tmp_path / "r.sqlite")
-    conn.execute("UPDATE runs SET summary=? WHERE run_id=?",
-                 ("dd /tmp/nbbench-06-q15srco8/disk: write 1.82 GB/s, read 2.01 GB/s [direct]", rid))
+    conn.execute(
+        "UPDATE runs SET summary=? WHERE run_id=?",
+        ("dd /tmp/nbbench-06-q15srco8/disk: write 1.82 GB/s, read 2.01 GB/s [direct]", rid),
+    )
     conn.commit()
     conn.close()
     summary = st.history().loc[rid, "summary"]

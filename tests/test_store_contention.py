@@ -21,8 +21,9 @@ WORK = [sys.executable, str(HERE / "storework.py")]
 
 
 def _spawn(*args, **kw):
-    return subprocess.Popen([*WORK, *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=clean_env(), **kw)
+    return subprocess.Popen(
+        [*WORK, *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env(), **kw
+    )
 
 
 @pytest.fixture
@@ -74,11 +75,11 @@ def test_writers_killed_mid_save_leave_a_readable_store_with_every_committed_res
     Store(path).close()
     rng = random.Random(19)
     committed: list[int] = []
-    rounds = 60 if os.environ.get("NBBENCH_STRESS", "") not in ("", "0") else 12   # make stress-test: more
+    rounds = 60 if os.environ.get("NBBENCH_STRESS", "") not in ("", "0") else 12  # make stress-test: more
     for _ in range(rounds):
         savers = [_spawn("saver", path) for _ in range(2)]
         for p in savers:
-            for _ in range(rng.randint(1, 40)):   # after this many commits, in the middle of the next save
+            for _ in range(rng.randint(1, 40)):  # after this many commits, in the middle of the next save
                 line = p.stdout.readline()
                 assert line, p.stderr.read()
                 committed.append(int(line))
@@ -86,7 +87,7 @@ def test_writers_killed_mid_save_leave_a_readable_store_with_every_committed_res
             p.send_signal(signal.SIGKILL)
         for p in savers:
             out, _ = p.communicate(timeout=60)
-            committed += [int(x) for x in out.split()]   # printed after their commit, before the kill
+            committed += [int(x) for x in out.split()]  # printed after their commit, before the kill
             assert p.returncode == -signal.SIGKILL
     st = Store(path)
     assert st._read("PRAGMA integrity_check") == [("ok",)]
@@ -102,16 +103,21 @@ def test_a_save_that_waits_past_its_timeout_says_so_in_one_line_and_shows_the_re
     home = tmp_path / "home"
     Store(home / "results.sqlite").close()
     holder = sqlite3.connect(home / "results.sqlite", isolation_level=None)
-    holder.execute("BEGIN IMMEDIATE")   # another process's save that never ends
+    holder.execute("BEGIN IMMEDIATE")  # another process's save that never ends
     try:
         env = clean_env(NBBENCH_HOME=str(home), NBBENCH_STORE_TIMEOUT="0.5")
-        out = subprocess.run([sys.executable, "-m", "nbbench", "dd", str(tmp_path), "--size", "1M"],
-                             capture_output=True, text=True, timeout=120, env=env)
+        out = subprocess.run(
+            [sys.executable, "-m", "nbbench", "dd", str(tmp_path), "--size", "1M"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+        )
     finally:
         holder.execute("ROLLBACK")
         holder.close()
     assert out.returncode == 0, out.stderr
-    assert "B/s" in out.stdout                       # the result, shown
+    assert "B/s" in out.stdout  # the result, shown
     lines = [ln for ln in out.stderr.splitlines() if "not saved" in ln]
     assert len(lines) == 1 and "stayed locked by another process for 0.5 s" in lines[0], out.stderr
     assert "Traceback" not in out.stderr

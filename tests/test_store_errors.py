@@ -70,7 +70,7 @@ def read_only(tmp_path, request, monkeypatch):
     _seeded(src / "results.sqlite")
     _mount(["--bind", str(src)], home, request)
     _mount(["-o", "remount,bind,ro"], home, request)
-    with pytest.raises(OSError):   # it is really read-only
+    with pytest.raises(OSError):  # it is really read-only
         (home / "probe").write_text("x")
     return home, "read-only"
 
@@ -97,7 +97,7 @@ def locked(tmp_path, request, monkeypatch):
     home.mkdir()
     _seeded(home / "results.sqlite")
     holder = sqlite3.connect(home / "results.sqlite", isolation_level=None)
-    holder.execute("BEGIN IMMEDIATE")   # another writer holds the lock for the whole test
+    holder.execute("BEGIN IMMEDIATE")  # another writer holds the lock for the whole test
     request.addfinalizer(holder.close)
     monkeypatch.setenv("NBBENCH_STORE_TIMEOUT", "0.2")
     return home, "stayed locked by another process for 0.2 s"
@@ -130,8 +130,13 @@ def fake_gpu(monkeypatch):
     from nbbench.probes import gpu
 
     def check(**kw):
-        res = GpuCheckResult(extra={"available": True, "devices": [{"index": 0, "name": "Fake GPU"}],
-                                    "verdicts": [{"check": "driver", "status": "ok", "message": "fine"}]})
+        res = GpuCheckResult(
+            extra={
+                "available": True,
+                "devices": [{"index": 0, "name": "Fake GPU"}],
+                "verdicts": [{"check": "driver", "status": "ok", "message": "fine"}],
+            }
+        )
         res.metrics["device_count"] = 1
         return res.finish("ok")
 
@@ -142,7 +147,7 @@ def _one_not_saved_line(err: str, why: str) -> str:
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert len(lines) == 1, err
     assert lines[0].startswith("not saved: ") and why in lines[0], lines[0]
-    assert "NBBENCH_HOME" in lines[0]   # and what to do
+    assert "NBBENCH_HOME" in lines[0]  # and what to do
     return lines[0]
 
 
@@ -157,7 +162,7 @@ def test_the_store_raises_one_typed_error_with_a_sentence(broken_home):
 
 def test_cli_shows_the_result_and_one_line_and_exits_with_the_probes_outcome(broken_home, fake_gpu, capsys):
     _, why = broken_home
-    assert cli.main(["gpu", "--no-bench"]) == 0   # the probe ran and its checks are ok
+    assert cli.main(["gpu", "--no-bench"]) == 0  # the probe ran and its checks are ok
     out, err = capsys.readouterr()
     assert "Fake GPU" in out and "CUDA available" in out
     _one_not_saved_line(err, why)
@@ -177,8 +182,7 @@ def test_magic_returns_the_result_and_prints_one_line(broken_home, fake_gpu, ips
     _one_not_saved_line(err, why)
 
 
-def test_magic_with_an_open_store_when_the_disk_fills_up(tmp_path, request, monkeypatch, fake_gpu, ipshell,
-                                                         capsys):
+def test_magic_with_an_open_store_when_the_disk_fills_up(tmp_path, request, monkeypatch, fake_gpu, ipshell, capsys):
     """The store opened fine (a first run saved), then the disk filled: the write fails, not the open."""
     home = tmp_path / "home"
     home.mkdir()
@@ -218,8 +222,13 @@ def test_real_cli_in_a_terminal(tmp_path):
     (bad / "results.sqlite").write_text("garbage " * 500)
     env = dict(os.environ, PYTHONPATH=os.getcwd() + os.pathsep + os.environ.get("PYTHONPATH", ""))
     for where, why in ((home, "is not a directory"), (bad, "is not a SQLite database")):
-        out = subprocess.run([sys.executable, "-m", "nbbench", "gpu", "--no-bench", "--json"],
-                             capture_output=True, text=True, timeout=180, env=dict(env, NBBENCH_HOME=str(where)))
+        out = subprocess.run(
+            [sys.executable, "-m", "nbbench", "gpu", "--no-bench", "--json"],
+            capture_output=True,
+            text=True,
+            timeout=180,
+            env=dict(env, NBBENCH_HOME=str(where)),
+        )
         data = json.loads(out.stdout)
         assert data["kind"] == "gpu" and data["status"] == "ok"
         assert out.returncode == (3 if data["verdict"] == "fail" else 0), out.stderr
@@ -242,4 +251,4 @@ def test_panel_shows_the_same_line(tmp_path, monkeypatch, fake_gpu):
     assert rec.status == "ok" and rec.error is None
     assert len(rec.notes) == 1 and rec.notes[0].startswith("not saved: ") and "is not a directory" in rec.notes[0]
     assert "Fake GPU" in p.results.value and "not saved: " in p.results.value
-    assert "nbbench-status-ok" in p.status.value   # the run's outcome, not the store's
+    assert "nbbench-status-ok" in p.status.value  # the run's outcome, not the store's

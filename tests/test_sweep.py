@@ -37,8 +37,11 @@ class SleepyItems:
 def two_cpus(monkeypatch):
     import nbbench.env
 
-    monkeypatch.setattr(nbbench.env, "usable_cpus", lambda root="/": {
-        "logical": 2, "affinity": 2, "cgroup_quota": None, "usable": 2.0, "usable_int": 2})
+    monkeypatch.setattr(
+        nbbench.env,
+        "usable_cpus",
+        lambda root="/": {"logical": 2, "affinity": 2, "cgroup_quota": None, "usable": 2.0, "usable_int": 2},
+    )
 
 
 def test_known_item_cost_makes_it_recommend_more_workers_up_to_the_usable_cpus(two_cpus):
@@ -64,8 +67,9 @@ def test_known_item_cost_makes_it_recommend_more_workers_up_to_the_usable_cpus(t
 
 
 def test_a_worker_killed_mid_sweep_is_reported_and_the_sweep_completes(two_cpus):
-    res = sweep(SleepyItems(item_s=0.002, kill_when_workers=1), num_workers=[0, 1, 2], batch_size=[4],
-                duration=0.4, warmup=1)
+    res = sweep(
+        SleepyItems(item_s=0.002, kill_when_workers=1), num_workers=[0, 1, 2], batch_size=[4], duration=0.4, warmup=1
+    )
     rows = {r["num_workers"]: r for r in res.configs}
     assert rows[1]["status"] == "failed"
     assert "worker" in rows[1]["reason"] and "died" in rows[1]["reason"]
@@ -79,8 +83,14 @@ def test_a_worker_killed_mid_sweep_is_reported_and_the_sweep_completes(two_cpus)
 
 
 def test_emulated_accelerator_recommends_the_first_config_reaching_au_90():
-    res = sweep(SleepyItems(item_s=0.001), num_workers=[0, 1], batch_size=[16], duration=0.6, warmup=1,
-                step="emulate:h100-cosmoflow")  # 56 ms per batch of 16 against 16 ms of loading
+    res = sweep(
+        SleepyItems(item_s=0.001),
+        num_workers=[0, 1],
+        batch_size=[16],
+        duration=0.6,
+        warmup=1,
+        step="emulate:h100-cosmoflow",
+    )  # 56 ms per batch of 16 against 16 ms of loading
     rows = {r["num_workers"]: r for r in res.configs}
     assert rows[1]["au_pct"] >= 90 > rows[0]["au_pct"]
     assert res.recommended["num_workers"] == 1
@@ -89,20 +99,43 @@ def test_emulated_accelerator_recommends_the_first_config_reaching_au_90():
 
 
 def test_preflight_skips_what_would_crash():
-    cfgs = [{"num_workers": 8, "batch_size": 256, "pin_memory": False, "prefetch_factor": 4},
-            {"num_workers": 2, "batch_size": 8, "pin_memory": False, "prefetch_factor": 2},
-            {"num_workers": 0, "batch_size": 256, "pin_memory": False, "prefetch_factor": None}]
-    preflight(cfgs, sample_bytes=600_000, tensors_per_batch=lambda c: 2, shm_free=64 * 2**20,
-              nofile=1024, usable=2.0, sharing="file_descriptor")
+    cfgs = [
+        {"num_workers": 8, "batch_size": 256, "pin_memory": False, "prefetch_factor": 4},
+        {"num_workers": 2, "batch_size": 8, "pin_memory": False, "prefetch_factor": 2},
+        {"num_workers": 0, "batch_size": 256, "pin_memory": False, "prefetch_factor": None},
+    ]
+    preflight(
+        cfgs,
+        sample_bytes=600_000,
+        tensors_per_batch=lambda c: 2,
+        shm_free=64 * 2**20,
+        nofile=1024,
+        usable=2.0,
+        sharing="file_descriptor",
+    )
     assert cfgs[0]["skip"] and "/dev/shm" in cfgs[0]["reason"] and "--shm-size" in cfgs[0]["reason"]
     assert not cfgs[1].get("skip") and not cfgs[2].get("skip")
     fd = [{"num_workers": 4, "batch_size": 2, "pin_memory": False, "prefetch_factor": 2}]
-    preflight(fd, sample_bytes=10, tensors_per_batch=lambda c: 200, shm_free=2**30, nofile=1024, usable=8.0,
-              sharing="file_descriptor")
+    preflight(
+        fd,
+        sample_bytes=10,
+        tensors_per_batch=lambda c: 200,
+        shm_free=2**30,
+        nofile=1024,
+        usable=8.0,
+        sharing="file_descriptor",
+    )
     assert fd[0]["skip"] and "open-file limit" in fd[0]["reason"]
     over = [{"num_workers": 4, "batch_size": 2, "pin_memory": False, "prefetch_factor": 2}]
-    preflight(over, sample_bytes=10, tensors_per_batch=lambda c: 2, shm_free=2**30, nofile=65536, usable=2.0,
-              sharing="file_descriptor")
+    preflight(
+        over,
+        sample_bytes=10,
+        tensors_per_batch=lambda c: 2,
+        shm_free=2**30,
+        nofile=65536,
+        usable=2.0,
+        sharing="file_descriptor",
+    )
     assert not over[0].get("skip") and any("usable CPUs" in w for w in over[0]["warnings"])
 
 
@@ -131,8 +164,15 @@ def test_cancel_stops_the_sweep_after_the_running_config(two_cpus):
     import threading
 
     cancel = threading.Event()
-    res = sweep(SleepyItems(item_s=0.0005), num_workers=[0, 1, 2], batch_size=[4], duration=0.2, warmup=1,
-                cancel=cancel, on_config=lambda row: cancel.set())
+    res = sweep(
+        SleepyItems(item_s=0.0005),
+        num_workers=[0, 1, 2],
+        batch_size=[4],
+        duration=0.2,
+        warmup=1,
+        cancel=cancel,
+        on_config=lambda row: cancel.set(),
+    )
     assert res.status == "interrupted"
     assert [r["num_workers"] for r in res.configs] == [0]
     assert res.recommended["num_workers"] == 0  # what was measured is still summarised

@@ -21,8 +21,9 @@ PY = sys.executable
 @pytest.fixture(scope="module")
 def unique_labels(tmp_path_factory):
     """5 shards whose class labels are the sample numbers (classes > samples): every sample told apart."""
-    return make_tar_shards(tmp_path_factory.mktemp("tarshards") / "ds", shards=5, shard_size="120k", size="6k",
-                           classes=100000)
+    return make_tar_shards(
+        tmp_path_factory.mktemp("tarshards") / "ds", shards=5, shard_size="120k", size="6k", classes=100000
+    )
 
 
 def _labels(ds, workers):
@@ -34,10 +35,14 @@ def test_split_over_ranks_and_workers_reads_each_shard_once():
     names = [f"shard-{i:06d}.tar" for i in range(23)]
     for world in (1, 2, 3):
         for workers in (1, 2, 4):
-            got = [s for r in range(world) for w in range(workers)
-                   for s in split_shards(names, r, world, w, workers, seed=1, epoch=2)]
-            assert sorted(got) == names, (world, workers)                 # none missed, none twice
-    assert split_shards(names, 0, 1, 0, 1, epoch=0) != split_shards(names, 0, 1, 0, 1, epoch=1)   # reshuffled
+            got = [
+                s
+                for r in range(world)
+                for w in range(workers)
+                for s in split_shards(names, r, world, w, workers, seed=1, epoch=2)
+            ]
+            assert sorted(got) == names, (world, workers)  # none missed, none twice
+    assert split_shards(names, 0, 1, 0, 1, epoch=0) != split_shards(names, 0, 1, 0, 1, epoch=1)  # reshuffled
 
 
 def test_a_dataloader_with_workers_yields_every_sample_once(unique_labels):
@@ -69,8 +74,9 @@ def test_feed_on_shards_evicts_the_shard_files(unique_labels, monkeypatch):
 
     evicted = []
     real = feedmod.evict_files
-    monkeypatch.setattr(feedmod, "evict_files", lambda paths, *a, **k: (evicted.append(list(paths)),
-                                                                      real(paths, *a, **k))[1])
+    monkeypatch.setattr(
+        feedmod, "evict_files", lambda paths, *a, **k: (evicted.append(list(paths)), real(paths, *a, **k))[1]
+    )
     r = feedmod.feed(str(unique_labels), batch_size=4, num_workers=1, duration=0.5, warmup=1, repeats=1)
     assert r.metrics["accelerators_fed_count"] is not None and r.metrics["shards_count"] == 5
     assert "TarShardDataset" in r.labels["dataset"] and r.labels["limiter"]
@@ -80,19 +86,23 @@ def test_feed_on_shards_evicts_the_shard_files(unique_labels, monkeypatch):
 @pytest.mark.slow
 def test_must_show_make_dataset_shards_then_shards_and_feed_json(tmp_path):
     d = tmp_path / "wds"
-    mk = subprocess.run([PY, "-m", "nbbench", "make-dataset", str(d), "--shards", "8", "--shard-size", "4M"],
-                        capture_output=True, text=True, timeout=600)
+    mk = subprocess.run(
+        [PY, "-m", "nbbench", "make-dataset", str(d), "--shards", "8", "--shard-size", "4M"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert mk.returncode == 0, mk.stderr
     assert "8 tar shards" in mk.stdout and len(list(d.glob("shard-*.tar"))) == 8
-    out = subprocess.run([PY, "-m", "nbbench", "shards", str(d), "--json"], capture_output=True, text=True,
-                         timeout=600)
+    out = subprocess.run([PY, "-m", "nbbench", "shards", str(d), "--json"], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
     res = json.loads(out.stdout)
     assert res["kind"] == "shards" and res["status"] == "ok"
     assert res["metrics"]["read_bytes_per_s"] > 0 and res["metrics"]["samples_per_s"] > 0
     assert res["metrics"]["shards_count"] == 8 and res["labels"]["cache"] in ("buffered-cold", "buffered-warm")
-    fd = subprocess.run([PY, "-m", "nbbench", "feed", str(d), "--json", "--duration", "2"], capture_output=True,
-                        text=True, timeout=600)
+    fd = subprocess.run(
+        [PY, "-m", "nbbench", "feed", str(d), "--json", "--duration", "2"], capture_output=True, text=True, timeout=600
+    )
     assert fd.returncode == 0, fd.stderr
     feed = json.loads(fd.stdout)
     assert feed["kind"] == "feed" and isinstance(feed["metrics"]["accelerators_fed_count"], int)

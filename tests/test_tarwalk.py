@@ -10,12 +10,20 @@ import pytest
 from nbbench.probes.shards.tarwalk import TarWalker, count_samples, split_key
 
 LONG = "deep/" + "x" * 150 + "/000002"
-MEMBERS = [("000000.jpg", os.urandom(1000)), ("000000.cls", b"3"),
-           ("000001.jpg", os.urandom(513)), ("000001.cls", b"1"), ("000001.json", b"{}"),
-           (LONG + ".jpg", b"abc"), (LONG + ".cls", b""),           # a key only a long name carries
-           ("noext", b"zz"),                                         # no suffix: in no sample
-           ("000003.jpg", b"q"), ("000003.jpg", b"r"),               # a repeated suffix starts a new sample
-           ("a.b/000004.seg.png", b"s"), ("a.b/000004.cls", b"4")]   # dots in the directory and the suffix
+MEMBERS = [
+    ("000000.jpg", os.urandom(1000)),
+    ("000000.cls", b"3"),
+    ("000001.jpg", os.urandom(513)),
+    ("000001.cls", b"1"),
+    ("000001.json", b"{}"),
+    (LONG + ".jpg", b"abc"),
+    (LONG + ".cls", b""),  # a key only a long name carries
+    ("noext", b"zz"),  # no suffix: in no sample
+    ("000003.jpg", b"q"),
+    ("000003.jpg", b"r"),  # a repeated suffix starts a new sample
+    ("a.b/000004.seg.png", b"s"),
+    ("a.b/000004.cls", b"4"),
+]  # dots in the directory and the suffix
 KEYS = ["000000", "000001", LONG, "000003", "000003", "a.b/000004"]
 
 
@@ -24,7 +32,7 @@ def _tar(members, fmt):
     with tarfile.open(fileobj=b, mode="w", format=fmt) as t:
         d = tarfile.TarInfo("somedir")
         d.type = tarfile.DIRTYPE
-        t.addfile(d)                                                 # not a member of any sample
+        t.addfile(d)  # not a member of any sample
         for name, data in members:
             ti = tarfile.TarInfo(name)
             ti.size = len(data)
@@ -46,7 +54,7 @@ def test_members_and_samples_whatever_the_chunks(fmt, chunk):
         w = TarWalker(collect=collect)
         got = []
         for i in range(0, len(data), chunk):
-            got += w.feed(data[i:i + chunk])
+            got += w.feed(data[i : i + chunk])
         got += w.finish()
         assert w.error is None and w.ended
         assert (w.members, w.samples) == (len(MEMBERS), len(KEYS))
@@ -60,9 +68,11 @@ def test_members_and_samples_whatever_the_chunks(fmt, chunk):
 
 
 def test_a_key_split_across_two_reads_is_one_sample():
-    data = _tar([("000000.jpg", b"j" * 700), ("000000.cls", b"1"), ("000001.jpg", b"k"), ("000001.cls", b"2")],
-                tarfile.USTAR_FORMAT)
-    cut = 512 + 1024 + 100          # inside the second member's header: the sample's two members in two reads
+    data = _tar(
+        [("000000.jpg", b"j" * 700), ("000000.cls", b"1"), ("000001.jpg", b"k"), ("000001.cls", b"2")],
+        tarfile.USTAR_FORMAT,
+    )
+    cut = 512 + 1024 + 100  # inside the second member's header: the sample's two members in two reads
     w = TarWalker(collect=True)
     first = w.feed(data[:cut])
     assert (w.members, w.samples) == (1, 1) and first == []
@@ -93,4 +103,4 @@ def test_the_index_reads_headers_only(tmp_path, monkeypatch):
     real = os.pread
     monkeypatch.setattr(tw.os, "pread", lambda fd, n, off: (read.append(n), real(fd, n, off))[1])
     assert count_samples(str(p)) == (40, 20)
-    assert sum(read) <= 43 * 512 < os.path.getsize(p) // 30     # 40 headers, the directory's, the end block
+    assert sum(read) <= 43 * 512 < os.path.getsize(p) // 30  # 40 headers, the directory's, the end block

@@ -13,8 +13,9 @@ import pytest
 from nbbench import templock, tempfiles, tempsweep
 from nbbench.results import ProbeError
 
-needs_fio = pytest.mark.skipif(shutil.which("fio") is None and not os.environ.get("CI"),
-                               reason="fio not installed (apt-get install fio)")
+needs_fio = pytest.mark.skipif(
+    shutil.which("fio") is None and not os.environ.get("CI"), reason="fio not installed (apt-get install fio)"
+)
 MIB = 1 << 20
 
 
@@ -31,8 +32,18 @@ def _lock_fd(path):
 def _fio_write(path, size):
     from nbbench.probes._engines.extern import run_fio
 
-    return run_fio(path, op="write", pattern="seq", bs=64 << 10, qd=1, size=size, runtime=None, ramp=0,
-                   direct=False, ioengine="psync")
+    return run_fio(
+        path,
+        op="write",
+        pattern="seq",
+        bs=64 << 10,
+        qd=1,
+        size=size,
+        runtime=None,
+        ramp=0,
+        direct=False,
+        ioengine="psync",
+    )
 
 
 @needs_fio
@@ -44,7 +55,7 @@ def test_fio_writes_a_presized_temp_file_in_place_and_an_empty_one_is_caught(tmp
         assert _fio_write(tf.path, MIB).bytes == MIB
         assert os.lstat(tf.path).st_ino == ino
         tf.check_locked("fio")
-    with tempfiles.temp_file(tmp_path, "probe") as tf:   # not presized: fio lays out a new file
+    with tempfiles.temp_file(tmp_path, "probe") as tf:  # not presized: fio lays out a new file
         _fio_write(tf.path, MIB)
         assert not templock.same(_lock_fd(tf.path), tf.path)
         with pytest.raises(ProbeError, match="fio replaced the temporary file .* result dropped"):
@@ -69,7 +80,7 @@ def test_the_disk_probe_with_fio_or_dd_keeps_its_lock_on_the_file_it_measures(tm
     monkeypatch.setattr(extern, f"run_{engine}", spy)
     res = disk.dd(str(tmp_path), bs="64K", size="1M", engine=engine, direct=False)
     assert res.status == "ok", res.error
-    assert seen == [True, True]   # after the write and after the read
+    assert seen == [True, True]  # after the write and after the read
     assert list(tmp_path.iterdir()) == []
 
 
@@ -82,7 +93,7 @@ def test_a_tool_that_replaces_the_file_fails_the_run_in_one_line(tmp_path, monke
     def replacing(**kw):
         if kw["op"] == "write":
             os.unlink(kw["dst"])
-            open(kw["dst"], "xb").close()   # what fio does to a short file: a new inode under the name
+            open(kw["dst"], "xb").close()  # what fio does to a short file: a new inode under the name
         return real(**kw)
 
     monkeypatch.setattr(extern, "run_dd", replacing)
@@ -111,13 +122,13 @@ def test_a_directory_is_locked_through_its_lock_file_so_nfs_leftovers_are_swept(
     lock = os.path.join(td.path, templock.DIR_LOCK)
     assert stat.S_ISREG(os.lstat(lock).st_mode) and templock.same(_lock_fd(td.path), lock)
     open(os.path.join(td.path, "__0_0.distcp"), "wb").write(b"d" * 10)
-    assert files_of(td.path) == [os.path.join(td.path, "__0_0.distcp")]   # the checkpoint's bytes only
-    assert tempsweep.sweep_stale(tmp_path) == (0, 0, 0) and os.path.isdir(td.path)   # ours, alive
+    assert files_of(td.path) == [os.path.join(td.path, "__0_0.distcp")]  # the checkpoint's bytes only
+    assert tempsweep.sweep_stale(tmp_path) == (0, 0, 0) and os.path.isdir(td.path)  # ours, alive
     # its creator dies: the kernel drops the lock (here: its descriptor closed, the registry forgets it)
     tempfiles._dirs.pop(td.path)
     templock.release(tempfiles._locks, td.path)
     old = tmp_path / f".nbbench-dcpr0-{tempfiles.host_tag()}-{_dead_pid()}-0123abcd.tmp"
-    old.mkdir()   # killed before its lock file was made: the sweep makes it, and takes its lock
+    old.mkdir()  # killed before its lock file was made: the sweep makes it, and takes its lock
     (old / "f").write_bytes(b"o" * 5)
     assert tempsweep.sweep_stale(tmp_path) == (2, 15, 0)
     assert list(tmp_path.iterdir()) == []
@@ -130,14 +141,14 @@ def test_a_directory_made_with_a_sweeps_lock_file_is_not_the_creators(tmp_path, 
     def open_after_sweep(path, flags, *a, **kw):
         if str(path).endswith(templock.DIR_LOCK) and flags & os.O_EXCL and not made:
             made.append(os.path.dirname(path))
-            os.close(real_open(path, os.O_CREAT | os.O_WRONLY, 0o600))   # a sweep made it first
+            os.close(real_open(path, os.O_CREAT | os.O_WRONLY, 0o600))  # a sweep made it first
         return real_open(path, flags, *a, **kw)
 
     monkeypatch.setattr(os, "open", open_after_sweep)
     td = tempfiles.create_dir(tmp_path, "dcpr0")
     monkeypatch.undo()
     assert td.path != made[0] and os.path.isdir(made[0]) and made[0] not in tempfiles._locks
-    shutil.rmtree(made[0])   # the sweep's to remove
+    shutil.rmtree(made[0])  # the sweep's to remove
     td.remove()
     assert list(tmp_path.iterdir()) == []
 
@@ -159,7 +170,7 @@ def test_our_own_live_entries_are_never_swept_though_the_pid_is_ours(tmp_path):
 def test_a_leftover_kept_for_want_of_a_lock_is_counted_only_when_its_pid_is_gone(tmp_path, monkeypatch):
     host = tempfiles.host_tag()
     (tmp_path / f".nbbench-probe-{host}-{_dead_pid()}-0123abcd.tmp").write_bytes(b"s")
-    (tmp_path / f".nbbench-probe-{host}-{os.getpid()}-0123abcd.tmp").write_bytes(b"s")   # pid alive: maybe live
+    (tmp_path / f".nbbench-probe-{host}-{os.getpid()}-0123abcd.tmp").write_bytes(b"s")  # pid alive: maybe live
 
     def no_locks(fd, op):
         raise OSError(errno.ENOLCK, "No locks available")
@@ -179,7 +190,7 @@ def test_an_interrupt_after_the_lock_closes_its_descriptor(tmp_path):
 
     with pytest.raises(KeyboardInterrupt):
         tempfiles._create_new(tmp_path, "probe", make, "directory", tempfiles._dirs, True)
-    (path, fd), = fds
+    ((path, fd),) = fds
     assert path not in tempfiles._locks and path not in tempfiles._dirs and not os.path.exists(path)
     with pytest.raises(OSError):
         os.fstat(fd)
@@ -193,7 +204,7 @@ def test_a_creator_that_times_out_on_a_sweeps_lock_removes_its_own_entry(tmp_pat
         os.mkdir(path)
         lock = os.path.join(path, templock.DIR_LOCK)
         open(lock, "x").close()
-        os.unlink(lock)   # lock_dir makes it; the "sweep" locks it as soon as it exists
+        os.unlink(lock)  # lock_dir makes it; the "sweep" locks it as soon as it exists
         real_hold = templock.hold
 
         def held(fd, p):

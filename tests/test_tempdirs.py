@@ -28,7 +28,7 @@ def test_a_temp_dir_is_new_named_like_the_files_and_removed_with_its_contents(tm
         assert os.path.isdir(td.path) and td.path in tempfiles.registered_dirs()
         os.makedirs(os.path.join(td.path, "sub"))
         (tmp_path / name / "sub" / "f").write_bytes(b"x" * 100)
-        os.symlink("/etc/hostname", os.path.join(td.path, "link"))   # removed, never followed
+        os.symlink("/etc/hostname", os.path.join(td.path, "link"))  # removed, never followed
     assert not os.path.lexists(td.path) and td.path not in tempfiles.registered_dirs()
     assert os.path.exists("/etc/hostname")
     assert os.listdir(tmp_path) == []
@@ -61,10 +61,12 @@ def test_a_temp_dir_is_removed_on_error_and_never_an_existing_one(tmp_path, monk
 
 
 def test_sigterm_removes_temp_dirs_too(tmp_path):
-    code = ("import sys, time\nfrom nbbench import tempfiles\n"
-            "td = tempfiles.create_dir(sys.argv[1], 'dcp')\n"
-            "open(td.path + '/__0_0.distcp', 'wb').write(b'x' * 4096)\n"
-            "print('STARTED', flush=True)\ntime.sleep(60)\n")
+    code = (
+        "import sys, time\nfrom nbbench import tempfiles\n"
+        "td = tempfiles.create_dir(sys.argv[1], 'dcp')\n"
+        "open(td.path + '/__0_0.distcp', 'wb').write(b'x' * 4096)\n"
+        "print('STARTED', flush=True)\ntime.sleep(60)\n"
+    )
     proc = subprocess.Popen([PY, "-c", code, str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert "STARTED" in proc.stdout.readline()
     assert len(os.listdir(tmp_path)) == 1
@@ -82,10 +84,10 @@ def test_the_stale_sweep_removes_a_killed_runs_directory_only(tmp_path):
         (stale / "sub").mkdir(parents=True)
         (stale / "sub" / "__0_0.distcp").write_bytes(b"d" * 5000)
         (stale / ".metadata").write_bytes(b"m" * 100)
-        reused = tmp_path / f".nbbench-dcpr0-{host}-{live.pid}-0123abcd.tmp"       # its pid reused: unlocked
+        reused = tmp_path / f".nbbench-dcpr0-{host}-{live.pid}-0123abcd.tmp"  # its pid reused: unlocked
         (reused / "g").mkdir(parents=True)
         (reused / "g" / "x").write_bytes(b"r")
-        keep = [tmp_path / f".nbbench-dcpr0-another-host-{dead}-0123abcd.tmp"]      # another host's
+        keep = [tmp_path / f".nbbench-dcpr0-another-host-{dead}-0123abcd.tmp"]  # another host's
         for k in keep:
             k.mkdir()
             (k / "f").write_bytes(b"k")
@@ -173,7 +175,7 @@ def test_a_live_creators_entries_are_kept_though_its_pid_looks_dead(tmp_path):
     finally:
         proc.kill()
         proc.wait()
-    assert tempsweep.sweep_stale(tmp_path) == (2, 10, 0)   # SIGKILL: the kernel dropped the locks
+    assert tempsweep.sweep_stale(tmp_path) == (2, 10, 0)  # SIGKILL: the kernel dropped the locks
     assert list(tmp_path.iterdir()) == []
 
 
@@ -190,11 +192,11 @@ def test_a_sweep_never_removes_an_entry_whose_lock_cannot_be_taken(tmp_path, mon
         raise OSError(37, "No locks available")
 
     monkeypatch.setattr(fcntl, "flock", no_locks)
-    assert tempsweep.sweep_stale(tmp_path) == (0, 0, 1) and stale.exists()   # said: a leftover kept
+    assert tempsweep.sweep_stale(tmp_path) == (0, 0, 1) and stale.exists()  # said: a leftover kept
     assert tempsweep.kept_note(1) == "1 leftover kept: their lock can't be taken"
     monkeypatch.undo()
     with open(stale, "rb+") as held:
-        fcntl.flock(held, fcntl.LOCK_EX)   # another open file description holding it: alive
+        fcntl.flock(held, fcntl.LOCK_EX)  # another open file description holding it: alive
         assert tempsweep.sweep_stale(tmp_path) == (0, 0, 0) and stale.exists()
     assert tempsweep.sweep_stale(tmp_path) == (1, 1, 0) and not stale.exists()
     assert templock.open_flags(False) & os.O_NOFOLLOW
@@ -209,7 +211,7 @@ def test_a_creation_swept_before_its_lock_draws_another_name(tmp_path, monkeypat
     def swept_first(fd, path):
         if not calls:
             calls.append(path)
-            os.unlink(path)   # a sweep took it before the creator's lock
+            os.unlink(path)  # a sweep took it before the creator's lock
         real(fd, path)
 
     monkeypatch.setattr(templock, "hold", swept_first)

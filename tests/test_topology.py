@@ -52,8 +52,10 @@ def test_stacked_mounts_last_one_wins():
     ms = topology.read_mounts(BOX)
     shm = topology.find_mount("/dev/shm/batch", ms)
     assert (shm.mount_id, shm.source, shm.option("size")) == (27, "shm", "16777216k")
-    text = ("25 24 0:23 / /dev/shm rw,relatime - tmpfs tmpfs rw,size=65536k\n"
-            "30 25 0:27 / /dev/shm rw,relatime - tmpfs tmpfs rw,size=16777216k\n")
+    text = (
+        "25 24 0:23 / /dev/shm rw,relatime - tmpfs tmpfs rw,size=65536k\n"
+        "30 25 0:27 / /dev/shm rw,relatime - tmpfs tmpfs rw,size=16777216k\n"
+    )
     assert topology.find_mount("/dev/shm", topology.parse_mountinfo(text)).mount_id == 30
 
 
@@ -88,9 +90,21 @@ def test_memory_backed_filesystems():
 
 
 def test_filesystem_kinds():
-    kinds = {"overlay": "overlay", "nfs4": "network", "nfs": "network", "cifs": "network", "ceph": "network",
-             "virtiofs": "hostshare", "9p": "hostshare", "fuse": "fuse", "fuse.s3fs": "fuse",
-             "fuse.vmhgfs-fuse": "hostshare", "ext4": "other", "xfs": "other", "proc": "other"}
+    kinds = {
+        "overlay": "overlay",
+        "nfs4": "network",
+        "nfs": "network",
+        "cifs": "network",
+        "ceph": "network",
+        "virtiofs": "hostshare",
+        "9p": "hostshare",
+        "fuse": "fuse",
+        "fuse.s3fs": "fuse",
+        "fuse.vmhgfs-fuse": "hostshare",
+        "ext4": "other",
+        "xfs": "other",
+        "proc": "other",
+    }
     for fs, kind in kinds.items():
         assert topology.fs_kind(fs) == kind, fs
     assert topology.find_mount("/work/x", topology.read_mounts(BOX)).kind == "overlay"
@@ -160,8 +174,13 @@ def test_mounts_without_a_block_device_say_why(tmp_path):
 def test_queue_attributes_and_request_limits():
     q = topology.device_by_devno(259, 2, BOX).queue()  # a partition: its disk's queue
     assert q.dir == "/sys/block/nvme0n1/queue"
-    assert (q.read_ahead_kb, q.scheduler, q.schedulers, q.rotational, q.nr_requests) == \
-        (128, "none", "[none] mq-deadline", 0, 1023)
+    assert (q.read_ahead_kb, q.scheduler, q.schedulers, q.rotational, q.nr_requests) == (
+        128,
+        "none",
+        "[none] mq-deadline",
+        0,
+        1023,
+    )
     assert (q.max_segments, q.max_sectors_kb, q.max_hw_sectors_kb, q.logical_block_size) == (127, 512, 2048, 512)
     assert q.max_segment_size == 65536
     assert q.errors == {}
@@ -207,7 +226,8 @@ def test_device_of_an_anonymous_path_comes_from_its_mount_source(tmp_path):
     root = tmp_path / "root"
     (root / "proc" / "self").mkdir(parents=True)
     (root / "proc" / "self" / "mountinfo").write_text(
-        f"1 0 0:40 / / rw - overlay overlay rw\n2 1 0:41 /@data {tmp_path} rw - btrfs /dev/sdx2 rw\n")
+        f"1 0 0:40 / / rw - overlay overlay rw\n2 1 0:41 /@data {tmp_path} rw - btrfs /dev/sdx2 rw\n"
+    )
     disk = root / "sys" / "block" / "sdx"
     (disk / "sdx2").mkdir(parents=True)
     (disk / "sdx2" / "partition").write_text("2\n")

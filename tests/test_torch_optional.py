@@ -37,19 +37,31 @@ def fake_torch_env(tmp_path):
     return env
 
 
-@pytest.mark.parametrize("argv", [["loader", "{tree}"], ["sweep", "{tree}", "--workers", "0,1"],
-                                  ["feed", "{tree}", "--batch-size", "4"], ["checkpoint", "{tree}"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["loader", "{tree}"],
+        ["sweep", "{tree}", "--workers", "0,1"],
+        ["feed", "{tree}", "--batch-size", "4"],
+        ["checkpoint", "{tree}"],
+    ],
+)
 def test_cli_without_torch_says_one_line_and_exits_1(argv, tree, fake_torch_env):
     argv = [a.format(tree=tree) for a in argv]
-    p = subprocess.run([sys.executable, "-m", "nbbench", *argv, "--no-save"], env=fake_torch_env,
-                       capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-m", "nbbench", *argv, "--no-save"],
+        env=fake_torch_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     lines = p.stderr.strip().splitlines()
     assert p.returncode == 1, p.stderr
     assert len(lines) == 1, p.stderr
     assert lines[0].startswith(f"nbbench {argv[0]}: ") and "needs PyTorch" in lines[0]
     assert INSTALL in lines[0] and "PyTorch image" in lines[0]
     assert "Traceback" not in p.stderr and "ModuleNotFoundError" not in p.stderr + p.stdout
-    assert p.stdout.strip() == ""   # no table of failed configurations, no bar
+    assert p.stdout.strip() == ""  # no table of failed configurations, no bar
 
 
 @pytest.fixture
@@ -76,7 +88,7 @@ def test_python_api_without_torch_raises_one_probe_error(no_torch, tree):
     seen = []
     with pytest.raises(ProbeError, match=r"^sweep needs PyTorch .*pip install 'nbbench\[torch\]'") as e:
         sweep(Items(), num_workers=[0, 1, 2], batch_size=[4, 8], duration=0.1, on_config=seen.append)
-    assert seen == [] and "\n" not in str(e.value)   # once, before any configuration
+    assert seen == [] and "\n" not in str(e.value)  # once, before any configuration
     with pytest.raises(ProbeError, match=r"^feed needs PyTorch .*inside a PyTorch image it is already there"):
         feed(tree, batch_size=4)
     with pytest.raises(ProbeError, match=r"DataLoader needs PyTorch"):
@@ -115,8 +127,11 @@ def test_magic_without_torch_is_a_one_line_usage_error(no_torch, tree, ipshell):
 
     ipshell.user_ns["ds"] = Items()
     ipshell.user_ns["batches"] = [np.zeros((4, 3))] * 20
-    for line, what in ((f"loader {tree}", "loader on a folder"), ("sweep ds --workers 0,1", "sweep"),
-                       (f"feed {tree}", "feed")):
+    for line, what in (
+        (f"loader {tree}", "loader on a folder"),
+        ("sweep ds --workers 0,1", "sweep"),
+        (f"feed {tree}", "feed"),
+    ):
         with pytest.raises(UsageError) as e:
             ipshell.run_line_magic("iobench", f"{line} -q --no-save")
         msg = str(e.value)
@@ -135,8 +150,17 @@ def test_torch_is_an_extra_and_the_readme_says_how_to_install():
     assert {e.split(">")[0] for e in extras["lab"]} >= {"jupyterlab", "ipykernel", "ipywidgets"}
     readme = (ROOT / "README.md").read_text()
     section = readme.split("## Install into your own environment", 1)[1].split("\n## ", 1)[0]
-    for needed in ("pip install 'nbbench[torch]'", "'nbbench[lab]'", "test]", "without the `torch` extra",
-                   "`loader`", "`sweep`", "`feed`", "`gpu`'s benchmark", "exit code 1"):
+    for needed in (
+        "pip install 'nbbench[torch]'",
+        "'nbbench[lab]'",
+        "test]",
+        "without the `torch` extra",
+        "`loader`",
+        "`sweep`",
+        "`feed`",
+        "`gpu`'s benchmark",
+        "exit code 1",
+    ):
         assert needed in section, needed
 
 
@@ -144,8 +168,13 @@ def test_shards_needs_no_torch(tmp_path, fake_torch_env):
     from nbbench.datasets import make_tar_shards
 
     d = make_tar_shards(tmp_path / "wds", shards=2, shard_size="64k", size="8k")
-    p = subprocess.run([sys.executable, "-m", "nbbench", "shards", str(d), "--json", "--no-save"], env=fake_torch_env,
-                       capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-m", "nbbench", "shards", str(d), "--json", "--no-save"],
+        env=fake_torch_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert p.returncode == 0, p.stderr
     import json
 

@@ -5,11 +5,23 @@ import pytest
 from nbbench import units
 
 
-@pytest.mark.parametrize("text,expected", [
-    ("4k", 4096), ("4K", 4096), ("1M", 2**20), ("512M", 512 * 2**20), ("4G", 4 * 2**30),
-    ("4GiB", 4 * 2**30), ("1.5G", int(1.5 * 2**30)), ("500MB", 500 * 10**6), ("1kB", 1000),
-    ("123", 123), (4096, 4096), ("1T", 2**40),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("4k", 4096),
+        ("4K", 4096),
+        ("1M", 2**20),
+        ("512M", 512 * 2**20),
+        ("4G", 4 * 2**30),
+        ("4GiB", 4 * 2**30),
+        ("1.5G", int(1.5 * 2**30)),
+        ("500MB", 500 * 10**6),
+        ("1kB", 1000),
+        ("123", 123),
+        (4096, 4096),
+        ("1T", 2**40),
+    ],
+)
 def test_parse_size_follows_dd(text, expected):
     assert units.parse_size(text) == expected
 
@@ -29,11 +41,21 @@ def test_parse_duration():
         units.parse_duration("soon")
 
 
-@pytest.mark.parametrize("key,unit", [
-    ("read_bytes_per_s", "bytes/s"), ("iops", "iops"), ("lat_p99_ns", "ns"), ("samples_per_s", "samples/s"),
-    ("au_pct", "%"), ("wall_s", "s"), ("memory_total_bytes", "bytes"), ("matmul_bf16_flop_per_s", "flop/s"),
-    ("power_w", "W"), ("device_count", "count"),
-])
+@pytest.mark.parametrize(
+    "key,unit",
+    [
+        ("read_bytes_per_s", "bytes/s"),
+        ("iops", "iops"),
+        ("lat_p99_ns", "ns"),
+        ("samples_per_s", "samples/s"),
+        ("au_pct", "%"),
+        ("wall_s", "s"),
+        ("memory_total_bytes", "bytes"),
+        ("matmul_bf16_flop_per_s", "flop/s"),
+        ("power_w", "W"),
+        ("device_count", "count"),
+    ],
+)
 def test_unit_of_key(key, unit):
     assert units.unit_of(key) == unit
 
@@ -57,19 +79,29 @@ def test_metric_label():
     assert units.metric_label("iops") == "iops"
 
 
-@pytest.mark.parametrize("key,label", [
-    ("lat_p99_9_ns", "latency p99.9"), ("lat_p99_5_ns", "latency p99.5"), ("lat_p99_95_ns", "latency p99.95"),
-    ("lat_p99_99_ns", "latency p99.99"), ("lat_p1_ns", "latency p1"), ("write_lat_p99_ns", "write latency p99"),
-    ("file_size_p50_bytes", "file size p50"), ("data_wait_p99_s", "data wait p99"),
-])
+@pytest.mark.parametrize(
+    "key,label",
+    [
+        ("lat_p99_9_ns", "latency p99.9"),
+        ("lat_p99_5_ns", "latency p99.5"),
+        ("lat_p99_95_ns", "latency p99.95"),
+        ("lat_p99_99_ns", "latency p99.99"),
+        ("lat_p1_ns", "latency p1"),
+        ("write_lat_p99_ns", "write latency p99"),
+        ("file_size_p50_bytes", "file size p50"),
+        ("data_wait_p99_s", "data wait p99"),
+    ],
+)
 def test_percentiles_are_written_as_such(key, label):
     assert units.metric_label(key) == label
 
 
 def test_labels_that_the_rule_alone_gets_wrong_are_named():
     # feed's rows, each distinct: cold and warm, samples/s and bytes/s
-    names = [units.metric_label(k) for k in ("cold_samples_per_s", "cold_bytes_per_s", "warm_samples_per_s",
-                                             "warm_bytes_per_s")]
+    names = [
+        units.metric_label(k)
+        for k in ("cold_samples_per_s", "cold_bytes_per_s", "warm_samples_per_s", "warm_bytes_per_s")
+    ]
     assert len(set(names)) == 4 and all("cold" in n or "warm" in n for n in names)
     assert units.metric_label("samples_per_s") == "throughput"
     # CPU seconds: a time of its own, not 'proc cpu 0 ns'
@@ -79,15 +111,15 @@ def test_labels_that_the_rule_alone_gets_wrong_are_named():
 
 
 def test_three_significant_figures_also_at_the_boundary():
-    assert units.format_metric("warm_samples_per_s", 99.96) == "100 samples/s"      # not '100.0'
-    assert units.format_metric("read_bytes_per_s", 999.7e6) == "1.00 GB/s"          # not '1000 MB/s'
+    assert units.format_metric("warm_samples_per_s", 99.96) == "100 samples/s"  # not '100.0'
+    assert units.format_metric("read_bytes_per_s", 999.7e6) == "1.00 GB/s"  # not '1000 MB/s'
     assert units.format_metric("data_wait_pct", 99.96) == "100 %"
     assert units.format_metric("au_pct", 5.4321) == "5.43 %"
 
 
 def test_phrases_put_the_figure_first_and_paths_shorten_in_the_middle():
     assert units.metric_phrase("read_bytes_per_s", 2.01e9) == "2.01 GB/s read"
-    assert units.metric_phrase("iops", 74_800) == "74.8 kIOPS"                     # the unit names it
+    assert units.metric_phrase("iops", 74_800) == "74.8 kIOPS"  # the unit names it
     assert units.metric_phrase("lat_p99_9_ns", 1.2e6) == "1.20 ms latency p99.9"
     short = units.shorten_middle("/tmp/nbbench-06-q15srco8/disk", 20)
     assert len(short) == 20 and short.startswith("/tmp/nbbench") and short.endswith("…/disk")
@@ -99,14 +131,14 @@ def test_format_many_puts_figures_that_stand_together_in_one_prefix():
 
     assert format_many([494, 1610], "samples/s") == ["0.494 ksamples/s", "1.61 ksamples/s"]
     assert format_many([1.56e-3, 55.8e-3, 0.0155], "s") == ["1.56 ms", "55.8 ms", "15.5 ms"]
-    assert format_many([1560e-6, 55800e-6], "s") == ["1.56 ms", "55.8 ms"]       # no trailing zeros
+    assert format_many([1560e-6, 55800e-6], "s") == ["1.56 ms", "55.8 ms"]  # no trailing zeros
     assert format_many([2.02e6, 61.4e3], "B") == ["2.02 MB", "0.0614 MB"]
     assert format_many([537e6, 1.2e9], "B/s") == ["0.537 GB/s", "1.20 GB/s"]
     assert format_many([None, 3.0], "s") == ["N/A", "3.00 s"]
     assert format_many([0, 0], "B") == ["0 B", "0 B"]
     for vals, unit in (([1, 999.6], "B"), ([12e-9, 3e-6], "s")):
         out = format_many(vals, unit)
-        assert len({o.split(" ")[-1] for o in out}) == 1, out   # one prefix
+        assert len({o.split(" ")[-1] for o in out}) == 1, out  # one prefix
     # a figure that would read as 0 at the shared prefix keeps its own: never a zero for what is not
     assert format_many([4e3, 5.37e9], "B") == ["4.00 kB", "5.37 GB"]
     assert format_many([0, 5.37e9], "B") == ["0 GB", "5.37 GB"]
@@ -116,8 +148,9 @@ def test_format_many_puts_figures_that_stand_together_in_one_prefix():
 def test_the_loaders_sentence_says_its_rates_in_one_prefix():
     from nbbench.results.loader import LoaderResult
 
-    r = LoaderResult(metrics={"samples_per_s": 494.0, "needed_samples_per_s": 1607.0},
-                     labels={"accelerator": "h100-resnet50"}).finish()
+    r = LoaderResult(
+        metrics={"samples_per_s": 494.0, "needed_samples_per_s": 1607.0}, labels={"accelerator": "h100-resnet50"}
+    ).finish()
     s = r.sentence()
     assert "0.494 ksamples/s" in s and "1.61 ksamples/s" in s and "494 samples/s" not in s
 

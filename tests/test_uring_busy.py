@@ -57,8 +57,16 @@ class FakeKernel:
     the first ``episodes`` runs of refusals: a loop that retries without reaping is refused for
     ever (``spun`` after 1,000 refusals with no completion reaped between them, then let go)."""
 
-    def __init__(self, episodes: int = 6, raise_at: int = 0, raise_on=None, short: int = 0, fail_at: int = 0,
-                 hang: bool = False, slow: bool = False):
+    def __init__(
+        self,
+        episodes: int = 6,
+        raise_at: int = 0,
+        raise_on=None,
+        short: int = 0,
+        fail_at: int = 0,
+        hang: bool = False,
+        slow: bool = False,
+    ):
         self.calls, self.raise_at, self.refusals, self.refusals_before_raise = 0, raise_at, 0, -1
         self.raise_on = raise_on  # (flags, n): raise at the n-th call with these flags
         self.short = short  # the first ``short`` submissions refused with EAGAIN (memory short, nothing in flight)
@@ -203,7 +211,7 @@ def test_the_drain_after_an_error_reaps_what_the_kernel_took(tmp_path, monkeypat
 
 @pytest.mark.parametrize("nth", [5, 17, 40])
 def test_an_exception_mid_pass_in_each_mode_leaves_nothing_stale(tmp_path, monkeypatch, nth):
-    """"each" submits entry by entry inside a pass: stopped at its ``nth`` such submit (the pass's
+    """ "each" submits entry by entry inside a pass: stopped at its ``nth`` such submit (the pass's
     completions partly reaped and re-armed), the drain reaps exactly what was submitted."""
     kernel = FakeKernel(episodes=0, raise_on=(0, nth), slow=True)
     with pytest.raises(RuntimeError, match="stopped"):

@@ -21,8 +21,12 @@ HARD = str(Path(__file__).parent / "fixtures" / "doctor" / "hardened")
 
 
 def gpu_result(*statuses, available=True) -> GpuCheckResult:
-    res = GpuCheckResult(extra={"available": available, "verdicts": [
-        {"check": f"c{i}", "status": s, "message": s} for i, s in enumerate(statuses)]})
+    res = GpuCheckResult(
+        extra={
+            "available": available,
+            "verdicts": [{"check": f"c{i}", "status": s, "message": s} for i, s in enumerate(statuses)],
+        }
+    )
     return res.finish("ok")
 
 
@@ -59,7 +63,7 @@ def test_gpu_verdict_fail_when_cuda_is_not_usable():
     assert gpu_result("ok", "ok").verdict == "ok"
     assert gpu_result("ok", "warn").verdict == "warn"
     assert gpu_result("ok", "fail").verdict == "fail"
-    assert gpu_result(available=False).verdict == "fail"   # no verdict lines, still not usable
+    assert gpu_result(available=False).verdict == "fail"  # no verdict lines, still not usable
 
 
 def test_gpu_on_this_machine_ran_and_failed_its_check():
@@ -97,9 +101,9 @@ def test_exit_code_is_one_rule_over_status_and_verdict():
     assert commands.exit_code(Result(kind="dd").fail("disk gone")) == commands.EXIT_FAILED == 1
     failed_and_fail = gpu_result("fail")
     failed_and_fail.finish("failed", "broke")
-    assert commands.exit_code(failed_and_fail) == 1   # did not run to the end: that comes first
+    assert commands.exit_code(failed_and_fail) == 1  # did not run to the end: that comes first
     assert commands.exit_code(Result(kind="dd").finish("interrupted")) == commands.EXIT_INTERRUPTED == 130
-    assert commands.exit_code([ok, gpu_result("fail")]) == 3   # the worst of several
+    assert commands.exit_code([ok, gpu_result("fail")]) == 3  # the worst of several
     assert commands.outcome(gpu_result("fail")) == "ok" and commands.verdict(gpu_result("fail")) == "fail"
     assert commands.verdict(ok) is None
     assert cli.exit_code is commands.exit_code
@@ -134,17 +138,17 @@ def doctor_on(monkeypatch):
     real = nbbench.doctor.doctor
 
     def use(root):
-        monkeypatch.setattr(nbbench.doctor, "doctor",
-                            lambda path=None, **kw: real("/", root=root, **kw))
+        monkeypatch.setattr(nbbench.doctor, "doctor", lambda path=None, **kw: real("/", root=root, **kw))
+
     return use
 
 
 def test_cli_doctor_exits_3_when_a_check_fails_and_0_on_a_warning(doctor_on, capsys):
     doctor_on(DOCKER)
-    assert cli.main(["doctor", "--checks", "shm", "--json"]) == 3   # Docker's 64 MB /dev/shm: fail
+    assert cli.main(["doctor", "--checks", "shm", "--json"]) == 3  # Docker's 64 MB /dev/shm: fail
     data = json.loads(capsys.readouterr().out)
     assert data["status"] == "ok" and data["verdict"] == "fail"
-    assert cli.main(["doctor", "--checks", "nofile"]) == 0           # soft 1024: a warning
+    assert cli.main(["doctor", "--checks", "nofile"]) == 0  # soft 1024: a warning
     out = capsys.readouterr().out
     assert "WARN" in out and "FAIL" not in out
     doctor_on(HARD)
@@ -207,9 +211,11 @@ def test_panel_status_colour_follows_the_verdict(tmp_path, monkeypatch):
     p = make(str(tmp_path))
     p.select("GPU")
     p.tab("GPU").bench.value = False
-    for statuses, state, words in ((("ok", "fail"), "fail", "a check failed"),
-                                   (("ok", "warn"), "warn", "with warnings"),
-                                   (("ok", "ok"), "ok", "done in")):
+    for statuses, state, words in (
+        (("ok", "fail"), "fail", "a check failed"),
+        (("ok", "warn"), "warn", "with warnings"),
+        (("ok", "ok"), "ok", "done in"),
+    ):
         monkeypatch.setattr(gpu, "check", lambda s=statuses, **kw: gpu_result(*s))
         p.run_button.click()
         rec = p.wait(30)

@@ -25,8 +25,10 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from jupyterlab_harness import launch_chromium  # noqa: E402
 
-PAGE = ("<html><head><meta charset='utf-8'><style>body{{font-family:system-ui,sans-serif;font-size:14px;"
-        "margin:16px;max-width:1100px}}</style></head><body><div id='card'>{}</div></body></html>")
+PAGE = (
+    "<html><head><meta charset='utf-8'><style>body{{font-family:system-ui,sans-serif;font-size:14px;"
+    "margin:16px;max-width:1100px}}</style></head><body><div id='card'>{}</div></body></html>"
+)
 
 
 def _busy_monitor():
@@ -34,7 +36,7 @@ def _busy_monitor():
 
     with nbbench.monitor(interval=0.2) as m:
         block = os.urandom(1 << 20)
-        for _ in range(400):   # a cell that keeps about one core busy
+        for _ in range(400):  # a cell that keeps about one core busy
             hashlib.sha256(block * 4).digest()
     return m.result(params={"what": "cell: sha256 of 1.6 GB"})
 
@@ -46,8 +48,9 @@ def main(out_dir: str = "docs/screenshots") -> None:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     fixtures = REPO / "tests" / "fixtures" / "results"
-    cards = {k: Result.from_dict(json.loads((fixtures / f"{k}.json").read_text()))
-             for k in ("gpu", "loader", "checkpoint")}
+    cards = {
+        k: Result.from_dict(json.loads((fixtures / f"{k}.json").read_text())) for k in ("gpu", "loader", "checkpoint")
+    }
     cards["monitor"] = _busy_monitor()
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as pw:
         ctx = launch_chromium(pw, tmp, viewport=(1200, 900))

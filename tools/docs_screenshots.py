@@ -24,8 +24,11 @@ sys.path.insert(0, str(ROOT / "tests"))
 from jupyterlab_harness import launch_chromium  # noqa: E402
 
 #: name: (path under the site, the heading to scroll to — None: the top)
-PAGES = {"home": ("", None), "guide": ("guide/storage/", None),
-         "tutorial": ("tutorials/02-storage-probes/", "randread: IOPS and latency")}
+PAGES = {
+    "home": ("", None),
+    "guide": ("guide/storage/", None),
+    "tutorial": ("tutorials/02-storage-probes/", "randread: IOPS and latency"),
+}
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
@@ -51,9 +54,10 @@ def main(argv: list[str]) -> int:
             page = browser.new_page()
             for name, (path, heading) in PAGES.items():
                 page.goto(base + path, wait_until="networkidle")
-                if heading:   # a section with outputs, not the notebook's introduction
+                if heading:  # a section with outputs, not the notebook's introduction
                     page.get_by_role("heading", name=heading).first.evaluate(
-                        "h => window.scrollTo(0, h.getBoundingClientRect().top + window.scrollY - 70)")
+                        "h => window.scrollTo(0, h.getBoundingClientRect().top + window.scrollY - 70)"
+                    )
                 png = page.screenshot(full_page=False)
                 img = Image.open(io.BytesIO(png)).convert("RGB").quantize(colors=256)
                 target = out / f"site-{name}.png"

@@ -33,8 +33,11 @@ def _cell(text) -> str:
 
 def _default(action) -> str:
     d = action.default
-    if d is None or d is argparse.SUPPRESS or isinstance(action, (argparse._StoreTrueAction,
-                                                                   argparse._StoreFalseAction)):
+    if (
+        d is None
+        or d is argparse.SUPPRESS
+        or isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction))
+    ):
         return ""
     if isinstance(d, (list, tuple)):
         d = ",".join(str(x) for x in d)
@@ -46,8 +49,9 @@ def _flags(action) -> str:
         return f"`{action.metavar or action.dest.upper()}`"
     metavar = ""
     if action.nargs != 0:
-        metavar = action.metavar or (("{" + ",".join(map(str, action.choices)) + "}") if action.choices
-                                     else action.dest.upper())
+        metavar = action.metavar or (
+            ("{" + ",".join(map(str, action.choices)) + "}") if action.choices else action.dest.upper()
+        )
         if isinstance(metavar, tuple):
             metavar = " ".join(metavar)
     return ", ".join(f"`{o}{' ' + metavar if metavar else ''}`" for o in action.option_strings)
@@ -67,12 +71,16 @@ def commands_page() -> str:
     from nbbench.cli import build_parser as top_parser
 
     ctx = commands.Context()
-    ctx.returns_result = True          # the notebook's -o is listed too
-    lines = [HEADER + "# Command-line reference\n",
-             "Every subcommand, with its options, defaults and help, as the one parser shared by `%iobench`, "
-             "`nbbench` and the control panel declares them. In a notebook write `%iobench NAME …`; "
-             "in a terminal `nbbench NAME …`.\n",
-             "## Subcommands\n", "| subcommand | what it does |", "|---|---|"]
+    ctx.returns_result = True  # the notebook's -o is listed too
+    lines = [
+        HEADER + "# Command-line reference\n",
+        "Every subcommand, with its options, defaults and help, as the one parser shared by `%iobench`, "
+        "`nbbench` and the control panel declares them. In a notebook write `%iobench NAME …`; "
+        "in a terminal `nbbench NAME …`.\n",
+        "## Subcommands\n",
+        "| subcommand | what it does |",
+        "|---|---|",
+    ]
     for name, (_, one_line) in commands.REGISTRY.items():
         lines.append(f"| [`{name}`](#{name}) | {_cell(one_line)} |")
     common = commands.build_parser(commands.get_command("dd"), ctx)
@@ -81,8 +89,12 @@ def commands_page() -> str:
         if a.dest in COMMON or a.dest == argparse.SUPPRESS:
             note = " (notebook only: `%iobench`)" if a.dest == "return_result" else ""
             lines.append(f"| {_flags(a)} | {_default(a)} | {_help(common, a)}{note} |")
-    lines += ["", "`--label` and `--no-save` only where the subcommand saves a result "
-                  "(not `panel`, `history`, `compare`, `report`, `mark`).", ""]
+    lines += [
+        "",
+        "`--label` and `--no-save` only where the subcommand saves a result "
+        "(not `panel`, `history`, `compare`, `report`, `mark`).",
+        "",
+    ]
     for name in commands.REGISTRY:
         cmd = commands.get_command(name)
         parser = commands.build_parser(cmd, ctx)
@@ -91,8 +103,10 @@ def commands_page() -> str:
         lines += ["```", "usage: " + " ".join(usage.split()), "```", ""]
         own = [a for a in parser._actions if a.dest not in COMMON]
         if cmd.cell:
-            lines.append(f"Also a cell magic: `%%iobench {name}` times the cell's body "
-                         f"(in a terminal: `nbbench {name} -- COMMAND`).\n")
+            lines.append(
+                f"Also a cell magic: `%%iobench {name}` times the cell's body "
+                f"(in a terminal: `nbbench {name} -- COMMAND`).\n"
+            )
         if own:
             lines += ["| option | default | help |", "|---|---|---|"]
             lines += [f"| {_flags(a)} | {_default(a)} | {_help(parser, a)} |" for a in own]
@@ -109,12 +123,15 @@ def metrics_page() -> str:
     from nbbench.results.base import KINDS
     from nbbench.units import metrics as unit_keys
 
-    lines = [HEADER + "# Result kinds and their metrics\n",
-             "Metrics are stored in base units with the unit in the key (`read_bytes_per_s`, `lat_p99_ns`, "
-             "`iops`); people see them named by `nbbench.units.metric_label` and written with decimal prefixes "
-             "(MB/s) or binary ones written as such (MiB). Each kind below lists its headline metrics — the ones "
-             "its summary line shows; `r.metrics` holds every figure a run measured, `r.to_frame()` shows them.\n",
-             "| kind | class | what it holds | headline metrics |", "|---|---|---|---|"]
+    lines = [
+        HEADER + "# Result kinds and their metrics\n",
+        "Metrics are stored in base units with the unit in the key (`read_bytes_per_s`, `lat_p99_ns`, "
+        "`iops`); people see them named by `nbbench.units.metric_label` and written with decimal prefixes "
+        "(MB/s) or binary ones written as such (MiB). Each kind below lists its headline metrics — the ones "
+        "its summary line shows; `r.metrics` holds every figure a run measured, `r.to_frame()` shows them.\n",
+        "| kind | class | what it holds | headline metrics |",
+        "|---|---|---|---|",
+    ]
     for kind, target in KINDS.items():
         mod, _, cls_name = target.partition(":")
         cls = getattr(importlib.import_module(mod), cls_name)
@@ -132,27 +149,44 @@ def metrics_page() -> str:
                 seen.append(k)
     for k in sorted(seen):
         lines.append(f"| `{k}` | {_cell(units.metric_label(k))} | {units.unit_of(k) or '—'} |")
-    lines += ["", "## Names the rule does not derive (`units.LABELS`)\n", "| metric key | shown as | unit |",
-              "|---|---|---|"]
+    lines += [
+        "",
+        "## Names the rule does not derive (`units.LABELS`)\n",
+        "| metric key | shown as | unit |",
+        "|---|---|---|",
+    ]
     for k, v in units.LABELS.items():
         lines.append(f"| `{k}` | {_cell(v)} | {units.unit_of(k) or '—'} |")
-    lines += ["", "## Units from key suffixes\n", "A key's unit is its suffix (longest first); the rest of the key, "
-              "with `lat` → latency, `p99_9` → p99.9 and so on, is its name.\n", "| suffix | unit |", "|---|---|"]
+    lines += [
+        "",
+        "## Units from key suffixes\n",
+        "A key's unit is its suffix (longest first); the rest of the key, "
+        "with `lat` → latency, `p99_9` → p99.9 and so on, is its name.\n",
+        "| suffix | unit |",
+        "|---|---|",
+    ]
     for suffix, unit in unit_keys._UNITS:
         lines.append(f"| `{suffix}` | {unit} |")
-    lines += ["", "Keys named by themselves: " + ", ".join(f"`{k}` ({u})" for k, u in unit_keys._BARE.items()) + ".", ""]
+    lines += [
+        "",
+        "Keys named by themselves: " + ", ".join(f"`{k}` ({u})" for k, u in unit_keys._BARE.items()) + ".",
+        "",
+    ]
     return "\n".join(lines)
 
 
 def exit_codes_page() -> str:
     from nbbench import commands
 
-    lines = [HEADER + "# Exit codes\n",
-             "The CLI's exit code is one function of what a command returned, "
-             "`nbbench.commands.exit_code(value)`: did it run (`commands.outcome`) and what its checks found "
-             "(`commands.verdict`). `nbbench monitor -- CMD` exits with CMD's own code instead; a store that "
-             "cannot be written never changes the exit code.\n",
-             "| code | meaning |", "|---|---|"]
+    lines = [
+        HEADER + "# Exit codes\n",
+        "The CLI's exit code is one function of what a command returned, "
+        "`nbbench.commands.exit_code(value)`: did it run (`commands.outcome`) and what its checks found "
+        "(`commands.verdict`). `nbbench monitor -- CMD` exits with CMD's own code instead; a store that "
+        "cannot be written never changes the exit code.\n",
+        "| code | meaning |",
+        "|---|---|",
+    ]
     lines += [f"| {code} | {_cell(text)} |" for code, text in commands.EXIT_CODES]
     lines.append("")
     return "\n".join(lines)
@@ -177,8 +211,10 @@ def main(argv: list[str]) -> int:
     if check and stale:
         print(f"docs/reference out of date: {', '.join(stale)} — run `make reference`", file=sys.stderr)
         return 1
-    print(f"docs/reference: {len(stale)} page(s) {'differ' if check else 'written'}, "
-          f"{len(pages()) - len(stale)} unchanged")
+    print(
+        f"docs/reference: {len(stale)} page(s) {'differ' if check else 'written'}, "
+        f"{len(pages()) - len(stale)} unchanged"
+    )
     return 0
 
 

@@ -34,10 +34,12 @@ CELLS = [
     "p.wait(60)\nprint(p.result.summary(120))",
 ]
 #: the cell that writes (``--writes``): fsync'd 8 MB blocks for 5 s into a new file, removed after
-WRITE_CELL = ("import os, time\npath = os.path.join({data!r}, 'written-by-the-cell.bin')\nblock = bytes(8 << 20)\n"
-              "t = time.monotonic()\nwith open(path, 'wb') as f:\n    while time.monotonic() - t < 5:\n"
-              "        f.write(block)\n        f.flush()\n        os.fsync(f.fileno())   # to storage now\n"
-              "        time.sleep(0.1)\nos.unlink(path)\n")
+WRITE_CELL = (
+    "import os, time\npath = os.path.join({data!r}, 'written-by-the-cell.bin')\nblock = bytes(8 << 20)\n"
+    "t = time.monotonic()\nwith open(path, 'wb') as f:\n    while time.monotonic() - t < 5:\n"
+    "        f.write(block)\n        f.flush()\n        os.fsync(f.fileno())   # to storage now\n"
+    "        time.sleep(0.1)\nos.unlink(path)\n"
+)
 
 
 def main(out: Path, writes: bool = False) -> None:
@@ -71,7 +73,7 @@ def main(out: Path, writes: bool = False) -> None:
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline and "running" in (line.inner_text() or ""):
                 time.sleep(0.5)
-            page.wait_for_timeout(2000)   # the last frame and the layout settle
+            page.wait_for_timeout(2000)  # the last frame and the layout settle
             panel.scroll_into_view_if_needed()
             png = _shrink(panel.screenshot())
             (out / ("panel-monitor-writes.png" if writes else "panel-monitor-busy-cell.png")).write_bytes(png)

@@ -36,10 +36,15 @@ def strip_widget_state(nb) -> None:
     for cell in nb.cells:
         cell.get("metadata", {}).pop("execution", None)
         if "outputs" in cell:
-            cell["outputs"] = [o for o in cell["outputs"] if not (
-                o.get("output_type") == "display_data"
-                and set(o.get("data", {})) <= {"text/plain", WIDGET_VIEW}
-                and WIDGET_REPR.match(o.get("data", {}).get("text/plain", "")))]
+            cell["outputs"] = [
+                o
+                for o in cell["outputs"]
+                if not (
+                    o.get("output_type") == "display_data"
+                    and set(o.get("data", {})) <= {"text/plain", WIDGET_VIEW}
+                    and WIDGET_REPR.match(o.get("data", {}).get("text/plain", ""))
+                )
+            ]
         for out in cell.get("outputs", []):
             data = out.get("data")
             if data and WIDGET_VIEW in data:
@@ -58,11 +63,12 @@ def execute(path: Path, timeout: int = 900) -> None:
         home.mkdir()
         cwd.mkdir()
         old = os.environ.get("NBBENCH_HOME")
-        os.environ["NBBENCH_HOME"] = str(home)   # the kernel inherits it: nothing lands in the user's store
+        os.environ["NBBENCH_HOME"] = str(home)  # the kernel inherits it: nothing lands in the user's store
         os.environ.setdefault("MPLBACKEND", "Agg")
         try:
-            NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                           resources={"metadata": {"path": str(cwd)}}).execute()
+            NotebookClient(
+                nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(cwd)}}
+            ).execute()
         finally:
             if old is None:
                 os.environ.pop("NBBENCH_HOME", None)
@@ -73,7 +79,7 @@ def execute(path: Path, timeout: int = 900) -> None:
 
 
 def main(argv: list[str]) -> int:
-    if argv[:1] == ["--strip-only"]:   # re-strip committed outputs without running anything
+    if argv[:1] == ["--strip-only"]:  # re-strip committed outputs without running anything
         import nbformat
 
         for path in [Path(a) for a in argv[1:]] or sorted((ROOT / "notebooks").glob("*.ipynb")):
@@ -87,7 +93,7 @@ def main(argv: list[str]) -> int:
         t0 = time.monotonic()
         try:
             execute(path)
-        except Exception as exc:   # a cell raised: keep the committed notebook, name it, go on
+        except Exception as exc:  # a cell raised: keep the committed notebook, name it, go on
             failed.append(path.name)
             print(f"FAILED {path.name}: {type(exc).__name__}: {str(exc).strip().splitlines()[-1:]}", file=sys.stderr)
             continue

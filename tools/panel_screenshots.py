@@ -25,8 +25,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 
-from jupyterlab_harness import (JupyterLab, launch_chromium, run_all_cells, wait_cells_done,  # noqa: E402
-                                wait_kernel_idle)
+from jupyterlab_harness import (
+    JupyterLab,
+    launch_chromium,
+    run_all_cells,
+    wait_cells_done,  # noqa: E402
+    wait_kernel_idle,
+)
+
 
 def _notebook(path: Path, data: Path) -> None:
     import nbformat
@@ -73,7 +79,7 @@ def _fill(panel, css: str, value: str) -> None:
 
 
 def _shot(page, panel, out: Path, name: str) -> None:
-    page.wait_for_timeout(1200)    # the last plot frame and the layout settle
+    page.wait_for_timeout(1200)  # the last plot frame and the layout settle
     panel.scroll_into_view_if_needed()
     png = _shrink(panel.screenshot())
     (out / f"panel-{name}.png").write_bytes(png)
@@ -149,7 +155,7 @@ def main(out: Path) -> None:
             browser.close()
     finally:
         lab.cleanup()
-        shutil.rmtree(tmp, ignore_errors=True)   # the image folder, the lab root, chromium's profile
+        shutil.rmtree(tmp, ignore_errors=True)  # the image folder, the lab root, chromium's profile
 
 
 if __name__ == "__main__":

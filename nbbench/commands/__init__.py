@@ -35,39 +35,101 @@ from typing import Any
 
 from ..results import ProbeError
 from .context import Context
-from .ending import (EXIT_CHECK_FAILED, EXIT_CODES, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE,
-                     RaiseAfterFinish, execute, exit_code, finish, outcome, returns_value, save_results, show,
-                     to_json, verdict)
+from .ending import (
+    EXIT_CHECK_FAILED,
+    EXIT_CODES,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    RaiseAfterFinish,
+    execute,
+    exit_code,
+    finish,
+    outcome,
+    returns_value,
+    save_results,
+    show,
+    to_json,
+    verdict,
+)
 
-__all__ = ["Command", "Context", "REGISTRY", "get_command", "names", "available", "add_common_options",
-           "HelpRequested", "UsageProblem", "Invocation", "parse", "defaults", "build_parser",
-           "execute", "finish", "show", "save_results", "outcome", "verdict", "exit_code", "returns_value",
-           "to_json", "RaiseAfterFinish", "EXIT_OK", "EXIT_FAILED", "EXIT_USAGE", "EXIT_CHECK_FAILED",
-           "EXIT_INTERRUPTED", "EXIT_CODES"]
+__all__ = [
+    "Command",
+    "Context",
+    "REGISTRY",
+    "get_command",
+    "names",
+    "available",
+    "add_common_options",
+    "HelpRequested",
+    "UsageProblem",
+    "Invocation",
+    "parse",
+    "defaults",
+    "build_parser",
+    "execute",
+    "finish",
+    "show",
+    "save_results",
+    "outcome",
+    "verdict",
+    "exit_code",
+    "returns_value",
+    "to_json",
+    "RaiseAfterFinish",
+    "EXIT_OK",
+    "EXIT_FAILED",
+    "EXIT_USAGE",
+    "EXIT_CHECK_FAILED",
+    "EXIT_INTERRUPTED",
+    "EXIT_CODES",
+]
 
 # name: ("module:Class", one-line help).  Order is the order of the help listing.
 REGISTRY: dict[str, tuple[str, str]] = {
     "gpu": ("nbbench.commands.gpu:GpuCommand", "check the GPU stack: CUDA, driver, versions, a short benchmark"),
     "env": ("nbbench.commands.env:EnvCommand", "environment fingerprint; export exact package versions"),
     "dd": ("nbbench.commands.storage:DdCommand", "sequential write then read, like dd (direct or buffered)"),
-    "randread": ("nbbench.commands.storage:RandreadCommand", "random reads at a block size and queue depth, IOPS and latency"),
+    "randread": (
+        "nbbench.commands.storage:RandreadCommand",
+        "random reads at a block size and queue depth, IOPS and latency",
+    ),
     "files": ("nbbench.commands.storage:FilesCommand", "read many small files the way an image dataset is read"),
     "disk": ("nbbench.commands.storage:DiskCommand", "a preset set of storage tests (CrystalDiskMark, MLPerf)"),
-    "checkpoint": ("nbbench.commands.ckpt:CheckpointCommand", "save a model-like checkpoint and load it back (torch.save, DCP)"),
-    "shards": ("nbbench.commands.ckpt:ShardsCommand", "read large shard files as parallel sequential streams (WebDataset-like)"),
+    "checkpoint": (
+        "nbbench.commands.ckpt:CheckpointCommand",
+        "save a model-like checkpoint and load it back (torch.save, DCP)",
+    ),
+    "shards": (
+        "nbbench.commands.ckpt:ShardsCommand",
+        "read large shard files as parallel sequential streams (WebDataset-like)",
+    ),
     "s3": ("nbbench.commands.objects:S3Command", "GET throughput, time to first byte and a concurrency sweep from S3"),
-    "make-dataset": ("nbbench.commands.dataset:MakeDatasetCommand", "make a synthetic ImageNet-like folder tree or tar shards to try the probes"),
+    "make-dataset": (
+        "nbbench.commands.dataset:MakeDatasetCommand",
+        "make a synthetic ImageNet-like folder tree or tar shards to try the probes",
+    ),
     "monitor": ("nbbench.commands.monitor:MonitorCommand", "sample GPU, CPU and disk while a cell (or command) runs"),
-    "watch": ("nbbench.commands.watch:WatchCommand", "a background monitor for the kernel's life: live view, marks, /metrics"),
+    "watch": (
+        "nbbench.commands.watch:WatchCommand",
+        "a background monitor for the kernel's life: live view, marks, /metrics",
+    ),
     "mark": ("nbbench.commands.watch:MarkCommand", "a labelled mark on the background monitor's timeline"),
     "loader": ("nbbench.commands.loader:LoaderCommand", "DataLoader throughput with the data-wait / compute split"),
     "sweep": ("nbbench.commands.sweep:SweepCommand", "sweep num_workers / batch size / pin_memory and recommend"),
     "feed": ("nbbench.commands.feed:FeedCommand", "how many accelerators can this storage and CPU feed"),
-    "vs": ("nbbench.commands.interleave:VsCommand", "two or more settings of one probe, interleaved A B A B …, compared"),
+    "vs": (
+        "nbbench.commands.interleave:VsCommand",
+        "two or more settings of one probe, interleaved A B A B …, compared",
+    ),
     "panel": ("nbbench.commands.panel:PanelCommand", "open the control panel (notebook)"),
     "doctor": ("nbbench.commands.doctor:DoctorCommand", "audit the environment: /dev/shm, limits, mounts, exposure"),
     "history": ("nbbench.commands.history:HistoryCommand", "stored runs as a table"),
-    "compare": ("nbbench.commands.history:CompareCommand", "compare stored runs: changes against the first, with their 95 % intervals"),
+    "compare": (
+        "nbbench.commands.history:CompareCommand",
+        "compare stored runs: changes against the first, with their 95 % intervals",
+    ),
     "report": ("nbbench.commands.history:ReportCommand", "a shareable report: environment, doctor, results"),
 }
 
@@ -120,17 +182,24 @@ def add_common_options(parser, ctx: Context, saves: bool = True) -> None:
     """Options every subcommand takes; ``-o`` only where the front end returns values (``ctx.returns_result``)."""
     parser.add_argument("-h", "--help", action=_HelpAction, help="show this help and return")
     if ctx.returns_result:
-        parser.add_argument("-o", dest="return_result", action="store_true",
-                            help="return the result object (like %%timeit -o)")
+        parser.add_argument(
+            "-o", dest="return_result", action="store_true", help="return the result object (like %%timeit -o)"
+        )
     parser.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
-    parser.add_argument("-v", "--details", action="store_true",
-                        help="show the details too: every figure, the latency percentiles, how it was measured")
+    parser.add_argument(
+        "-v",
+        "--details",
+        action="store_true",
+        help="show the details too: every figure, the latency percentiles, how it was measured",
+    )
     parser.add_argument("--json", action="store_true", help="print the result as JSON (its to_dict())")
     if saves:
-        parser.add_argument("--label", metavar="TEXT", default=None,
-                            help="label the stored result (for history and compare)")
-        parser.add_argument("--no-save", dest="no_save", action="store_true",
-                            help="do not save the result in the store")
+        parser.add_argument(
+            "--label", metavar="TEXT", default=None, help="label the stored result (for history and compare)"
+        )
+        parser.add_argument(
+            "--no-save", dest="no_save", action="store_true", help="do not save the result in the store"
+        )
 
 
 class Command:
@@ -202,15 +271,14 @@ def _raising(base: type) -> type:
     """``base`` (the front end's parser class) with errors raised as :class:`UsageProblem`."""
     cls = _RAISING.get(base)
     if cls is None:
+
         def error(self, message):
             raise UsageProblem(message, prog=self.prog, usage=self.format_usage())
 
         def exit(self, status=0, message=None):  # pragma: no cover - no subcommand has --version
-            raise UsageProblem((message or "").strip() or f"exit {status}", prog=self.prog,
-                               usage=self.format_usage())
+            raise UsageProblem((message or "").strip() or f"exit {status}", prog=self.prog, usage=self.format_usage())
 
-        cls = _RAISING[base] = type(base.__name__, (base,), {"error": error, "exit": exit,
-                                                             "__module__": __name__})
+        cls = _RAISING[base] = type(base.__name__, (base,), {"error": error, "exit": exit, "__module__": __name__})
     return cls
 
 
@@ -220,8 +288,9 @@ def build_parser(cmd: Command, ctx: Context):
     The one place a subcommand's parser is made (:func:`parse` and :func:`defaults` use it).
     """
     prog = " ".join(p for p in (ctx.prog, cmd.name) if p)
-    parser = _raising(ctx.parser_class)(prog=prog, description=cmd.description or cmd.help, epilog=cmd.epilog,
-                                        add_help=False)
+    parser = _raising(ctx.parser_class)(
+        prog=prog, description=cmd.description or cmd.help, epilog=cmd.epilog, add_help=False
+    )
     add_common_options(parser, ctx, saves=cmd.saves)
     if cmd.measures:
         from .repeat import add_repeat_option
@@ -233,8 +302,9 @@ def build_parser(cmd: Command, ctx: Context):
 
 def _lookup(name: str, ctx: Context) -> Command:
     if name not in REGISTRY:
-        raise UsageProblem(f"unknown subcommand {name!r}: try {ctx.command_text('help')} ({', '.join(REGISTRY)})",
-                           prog=ctx.prog)
+        raise UsageProblem(
+            f"unknown subcommand {name!r}: try {ctx.command_text('help')} ({', '.join(REGISTRY)})", prog=ctx.prog
+        )
     try:
         return get_command(name)
     except (ImportError, AttributeError) as exc:
@@ -259,10 +329,11 @@ def parse(argv, ctx: Context | None = None) -> Invocation:
     name, rest = argv[0], argv[1:]
     cmd = _lookup(name, ctx)
     if ctx.cell is not None and not cmd.cell:
-        raise UsageProblem(f"{ctx.command_text(name, cell=True)} takes no cell body; use {ctx.command_text(name)}",
-                           prog=ctx.prog)
+        raise UsageProblem(
+            f"{ctx.command_text(name, cell=True)} takes no cell body; use {ctx.command_text(name)}", prog=ctx.prog
+        )
     args = build_parser(cmd, ctx).parse_args(rest)
-    args._nbbench_argv = list(rest)   # as typed: what --ranks hands to the ranks it launches
+    args._nbbench_argv = list(rest)  # as typed: what --ranks hands to the ranks it launches
     ctx.as_json = ctx.as_json or bool(getattr(args, "json", False))
     ctx.quiet = ctx.quiet or ctx.as_json or bool(getattr(args, "quiet", False))
     ctx.details = ctx.details or bool(getattr(args, "details", False))

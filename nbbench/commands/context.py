@@ -70,10 +70,18 @@ class Context:
         lines = [f"{prefix} SUBCOMMAND [options]   ({prefix} SUBCOMMAND --help for its options)", ""]
         for name, (_, one_line) in REGISTRY.items():
             lines.append(f"  {name:<{width}}  {one_line}")
-        common = ["-o return the result"] * self.returns_result + ["-q quiet", "-v details", "--label TEXT",
-                                                                   "--no-save", "--json"]
-        lines += ["", "Common options: " + ", ".join(common),
-                  "Measuring subcommands also take --repeat N: N whole runs, the median with its spread"]
+        common = ["-o return the result"] * self.returns_result + [
+            "-q quiet",
+            "-v details",
+            "--label TEXT",
+            "--no-save",
+            "--json",
+        ]
+        lines += [
+            "",
+            "Common options: " + ", ".join(common),
+            "Measuring subcommands also take --repeat N: N whole runs, the median with its spread",
+        ]
         return "\n".join(lines)
 
     def error_text(self, exc: BaseException) -> str:

@@ -9,25 +9,47 @@ _CHECKS = ("shm", "nofile", "mount", "block", "vm", "cpu", "memory", "gpu", "jup
 
 class DoctorCommand(Command):
     help = "audit the environment: /dev/shm, limits, mounts, exposure"
-    description = ("Audit the settings behind fast numbers and what is exposed: /dev/shm for DataLoader "
-                   "workers, the open-file limit, PATH's mount (filesystem, atime options, O_DIRECT) and its "
-                   "block device (read-ahead, scheduler, rotational, queue depth), vm.dirty ratios and swap, "
-                   "usable CPUs and the memory limit, the GPU stack, running Jupyter servers without a token "
-                   "or bound beyond loopback, and sshd allowing passwords or root. Each finding has a status "
-                   "(ok / warn / fail / n/a), the evidence and the fix.")
+    description = (
+        "Audit the settings behind fast numbers and what is exposed: /dev/shm for DataLoader "
+        "workers, the open-file limit, PATH's mount (filesystem, atime options, O_DIRECT) and its "
+        "block device (read-ahead, scheduler, rotational, queue depth), vm.dirty ratios and swap, "
+        "usable CPUs and the memory limit, the GPU stack, running Jupyter servers without a token "
+        "or bound beyond loopback, and sshd allowing passwords or root. Each finding has a status "
+        "(ok / warn / fail / n/a), the evidence and the fix."
+    )
     epilog = "Example: %iobench doctor /dataset   ·   nbbench doctor /dataset --json"
 
     def add_arguments(self, p) -> None:
         from .options import choice_list, positive_int
 
-        p.add_argument("path", nargs="?", default=None, metavar="PATH",
-                       help="the directory to check storage for (default: the current directory)")
-        p.add_argument("--checks", type=choice_list(_CHECKS), default=None, metavar="LIST",
-                       help=f"only these checks, comma-separated ({','.join(_CHECKS)})")
-        p.add_argument("--skip", type=choice_list(_CHECKS), default=None, metavar="LIST",
-                       help="leave these checks out, e.g. --skip gpu")
-        p.add_argument("--workers", type=positive_int, default=None, metavar="N",
-                       help="DataLoader workers /dev/shm must serve (default: min(8, usable CPUs))")
+        p.add_argument(
+            "path",
+            nargs="?",
+            default=None,
+            metavar="PATH",
+            help="the directory to check storage for (default: the current directory)",
+        )
+        p.add_argument(
+            "--checks",
+            type=choice_list(_CHECKS),
+            default=None,
+            metavar="LIST",
+            help=f"only these checks, comma-separated ({','.join(_CHECKS)})",
+        )
+        p.add_argument(
+            "--skip",
+            type=choice_list(_CHECKS),
+            default=None,
+            metavar="LIST",
+            help="leave these checks out, e.g. --skip gpu",
+        )
+        p.add_argument(
+            "--workers",
+            type=positive_int,
+            default=None,
+            metavar="N",
+            help="DataLoader workers /dev/shm must serve (default: min(8, usable CPUs))",
+        )
 
     def run(self, args, ctx):
         from ..doctor import CHECKS, doctor

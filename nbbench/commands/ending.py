@@ -19,22 +19,42 @@ from typing import Any
 
 from ..results import Result, worst_verdict
 
-__all__ = ["execute", "finish", "show", "save_results", "outcome", "verdict", "exit_code", "returns_value",
-           "to_json", "RaiseAfterFinish", "EXIT_OK", "EXIT_FAILED", "EXIT_USAGE", "EXIT_CHECK_FAILED",
-           "EXIT_INTERRUPTED", "EXIT_CODES"]
+__all__ = [
+    "execute",
+    "finish",
+    "show",
+    "save_results",
+    "outcome",
+    "verdict",
+    "exit_code",
+    "returns_value",
+    "to_json",
+    "RaiseAfterFinish",
+    "EXIT_OK",
+    "EXIT_FAILED",
+    "EXIT_USAGE",
+    "EXIT_CHECK_FAILED",
+    "EXIT_INTERRUPTED",
+    "EXIT_CODES",
+]
 
-EXIT_OK = 0              # ran; its checks (if any) found nothing worse than a warning
-EXIT_FAILED = 1          # the probe failed (or could not run)
-EXIT_USAGE = 2           # a usage error: unknown subcommand, bad option or value
-EXIT_CHECK_FAILED = 3    # ran, and a check failed (verdict fail; a compare gate that failed)
-EXIT_INTERRUPTED = 130   # interrupted (Ctrl-C, SIGINT)
+EXIT_OK = 0  # ran; its checks (if any) found nothing worse than a warning
+EXIT_FAILED = 1  # the probe failed (or could not run)
+EXIT_USAGE = 2  # a usage error: unknown subcommand, bad option or value
+EXIT_CHECK_FAILED = 3  # ran, and a check failed (verdict fail; a compare gate that failed)
+EXIT_INTERRUPTED = 130  # interrupted (Ctrl-C, SIGINT)
 #: the exit codes, as ``nbbench --help`` and the README list them
-EXIT_CODES = ((EXIT_OK, "ran (its checks, if any, found nothing worse than a warning)"),
-              (EXIT_FAILED, "the probe failed"),
-              (EXIT_USAGE, "usage error"),
-              (EXIT_CHECK_FAILED, "ran, and a check failed (verdict fail: e.g. nbbench gpu without CUDA, "
-                                  "compare --fail-if-worse on a significant regression)"),
-              (EXIT_INTERRUPTED, "interrupted"))
+EXIT_CODES = (
+    (EXIT_OK, "ran (its checks, if any, found nothing worse than a warning)"),
+    (EXIT_FAILED, "the probe failed"),
+    (EXIT_USAGE, "usage error"),
+    (
+        EXIT_CHECK_FAILED,
+        "ran, and a check failed (verdict fail: e.g. nbbench gpu without CUDA, "
+        "compare --fail-if-worse on a significant regression)",
+    ),
+    (EXIT_INTERRUPTED, "interrupted"),
+)
 
 
 class RaiseAfterFinish(Exception):
@@ -84,8 +104,12 @@ def _value_only(inv, ctx) -> bool:
     """An expression command without -o / --json where values are returned: it is only
     returned, not shown — IPython displays it when it is the cell's value (no double display)."""
     args = inv.args
-    return (ctx.returns_result and bool(getattr(inv.command, "expression", False))
-            and not getattr(args, "return_result", False) and not getattr(args, "json", False))
+    return (
+        ctx.returns_result
+        and bool(getattr(inv.command, "expression", False))
+        and not getattr(args, "return_result", False)
+        and not getattr(args, "json", False)
+    )
 
 
 def finish(inv, value: Any, ctx, store=None) -> Any:
@@ -157,7 +181,7 @@ def verdict(value: Any) -> str | None:
     comparison gated with ``--fail-if-worse``) its own ``verdict`` string, if it has one."""
     results = _results(value)
     if not results and not isinstance(value, (list, tuple)):
-        own = getattr(type(value), "verdict", None)   # a declared attribute, never a frame's column
+        own = getattr(type(value), "verdict", None)  # a declared attribute, never a frame's column
         own = getattr(value, "verdict", None) if own is not None else None
         return own if isinstance(own, str) and own in ("ok", "warn", "fail") else None
     return worst_verdict(r.verdict for r in results)

@@ -11,14 +11,19 @@ from . import Command
 
 class EnvCommand(Command):
     help = "environment fingerprint; export exact package versions"
-    description = ("The fingerprint stored with every result: host, OS, container, CPUs and memory "
-                   "(with cgroup limits), Python, every installed package, torch/CUDA/cuDNN, GPUs. "
-                   "--export writes an exact package list a colleague can install from.")
+    description = (
+        "The fingerprint stored with every result: host, OS, container, CPUs and memory "
+        "(with cgroup limits), Python, every installed package, torch/CUDA/cuDNN, GPUs. "
+        "--export writes an exact package list a colleague can install from."
+    )
     saves = False
 
     def add_arguments(self, p) -> None:
-        p.add_argument("--export", choices=["requirements", "conda"],
-                       help="write exact package versions: requirements (name==version) or conda (explicit list)")
+        p.add_argument(
+            "--export",
+            choices=["requirements", "conda"],
+            help="write exact package versions: requirements (name==version) or conda (explicit list)",
+        )
         p.add_argument("--out", metavar="FILE", help="file to write the export to (default: print it)")
 
     def run(self, args, ctx):
@@ -34,8 +39,12 @@ class EnvCommand(Command):
                 raise ProbeError(str(exc)) from None
             except OSError as exc:
                 raise ProbeError(f"cannot write {args.out}: {exc.strerror}") from None
-            return {"export": args.export, "out": args.out, "text": text,
-                    "packages": sum(1 for ln in text.splitlines() if ln and not ln.startswith(("#", "@")))}
+            return {
+                "export": args.export,
+                "out": args.out,
+                "text": text,
+                "packages": sum(1 for ln in text.splitlines() if ln and not ln.startswith(("#", "@"))),
+            }
         fp = env.fingerprint()
         res = EnvResult(env_id=fp["id"], extra={"fingerprint": fp})
         res.metrics["packages_count"] = len(fp["packages"])

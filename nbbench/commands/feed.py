@@ -23,35 +23,63 @@ class FeedCommand(ranks.RankedCommand):
     measures = True
     scale = ("--duration", "duration", "duration")
     name = "feed"
-    description = ("How many accelerators can the storage under DIR and this CPU feed at AU >= 90%? Reads "
-                   "the image folder (or its .tar shards, streamed) through a DataLoader (Pillow decode, "
-                   "random-resized crop, flip) with a "
-                   "cold page cache and a warm one (DS-Analyzer's differential method): if even the warm rate "
-                   "falls short of the need, CPU preparation limits it; if only the cold rate does, storage "
-                   "fetch. Needs torch (pip install 'nbbench[torch]').")
+    description = (
+        "How many accelerators can the storage under DIR and this CPU feed at AU >= 90%? Reads "
+        "the image folder (or its .tar shards, streamed) through a DataLoader (Pillow decode, "
+        "random-resized crop, flip) with a "
+        "cold page cache and a warm one (DS-Analyzer's differential method): if even the warm rate "
+        "falls short of the need, CPU preparation limits it; if only the cold rate does, storage "
+        "fetch. Needs torch (pip install 'nbbench[torch]')."
+    )
     epilog = "example:  nbbench feed /dataset/train --accelerator h100-resnet50 --json"
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("path", metavar="DIR", help="an image folder (root/CLASS/IMAGE), a folder of .tar "
-                                                        "shards (000123.jpg + 000123.cls samples, streamed), or "
-                                                        "s3://BUCKET/PREFIX of tar shards or image objects")
-        parser.add_argument("--accelerator", type=po.accelerator_type, default="h100-resnet50",
-                            help="h100-resnet50 (default), a100-resnet50, h100-unet3d, a100-unet3d, h100-cosmoflow")
-        parser.add_argument("--count", type=options.positive_int, default=1,
-                            help="how many such accelerators you mean to feed (1): what limits it is judged "
-                                 "against their need")
-        parser.add_argument("--batch-size", dest="batch_size", type=options.positive_int, default=64,
-                            help="batch size (64)")
-        parser.add_argument("--workers", type=options.nonneg_int, default=None,
-                            help="num_workers (default the usable CPUs)")
-        parser.add_argument("--duration", type=options.duration, default=5.0,
-                            help="measured seconds per run (5); the cold run stops after one pass")
+        parser.add_argument(
+            "path",
+            metavar="DIR",
+            help="an image folder (root/CLASS/IMAGE), a folder of .tar "
+            "shards (000123.jpg + 000123.cls samples, streamed), or "
+            "s3://BUCKET/PREFIX of tar shards or image objects",
+        )
+        parser.add_argument(
+            "--accelerator",
+            type=po.accelerator_type,
+            default="h100-resnet50",
+            help="h100-resnet50 (default), a100-resnet50, h100-unet3d, a100-unet3d, h100-cosmoflow",
+        )
+        parser.add_argument(
+            "--count",
+            type=options.positive_int,
+            default=1,
+            help="how many such accelerators you mean to feed (1): what limits it is judged against their need",
+        )
+        parser.add_argument(
+            "--batch-size", dest="batch_size", type=options.positive_int, default=64, help="batch size (64)"
+        )
+        parser.add_argument(
+            "--workers", type=options.nonneg_int, default=None, help="num_workers (default the usable CPUs)"
+        )
+        parser.add_argument(
+            "--duration",
+            type=options.duration,
+            default=5.0,
+            help="measured seconds per run (5); the cold run stops after one pass",
+        )
         parser.add_argument("--warmup", type=options.nonneg_int, default=2, help="warm-up steps (2)")
-        parser.add_argument("--cold", choices=("auto", "fadvise", "drop_caches", "none"), default="auto",
-                            help="how to make the cache cold: per-file fadvise (auto), drop_caches (root, "
-                                 "whole machine) or none (warm run only)")
-        parser.add_argument("--max-files", dest="max_files", type=options.positive_int, default=20000,
-                            help="a random subset of a larger folder (20000)")
+        parser.add_argument(
+            "--cold",
+            choices=("auto", "fadvise", "drop_caches", "none"),
+            default="auto",
+            help="how to make the cache cold: per-file fadvise (auto), drop_caches (root, "
+            "whole machine) or none (warm run only)",
+        )
+        parser.add_argument(
+            "--max-files",
+            dest="max_files",
+            type=options.positive_int,
+            default=20000,
+            help="a random subset of a larger folder (20000)",
+        )
         po.add_dir_loader_options(parser, "")
         po.add_s3_options(parser)
         ranks.add_rank_options(parser)
@@ -59,21 +87,52 @@ class FeedCommand(ranks.RankedCommand):
     def run(self, args, ctx):
         from ..probes.pipeline.feed import feed
 
-        value = ranks.dispatch("feed", "feed", args, ctx, dict(
-            path=po.dataset_path(args.path), accelerator=args.accelerator,
-            batch_size=args.batch_size, workers=args.workers, decode=args.decode, duration=args.duration,
-            warmup=args.warmup, cold=args.cold, size=args.size, max_files=args.max_files,
-            **po.s3_params(args, args.path)), f"feed {args.path}")
+        value = ranks.dispatch(
+            "feed",
+            "feed",
+            args,
+            ctx,
+            dict(
+                path=po.dataset_path(args.path),
+                accelerator=args.accelerator,
+                batch_size=args.batch_size,
+                workers=args.workers,
+                decode=args.decode,
+                duration=args.duration,
+                warmup=args.warmup,
+                cold=args.cold,
+                size=args.size,
+                max_files=args.max_files,
+                **po.s3_params(args, args.path),
+            ),
+            f"feed {args.path}",
+        )
         if value is not ranks.LOCAL:
             return value
         path = args.path if is_s3(args.path) else os.path.expanduser(args.path)
         if not is_s3(path) and not os.path.isdir(path):
-            raise ProbeError(f"{args.path} is not a directory: give an image folder (root/CLASS/IMAGE), a folder "
-                             "of .tar shards, or s3://BUCKET/PREFIX of tar shards or image objects")
+            raise ProbeError(
+                f"{args.path} is not a directory: give an image folder (root/CLASS/IMAGE), a folder "
+                "of .tar shards, or s3://BUCKET/PREFIX of tar shards or image objects"
+            )
         require_torch("feed")
-        return ctx.run_probe(f"feed {args.path}",
-            lambda p, cancel: feed(path, accelerator=args.accelerator, batch_size=args.batch_size,
-                                   num_workers=args.workers, decode=args.decode, duration=args.duration,
-                                   warmup=args.warmup, cold=args.cold, size=args.size, max_files=args.max_files,
-                                   count=args.count, progress=p, cancel=cancel, endpoint_url=args.endpoint_url,
-                                   region=args.region))
+        return ctx.run_probe(
+            f"feed {args.path}",
+            lambda p, cancel: feed(
+                path,
+                accelerator=args.accelerator,
+                batch_size=args.batch_size,
+                num_workers=args.workers,
+                decode=args.decode,
+                duration=args.duration,
+                warmup=args.warmup,
+                cold=args.cold,
+                size=args.size,
+                max_files=args.max_files,
+                count=args.count,
+                progress=p,
+                cancel=cancel,
+                endpoint_url=args.endpoint_url,
+                region=args.region,
+            ),
+        )

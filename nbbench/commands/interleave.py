@@ -24,16 +24,27 @@ _REFUSED = {"json": "--json", "return_result": "-o", "label": "--label", "no_sav
 
 
 class VsCommand(Command):
-    description = ("Measure two or more settings of one probe interleaved — A B A B …, --rounds N rounds — and "
-                   "compare them: each setting's median with its spread, and the ratio of each to the first with "
-                   "its 95 % interval (\"no significant change\" when the interval contains 1). Each SETTING is the "
-                   "probe's own command line in quotes, e.g. \"dd /data --direct\" \"dd /data --buffered\".")
+    description = (
+        "Measure two or more settings of one probe interleaved — A B A B …, --rounds N rounds — and "
+        "compare them: each setting's median with its spread, and the ratio of each to the first with "
+        'its 95 % interval ("no significant change" when the interval contains 1). Each SETTING is the '
+        'probe\'s own command line in quotes, e.g. "dd /data --direct" "dd /data --buffered".'
+    )
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("settings", nargs="+", metavar="SETTING",
-                            help="a command line of a measuring subcommand, quoted; two or more, the same subcommand")
-        parser.add_argument("--rounds", type=repeat_count, default=5, metavar="N",
-                            help="rounds: each setting runs once per round, in the order given (default 5)")
+        parser.add_argument(
+            "settings",
+            nargs="+",
+            metavar="SETTING",
+            help="a command line of a measuring subcommand, quoted; two or more, the same subcommand",
+        )
+        parser.add_argument(
+            "--rounds",
+            type=repeat_count,
+            default=5,
+            metavar="N",
+            help="rounds: each setting runs once per round, in the order given (default 5)",
+        )
 
     def run(self, args, ctx):
         invs = _parse_settings(args.settings, ctx)
@@ -58,8 +69,9 @@ def _parse_settings(texts: list[str], ctx) -> list:
     """Each SETTING parsed by its subcommand's parser; a usage problem names the setting."""
     prog = f"{ctx.prog} vs".strip()
     if len(texts) < 2:
-        raise UsageProblem(f"give two or more settings to compare, each in quotes: {ctx.command_text('vs', EXAMPLE)}",
-                           prog=prog)
+        raise UsageProblem(
+            f"give two or more settings to compare, each in quotes: {ctx.command_text('vs', EXAMPLE)}", prog=prog
+        )
     invs = []
     for text in texts:
         try:
@@ -67,18 +79,21 @@ def _parse_settings(texts: list[str], ctx) -> list:
         except ValueError as exc:
             raise UsageProblem(f"cannot split setting {text!r}: {exc}", prog=prog) from None
         if not argv or argv[0] == "vs":
-            raise UsageProblem(f"setting {text!r}: give a probe's command line, e.g. \"dd /data --direct\"", prog=prog)
-        sub = copy.copy(ctx)   # parse() notes -q / --json on its context: not on this one
+            raise UsageProblem(f'setting {text!r}: give a probe\'s command line, e.g. "dd /data --direct"', prog=prog)
+        sub = copy.copy(ctx)  # parse() notes -q / --json on its context: not on this one
         try:
             inv = parse(argv, sub)
         except UsageProblem as exc:
             raise UsageProblem(f"setting {text!r}: {exc}", prog=exc.prog, usage=exc.usage) from None
         except HelpRequested:
-            raise UsageProblem(f"setting {text!r}: for a probe's options run {ctx.command_text(argv[0], '--help')}",
-                               prog=prog) from None
+            raise UsageProblem(
+                f"setting {text!r}: for a probe's options run {ctx.command_text(argv[0], '--help')}", prog=prog
+            ) from None
         if not getattr(inv.command, "measures", False):
-            raise UsageProblem(f"setting {text!r}: {inv.name} does not measure; vs compares settings of "
-                               f"{', '.join(_measuring())}", prog=prog)
+            raise UsageProblem(
+                f"setting {text!r}: {inv.name} does not measure; vs compares settings of {', '.join(_measuring())}",
+                prog=prog,
+            )
         if getattr(inv.args, "repeat", 1) != 1:
             raise UsageProblem(f"setting {text!r}: --repeat goes with a single probe; vs takes --rounds N", prog=prog)
         for dest, flag in _REFUSED.items():
@@ -87,8 +102,10 @@ def _parse_settings(texts: list[str], ctx) -> list:
         invs.append(inv)
     names = {inv.name for inv in invs}
     if len(names) > 1:
-        raise UsageProblem(f"the settings run different probes ({', '.join(sorted(names))}): vs compares settings of "
-                           "one probe", prog=prog)
+        raise UsageProblem(
+            f"the settings run different probes ({', '.join(sorted(names))}): vs compares settings of one probe",
+            prog=prog,
+        )
     return invs
 
 
@@ -115,12 +132,15 @@ def compare_settings(invs: list, texts: list[str], rounds: int, ctx):
                 ctx.run_of = f"round {r + 1} of {rounds}, {letters[i]}"
                 value = inv.command.run(inv.args, ctx)
                 if not isinstance(value, Result):
-                    raise UsageProblem(f"setting {texts[i]!r} gives no result to compare (several hosts?)",
-                                       prog=f"{ctx.prog} vs".strip())
+                    raise UsageProblem(
+                        f"setting {texts[i]!r} gives no result to compare (several hosts?)",
+                        prog=f"{ctx.prog} vs".strip(),
+                    )
                 per[i].append(value)
                 if value.status != "ok":
                     stopped = f"{letters[i]} {value.status} in round {r + 1}" + (
-                        f": {value.reason}" if value.reason else "")
+                        f": {value.reason}" if value.reason else ""
+                    )
                     break
             if stopped:
                 break
@@ -137,25 +157,37 @@ def compare_settings(invs: list, texts: list[str], rounds: int, ctx):
     for i, (m, text) in enumerate(zip(merged, texts)):
         if m is None:
             continue
-        settings.append({"setting": letters[i], "command": text, "runs": list(m.runs or [m.metrics]),
-                         "metrics": {k: m.metrics.get(k) for k in keys}, "headline": keys,
-                         "spread": m.extra.get("spread"), "labels": dict(m.labels), "params": dict(m.params),
-                         "qualifiers": dict(m.qualifiers()), "status": m.status})
+        settings.append(
+            {
+                "setting": letters[i],
+                "command": text,
+                "runs": list(m.runs or [m.metrics]),
+                "metrics": {k: m.metrics.get(k) for k in keys},
+                "headline": keys,
+                "spread": m.extra.get("spread"),
+                "labels": dict(m.labels),
+                "params": dict(m.params),
+                "qualifiers": dict(m.qualifiers()),
+                "status": m.status,
+            }
+        )
         for k in keys:
             res.metrics[f"{letters[i].lower()}_{k}"] = m.metrics.get(k)
         quality = {q["text"] for q in m.extra.get("quality") or []}
-        for w in m.warnings:   # the run-quality words of every setting are said together, below
+        for w in m.warnings:  # the run-quality words of every setting are said together, below
             if w not in quality:
                 res.warn(f"{letters[i]}: {w}")
         if i == 0:
             continue
         for k in keys:
             way = better(k, base.kind)
-            ri = ratio_interval([x.get(k) for x in (base.runs or [base.metrics])],
-                                [x.get(k) for x in (m.runs or [m.metrics])],
-                                higher_is_better=None if way is None else way == "higher",
-                                baseline_windows=window_values(per[0][-1], k) if len(per[0]) == 1 else None,
-                                candidate_windows=window_values(per[i][-1], k) if len(per[i]) == 1 else None)
+            ri = ratio_interval(
+                [x.get(k) for x in (base.runs or [base.metrics])],
+                [x.get(k) for x in (m.runs or [m.metrics])],
+                higher_is_better=None if way is None else way == "higher",
+                baseline_windows=window_values(per[0][-1], k) if len(per[0]) == 1 else None,
+                candidate_windows=window_values(per[i][-1], k) if len(per[i]) == 1 else None,
+            )
             rec = {"figure": k, "of": f"{letters[i]}/{letters[0]}", **ri.to_dict()}
             rec["text"] = ratio_text(rec)
             ratios.append(rec)
@@ -167,8 +199,10 @@ def compare_settings(invs: list, texts: list[str], rounds: int, ctx):
         res.started_at = per[0][0].started_at
     if base is not None:
         res.labels = {k: v for k, v in base.labels.items() if all(s["labels"].get(k) == v for s in settings)}
-    res.finish("ok" if not stopped else ("interrupted" if "interrupted" in stopped else "failed"),
-               None if not stopped else f"stopped: {stopped}")
+    res.finish(
+        "ok" if not stopped else ("interrupted" if "interrupted" in stopped else "failed"),
+        None if not stopped else f"stopped: {stopped}",
+    )
     return res
 
 
@@ -187,7 +221,7 @@ def _differ(settings: list[dict], field: str) -> list[str]:
     out = []
     for k in keys:
         if k == "direct" and field == "params":
-            continue   # said by the cache the results name
+            continue  # said by the cache the results name
         vals = [s[field].get(k) for s in settings]
         if len({str(v) for v in vals}) > 1:
             out.append((f"{k}: " if k else "") + ", ".join(f"{s['setting']} {v}" for s, v in zip(settings, vals)))
@@ -212,11 +246,13 @@ def _quality_once(res, named) -> None:
         res.warn(f"too short to trust: {phases} — {advice}")
     if unstable:
         outliers = {q.get("outlier_run") for _, q in unstable}
-        one = len(outliers) == 1 and None not in outliers   # the same run is the outlier everywhere: said once
-        parts = "; ".join(f"{letter}'s " + ", ".join(f"{d:.0f} % in {k.split('_bytes')[0].split('_per_s')[0]}"
-                                                     for k, d in q["figures"].items())
-                          + (f" (run {q['outlier_run']} the outlier)" if q.get("outlier_run") and not one else "")
-                          for letter, q in unstable)
+        one = len(outliers) == 1 and None not in outliers  # the same run is the outlier everywhere: said once
+        parts = "; ".join(
+            f"{letter}'s "
+            + ", ".join(f"{d:.0f} % in {k.split('_bytes')[0].split('_per_s')[0]}" for k, d in q["figures"].items())
+            + (f" (run {q['outlier_run']} the outlier)" if q.get("outlier_run") and not one else "")
+            for letter, q in unstable
+        )
         tail = f" — run {next(iter(outliers))} is the outlier of each" if one else ""
         res.warn(f"unstable: runs differ by {parts}{tail}")
     for t in other:

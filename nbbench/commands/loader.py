@@ -27,34 +27,64 @@ class LoaderCommand(ranks.RankedCommand):
     measures = True
     scale = ("--duration", "duration", "duration")
     name = "loader"
-    description = ("Benchmark a DataLoader (any iterable of batches): time each next() (data) and each step "
-                   "(compute); samples/s, AU = compute / wall time against the 90% line, the data-wait share "
-                   "and its input-bound band, GPU utilisation from the monitor. Worker start-up (first batch) "
-                   "and warm-up are reported apart.")
-    epilog = ("examples:  %iobench loader train_loader --emulate h100-resnet50 --steps 200\n"
-              "           nbbench loader /dataset/train --workers 8 --batch-size 256 --emulate a100-resnet50")
+    description = (
+        "Benchmark a DataLoader (any iterable of batches): time each next() (data) and each step "
+        "(compute); samples/s, AU = compute / wall time against the 90% line, the data-wait share "
+        "and its input-bound band, GPU utilisation from the monitor. Worker start-up (first batch) "
+        "and warm-up are reported apart."
+    )
+    epilog = (
+        "examples:  %iobench loader train_loader --emulate h100-resnet50 --steps 200\n"
+        "           nbbench loader /dataset/train --workers 8 --batch-size 256 --emulate a100-resnet50"
+    )
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("loader", metavar="LOADER", nargs="?", default=None,
-                            help="a DataLoader variable in the notebook, a dataset folder (an image tree or "
-                                 ".tar shards), or s3://BUCKET/PREFIX of tar shards or image objects")
+        parser.add_argument(
+            "loader",
+            metavar="LOADER",
+            nargs="?",
+            default=None,
+            help="a DataLoader variable in the notebook, a dataset folder (an image tree or "
+            ".tar shards), or s3://BUCKET/PREFIX of tar shards or image objects",
+        )
         po.add_dataset_option(parser)
         parser.add_argument("--steps", type=options.positive_int, default=None, help="measured steps")
-        parser.add_argument("--duration", type=options.duration, default=None,
-                            help="measured seconds (default 10 s when --steps is not given)")
-        parser.add_argument("--warmup", type=options.nonneg_int, default=2,
-                            help="steps after the first batch run but not measured (2)")
-        parser.add_argument("--epochs", type=options.nonneg_int, default=None,
-                            help="passes over the loader at most; 0: as many as --steps/--duration need "
-                                 "(default 1 for a variable, 0 for a folder)")
+        parser.add_argument(
+            "--duration",
+            type=options.duration,
+            default=None,
+            help="measured seconds (default 10 s when --steps is not given)",
+        )
+        parser.add_argument(
+            "--warmup", type=options.nonneg_int, default=2, help="steps after the first batch run but not measured (2)"
+        )
+        parser.add_argument(
+            "--epochs",
+            type=options.nonneg_int,
+            default=None,
+            help="passes over the loader at most; 0: as many as --steps/--duration need "
+            "(default 1 for a variable, 0 for a folder)",
+        )
         po.add_step_options(parser)
-        parser.add_argument("--accelerator", type=po.accelerator_type, default=None,
-                            help="for the loader alone: whose need to compare with (default h100-resnet50 "
-                                 "for a folder)")
-        parser.add_argument("--workers", type=options.nonneg_int, default=None,
-                            help="for a folder: num_workers (default the usable CPUs)")
-        parser.add_argument("--batch-size", dest="batch_size", type=options.positive_int, default=64,
-                            help="for a folder: batch size (64)")
+        parser.add_argument(
+            "--accelerator",
+            type=po.accelerator_type,
+            default=None,
+            help="for the loader alone: whose need to compare with (default h100-resnet50 for a folder)",
+        )
+        parser.add_argument(
+            "--workers",
+            type=options.nonneg_int,
+            default=None,
+            help="for a folder: num_workers (default the usable CPUs)",
+        )
+        parser.add_argument(
+            "--batch-size",
+            dest="batch_size",
+            type=options.positive_int,
+            default=64,
+            help="for a folder: batch size (64)",
+        )
         po.add_dir_loader_options(parser, "")
         po.add_s3_options(parser)
         parser.add_argument("--no-plot", dest="no_plot", action="store_true", help="no live plot")
@@ -79,14 +109,21 @@ class LoaderCommand(ranks.RankedCommand):
             from ..probes.pipeline.imagefolder import ImageFolderDataset
             from ..probes.shards.tarshards import TarShardDataset, has_tar_shards
 
-            if is_s3(target):   # tar shards (copied first to count their samples) or image objects, by GETs
+            if is_s3(target):  # tar shards (copied first to count their samples) or image objects, by GETs
                 from ..probes.objects.s3dataset import open_s3_dataset
 
-                ds = open_s3_dataset(target, endpoint_url=args.endpoint_url, region=args.region, copy=False,
-                                     decode=args.decode, size=args.size)
+                ds = open_s3_dataset(
+                    target,
+                    endpoint_url=args.endpoint_url,
+                    region=args.region,
+                    copy=False,
+                    decode=args.decode,
+                    size=args.size,
+                )
             else:
                 ds = (TarShardDataset if has_tar_shards(target) else ImageFolderDataset)(
-                    target, decode=args.decode, size=args.size)
+                    target, decode=args.decode, size=args.size
+                )
             nw = usable_cpus()["usable_int"] if args.workers is None else args.workers
             dl = make_loader(ds, args.batch_size, nw, persistent_workers=nw > 0)
             loader = dl
@@ -99,25 +136,41 @@ class LoaderCommand(ranks.RankedCommand):
                 if os.path.isdir(os.path.expanduser(os.fsdecode(loader))):
                     hint = f", or give the folder itself: {ctx.command_text('loader', os.fsdecode(loader))}"
                 r = repr(loader) if len(repr(loader)) <= 40 else repr(loader)[:37] + "..."
-                raise ProbeError(f"{args.loader} is a {type(loader).__name__} ({r}), not a DataLoader: give the "
-                                 f"name of a DataLoader variable{hint}")
+                raise ProbeError(
+                    f"{args.loader} is a {type(loader).__name__} ({r}), not a DataLoader: give the "
+                    f"name of a DataLoader variable{hint}"
+                )
             if not hasattr(loader, "__iter__"):
-                raise ProbeError(f"{args.loader} is a {type(loader).__name__}, not an iterable of batches "
-                                 f"(a DataLoader); for a dataset use {ctx.command_text('sweep', args.loader)}")
+                raise ProbeError(
+                    f"{args.loader} is a {type(loader).__name__}, not an iterable of batches "
+                    f"(a DataLoader); for a dataset use {ctx.command_text('sweep', args.loader)}"
+                )
         step = po.step_of(args)
         epochs = args.epochs if args.epochs is not None else (0 if is_dir else 1)
         epochs = None if epochs == 0 else epochs
         plot = _live_plot(ctx, args)
-        _plot_targets(plot, accelerator or args.emulate,
-                      args.duration if args.duration is not None else (10.0 if args.steps is None else None))
+        _plot_targets(
+            plot,
+            accelerator or args.emulate,
+            args.duration if args.duration is not None else (10.0 if args.steps is None else None),
+        )
         try:
             res = ctx.run_probe(
                 f"loader {args.loader}",
-                lambda p, cancel: bench_loader(loader, steps=args.steps, duration=args.duration,
-                                               warmup=args.warmup, step=step, progress=p, cancel=cancel,
-                                               accelerator=accelerator, epochs=epochs,
-                                               monitor=plot.monitor if plot is not None and plot.monitor else "auto",
-                                               on_window=plot.on_window if plot is not None else None))
+                lambda p, cancel: bench_loader(
+                    loader,
+                    steps=args.steps,
+                    duration=args.duration,
+                    warmup=args.warmup,
+                    step=step,
+                    progress=p,
+                    cancel=cancel,
+                    accelerator=accelerator,
+                    epochs=epochs,
+                    monitor=plot.monitor if plot is not None and plot.monitor else "auto",
+                    on_window=plot.on_window if plot is not None else None,
+                ),
+            )
         finally:
             if dl is not None:
                 from ..probes.pipeline.dataloader import close_loader
@@ -138,17 +191,27 @@ class LoaderCommand(ranks.RankedCommand):
 
     def _run_ranked(self, args, ctx):
         epochs = None if not args.epochs else args.epochs
-        params = dict(batch_size=args.batch_size, workers=args.workers, decode=args.decode, size=args.size,
-                      steps=args.steps, duration=args.duration, warmup=args.warmup, step=po.step_of(args),
-                      accelerator=args.accelerator, epochs=epochs)
+        params = dict(
+            batch_size=args.batch_size,
+            workers=args.workers,
+            decode=args.decode,
+            size=args.size,
+            steps=args.steps,
+            duration=args.duration,
+            warmup=args.warmup,
+            step=po.step_of(args),
+            accelerator=args.accelerator,
+            epochs=epochs,
+        )
         plot = _live_plot(ctx, args) if args.ranks is not None else None
         try:
-            value = po.ranked("loader", "loader", args, ctx, "loader", params,
-                            f"loader {args.loader or args.dataset}", plot)
+            value = po.ranked(
+                "loader", "loader", args, ctx, "loader", params, f"loader {args.loader or args.dataset}", plot
+            )
         finally:
             if plot is not None:
                 plot.stop()
-        if value is ranks.LOCAL:   # --dataset alone: one process
+        if value is ranks.LOCAL:  # --dataset alone: one process
             from ..probes.pipeline.dataloader import close_loader, make_loader
             from ..dist.loaderjobs import load_dataset
             from ..probes.pipeline.loader import bench_loader
@@ -158,9 +221,20 @@ class LoaderCommand(ranks.RankedCommand):
             nw = usable_cpus()["usable_int"] if args.workers is None else args.workers
             dl = make_loader(ds, args.batch_size, nw, persistent_workers=nw > 0)
             try:
-                value = ctx.run_probe(f"loader {args.dataset}", lambda p, cancel: bench_loader(
-                    dl, steps=args.steps, duration=args.duration, warmup=args.warmup, step=po.step_of(args),
-                    progress=p, cancel=cancel, accelerator=args.accelerator, epochs=epochs))
+                value = ctx.run_probe(
+                    f"loader {args.dataset}",
+                    lambda p, cancel: bench_loader(
+                        dl,
+                        steps=args.steps,
+                        duration=args.duration,
+                        warmup=args.warmup,
+                        step=po.step_of(args),
+                        progress=p,
+                        cancel=cancel,
+                        accelerator=args.accelerator,
+                        epochs=epochs,
+                    ),
+                )
             finally:
                 close_loader(dl, force=True)
             value.params["path"] = args.dataset
@@ -173,7 +247,7 @@ def _live_plot(ctx, args):
     if getattr(args, "no_plot", False):
         return None
     try:
-        return ctx.loader_plot()   # the notebook's live view; None where there is none
+        return ctx.loader_plot()  # the notebook's live view; None where there is none
     except Exception:  # noqa: BLE001 - no plot is better than no benchmark
         return None
 

@@ -56,8 +56,10 @@ class MonitorCommand(Command):
         "the disk behind --path and this process tree's I/O in the background; plot it live where plots "
         "show and end with a summary."
     )
-    epilog = ("GPU 'util' is NVML's kernel-active %: the share of time one or more kernels ran, not how busy "
-              "the SMs were (GPM SM-active % shows that on Hopper and later).")
+    epilog = (
+        "GPU 'util' is NVML's kernel-active %: the share of time one or more kernels ran, not how busy "
+        "the SMs were (GPM SM-active % shows that on Hopper and later)."
+    )
     cell = True
     #: code is monitored as a cell (%%iobench monitor); without a cell it needs -- COMMAND or --duration
     cell_required = True
@@ -66,12 +68,20 @@ class MonitorCommand(Command):
         from .options import duration
 
         add_monitor_options(parser)
-        parser.add_argument("--duration", type=duration, default=None, metavar="S",
-                            help="no cell or program: watch for S seconds (0: until Stop / Ctrl-C)")
-        parser.add_argument("--no-plot", dest="no_plot", action="store_true",
-                            help="no live plot, only the summary")
-        parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND ARGS",
-                            help="the program to run and monitor, after --")
+        parser.add_argument(
+            "--duration",
+            type=duration,
+            default=None,
+            metavar="S",
+            help="no cell or program: watch for S seconds (0: until Stop / Ctrl-C)",
+        )
+        parser.add_argument("--no-plot", dest="no_plot", action="store_true", help="no live plot, only the summary")
+        parser.add_argument(
+            "command",
+            nargs=argparse.REMAINDER,
+            metavar="-- COMMAND ARGS",
+            help="the program to run and monitor, after --",
+        )
 
     # ------------------------------------------------------------------ run
     def run(self, args, ctx):
@@ -79,8 +89,15 @@ class MonitorCommand(Command):
         if command and command[0] == "--":
             command = command[1:]
         duration = getattr(args, "duration", None)
-        given = [what for what, on in (("a cell", ctx.cell is not None), ("a command", bool(command)),
-                                       ("--duration", duration is not None)) if on]
+        given = [
+            what
+            for what, on in (
+                ("a cell", ctx.cell is not None),
+                ("a command", bool(command)),
+                ("--duration", duration is not None),
+            )
+            if on
+        ]
         if len(given) > 1:
             raise ProbeError(f"monitor watches a cell, a command after -- or --duration S: not {' and '.join(given)}")
         if command:
@@ -89,18 +106,29 @@ class MonitorCommand(Command):
             return self._run_for(args, ctx, duration)
         if ctx.cell is not None:
             return self._run_cell(args, ctx, ctx.cell)
-        if ctx.run_cell is not None:   # cells run here: the user meant one
-            raise ProbeError(f"monitor needs a cell: write {ctx.command_text('monitor', cell=True)} on the first "
-                             f"line of the cell (or {ctx.command_text('monitor', '-- COMMAND ARGS')} for a program)")
-        raise ProbeError("give the command to run after --, e.g.: " + ctx.command_text("monitor", "-- python train.py")
-                         + f" (or {ctx.command_text('monitor', '--duration 60')} to watch for a minute)")
+        if ctx.run_cell is not None:  # cells run here: the user meant one
+            raise ProbeError(
+                f"monitor needs a cell: write {ctx.command_text('monitor', cell=True)} on the first "
+                f"line of the cell (or {ctx.command_text('monitor', '-- COMMAND ARGS')} for a program)"
+            )
+        raise ProbeError(
+            "give the command to run after --, e.g.: "
+            + ctx.command_text("monitor", "-- python train.py")
+            + f" (or {ctx.command_text('monitor', '--duration 60')} to watch for a minute)"
+        )
 
     def _monitor(self, args, recent_s: float | None = None):
         from ..monitor import Monitor
 
         try:
-            return Monitor(interval=args.interval, gpus=args.gpus, path=_check_path(args.path),
-                           net=getattr(args, "net", "auto"), procs=getattr(args, "procs", 1.0), recent_s=recent_s)
+            return Monitor(
+                interval=args.interval,
+                gpus=args.gpus,
+                path=_check_path(args.path),
+                net=getattr(args, "net", "auto"),
+                procs=getattr(args, "procs", 1.0),
+                recent_s=recent_s,
+            )
         except ValueError as exc:
             raise ProbeError(str(exc)) from None
 
@@ -154,8 +182,9 @@ class MonitorCommand(Command):
 
     def _run_cell(self, args, ctx, body):
         if not body.strip():
-            raise ProbeError(f"{ctx.command_text('monitor', cell=True)} needs code: put the cell's code below "
-                             "its first line")
+            raise ProbeError(
+                f"{ctx.command_text('monitor', cell=True)} needs code: put the cell's code below its first line"
+            )
         mon = self._monitor(args)
         mon.open()  # sources first: the plot's panels depend on which GPUs there are
         plot = srv = None
@@ -195,7 +224,7 @@ class MonitorCommand(Command):
             srv = start_server(args, ctx, mon)
             mon.start()
             self._attach(plot, mon)
-            p = ctx.progress("monitor")   # after the plot: a front end may plot the bar's rates otherwise
+            p = ctx.progress("monitor")  # after the plot: a front end may plot the bar's rates otherwise
             t0 = time.monotonic()
             try:
                 while not (stopped := ctx.cancel.wait(0.1)):
@@ -209,13 +238,13 @@ class MonitorCommand(Command):
             self._stop(srv, mon, plot)
         interrupted = stopped and bool(duration)
         what = what or (f"for {duration:g} s" if duration else "until stopped")
-        res = mon.result("interrupted" if interrupted else "ok",
-                         "stopped before the set duration" if interrupted else None,
-                         params=self._params(args, what=what,
-                                             duration_s=duration or None,
-                                             frontend=ctx.frontend))
+        res = mon.result(
+            "interrupted" if interrupted else "ok",
+            "stopped before the set duration" if interrupted else None,
+            params=self._params(args, what=what, duration_s=duration or None, frontend=ctx.frontend),
+        )
         self._plot_figures(plot, res)
-        p.close(res.status, final_metrics(res))   # the bar ends on the result's figures
+        p.close(res.status, final_metrics(res))  # the bar ends on the result's figures
         return res
 
     def _run_command(self, args, ctx, command):
@@ -233,9 +262,11 @@ class MonitorCommand(Command):
             srv = start_server(args, ctx, mon)
             mon.start()
             self._attach(plot, mon)
-            status_line = _StatusLine(mon, enabled=plot is None and (not getattr(args, "quiet", False)
-                                                                     or sys.stderr.isatty()),
-                                      format_status=format_status)
+            status_line = _StatusLine(
+                mon,
+                enabled=plot is None and (not getattr(args, "quiet", False) or sys.stderr.isatty()),
+                format_status=format_status,
+            )
             unsub = mon.subscribe(status_line)
             status, reason = "ok", None
             # with --json, stdout carries the JSON alone: the program's own output goes to stderr

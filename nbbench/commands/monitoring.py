@@ -12,8 +12,12 @@ from ..results import ProbeError
 __all__ = ["live_metrics", "add_monitor_options", "start_server", "serve_address", "interfaces", "serve_here"]
 
 # record fields shown next to a progress bar (--duration), as metric keys (their unit is in the key)
-_LIVE = (("cpu.util_pct", "cpu_util_pct"), ("gpu0.util_pct", "gpu0_util_pct"),
-         ("disk.read_bytes_per_s", "disk_read_bytes_per_s"), ("disk.write_bytes_per_s", "disk_write_bytes_per_s"))
+_LIVE = (
+    ("cpu.util_pct", "cpu_util_pct"),
+    ("gpu0.util_pct", "gpu0_util_pct"),
+    ("disk.read_bytes_per_s", "disk_read_bytes_per_s"),
+    ("disk.write_bytes_per_s", "disk_write_bytes_per_s"),
+)
 
 
 def live_metrics(rec: dict | None) -> dict:
@@ -27,9 +31,12 @@ def final_metrics(res) -> dict:
     """The progress bar's figures from the result, so the bar ends on the result's own figures
     (the run's means), never on the last sample's."""
     m = res.metrics
-    pairs = (("cpu_util_pct", "cpu_mean_pct"), ("gpu0_util_pct", "gpu0_util_mean_pct"),
-             ("disk_read_bytes_per_s", "disk_read_mean_bytes_per_s"),
-             ("disk_write_bytes_per_s", "disk_write_mean_bytes_per_s"))
+    pairs = (
+        ("cpu_util_pct", "cpu_mean_pct"),
+        ("gpu0_util_pct", "gpu0_util_mean_pct"),
+        ("disk_read_bytes_per_s", "disk_read_mean_bytes_per_s"),
+        ("disk_write_bytes_per_s", "disk_write_mean_bytes_per_s"),
+    )
     return {live: m[key] for live, key in pairs if isinstance(m.get(key), (int, float))}
 
 
@@ -82,22 +89,52 @@ def add_monitor_options(parser, interval: float = 0.2) -> None:
     from ..probes.limits import MONITOR_INTERVAL_S
 
     lo, hi = MONITOR_INTERVAL_S
-    parser.add_argument("--interval", type=_interval, default=interval, metavar="S",
-                        help=f"seconds between samples, {lo:g} to {hi:g} (default {interval:g}; 500ms, 1s also work)")
-    parser.add_argument("--gpu", dest="gpus", type=_gpus, default="all", metavar="all|none|0,1",
-                        help="which GPUs to sample (NVML indices; default all)")
-    parser.add_argument("--path", default=None, metavar="DIR",
-                        help="watch the block device behind DIR (default: the current directory); "
-                             "system-wide disk figures are always taken too")
-    parser.add_argument("--net", type=interfaces, default="auto", metavar="IF[,IF]|all|none",
-                        help="network interfaces (default: every one but loopback, each byte counted once; "
-                             "lo: loopback; all: every one; none: no network figures)")
-    parser.add_argument("--procs", type=_table_interval, default=1.0, metavar="S",
-                        help="update the per-process table (reads, writes, CPU, RSS/PSS, GPU memory per process) every "
-                             "S seconds (default 1; 0: no table)")
-    parser.add_argument("--serve", type=serve_address, default=None, metavar="[HOST:]PORT",
-                        help="serve the latest samples at http://HOST:PORT/metrics for Prometheus while it runs "
-                             "(host 127.0.0.1 unless given; port 0 picks a free one)")
+    parser.add_argument(
+        "--interval",
+        type=_interval,
+        default=interval,
+        metavar="S",
+        help=f"seconds between samples, {lo:g} to {hi:g} (default {interval:g}; 500ms, 1s also work)",
+    )
+    parser.add_argument(
+        "--gpu",
+        dest="gpus",
+        type=_gpus,
+        default="all",
+        metavar="all|none|0,1",
+        help="which GPUs to sample (NVML indices; default all)",
+    )
+    parser.add_argument(
+        "--path",
+        default=None,
+        metavar="DIR",
+        help="watch the block device behind DIR (default: the current directory); "
+        "system-wide disk figures are always taken too",
+    )
+    parser.add_argument(
+        "--net",
+        type=interfaces,
+        default="auto",
+        metavar="IF[,IF]|all|none",
+        help="network interfaces (default: every one but loopback, each byte counted once; "
+        "lo: loopback; all: every one; none: no network figures)",
+    )
+    parser.add_argument(
+        "--procs",
+        type=_table_interval,
+        default=1.0,
+        metavar="S",
+        help="update the per-process table (reads, writes, CPU, RSS/PSS, GPU memory per process) every "
+        "S seconds (default 1; 0: no table)",
+    )
+    parser.add_argument(
+        "--serve",
+        type=serve_address,
+        default=None,
+        metavar="[HOST:]PORT",
+        help="serve the latest samples at http://HOST:PORT/metrics for Prometheus while it runs "
+        "(host 127.0.0.1 unless given; port 0 picks a free one)",
+    )
 
 
 def serve_here(spec, environ=None):
@@ -113,8 +150,9 @@ def serve_here(spec, environ=None):
     env = rankenv.detect(environ)
     if env is None or env.local_rank == 0:
         return spec, None
-    return None, (f"{env.describe()}: this host's metrics are served by its local rank 0 "
-                  f"(--serve {spec}), not by this rank")
+    return None, (
+        f"{env.describe()}: this host's metrics are served by its local rank 0 (--serve {spec}), not by this rank"
+    )
 
 
 def start_server(args, ctx, mon):
@@ -148,7 +186,6 @@ def _gpus(text: str):
     from .options import int_list
 
     return int_list(text)
-
 
 
 def _wind_down(proc, grace: float = 5.0) -> int:

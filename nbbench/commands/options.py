@@ -13,8 +13,20 @@ import argparse
 from .. import units
 from ..probes import limits as _limits
 
-__all__ = ["size", "duration", "positive_int", "nonneg_int", "int_list", "bool_list",
-           "size_list", "fraction", "choice_list", "percentage", "int_range", "IntRange"]
+__all__ = [
+    "size",
+    "duration",
+    "positive_int",
+    "nonneg_int",
+    "int_list",
+    "bool_list",
+    "size_list",
+    "fraction",
+    "choice_list",
+    "percentage",
+    "int_range",
+    "IntRange",
+]
 
 
 def size(text: str) -> int:
@@ -47,7 +59,7 @@ class IntRange:
 
     def __init__(self, lo: int, hi: int):
         self.lo, self.hi = int(lo), int(hi)
-        self.__name__ = f"int {self.lo}–{self.hi}"   # argparse names a bad value by it
+        self.__name__ = f"int {self.lo}–{self.hi}"  # argparse names a bad value by it
 
     def __call__(self, text: str) -> int:
         v = _int_at_least(text, self.lo)

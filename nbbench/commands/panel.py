@@ -23,26 +23,34 @@ def _tab(text: str) -> str:
 
 class PanelCommand(Command):
     help = "open the control panel (notebook)"
-    description = ("An ipywidgets control panel over every probe: a PATH field checked as you type, tabs "
-                   "GPU · Storage · DataLoader · Monitor · History, Run and Stop, a progress bar with the live "
-                   "rate, the result table. Runs happen in the background, one at a time; Stop ends a run "
-                   "within half a second and keeps its partial result, marked interrupted.")
+    description = (
+        "An ipywidgets control panel over every probe: a PATH field checked as you type, tabs "
+        "GPU · Storage · DataLoader · Monitor · History, Run and Stop, a progress bar with the live "
+        "rate, the result table. Runs happen in the background, one at a time; Stop ends a run "
+        "within half a second and keeps its partial result, marked interrupted."
+    )
     saves = False
 
     def add_arguments(self, p) -> None:
-        p.add_argument("path", nargs="?", default=None, metavar="PATH",
-                       help="a directory, file or block device to start with (may be typed in the panel)")
-        p.add_argument("--tab", type=_tab, default=None, metavar="TAB",
-                       help=f"the tab shown first: {', '.join(TABS)}")
+        p.add_argument(
+            "path",
+            nargs="?",
+            default=None,
+            metavar="PATH",
+            help="a directory, file or block device to start with (may be typed in the panel)",
+        )
+        p.add_argument("--tab", type=_tab, default=None, metavar="TAB", help=f"the tab shown first: {', '.join(TABS)}")
 
     def run(self, args, ctx):
-        panel = ctx.open_panel(args.path, tab=args.tab)   # the front end's: the panel is a front end itself
+        panel = ctx.open_panel(args.path, tab=args.tab)  # the front end's: the panel is a front end itself
         if panel is None:
             from ..results import ProbeError
 
-            raise ProbeError("the control panel is a notebook widget: run %iobench panel [PATH] (or "
-                             "nbbench.panel()) in JupyterLab; here use the subcommands themselves "
-                             f"({ctx.command_text('dd')}, {ctx.command_text('randread')}, …)")
+            raise ProbeError(
+                "the control panel is a notebook widget: run %iobench panel [PATH] (or "
+                "nbbench.panel()) in JupyterLab; here use the subcommands themselves "
+                f"({ctx.command_text('dd')}, {ctx.command_text('randread')}, …)"
+            )
         return panel
 
     def show(self, value, args, ctx) -> None:

@@ -22,18 +22,18 @@ class PathInfo:
 
     path: str
     ok: bool
-    kind: str | None = None          # dir | file | block
+    kind: str | None = None  # dir | file | block
     filesystem: str | None = None
     device: str | None = None
     mount: str | None = None
     size_bytes: int | None = None
     free_bytes: int | None = None
     total_bytes: int | None = None
-    direct: bool | None = None       # O_DIRECT works there
+    direct: bool | None = None  # O_DIRECT works there
     direct_reason: str | None = None
-    can_write: bool | None = None    # a directory where nbbench may create its temporary file
-    error: str | None = None         # why the probes cannot use it
-    notes: list[str] = field(default_factory=list)   # warnings (not errors)
+    can_write: bool | None = None  # a directory where nbbench may create its temporary file
+    error: str | None = None  # why the probes cannot use it
+    notes: list[str] = field(default_factory=list)  # warnings (not errors)
 
     @property
     def writable(self) -> bool:
@@ -52,8 +52,9 @@ class PathInfo:
             fs += f" on {self.device}"
         parts.append(fs)
         if self.free_bytes is not None and self.total_bytes:
-            parts.append(f"{format_bytes(self.free_bytes, binary=True)} free of "
-                         f"{format_bytes(self.total_bytes, binary=True)}")
+            parts.append(
+                f"{format_bytes(self.free_bytes, binary=True)} free of {format_bytes(self.total_bytes, binary=True)}"
+            )
         if self.direct is True:
             parts.append("O_DIRECT ok")
         elif self.direct is False:
@@ -88,22 +89,31 @@ def describe_path(path: str, try_direct: bool = True) -> PathInfo:
 
     text = (path or "").strip()
     if not text:
-        return PathInfo(path="", ok=False, error="type a directory (write and read probes) or a file / block "
-                                                  "device (read probes)")
+        return PathInfo(
+            path="", ok=False, error="type a directory (write and read probes) or a file / block device (read probes)"
+        )
     try:
         target = _target(text)
     except ProbeError as exc:
         return PathInfo(path=text, ok=False, error=str(exc))
     except Exception as exc:  # noqa: BLE001 - shown, not raised
         return PathInfo(path=text, ok=False, error=f"cannot check {text}: {type(exc).__name__}: {exc}")
-    info = PathInfo(path=target.path, ok=True, kind=target.kind, filesystem=target.filesystem or None,
-                    device=target.device or None, mount=target.mount or None,
-                    size_bytes=target.size if target.kind != "dir" else None)
+    info = PathInfo(
+        path=target.path,
+        ok=True,
+        kind=target.kind,
+        filesystem=target.filesystem or None,
+        device=target.device or None,
+        mount=target.mount or None,
+        size_bytes=target.size if target.kind != "dir" else None,
+    )
     if target.kind == "dir":
         info.can_write = os.access(target.path, os.W_OK | os.X_OK)
         if not info.can_write:
-            info.notes.append(f"no permission to create a file in {target.path}: dd, randread and disk cannot "
-                              "write their test file here; files, feed and sweep can read the tree")
+            info.notes.append(
+                f"no permission to create a file in {target.path}: dd, randread and disk cannot "
+                "write their test file here; files, feed and sweep can read the tree"
+            )
     fs_dir = target.path if target.kind == "dir" else os.path.dirname(target.path)
     try:
         space = pathcheck.check_free_space(fs_dir, 0)

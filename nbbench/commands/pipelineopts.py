@@ -13,8 +13,18 @@ from . import options, ranks
 from ..probes.objects.client import is_s3
 from ..results import ProbeError
 
-__all__ = ["accelerator_type", "step_of", "add_step_options", "add_dir_loader_options", "add_s3_options",
-           "dataset_path", "s3_params", "add_dataset_option", "ranked", "resolve"]
+__all__ = [
+    "accelerator_type",
+    "step_of",
+    "add_step_options",
+    "add_dir_loader_options",
+    "add_s3_options",
+    "dataset_path",
+    "s3_params",
+    "add_dataset_option",
+    "ranked",
+    "resolve",
+]
 
 
 def accelerator_type(text: str) -> str:
@@ -34,25 +44,44 @@ def step_of(args) -> object:
 
 
 def add_step_options(parser) -> None:
-    parser.add_argument("--emulate", metavar="ACCEL", type=accelerator_type, default=None,
-                        help="compute step: sleep like this accelerator (MLPerf Storage): h100-resnet50, "
-                             "a100-resnet50, h100-unet3d, a100-unet3d, h100-cosmoflow")
-    parser.add_argument("--step", choices=("none", "gpu"), default="none",
-                        help="compute step when not emulating: none (the loader alone) or gpu "
-                             "(a real CUDA step: non-blocking copy + matmuls)")
+    parser.add_argument(
+        "--emulate",
+        metavar="ACCEL",
+        type=accelerator_type,
+        default=None,
+        help="compute step: sleep like this accelerator (MLPerf Storage): h100-resnet50, "
+        "a100-resnet50, h100-unet3d, a100-unet3d, h100-cosmoflow",
+    )
+    parser.add_argument(
+        "--step",
+        choices=("none", "gpu"),
+        default="none",
+        help="compute step when not emulating: none (the loader alone) or gpu "
+        "(a real CUDA step: non-blocking copy + matmuls)",
+    )
 
 
 def add_dir_loader_options(parser, workers_default_help: str) -> None:
-    parser.add_argument("--decode", choices=("auto", "pil", "none"), default="auto",
-                        help="for a directory: decode with Pillow (random-resized crop + flip), bytes only, "
-                             "or auto (Pillow when the files are images)")
+    parser.add_argument(
+        "--decode",
+        choices=("auto", "pil", "none"),
+        default="auto",
+        help="for a directory: decode with Pillow (random-resized crop + flip), bytes only, "
+        "or auto (Pillow when the files are images)",
+    )
     parser.add_argument("--size", type=options.positive_int, default=224, help="crop size in pixels (224)")
 
 
 def add_s3_options(parser) -> None:
-    parser.add_argument("--endpoint-url", dest="endpoint_url", default=None,
-                        help="for an s3:// dataset: an S3-compatible endpoint, e.g. http://127.0.0.1:9000")
-    parser.add_argument("--region", default=None, help="for an s3:// dataset: the region (default: the AWS configuration)")
+    parser.add_argument(
+        "--endpoint-url",
+        dest="endpoint_url",
+        default=None,
+        help="for an s3:// dataset: an S3-compatible endpoint, e.g. http://127.0.0.1:9000",
+    )
+    parser.add_argument(
+        "--region", default=None, help="for an s3:// dataset: the region (default: the AWS configuration)"
+    )
 
 
 def dataset_path(src: str) -> str:
@@ -69,9 +98,13 @@ def s3_params(args, src) -> dict:
 
 
 def add_dataset_option(parser) -> None:
-    parser.add_argument("--dataset", metavar="MODULE:FUNCTION", default=None,
-                        help="a function returning a map-style Dataset (importable by every rank with --ranks), "
-                             "instead of a folder or a notebook variable")
+    parser.add_argument(
+        "--dataset",
+        metavar="MODULE:FUNCTION",
+        default=None,
+        help="a function returning a map-style Dataset (importable by every rank with --ranks), "
+        "instead of a folder or a notebook variable",
+    )
 
 
 def ranked(name: str, kind: str, args, ctx, what: str, params: dict, desc: str, plot=None):
@@ -116,8 +149,11 @@ def resolve(ctx, name: str, what: str):
     path = os.path.expanduser(name)
     if os.path.isdir(path):
         return path, True
-    if ctx.user_ns is None:   # a terminal: no notebook variables to look up
-        raise ProbeError(f"{name} is not a directory (give a dataset folder, root/CLASS/IMAGE; there are no "
-                         "notebook variables here)")
-    raise ProbeError(f"no variable named {name!r} in the notebook's namespace and no directory {name!r}: "
-                     f"give the name of a {what} or a dataset folder")
+    if ctx.user_ns is None:  # a terminal: no notebook variables to look up
+        raise ProbeError(
+            f"{name} is not a directory (give a dataset folder, root/CLASS/IMAGE; there are no notebook variables here)"
+        )
+    raise ProbeError(
+        f"no variable named {name!r} in the notebook's namespace and no directory {name!r}: "
+        f"give the name of a {what} or a dataset folder"
+    )

@@ -41,21 +41,48 @@ _DROP_ALWAYS = ("--repeat",)
 def add_rank_options(parser, file_per_rank: bool = False) -> None:
     """The options of many-rank runs (one group, the same for every command that opts in)."""
     g = parser.add_argument_group("many ranks (torch.distributed; see docs/guide/ranks.md)")
-    g.add_argument("--ranks", type=options.positive_int, default=None, metavar="N",
-                   help="run N ranks on this host as child processes (one per GPU, as DDP does; they meet through "
-                        "a private directory and loopback, no network port) and report what they get together")
-    g.add_argument("--nnodes", type=options.positive_int, default=1, metavar="M",
-                   help="with --ranks: M hosts sharing the path; prints the torchrun and srun lines to run")
-    g.add_argument("--rdzv-host", dest="rdzv_host", default=None, metavar="HOST",
-                   help="with --nnodes: the host:port the printed lines meet at (default: a placeholder)")
-    g.add_argument("--backend", choices=("gloo", "nccl"), default="gloo",
-                   help="process group backend: gloo (default, no GPU needed) or nccl (a GPU per rank)")
-    g.add_argument("--no-dist", dest="no_dist", action="store_true",
-                   help="never act as a rank, even where WORLD_SIZE/RANK or SLURM_* say this is one")
+    g.add_argument(
+        "--ranks",
+        type=options.positive_int,
+        default=None,
+        metavar="N",
+        help="run N ranks on this host as child processes (one per GPU, as DDP does; they meet through "
+        "a private directory and loopback, no network port) and report what they get together",
+    )
+    g.add_argument(
+        "--nnodes",
+        type=options.positive_int,
+        default=1,
+        metavar="M",
+        help="with --ranks: M hosts sharing the path; prints the torchrun and srun lines to run",
+    )
+    g.add_argument(
+        "--rdzv-host",
+        dest="rdzv_host",
+        default=None,
+        metavar="HOST",
+        help="with --nnodes: the host:port the printed lines meet at (default: a placeholder)",
+    )
+    g.add_argument(
+        "--backend",
+        choices=("gloo", "nccl"),
+        default="gloo",
+        help="process group backend: gloo (default, no GPU needed) or nccl (a GPU per rank)",
+    )
+    g.add_argument(
+        "--no-dist",
+        dest="no_dist",
+        action="store_true",
+        help="never act as a rank, even where WORLD_SIZE/RANK or SLURM_* say this is one",
+    )
     if file_per_rank:
-        g.add_argument("--file-per-rank", dest="file_per_rank", action="store_true",
-                       help="in a directory: each rank reads a file of its own (default: one file rank 0 "
-                            "writes, read by every rank)")
+        g.add_argument(
+            "--file-per-rank",
+            dest="file_per_rank",
+            action="store_true",
+            help="in a directory: each rank reads a file of its own (default: one file rank 0 "
+            "writes, read by every rank)",
+        )
 
 
 def child_argv(name: str, args, strip_ranks: bool = False) -> list[str]:
@@ -104,7 +131,7 @@ def dispatch(name: str, kind: str, args, ctx, params: dict, desc: str, on_figure
     from ..dist import rankenv
     from ..probes.objects.client import check_endpoint
 
-    check_endpoint(getattr(args, "endpoint_url", None))   # before any command line is printed: no credential in it
+    check_endpoint(getattr(args, "endpoint_url", None))  # before any command line is printed: no credential in it
     env = rankenv.detect(no_dist=getattr(args, "no_dist", False))
     if env is not None:
         return _as_rank(kind, args, ctx, params, env, desc)
@@ -120,13 +147,15 @@ def dispatch(name: str, kind: str, args, ctx, params: dict, desc: str, on_figure
     from ..dist.jobs import job_for
     from ..dist.launch import install_handlers, launch, need_torch
 
-    need_torch()   # one line, before any bar
-    install_handlers()   # from the main thread: SIGTERM / SIGHUP stop the ranks before the process ends
+    need_torch()  # one line, before any bar
+    install_handlers()  # from the main thread: SIGTERM / SIGHUP stop the ranks before the process ends
     job = job_for(kind, params)
     job.local_checks(n)
     argv = child_argv(name, args)
-    return ctx.run_probe(f"{desc} ×{n} ranks", lambda p, c: launch(argv, n, job, progress=p, cancel=c,
-                                                                   on_figures=on_figures, backend=args.backend))
+    return ctx.run_probe(
+        f"{desc} ×{n} ranks",
+        lambda p, c: launch(argv, n, job, progress=p, cancel=c, on_figures=on_figures, backend=args.backend),
+    )
 
 
 def _as_rank(kind, args, ctx, params, env, desc):
@@ -138,10 +167,12 @@ def _as_rank(kind, args, ctx, params, env, desc):
     if os.environ.get(ENV_STORE) or not env.is_zero:
         _quiet(args, ctx)
     job = job_for(kind, params)
-    tempfiles.install_handlers()      # signal handlers: from the main thread, before the probe's thread
+    tempfiles.install_handlers()  # signal handlers: from the main thread, before the probe's thread
     install_sigterm_note(env)
-    return ctx.run_probe(f"{desc} (rank {env.rank} of {env.world_size})",
-                         lambda p, c: run_rank(job, env, backend=args.backend, cancel=c, progress=p))
+    return ctx.run_probe(
+        f"{desc} (rank {env.rank} of {env.world_size})",
+        lambda p, c: run_rank(job, env, backend=args.backend, cancel=c, progress=p),
+    )
 
 
 class RankedCommand(Command):
@@ -158,6 +189,8 @@ class RankedCommand(Command):
 def refuse_variable(ctx, name: str) -> None:
     """With --ranks, a notebook variable cannot go to other processes: say what to give instead."""
     if ctx.user_ns is not None and name in ctx.user_ns:
-        raise ProbeError(f"{name} is a notebook variable: a Python object (a DataLoader) cannot be sent to other "
-                         "processes. With --ranks give a dataset folder, or --dataset module:function "
-                         "(a function every rank can import that returns the Dataset)")
+        raise ProbeError(
+            f"{name} is a notebook variable: a Python object (a DataLoader) cannot be sent to other "
+            "processes. With --ranks give a dataset folder, or --dataset module:function "
+            "(a function every rank can import that returns the Dataset)"
+        )

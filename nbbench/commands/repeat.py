@@ -38,9 +38,14 @@ repeat_count = _repeat_type()
 
 def add_repeat_option(parser) -> None:
     """The one declaration of ``--repeat N``."""
-    parser.add_argument("--repeat", type=repeat_count, default=1, metavar="N",
-                        help=f"run the probe N times (1-{REPEAT_MAX}, default 1), each run as one run is; the "
-                             "result gives the median of the runs with their spread (min…max), and every run")
+    parser.add_argument(
+        "--repeat",
+        type=repeat_count,
+        default=1,
+        metavar="N",
+        help=f"run the probe N times (1-{REPEAT_MAX}, default 1), each run as one run is; the "
+        "result gives the median of the runs with their spread (min…max), and every run",
+    )
 
 
 def scale_of(cmd, args) -> tuple[str, Any, str] | None:
@@ -81,7 +86,7 @@ def run(inv, ctx) -> Any:
     except KeyboardInterrupt:
         if not results:
             raise
-        cut = len(results)          # the runs that ended are kept: a result is never lost
+        cut = len(results)  # the runs that ended are kept: a result is never lost
     finally:
         ctx.run_of = ""
     merged = merge(results, planned=n)

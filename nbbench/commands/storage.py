@@ -18,22 +18,40 @@ from ..probes import limits
 
 __all__ = ["DdCommand", "RandreadCommand", "FilesCommand", "DiskCommand"]
 
-_PATH_HELP = ("a directory (a new .nbbench-* temp file is written there and removed), "
-              "or an existing file / block device (read only)")
+_PATH_HELP = (
+    "a directory (a new .nbbench-* temp file is written there and removed), "
+    "or an existing file / block device (read only)"
+)
 
 
 def _add_cache(parser, default_help="O_DIRECT where the filesystem accepts it (default)"):
     g = parser.add_mutually_exclusive_group()
-    g.add_argument("--direct", dest="direct", action="store_const", const=True, default=None,
-                   help=f"O_DIRECT: bypass the page cache; {default_help}")
-    g.add_argument("--buffered", dest="direct", action="store_const", const=False,
-                   help="through the page cache (its cache is dropped before reads; writes end with fdatasync)")
+    g.add_argument(
+        "--direct",
+        dest="direct",
+        action="store_const",
+        const=True,
+        default=None,
+        help=f"O_DIRECT: bypass the page cache; {default_help}",
+    )
+    g.add_argument(
+        "--buffered",
+        dest="direct",
+        action="store_const",
+        const=False,
+        help="through the page cache (its cache is dropped before reads; writes end with fdatasync)",
+    )
 
 
 def _add_engine(parser, choices=("builtin", "dd", "fio")):
-    parser.add_argument("--engine", choices=list(choices), default="builtin",
-                        help="builtin (default, nothing to install), " + ", ".join(c for c in choices if c != "builtin")
-                        + " (the system tool; one result schema)")
+    parser.add_argument(
+        "--engine",
+        choices=list(choices),
+        default="builtin",
+        help="builtin (default, nothing to install), "
+        + ", ".join(c for c in choices if c != "builtin")
+        + " (the system tool; one result schema)",
+    )
 
 
 def _target(path):
@@ -51,20 +69,31 @@ def _target(path):
 
 
 def _add_jobs(parser, threads_alias: bool = False):
-    parser.add_argument("--jobs", type=options.jobs, default=None,
-                        help="independent I/O loops in as many processes, as fio's numjobs; figures summed "
-                             "over them (1-256, default 1)")
+    parser.add_argument(
+        "--jobs",
+        type=options.jobs,
+        default=None,
+        help="independent I/O loops in as many processes, as fio's numjobs; figures summed "
+        "over them (1-256, default 1)",
+    )
     if threads_alias:
-        parser.add_argument("--threads", type=options.jobs, default=None,
-                            help="deprecated: an alias of --jobs (processes measure better than threads "
-                                 "sharing one interpreter)")
+        parser.add_argument(
+            "--threads",
+            type=options.jobs,
+            default=None,
+            help="deprecated: an alias of --jobs (processes measure better than threads sharing one interpreter)",
+        )
 
 
 def _add_buffers(parser):
-    parser.add_argument("--buffers", choices=["pages", "huge"], default="pages",
-                        help="builtin engine's I/O buffers: pages (default: ordinary page-aligned memory, the "
-                             "request shape of dd and fio) or huge (2 MiB huge pages: a 1 MiB I/O stays one "
-                             "segment; labelled, not comparable with dd's and fio's figures where that splits)")
+    parser.add_argument(
+        "--buffers",
+        choices=["pages", "huge"],
+        default="pages",
+        help="builtin engine's I/O buffers: pages (default: ordinary page-aligned memory, the "
+        "request shape of dd and fio) or huge (2 MiB huge pages: a 1 MiB I/O stays one "
+        "segment; labelled, not comparable with dd's and fio's figures where that splits)",
+    )
 
 
 def _run_probe(ctx, desc: str, fn):
@@ -78,19 +107,30 @@ def _run_probe(ctx, desc: str, fn):
 class DdCommand(ranks.RankedCommand):
     measures = True
     scale = ("--size", "size", "size")
-    description = ("Sequential write then read, like dd: in a directory a new temp file is written, "
-                   "read back and removed; a file or block device is only read. Sizes follow dd: "
-                   "K/M/G = powers of 1024, KB/MB/GB = powers of 1000, KiB/MiB/GiB explicit.")
+    description = (
+        "Sequential write then read, like dd: in a directory a new temp file is written, "
+        "read back and removed; a file or block device is only read. Sizes follow dd: "
+        "K/M/G = powers of 1024, KB/MB/GB = powers of 1000, KiB/MiB/GiB explicit."
+    )
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("path", metavar="PATH", help=_PATH_HELP)
         parser.add_argument("--bs", type=options.size, default="1M", help="block size (default 1M = 1 MiB)")
-        parser.add_argument("--size", type=options.size, default="1G",
-                            help="bytes to write and read (default 1G; 512M, 4GiB, 1.5G…)")
-        parser.add_argument("--count", type=options.positive_int, default=None,
-                            help="number of blocks, as dd's count (overrides --size)")
-        parser.add_argument("--mode", choices=["both", "write", "read"], default=None,
-                            help="default: both in a directory, read on a file or device")
+        parser.add_argument(
+            "--size", type=options.size, default="1G", help="bytes to write and read (default 1G; 512M, 4GiB, 1.5G…)"
+        )
+        parser.add_argument(
+            "--count",
+            type=options.positive_int,
+            default=None,
+            help="number of blocks, as dd's count (overrides --size)",
+        )
+        parser.add_argument(
+            "--mode",
+            choices=["both", "write", "read"],
+            default=None,
+            help="default: both in a directory, read on a file or device",
+        )
         _add_cache(parser)
         _add_engine(parser)
         _add_buffers(parser)
@@ -100,36 +140,72 @@ class DdCommand(ranks.RankedCommand):
     def run(self, args, ctx):
         from ..probes.storage import disk
 
-        value = ranks.dispatch("dd", "dd", args, ctx, dict(
-            path=args.path, bs=args.bs, size=args.size, count=args.count, direct=args.direct, engine=args.engine,
-            mode=args.mode, jobs=args.jobs or 1), f"dd {args.path}")
+        value = ranks.dispatch(
+            "dd",
+            "dd",
+            args,
+            ctx,
+            dict(
+                path=args.path,
+                bs=args.bs,
+                size=args.size,
+                count=args.count,
+                direct=args.direct,
+                engine=args.engine,
+                mode=args.mode,
+                jobs=args.jobs or 1,
+            ),
+            f"dd {args.path}",
+        )
         if value is not ranks.LOCAL:
             return value
         target = _target(args.path)
-        return _run_probe(ctx, f"dd {args.path}", lambda p, c: disk.dd(
-            target, bs=args.bs, size=args.size, count=args.count, direct=args.direct, engine=args.engine,
-            mode=args.mode, buffers=args.buffers, jobs=args.jobs or 1, progress=p, cancel=c))
+        return _run_probe(
+            ctx,
+            f"dd {args.path}",
+            lambda p, c: disk.dd(
+                target,
+                bs=args.bs,
+                size=args.size,
+                count=args.count,
+                direct=args.direct,
+                engine=args.engine,
+                mode=args.mode,
+                buffers=args.buffers,
+                jobs=args.jobs or 1,
+                progress=p,
+                cancel=c,
+            ),
+        )
 
 
 class RandreadCommand(ranks.RankedCommand):
     measures = True
     scale = ("--runtime", "runtime", "duration")
-    description = ("Random reads at a block size and queue depth, time based: IOPS, bandwidth, latency "
-                   "mean/stddev and fio's 17 percentiles, and the queue depth reached.")
+    description = (
+        "Random reads at a block size and queue depth, time based: IOPS, bandwidth, latency "
+        "mean/stddev and fio's 17 percentiles, and the queue depth reached."
+    )
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("path", metavar="PATH", help=_PATH_HELP)
         parser.add_argument("--bs", type=options.size, default="4k", help="block size (default 4k)")
-        parser.add_argument("--qd", type=options.int_range(limits.RANDREAD_QD), default=1,
-                            help="I/Os in flight (default 1)")
+        parser.add_argument(
+            "--qd", type=options.int_range(limits.RANDREAD_QD), default=1, help="I/Os in flight (default 1)"
+        )
         _add_jobs(parser, threads_alias=True)
         parser.add_argument("--runtime", type=options.duration, default=10.0, help="seconds measured (default 10)")
         parser.add_argument("--ramp", type=options.duration, default=1.0, help="seconds not counted first (default 1)")
-        parser.add_argument("--size", type=options.size, default=None,
-                            help="region read: default 1G in a directory (written first, not timed), "
-                                 "the whole file or device otherwise")
-        parser.add_argument("--warm", action="store_true",
-                            help="with --buffered: read the region once first, measuring the page cache")
+        parser.add_argument(
+            "--size",
+            type=options.size,
+            default=None,
+            help="region read: default 1G in a directory (written first, not timed), "
+            "the whole file or device otherwise",
+        )
+        parser.add_argument(
+            "--warm", action="store_true", help="with --buffered: read the region once first, measuring the page cache"
+        )
         _add_cache(parser)
         _add_engine(parser, ("builtin", "fio"))
         _add_buffers(parser)
@@ -138,67 +214,133 @@ class RandreadCommand(ranks.RankedCommand):
     def run(self, args, ctx):
         from ..probes.storage import disk
 
-        value = ranks.dispatch("randread", "randread", args, ctx, dict(
-            path=args.path, bs=args.bs, qd=args.qd, runtime=args.runtime, ramp=args.ramp, size=args.size,
-            direct=args.direct, engine=args.engine, jobs=args.jobs or 1, threads=args.threads or 1, warm=args.warm,
-            file_per_rank=args.file_per_rank), f"randread {args.path}")
+        value = ranks.dispatch(
+            "randread",
+            "randread",
+            args,
+            ctx,
+            dict(
+                path=args.path,
+                bs=args.bs,
+                qd=args.qd,
+                runtime=args.runtime,
+                ramp=args.ramp,
+                size=args.size,
+                direct=args.direct,
+                engine=args.engine,
+                jobs=args.jobs or 1,
+                threads=args.threads or 1,
+                warm=args.warm,
+                file_per_rank=args.file_per_rank,
+            ),
+            f"randread {args.path}",
+        )
         if value is not ranks.LOCAL:
             return value
         target = _target(args.path)
-        return _run_probe(ctx, f"randread {args.path}", lambda p, c: disk.randread(
-            target, bs=args.bs, qd=args.qd, runtime=args.runtime, ramp=args.ramp, size=args.size,
-            direct=args.direct, engine=args.engine, jobs=args.jobs or 1, threads=args.threads or 1, warm=args.warm,
-            buffers=args.buffers, progress=p, cancel=c))
+        return _run_probe(
+            ctx,
+            f"randread {args.path}",
+            lambda p, c: disk.randread(
+                target,
+                bs=args.bs,
+                qd=args.qd,
+                runtime=args.runtime,
+                ramp=args.ramp,
+                size=args.size,
+                direct=args.direct,
+                engine=args.engine,
+                jobs=args.jobs or 1,
+                threads=args.threads or 1,
+                warm=args.warm,
+                buffers=args.buffers,
+                progress=p,
+                cancel=c,
+            ),
+        )
 
 
 class FilesCommand(ranks.RankedCommand):
     measures = True
     scale = ("--sample", "sample", "count")
-    description = ("Read many files the way an image dataset is read: walk the tree (memory bounded), "
-                   "read --sample random files whole with --threads threads; files/s, bytes/s, per-file "
-                   "latency, the tree's size distribution.")
+    description = (
+        "Read many files the way an image dataset is read: walk the tree (memory bounded), "
+        "read --sample random files whole with --threads threads; files/s, bytes/s, per-file "
+        "latency, the tree's size distribution."
+    )
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("path", metavar="DIR", help="the tree, e.g. /dataset/train (read only)")
-        parser.add_argument("--sample", type=options.int_range(limits.FILES_SAMPLE), default=1000,
-                            help="files to read, a random sample of the tree (default 1000)")
-        parser.add_argument("--threads", type=options.int_range(limits.FILES_THREADS), default=8,
-                            help="reader threads (default 8)")
-        parser.add_argument("--cold", action="store_true",
-                            help="drop the page cache first (root: drop_caches, else posix_fadvise per file)")
+        parser.add_argument(
+            "--sample",
+            type=options.int_range(limits.FILES_SAMPLE),
+            default=1000,
+            help="files to read, a random sample of the tree (default 1000)",
+        )
+        parser.add_argument(
+            "--threads", type=options.int_range(limits.FILES_THREADS), default=8, help="reader threads (default 8)"
+        )
+        parser.add_argument(
+            "--cold",
+            action="store_true",
+            help="drop the page cache first (root: drop_caches, else posix_fadvise per file)",
+        )
         parser.add_argument("--seed", type=options.nonneg_int, default=0, help="the sample's seed")
         ranks.add_rank_options(parser)
 
     def run(self, args, ctx):
         from ..probes.storage import files
 
-        value = ranks.dispatch("files", "files", args, ctx, dict(
-            path=args.path, sample=args.sample, threads=args.threads, cold=args.cold, seed=args.seed),
-            f"files {args.path}")
+        value = ranks.dispatch(
+            "files",
+            "files",
+            args,
+            ctx,
+            dict(path=args.path, sample=args.sample, threads=args.threads, cold=args.cold, seed=args.seed),
+            f"files {args.path}",
+        )
         if value is not ranks.LOCAL:
             return value
         target = _target(args.path)
-        return _run_probe(ctx, f"files {args.path}", lambda p, c: files.read_files(
-            target, sample=args.sample, threads=args.threads, cold=args.cold, seed=args.seed,
-            progress=p, cancel=c))
+        return _run_probe(
+            ctx,
+            f"files {args.path}",
+            lambda p, c: files.read_files(
+                target, sample=args.sample, threads=args.threads, cold=args.cold, seed=args.seed, progress=p, cancel=c
+            ),
+        )
 
 
 class DiskCommand(Command):
     measures = True
     scale = ("--runtime", "runtime", "duration")
-    description = ("A preset set of storage tests as one table: cdm (CrystalDiskMark: SEQ1M Q8T1, SEQ1M Q1T1, "
-                   "RND4K Q32T1, RND4K Q1T1, read and — in a directory — write), mlperf-resnet50 (~115 KB "
-                   "sample reads), mlperf-unet3d (~147 MB samples).")
+    description = (
+        "A preset set of storage tests as one table: cdm (CrystalDiskMark: SEQ1M Q8T1, SEQ1M Q1T1, "
+        "RND4K Q32T1, RND4K Q1T1, read and — in a directory — write), mlperf-resnet50 (~115 KB "
+        "sample reads), mlperf-unet3d (~147 MB samples)."
+    )
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("path", metavar="PATH", help=_PATH_HELP)
-        parser.add_argument("--preset", choices=["cdm", "cdm-nvme", "mlperf-resnet50", "mlperf-unet3d"], default="cdm",
-                            help="which set (default cdm)")
+        parser.add_argument(
+            "--preset",
+            choices=["cdm", "cdm-nvme", "mlperf-resnet50", "mlperf-unet3d"],
+            default="cdm",
+            help="which set (default cdm)",
+        )
         parser.add_argument("--size", type=options.size, default="1G", help="test file size (default 1G)")
         parser.add_argument("--runtime", type=options.duration, default=5.0, help="seconds per test (default 5)")
-        parser.add_argument("--ramp", type=options.duration, default=1.0, help="seconds not counted per test (default 1)")
-        parser.add_argument("--no-write", dest="write", action="store_const", const=False, default=None,
-                            help="reads only, also in a directory")
+        parser.add_argument(
+            "--ramp", type=options.duration, default=1.0, help="seconds not counted per test (default 1)"
+        )
+        parser.add_argument(
+            "--no-write",
+            dest="write",
+            action="store_const",
+            const=False,
+            default=None,
+            help="reads only, also in a directory",
+        )
         _add_cache(parser)
         _add_engine(parser, ("builtin", "fio"))
         _add_buffers(parser)
@@ -208,7 +350,22 @@ class DiskCommand(Command):
         from ..probes.storage import disk
 
         target = _target(args.path)
-        return _run_probe(ctx, f"disk {args.preset}", lambda p, c: disk.preset(
-            target, name=args.preset, size=args.size, runtime=args.runtime, ramp=args.ramp, direct=args.direct,
-            engine=args.engine, write=args.write, buffers=args.buffers, jobs=args.jobs or 1,
-            threads=args.threads or 1, progress=p, cancel=c))
+        return _run_probe(
+            ctx,
+            f"disk {args.preset}",
+            lambda p, c: disk.preset(
+                target,
+                name=args.preset,
+                size=args.size,
+                runtime=args.runtime,
+                ramp=args.ramp,
+                direct=args.direct,
+                engine=args.engine,
+                write=args.write,
+                buffers=args.buffers,
+                jobs=args.jobs or 1,
+                threads=args.threads or 1,
+                progress=p,
+                cancel=c,
+            ),
+        )

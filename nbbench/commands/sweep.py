@@ -18,30 +18,50 @@ __all__ = ["SweepCommand"]
 
 class SweepCommand(ranks.RankedCommand):
     name = "sweep"
-    description = ("Sweep DataLoader settings (num_workers × batch size × pin_memory × prefetch factor) on a "
-                   "dataset, measure each on a short window after warm-up, and recommend the smallest "
-                   "configuration within 3% of the best (or the first reaching AU >= 90% with --emulate). "
-                   "Configurations that would crash (/dev/shm, open files) are skipped with the reason; "
-                   "a crashing worker fails its configuration only.")
-    epilog = ("examples:  %iobench sweep train_ds --workers 0,2,4,8 --batch-size 64,256\n"
-              "           nbbench sweep /dataset/train --workers 0,4,8 --emulate h100-resnet50")
+    description = (
+        "Sweep DataLoader settings (num_workers × batch size × pin_memory × prefetch factor) on a "
+        "dataset, measure each on a short window after warm-up, and recommend the smallest "
+        "configuration within 3% of the best (or the first reaching AU >= 90% with --emulate). "
+        "Configurations that would crash (/dev/shm, open files) are skipped with the reason; "
+        "a crashing worker fails its configuration only."
+    )
+    epilog = (
+        "examples:  %iobench sweep train_ds --workers 0,2,4,8 --batch-size 64,256\n"
+        "           nbbench sweep /dataset/train --workers 0,4,8 --emulate h100-resnet50"
+    )
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("source", metavar="DATASET", nargs="?", default=None,
-                            help="a dataset variable in the notebook (a DataLoader: its dataset), or a folder")
+        parser.add_argument(
+            "source",
+            metavar="DATASET",
+            nargs="?",
+            default=None,
+            help="a dataset variable in the notebook (a DataLoader: its dataset), or a folder",
+        )
         po.add_dataset_option(parser)
-        parser.add_argument("--workers", type=options.int_list, default=None,
-                            help="num_workers values, e.g. 0,2,4,8 (default 0,1,2,4… up to the usable CPUs)")
-        parser.add_argument("--batch-size", dest="batch_size", type=options.int_list, default=[64],
-                            help="batch sizes, e.g. 64,256 (64)")
-        parser.add_argument("--pin-memory", dest="pin_memory", type=options.bool_list, default=[False],
-                            help="pin_memory values, e.g. false,true (false)")
-        parser.add_argument("--prefetch", dest="prefetch", type=options.int_list, default=[2],
-                            help="prefetch_factor values (2)")
-        parser.add_argument("--no-persistent", dest="persistent", action="store_false",
-                            help="persistent_workers=False")
-        parser.add_argument("--duration", type=options.duration, default=2.0,
-                            help="measured seconds per configuration (2)")
+        parser.add_argument(
+            "--workers",
+            type=options.int_list,
+            default=None,
+            help="num_workers values, e.g. 0,2,4,8 (default 0,1,2,4… up to the usable CPUs)",
+        )
+        parser.add_argument(
+            "--batch-size", dest="batch_size", type=options.int_list, default=[64], help="batch sizes, e.g. 64,256 (64)"
+        )
+        parser.add_argument(
+            "--pin-memory",
+            dest="pin_memory",
+            type=options.bool_list,
+            default=[False],
+            help="pin_memory values, e.g. false,true (false)",
+        )
+        parser.add_argument(
+            "--prefetch", dest="prefetch", type=options.int_list, default=[2], help="prefetch_factor values (2)"
+        )
+        parser.add_argument("--no-persistent", dest="persistent", action="store_false", help="persistent_workers=False")
+        parser.add_argument(
+            "--duration", type=options.duration, default=2.0, help="measured seconds per configuration (2)"
+        )
         parser.add_argument("--warmup", type=options.nonneg_int, default=2, help="warm-up steps (2)")
         po.add_step_options(parser)
         po.add_dir_loader_options(parser, "")
@@ -50,12 +70,23 @@ class SweepCommand(ranks.RankedCommand):
     def run(self, args, ctx):
         from ..probes.pipeline.sweep import sweep
 
-        params = dict(num_workers=args.workers, batch_size=args.batch_size, pin_memory=args.pin_memory,
-                      prefetch_factor=args.prefetch, persistent_workers=args.persistent, step=po.step_of(args),
-                      duration=args.duration, warmup=args.warmup, decode=args.decode, size=args.size)
+        params = dict(
+            num_workers=args.workers,
+            batch_size=args.batch_size,
+            pin_memory=args.pin_memory,
+            prefetch_factor=args.prefetch,
+            persistent_workers=args.persistent,
+            step=po.step_of(args),
+            duration=args.duration,
+            warmup=args.warmup,
+            decode=args.decode,
+            size=args.size,
+        )
         if is_s3(args.source):
-            raise ProbeError("sweep takes a folder, a notebook dataset or --dataset module:function, not an s3:// "
-                             "dataset (loader s3://… and feed s3://… read one)")
+            raise ProbeError(
+                "sweep takes a folder, a notebook dataset or --dataset module:function, not an s3:// "
+                "dataset (loader s3://… and feed s3://… read one)"
+            )
         value = po.ranked("sweep", "sweep", args, ctx, "source", params, f"sweep {args.source or args.dataset}")
         if value is not ranks.LOCAL:
             return value
@@ -77,11 +108,22 @@ class SweepCommand(ranks.RankedCommand):
         if 0 in args.batch_size:
             raise ProbeError("--batch-size values must be 1 or more")
         step = po.step_of(args)
-        res = ctx.run_probe(f"sweep {args.source or args.dataset}",
-            lambda p, cancel: sweep(target, num_workers=args.workers, batch_size=args.batch_size,
-                                    pin_memory=args.pin_memory, prefetch_factor=args.prefetch,
-                                    persistent_workers=args.persistent, step=step, duration=args.duration,
-                                    warmup=args.warmup, progress=p, cancel=cancel))
+        res = ctx.run_probe(
+            f"sweep {args.source or args.dataset}",
+            lambda p, cancel: sweep(
+                target,
+                num_workers=args.workers,
+                batch_size=args.batch_size,
+                pin_memory=args.pin_memory,
+                prefetch_factor=args.prefetch,
+                persistent_workers=args.persistent,
+                step=step,
+                duration=args.duration,
+                warmup=args.warmup,
+                progress=p,
+                cancel=cancel,
+            ),
+        )
         if is_dir:
             res.params["path"] = str(target.root)
         return res

@@ -40,24 +40,34 @@ def _window(text: str) -> float:
 class WatchCommand(Command):
     name = "watch"
     help = "a background monitor for the kernel's life: a live view, marks, /metrics"
-    description = ("Start the kernel's background monitor (GPU, CPU, disk, network, the per-process table) with a "
-                   "live view of the last --window that keeps updating while other cells run; --stop ends it and "
-                   "saves it as a monitor run. In a terminal: monitor --duration 0 in the foreground, until Ctrl-C.")
-    epilog = ("Dock the view: right-click it in JupyterLab, 'Create New View for Output'. Mark the timeline with "
-              "mark TEXT. Memory stays bounded: the window at full rate, older samples as 10 s / 1 min means.")
+    description = (
+        "Start the kernel's background monitor (GPU, CPU, disk, network, the per-process table) with a "
+        "live view of the last --window that keeps updating while other cells run; --stop ends it and "
+        "saves it as a monitor run. In a terminal: monitor --duration 0 in the foreground, until Ctrl-C."
+    )
+    epilog = (
+        "Dock the view: right-click it in JupyterLab, 'Create New View for Output'. Mark the timeline with "
+        "mark TEXT. Memory stays bounded: the window at full rate, older samples as 10 s / 1 min means."
+    )
 
     def add_arguments(self, parser) -> None:
         add_monitor_options(parser, interval=1.0)
-        parser.add_argument("--window", type=_window, default=600.0, metavar="S",
-                            help="the view shows the last S seconds, kept at full rate (default 10m)")
-        parser.add_argument("--stop", action="store_true",
-                            help="stop the background monitor and save it as a monitor run")
+        parser.add_argument(
+            "--window",
+            type=_window,
+            default=600.0,
+            metavar="S",
+            help="the view shows the last S seconds, kept at full rate (default 10m)",
+        )
+        parser.add_argument(
+            "--stop", action="store_true", help="stop the background monitor and save it as a monitor run"
+        )
         parser.add_argument("--no-plot", dest="no_plot", action="store_true", help="no live view")
 
     def run(self, args, ctx):
         if args.stop:
             return self._stop(args, ctx)
-        if not ctx.lasting:   # a terminal: the command's process is the watch's life
+        if not ctx.lasting:  # a terminal: the command's process is the watch's life
             from .monitor import MonitorCommand
 
             return MonitorCommand()._run_for(args, ctx, 0, what="watch", recent_s=args.window)
@@ -73,9 +83,16 @@ class WatchCommand(Command):
         if note:
             ctx.echo(note)
         try:
-            bg = background.start(interval=args.interval, gpus=args.gpus, path=_check_path(args.path),
-                                  net=args.net, procs=args.procs, window_s=args.window, serve=serve,
-                                  origin=ctx.origin())
+            bg = background.start(
+                interval=args.interval,
+                gpus=args.gpus,
+                path=_check_path(args.path),
+                net=args.net,
+                procs=args.procs,
+                window_s=args.window,
+                serve=serve,
+                origin=ctx.origin(),
+            )
         except background.AlreadyWatching as exc:
             raise ProbeError(f"{exc}: stop it first with {ctx.command_text('watch', '--stop')}") from None
         except (ValueError, OSError) as exc:
@@ -88,8 +105,10 @@ class WatchCommand(Command):
             bg.params["serve"] = args.serve
         if bg.server is not None and bg.server.warning:
             ctx.echo(f"warning: {bg.server.warning}")
-        ctx.echo(f"watching in the background ({bg.describe()}); {ctx.command_text('mark', 'TEXT')} marks the "
-                 f"timeline, {ctx.command_text('watch', '--stop')} ends it and saves the run")
+        ctx.echo(
+            f"watching in the background ({bg.describe()}); {ctx.command_text('mark', 'TEXT')} marks the "
+            f"timeline, {ctx.command_text('watch', '--stop')} ends it and saves the run"
+        )
         if not getattr(args, "no_plot", False):
             plot = self._view(args, ctx, mon)
             if plot is not None:
@@ -103,8 +122,7 @@ class WatchCommand(Command):
             from ..plots.monitor import monitor_plot_kwargs
 
             kw = monitor_plot_kwargs(mon, title=f"nbbench watch — the last {args.window / 60:g} min")
-            return ctx.watch_view(mon, window_s=args.window, capacity=int(1.2 * args.window / args.interval) + 10,
-                                  **kw)
+            return ctx.watch_view(mon, window_s=args.window, capacity=int(1.2 * args.window / args.interval) + 10, **kw)
         except Exception as exc:  # noqa: BLE001 - the view is a convenience; the monitor runs on
             mon._note(f"the live view could not start: {type(exc).__name__}: {exc}")
             return None
@@ -128,8 +146,10 @@ class WatchCommand(Command):
 class MarkCommand(Command):
     name = "mark"
     help = "a labelled mark on the background monitor's timeline (watch)"
-    description = ("Put a labelled vertical line on the running watch's timeline (an epoch, a configuration "
-                   "change); it is drawn in the view and stored with the run.")
+    description = (
+        "Put a labelled vertical line on the running watch's timeline (an epoch, a configuration "
+        "change); it is drawn in the view and stored with the run."
+    )
     saves = False
 
     def add_arguments(self, parser) -> None:
@@ -141,9 +161,11 @@ class MarkCommand(Command):
         text = " ".join(args.text)
         bg = background.current()
         if bg is None and not ctx.lasting:
-            raise ProbeError("mark puts a line on a background monitor of the same process: %iobench watch in a "
-                             "notebook or nbbench.watch() in Python (a terminal's nbbench watch runs in its own "
-                             "process, where nothing else can reach it)")
+            raise ProbeError(
+                "mark puts a line on a background monitor of the same process: %iobench watch in a "
+                "notebook or nbbench.watch() in Python (a terminal's nbbench watch runs in its own "
+                "process, where nothing else can reach it)"
+            )
         if bg is None:
             raise ProbeError(f"no background monitor is running here: start one with {ctx.command_text('watch')}")
         t, _ = background.mark(text)
@@ -170,8 +192,11 @@ def invocation(ctx, name: str = "watch", **options) -> Invocation:
         if key not in values:
             raise ProbeError(f"{name}() has no option {key!r} (it has {', '.join(sorted(values))})")
         conv = types.get(key)
-        if conv is not None and v is not None and not (isinstance(v, (int, float)) and key in ("interval", "window",
-                                                                                              "procs")):
+        if (
+            conv is not None
+            and v is not None
+            and not (isinstance(v, (int, float)) and key in ("interval", "window", "procs"))
+        ):
             try:
                 v = conv(str(v))
             except argparse.ArgumentTypeError as exc:

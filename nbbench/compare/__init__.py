@@ -28,6 +28,21 @@ from .likeness import HIDDEN_PARAMS, MODE_LABELS, caveats
 from .model import Comparison, ComparisonGroup, chart_metrics, table_metrics
 from .select import resolve
 
-__all__ = ["compare", "Comparison", "ComparisonGroup", "chart_metrics", "table_metrics",
-           "better", "delta_colour", "resolve", "HIDDEN_PARAMS", "MODE_LABELS", "DIRECTION_BY_UNIT",
-           "NEUTRAL_KINDS", "NEUTRAL_KEYS", "Gate", "parse_pct", "caveats"]
+__all__ = [
+    "compare",
+    "Comparison",
+    "ComparisonGroup",
+    "chart_metrics",
+    "table_metrics",
+    "better",
+    "delta_colour",
+    "resolve",
+    "HIDDEN_PARAMS",
+    "MODE_LABELS",
+    "DIRECTION_BY_UNIT",
+    "NEUTRAL_KINDS",
+    "NEUTRAL_KEYS",
+    "Gate",
+    "parse_pct",
+    "caveats",
+]

@@ -33,17 +33,30 @@ def _env_diff(runs: list[Result], store) -> list[str]:
             envs.append(store.environment(i) if i else {})
         except KeyError:
             envs.append({})
-    keys = ("host", "container", "kernel", "os", "cpu_model", "cpus", "memory", "python", "torch", "gpus",
-            "packages_sha256")
+    keys = (
+        "host",
+        "container",
+        "kernel",
+        "os",
+        "cpu_model",
+        "cpus",
+        "memory",
+        "python",
+        "torch",
+        "gpus",
+        "packages_sha256",
+    )
     differ = [k for k in keys if len({json.dumps(e.get(k), sort_keys=True, default=str) for e in envs}) > 1]
     if not differ:
         return []
-    return [f"the runs come from different environments ({', '.join(differ)} differ): "
-            "that is what this comparison measures"]
+    return [
+        f"the runs come from different environments ({', '.join(differ)} differ): that is what this comparison measures"
+    ]
 
 
-def compare(refs: Iterable[Any], store=None, metrics: Sequence[str] | None = None,
-            fail_if_worse: float | str | None = None) -> Comparison:
+def compare(
+    refs: Iterable[Any], store=None, metrics: Sequence[str] | None = None, fail_if_worse: float | str | None = None
+) -> Comparison:
     """Compare runs like for like; the first reference is the baseline.
 
     ``refs``: run ids, labels (all runs with that label: per kind the latest, pooled with
@@ -55,7 +68,7 @@ def compare(refs: Iterable[Any], store=None, metrics: Sequence[str] | None = Non
     if len(refs) < 2:
         raise ProbeError("compare needs two or more runs or labels, e.g. compare baseline 12")
     if fail_if_worse is not None:
-        parse_pct(fail_if_worse)   # a malformed percentage is refused before any work
+        parse_pct(fail_if_worse)  # a malformed percentage is refused before any work
     if any(not isinstance(r, (Result, list, tuple)) for r in refs) and store is None:
         from ..store import default_store
 
@@ -74,8 +87,9 @@ def compare(refs: Iterable[Any], store=None, metrics: Sequence[str] | None = Non
         names = [cmp.refs[i] for i in idx]
         pools = [per_ref[i][kind] for i in idx]
         runs = [p[-1] for p in pools]
-        keys = dict.fromkeys(k for p in pools for r in p for k, v in r.metrics.items()
-                             if _num(v) and (metrics is None or k in metrics))
+        keys = dict.fromkeys(
+            k for p in pools for r in p for k, v in r.metrics.items() if _num(v) and (metrics is None or k in metrics)
+        )
         g = ComparisonGroup(kind=kind, names=names, runs=runs, metrics=list(keys), pools=pools)
         missing = [cmp.refs[i] for i in range(len(per_ref)) if i not in idx]
         if missing:
@@ -85,8 +99,10 @@ def compare(refs: Iterable[Any], store=None, metrics: Sequence[str] | None = Non
         cmp.groups.append(g)
     if not cmp.groups:
         desc = "; ".join(f"{n}: {', '.join(sorted(d)) or 'nothing'}" for n, d in zip(cmp.refs, per_ref))
-        raise ProbeError(f"nothing to compare like for like — the runs are of different kinds ({desc}); "
-                         "compare runs of the same probe")
+        raise ProbeError(
+            f"nothing to compare like for like — the runs are of different kinds ({desc}); "
+            "compare runs of the same probe"
+        )
     if fail_if_worse is not None:
         cmp.gate(fail_if_worse)
     return cmp
@@ -107,9 +123,12 @@ def _like_for_like(g: ComparisonGroup) -> None:
             else:
                 diffs.append(f"{k} {shown}")
     if diffs:
-        g.warnings.append("parameters differ — " + "; ".join(diffs) +
-                          ": the deltas mix the effect of the settings with that of the environment; "
-                          "rerun with the same parameters for a like-for-like figure")
+        g.warnings.append(
+            "parameters differ — "
+            + "; ".join(diffs)
+            + ": the deltas mix the effect of the settings with that of the environment; "
+            "rerun with the same parameters for a like-for-like figure"
+        )
     for k in MODE_LABELS:
         vals = [str(r.labels.get(k, "—")) for r in g.runs]
         if len(set(vals)) > 1:
@@ -122,18 +141,26 @@ def _like_for_like(g: ComparisonGroup) -> None:
             elif any("warm" in v for v in vals):
                 why = "a warm page cache answers at memory speed, not storage speed; compare direct with direct"
             else:
-                why = ("direct and buffered I/O take different paths through the kernel (page cache, read-ahead, "
-                       "writeback); compare direct with direct")
+                why = (
+                    "direct and buffered I/O take different paths through the kernel (page cache, read-ahead, "
+                    "writeback); compare direct with direct"
+                )
             g.warnings.append(f"{what} differs — {shown}: {why}")
     for k in TARGET_LABELS:
         vals = [str(r.labels.get(k, "—")) for r in g.runs]
         if len(set(vals)) > 1:
             g.notes.append(f"{k}: " + ", ".join(f"{v} ({n})" for v, n in zip(vals, g.names)))
-    verdicts = [r.verdict or "none" for r in g.runs]   # what each run's checks found (none: no checks)
+    verdicts = [r.verdict or "none" for r in g.runs]  # what each run's checks found (none: no checks)
     if len(set(verdicts)) > 1:
-        g.notes.append("verdicts differ — " + ", ".join(f"{v} ({n})" for v, n in zip(verdicts, g.names))
-                       + ": what the runs' checks found changed")
+        g.notes.append(
+            "verdicts differ — "
+            + ", ".join(f"{v} ({n})" for v, n in zip(verdicts, g.names))
+            + ": what the runs' checks found changed"
+        )
     for n, r in zip(g.names, g.runs):
         if r.status != "ok":
-            g.warnings.append(f"{n} (run {r.run_id}) is {r.status}" + (f": {r.reason}" if r.reason else "")
-                              + " — its figures cover only part of the run")
+            g.warnings.append(
+                f"{n} (run {r.run_id}) is {r.status}"
+                + (f": {r.reason}" if r.reason else "")
+                + " — its figures cover only part of the run"
+            )

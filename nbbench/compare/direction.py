@@ -17,13 +17,22 @@ SETTING_TIMES = ("runtime_s", "duration_s", "ramp_s", "window_s", "interval_s")
 
 # Which way is better (arrows, delta and bar colours): only what a probe achieved has a direction,
 # a rate (higher) or a latency or the time an operation took (lower); all else is neutral.
-DIRECTION_BY_UNIT = {**dict.fromkeys(("bytes/s", "iops", "flop/s", "samples/s", "files/s", "batches/s", "requests/s",
-                                      "keys/s", "1/s"),
-                                     "higher"), **dict.fromkeys(("ns", "us", "ms", "s"), "lower")}
-NEUTRAL_KINDS = ("monitor", "env", "doctor")   # observations of a workload: neither better nor worse
+DIRECTION_BY_UNIT = {
+    **dict.fromkeys(
+        ("bytes/s", "iops", "flop/s", "samples/s", "files/s", "batches/s", "requests/s", "keys/s", "1/s"), "higher"
+    ),
+    **dict.fromkeys(("ns", "us", "ms", "s"), "lower"),
+}
+NEUTRAL_KINDS = ("monitor", "env", "doctor")  # observations of a workload: neither better nor worse
 # keys with a rate or time unit that are settings, requirements (what an accelerator needs) or observations
 NEUTRAL_KEYS = tuple("*" + t for t in SETTING_TIMES) + (
-    "wall_s", "needed_samples_per_s", "accelerator_samples_per_s", "disk_*", "gpu*_pcie_*", "sampler_cpu_pct")
+    "wall_s",
+    "needed_samples_per_s",
+    "accelerator_samples_per_s",
+    "disk_*",
+    "gpu*_pcie_*",
+    "sampler_cpu_pct",
+)
 
 
 def better(key: str, kind: str | None = None) -> str | None:
@@ -41,5 +50,3 @@ def delta_colour(metric: str, d: float | None, neutral: str, kind: str | None = 
     if d is not None and way and abs(d) >= 1:
         return "#2e7d32" if (d > 0) == (way == "higher") else "#c62828"
     return neutral
-
-

@@ -47,7 +47,7 @@ class Gate:
     """What the gate found: the verdict, the failing figures and one sentence per judged figure."""
 
     threshold_pct: float
-    verdict: str                       # "ok" or "fail"
+    verdict: str  # "ok" or "fail"
     failures: list[dict] = field(default_factory=list)
     judged: list[dict] = field(default_factory=list)
 
@@ -58,24 +58,31 @@ class Gate:
     def sentence(self) -> str:
         pct = f"{self.threshold_pct:g} %"
         if self.failures:
-            return (f"fail: {len(self.failures)} headline figure{'s' if len(self.failures) > 1 else ''} "
-                    f"significantly worse than the baseline by more than {pct} — "
-                    + "; ".join(f["sentence"] for f in self.failures))
+            return (
+                f"fail: {len(self.failures)} headline figure{'s' if len(self.failures) > 1 else ''} "
+                f"significantly worse than the baseline by more than {pct} — "
+                + "; ".join(f["sentence"] for f in self.failures)
+            )
         if not self.judged:
             return f"ok: no headline figure to judge against the baseline (--fail-if-worse {pct})"
         undecided = [j for j in self.judged if j["inconclusive"]]
         text = f"ok: no headline figure is significantly worse than the baseline by more than {pct}"
         if undecided:
-            text += (f" ({len(undecided)} of {len(self.judged)} could not be judged: one run each — "
-                     "use --repeat 5)")
+            text += f" ({len(undecided)} of {len(self.judged)} could not be judged: one run each — use --repeat 5)"
         return text
 
     def lines(self) -> list[str]:
         return [self.sentence()] + [f"  {j['sentence']}" for j in self.judged if not j["failed"]]
 
     def to_dict(self) -> dict:
-        return {"threshold_pct": self.threshold_pct, "verdict": self.verdict, "exit_code": self.exit_code,
-                "sentence": self.sentence(), "failures": self.failures, "judged": self.judged}
+        return {
+            "threshold_pct": self.threshold_pct,
+            "verdict": self.verdict,
+            "exit_code": self.exit_code,
+            "sentence": self.sentence(),
+            "failures": self.failures,
+            "judged": self.judged,
+        }
 
 
 def judge(cmp, pct: Any) -> Gate:
@@ -98,25 +105,42 @@ def judge(cmp, pct: Any) -> Gate:
                 weak = ri.method in ("windows", "t-log-one-side")
                 failed = bool(ri.worse and worse is not None and worse * 100 > threshold and not weak)
                 what = f"{metric_label(m)} ({g.kind}) of {g.names[i]}"
-                several = g.n_runs(i) > 1 or g.n_runs(0) > 1   # the figures are medians, the change is not
-                figs = (("medians " if several else "")
-                        + f"{format_metric(m, g.value(m, i))} against {format_metric(m, g.value(m, 0))}")
+                several = g.n_runs(i) > 1 or g.n_runs(0) > 1  # the figures are medians, the change is not
+                figs = (
+                    "medians " if several else ""
+                ) + f"{format_metric(m, g.value(m, i))} against {format_metric(m, g.value(m, 0))}"
                 if failed:
-                    text = (f"{what} is {worse * 100:.3g} % worse than {g.names[0]}: "
-                            f"{format_change(ri.ratio, ri.low, ri.high, ri.higher_is_better, ri.level)}"
-                            f"{' (ratio of the geometric means)' if several else ''}; {figs}")
+                    text = (
+                        f"{what} is {worse * 100:.3g} % worse than {g.names[0]}: "
+                        f"{format_change(ri.ratio, ri.low, ri.high, ri.higher_is_better, ri.level)}"
+                        f"{' (ratio of the geometric means)' if several else ''}; {figs}"
+                    )
                 else:
                     text = f"{what}: {change_text(ri)}; {figs}"
                     if weak and ri.worse and worse is not None and worse * 100 > threshold:
-                        text += (f" — not judged: {ri.caveat or 'the interval comes from within-run windows'}; "
-                                 "use --repeat 3 or more on both sides")
+                        text += (
+                            f" — not judged: {ri.caveat or 'the interval comes from within-run windows'}; "
+                            "use --repeat 3 or more on both sides"
+                        )
                 unlike = g.unlike(i)
                 if unlike and caveat:
                     text += f" — measured unlike the baseline ({caveat})"
-                rec = {"kind": g.kind, "metric": m, "ref": g.names[i], "baseline": g.names[0],
-                       "ratio": ri.ratio, "ci_low": ri.low, "ci_high": ri.high, "significant": ri.significant,
-                       "method": ri.method, "worse_pct": None if worse is None else worse * 100,
-                       "inconclusive": ri.inconclusive, "unlike": unlike, "failed": failed, "sentence": text}
+                rec = {
+                    "kind": g.kind,
+                    "metric": m,
+                    "ref": g.names[i],
+                    "baseline": g.names[0],
+                    "ratio": ri.ratio,
+                    "ci_low": ri.low,
+                    "ci_high": ri.high,
+                    "significant": ri.significant,
+                    "method": ri.method,
+                    "worse_pct": None if worse is None else worse * 100,
+                    "inconclusive": ri.inconclusive,
+                    "unlike": unlike,
+                    "failed": failed,
+                    "sentence": text,
+                }
                 gate.judged.append(rec)
                 if failed:
                     gate.failures.append(rec)

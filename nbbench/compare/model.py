@@ -107,15 +107,29 @@ class ComparisonGroup:
         for m in self.metrics:
             for i, (name, r) in enumerate(zip(self.names, self.runs)):
                 ri = self.interval(m, i)
-                out.append({"kind": self.kind, "metric": m, "unit": unit_of(m), "better": better(m, self.kind),
-                            "ref": name, "run_id": r.run_id, "run_ids": [x.run_id for x in self.pool(i)],
-                            "n_runs": self.n_runs(i), "value": self.value(m, i),
-                            "delta_pct": None if i == 0 else self.delta_pct(m, i),
-                            "ratio": ri.ratio if ri else None, "ci_low": ri.low if ri else None,
-                            "ci_high": ri.high if ri else None, "level": ri.level if ri else None,
-                            "significant": ri.significant if ri else None, "method": ri.method if ri else None,
-                            "caveat": ri.caveat if ri else None, "change": noise.change_text(ri) if ri else None,
-                            "display": format_metric(m, self.value(m, i))})
+                out.append(
+                    {
+                        "kind": self.kind,
+                        "metric": m,
+                        "unit": unit_of(m),
+                        "better": better(m, self.kind),
+                        "ref": name,
+                        "run_id": r.run_id,
+                        "run_ids": [x.run_id for x in self.pool(i)],
+                        "n_runs": self.n_runs(i),
+                        "value": self.value(m, i),
+                        "delta_pct": None if i == 0 else self.delta_pct(m, i),
+                        "ratio": ri.ratio if ri else None,
+                        "ci_low": ri.low if ri else None,
+                        "ci_high": ri.high if ri else None,
+                        "level": ri.level if ri else None,
+                        "significant": ri.significant if ri else None,
+                        "method": ri.method if ri else None,
+                        "caveat": ri.caveat if ri else None,
+                        "change": noise.change_text(ri) if ri else None,
+                        "display": format_metric(m, self.value(m, i)),
+                    }
+                )
         return out
 
     def frame(self):
@@ -132,8 +146,12 @@ class ComparisonGroup:
                 ri = self.interval(m, i)
                 rec[f"significant {name}"] = ri.significant if ri else None
             recs.append(rec)
-        cols = (["metric", "unit"] + self.names + [f"Δ% {n}" for n in self.names[1:]]
-                + [f"significant {n}" for n in self.names[1:]])
+        cols = (
+            ["metric", "unit"]
+            + self.names
+            + [f"Δ% {n}" for n in self.names[1:]]
+            + [f"significant {n}" for n in self.names[1:]]
+        )
         return pd.DataFrame.from_records(recs, columns=cols).set_index("metric")
 
     def text_table(self) -> str:
@@ -176,7 +194,7 @@ class Comparison:
     groups: list[ComparisonGroup]
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    gated: Gate | None = None   # set by :meth:`gate`
+    gated: Gate | None = None  # set by :meth:`gate`
 
     @property
     def all_warnings(self) -> list[str]:
@@ -203,8 +221,10 @@ class Comparison:
         """All groups' tables stacked, indexed by (kind, metric)."""
         import pandas as pd
 
-        frames = [g.frame().assign(kind=g.kind).set_index("kind", append=True).reorder_levels(["kind", "metric"])
-                  for g in self.groups]
+        frames = [
+            g.frame().assign(kind=g.kind).set_index("kind", append=True).reorder_levels(["kind", "metric"])
+            for g in self.groups
+        ]
         return pd.concat(frames) if frames else pd.DataFrame()
 
     def figure(self, group: int | str = 0):
@@ -242,12 +262,25 @@ class Comparison:
         return self.html(images=True)
 
     def to_dict(self) -> dict[str, Any]:
-        out = {"refs": self.refs, "warnings": self.all_warnings, "notes": self.notes,
-               "groups": [{"kind": g.kind, "names": g.names, "run_ids": [r.run_id for r in g.runs],
-                           "pooled_run_ids": [[x.run_id for x in g.pool(i)] for i in range(len(g.runs))],
-                           "verdicts": [r.verdict for r in g.runs],
-                           "metrics": g.metrics, "warnings": g.warnings, "notes": g.notes, "rows": g.rows}
-                          for g in self.groups]}
+        out = {
+            "refs": self.refs,
+            "warnings": self.all_warnings,
+            "notes": self.notes,
+            "groups": [
+                {
+                    "kind": g.kind,
+                    "names": g.names,
+                    "run_ids": [r.run_id for r in g.runs],
+                    "pooled_run_ids": [[x.run_id for x in g.pool(i)] for i in range(len(g.runs))],
+                    "verdicts": [r.verdict for r in g.runs],
+                    "metrics": g.metrics,
+                    "warnings": g.warnings,
+                    "notes": g.notes,
+                    "rows": g.rows,
+                }
+                for g in self.groups
+            ],
+        }
         if self.gated is not None:
             out["gate"] = self.gated.to_dict()
             out["verdict"] = self.gated.verdict
@@ -255,7 +288,7 @@ class Comparison:
 
     def to_json(self, **kw) -> str:
         kw.pop("orient", None)
-        kw.pop("date_format", None)   # DataFrame.to_json's arguments, as commands.to_json passes them
+        kw.pop("date_format", None)  # DataFrame.to_json's arguments, as commands.to_json passes them
         return json.dumps(self.to_dict(), default=str, **kw)
 
 

@@ -24,8 +24,18 @@ from ..stats import INCONCLUSIVE_ONE_RUN, RatioInterval, ratio_interval
 from ..units import format_change
 from .direction import better, delta_colour
 
-__all__ = ["figures", "windows", "interval", "cell_text", "change_text", "colour", "GREY",
-           "NO_CHANGE", "INCONCLUSIVE", "hib"]
+__all__ = [
+    "figures",
+    "windows",
+    "interval",
+    "cell_text",
+    "change_text",
+    "colour",
+    "GREY",
+    "NO_CHANGE",
+    "INCONCLUSIVE",
+    "hib",
+]
 
 #: the colour of a delta that is not beyond the noise (inconclusive, or not significant)
 GREY = "#8a8a8a"
@@ -110,8 +120,7 @@ def cell_text(ri: RatioInterval | None, unlike: bool = False) -> str:
     return format_change(ri.ratio, low, high, ri.higher_is_better, ri.level) + star + mark
 
 
-def colour(metric: str, ri: RatioInterval | None, neutral: str, kind: str | None = None,
-           unlike: bool = False) -> str:
+def colour(metric: str, ri: RatioInterval | None, neutral: str, kind: str | None = None, unlike: bool = False) -> str:
     """Green/red only for a significant change of a metric with a direction, measured like for
     like; grey for one within the noise or undecided; ``neutral`` otherwise."""
     if ri is None or ri.ratio is None or unlike:
@@ -125,8 +134,7 @@ def group_notes(intervals: Sequence[RatioInterval]) -> list[str]:
     """The notes a table adds once under its deltas: how the one-run deltas were judged."""
     out = []
     if any(ri.method == "windows" for ri in intervals):
-        out.append("* interval from the windows within one run each: they understate run-to-run noise — "
-                   "use --repeat 5")
+        out.append("* interval from the windows within one run each: they understate run-to-run noise — use --repeat 5")
     if any(ri.inconclusive and ri.caveat == INCONCLUSIVE_ONE_RUN for ri in intervals):
         out.append(INCONCLUSIVE_ONE_RUN)
     if any(ri.method == "t-log-one-side" for ri in intervals):

@@ -37,7 +37,7 @@ def run_desc(r: Result, path: str | None = None, pool=None) -> str:
     elif r.run_id is not None:
         bits.append(f"run {r.run_id}")
     n = sum(len(run_metrics(x)) for x in pool)
-    if n > len(pool):   # results made with --repeat N
+    if n > len(pool):  # results made with --repeat N
         bits.append(f"({n} runs)")
     tags = [str(r.labels[k]) for k in MODE_LABELS if k in r.labels]
     if r.params.get("path"):
@@ -81,13 +81,17 @@ def group_text(g) -> str:
         row += [g.delta_cell(m, i) for i in range(1, len(g.runs))]
         body.append(row)
     widths = [max(len(str(r[c])) for r in [head] + body) for c in range(len(head))]
-    line = lambda r: "  ".join(str(x).ljust(w) if j == 0 else str(x).rjust(w)  # noqa: E731
-                               for j, (x, w) in enumerate(zip(r, widths)))
+    line = lambda r: "  ".join(
+        str(x).ljust(w) if j == 0 else str(x).rjust(w)  # noqa: E731
+        for j, (x, w) in enumerate(zip(r, widths))
+    )
     out = [f"{g.kind}:"] + [_run_line(g, i) for i in range(len(g.runs))]
     out += [line(head), line(["-" * w for w in widths])] + [line(r) for r in body]
     if any(g.n_runs(i) > 1 for i in range(len(g.runs))):
-        out += ["figures: the median over each reference's runs, ± half their min…max range;",
-                "changes: the ratio of the runs' geometric means, 95 % interval of Welch's t on the logarithms"]
+        out += [
+            "figures: the median over each reference's runs, ± half their min…max range;",
+            "changes: the ratio of the runs' geometric means, 95 % interval of Welch's t on the logarithms",
+        ]
     if len(shown) < len(g.metrics):
         out.append(f"({len(g.metrics) - len(shown)} more latency percentiles in .frame / --json)")
     out += [f"note: {n}" for n in g.noise_notes(shown)]
@@ -101,39 +105,51 @@ def comparison_html(cmp, images: bool = True) -> str:
     esc = html.escape
     out = ["<div class='nbbench-compare'>"]
     for g in cmp.groups:
-        out.append(f"<h4>{esc(g.kind)}: " + ", ".join(
-            f"<b>{esc(n)}</b> = {esc(run_desc(r, pool=g.pool(i)))}"
-            for i, (n, r) in enumerate(zip(g.names, g.runs))) + "</h4>")
-        head = "".join(f"<th>{esc(n)}</th>" for n in g.names) + "".join(
-            f"<th>Δ {esc(n)}</th>" for n in g.names[1:])
+        out.append(
+            f"<h4>{esc(g.kind)}: "
+            + ", ".join(
+                f"<b>{esc(n)}</b> = {esc(run_desc(r, pool=g.pool(i)))}" for i, (n, r) in enumerate(zip(g.names, g.runs))
+            )
+            + "</h4>"
+        )
+        head = "".join(f"<th>{esc(n)}</th>" for n in g.names) + "".join(f"<th>Δ {esc(n)}</th>" for n in g.names[1:])
         rows = []
         shown = table_metrics(g.metrics)
         for m in shown:
-            cells = "".join(f"<td style='text-align:right'>{esc(_value_cell(g, m, i))}</td>"
-                            for i in range(len(g.runs)))
+            cells = "".join(
+                f"<td style='text-align:right'>{esc(_value_cell(g, m, i))}</td>" for i in range(len(g.runs))
+            )
             for i in range(1, len(g.runs)):
                 ri = g.interval(m, i)
                 colour = g.delta_paint(m, i, "#444")
                 weight = "bold" if ri is not None and ri.significant else "normal"
                 title = esc(rows_change(ri))
-                cells += (f"<td style='text-align:right;color:{colour};font-weight:{weight}' title='{title}'>"
-                          f"{esc(g.delta_cell(m, i))}</td>")
+                cells += (
+                    f"<td style='text-align:right;color:{colour};font-weight:{weight}' title='{title}'>"
+                    f"{esc(g.delta_cell(m, i))}</td>"
+                )
             rows.append(f"<tr><td style='text-align:left'>{esc(_row_label(m, g.metrics, g.kind))}</td>{cells}</tr>")
-        out.append(f"<table class='nbbench-compare-table'><thead><tr><th style='text-align:left'>metric</th>"
-                   f"{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
+        out.append(
+            f"<table class='nbbench-compare-table'><thead><tr><th style='text-align:left'>metric</th>"
+            f"{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        )
         if any(g.n_runs(i) > 1 for i in range(len(g.runs))):
-            out.append("<div style='color:#666;font-size:85%'>figures: the median over each reference's runs, "
-                       "± half their min…max range; changes: the ratio of the runs' geometric means with its "
-                       "95 % interval (Welch's t on the logarithms; hover a change for it)</div>")
+            out.append(
+                "<div style='color:#666;font-size:85%'>figures: the median over each reference's runs, "
+                "± half their min…max range; changes: the ratio of the runs' geometric means with its "
+                "95 % interval (Welch's t on the logarithms; hover a change for it)</div>"
+            )
         if len(shown) < len(g.metrics):
-            out.append(f"<div style='color:#666;font-size:85%'>{len(g.metrics) - len(shown)} more latency "
-                       "percentiles in <code>.frame</code> / <code>--json</code></div>")
+            out.append(
+                f"<div style='color:#666;font-size:85%'>{len(g.metrics) - len(shown)} more latency "
+                "percentiles in <code>.frame</code> / <code>--json</code></div>"
+            )
         if images:
             import base64
 
             from ..plots import figure_png
 
-            chart = cmp.figure(cmp.groups.index(g))   # None: no metric has a value
+            chart = cmp.figure(cmp.groups.index(g))  # None: no metric has a value
             png = base64.b64encode(figure_png(chart)).decode("ascii") if chart is not None else ""
             out += [f"<img alt='{esc(g.kind)} comparison' src='data:image/png;base64,{png}'>"] if png else []
         out += [f"<div style='color:#666'>note: {esc(n)}</div>" for n in g.noise_notes(shown)]

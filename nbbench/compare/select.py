@@ -47,8 +47,9 @@ def resolve(refs: Sequence[Any], store=None) -> list[tuple[str, list[Result]]]:
         try:
             runs = store.find(ref)
         except KeyError:
-            raise ProbeError(f"no stored run has id or label {str(ref)!r}",
-                             advice=[advice.entry("see {command}", "history")]) from None
+            raise ProbeError(
+                f"no stored run has id or label {str(ref)!r}", advice=[advice.entry("see {command}", "history")]
+            ) from None
         name = f"#{ref}" if isinstance(ref, int) or str(ref).isdigit() else str(ref)
         out.append((name, runs))
     names = [n for n, _ in out]
@@ -82,7 +83,7 @@ def pools_by_kind(name: str, runs: Sequence[Result]) -> tuple[dict[str, list[Res
     """Per kind: the runs pooled as repeats (the latest last; it stands for the reference), and
     the notes saying what was pooled and what was left out."""
     latest: dict[str, Result] = {}
-    for r in runs:   # the latest run that ended well stands for the reference (a failed or stopped one only alone)
+    for r in runs:  # the latest run that ended well stands for the reference (a failed or stopped one only alone)
         cur = latest.get(r.kind)
         better_status = cur is not None and (r.status == "ok") != (cur.status == "ok")
         if cur is None or (r.status == "ok" if better_status else (r.run_id or 0) >= (cur.run_id or 0)):
@@ -95,9 +96,12 @@ def pools_by_kind(name: str, runs: Sequence[Result]) -> tuple[dict[str, list[Res
         other = [r for r in runs if r.kind == kind and not any(r is s for s in same)]
         pools[kind] = same
         if len(same) > 1:
-            notes.append(f"{name}: {len(same)} {kind} runs with the same settings pooled as repeats "
-                         f"(runs {_ids(same)})")
+            notes.append(
+                f"{name}: {len(same)} {kind} runs with the same settings pooled as repeats (runs {_ids(same)})"
+            )
         if other:
-            notes.append(f"{name} also names {len(other)} {kind} run{'s' if len(other) > 1 else ''} with other "
-                         f"settings or a partial status (runs {_ids(other)}), left out — give a run id to compare one")
+            notes.append(
+                f"{name} also names {len(other)} {kind} run{'s' if len(other) > 1 else ''} with other "
+                f"settings or a partial status (runs {_ids(other)}), left out — give a run id to compare one"
+            )
     return pools, notes

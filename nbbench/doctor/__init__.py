@@ -39,9 +39,16 @@ def _safe(name: str, fn: Callable[[], Any]) -> list[Check]:
     return list(out)
 
 
-def doctor(path: str | os.PathLike | None = None, root: str | os.PathLike = "/", checks=None,
-           runtime_dir: str | None = None, workers: int | None = None, gpu_check=None,
-           try_o_direct: bool | None = None, progress=None) -> DoctorResult:
+def doctor(
+    path: str | os.PathLike | None = None,
+    root: str | os.PathLike = "/",
+    checks=None,
+    runtime_dir: str | None = None,
+    workers: int | None = None,
+    gpu_check=None,
+    try_o_direct: bool | None = None,
+    progress=None,
+) -> DoctorResult:
     """Run the checks (``checks``: names from :data:`CHECKS`, default all) for ``path``.
 
     ``root``: the filesystem root to read (a fixture tree in tests).  ``runtime_dir``:
@@ -108,16 +115,20 @@ def doctor(path: str | os.PathLike | None = None, root: str | os.PathLike = "/",
         return exposure.check_jupyter(runtime_dir)
 
     table: dict[str, Callable[[], Any]] = {
-        "shm": lambda: system.check_shm(root, mounts, workers=workers) if mounts is not None
-        else na("/dev/shm size", mount_error, "memory"),
+        "shm": lambda: (
+            system.check_shm(root, mounts, workers=workers)
+            if mounts is not None
+            else na("/dev/shm size", mount_error, "memory")
+        ),
         "nofile": lambda: system.check_nofile(root),
         "mount": run_mount,
         "block": run_block,
         "vm": lambda: [system.check_dirty(root), system.check_swap(root)],
         "cpu": lambda: system.check_cpus(root),
         "memory": run_memory,
-        "gpu": lambda: gpu.check_gpu(gpu_check) if (live or gpu_check) else
-        [na("gpu", "not checked on a fixture root", "gpu")],
+        "gpu": lambda: (
+            gpu.check_gpu(gpu_check) if (live or gpu_check) else [na("gpu", "not checked on a fixture root", "gpu")]
+        ),
         "jupyter": run_jupyter,
         "ssh": lambda: exposure.check_sshd(root),
     }

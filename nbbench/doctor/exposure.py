@@ -12,8 +12,15 @@ from typing import Any, Iterable
 
 from .base import Check, Unreadable, na, read_text, under
 
-__all__ = ["check_jupyter", "assess_server", "check_sshd", "parse_sshd_config", "SshdSetting",
-           "is_loopback", "listening_on_port"]
+__all__ = [
+    "check_jupyter",
+    "assess_server",
+    "check_sshd",
+    "parse_sshd_config",
+    "SshdSetting",
+    "is_loopback",
+    "listening_on_port",
+]
 
 
 def is_loopback(host: str | None) -> bool:
@@ -48,7 +55,7 @@ def _hex_addr(h: str) -> str:
     import struct
 
     raw = bytes.fromhex(h)
-    words = b"".join(struct.pack("<I", struct.unpack(">I", raw[i:i + 4])[0]) for i in range(0, len(raw), 4))
+    words = b"".join(struct.pack("<I", struct.unpack(">I", raw[i : i + 4])[0]) for i in range(0, len(raw), 4))
     return socket.inet_ntop(socket.AF_INET if len(raw) == 4 else socket.AF_INET6, words)
 
 
@@ -82,8 +89,16 @@ def assess_server(info: dict[str, Any], listening: list[str] | None = None) -> C
     password = bool(info.get("password"))
     sock = info.get("sock") or ""
     host = info.get("hostname")
-    data = {"url": url, "pid": info.get("pid"), "hostname": host, "port": info.get("port"),
-            "token": bool(token), "password": password, "sock": sock, "listening": listening}
+    data = {
+        "url": url,
+        "pid": info.get("pid"),
+        "hostname": host,
+        "port": info.get("port"),
+        "token": bool(token),
+        "password": password,
+        "sock": sock,
+        "listening": listening,
+    }
     name, group = f"jupyter server :{info.get('port')}" if not sock else f"jupyter server {sock}", "exposure"
     auth = "token" if token else ("password" if password else "no token and no password")
     if sock:
@@ -97,17 +112,32 @@ def assess_server(info: dict[str, Any], listening: list[str] | None = None) -> C
         bound = f"{host} ({src})"
     ev = f"{url} pid {info.get('pid')}, listening on {bound}, {auth}"
     if not token and not password:
-        where = "anyone who can reach it" if wide else "any local user or process (and anything that can reach this port through a tunnel or port mapping)"
-        return Check(name, "fail", ev + f": {where} can run code as this user",
-                     "restart it with a token or a password (jupyter server password), not with an empty "
-                     "--IdentityProvider.token= / --ServerApp.token=, and bind it to 127.0.0.1 "
-                     "(--ServerApp.ip=127.0.0.1) behind an SSH tunnel",
-                     group, data)
+        where = (
+            "anyone who can reach it"
+            if wide
+            else "any local user or process (and anything that can reach this port through a tunnel or port mapping)"
+        )
+        return Check(
+            name,
+            "fail",
+            ev + f": {where} can run code as this user",
+            "restart it with a token or a password (jupyter server password), not with an empty "
+            "--IdentityProvider.token= / --ServerApp.token=, and bind it to 127.0.0.1 "
+            "(--ServerApp.ip=127.0.0.1) behind an SSH tunnel",
+            group,
+            data,
+        )
     if wide:
-        return Check(name, "warn", ev + f": reachable beyond loopback ({', '.join(wide)}) — the token is the only guard "
-                     "and travels in URLs" + ("" if info.get("secure") else ", over plain http"),
-                     "bind to 127.0.0.1 (--ServerApp.ip=127.0.0.1) and reach it through ssh -L 8888:127.0.0.1:8888, "
-                     "or put it behind TLS and a login (JupyterHub)", group, data)
+        return Check(
+            name,
+            "warn",
+            ev + f": reachable beyond loopback ({', '.join(wide)}) — the token is the only guard "
+            "and travels in URLs" + ("" if info.get("secure") else ", over plain http"),
+            "bind to 127.0.0.1 (--ServerApp.ip=127.0.0.1) and reach it through ssh -L 8888:127.0.0.1:8888, "
+            "or put it behind TLS and a login (JupyterHub)",
+            group,
+            data,
+        )
     return Check(name, "ok", ev, "", group, data)
 
 
@@ -132,8 +162,16 @@ def check_jupyter(runtime_dir: str | None = None, servers: Iterable[dict] | None
     servers = list(servers)
     if not servers:
         where = runtime_dir or "the Jupyter runtime directory"
-        return [Check(name, "ok", f"no running Jupyter server found in {where} "
-                      "(jupyter_server.serverapp.list_running_servers)", "", group, {"runtime_dir": runtime_dir})]
+        return [
+            Check(
+                name,
+                "ok",
+                f"no running Jupyter server found in {where} (jupyter_server.serverapp.list_running_servers)",
+                "",
+                group,
+                {"runtime_dir": runtime_dir},
+            )
+        ]
     out = []
     for info in servers:
         pid = info.get("pid")
@@ -226,8 +264,10 @@ def check_sshd(root: str = "/") -> list[Check]:
     try:
         cfg = parse_sshd_config(root)
     except Unreadable as exc:
-        return [na("ssh password login", f"{exc}: no SSH server configured here", group),
-                na("ssh root login", f"{exc}: no SSH server configured here", group)]
+        return [
+            na("ssh password login", f"{exc}: no SSH server configured here", group),
+            na("ssh root login", f"{exc}: no SSH server configured here", group),
+        ]
     files = ", ".join(cfg.files)
     out = []
 
@@ -244,38 +284,72 @@ def check_sshd(root: str = "/") -> list[Check]:
         return ""
 
     pa, pa_where = get("passwordauthentication", "yes")
-    kbd, kbd_where = get("kbdinteractiveauthentication",
-                         get("challengeresponseauthentication", "yes")[0])
+    kbd, kbd_where = get("kbdinteractiveauthentication", get("challengeresponseauthentication", "yes")[0])
     pam, _ = get("usepam", "no")
     data = {"PasswordAuthentication": pa, "KbdInteractiveAuthentication": kbd, "UsePAM": pam, "files": cfg.files}
-    fix = ("set PasswordAuthentication no (and KbdInteractiveAuthentication no) and reload sshd: key-only login"
-           + first_file_hint("passwordauthentication"))
+    fix = (
+        "set PasswordAuthentication no (and KbdInteractiveAuthentication no) and reload sshd: key-only login"
+        + first_file_hint("passwordauthentication")
+    )
     cond = [c for c in cfg.conditional.get("passwordauthentication", []) if c.value.lower() == "yes"]
     if pa == "yes":
         out.append(Check("ssh password login", "fail", f"PasswordAuthentication yes ({pa_where})", fix, group, data))
     elif kbd == "yes" and pam == "yes":
-        out.append(Check("ssh password login", "warn",
-                         f"PasswordAuthentication {pa} ({pa_where}), but KbdInteractiveAuthentication yes "
-                         f"({kbd_where}) with UsePAM yes still asks for passwords", fix, group, data))
+        out.append(
+            Check(
+                "ssh password login",
+                "warn",
+                f"PasswordAuthentication {pa} ({pa_where}), but KbdInteractiveAuthentication yes "
+                f"({kbd_where}) with UsePAM yes still asks for passwords",
+                fix,
+                group,
+                data,
+            )
+        )
     elif cond:
-        out.append(Check("ssh password login", "warn",
-                         f"PasswordAuthentication {pa} ({pa_where}), but yes for some users: "
-                         + "; ".join(c.where() for c in cond), fix, group, data))
+        out.append(
+            Check(
+                "ssh password login",
+                "warn",
+                f"PasswordAuthentication {pa} ({pa_where}), but yes for some users: "
+                + "; ".join(c.where() for c in cond),
+                fix,
+                group,
+                data,
+            )
+        )
     else:
         out.append(Check("ssh password login", "ok", f"PasswordAuthentication {pa} ({pa_where})", "", group, data))
 
     pr, pr_where = get("permitrootlogin", "prohibit-password")
     data = {"PermitRootLogin": pr, "files": cfg.files}
-    fix = ("set PermitRootLogin prohibit-password (keys only) or no, and reload sshd"
-           + first_file_hint("permitrootlogin"))
+    fix = "set PermitRootLogin prohibit-password (keys only) or no, and reload sshd" + first_file_hint(
+        "permitrootlogin"
+    )
     if pr == "yes":
-        out.append(Check("ssh root login", "fail", f"PermitRootLogin yes ({pr_where}): root may log in with a password",
-                         fix, group, data))
+        out.append(
+            Check(
+                "ssh root login",
+                "fail",
+                f"PermitRootLogin yes ({pr_where}): root may log in with a password",
+                fix,
+                group,
+                data,
+            )
+        )
     else:
         condr = [c for c in cfg.conditional.get("permitrootlogin", []) if c.value.lower() == "yes"]
         if condr:
-            out.append(Check("ssh root login", "warn", f"PermitRootLogin {pr} ({pr_where}), but yes for "
-                             + "; ".join(c.where() for c in condr), fix, group, data))
+            out.append(
+                Check(
+                    "ssh root login",
+                    "warn",
+                    f"PermitRootLogin {pr} ({pr_where}), but yes for " + "; ".join(c.where() for c in condr),
+                    fix,
+                    group,
+                    data,
+                )
+            )
         else:
             out.append(Check("ssh root login", "ok", f"PermitRootLogin {pr} ({pr_where})", "", group, data))
     for p in cfg.problems:

@@ -16,9 +16,12 @@ def from_verdicts(verdicts: list[dict]) -> list[Check]:
         status = _STATUS.get(str(v.get("status")), "warn")
         name = f"gpu: {v.get('check', '?')}"
         fix = "" if status == "ok" else "see the GPU check for the details"
-        advice = [entry("run {command}", "gpu")] if fix else []   # worded by the front end that shows it
-        out.append(Check(name, status, f"{v.get('message', '')} (nbbench.probes.gpu.check)", fix, "gpu", dict(v),
-                         advice=advice))
+        advice = [entry("run {command}", "gpu")] if fix else []  # worded by the front end that shows it
+        out.append(
+            Check(
+                name, status, f"{v.get('message', '')} (nbbench.probes.gpu.check)", fix, "gpu", dict(v), advice=advice
+            )
+        )
     return out
 
 

@@ -16,33 +16,46 @@ _MEMORY = {"tmpfs", "ramfs"}
 _ATIME_IN_MEMORY = _MEMORY | {"proc", "sysfs", "devtmpfs"}
 
 FS_CAVEATS = {
-    "overlay": ("the container's writable layer (overlayfs): the first write to an image file copies it up "
-                "whole, and reads pass through the image layers — not where datasets or checkpoints belong",
-                "mount a volume or host directory for data: docker run -v /fast/disk/data:/dataset … "
-                "(Kubernetes: a PersistentVolume or hostPath)"),
-    "network": ("a network filesystem: every open and small read costs a round trip, and throughput is the "
-                "network's",
-                "for NFS mount with nconnect=8,rsize=1048576,wsize=1048576; copy hot data to local NVMe "
-                "or pack small files into shards (WebDataset, TFRecord)"),
-    "fuse": ("a FUSE filesystem (s3fs, gcsfuse, sshfs, …): every read crosses a user-space daemon; O_DIRECT "
-             "and large reads are often unsupported and small files are slow",
-             "copy the dataset to local disk, or enable the FUSE driver's file cache and larger read sizes"),
-    "memory": ("RAM-backed (tmpfs): figures here measure memory, not storage; the files count against the "
-               "container's memory limit and are gone on restart",
-               "benchmark the directory where the dataset really lives"),
-    "hostshare": ("a host-shared filesystem of a VM (9p / virtiofs): metadata and small reads are slow",
-                  "put the dataset on a disk attached to the VM"),
+    "overlay": (
+        "the container's writable layer (overlayfs): the first write to an image file copies it up "
+        "whole, and reads pass through the image layers — not where datasets or checkpoints belong",
+        "mount a volume or host directory for data: docker run -v /fast/disk/data:/dataset … "
+        "(Kubernetes: a PersistentVolume or hostPath)",
+    ),
+    "network": (
+        "a network filesystem: every open and small read costs a round trip, and throughput is the network's",
+        "for NFS mount with nconnect=8,rsize=1048576,wsize=1048576; copy hot data to local NVMe "
+        "or pack small files into shards (WebDataset, TFRecord)",
+    ),
+    "fuse": (
+        "a FUSE filesystem (s3fs, gcsfuse, sshfs, …): every read crosses a user-space daemon; O_DIRECT "
+        "and large reads are often unsupported and small files are slow",
+        "copy the dataset to local disk, or enable the FUSE driver's file cache and larger read sizes",
+    ),
+    "memory": (
+        "RAM-backed (tmpfs): figures here measure memory, not storage; the files count against the "
+        "container's memory limit and are gone on restart",
+        "benchmark the directory where the dataset really lives",
+    ),
+    "hostshare": (
+        "a host-shared filesystem of a VM (9p / virtiofs): metadata and small reads are slow",
+        "put the dataset on a disk attached to the VM",
+    ),
 }
 
 
 def object_caveat(client: str, url: str | None) -> tuple[str, str]:
     """What a FUSE mount of object storage means for the probes, and what to measure instead."""
-    what = (f"object storage through a FUSE client ({client}): O_DIRECT is not honoured, random writes are "
-            "unsupported or slow, every open, stat and listing is a request, and a local cache may serve "
-            "warm reads")
+    what = (
+        f"object storage through a FUSE client ({client}): O_DIRECT is not honoured, random writes are "
+        "unsupported or slow, every open, stat and listing is a request, and a local cache may serve "
+        "warm reads"
+    )
     target = url or "s3://BUCKET/PREFIX"
-    fix = (f"measure the bucket itself: nbbench s3 {target} (with --endpoint-url for an S3-compatible store); "
-           "read whole files in large blocks (shards) through the mount")
+    fix = (
+        f"measure the bucket itself: nbbench s3 {target} (with --endpoint-url for an S3-compatible store); "
+        "read whole files in large blocks (shards) through the mount"
+    )
     return what, fix
 
 
@@ -62,11 +75,17 @@ def check_mount(path: str, mounts: list[Mount]) -> tuple[Check, Mount | None]:
     m = find_mount(path, mounts)
     if m is None:
         return na(name, f"no mount in /proc/self/mountinfo covers {path}", group), None
-    data = {"path": path, "mount_point": m.mount_point, "fstype": m.fstype, "source": m.source,
-            "options": m.options, "super_options": m.super_options, "device": m.devno}
+    data = {
+        "path": path,
+        "mount_point": m.mount_point,
+        "fstype": m.fstype,
+        "source": m.source,
+        "options": m.options,
+        "super_options": m.super_options,
+        "device": m.devno,
+    }
     src = m.source + (f" (its {m.fs_root}, bind-mounted)" if m.fs_root not in ("/", "") else "")
-    ev = (f"{path} is on {m.mount_point}: {m.fstype} from {src}, options {','.join(m.options)} "
-          f"({_where(m)})")
+    ev = f"{path} is on {m.mount_point}: {m.fstype} from {src}, options {','.join(m.options)} ({_where(m)})"
     extra = []
     if m.fstype.startswith("nfs"):
         for k in ("vers", "rsize", "wsize", "nconnect", "proto"):
@@ -96,8 +115,10 @@ def check_atime(m: Mount | None) -> Check:
     ev_opts = ",".join(o for o in m.options if "atime" in o or o in ("ro", "rw")) or "none"
     ev = f"{m.mount_point} mounted {ev_opts} ({_where(m)})"
     data = {"options": m.options}
-    fix = (f"mount -o remount,noatime {m.mount_point} (on the host for a bind mount or volume; "
-           "add noatime to its /etc/fstab line)")
+    fix = (
+        f"mount -o remount,noatime {m.mount_point} (on the host for a bind mount or volume; "
+        "add noatime to its /etc/fstab line)"
+    )
     if "ro" in opts:
         return Check(name, "ok", ev + ": read-only, so reads write no access times", "", group, data)
     if m.fstype in _ATIME_IN_MEMORY:
@@ -105,9 +126,16 @@ def check_atime(m: Mount | None) -> Check:
     if "noatime" in opts:
         return Check(name, "ok", ev, "", group, data)
     if "relatime" in opts:
-        return Check(name, "warn", ev + ": relatime still writes each file's access time when first read after "
-                     "a change and then once a day — an inode write per dataset file per epoch-day; noatime "
-                     "writes none", fix, group, data)
+        return Check(
+            name,
+            "warn",
+            ev + ": relatime still writes each file's access time when first read after "
+            "a change and then once a day — an inode write per dataset file per epoch-day; noatime "
+            "writes none",
+            fix,
+            group,
+            data,
+        )
     return Check(name, "warn", ev + ": strict atime — every read of a file also writes its inode", fix, group, data)
 
 
@@ -117,8 +145,10 @@ def check_o_direct(path: str) -> Check:
     from ..results import ProbeError
 
     name, group = "O_DIRECT", "storage"
-    fix = ("direct-I/O figures cannot be taken here: use the buffered cache modes with a file larger than "
-           "RAM, or drop the page cache between runs on the host (echo 3 > /proc/sys/vm/drop_caches)")
+    fix = (
+        "direct-I/O figures cannot be taken here: use the buffered cache modes with a file larger than "
+        "RAM, or drop the page cache between runs on the host (echo 3 > /proc/sys/vm/drop_caches)"
+    )
     try:
         st = os.stat(path)
     except OSError as exc:
@@ -132,7 +162,7 @@ def check_o_direct(path: str) -> Check:
             return na(name, f"not tried: {exc}", group)
         from .. import tempfiles
 
-        try:   # a new .nbbench-doctor-… file, registered before it exists: removed on a signal too
+        try:  # a new .nbbench-doctor-… file, registered before it exists: removed on a signal too
             with tempfiles.temp_file(path, "doctor") as tf:
                 ok, why = direct_io_supported(tf.fd, write=True)
         except ProbeError as exc:
@@ -179,14 +209,17 @@ def check_block(root: str, m: Mount | None, want_read_ahead_kb: int = 2048) -> l
         out.append(na("read-ahead", q.errors["read_ahead_kb"], group))
     else:
         ev = f"{ra} KiB ({bd.queue_dir}/read_ahead_kb) for {desc}"
-        fix = (f"blockdev --setra {want_read_ahead_kb * 2} {dev}  ({want_read_ahead_kb * 2} × 512-byte sectors "
-               f"= {want_read_ahead_kb} KiB; as root on the host, or echo {want_read_ahead_kb} > "
-               f"{bd.queue_dir}/read_ahead_kb)")
+        fix = (
+            f"blockdev --setra {want_read_ahead_kb * 2} {dev}  ({want_read_ahead_kb * 2} × 512-byte sectors "
+            f"= {want_read_ahead_kb} KiB; as root on the host, or echo {want_read_ahead_kb} > "
+            f"{bd.queue_dir}/read_ahead_kb)"
+        )
         status = "ok" if ra >= want_read_ahead_kb else "warn"
         if status == "warn":
             ev += f": below {want_read_ahead_kb} KiB, so sequential reads of large files arrive in small pieces"
-        out.append(Check("read-ahead", status, ev, fix if status == "warn" else "", group,
-                         {**base, "read_ahead_kb": ra}))
+        out.append(
+            Check("read-ahead", status, ev, fix if status == "warn" else "", group, {**base, "read_ahead_kb": ra})
+        )
 
     rot = q.rotational
     if "scheduler" in q.errors:
@@ -196,11 +229,27 @@ def check_block(root: str, m: Mount | None, want_read_ahead_kb: int = 2048) -> l
         ev = f"{sched} ({bd.queue_dir}/scheduler: {text})"
         data = {**base, "scheduler": sched, "available": text}
         if rot == 1 and sched == "none":
-            out.append(Check("I/O scheduler", "warn", ev + ": a rotational disk without a scheduler seeks more",
-                             f"echo mq-deadline > {bd.queue_dir}/scheduler (on the host)", group, data))
+            out.append(
+                Check(
+                    "I/O scheduler",
+                    "warn",
+                    ev + ": a rotational disk without a scheduler seeks more",
+                    f"echo mq-deadline > {bd.queue_dir}/scheduler (on the host)",
+                    group,
+                    data,
+                )
+            )
         elif rot == 0 and sched == "bfq":
-            out.append(Check("I/O scheduler", "warn", ev + ": bfq costs CPU per request on fast SSD/NVMe",
-                             f"echo none > {bd.queue_dir}/scheduler (on the host)", group, data))
+            out.append(
+                Check(
+                    "I/O scheduler",
+                    "warn",
+                    ev + ": bfq costs CPU per request on fast SSD/NVMe",
+                    f"echo none > {bd.queue_dir}/scheduler (on the host)",
+                    group,
+                    data,
+                )
+            )
         else:
             out.append(Check("I/O scheduler", "ok", ev, "", group, data))
 
@@ -208,16 +257,35 @@ def check_block(root: str, m: Mount | None, want_read_ahead_kb: int = 2048) -> l
         out.append(na("rotational", f"{bd.queue_dir}/rotational could not be read", group))
     elif rot == 1:
         ev = f"1 ({bd.queue_dir}/rotational): the kernel treats {bd.disk} as a spinning disk"
-        if bd.disk.startswith(("vd", "xvd")):   # nothing to do: the flag says nothing of the host's storage
-            out.append(Check("rotational", "info", ev + "; virtual disks report 1 whatever the host's storage is "
-                             "(randread measures it)", "", group, {**base, "rotational": 1}))
+        if bd.disk.startswith(("vd", "xvd")):  # nothing to do: the flag says nothing of the host's storage
+            out.append(
+                Check(
+                    "rotational",
+                    "info",
+                    ev + "; virtual disks report 1 whatever the host's storage is (randread measures it)",
+                    "",
+                    group,
+                    {**base, "rotational": 1},
+                )
+            )
             return out
-        out.append(Check("rotational", "warn", ev,
-                         "random reads of many small files are slow on spinning disks: keep datasets on SSD/NVMe, "
-                         "or pack them into large sequential shards", group, {**base, "rotational": 1}))
+        out.append(
+            Check(
+                "rotational",
+                "warn",
+                ev,
+                "random reads of many small files are slow on spinning disks: keep datasets on SSD/NVMe, "
+                "or pack them into large sequential shards",
+                group,
+                {**base, "rotational": 1},
+            )
+        )
     else:
-        out.append(Check("rotational", "ok", f"0 ({bd.queue_dir}/rotational): solid-state", "", group,
-                         {**base, "rotational": 0}))
+        out.append(
+            Check(
+                "rotational", "ok", f"0 ({bd.queue_dir}/rotational): solid-state", "", group, {**base, "rotational": 0}
+            )
+        )
 
     nr = q.nr_requests
     if nr is None:
@@ -225,8 +293,16 @@ def check_block(root: str, m: Mount | None, want_read_ahead_kb: int = 2048) -> l
     else:
         ev = f"{nr} requests ({bd.queue_dir}/nr_requests)"
         if nr < 64:
-            out.append(Check("queue depth", "warn", ev + ": a short queue limits parallel reads from many workers",
-                             f"echo 256 > {bd.queue_dir}/nr_requests (on the host)", group, {**base, "nr_requests": nr}))
+            out.append(
+                Check(
+                    "queue depth",
+                    "warn",
+                    ev + ": a short queue limits parallel reads from many workers",
+                    f"echo 256 > {bd.queue_dir}/nr_requests (on the host)",
+                    group,
+                    {**base, "nr_requests": nr},
+                )
+            )
         else:
             out.append(Check("queue depth", "ok", ev, "", group, {**base, "nr_requests": nr}))
     return out

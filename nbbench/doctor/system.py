@@ -11,14 +11,26 @@ from ..units import format_bytes
 from ..topology import Mount, read_mounts
 from .base import Check, Unreadable, na, read_text, under
 
-__all__ = ["check_shm", "check_nofile", "check_dirty", "check_swap", "check_cpus", "check_memory",
-           "shm_need_bytes", "parse_limits", "parse_meminfo", "DOCKER_SHM_BYTES"]
+__all__ = [
+    "check_shm",
+    "check_nofile",
+    "check_dirty",
+    "check_swap",
+    "check_cpus",
+    "check_memory",
+    "shm_need_bytes",
+    "parse_limits",
+    "parse_meminfo",
+    "DOCKER_SHM_BYTES",
+]
 
 DOCKER_SHM_BYTES = 64 * 2**20
 # one batch of 256 RGB 224x224 float32 images: what a DataLoader worker hands over through /dev/shm
 DEFAULT_BATCH_BYTES = 256 * 3 * 224 * 224 * 4
-SHM_FIX = ("give the container a larger /dev/shm: docker run --shm-size=16g … (or --ipc=host); "
-           "Kubernetes: an emptyDir with medium: Memory mounted at /dev/shm")
+SHM_FIX = (
+    "give the container a larger /dev/shm: docker run --shm-size=16g … (or --ipc=host); "
+    "Kubernetes: an emptyDir with medium: Memory mounted at /dev/shm"
+)
 
 
 def _gib(n) -> str:
@@ -40,8 +52,13 @@ def _tmpfs_size(m: Mount) -> int | None:
     return int(mm.group(1)) * {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}[mm.group(2)]
 
 
-def check_shm(root: str = "/", mounts: list[Mount] | None = None, workers: int | None = None,
-              batch_bytes: int = DEFAULT_BATCH_BYTES, prefetch_factor: int = 2) -> Check:
+def check_shm(
+    root: str = "/",
+    mounts: list[Mount] | None = None,
+    workers: int | None = None,
+    batch_bytes: int = DEFAULT_BATCH_BYTES,
+    prefetch_factor: int = 2,
+) -> Check:
     name, group = "/dev/shm size", "memory"
     try:
         mounts = mounts if mounts is not None else read_mounts(root)
@@ -52,9 +69,15 @@ def check_shm(root: str = "/", mounts: list[Mount] | None = None, workers: int |
         workers = min(8, usable_cpus(root)["usable_int"])
     need = shm_need_bytes(workers, batch_bytes, prefetch_factor)
     if not shm:
-        return Check(name, "fail", "/dev/shm is not a mount point in /proc/self/mountinfo: DataLoader workers "
-                     "(num_workers > 0) pass batches through shared memory there", SHM_FIX, group,
-                     {"need_bytes": need})
+        return Check(
+            name,
+            "fail",
+            "/dev/shm is not a mount point in /proc/self/mountinfo: DataLoader workers "
+            "(num_workers > 0) pass batches through shared memory there",
+            SHM_FIX,
+            group,
+            {"need_bytes": need},
+        )
     m = shm[-1]
     size = used = None
     where = f"/proc/self/mountinfo ({m.fstype} size={m.option('size')})"
@@ -65,17 +88,34 @@ def check_shm(root: str = "/", mounts: list[Mount] | None = None, workers: int |
         size = _tmpfs_size(m)
     if size is None:
         return na(name, f"/dev/shm ({m.fstype}) shows no size in /proc/self/mountinfo", group)
-    data = {"size_bytes": size, "used_bytes": used, "need_bytes": need, "workers": workers,
-            "batch_bytes": batch_bytes, "prefetch_factor": prefetch_factor}
-    ev = (f"{_gib(size)} ({where})" + (f", {_gib(used)} used" if used else "")
-          + f"; {workers} workers × {prefetch_factor} prefetched batches of {_gib(batch_bytes)} "
-          f"need about {_gib(need)}")
+    data = {
+        "size_bytes": size,
+        "used_bytes": used,
+        "need_bytes": need,
+        "workers": workers,
+        "batch_bytes": batch_bytes,
+        "prefetch_factor": prefetch_factor,
+    }
+    ev = (
+        f"{_gib(size)} ({where})"
+        + (f", {_gib(used)} used" if used else "")
+        + f"; {workers} workers × {prefetch_factor} prefetched batches of {_gib(batch_bytes)} "
+        f"need about {_gib(need)}"
+    )
     if size <= 2 * DOCKER_SHM_BYTES:
-        return Check(name, "fail", ev + f" — this is Docker's {_gib(DOCKER_SHM_BYTES)} default: DataLoader "
-                     "workers die with 'Bus error' or 'No space left on device'", SHM_FIX, group, data)
+        return Check(
+            name,
+            "fail",
+            ev + f" — this is Docker's {_gib(DOCKER_SHM_BYTES)} default: DataLoader "
+            "workers die with 'Bus error' or 'No space left on device'",
+            SHM_FIX,
+            group,
+            data,
+        )
     if size < need:
-        return Check(name, "warn", ev, SHM_FIX + f" (at least {_gib(need)}), or lower num_workers / batch size",
-                     group, data)
+        return Check(
+            name, "warn", ev, SHM_FIX + f" (at least {_gib(need)}), or lower num_workers / batch size", group, data
+        )
     return Check(name, "ok", ev, "", group, data)
 
 
@@ -89,11 +129,19 @@ def check_nofile(root: str = "/", want: int = 65536) -> Check:
     show = lambda v: "unlimited" if v is None else str(v)  # noqa: E731
     ev = f"soft {show(s)}, hard {show(h)} ({where})"
     data = {"soft": s, "hard": h, "want": want}
-    fix = (f"ulimit -n {want} before starting Jupyter, or docker run --ulimit nofile={want}:{want}; "
-           "in Python the soft limit can be raised to the hard one: resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))")
+    fix = (
+        f"ulimit -n {want} before starting Jupyter, or docker run --ulimit nofile={want}:{want}; "
+        "in Python the soft limit can be raised to the hard one: resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))"
+    )
     if s is not None and s < 1024:
-        return Check(name, "fail", ev + ": many DataLoader workers over many files fail with 'Too many open files'",
-                     fix, group, data)
+        return Check(
+            name,
+            "fail",
+            ev + ": many DataLoader workers over many files fail with 'Too many open files'",
+            fix,
+            group,
+            data,
+        )
     if (s is not None and s < want) or (h is not None and h < want):
         if s is not None and h is not None and s < h and h >= want:
             fix = f"raise the soft limit to the hard one: ulimit -n {h} (no privilege needed)"
@@ -141,16 +189,26 @@ def check_dirty(root: str = "/", ratio: int = 15, background: int = 5) -> Check:
     data = {"dirty_ratio": r, "dirty_background_ratio": b, "dirty_bytes": rb, "dirty_background_bytes": bb}
     ev = f"vm.dirty_ratio {r}, vm.dirty_background_ratio {b} (/proc/sys/vm/)"
     if rb or bb:
-        ev = (f"vm.dirty_bytes {_gib(rb) if rb else 'unset'}, vm.dirty_background_bytes "
-              f"{_gib(bb) if bb else 'unset'} (/proc/sys/vm/; the *_bytes settings override the ratios)")
+        ev = (
+            f"vm.dirty_bytes {_gib(rb) if rb else 'unset'}, vm.dirty_background_bytes "
+            f"{_gib(bb) if bb else 'unset'} (/proc/sys/vm/; the *_bytes settings override the ratios)"
+        )
         return Check(name, "ok", ev, "", group, data)
-    fix = (f"on the host: sysctl -w vm.dirty_ratio={ratio} vm.dirty_background_ratio={background} "
-           f"(persist in /etc/sysctl.d/)")
+    fix = (
+        f"on the host: sysctl -w vm.dirty_ratio={ratio} vm.dirty_background_ratio={background} "
+        f"(persist in /etc/sysctl.d/)"
+    )
     if r > ratio or b > background:
         why = f": above {ratio} / {background}, so large writes (checkpoints) pile up and then stall in one long flush"
-        if proc_sys_read_only(root):   # one note: only the host can change it
-            return Check(name, "info", ev + why + "; /proc/sys is read-only here: a host setting", "", group,
-                         {**data, "read_only": True})
+        if proc_sys_read_only(root):  # one note: only the host can change it
+            return Check(
+                name,
+                "info",
+                ev + why + "; /proc/sys is read-only here: a host setting",
+                "",
+                group,
+                {**data, "read_only": True},
+            )
         return Check(name, "warn", ev + why, fix, group, data)
     return Check(name, "ok", ev, "", group, data)
 
@@ -182,13 +240,25 @@ def check_swap(root: str = "/") -> Check:
     data = {"total_bytes": total, "used_bytes": used, "swappiness": swappiness}
     sw = f", vm.swappiness {swappiness}" if swappiness is not None else ""
     if total == 0:
-        return Check(name, "ok", f"no swap (/proc/meminfo SwapTotal 0){sw}: running out of memory ends in the "
-                     "OOM killer, not a slow crawl", "", group, data)
+        return Check(
+            name,
+            "ok",
+            f"no swap (/proc/meminfo SwapTotal 0){sw}: running out of memory ends in the OOM killer, not a slow crawl",
+            "",
+            group,
+            data,
+        )
     ev = f"{_gib(total)} swap, {_gib(used)} in use (/proc/meminfo){sw}"
     if used > max(256 * 2**20, 0.25 * total):
-        return Check(name, "warn", ev + ": memory is short, so workers and the page cache are being swapped out",
-                     "lower num_workers / prefetch_factor or batch size, or give the machine more memory; "
-                     "sysctl -w vm.swappiness=10 on the host makes the kernel prefer dropping cache", group, data)
+        return Check(
+            name,
+            "warn",
+            ev + ": memory is short, so workers and the page cache are being swapped out",
+            "lower num_workers / prefetch_factor or batch size, or give the machine more memory; "
+            "sysctl -w vm.swappiness=10 on the host makes the kernel prefer dropping cache",
+            group,
+            data,
+        )
     return Check(name, "ok", ev, "", group, data)
 
 
@@ -207,16 +277,24 @@ def check_cpus(root: str = "/") -> Check:
     quota = c["cgroup_quota"]
     src = _cpu_source(root)
     q = f"{quota:g}" if quota is not None else "none"
-    ev = (f"os.cpu_count() {c['logical']}, affinity {c['affinity']} (sched_getaffinity), "
-          f"cgroup quota {q} ({src}) → {c['usable']:g} usable")
+    ev = (
+        f"os.cpu_count() {c['logical']}, affinity {c['affinity']} (sched_getaffinity), "
+        f"cgroup quota {q} ({src}) → {c['usable']:g} usable"
+    )
     data = dict(c)
     if c["usable"] < c["logical"]:
         n = c["usable_int"]
-        return Check(name, "warn", ev + ": tools that size themselves by os.cpu_count() (DataLoader num_workers "
-                     "recipes, torch's thread pool) oversubscribe",
-                     f"use num_workers ≤ {n} and torch.set_num_threads({n}) "
-                     "(nbbench.env.usable_cpus()['usable_int']), or raise the container's CPU limit "
-                     "(docker --cpus, Kubernetes resources.limits.cpu)", group, data)
+        return Check(
+            name,
+            "warn",
+            ev + ": tools that size themselves by os.cpu_count() (DataLoader num_workers "
+            "recipes, torch's thread pool) oversubscribe",
+            f"use num_workers ≤ {n} and torch.set_num_threads({n}) "
+            "(nbbench.env.usable_cpus()['usable_int']), or raise the container's CPU limit "
+            "(docker --cpus, Kubernetes resources.limits.cpu)",
+            group,
+            data,
+        )
     return Check(name, "ok", ev, "", group, data)
 
 
@@ -227,9 +305,13 @@ def check_memory(root: str = "/", shm_bytes: int | None = None) -> Check:
         total = parse_meminfo(read_text(root, "/proc/meminfo")).get("MemTotal")
     except Unreadable:
         total = None
-    src = ("/sys/fs/cgroup/memory.max" if under(root, "/sys/fs/cgroup/memory.max").exists()
-           else "/sys/fs/cgroup/memory/memory.limit_in_bytes"
-           if under(root, "/sys/fs/cgroup/memory/memory.limit_in_bytes").exists() else None)
+    src = (
+        "/sys/fs/cgroup/memory.max"
+        if under(root, "/sys/fs/cgroup/memory.max").exists()
+        else "/sys/fs/cgroup/memory/memory.limit_in_bytes"
+        if under(root, "/sys/fs/cgroup/memory/memory.limit_in_bytes").exists()
+        else None
+    )
     data = {"limit_bytes": limit, "total_bytes": total, "shm_bytes": shm_bytes}
     tot = f"{_gib(total)} RAM (/proc/meminfo)" if total else "RAM unknown"
     if src is None and total is None:
@@ -238,13 +320,22 @@ def check_memory(root: str = "/", shm_bytes: int | None = None) -> Check:
         return Check(name, "ok", f"no cgroup memory limit ({src or 'no cgroup memory file'}); {tot}", "", group, data)
     ev = f"cgroup limit {_gib(limit)} ({src}); {tot}"
     if shm_bytes and shm_bytes > limit:
-        return Check(name, "warn", ev + f"; /dev/shm ({_gib(shm_bytes)}) is larger than the limit and its pages count "
-                     "against it: filling it gets the container OOM-killed",
-                     "raise the container's memory limit (docker --memory, resources.limits.memory) or size "
-                     "/dev/shm below it", group, data)
+        return Check(
+            name,
+            "warn",
+            ev + f"; /dev/shm ({_gib(shm_bytes)}) is larger than the limit and its pages count "
+            "against it: filling it gets the container OOM-killed",
+            "raise the container's memory limit (docker --memory, resources.limits.memory) or size /dev/shm below it",
+            group,
+            data,
+        )
     if total and limit < 0.25 * total:
-        return Check(name, "warn", ev + ": DataLoader workers, pinned memory and the page cache all count against it",
-                     "raise the container's memory limit (docker --memory, Kubernetes resources.limits.memory)",
-                     group, data)
+        return Check(
+            name,
+            "warn",
+            ev + ": DataLoader workers, pinned memory and the page cache all count against it",
+            "raise the container's memory limit (docker --memory, Kubernetes resources.limits.memory)",
+            group,
+            data,
+        )
     return Check(name, "ok", ev, "", group, data)
-

@@ -113,8 +113,7 @@ def to_fio(results: list[Result], version: str = "") -> dict[str, Any]:
             "groupid": 0,
             "error": 0 if r.status == "ok" else 1,
             "job options": opts,
-            "nbbench": {"kind": r.kind, "run_id": r.run_id, "status": r.status, "labels": r.labels,
-                        "env_id": r.env_id},
+            "nbbench": {"kind": r.kind, "run_id": r.run_id, "status": r.status, "labels": r.labels, "env_id": r.env_id},
         }
         for d in ("read", "write"):
             part = _dir(r, d, single=single and (d == "read" or not has["read"]))
@@ -124,7 +123,11 @@ def to_fio(results: list[Result], version: str = "") -> dict[str, Any]:
             job["job_runtime"] = int(round(r.duration_s * 1000))
         jobs.append(job)
     now = time.time()
-    return {"fio version": f"nbbench-{version or __version__} (fio-shaped; not measured by fio)",
-            "timestamp": int(now), "timestamp_ms": int(now * 1000),
-            "time": time.strftime("%a %b %d %H:%M:%S %Y", time.localtime(now)),
-            "global options": {}, "jobs": jobs}
+    return {
+        "fio version": f"nbbench-{version or __version__} (fio-shaped; not measured by fio)",
+        "timestamp": int(now),
+        "timestamp_ms": int(now * 1000),
+        "time": time.strftime("%a %b %d %H:%M:%S %Y", time.localtime(now)),
+        "global options": {},
+        "jobs": jobs,
+    }

@@ -59,8 +59,11 @@ def _env_table(data) -> str:
         envs = {here.get("id"): here, **envs}
     ids = list(envs)
     head = "".join(
-        f"<th>{esc(str(envs[i].get('host')))}" + (" <span class='note'>(this machine)</span>" if i == here.get("id") else "")
-        + "</th>" for i in ids)
+        f"<th>{esc(str(envs[i].get('host')))}"
+        + (" <span class='note'>(this machine)</span>" if i == here.get("id") else "")
+        + "</th>"
+        for i in ids
+    )
     rows = []
     labels = [lab for lab, _ in data.env_rows(here)]
     cols = [dict(data.env_rows(envs[i])) for i in ids]
@@ -70,7 +73,7 @@ def _env_table(data) -> str:
         style = " style='background:#fff8e1'" if differ else ""
         cells = "".join(f"<td{style}>{esc(v)}</td>" for v in vals)
         rows.append(f"<tr><td>{esc(lab)}</td>{cells}</tr>")
-    note = ("<div class='note'>Highlighted rows differ between the environments.</div>" if len(ids) > 1 else "")
+    note = "<div class='note'>Highlighted rows differ between the environments.</div>" if len(ids) > 1 else ""
     return f"<table class='env'><thead><tr><th></th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>{note}"
 
 
@@ -78,8 +81,11 @@ def _bold_deltas(text: str) -> str:
     """The significant changes of the summary in bold: the figures a reader looks for.  Only a
     change that opens a clause is one ('+5.00 % write (95 % CI …)', '15.7× faster read'); a delta
     within the noise is worded ('no significant change in …', '… inconclusive at +5.00 %'), never bold."""
-    return re.sub(r"(?:(?<=^)|(?<=; )|(?<=, ))([+-]\d[\d,]*(?:\.\d+)? %|\d[\d.]*× (?:faster|slower|higher|lower))",
-                  r"<b>\1</b>", text)
+    return re.sub(
+        r"(?:(?<=^)|(?<=; )|(?<=, ))([+-]\d[\d,]*(?:\.\d+)? %|\d[\d.]*× (?:faster|slower|higher|lower))",
+        r"<b>\1</b>",
+        text,
+    )
 
 
 def _badge(scope) -> str:
@@ -87,28 +93,40 @@ def _badge(scope) -> str:
     and where the full table is."""
     total = len(scope.checks) + len(scope.others)
     if not scope.checks:
-        return (f"<div class='chips'>Doctor: none of its {total} checks bears on these results — "
-                "<a href='#doctor'>full table below</a></div>")
-    chips = "".join(f"<span class='chip' style='background:{_CHIP[s]}'>{n} {s}</span>"
-                    for s, n in scope.counts().items() if n)
+        return (
+            f"<div class='chips'>Doctor: none of its {total} checks bears on these results — "
+            "<a href='#doctor'>full table below</a></div>"
+        )
+    chips = "".join(
+        f"<span class='chip' style='background:{_CHIP[s]}'>{n} {s}</span>" for s, n in scope.counts().items() if n
+    )
     verdict = f" — verdict <b>{esc(scope.verdict)}</b>" if scope.verdict else ""
-    return (f"<div class='chips'>Doctor, {esc(scope.what())}: {chips}{verdict} · "
-            f"<a href='#doctor'>all {total} checks below</a></div>")
+    return (
+        f"<div class='chips'>Doctor, {esc(scope.what())}: {chips}{verdict} · "
+        f"<a href='#doctor'>all {total} checks below</a></div>"
+    )
 
 
 def export(data, path=None, files=None) -> str:
     from ..version import __version__
     from ..plots.samples import sample_plot
 
-    parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
-             f"<meta name='viewport' content='width=device-width,initial-scale=1'>"
-             f"<title>{esc(data.title)}</title><style>{_CSS}</style></head><body><main>"]
-    parts.append(f"<h1>{esc(data.title)}</h1><div class='meta'>generated {esc(data.created_iso)} by nbbench "
-                 f"{esc(__version__)} · {len(data.results)} result{'s' if len(data.results) != 1 else ''}</div>")
+    parts = [
+        f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+        f"<meta name='viewport' content='width=device-width,initial-scale=1'>"
+        f"<title>{esc(data.title)}</title><style>{_CSS}</style></head><body><main>"
+    ]
+    parts.append(
+        f"<h1>{esc(data.title)}</h1><div class='meta'>generated {esc(data.created_iso)} by nbbench "
+        f"{esc(__version__)} · {len(data.results)} result{'s' if len(data.results) != 1 else ''}</div>"
+    )
     # the answer first: one paragraph, then the doctor's badge for the checks that bear on these results
     doc, scope = data.doctor, data.doctor_scope()
-    parts.append(f"<div class='summary'><p>{_bold_deltas(esc(data.summary(doctor=False)))}</p>"
-                 + (_badge(scope) if scope is not None else "") + "</div>")
+    parts.append(
+        f"<div class='summary'><p>{_bold_deltas(esc(data.summary(doctor=False)))}</p>"
+        + (_badge(scope) if scope is not None else "")
+        + "</div>"
+    )
 
     parts.append("<h2>Results</h2>")
     if not data.results:
@@ -125,13 +143,15 @@ def export(data, path=None, files=None) -> str:
             fig, why = None, None
         if fig is not None:
             parts.append(png_img(fig, f"{r.headline()} samples"))
-        elif why:   # too short to plot: the sentence instead of a plot of dots
+        elif why:  # too short to plot: the sentence instead of a plot of dots
             parts.append(f"<div class='note'>{esc(why)}</div>")
         parts.append("</div>")
 
     if data.comparisons:
-        parts.append("<h2>Comparisons</h2><div class='meta'>like for like: runs of the same kind, each change "
-                     "against the first with its 95 % interval; grey: within the noise or undecided</div>")
+        parts.append(
+            "<h2>Comparisons</h2><div class='meta'>like for like: runs of the same kind, each change "
+            "against the first with its 95 % interval; grey: within the noise or undecided</div>"
+        )
         for c in data.comparisons:
             parts.append(f"<div class='card'>{c.html(images=True)}</div>")
 
@@ -139,17 +159,22 @@ def export(data, path=None, files=None) -> str:
     parts.append(_env_table(data))
 
     if doc is not None:
-        parts.append(f"<h2 id='doctor'>Doctor</h2><div class='meta'>all {len(doc.checks)} checks of "
-                     f"{esc(str(doc.params.get('path')))} on this machine — status, the evidence (value and where "
-                     "it was read) and the fix</div>")
+        parts.append(
+            f"<h2 id='doctor'>Doctor</h2><div class='meta'>all {len(doc.checks)} checks of "
+            f"{esc(str(doc.params.get('path')))} on this machine — status, the evidence (value and where "
+            "it was read) and the fix</div>"
+        )
         parts.append(doc.html_table())
 
     fio = data.fio()
     if fio is not None:
         parts.append("<h2>Disk results as fio JSON</h2>")
-        parts.append(f"<details><summary>{len(fio['jobs'])} job{'s' if len(fio['jobs']) != 1 else ''} in "
-                     "fio's --output-format=json shape</summary><pre>"
-                     + esc(json.dumps(fio, indent=2, default=str)) + "</pre></details>")
+        parts.append(
+            f"<details><summary>{len(fio['jobs'])} job{'s' if len(fio['jobs']) != 1 else ''} in "
+            "fio's --output-format=json shape</summary><pre>"
+            + esc(json.dumps(fio, indent=2, default=str))
+            + "</pre></details>"
+        )
     for n in data.notes:
         parts.append(f"<div class='note'>note: {esc(n)}</div>")
     parts.append("<footer>Self-contained report: images are embedded, nothing is loaded from the network.</footer>")

@@ -23,9 +23,15 @@ def to_dict(data) -> dict:
         "environments": data.environments,
         "doctor": data.doctor.to_dict() if data.doctor is not None else None,
         # the doctor's checks that bear on these results: their groups and counts
-        "doctor_scope": None if scope is None else {"groups": scope.groups, "kinds": scope.kinds,
-                                                    "counts": scope.counts(), "verdict": scope.verdict,
-                                                    "checks": [c.name for c in scope.checks]},
+        "doctor_scope": None
+        if scope is None
+        else {
+            "groups": scope.groups,
+            "kinds": scope.kinds,
+            "counts": scope.counts(),
+            "verdict": scope.verdict,
+            "checks": [c.name for c in scope.checks],
+        },
         "results": [r.to_dict() for r in data.results],
         "comparisons": [c.to_dict() for c in data.comparisons],
         "fio": data.fio(),

@@ -32,7 +32,7 @@ def _result(r) -> list[str]:
     L += [" · ".join(q for q in quals if q) + (f" — run {r.run_id}" if r.run_id is not None else ""), ""]
     if p.status:
         L += [f"**{r.status}**" + (f": {r.reason}" if r.reason else ""), ""]
-    if p.verdict is not None:   # what its checks found (the status above says whether it ran)
+    if p.verdict is not None:  # what its checks found (the status above says whether it ran)
         L += [f"verdict: **{p.verdict}**", ""]
     L += [x for s in p.story for x in (s, "")]
     L += [f"- warning: {w}" for w in p.warnings] + [f"- advice: {a}" for a in p.advice]
@@ -71,11 +71,16 @@ def export(data, path=None, files=None) -> str:
             files.append(p)
         return f"{os.path.basename(fig_dir)}/{name}"
 
-    L = [f"# {data.title}", "", f"Generated {data.created_iso} by nbbench {__version__}; "
-         f"{len(data.results)} result{'s' if len(data.results) != 1 else ''}.", ""]
+    L = [
+        f"# {data.title}",
+        "",
+        f"Generated {data.created_iso} by nbbench {__version__}; "
+        f"{len(data.results)} result{'s' if len(data.results) != 1 else ''}.",
+        "",
+    ]
     L += [data.summary(doctor=False), ""]
     scope = data.doctor_scope()
-    if scope is not None:   # the doctor's counts over the checks that bear on these results
+    if scope is not None:  # the doctor's counts over the checks that bear on these results
         total = len(scope.checks) + len(scope.others)
         if scope.checks:
             found = ", ".join(f"{n} {st}" for st, n in scope.counts().items() if n)
@@ -98,7 +103,7 @@ def export(data, path=None, files=None) -> str:
             link = save(fig, f"result-{r.run_id or n}.png")
             if link:
                 L += [f"![{r.headline()} samples]({link})", ""]
-        elif why:   # too short to plot: the sentence instead of a plot of dots
+        elif why:  # too short to plot: the sentence instead of a plot of dots
             L += [f"_{why}_", ""]
 
     if data.comparisons:
@@ -136,15 +141,22 @@ def export(data, path=None, files=None) -> str:
     doc = data.doctor
     if doc is not None:
         verdict = f" Verdict: **{doc.verdict}**." if doc.verdict else ""
-        L += ["## Doctor", "", f"All {len(doc.checks)} checks of `{doc.params.get('path')}` on this machine: "
-              f"{doc.answer_line()}.{verdict}", ""]
+        L += [
+            "## Doctor",
+            "",
+            f"All {len(doc.checks)} checks of `{doc.params.get('path')}` on this machine: "
+            f"{doc.answer_line()}.{verdict}",
+            "",
+        ]
         order = {"fail": 0, "warn": 1, "ok": 2, "n/a": 3}
-        def fix(c):   # a shared document names the terminal command
+
+        def fix(c):  # a shared document names the terminal command
             text = c.fix_text(lambda name, args: " ".join(p for p in ("nbbench", name, args) if p))
             return f"`{text}`" if text and c.status in ("warn", "fail") else ""
 
-        rows = [[f"**{c.status}**", c.name, c.evidence, fix(c)]
-                for c in sorted(doc.checks, key=lambda c: order[c.status])]
+        rows = [
+            [f"**{c.status}**", c.name, c.evidence, fix(c)] for c in sorted(doc.checks, key=lambda c: order[c.status])
+        ]
         L += _table(["status", "check", "evidence", "fix"], rows)
 
     fio = data.fio()

@@ -16,10 +16,16 @@ _PIPELINE = ("storage", "block device", "memory", "limits", "cpu")
 #: the doctor's check groups (``Check.group``) that bear on a result of each kind; a kind not
 #: named here counts every group but ``exposure`` (who can reach the machine bears on no figure)
 DOCTOR_SCOPE: dict[str, tuple[str, ...]] = {
-    "dd": _STORAGE, "io": _STORAGE, "randread": _STORAGE, "disk": _STORAGE,
-    "files": _STORAGE + ("limits",), "shards": _STORAGE + ("limits",),
+    "dd": _STORAGE,
+    "io": _STORAGE,
+    "randread": _STORAGE,
+    "disk": _STORAGE,
+    "files": _STORAGE + ("limits",),
+    "shards": _STORAGE + ("limits",),
     "checkpoint": _STORAGE + ("memory",),
-    "loader": _PIPELINE, "sweep": _PIPELINE, "feed": _PIPELINE,
+    "loader": _PIPELINE,
+    "sweep": _PIPELINE,
+    "feed": _PIPELINE,
     "monitor": ("storage", "block device", "memory", "cpu"),
     "gpu": ("gpu",),
 }
@@ -38,9 +44,11 @@ def doctor_groups(r) -> tuple[str, ...]:
     checkpoint on CUDA, a monitor that sampled a GPU)."""
     groups = DOCTOR_SCOPE.get(r.kind, _ALL_BUT_EXPOSURE)
     step = r.params.get("step")
-    uses_gpu = ((r.kind in ("loader", "sweep") and step not in (None, "none") and not str(step).startswith("emulate"))
-                or (r.kind == "checkpoint" and str(r.params.get("device") or "").startswith("cuda"))
-                or (r.kind == "monitor" and r.metrics.get("gpu_util_mean_pct") is not None))
+    uses_gpu = (
+        (r.kind in ("loader", "sweep") and step not in (None, "none") and not str(step).startswith("emulate"))
+        or (r.kind == "checkpoint" and str(r.params.get("device") or "").startswith("cuda"))
+        or (r.kind == "monitor" and r.metrics.get("gpu_util_mean_pct") is not None)
+    )
     return groups + ("gpu",) * (uses_gpu and "gpu" not in groups)
 
 
@@ -48,10 +56,10 @@ def doctor_groups(r) -> tuple[str, ...]:
 class DoctorScope:
     """The doctor's checks split by whether they bear on the report's results."""
 
-    groups: list[str]            # the check groups that bear on them, in the doctor's order
-    kinds: list[str]             # the result kinds they were chosen for
-    checks: list = field(default_factory=list)    # the checks in those groups
-    others: list = field(default_factory=list)    # the rest (in the full table only)
+    groups: list[str]  # the check groups that bear on them, in the doctor's order
+    kinds: list[str]  # the result kinds they were chosen for
+    checks: list = field(default_factory=list)  # the checks in those groups
+    others: list = field(default_factory=list)  # the rest (in the full table only)
 
     def counts(self) -> dict[str, int]:
         """{"fail": 0, "warn": 3, "ok": 8, "n/a": 0} over :attr:`checks`."""
@@ -67,8 +75,10 @@ class DoctorScope:
         """'the 11 checks that bear on dd results (storage, block device, kernel)'."""
         kinds = _and(self.kinds) if self.kinds else "these"
         n = len(self.checks)
-        return (f"the {n} check{'s' if n != 1 else ''} that bear{'s' if n == 1 else ''} on {kinds} results "
-                f"({', '.join(self.groups)})")
+        return (
+            f"the {n} check{'s' if n != 1 else ''} that bear{'s' if n == 1 else ''} on {kinds} results "
+            f"({', '.join(self.groups)})"
+        )
 
 
 def doctor_scope(doc, results) -> DoctorScope | None:
@@ -84,8 +94,12 @@ def doctor_scope(doc, results) -> DoctorScope | None:
     if not results:
         wanted = {c.group for c in checks}
     order = list(dict.fromkeys(c.group for c in checks if c.group in wanted))
-    return DoctorScope(groups=order, kinds=kinds, checks=[c for c in checks if c.group in wanted],
-                       others=[c for c in checks if c.group not in wanted])
+    return DoctorScope(
+        groups=order,
+        kinds=kinds,
+        checks=[c for c in checks if c.group in wanted],
+        others=[c for c in checks if c.group not in wanted],
+    )
 
 
 def _and(items) -> str:
@@ -113,8 +127,11 @@ def _what(data) -> str:
     else:
         text = f"{n} results ({_and(f'{c} {k}' for k, c in kinds.items())})"
     here = data.environment or {}
-    hosts = list(dict.fromkeys(str((data.environments.get(r.env_id) or {}).get("host") or here.get("host") or "?")
-                               for r in results))
+    hosts = list(
+        dict.fromkeys(
+            str((data.environments.get(r.env_id) or {}).get("host") or here.get("host") or "?") for r in results
+        )
+    )
     text += f" from {hosts[0]}" if len(hosts) == 1 else f" from {len(hosts)} hosts ({_and(hosts)})"
     paths = list(dict.fromkeys(str(r.params["path"]) for r in results if r.params.get("path")))
     if paths:
@@ -134,7 +151,7 @@ def _delta(g, m: str, i: int) -> str | None:
     if ri is None or ri.ratio is None:
         return None
     name = metric_label(m)
-    several = g.n_runs(i) > 1 or g.n_runs(0) > 1   # the figures are medians; a change over runs is not
+    several = g.n_runs(i) > 1 or g.n_runs(0) > 1  # the figures are medians; a change over runs is not
     figs = ("medians " if several else "") + f"{format_metric(m, g.value(m, i))} vs {format_metric(m, g.value(m, 0))}"
     if ri.method == "exact" and ri.ratio == 1:
         return f"no change in {name} ({figs})"
@@ -145,7 +162,7 @@ def _delta(g, m: str, i: int) -> str | None:
     change = format_change(ri.ratio, higher_is_better=ri.higher_is_better)
     if ri.method == "exact":
         return f"{change} {name} ({figs})"
-    ci = format_change(ri.ratio, ri.low, ri.high, ri.higher_is_better, ri.level)[len(change):].strip(" ()")
+    ci = format_change(ri.ratio, ri.low, ri.high, ri.higher_is_better, ri.level)[len(change) :].strip(" ()")
     star = ", from the windows of one run each" if ri.method == "windows" else ""
     return f"{change} {name} ({ci}{star}; {figs})"
 
@@ -176,7 +193,7 @@ def _deltas(g) -> str:
     text = "; ".join(parts)
     if len(g.runs) - 1 > _MAX_DELTA_RUNS:
         text += f"; {len(g.runs) - 1 - _MAX_DELTA_RUNS} more runs in the comparison below"
-    from ..compare import caveats   # the same words the chart draws under its title
+    from ..compare import caveats  # the same words the chart draws under its title
 
     warn = caveats(g)
     text = f"{text}."
@@ -209,9 +226,10 @@ def summary(data, doctor: bool = True) -> str:
     if scope is not None:
         total = len(scope.checks) + len(scope.others)
         if scope.checks:
-            sentences.append(f"Doctor: {_counted(scope.counts())} among {scope.what()}; "
-                             f"all {total} checks are in the doctor's table below.")
+            sentences.append(
+                f"Doctor: {_counted(scope.counts())} among {scope.what()}; "
+                f"all {total} checks are in the doctor's table below."
+            )
         else:
-            sentences.append(f"Doctor: none of its {total} checks bears on these results; "
-                             "its full table is below.")
+            sentences.append(f"Doctor: none of its {total} checks bears on these results; its full table is below.")
     return " ".join(sentences)

@@ -44,13 +44,28 @@ from .result import MonitorResult, build_result
 from .sampler import DEFAULT_CAPACITY, Monitor, Source
 from .text import format_status
 
-__all__ = ["Monitor", "MonitorResult", "Source", "FieldStats", "monitor", "format_status",
-           "build_result", "IDLE_THRESHOLD_PCT", "DEFAULT_CAPACITY", "CpuSource", "DiskSource",
-           "ProcessTreeSource", "NvmlGpuSource", "NetSource", "MetricsServer"]
+__all__ = [
+    "Monitor",
+    "MonitorResult",
+    "Source",
+    "FieldStats",
+    "monitor",
+    "format_status",
+    "build_result",
+    "IDLE_THRESHOLD_PCT",
+    "DEFAULT_CAPACITY",
+    "CpuSource",
+    "DiskSource",
+    "ProcessTreeSource",
+    "NvmlGpuSource",
+    "NetSource",
+    "MetricsServer",
+]
 
 
-def monitor(interval: float = 0.2, gpus="all", path=None, sources=None, capacity: int = DEFAULT_CAPACITY,
-            **kwargs) -> Monitor:
+def monitor(
+    interval: float = 0.2, gpus="all", path=None, sources=None, capacity: int = DEFAULT_CAPACITY, **kwargs
+) -> Monitor:
     """A :class:`Monitor` (not started: use ``with`` or ``.start()``)."""
     return Monitor(interval=interval, sources=sources, gpus=gpus, path=path, capacity=capacity, **kwargs)
 

@@ -44,8 +44,11 @@ class Background:
         """'started in cell [5] at 10:02:11 (3 min ago); metrics at http://…'."""
         ago = max(0.0, time.time() - self.started_at)
         when = time.strftime("%H:%M:%S", time.localtime(self.started_at))
-        ago_text = f"{ago:.0f} s ago" if ago < 120 else (f"{ago / 60:.0f} min ago" if ago < 7200
-                                                            else f"{ago / 3600:.1f} h ago")
+        ago_text = (
+            f"{ago:.0f} s ago"
+            if ago < 120
+            else (f"{ago / 60:.0f} min ago" if ago < 7200 else f"{ago / 3600:.1f} h ago")
+        )
         where = f" in {self.origin}" if self.origin else ""
         out = f"started{where} at {when} ({ago_text}), sampling every {self.monitor.interval:g} s"
         if self.server is not None and self.server.running:
@@ -78,16 +81,27 @@ def current() -> Background | None:
         return _current if _current is not None and _current.running else None
 
 
-def start(interval: float = 1.0, gpus="all", path=None, net="auto", procs: float | None = 1.0,
-          window_s: float = 600.0, serve=None, origin: str = "", sources=None, nvml=None) -> Background:
+def start(
+    interval: float = 1.0,
+    gpus="all",
+    path=None,
+    net="auto",
+    procs: float | None = 1.0,
+    window_s: float = 600.0,
+    serve=None,
+    origin: str = "",
+    sources=None,
+    nvml=None,
+) -> Background:
     """Start the background monitor (AlreadyWatching if one runs; ValueError / OSError for bad
     options or a port that cannot be bound, with nothing left running)."""
     global _current, _atexit
     with _lock:
         if current() is not None:
             raise AlreadyWatching(_current)
-        mon = Monitor(interval=interval, gpus=gpus, path=path, net=net, procs=procs, recent_s=window_s,
-                      sources=sources, nvml=nvml)
+        mon = Monitor(
+            interval=interval, gpus=gpus, path=path, net=net, procs=procs, recent_s=window_s, sources=sources, nvml=nvml
+        )
         mon.open()
         server = None
         if serve is not None:

@@ -91,8 +91,7 @@ class CpuSource:
             from .procfs import read_cpu_times
 
             # per CPU: (total, idle + iowait, iowait); as psutil.cpu_percent, guest time is in user time
-            cur = [(sum(c) - c.guest - c.guest_nice, c.idle + c.iowait, c.iowait)
-                   for c in read_cpu_times(self._f_stat)]
+            cur = [(sum(c) - c.guest - c.guest_nice, c.idle + c.iowait, c.iowait) for c in read_cpu_times(self._f_stat)]
         else:
             cur = []
             for c in ps.cpu_times(percpu=True):

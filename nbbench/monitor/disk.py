@@ -30,9 +30,12 @@ __all__ = ["DiskSource", "watched_device", "describe"]
 _VIRTUAL_PREFIXES = ("loop", "ram", "zram", "dm-", "md", "sr", "fd", "nbd", "zd")
 _NO_DEVICE = {
     "overlay": "an overlay filesystem (a container's root)",
-    "nfs": "a network filesystem (NFS)", "nfs4": "a network filesystem (NFS)",
-    "cifs": "a network filesystem (SMB)", "fuse": "a FUSE filesystem",
-    "tmpfs": "memory (tmpfs)", "ramfs": "memory (ramfs)",
+    "nfs": "a network filesystem (NFS)",
+    "nfs4": "a network filesystem (NFS)",
+    "cifs": "a network filesystem (SMB)",
+    "fuse": "a FUSE filesystem",
+    "tmpfs": "memory (tmpfs)",
+    "ramfs": "memory (ramfs)",
 }
 
 
@@ -48,8 +51,9 @@ def describe(dev: topology.BlockDevice) -> str:
     return dev.name
 
 
-def watched_device(path: str | os.PathLike,
-                   root: str | os.PathLike = "/") -> tuple[topology.BlockDevice | None, str | None]:
+def watched_device(
+    path: str | os.PathLike, root: str | os.PathLike = "/"
+) -> tuple[topology.BlockDevice | None, str | None]:
     """The block device holding ``path`` and a note (None when found plainly).
 
     Returns ``(None, note)`` when there is no block device (network or memory
@@ -66,8 +70,10 @@ def watched_device(path: str | os.PathLike,
         return None, f"no mount found for {p}; disk figures are system-wide"
     kind = mount.fstype or "unknown"
     why = _NO_DEVICE.get(kind, f"{kind} on {mount.source}")
-    return None, (f"{p} is on {why}, which has no block device here: disk figures are system-wide; "
-                  "proc.read_syscall_bytes_per_s shows what this process reads")
+    return None, (
+        f"{p} is on {why}, which has no block device here: disk figures are system-wide; "
+        "proc.read_syscall_bytes_per_s shows what this process reads"
+    )
 
 
 def physical_disks(names, root: str | os.PathLike = "/") -> list[str]:
@@ -183,8 +189,12 @@ class DiskSource:
             out[k] = round(v, 1)
         if dev is not None and prev[1] is not None:
             a, b = prev[1], dev
-            vals = (b.read_bytes - a.read_bytes, b.write_bytes - a.write_bytes,
-                    b.read_count - a.read_count, b.write_count - a.write_count)
+            vals = (
+                b.read_bytes - a.read_bytes,
+                b.write_bytes - a.write_bytes,
+                b.read_count - a.read_count,
+                b.write_count - a.write_count,
+            )
             for k, v in zip(keys_dev, vals):
                 out[k] = round(max(0, v) / dt, 1)
             busy = getattr(b, "busy_time", None)

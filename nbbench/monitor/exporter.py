@@ -33,8 +33,11 @@ EXPOSED_WARNING = "anyone who can reach that address can read these metrics"
 
 # record field -> (metric name without the prefix, scale, help)
 _GPU = {
-    "util_pct": ("gpu_utilization_ratio", 0.01,
-                 "NVML kernel-active share: time one or more kernels ran (not SM busy), 0..1"),
+    "util_pct": (
+        "gpu_utilization_ratio",
+        0.01,
+        "NVML kernel-active share: time one or more kernels ran (not SM busy), 0..1",
+    ),
     "mem_util_pct": ("gpu_memory_controller_utilization_ratio", 0.01, "memory-controller busy share, 0..1"),
     "mem_used_bytes": ("gpu_memory_used_bytes", 1, "device memory in use"),
     "power_w": ("gpu_power_watts", 1, "power draw"),
@@ -52,16 +55,27 @@ _HOST = {
     "mem.available_bytes": ("memory_available_bytes", 1, "whole-machine memory available"),
     "sys.read_bytes_per_s": ("system_disk_read_bytes_per_second", 1, "all physical disks together"),
     "sys.write_bytes_per_s": ("system_disk_write_bytes_per_second", 1, "all physical disks together"),
-    "proc.cpu_pct": ("process_tree_cpu_utilization_ratio", 0.01,
-                     "the monitored process and its children, in cores (1 = one core busy)"),
-    "proc.read_bytes_per_s": ("process_tree_read_bytes_per_second", 1,
-                              "the monitored process tree, read from storage"),
-    "proc.read_syscall_bytes_per_s": ("process_tree_read_syscall_bytes_per_second", 1,
-                                      "the monitored process tree, read() calls (page-cache hits included)"),
-    "proc.write_bytes_per_s": ("process_tree_write_bytes_per_second", 1,
-                               "the monitored process tree, written to storage (pages dirtied)"),
-    "proc.write_syscall_bytes_per_s": ("process_tree_write_syscall_bytes_per_second", 1,
-                                       "the monitored process tree, write() calls (into the page cache or not)"),
+    "proc.cpu_pct": (
+        "process_tree_cpu_utilization_ratio",
+        0.01,
+        "the monitored process and its children, in cores (1 = one core busy)",
+    ),
+    "proc.read_bytes_per_s": ("process_tree_read_bytes_per_second", 1, "the monitored process tree, read from storage"),
+    "proc.read_syscall_bytes_per_s": (
+        "process_tree_read_syscall_bytes_per_second",
+        1,
+        "the monitored process tree, read() calls (page-cache hits included)",
+    ),
+    "proc.write_bytes_per_s": (
+        "process_tree_write_bytes_per_second",
+        1,
+        "the monitored process tree, written to storage (pages dirtied)",
+    ),
+    "proc.write_syscall_bytes_per_s": (
+        "process_tree_write_syscall_bytes_per_second",
+        1,
+        "the monitored process tree, write() calls (into the page cache or not)",
+    ),
     "proc.rss_bytes": ("process_tree_resident_memory_bytes", 1, "RSS of the monitored process tree"),
 }
 _DISK = {
@@ -79,10 +93,18 @@ _NET = {
 }
 _PROC = (
     ("read_bytes_per_s", "process_read_bytes_per_second", 1, "read from storage (/proc/PID/io read_bytes)"),
-    ("read_syscall_bytes_per_s", "process_read_syscall_bytes_per_second", 1,
-     "returned by read() calls, page-cache hits included (rchar)"),
-    ("write_bytes_per_s", "process_write_bytes_per_second", 1,
-     "written to storage (/proc/PID/io write_bytes: pages dirtied)"),
+    (
+        "read_syscall_bytes_per_s",
+        "process_read_syscall_bytes_per_second",
+        1,
+        "returned by read() calls, page-cache hits included (rchar)",
+    ),
+    (
+        "write_bytes_per_s",
+        "process_write_bytes_per_second",
+        1,
+        "written to storage (/proc/PID/io write_bytes: pages dirtied)",
+    ),
     ("write_syscall_bytes_per_s", "process_write_syscall_bytes_per_second", 1, "taken by write() calls (wchar)"),
     ("cpu_pct", "process_cpu_utilization_ratio", 0.01, "CPU in cores (1 = one core busy)"),
     ("rss_bytes", "process_resident_memory_bytes", 1, "RSS"),
@@ -100,17 +122,16 @@ def parse_address(text: str | int) -> tuple[str, int, bool]:
     host, port = "127.0.0.1", s
     if s.startswith("["):
         end = s.find("]")
-        if end < 0 or s[end + 1:end + 2] != ":":
+        if end < 0 or s[end + 1 : end + 2] != ":":
             raise ValueError(f"not HOST:PORT: {text!r} (an IPv6 host goes in brackets: [::1]:9100)")
-        host, port = s[1:end], s[end + 2:]
+        host, port = s[1:end], s[end + 2 :]
     elif ":" in s:
         host, _, port = s.rpartition(":")
         host = host or "127.0.0.1"
     try:
         p = int(port)
     except ValueError:
-        raise ValueError(f"not a port number in {text!r} (use PORT or HOST:PORT, e.g. 9100 or 0.0.0.0:9100)") \
-            from None
+        raise ValueError(f"not a port number in {text!r} (use PORT or HOST:PORT, e.g. 9100 or 0.0.0.0:9100)") from None
     if not 0 <= p <= 65535:
         raise ValueError(f"port {p} is out of range (0..65535; 0 picks a free one)")
     if not host or any(c.isspace() for c in host):
@@ -160,15 +181,18 @@ def families(monitor) -> list:
     net = monitor.source("net") if hasattr(monitor, "source") else None
     if net is not None:
         for iface, t in net.totals().items():
-            _fam(out, "network_receive_bytes", "bytes received since the monitor started", ["interface"],
-                 counter=True).add_metric([iface], t[0])
-            _fam(out, "network_transmit_bytes", "bytes sent since the monitor started", ["interface"],
-                 counter=True).add_metric([iface], t[2])
+            _fam(
+                out, "network_receive_bytes", "bytes received since the monitor started", ["interface"], counter=True
+            ).add_metric([iface], t[0])
+            _fam(
+                out, "network_transmit_bytes", "bytes sent since the monitor started", ["interface"], counter=True
+            ).add_metric([iface], t[2])
     gpu = monitor.source("gpu") if hasattr(monitor, "source") else None
     for d in getattr(gpu, "info", None) or []:
         if d.get("mem_total_bytes"):
-            _fam(out, "gpu_memory_total_bytes", "device memory", ["gpu"]).add_metric([str(d["index"])],
-                                                                                  d["mem_total_bytes"])
+            _fam(out, "gpu_memory_total_bytes", "device memory", ["gpu"]).add_metric(
+                [str(d["index"])], d["mem_total_bytes"]
+            )
     procs = monitor.source("proc") if hasattr(monitor, "source") else None
     table = getattr(procs, "table", None)
     if table is not None:
@@ -179,7 +203,8 @@ def families(monitor) -> list:
                 if v is not None:
                     _fam(out, name, doc, ["pid", "role", "worker", "name"]).add_metric(lv, v * scale)
     _fam(out, "monitor_samples", "samples taken since the monitor started", counter=True).add_metric(
-        [], monitor.n_samples)
+        [], monitor.n_samples
+    )
     _fam(out, "monitor_interval_seconds", "seconds between samples").add_metric([], monitor.interval)
     return list(out.values())
 
@@ -211,8 +236,11 @@ class MetricsServer:
             exposed = not ipaddress.ip_address(host).is_loopback
         except ValueError:
             exposed = host != "localhost"
-        self.warning = (f"serving metrics on {host}:{self.port if self.port else '(a free port)'}: "
-                        f"{EXPOSED_WARNING}") if exposed else None
+        self.warning = (
+            (f"serving metrics on {host}:{self.port if self.port else '(a free port)'}: {EXPOSED_WARNING}")
+            if exposed
+            else None
+        )
 
     @classmethod
     def from_text(cls, monitor, text: str | int) -> "MetricsServer":
@@ -230,8 +258,9 @@ class MetricsServer:
         try:
             self._httpd, self._thread = start_http_server(self.port, addr=self.host, registry=registry)
         except OSError as exc:
-            raise OSError(exc.errno, f"cannot serve metrics on {self.host}:{self.port}: "
-                                     f"{exc.strerror or exc}") from None
+            raise OSError(
+                exc.errno, f"cannot serve metrics on {self.host}:{self.port}: {exc.strerror or exc}"
+            ) from None
         self._thread.name = "nbbench-metrics"
         self.port = self._httpd.server_address[1]
         return self

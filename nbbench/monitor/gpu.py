@@ -81,8 +81,7 @@ class NvmlGpuSource:
 
     name = "gpu"
 
-    def __init__(self, gpus="all", nvml=None, pcie: bool = True, gpm: bool = True,
-                 pcie_interval: float = 0.2):
+    def __init__(self, gpus="all", nvml=None, pcie: bool = True, gpm: bool = True, pcie_interval: float = 0.2):
         self.gpus = gpus
         self.nv = nvml if nvml is not None else get_nvml()
         self.want_pcie = pcie
@@ -173,8 +172,7 @@ class NvmlGpuSource:
             "gpu_util_source": ",".join(sorted({d.util_mode or "N/A" for d in self.devices})) or "N/A",
         }
         if self.want_pcie and self.devices:
-            self._pcie_thread = threading.Thread(target=self._pcie_loop, name="nbbench-monitor-pcie",
-                                                 daemon=True)
+            self._pcie_thread = threading.Thread(target=self._pcie_loop, name="nbbench-monitor-pcie", daemon=True)
             self._pcie_thread.start()
 
     def _probe(self, dev: _Device) -> None:
@@ -191,8 +189,10 @@ class NvmlGpuSource:
                 current = 0
             if current:
                 dev.info["mig"] = True
-                self.notes.append(f"GPU {dev.index} is in MIG mode: NVML does not report whole-GPU "
-                                  "utilisation under MIG, so kernel-active % is N/A")
+                self.notes.append(
+                    f"GPU {dev.index} is in MIG mode: NVML does not report whole-GPU "
+                    "utilisation under MIG, so kernel-active % is N/A"
+                )
         # kernel-active %: the driver's timestamped samples, else the rates call
         kind = self._const("NVML_GPU_UTILIZATION_SAMPLES", 1)
         r = nv.call("nvmlDeviceGetSamples", h, kind, 0)
@@ -213,8 +213,11 @@ class NvmlGpuSource:
                 dev.util_mode = None
                 self._mark_na(dev, "util_pct", rr)
                 self._mark_na(dev, "mem_util_pct", rr, note=False)
-        dev.info["util_source"] = {"samples": "nvmlDeviceGetSamples", "rates": "nvmlDeviceGetUtilizationRates",
-                                   None: "N/A"}[dev.util_mode]
+        dev.info["util_source"] = {
+            "samples": "nvmlDeviceGetSamples",
+            "rates": "nvmlDeviceGetUtilizationRates",
+            None: "N/A",
+        }[dev.util_mode]
         # GPM SM-active %, Hopper and later
         if self.want_gpm:
             self._open_gpm(dev)
@@ -235,8 +238,11 @@ class NvmlGpuSource:
         nv, h = self.nv, dev.handle
         sup = nv.call("nvmlGpmQueryDeviceSupport", h)
         if is_na(sup) or not getattr(sup, "isSupportedDevice", 0):
-            why = sup if is_na(sup) else NAValue("GPM is not supported on this GPU",
-                                                  "GPM SM metrics need a Hopper or newer GPU")
+            why = (
+                sup
+                if is_na(sup)
+                else NAValue("GPM is not supported on this GPU", "GPM SM metrics need a Hopper or newer GPU")
+            )
             # pre-Hopper GPUs never have it: record why, without a note
             self._mark_na(dev, "sm_active_pct", why, note=False)
             self._mark_na(dev, "sm_occupancy_pct", why, note=False)
@@ -299,8 +305,7 @@ class NvmlGpuSource:
     def _sample_device(self, dev: _Device, now: float, out: dict) -> None:
         p, h = dev.prefix, dev.handle
         if dev.util_mode == "samples":
-            out[p + "util_pct"] = self._util_samples(dev, self._const("NVML_GPU_UTILIZATION_SAMPLES", 1),
-                                                     "util_pct")
+            out[p + "util_pct"] = self._util_samples(dev, self._const("NVML_GPU_UTILIZATION_SAMPLES", 1), "util_pct")
             mkind = self._const("NVML_MEMORY_UTILIZATION_SAMPLES", 2)
             if dev.last_ts.get(mkind, -1) >= 0:
                 out[p + "mem_util_pct"] = self._util_samples(dev, mkind, "mem_util_pct")
@@ -343,8 +348,7 @@ class NvmlGpuSource:
             mg.metrics[0].metricId = getattr(mod, "NVML_GPM_METRIC_SM_UTIL", 2)
             mg.metrics[1].metricId = getattr(mod, "NVML_GPM_METRIC_SM_OCCUPANCY", 3)
         except Exception as exc:  # noqa: BLE001 - an nvidia-ml-py without the GPM structs
-            self._mark_na(dev, "sm_active_pct", NAValue(f"GPM structures unavailable: {exc}",
-                                                          "upgrade nvidia-ml-py"))
+            self._mark_na(dev, "sm_active_pct", NAValue(f"GPM structures unavailable: {exc}", "upgrade nvidia-ml-py"))
             self._free_gpm(dev)
             return
         r = nv.call("nvmlGpmMetricsGet", mg)
@@ -379,8 +383,9 @@ class NvmlGpuSource:
                     if "pcie_tx_bytes_per_s" in dev.dead:
                         continue
                     for key, counter in (("tx", tx_c), ("rx", rx_c)):
-                        v = self._get(dev, f"pcie_{key}_bytes_per_s", "nvmlDeviceGetPcieThroughput",
-                                      dev.handle, counter)
+                        v = self._get(
+                            dev, f"pcie_{key}_bytes_per_s", "nvmlDeviceGetPcieThroughput", dev.handle, counter
+                        )
                         dev.pcie[key] = None if v is None else float(v) * 1024.0
                     if "pcie_rx_bytes_per_s" in dev.dead:
                         dev.dead.add("pcie_tx_bytes_per_s")

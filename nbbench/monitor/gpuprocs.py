@@ -56,7 +56,7 @@ def pid_namespace(root: str = "/") -> tuple[bool, str]:
     try:
         with open(os.path.join(root, "proc/1/sched"), "rb") as fh:
             first = fh.readline()
-        pid1 = int(first[first.rindex(b"(") + 1:].split(b",")[0])
+        pid1 = int(first[first.rindex(b"(") + 1 :].split(b",")[0])
         if pid1 != 1:
             return True, f"/proc/1/sched names PID {pid1}"
     except (OSError, ValueError, IndexError):
@@ -97,10 +97,12 @@ class GpuProcesses:
                 out[ids[0]] = pid
         self._map = out
         if self.own_ns and pids and not out and self.devices:
-            self._note(f"this process runs in a PID namespace of its own ({self.ns_how}): NVML reports host PIDs, "
-                       "which cannot be matched to the PIDs seen here (NSpid shows only this namespace), so GPU "
-                       "memory per process is N/A; the device totals are in gpu*.mem_used_bytes and what NVML "
-                       "lists, by host PID, in samples['gpu_procs_unmatched']")
+            self._note(
+                f"this process runs in a PID namespace of its own ({self.ns_how}): NVML reports host PIDs, "
+                "which cannot be matched to the PIDs seen here (NSpid shows only this namespace), so GPU "
+                "memory per process is N/A; the device totals are in gpu*.mem_used_bytes and what NVML "
+                "lists, by host PID, in samples['gpu_procs_unmatched']"
+            )
 
     def read(self) -> tuple[dict[int, dict[str, Any]], list[tuple[int, int, int | None]]]:
         """``(matched, unmatched)``: local pid -> ``{"gpu_mem_bytes", "gpu_util_pct", "gpus"}``,

@@ -124,13 +124,16 @@ class NetSource:
             self.interfaces, why = list(self.spec), "chosen with --net"
             missing = [n for n in self.interfaces if n not in names]
             if missing and names:
-                self.notes.append(f"no network interface {', '.join(missing)} here (there are "
-                                  f"{', '.join(names)}): its figures stay empty until it appears")
+                self.notes.append(
+                    f"no network interface {', '.join(missing)} here (there are "
+                    f"{', '.join(names)}): its figures stay empty until it appears"
+                )
         if not self.interfaces and names and "net.rx_bytes_per_s" not in self.na:
             self.notes.append(f"no network interface to watch among {', '.join(names)} (--net IF to choose one)")
         if "lo" in self.interfaces:
-            self.notes.append("loopback (lo) is watched: each byte sent to this machine counts once in rx "
-                              "and once in tx")
+            self.notes.append(
+                "loopback (lo) is watched: each byte sent to this machine counts once in rx and once in tx"
+            )
         self.labels = {"net_interfaces": f"{','.join(self.interfaces) or 'none'}: {why}"}
         self._wanted = frozenset(n.encode() for n in self.interfaces)
         self._wall0 = None

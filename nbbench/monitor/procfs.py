@@ -18,11 +18,27 @@ from __future__ import annotations
 import os
 from collections import namedtuple
 
-__all__ = ["available", "ProcFile", "CpuTimes", "DiskCounters", "ProcCounters", "COUNTED", "counted", "NetCounters",
-           "read_cpu_times",
-           "read_diskstats", "read_net_dev", "read_meminfo", "read_pss", "proc_identity", "read_cancelled", "ProcReader",
-           "PsutilProcReader",
-           "process_reader", "children_of"]
+__all__ = [
+    "available",
+    "ProcFile",
+    "CpuTimes",
+    "DiskCounters",
+    "ProcCounters",
+    "COUNTED",
+    "counted",
+    "NetCounters",
+    "read_cpu_times",
+    "read_diskstats",
+    "read_net_dev",
+    "read_meminfo",
+    "read_pss",
+    "proc_identity",
+    "read_cancelled",
+    "ProcReader",
+    "PsutilProcReader",
+    "process_reader",
+    "children_of",
+]
 
 CpuTimes = namedtuple("CpuTimes", "user nice system idle iowait irq softirq steal guest guest_nice")
 DiskCounters = namedtuple("DiskCounters", "read_count write_count read_bytes write_bytes busy_time")
@@ -32,8 +48,11 @@ DiskCounters = namedtuple("DiskCounters", "read_count write_count read_bytes wri
 #: storage (counted when dirtied, written back later); ``cancelled_write_bytes``: dirty pages it threw
 #: away before writeback (a file deleted or truncated in time; charged to whoever deleted it, so it may
 #: exceed what the process itself dirtied) — reported beside ``write_bytes``, never subtracted from it
-ProcCounters = namedtuple("ProcCounters", "cpu_s read_bytes read_chars rss_bytes write_bytes write_chars "
-                          "cancelled_write_bytes", defaults=(0, 0, 0))
+ProcCounters = namedtuple(
+    "ProcCounters",
+    "cpu_s read_bytes read_chars rss_bytes write_bytes write_chars cancelled_write_bytes",
+    defaults=(0, 0, 0),
+)
 #: the counters that only grow (cumulative): what totals, rates and reaped children are made of
 COUNTED = ("cpu_s", "read_bytes", "read_chars", "write_bytes", "write_chars", "cancelled_write_bytes")
 
@@ -50,7 +69,7 @@ def read_cancelled(pid: int) -> int | None:
         with open(f"/proc/{pid}/io", "rb") as fh:
             data = fh.read()
     except FileNotFoundError:
-        if os.path.isdir("/proc/self") and not os.path.isdir(f"/proc/{pid}"):   # Linux: the process is gone
+        if os.path.isdir("/proc/self") and not os.path.isdir(f"/proc/{pid}"):  # Linux: the process is gone
             raise ProcessLookupError(pid) from None
         return None
     except OSError:
@@ -59,6 +78,7 @@ def read_cancelled(pid: int) -> int | None:
         if line.startswith(b"cancelled_write_bytes:"):
             return int(line.split()[1])
     return None
+
 
 #: one network interface's counters since boot, as psutil names them
 NetCounters = namedtuple("NetCounters", "bytes_recv packets_recv bytes_sent packets_sent")
@@ -168,8 +188,8 @@ def proc_identity(pid: int) -> tuple[str, int, float]:
     """``(comm, ppid, start time in seconds since boot)`` of ``pid`` from /proc/PID/stat (OSError once gone)."""
     with open(f"/proc/{pid}/stat", "rb") as fh:
         data = fh.read()
-    comm = data[data.index(b"(") + 1:data.rindex(b")")].decode(errors="replace")
-    rest = data[data.rindex(b")") + 2:].split()
+    comm = data[data.index(b"(") + 1 : data.rindex(b")")].decode(errors="replace")
+    rest = data[data.rindex(b")") + 2 :].split()
     return comm, int(rest[1]), int(rest[19]) / _TICK
 
 
@@ -191,7 +211,7 @@ class ProcReader:
         data = self.stat.read()
         if not data:
             raise ProcessLookupError(self.pid)
-        rest = data[data.rindex(b")") + 2:].split()
+        rest = data[data.rindex(b")") + 2 :].split()
         cpu = (int(rest[11]) + int(rest[12]) + int(rest[13]) + int(rest[14])) / _TICK
         rss = int(rest[21]) * _PAGE
         rb = rc = wb = wc = cw = 0

@@ -42,10 +42,21 @@ __all__ = ["ProcessTreeSource"]
 _CHILD_SCAN_S = 1.0  # rescan the process tree at most this often (a /proc walk)
 #: the record fields and the summary's totals, in :data:`~nbbench.monitor.procfs.COUNTED` order (cancelled
 #: writes have a total, no rate)
-_RATES = ("proc.cpu_pct", "proc.read_bytes_per_s", "proc.read_syscall_bytes_per_s", "proc.write_bytes_per_s",
-          "proc.write_syscall_bytes_per_s")
-_TOTALS = ("proc_cpu_s", "proc_read_bytes", "proc_read_syscall_bytes", "proc_write_bytes", "proc_write_syscall_bytes",
-           "proc_write_cancelled_bytes")
+_RATES = (
+    "proc.cpu_pct",
+    "proc.read_bytes_per_s",
+    "proc.read_syscall_bytes_per_s",
+    "proc.write_bytes_per_s",
+    "proc.write_syscall_bytes_per_s",
+)
+_TOTALS = (
+    "proc_cpu_s",
+    "proc_read_bytes",
+    "proc_read_syscall_bytes",
+    "proc_write_bytes",
+    "proc_write_syscall_bytes",
+    "proc_write_cancelled_bytes",
+)
 _CANCELLED = "proc_write_cancelled_bytes"
 
 
@@ -54,8 +65,7 @@ class ProcessTreeSource:
 
     name = "proc"
 
-    def __init__(self, pid: int | None = None, fast: bool = True, table: float | None = 1.0,
-                 pss: bool = True):
+    def __init__(self, pid: int | None = None, fast: bool = True, table: float | None = 1.0, pss: bool = True):
         self.pid = pid if pid is not None else os.getpid()
         self.table_interval = float(table) if table else None
         self.want_pss = pss
@@ -98,8 +108,9 @@ class ProcessTreeSource:
         if self.table_interval:
             from .proctable import ProcessTable
 
-            self.table = ProcessTable(self.pid, interval=self.table_interval, pss=self.want_pss, fast=self.fast,
-                                      ps=psutil)
+            self.table = ProcessTable(
+                self.pid, interval=self.table_interval, pss=self.want_pss, fast=self.fast, ps=psutil
+            )
         try:
             self._procs = {self.pid: self._reader(self.pid)}
             self._preexisting = set(self._child_pids())
@@ -246,8 +257,10 @@ class ProcessTreeSource:
         if not self._io_ok and "proc.read_bytes_per_s" not in self.na:
             for f in _RATES[1:]:
                 self.na[f] = "I/O counters of this process are not readable"
-            self.notes.append("this process's I/O counters are not readable here "
-                              "(no permission to /proc/<pid>/io): process read and write figures are incomplete")
+            self.notes.append(
+                "this process's I/O counters are not readable here "
+                "(no permission to /proc/<pid>/io): process read and write figures are incomplete"
+            )
         if self._io_ok and not self._cancelled_ok and _CANCELLED not in self.na:
             self.na[_CANCELLED] = "cancelled_write_bytes is not readable here (no /proc/<pid>/io)"
         if prev is None or now <= tprev:
@@ -270,7 +283,7 @@ class ProcessTreeSource:
             for j, key in enumerate(_TOTALS[1:], 1):
                 out[key] = int(max(0.0, b[j] - a[j]))
             if not (self._io_ok and self._cancelled_ok):
-                del out[_CANCELLED]   # N/A (said in ``na``)
+                del out[_CANCELLED]  # N/A (said in ``na``)
         if self.table is not None:
             self.table.sync(self._last, self._t)
             metrics, labels = self.table.summary()
@@ -290,9 +303,11 @@ class ProcessTreeSource:
         out = {"procs": self.table.columns(t_origin)}
         gpu = self.table.gpu
         if gpu is not None and gpu.unmatched:
-            out["gpu_procs_unmatched"] = {"gpu": [g for g, _, _ in gpu.unmatched],
-                                          "pid": [p for _, p, _ in gpu.unmatched],
-                                          "gpu_mem_bytes": [m for _, _, m in gpu.unmatched]}
+            out["gpu_procs_unmatched"] = {
+                "gpu": [g for g, _, _ in gpu.unmatched],
+                "pid": [p for _, p, _ in gpu.unmatched],
+                "gpu_mem_bytes": [m for _, _, m in gpu.unmatched],
+            }
         return out
 
     def close(self) -> None:

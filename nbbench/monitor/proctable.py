@@ -43,11 +43,36 @@ __all__ = ["ProcessTable", "WORKER_COMM"]
 WORKER_COMM = "pt_data_worker"
 
 
-
 class _Row:
-    __slots__ = ("pid", "ppid", "name", "kind", "worker", "start", "t0", "t_end", "base", "absorbed", "prev",
-                 "t_prev", "rates", "peak_read", "peak_write", "rss", "rss_peak", "pss", "pss_peak", "pss_file", "pss_next",
-                 "gpu_mem", "gpu_mem_peak", "gpu_util", "gpu_util_sum", "gpu_util_n", "last")
+    __slots__ = (
+        "pid",
+        "ppid",
+        "name",
+        "kind",
+        "worker",
+        "start",
+        "t0",
+        "t_end",
+        "base",
+        "absorbed",
+        "prev",
+        "t_prev",
+        "rates",
+        "peak_read",
+        "peak_write",
+        "rss",
+        "rss_peak",
+        "pss",
+        "pss_peak",
+        "pss_file",
+        "pss_next",
+        "gpu_mem",
+        "gpu_mem_peak",
+        "gpu_util",
+        "gpu_util_sum",
+        "gpu_util_n",
+        "last",
+    )
 
     def __init__(self, pid: int, t0: float):
         self.pid, self.t0 = pid, t0
@@ -86,8 +111,16 @@ _NONE = (0.0,) * len(COUNTED)
 class ProcessTable(TableViews):
     """Rows of the processes a :class:`~nbbench.monitor.procs.ProcessTreeSource` reads (see the module doc)."""
 
-    def __init__(self, root_pid: int, interval: float = 1.0, pss: bool = True, pss_budget: float = 0.001,
-                 fast: bool = True, ps=None, max_rows: int = 256):
+    def __init__(
+        self,
+        root_pid: int,
+        interval: float = 1.0,
+        pss: bool = True,
+        pss_budget: float = 0.001,
+        fast: bool = True,
+        ps=None,
+        max_rows: int = 256,
+    ):
         self.root = root_pid
         self.interval = max(0.05, float(interval))
         self.pss = PssReader(pss_budget, self.interval, fast, ps, root_pid) if pss else None
@@ -135,7 +168,7 @@ class ProcessTable(TableViews):
             self._identity(r)
             if r.name == WORKER_COMM:
                 if old != WORKER_COMM and r.pid not in self._new:
-                    self._new.append(r.pid)   # its role is settled at the next step
+                    self._new.append(r.pid)  # its role is settled at the next step
             elif now - r.t0 < 2.0:
                 keep.append(r)
         self._unnamed = keep
@@ -179,7 +212,7 @@ class ProcessTable(TableViews):
             b, a = before.get(ppid), after.get(ppid)
             if p is not None and p.t_end is None and a is not None and b is not None and a is not b and dt > 0:
                 own = [(x or 0.0) * dt for x in p.rates]
-                own[0] /= 100.0   # CPU % of one core -> seconds
+                own[0] /= 100.0  # CPU % of one core -> seconds
                 jump = [x - y for x, y in zip(counted(a), counted(b))]
                 for j in range(len(COUNTED)):
                     extra = jump[j] - own[j] - sum(f[j] for f in finals)
@@ -282,8 +315,14 @@ class ProcessTable(TableViews):
         # numbered by start time among the live workers of the same parent (all of them again: a
         # sibling that started earlier may be seen later)
         for ppid in {self.rows[p].ppid for p in pids if p in self.rows and self.rows[p].kind == "worker"}:
-            sib = sorted((x for x in self.rows.values() if x.kind == "worker" and x.ppid == ppid
-                          and (x.t_end is None or x.pid in pids)), key=lambda x: (x.start, x.pid))
+            sib = sorted(
+                (
+                    x
+                    for x in self.rows.values()
+                    if x.kind == "worker" and x.ppid == ppid and (x.t_end is None or x.pid in pids)
+                ),
+                key=lambda x: (x.start, x.pid),
+            )
             for k, x in enumerate(sib):
                 x.worker = k
 

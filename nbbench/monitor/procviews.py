@@ -20,10 +20,29 @@ from typing import Any
 __all__ = ["TableViews", "COLUMNS"]
 
 #: the columns of ``samples["procs"]`` (one list per column, one entry per process)
-COLUMNS = ("pid", "ppid", "role", "name", "started_s", "ended_s", "read_bytes", "read_syscall_bytes", "write_bytes",
-           "write_syscall_bytes", "write_cancelled_bytes", "cpu_s", "read_mean_bytes_per_s", "read_peak_bytes_per_s", "write_mean_bytes_per_s",
-           "write_peak_bytes_per_s", "cpu_mean_pct", "rss_peak_bytes", "pss_peak_bytes", "gpu_mem_peak_bytes",
-           "gpu_util_mean_pct")
+COLUMNS = (
+    "pid",
+    "ppid",
+    "role",
+    "name",
+    "started_s",
+    "ended_s",
+    "read_bytes",
+    "read_syscall_bytes",
+    "write_bytes",
+    "write_syscall_bytes",
+    "write_cancelled_bytes",
+    "cpu_s",
+    "read_mean_bytes_per_s",
+    "read_peak_bytes_per_s",
+    "write_mean_bytes_per_s",
+    "write_peak_bytes_per_s",
+    "cpu_mean_pct",
+    "rss_peak_bytes",
+    "pss_peak_bytes",
+    "gpu_mem_peak_bytes",
+    "gpu_util_mean_pct",
+)
 
 
 class TableViews:
@@ -40,10 +59,24 @@ class TableViews:
             if r.t_end is not None or r.pid <= 0:
                 continue
             cpu, rb, rc, wb, wc = r.rates[:5]
-            out.append({"pid": r.pid, "role": r.role, "kind": r.kind, "worker": r.worker, "name": r.name,
-                        "read_bytes_per_s": rb, "read_syscall_bytes_per_s": rc, "write_bytes_per_s": wb,
-                        "write_syscall_bytes_per_s": wc, "cpu_pct": cpu, "rss_bytes": r.rss, "pss_bytes": r.pss,
-                        "gpu_mem_bytes": r.gpu_mem, "gpu_util_pct": r.gpu_util})
+            out.append(
+                {
+                    "pid": r.pid,
+                    "role": r.role,
+                    "kind": r.kind,
+                    "worker": r.worker,
+                    "name": r.name,
+                    "read_bytes_per_s": rb,
+                    "read_syscall_bytes_per_s": rc,
+                    "write_bytes_per_s": wb,
+                    "write_syscall_bytes_per_s": wc,
+                    "cpu_pct": cpu,
+                    "rss_bytes": r.rss,
+                    "pss_bytes": r.pss,
+                    "gpu_mem_bytes": r.gpu_mem,
+                    "gpu_util_pct": r.gpu_util,
+                }
+            )
         return out
 
     def columns(self, t_origin: float) -> dict[str, list]:
@@ -58,12 +91,29 @@ class TableViews:
             def mean(x, life=life):
                 return round(x / life, 1) if life else None
 
-            vals = (r.pid, r.ppid, r.role, r.name, round(r.t0 - t_origin, 3),
-                    None if r.t_end is None else round(r.t_end - t_origin, 3), int(rb), int(rc), int(wb), int(wc), int(cw),
-                    round(cpu, 3), mean(rb), r.peak_read, mean(wb), r.peak_write,
-                    round(100.0 * cpu / life, 1) if life else None,
-                    r.rss_peak, r.pss_peak, r.gpu_mem_peak,
-                    round(r.gpu_util_sum / r.gpu_util_n, 1) if r.gpu_util_n else None)
+            vals = (
+                r.pid,
+                r.ppid,
+                r.role,
+                r.name,
+                round(r.t0 - t_origin, 3),
+                None if r.t_end is None else round(r.t_end - t_origin, 3),
+                int(rb),
+                int(rc),
+                int(wb),
+                int(wc),
+                int(cw),
+                round(cpu, 3),
+                mean(rb),
+                r.peak_read,
+                mean(wb),
+                r.peak_write,
+                round(100.0 * cpu / life, 1) if life else None,
+                r.rss_peak,
+                r.pss_peak,
+                r.gpu_mem_peak,
+                round(r.gpu_util_sum / r.gpu_util_n, 1) if r.gpu_util_n else None,
+            )
             for c, v in zip(COLUMNS, vals):
                 cols[c].append(v)
         return cols
@@ -100,11 +150,15 @@ class TableViews:
                 gone = f", {gone} of it cancelled" if cancelled > 0 else ""
                 labels[key] = f"{who(top)}: {format_si(to_storage / life(top), 'B/s')} {way} ({total} {done}{gone})"
             elif calls > 0 and life(top) and verb == "read":
-                labels[key] = (f"{who(top)}: {format_si(calls / life(top), 'B/s')} through read(), "
-                               "none from storage (the page cache served it)")
+                labels[key] = (
+                    f"{who(top)}: {format_si(calls / life(top), 'B/s')} through read(), "
+                    "none from storage (the page cache served it)"
+                )
             elif calls > 0 and life(top):
-                labels[key] = (f"{who(top)}: {format_si(calls / life(top), 'B/s')} through write(), "
-                               "none to storage (tmpfs, a pipe or a socket)")
+                labels[key] = (
+                    f"{who(top)}: {format_si(calls / life(top), 'B/s')} through write(), "
+                    "none to storage (tmpfs, a pipe or a socket)"
+                )
             metrics[f"{key}_{verb}_bytes"] = int(to_storage)
         topc = max(rows, key=lambda r: r.totals()[0])
         c = topc.totals()[0]

@@ -20,8 +20,9 @@ __all__ = ["PssReader"]
 class PssReader:
     """Reads the PSS of table rows (objects with ``pid``, ``pss_file``, ``pss_next``) within ``budget``."""
 
-    def __init__(self, budget: float = 0.001, interval: float = 1.0, fast: bool = True, ps=None,
-                 root_pid: int | None = None):
+    def __init__(
+        self, budget: float = 0.001, interval: float = 1.0, fast: bool = True, ps=None, root_pid: int | None = None
+    ):
         self.budget = max(1e-5, float(budget))
         self.interval = interval
         self.fast = fast

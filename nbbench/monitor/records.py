@@ -186,8 +186,7 @@ class RecordBuffer:
         """
         return window(((r["t"], r.get(field)) for r in self.records()), t0, t1)
 
-    def stats(self, field: str, t0: float | None = None, t1: float | None = None,
-              wait: bool = False) -> dict:
+    def stats(self, field: str, t0: float | None = None, t1: float | None = None, wait: bool = False) -> dict:
         """``{"n", "mean", "min", "max"}`` of ``field`` over ``(t0, t1]`` (monotonic s).
 
         Without a window the whole run is described (running statistics, not limited
@@ -203,8 +202,7 @@ class RecordBuffer:
         ts, vs = self.values(field, t0, None if t1 is None else t1 + self.interval * 0.999)
         return FieldStats.of(ts, vs).describe()
 
-    def mean(self, field: str, t0: float | None = None, t1: float | None = None,
-             wait: bool = False) -> float | None:
+    def mean(self, field: str, t0: float | None = None, t1: float | None = None, wait: bool = False) -> float | None:
         """Mean of ``field`` (e.g. ``"gpu0.util_pct"``) over ``(t0, t1]``; None without data."""
         return self.stats(field, t0, t1, wait=wait).get("mean")
 

@@ -48,8 +48,9 @@ __all__ = ["MonitorResult", "build_result"]
 
 # --------------------------------------------------------------------- building
 def _gpu_metrics(stats: dict, metrics: dict) -> None:
-    indices = sorted({int(k[3:k.index(".")]) for k in stats
-                      if k.startswith("gpu") and "." in k and k[3:k.index(".")].isdigit()})
+    indices = sorted(
+        {int(k[3 : k.index(".")]) for k in stats if k.startswith("gpu") and "." in k and k[3 : k.index(".")].isdigit()}
+    )
     means, peaks, idles, mem_peaks = [], [], [], []
     for i in indices:
         p = f"gpu{i}."
@@ -61,16 +62,18 @@ def _gpu_metrics(stats: dict, metrics: dict) -> None:
             means.append(u.mean)
             peaks.append(u.max)
             idles.append(100.0 * u.n_below / u.n)
-        for field, key, how in (("mem_util_pct", "mem_util_mean_pct", "mean"),
-                                ("mem_used_bytes", "mem_used_peak_bytes", "max"),
-                                ("power_w", "power_mean_w", "mean"),
-                                ("power_w", "power_peak_w", "max"),
-                                ("temp_c", "temp_peak_c", "max"),
-                                ("sm_clock_mhz", "sm_clock_mean_mhz", "mean"),
-                                ("sm_active_pct", "sm_active_mean_pct", "mean"),
-                                ("sm_occupancy_pct", "sm_occupancy_mean_pct", "mean"),
-                                ("pcie_rx_bytes_per_s", "pcie_rx_mean_bytes_per_s", "mean"),
-                                ("pcie_tx_bytes_per_s", "pcie_tx_mean_bytes_per_s", "mean")):
+        for field, key, how in (
+            ("mem_util_pct", "mem_util_mean_pct", "mean"),
+            ("mem_used_bytes", "mem_used_peak_bytes", "max"),
+            ("power_w", "power_mean_w", "mean"),
+            ("power_w", "power_peak_w", "max"),
+            ("temp_c", "temp_peak_c", "max"),
+            ("sm_clock_mhz", "sm_clock_mean_mhz", "mean"),
+            ("sm_active_pct", "sm_active_mean_pct", "mean"),
+            ("sm_occupancy_pct", "sm_occupancy_mean_pct", "mean"),
+            ("pcie_rx_bytes_per_s", "pcie_rx_mean_bytes_per_s", "mean"),
+            ("pcie_tx_bytes_per_s", "pcie_tx_mean_bytes_per_s", "mean"),
+        ):
             st = stats.get(p + field)
             if st is not None and st.n:
                 v = st.mean if how == "mean" else st.max
@@ -176,28 +179,38 @@ def build_result(mon, status: str = "ok", reason: str | None = None, params: dic
         samples["marks"] = {"t_s": [round(t - t0, 3) for t, _ in marks], "label": [m for _, m in marks]}
 
     res = MonitorResult(
-        params=dict(params or {}, interval_s=mon.interval,
-                    gpus=mon.gpus if isinstance(mon.gpus, str) else list(mon.gpus),
-                    path=getattr(next((s for s in mon.sources if s.name == "disk"), None), "path", mon.path)),
+        params=dict(
+            params or {},
+            interval_s=mon.interval,
+            gpus=mon.gpus if isinstance(mon.gpus, str) else list(mon.gpus),
+            path=getattr(next((s for s in mon.sources if s.name == "disk"), None), "path", mon.path),
+        ),
         metrics=metrics,
         labels=labels,
         samples=samples,
         started_at=mon.started_at or 0.0,
-        extra={"notes": mon.all_notes(), "na": mon.na(),
-               "field_stats": {k: v.to_dict() for k, v in stats.items()}},
+        extra={"notes": mon.all_notes(), "na": mon.na(), "field_stats": {k: v.to_dict() for k, v in stats.items()}},
     )
     if getattr(mon, "recent_s", None):
-        res.extra["retention"] = (f"the last {mon.recent_s:g} s at full rate, older samples as 10 s means "
-                                  "(1 min means after 6 h); the summary covers every sample")
+        res.extra["retention"] = (
+            f"the last {mon.recent_s:g} s at full rate, older samples as 10 s means "
+            "(1 min means after 6 h); the summary covers every sample"
+        )
         if mon.n_dropped:
-            res.warn(f"{mon.n_dropped} downsampled samples older than 7 days were dropped from the timeline "
-                     "(the summary covers the whole run)")
+            res.warn(
+                f"{mon.n_dropped} downsampled samples older than 7 days were dropped from the timeline "
+                "(the summary covers the whole run)"
+            )
     elif mon.n_dropped:
-        res.warn(f"the ring buffer kept only the last {mon.capacity} samples ({mon.n_dropped} older ones "
-                 "dropped from the timeline; the summary covers the whole run): raise capacity= or the interval")
+        res.warn(
+            f"the ring buffer kept only the last {mon.capacity} samples ({mon.n_dropped} older ones "
+            "dropped from the timeline; the summary covers the whole run): raise capacity= or the interval"
+        )
     if mon.n_late > max(2, mon.n_samples // 10):
-        res.warn(f"{mon.n_late} samples came late (the machine was too busy to sample every "
-                 f"{mon.interval} s): use a longer --interval")
+        res.warn(
+            f"{mon.n_late} samples came late (the machine was too busy to sample every "
+            f"{mon.interval} s): use a longer --interval"
+        )
     if isinstance(mon.gpus, list) and mon.gpus and not metrics.get("gpu_count"):
         res.warn("GPUs were asked for but none could be read: see the notes for why")
     res.finish(status, reason)

@@ -98,9 +98,18 @@ class Monitor(RecordBuffer):
     for every record — keep it short; it must not modify the record.
     """
 
-    def __init__(self, interval: float = 0.2, sources: Iterable[Any] | None = None, gpus="all",
-                 path=None, capacity: int = DEFAULT_CAPACITY, nvml=None, net="auto", procs: float | None = 1.0,
-                 recent_s: float | None = None):
+    def __init__(
+        self,
+        interval: float = 0.2,
+        sources: Iterable[Any] | None = None,
+        gpus="all",
+        path=None,
+        capacity: int = DEFAULT_CAPACITY,
+        nvml=None,
+        net="auto",
+        procs: float | None = 1.0,
+        recent_s: float | None = None,
+    ):
         interval = float(interval)
         if not interval > 0 or not math.isfinite(interval):
             raise ValueError(f"interval must be a positive number of seconds, not {interval!r}")
@@ -310,8 +319,9 @@ class Monitor(RecordBuffer):
                 cb(rec)
             except Exception as exc:  # noqa: BLE001 - a broken subscriber is removed
                 self.unsubscribe(cb)
-                self._note(f"subscriber {getattr(cb, '__qualname__', cb)!r} raised "
-                           f"{type(exc).__name__}: {exc} and was removed")
+                self._note(
+                    f"subscriber {getattr(cb, '__qualname__', cb)!r} raised {type(exc).__name__}: {exc} and was removed"
+                )
         return rec
 
     # ------------------------------------------------------------- subscribers

@@ -11,7 +11,7 @@ def _gpu_indices(rec: dict) -> list[int]:
     out = []
     for k in rec:
         if k.startswith("gpu") and k.endswith(".mem_used_bytes"):
-            idx = k[3:k.index(".")]
+            idx = k[3 : k.index(".")]
             if idx.isdigit():
                 out.append(int(idx))
     return sorted(out)
@@ -30,7 +30,7 @@ def format_status(rec: dict | None, t0: float | None = None, max_gpus: int = 4) 
     if proc is not None:
         tree = f"tree {proc / 100:4.2f} cores"
         calls = [rec.get("proc.read_syscall_bytes_per_s"), rec.get("proc.write_syscall_bytes_per_s")]
-        if any(calls):   # its read() / write() calls, in one prefix, when it moved any bytes
+        if any(calls):  # its read() / write() calls, in one prefix, when it moved any bytes
             r, w = format_many([c or 0 for c in calls], "B/s")
             tree += f" read() {r} write() {w}"
         parts.append(tree)

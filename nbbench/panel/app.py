@@ -44,8 +44,9 @@ __all__ = ["ControlPanel"]
 class ControlPanel(RunDrawing):
     """The panel.  ``widget`` is its ipywidgets tree; displaying the panel shows it (and its snapshot)."""
 
-    def __init__(self, path: str | None = None, tab: str | None = None, store=None, user_ns: dict | None = None,
-                 checker=None):
+    def __init__(
+        self, path: str | None = None, tab: str | None = None, store=None, user_ns: dict | None = None, checker=None
+    ):
         import ipywidgets as w
 
         from .. import tempfiles
@@ -56,13 +57,15 @@ class ControlPanel(RunDrawing):
         tempfiles.install_handlers()
         self.store = store
         self.runner = PanelRunner(self, store=store, user_ns=user_ns)
-        self._run_area: RunArea | None = None    # where the current (or last) run draws
-        self._next_area: RunArea | None = None   # where the run being started will draw
-        self._after: threading.Thread | None = None   # draws the end of the last run (plot note, snapshot)
+        self._run_area: RunArea | None = None  # where the current (or last) run draws
+        self._next_area: RunArea | None = None  # where the run being started will draw
+        self._after: threading.Thread | None = None  # draws the end of the last run (plot note, snapshot)
         self.snapshot = Snapshot(self)
 
-        self.title = w.HTML("<b style='font-size:115%'>nbbench</b> <span style='color:#555'>control panel — "
-                            "the probes of <code>%iobench</code>, behind buttons</span>" + _CSS)
+        self.title = w.HTML(
+            "<b style='font-size:115%'>nbbench</b> <span style='color:#555'>control panel — "
+            "the probes of <code>%iobench</code>, behind buttons</span>" + _CSS
+        )
         kw = {"checker": checker} if checker is not None else {}
         self.path_field = PathField(path, on_change=self._path_changed, **kw)
 
@@ -74,38 +77,52 @@ class ControlPanel(RunDrawing):
             t.area = RunArea(t.title)
             self.tab_list.append(t)
             self.tabs_by_title[t.title] = t
-        self.tabs = w.Tab(children=[t.widget for t in self.tab_list],
-                          titles=[t.title for t in self.tab_list])
+        self.tabs = w.Tab(children=[t.widget for t in self.tab_list], titles=[t.title for t in self.tab_list])
         self.tabs.add_class("nbbench-tabs")
-        if self.path_field.info is not None:   # the first check ran before the tabs existed
+        if self.path_field.info is not None:  # the first check ran before the tabs existed
             self._path_changed(self.path_field.info)
 
         style = {"description_width": "initial"}
-        self.label = w.Text(value="", description="label", placeholder="e.g. baseline", style=style,
-                            layout=w.Layout(width="220px"))
+        self.label = w.Text(
+            value="", description="label", placeholder="e.g. baseline", style=style, layout=w.Layout(width="220px")
+        )
         self.label.add_class("nbbench-label")
-        self.save = w.Checkbox(value=True, description="save to the store", indent=False,
-                               layout=w.Layout(width="max-content"))
+        self.save = w.Checkbox(
+            value=True, description="save to the store", indent=False, layout=w.Layout(width="max-content")
+        )
         self.save.add_class("nbbench-save")
-        self.plot_rates = w.Checkbox(value=True, description="live plot", indent=False,
-                                     layout=w.Layout(width="max-content"),
-                                     tooltip="plot the rates a probe reports while it runs")
+        self.plot_rates = w.Checkbox(
+            value=True,
+            description="live plot",
+            indent=False,
+            layout=w.Layout(width="max-content"),
+            tooltip="plot the rates a probe reports while it runs",
+        )
         self.plot_rates.add_class("nbbench-live-plot")
-        self.run_button = w.Button(description="Run", button_style="success", icon="play",
-                                   layout=w.Layout(width="auto", min_width="110px"))
+        self.run_button = w.Button(
+            description="Run", button_style="success", icon="play", layout=w.Layout(width="auto", min_width="110px")
+        )
         self.run_button.add_class("nbbench-run")
-        self.stop_button = w.Button(description="Stop", button_style="danger", icon="stop", disabled=True,
-                                    tooltip="stop the run (its partial result is kept, marked interrupted)")
+        self.stop_button = w.Button(
+            description="Stop",
+            button_style="danger",
+            icon="stop",
+            disabled=True,
+            tooltip="stop the run (its partial result is kept, marked interrupted)",
+        )
         self.stop_button.add_class("nbbench-stop")
         self.status_slot = w.Box([])
-        self.controls = w.HBox([self.label, self.save, self.plot_rates, self.run_button, self.stop_button,
-                                self.status_slot],
-                               layout=w.Layout(align_items="center", flex_flow="row wrap", grid_gap="4px 8px"))
+        self.controls = w.HBox(
+            [self.label, self.save, self.plot_rates, self.run_button, self.stop_button, self.status_slot],
+            layout=w.Layout(align_items="center", flex_flow="row wrap", grid_gap="4px 8px"),
+        )
         self.controls.add_class("nbbench-controls")
         self.area_box = w.Box([], layout=w.Layout(width="100%"))
 
-        self.widget = w.VBox([self.title, self.path_field.widget, self.tabs, self.controls, self.area_box],
-                             layout=w.Layout(border="1px solid #ccc", padding="6px", width="100%"))
+        self.widget = w.VBox(
+            [self.title, self.path_field.widget, self.tabs, self.controls, self.area_box],
+            layout=w.Layout(border="1px solid #ccc", padding="6px", width="100%"),
+        )
         self.widget.add_class("nbbench-panel")
 
         warm_up(plotting=self.plot_rates.value)
@@ -113,7 +130,7 @@ class ControlPanel(RunDrawing):
         self.stop_button.on_click(lambda _b: self.stop())
         self.save.observe(lambda _c: self._update_controls(), names="value")
         self.tabs.observe(self._tab_selected, names="selected_index")
-        for t in self.tab_list:   # a field changed: a refused Run's error no longer applies
+        for t in self.tab_list:  # a field changed: a refused Run's error no longer applies
             for v in value_widgets([t.widget, *getattr(t, "boxes", {}).values()]):
                 v.observe(lambda _c, a=t.area: self._field_changed(a), names="value")
         if tab is not None:
@@ -129,7 +146,7 @@ class ControlPanel(RunDrawing):
         from IPython.display import display
 
         bundle = dict(self.widget._repr_mimebundle_() or {})
-        bundle["text/plain"] = repr(self)   # not the VBox's repr of every child
+        bundle["text/plain"] = repr(self)  # not the VBox's repr of every child
         display(bundle, raw=True)
         self.snapshot.display()
 
@@ -244,7 +261,7 @@ class ControlPanel(RunDrawing):
         self.area.set_status(state, text)
 
     def _refuse(self, area: RunArea, message: str, details: str | None = None) -> None:
-        if self.runner.running:   # "still running": said, and the run going on is left alone
+        if self.runner.running:  # "still running": said, and the run going on is left alone
             area.show_error(message, details)
             return
         area.refuse(message, details)
@@ -281,7 +298,7 @@ class ControlPanel(RunDrawing):
         self.area_box.children = (tab.area.widget,) if runs else ()
         self.status_slot.children = (tab.area.status,)
         self.plot_rates.layout.display = None if getattr(tab, "live_plot", True) else "none"
-        self.label.layout.display = None if self.save.value else "none"   # a label is only stored
+        self.label.layout.display = None if self.save.value else "none"  # a label is only stored
 
     def _tab_selected(self, change) -> None:
         self.tab_changed()
@@ -301,8 +318,11 @@ class ControlPanel(RunDrawing):
 
 
 #: the panel's own style rules: the progress bar's figures wrap instead of being cut at the edge
-_CSS = ("<style>.nbbench-panel .nbbench-progress-label{white-space:normal;height:auto;min-height:"
-        "var(--jp-widgets-inline-height,28px);line-height:1.4;overflow:visible}</style>")
+_CSS = (
+    "<style>.nbbench-panel .nbbench-progress-label{white-space:normal;height:auto;min-height:"
+    "var(--jp-widgets-inline-height,28px);line-height:1.4;overflow:visible}</style>"
+)
+
 
 def _without_label(argv: list[str]) -> list[str]:
     """``argv`` less its ``--label TEXT`` (the option and its value)."""

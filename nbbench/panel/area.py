@@ -39,14 +39,15 @@ class RunArea:
         self.results = w.HTML("", layout=w.Layout(max_height="640px", overflow="auto"))
         self.results.add_class("nbbench-results")
         # the answer before the plot: during a run the result is empty and the plot sits under the bar
-        self.widget = w.VBox([self.progress_box, self.error, self.results, self.plot, self.plot_note],
-                             layout=w.Layout(width="100%"))
+        self.widget = w.VBox(
+            [self.progress_box, self.error, self.results, self.plot, self.plot_note], layout=w.Layout(width="100%")
+        )
         self.widget.add_class("nbbench-area")
         self.widget.add_class("nbbench-area-" + title.lower())
-        self.state = "idle"          # the status line's state (idle, running, ok, warn, fail, …)
-        self.progress = None         # the run's progress bar (PanelProgress)
-        self.live = None             # the run's live plot (LivePlot)
-        self.record = None           # the RunRecord drawn here
+        self.state = "idle"  # the status line's state (idle, running, ok, warn, fail, …)
+        self.progress = None  # the run's progress bar (PanelProgress)
+        self.live = None  # the run's live plot (LivePlot)
+        self.record = None  # the RunRecord drawn here
         #: an error shown before anything ran (a bad value, no PATH): cleared when a field changes
         self.refused = False
         self._shown: list[str] = []
@@ -113,8 +114,8 @@ class RunArea:
         if record.value is not None and not self.shown_anything():
             self.show(to_html(record.value))
         took = f"{record.elapsed_s:.1f} s" if record.elapsed_s is not None else ""
-        self.show_notes(record.notes)   # after the result: "not saved: …"
-        if record.status == "ok" and record.verdict == "fail":   # it ran; its checks found a failure: red
+        self.show_notes(record.notes)  # after the result: "not saved: …"
+        if record.status == "ok" and record.verdict == "fail":  # it ran; its checks found a failure: red
             self.set_status("fail", f"{record.title}: ran in {took} — a check failed")
         elif record.status == "ok" and record.verdict == "warn":
             self.set_status("warn", f"{record.title}: ran in {took} — with warnings")
@@ -139,8 +140,11 @@ class RunArea:
         """The live plot's last frame shown (PNG), None when there is none."""
         for child in self.plot.children:
             value = getattr(child, "value", None)
-            if isinstance(value, (bytes, bytearray)) and value[:4] == b"\x89PNG" \
-                    and getattr(child.layout, "display", None) != "none":
+            if (
+                isinstance(value, (bytes, bytearray))
+                and value[:4] == b"\x89PNG"
+                and getattr(child.layout, "display", None) != "none"
+            ):
                 return bytes(value)
         return None
 

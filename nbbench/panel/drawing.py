@@ -104,8 +104,7 @@ class RunDrawing(RunnerHost):
                 t.on_run_finished(record)
             except Exception:  # noqa: BLE001
                 pass
-        self._after = threading.Thread(target=self._after_run, args=(area,), name="nbbench-panel-snapshot",
-                                       daemon=True)
+        self._after = threading.Thread(target=self._after_run, args=(area,), name="nbbench-panel-snapshot", daemon=True)
         self._after.start()
 
     def _after_run(self, area: RunArea) -> None:

@@ -27,17 +27,25 @@ class PathField:
 
     debounce_s = 0.3
 
-    def __init__(self, value: str | None = None, checker: Callable[[str], PathInfo] = check_path,
-                 on_change: Callable[[PathInfo], None] | None = None):
+    def __init__(
+        self,
+        value: str | None = None,
+        checker: Callable[[str], PathInfo] = check_path,
+        on_change: Callable[[PathInfo], None] | None = None,
+    ):
         import ipywidgets as w
 
         self.checker = checker
         self.on_change = on_change
         self.info: PathInfo | None = None
-        self._info_for: str | None = None   # the raw value self.info was checked for
-        self.text = w.Text(value=str(value or ""), description="PATH", continuous_update=True,
-                           placeholder="a directory (e.g. /dataset), a file or a block device",
-                           layout=w.Layout(width="100%"))
+        self._info_for: str | None = None  # the raw value self.info was checked for
+        self.text = w.Text(
+            value=str(value or ""),
+            description="PATH",
+            continuous_update=True,
+            placeholder="a directory (e.g. /dataset), a file or a block device",
+            layout=w.Layout(width="100%"),
+        )
         self.text.add_class("nbbench-path")
         self.status = w.HTML(value="")
         self.status.add_class("nbbench-path-status")
@@ -55,7 +63,7 @@ class PathField:
 
     @value.setter
     def value(self, v: str) -> None:
-        self.text.value = str(v)   # the observer schedules a check
+        self.text.value = str(v)  # the observer schedules a check
 
     def _typed(self, change) -> None:
         with self._lock:
@@ -92,7 +100,7 @@ class PathField:
         info = self.checker(value)
         with self._lock:
             if gen != self._gen:
-                return   # the user typed on; a newer check will report
+                return  # the user typed on; a newer check will report
             self.info = info
             self._info_for = value
             self.status.value = render_info(info)

@@ -107,16 +107,16 @@ class RunRecord:
     """What the last run did (kept on the runner, shown by the panel)."""
 
     title: str
-    status: str = "running"            # running | ok | interrupted | failed | error
-    verdict: str | None = None         # what the run's checks found: ok | warn | fail | None (no checks)
+    status: str = "running"  # running | ok | interrupted | failed | error
+    verdict: str | None = None  # what the run's checks found: ok | warn | fail | None (no checks)
     value: Any = None
-    error: str | None = None           # the message shown in red
-    details: str | None = None         # a traceback, for errors that are not user mistakes
-    notes: list[str] = field(default_factory=list)   # lines about the run, e.g. "not saved: …"
+    error: str | None = None  # the message shown in red
+    details: str | None = None  # a traceback, for errors that are not user mistakes
+    notes: list[str] = field(default_factory=list)  # lines about the run, e.g. "not saved: …"
     started: float = field(default_factory=time.monotonic)
     ended: float | None = None
     stop_requested: float | None = None
-    fields: dict[str, str] = field(default_factory=dict)   # the job's flag -> field names (for wording)
+    fields: dict[str, str] = field(default_factory=dict)  # the job's flag -> field names (for wording)
 
     @property
     def elapsed_s(self) -> float | None:
@@ -174,10 +174,18 @@ class RunnerHost:
 
 
 #: how advice names a subcommand in the panel: the tab (and its choice) that runs it
-_TAB_WORDS = {"gpu": "the GPU tab's check", "dd": "the Storage tab's dd", "randread": "the Storage tab's randread",
-              "files": "the Storage tab's files", "disk": "the Storage tab's disk presets",
-              "feed": "the DataLoader tab's feed", "sweep": "the DataLoader tab's sweep",
-              "monitor": "the Monitor tab", "history": "the History tab", "compare": "the History tab's Compare"}
+_TAB_WORDS = {
+    "gpu": "the GPU tab's check",
+    "dd": "the Storage tab's dd",
+    "randread": "the Storage tab's randread",
+    "files": "the Storage tab's files",
+    "disk": "the Storage tab's disk presets",
+    "feed": "the DataLoader tab's feed",
+    "sweep": "the DataLoader tab's sweep",
+    "monitor": "the Monitor tab",
+    "history": "the History tab",
+    "compare": "the History tab's Compare",
+}
 
 
 class _Html:
@@ -197,10 +205,17 @@ class PanelContext(Context):
     """The :class:`~nbbench.commands.Context` the panel gives a subcommand: its progress bar and
     live plot, its result area, the tabs' wording."""
 
-    def __init__(self, host: RunnerHost | None = None, cancel: threading.Event | None = None,
-                 user_ns: dict | None = None):
-        super().__init__(frontend="panel", prog="", quiet=False, as_json=False, user_ns=user_ns,
-                         cancel=cancel if cancel is not None else threading.Event())
+    def __init__(
+        self, host: RunnerHost | None = None, cancel: threading.Event | None = None, user_ns: dict | None = None
+    ):
+        super().__init__(
+            frontend="panel",
+            prog="",
+            quiet=False,
+            as_json=False,
+            user_ns=user_ns,
+            cancel=cancel if cancel is not None else threading.Event(),
+        )
         self.host = host if host is not None else RunnerHost()
         self.progresses: list = []
         self.notes: list[str] = []
@@ -280,20 +295,23 @@ class PanelRunner:
         """Start ``job``; raises ProbeError when a run is already going or the options are bad."""
         with self._lock:
             if self.running:
-                raise ProbeError(f"{self.record.title if self.record else 'a run'} is still running: "
-                                 "press Stop (or wait for it) before starting another")
+                raise ProbeError(
+                    f"{self.record.title if self.record else 'a run'} is still running: "
+                    "press Stop (or wait for it) before starting another"
+                )
             cancel = threading.Event()
             ctx = PanelContext(self.host, cancel, user_ns=self.user_ns)
             try:
                 inv = _invocation(job, ctx)
-            except ProbeError as exc:   # a bad value: named as its field is, not as its flag
+            except ProbeError as exc:  # a bad value: named as its field is, not as its flag
                 raise ProbeError(panel_words(str(exc), job.fields)) from None
             self.cancel = cancel
             record = RunRecord(title=job.title, fields=dict(job.fields))
             self.record = record
             self.history.append(record)
-            t = threading.Thread(target=self._run, args=(job, inv, record, ctx),
-                                 name=f"nbbench-panel-{job.title}", daemon=True)
+            t = threading.Thread(
+                target=self._run, args=(job, inv, record, ctx), name=f"nbbench-panel-{job.title}", daemon=True
+            )
             self.host.run_started(record)
             self._thread = t
             t.start()
@@ -313,7 +331,7 @@ class PanelRunner:
     # ----------------------------------------------------------------- worker
     def _run(self, job: Job, inv: Invocation, record: RunRecord, ctx: PanelContext) -> None:
         try:
-            value = commands.execute(inv, ctx, store=self.store)   # run, show, save: as every front end
+            value = commands.execute(inv, ctx, store=self.store)  # run, show, save: as every front end
             record.value = value
             record.status = commands.outcome(value)
             record.verdict = commands.verdict(value)

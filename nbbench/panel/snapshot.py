@@ -30,14 +30,18 @@ _esc = html.escape
 
 # where the live panel rendered (an element .nbbench-panel in an earlier output of the same
 # cell), only the snapshot's head line shows; elsewhere the whole snapshot
-_STYLE = ("<style>.jp-OutputArea-child:has(.nbbench-panel) ~ .jp-OutputArea-child .nbbench-snapshot-body"
-          "{display:none}</style>")
+_STYLE = (
+    "<style>.jp-OutputArea-child:has(.nbbench-panel) ~ .jp-OutputArea-child .nbbench-snapshot-body"
+    "{display:none}</style>"
+)
 
 
 def _img(png: bytes, alt: str) -> str:
     data = base64.b64encode(png).decode("ascii")
-    return (f"<img class='nbbench-snapshot-plot' alt='{_esc(alt)}' src='data:image/png;base64,{data}' "
-            f"style='max-width:100%;display:block;margin:4px 0'/>")
+    return (
+        f"<img class='nbbench-snapshot-plot' alt='{_esc(alt)}' src='data:image/png;base64,{data}' "
+        f"style='max-width:100%;display:block;margin:4px 0'/>"
+    )
 
 
 def _tab_html(tab) -> str:
@@ -45,9 +49,12 @@ def _tab_html(tab) -> str:
     area = tab.area
     if area.record is None and not area.refused:
         return ""
-    parts = [f"<div class='nbbench-snapshot-tab' style='margin:8px 0 4px 0'>"
-             f"<div style='font-weight:bold;border-bottom:1px solid #ddd;margin-bottom:2px'>"
-             f"{_esc(tab.title)}</div>", area.status.value]
+    parts = [
+        f"<div class='nbbench-snapshot-tab' style='margin:8px 0 4px 0'>"
+        f"<div style='font-weight:bold;border-bottom:1px solid #ddd;margin-bottom:2px'>"
+        f"{_esc(tab.title)}</div>",
+        area.status.value,
+    ]
     if area.error.value:
         parts.append(area.error.value)
     if area.results.value:
@@ -66,10 +73,15 @@ def _history_html(tab) -> str:
     out = getattr(tab, "out", None)
     if out is None or not out.value:
         return ""
-    charts = "".join(_img(bytes(c.value), "comparison chart") for c in tab.charts.children
-                     if isinstance(getattr(c, "value", None), (bytes, bytearray)))
-    return (f"<div class='nbbench-snapshot-tab' style='margin:8px 0 4px 0'><div style='font-weight:bold;"
-            f"border-bottom:1px solid #ddd;margin-bottom:2px'>{_esc(tab.title)}</div>{out.value}{charts}</div>")
+    charts = "".join(
+        _img(bytes(c.value), "comparison chart")
+        for c in tab.charts.children
+        if isinstance(getattr(c, "value", None), (bytes, bytearray))
+    )
+    return (
+        f"<div class='nbbench-snapshot-tab' style='margin:8px 0 4px 0'><div style='font-weight:bold;"
+        f"border-bottom:1px solid #ddd;margin-bottom:2px'>{_esc(tab.title)}</div>{out.value}{charts}</div>"
+    )
 
 
 def snapshot_html(panel, when: _dt.datetime | None = None) -> str:
@@ -77,26 +89,38 @@ def snapshot_html(panel, when: _dt.datetime | None = None) -> str:
     from .pathfield import render_info
 
     when = when or _dt.datetime.now()
-    ran = [t for t in panel.tab_list if getattr(t, "area", None) is not None
-           and (t.area.record is not None or t.area.refused)]
+    ran = [
+        t
+        for t in panel.tab_list
+        if getattr(t, "area", None) is not None and (t.area.record is not None or t.area.refused)
+    ]
     last = panel.runner.record
-    head = (f"nbbench control panel — static snapshot of {when:%Y-%m-%d %H:%M:%S}"
-            + (f", after {last.title}" if last is not None else "")
-            + " (for viewers without widgets, e.g. GitHub and nbviewer; the live panel is the widget above)")
+    head = (
+        f"nbbench control panel — static snapshot of {when:%Y-%m-%d %H:%M:%S}"
+        + (f", after {last.title}" if last is not None else "")
+        + " (for viewers without widgets, e.g. GitHub and nbviewer; the live panel is the widget above)"
+    )
     body = []
     info = panel.path_field.info
     path = panel.path_field.value
-    body.append(f"<div style='margin:2px 0'><b>PATH</b> <code>{_esc(path) if path else '(none)'}</code>"
-                + (f" — {render_info(info)}" if info is not None and path else "") + "</div>")
+    body.append(
+        f"<div style='margin:2px 0'><b>PATH</b> <code>{_esc(path) if path else '(none)'}</code>"
+        + (f" — {render_info(info)}" if info is not None and path else "")
+        + "</div>"
+    )
     for t in panel.tab_list:
         body.append(_history_html(t) if t.run_label() is None else _tab_html(t))
     idle = [t.title for t in panel.tab_list if t.run_label() is not None and t not in ran]
     if idle:
-        body.append(f"<div style='color:#555;font-size:90%;margin-top:6px'>not run in this session: "
-                    f"{_esc(', '.join(idle))}</div>")
-    return (f"<div class='nbbench-snapshot' style='border:1px dashed #bbb;padding:4px 8px;margin:4px 0'>{_STYLE}"
-            f"<div class='nbbench-snapshot-head' style='color:#666;font-size:85%'>{_esc(head)}</div>"
-            f"<div class='nbbench-snapshot-body'>{''.join(body)}</div></div>")
+        body.append(
+            f"<div style='color:#555;font-size:90%;margin-top:6px'>not run in this session: "
+            f"{_esc(', '.join(idle))}</div>"
+        )
+    return (
+        f"<div class='nbbench-snapshot' style='border:1px dashed #bbb;padding:4px 8px;margin:4px 0'>{_STYLE}"
+        f"<div class='nbbench-snapshot-head' style='color:#666;font-size:85%'>{_esc(head)}</div>"
+        f"<div class='nbbench-snapshot-body'>{''.join(body)}</div></div>"
+    )
 
 
 def snapshot_text(panel) -> str:
@@ -117,7 +141,7 @@ class Snapshot:
     def __init__(self, panel):
         self.panel = panel
         self.display_id = f"nbbench-panel-snapshot-{uuid.uuid4().hex[:12]}"
-        self.parent = None        # the request (cell) whose output holds the snapshot
+        self.parent = None  # the request (cell) whose output holds the snapshot
         self.shown = False
         self.updates = 0
         self._lock = threading.Lock()

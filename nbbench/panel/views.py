@@ -17,10 +17,17 @@ __all__ = ["to_html", "error_html", "notes_html", "status_html", "COLOURS"]
 # when its checks found something: warn (amber), fail (red) — never green over a failed check.
 # The verdict colours are the presentation rule's (results.present.TONE_COLOURS), so the status
 # line and the result under it agree: ok green, warn amber, fail red, interrupted orange.
-COLOURS = {"ok": TONE_COLOURS["ok"], "warn": TONE_COLOURS["warn"], "fail": TONE_COLOURS["fail"],
-           "interrupted": TONE_COLOURS["interrupted"], "failed": TONE_COLOURS["fail"],
-           "error": TONE_COLOURS["fail"], "running": "#1565c0", "stopping": TONE_COLOURS["interrupted"],
-           "idle": "#555"}
+COLOURS = {
+    "ok": TONE_COLOURS["ok"],
+    "warn": TONE_COLOURS["warn"],
+    "fail": TONE_COLOURS["fail"],
+    "interrupted": TONE_COLOURS["interrupted"],
+    "failed": TONE_COLOURS["fail"],
+    "error": TONE_COLOURS["fail"],
+    "running": "#1565c0",
+    "stopping": TONE_COLOURS["interrupted"],
+    "idle": "#555",
+}
 
 
 def to_html(obj: Any) -> str:
@@ -42,12 +49,16 @@ def to_html(obj: Any) -> str:
 
 def error_html(message: str, details: str | None = None) -> str:
     """A red box with the message (and a folded traceback when there is one)."""
-    out = (f"<div class='nbbench-error' style='color:#c62828;border:1px solid #c62828;"
-           f"background:#ffebee;padding:4px 8px;border-radius:3px'>"
-           f"<b>Error:</b> {html.escape(message)}")
+    out = (
+        f"<div class='nbbench-error' style='color:#c62828;border:1px solid #c62828;"
+        f"background:#ffebee;padding:4px 8px;border-radius:3px'>"
+        f"<b>Error:</b> {html.escape(message)}"
+    )
     if details:
-        out += (f"<details><summary>traceback</summary><pre style='font-size:85%;white-space:pre-wrap'>"
-                f"{html.escape(details)}</pre></details>")
+        out += (
+            f"<details><summary>traceback</summary><pre style='font-size:85%;white-space:pre-wrap'>"
+            f"{html.escape(details)}</pre></details>"
+        )
     return out + "</div>"
 
 
@@ -58,5 +69,7 @@ def notes_html(notes) -> str:
 
 def status_html(state: str, text: str) -> str:
     colour = COLOURS.get(state, "#555")
-    return (f"<span class='nbbench-status nbbench-status-{html.escape(state)}' "
-            f"style='color:{colour};font-weight:bold'>{html.escape(text)}</span>")
+    return (
+        f"<span class='nbbench-status nbbench-status-{html.escape(state)}' "
+        f"style='color:{colour};font-weight:bold'>{html.escape(text)}</span>"
+    )

@@ -31,7 +31,7 @@ def panel_words(message: str, fields: dict[str, str] | None) -> str:
         return message
     m = _ARGUMENT.match(message)
     if m and m.group(1) in fields:
-        message = f"{fields[m.group(1)]}: {message[m.end():]}"
+        message = f"{fields[m.group(1)]}: {message[m.end() :]}"
 
     def name(match: re.Match) -> str:
         flag = match.group(1)

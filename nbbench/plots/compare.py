@@ -21,7 +21,7 @@ from ..compare.model import _name
 from ..units import format_metric, unit_of
 from .style import FONT, NEUTRAL, display_unit, wrap
 
-__all__ = ["bar_chart", "caveats"]   # caveats: nbbench.compare.likeness.caveats
+__all__ = ["bar_chart", "caveats"]  # caveats: nbbench.compare.likeness.caveats
 
 # a colour per run; no green or red, which say "better" and "worse" here
 _COLOURS = ["#607d8b", "#1e88e5", "#fb8c00", "#8e24aa", "#6d4c41", "#3949ab", "#00acc1", "#f06292"]
@@ -47,14 +47,28 @@ def bar_chart(g: ComparisonGroup, max_metrics: int = 6, metrics: Sequence[str] |
     heights = ([note_h] if notes else []) + [per] * len(metrics)
     fig = Figure(figsize=(_WIDTH_IN, 0.55 + sum(heights)), dpi=_DPI, layout="constrained")
     FigureCanvasAgg(fig)
-    fig.suptitle(wrap(f"{g.kind}: " + " vs ".join(g.names), width_px, FONT["suptitle"], bold=True),
-                 fontsize=FONT["suptitle"], fontweight="bold", x=0.01, ha="left")
+    fig.suptitle(
+        wrap(f"{g.kind}: " + " vs ".join(g.names), width_px, FONT["suptitle"], bold=True),
+        fontsize=FONT["suptitle"],
+        fontweight="bold",
+        x=0.01,
+        ha="left",
+    )
     axes = list(fig.subplots(len(heights), 1, squeeze=False, height_ratios=heights)[:, 0])
-    if notes:   # the caveats, under the title, in an axes of their own height
+    if notes:  # the caveats, under the title, in an axes of their own height
         ax = axes.pop(0)
         ax.set_axis_off()
-        ax.text(0.0, 1.0, notes, transform=ax.transAxes, va="top", ha="left", fontsize=FONT["note"],
-                color="#b45309", linespacing=1.3)
+        ax.text(
+            0.0,
+            1.0,
+            notes,
+            transform=ax.transAxes,
+            va="top",
+            ha="left",
+            fontsize=FONT["note"],
+            color="#b45309",
+            linespacing=1.3,
+        )
     for ax, m in zip(axes, metrics):
         vals = [g.value(m, i) for i in range(len(g.runs))]
         way = better(m, g.kind)
@@ -63,12 +77,18 @@ def bar_chart(g: ComparisonGroup, max_metrics: int = 6, metrics: Sequence[str] |
         ys = list(range(len(vals)))[::-1]
         colours = [_COLOURS[i % len(_COLOURS)] if way else NEUTRAL for i in range(len(vals))]
         ax.barh(ys, [(v or 0) * factor for v in vals], color=colours, height=0.7)
-        for y, i in zip(ys, range(len(vals))):   # each reference's runs: min…max whisker
+        for y, i in zip(ys, range(len(vals))):  # each reference's runs: min…max whisker
             figs = g.figures(m, i)
             if len(figs) > 1 and vals[i] is not None:
-                ax.errorbar([vals[i] * factor], [y], xerr=[[(vals[i] - min(figs)) * factor],
-                                                          [(max(figs) - vals[i]) * factor]],
-                            fmt="none", ecolor="#222", elinewidth=1.2, capsize=4)
+                ax.errorbar(
+                    [vals[i] * factor],
+                    [y],
+                    xerr=[[(vals[i] - min(figs)) * factor], [(max(figs) - vals[i]) * factor]],
+                    fmt="none",
+                    ecolor="#222",
+                    elinewidth=1.2,
+                    capsize=4,
+                )
                 top = max(top, max(figs))
         ax.set_yticks(ys, labels=g.names, fontsize=FONT["tick"])
         arrow = {"higher": "  (higher is better)", "lower": "  (lower is better)"}.get(way or "", "  (no better/worse)")
@@ -79,12 +99,19 @@ def bar_chart(g: ComparisonGroup, max_metrics: int = 6, metrics: Sequence[str] |
             figs = g.figures(m, i)
             txt = format_metric(m, v) + (f" ({len(figs)} runs)" if len(figs) > 1 else "")
             colour = "#333"
-            if i and g.interval(m, i) is not None:   # unlike the baseline: shown, never as a gain or loss
+            if i and g.interval(m, i) is not None:  # unlike the baseline: shown, never as a gain or loss
                 txt += f"\n{g.delta_cell(m, i)}"
                 colour = g.delta_paint(m, i, "#333")
             x = max([v or 0] + (figs if len(figs) > 1 else []))
-            ax.text(x * factor + top * factor * 0.02, y, txt, va="center", fontsize=FONT["value"],
-                    color=colour, linespacing=1.1)
+            ax.text(
+                x * factor + top * factor * 0.02,
+                y,
+                txt,
+                va="center",
+                fontsize=FONT["value"],
+                color=colour,
+                linespacing=1.1,
+            )
         for side in ("top", "right"):
             ax.spines[side].set_visible(False)
     return fig

@@ -23,20 +23,30 @@ def need_targets(need: float | None, accelerator: str | None = None, au_target_p
     return {need_label(accelerator, au_target_pct, need): need} if need else {}
 
 
-def loader_panels(gpu_note: str = "", need: float | None = None, accelerator: str | None = None,
-                  au_target_pct: float = 90.0) -> list[Panel]:
+def loader_panels(
+    gpu_note: str = "", need: float | None = None, accelerator: str | None = None, au_target_pct: float = 90.0
+) -> list[Panel]:
     """Throughput over 1 s windows, with the samples/s the accelerator needs (``need``) as a
     target line; AU per window with GPU kernel-active % and the AU target line
     (``gpu_note``: why the GPU is N/A, in the panel's title)."""
     return [
-        Panel("throughput over 1 s windows", ["loader.samples_per_s"], unit="samples/s",
-              labels={"loader.samples_per_s": "samples/s"}, styles={"loader.samples_per_s": {"color": "#1565c0"}},
-              targets=need_targets(need, accelerator, au_target_pct)),
-        Panel("AU per window and GPU kernel-active %" + (" (GPU N/A)" if gpu_note else ""),
-              ["gpu*.util_pct", "loader.au_pct"], unit="%",
-              ylim=(0, 105), labels={"loader.au_pct": "AU", **{f"gpu{i}.util_pct": f"GPU{i} busy" for i in range(8)}},
-              styles={"loader.au_pct": {"color": "#6a1b9a"}},   # measured: solid; the AU target is dashed
-              targets={f"AU target {au_target_pct:g} %": au_target_pct}),
+        Panel(
+            "throughput over 1 s windows",
+            ["loader.samples_per_s"],
+            unit="samples/s",
+            labels={"loader.samples_per_s": "samples/s"},
+            styles={"loader.samples_per_s": {"color": "#1565c0"}},
+            targets=need_targets(need, accelerator, au_target_pct),
+        ),
+        Panel(
+            "AU per window and GPU kernel-active %" + (" (GPU N/A)" if gpu_note else ""),
+            ["gpu*.util_pct", "loader.au_pct"],
+            unit="%",
+            ylim=(0, 105),
+            labels={"loader.au_pct": "AU", **{f"gpu{i}.util_pct": f"GPU{i} busy" for i in range(8)}},
+            styles={"loader.au_pct": {"color": "#6a1b9a"}},  # measured: solid; the AU target is dashed
+            targets={f"AU target {au_target_pct:g} %": au_target_pct},
+        ),
     ]
 
 
@@ -53,15 +63,22 @@ class AUGauge:
     def draw(self, fig, au: float | None) -> None:
         """Add the gauge to ``fig`` on first use, then show ``au``."""
         if self.ax is None:
-            ax = fig.add_axes([0.885, 0.075, 0.035, 0.17])   # under the AU panel's legend
+            ax = fig.add_axes([0.885, 0.075, 0.035, 0.17])  # under the AU panel's legend
             ax.set_xlim(0, 1)
             ax.set_ylim(0, 100)
             ax.set_xticks([])
             ax.tick_params(labelsize=FONT["tick"])
             ax.set_title("AU %", fontsize=FONT["label"])
             ax.axhline(self.target_pct, color=TARGET, linewidth=1.8)
-            ax.text(1.15, self.target_pct, f"{self.target_pct:g}%", transform=ax.get_yaxis_transform(),
-                    fontsize=FONT["note"], va="center", color=TARGET)
+            ax.text(
+                1.15,
+                self.target_pct,
+                f"{self.target_pct:g}%",
+                transform=ax.get_yaxis_transform(),
+                fontsize=FONT["note"],
+                va="center",
+                color=TARGET,
+            )
             self.bar = ax.bar([0.5], [0.0], width=0.9, color="#9e9e9e")[0]
             self.label = ax.text(0.5, 2, "", ha="center", va="bottom", fontsize=FONT["value"], weight="bold")
             self.ax = ax
@@ -71,7 +88,7 @@ class AUGauge:
             return
         self.bar.set_height(au)
         self.bar.set_color("#2e7d32" if au >= self.target_pct else "#ef6c00")
-        inside = au >= 25   # the figure inside the bar (white), else above it
+        inside = au >= 25  # the figure inside the bar (white), else above it
         self.label.set_y(au - 2 if inside else au + 1)
         self.label.set_va("top" if inside else "bottom")
         self.label.set_color("white" if inside else "black")

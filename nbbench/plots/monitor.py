@@ -26,8 +26,13 @@ def _short(text: str, n: int = 90) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def monitor_panels(gpu_info: list[dict] | None = None, gpu_note: str = "", disk_label: str = "disk",
-                   gpus: bool = True, net_label: str | None = None) -> list[Panel]:
+def monitor_panels(
+    gpu_info: list[dict] | None = None,
+    gpu_note: str = "",
+    disk_label: str = "disk",
+    gpus: bool = True,
+    net_label: str | None = None,
+) -> list[Panel]:
     """The default panels of ``%%iobench monitor``: GPU kernel-active %, GPU memory, CPU, disk MB/s
     and, with ``net_label`` (the interfaces watched), network receive / transmit MB/s."""
     gpu_info = gpu_info or []
@@ -44,22 +49,60 @@ def monitor_panels(gpu_info: list[dict] | None = None, gpu_note: str = "", disk_
             mem.append(f"gpu{i}.mem_used_bytes")
             mlabels[f"gpu{i}.mem_used_bytes"] = f"GPU{i} used"
         total = max((d.get("mem_total_bytes") or 0 for d in gpu_info), default=0)
-        panels.append(Panel("GPU kernel-active % (share of time a kernel ran)", util, unit="%", ylim=(0, 105),
-                            labels=labels, styles={"gpu*.sm_active_pct": {"linestyle": ":"}},
-                            note=gpu_note))
-        panels.append(Panel("GPU memory used", mem, unit="GiB", scale=2.0 ** -30,
-                            ylim=(0, total * 2.0 ** -30 * 1.05) if total else None, labels=mlabels,
-                            note=gpu_note))
-    panels.append(Panel("CPU, whole machine", ["cpu.util_pct", "cpu.iowait_pct"], unit="%", ylim=(0, 105),
-                        labels={"cpu.util_pct": "busy", "cpu.iowait_pct": "iowait"}))
-    panels.append(Panel(f"Disk ({disk_label})", ["disk.read_bytes_per_s", "disk.write_bytes_per_s"], unit="MB/s",
-                        scale=1e-6, labels={"disk.read_bytes_per_s": "read", "disk.write_bytes_per_s": "write"},
-                        ymax_min=10.0))
+        panels.append(
+            Panel(
+                "GPU kernel-active % (share of time a kernel ran)",
+                util,
+                unit="%",
+                ylim=(0, 105),
+                labels=labels,
+                styles={"gpu*.sm_active_pct": {"linestyle": ":"}},
+                note=gpu_note,
+            )
+        )
+        panels.append(
+            Panel(
+                "GPU memory used",
+                mem,
+                unit="GiB",
+                scale=2.0**-30,
+                ylim=(0, total * 2.0**-30 * 1.05) if total else None,
+                labels=mlabels,
+                note=gpu_note,
+            )
+        )
+    panels.append(
+        Panel(
+            "CPU, whole machine",
+            ["cpu.util_pct", "cpu.iowait_pct"],
+            unit="%",
+            ylim=(0, 105),
+            labels={"cpu.util_pct": "busy", "cpu.iowait_pct": "iowait"},
+        )
+    )
+    panels.append(
+        Panel(
+            f"Disk ({disk_label})",
+            ["disk.read_bytes_per_s", "disk.write_bytes_per_s"],
+            unit="MB/s",
+            scale=1e-6,
+            labels={"disk.read_bytes_per_s": "read", "disk.write_bytes_per_s": "write"},
+            ymax_min=10.0,
+        )
+    )
     if net_label is not None:
-        panels.append(Panel(f"Network ({_short(net_label, 60)})", ["net.rx_bytes_per_s", "net.tx_bytes_per_s"],
-                            unit="MB/s", scale=1e-6,
-                            labels={"net.rx_bytes_per_s": "receive", "net.tx_bytes_per_s": "transmit"},
-                            ymax_min=1.0, quiet_below=NET_QUIET_BYTES_PER_S, quiet_text="no network traffic"))
+        panels.append(
+            Panel(
+                f"Network ({_short(net_label, 60)})",
+                ["net.rx_bytes_per_s", "net.tx_bytes_per_s"],
+                unit="MB/s",
+                scale=1e-6,
+                labels={"net.rx_bytes_per_s": "receive", "net.tx_bytes_per_s": "transmit"},
+                ymax_min=1.0,
+                quiet_below=NET_QUIET_BYTES_PER_S,
+                quiet_text="no network traffic",
+            )
+        )
     return panels
 
 
@@ -83,13 +126,14 @@ def monitor_plot_kwargs(monitor, title: str = "nbbench monitor") -> dict:
     # the reason in short (the result's card says it whole, once)
     subtitle = f"GPU {': '.join(note.split(': ')[:2])}" if not info and note and note != "not monitored" else ""
     return {
-        "panels": monitor_panels(info, note, disk_label=disk, gpus=getattr(monitor, "gpus", "all") != [],
-                                 net_label=_net_label(monitor)),
+        "panels": monitor_panels(
+            info, note, disk_label=disk, gpus=getattr(monitor, "gpus", "all") != [], net_label=_net_label(monitor)
+        ),
         "title": title,
         "subtitle": subtitle,
         "status": lambda: format_status(monitor.latest(), monitor.t_start),
         "t0": monitor.t_start,
-        "min_plot_s": 2 * (getattr(monitor, "interval", 0) or 0),   # two samples' worth, else no plot
+        "min_plot_s": 2 * (getattr(monitor, "interval", 0) or 0),  # two samples' worth, else no plot
     }
 
 
@@ -99,22 +143,36 @@ def monitor_figure(res, **kwargs):
 
     ``kwargs`` go to :class:`Timeline` (``dpi``, ``figsize``, ``title``, ``panels``…)."""
     tl = res.samples.get("timeline") or {}
-    gpu_info = [{"index": i, "mem_total_bytes": res.metrics.get(f"gpu{i}_mem_total_bytes"),
-                 "gpm": f"gpu{i}.sm_active_pct" in tl} for i in res.gpu_indices]
+    gpu_info = [
+        {
+            "index": i,
+            "mem_total_bytes": res.metrics.get(f"gpu{i}_mem_total_bytes"),
+            "gpm": f"gpu{i}.sm_active_pct" in tl,
+        }
+        for i in res.gpu_indices
+    ]
     # the card says why in full: the plot names it in short (the NVML sentence said once)
-    note = "" if gpu_info else "N/A: " + next((n.split(": ", 2)[1] for n in res.notes
-                                               if "GPU" in n and n.count(": ") >= 2), "no GPU")
+    note = (
+        ""
+        if gpu_info
+        else "N/A: " + next((n.split(": ", 2)[1] for n in res.notes if "GPU" in n and n.count(": ") >= 2), "no GPU")
+    )
     title, subtitle = res.headline(), "" if gpu_info else f"GPU {note}"
     net = None
     from ..results.monitor import net_quiet
 
     quiet = net_quiet(res.metrics)
-    if "net.rx_bytes_per_s" in tl and not quiet:   # no traffic: the card's "idle:" line, not an empty panel
+    if "net.rx_bytes_per_s" in tl and not quiet:  # no traffic: the card's "idle:" line, not an empty panel
         net = str(res.labels.get("net_interfaces", "")).split(":", 1)[0] or "network"
-    kw = {"panels": monitor_panels(gpu_info, note, disk_label=res.labels.get("disk_device", "disk"),
-                                   net_label=net),
-          "title": title, "subtitle": subtitle, "t0": 0.0, "blit": False, "min_span_s": 1.0,
-          "min_plot_s": 2 * float(res.metrics.get("interval_s") or res.params.get("interval_s") or 0)}
+    kw = {
+        "panels": monitor_panels(gpu_info, note, disk_label=res.labels.get("disk_device", "disk"), net_label=net),
+        "title": title,
+        "subtitle": subtitle,
+        "t0": 0.0,
+        "blit": False,
+        "min_span_s": 1.0,
+        "min_plot_s": 2 * float(res.metrics.get("interval_s") or res.params.get("interval_s") or 0),
+    }
     kw.update(kwargs)
     timeline = Timeline(**kw)
     ts = tl.get("t_s", [])

@@ -29,13 +29,23 @@ def s3_sweep_figure(res, ax=None):
     else:
         ax.plot(xs, ys, marker="o", linestyle="none", color="#1565c0", label="GET throughput")
         for x, y in zip(xs, ys):
-            ax.annotate(value_text(y), (x, y), textcoords="offset points", xytext=(0, 6), ha="center",
-                        fontsize=FONT["value"])
+            ax.annotate(
+                value_text(y), (x, y), textcoords="offset points", xytext=(0, 6), ha="center", fontsize=FONT["value"]
+            )
     k = res.metrics.get("knee_streams_count")
     if k in xs:
         y = ys[xs.index(k)]
-        ax.plot([k], [y], marker="*", markersize=16, color="#f9a825", markeredgecolor="black", linestyle="none",
-                label=f"knee: {k} streams (within 5 % of the best)", zorder=5)
+        ax.plot(
+            [k],
+            [y],
+            marker="*",
+            markersize=16,
+            color="#f9a825",
+            markeredgecolor="black",
+            linestyle="none",
+            label=f"knee: {k} streams (within 5 % of the best)",
+            zorder=5,
+        )
     ax.set_xscale("log", base=2)
     ax.set_xticks(xs)
     ax.set_xticklabels([str(x) for x in xs])

@@ -65,7 +65,7 @@ def nice_ceil(x: float) -> float:
         return 1.0
     exp = math.floor(math.log10(x))
     for m in (1.0, 2.0, 2.5, 5.0, 10.0):
-        v = m * 10.0 ** exp
+        v = m * 10.0**exp
         if v >= x * (1 - 1e-12):
             return v
     return 10.0 ** (exp + 1)
@@ -83,8 +83,7 @@ def draw_targets(ax, panel: Panel) -> list:
         if value is None or not math.isfinite(value):
             continue
         text = "\n".join(textwrap.wrap(label, 19, break_long_words=False)) or label
-        out.append(ax.axhline(value * panel.scale, color=TARGET, linestyle="--", linewidth=1.4, zorder=1,
-                              label=text))
+        out.append(ax.axhline(value * panel.scale, color=TARGET, linestyle="--", linewidth=1.4, zorder=1, label=text))
     return out
 
 
@@ -106,7 +105,7 @@ def fold_quiet(timeline) -> list[str]:
     w, h = timeline.figsize
     timeline.figsize = (w, max(2.5, h - 1.9 * (len(timeline.panels) - len(keep))))
     timeline.panels = keep
-    with timeline._lock:      # series -> panel indices: the indices moved
+    with timeline._lock:  # series -> panel indices: the indices moved
         timeline._match.clear()
         timeline._match.update({k: tuple(i for i, p in enumerate(keep) if p.matches(k)) for k in timeline._series})
     timeline._fig, timeline._axes, timeline._lines, timeline._legend_n = None, [], {}, {}

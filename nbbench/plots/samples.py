@@ -17,7 +17,7 @@ from .style import FONT, figsize, too_short, wrap
 __all__ = ["sample_series", "result_figure", "sample_plot", "window_of"]
 
 _TIME_KEYS = ("t_s", "time_s", "elapsed_s", "t", "time", "ts")
-_WINDOW_S = 0.5          # the storage probes' bandwidth windows (dd, randread, files, disk presets)
+_WINDOW_S = 0.5  # the storage probes' bandwidth windows (dd, randread, files, disk presets)
 _WIDTH_IN, _DPI = 10.0, 100
 
 
@@ -99,7 +99,7 @@ def _panels(result, window: float) -> tuple[list, list]:
         for k, v in cols.items():
             by_unit.setdefault(unit_of(k), {})[k] = v
         for unit, group in by_unit.items():
-            if unit or len(by_unit) == 1:   # unitless columns beside real ones (per-step counts): left out
+            if unit or len(by_unit) == 1:  # unitless columns beside real ones (per-step counts): left out
                 panels.append((name, x, group, xlabel))
     panels.sort(key=lambda p: not _windowed(p[0]))
     return panels, short
@@ -111,8 +111,10 @@ def _short_text(short: list, window: float) -> str:
     if len(short) == 1:
         return too_short(short[0][1], window, _name(short[0][0]))
     parts = [f"{_name(n)} {duration_text(s)}" for n, s in short]
-    return (f"{parts[0].replace(' ', ' lasted ', 1)} and {', '.join(parts[1:])}, each shorter than two "
-            f"{duration_text(window)} windows: no plot")
+    return (
+        f"{parts[0].replace(' ', ' lasted ', 1)} and {', '.join(parts[1:])}, each shorter than two "
+        f"{duration_text(window)} windows: no plot"
+    )
 
 
 def sample_plot(result, max_panels: int = 3) -> tuple[Any, str | None]:
@@ -136,15 +138,27 @@ def sample_plot(result, max_panels: int = 3) -> tuple[Any, str | None]:
     title = f"{result.headline()} — over time"
     if short:
         title += f" ({_short_text(short, window)})"
-    fig.suptitle(wrap(title, _WIDTH_IN * _DPI - 20, FONT["suptitle"], bold=True), fontsize=FONT["suptitle"],
-                 fontweight="bold")
+    fig.suptitle(
+        wrap(title, _WIDTH_IN * _DPI - 20, FONT["suptitle"], bold=True), fontsize=FONT["suptitle"], fontweight="bold"
+    )
     m = result.metrics or {}
-    targets = {"samples/s": (m.get("needed_samples_per_s"), "need"),
-               "%": ((result.params or {}).get("au_target_pct"), "AU")}
+    targets = {
+        "samples/s": (m.get("needed_samples_per_s"), "need"),
+        "%": ((result.params or {}).get("au_target_pct"), "AU"),
+    }
     for ax, (name, x, group, xlabel) in zip(axes, panels):
-        _draw_panel(ax, name, x, group, xlabel, window if _windowed(name) else None, targets,
-                    result.labels.get("accelerator"), cols)
-    for ax in axes[len(panels):]:
+        _draw_panel(
+            ax,
+            name,
+            x,
+            group,
+            xlabel,
+            window if _windowed(name) else None,
+            targets,
+            result.labels.get("accelerator"),
+            cols,
+        )
+    for ax in axes[len(panels) :]:
         ax.set_axis_off()
     return fig, None
 
@@ -159,10 +173,15 @@ def _draw_panel(ax, name, x, group, xlabel, window, targets, accelerator, n_cols
     if what == "AU" and "au_pct" not in group:
         target = None
     factor, shown = display_unit(unit, max(ymax, target or 0))
-    for k, y in list(group.items())[:4]:   # a line through 5 or more points, else marked values
-        draw_measured(ax, x, [v * factor for v in y], label=metric_label(k),
-                      **({"marker": "o", "markersize": 4} if len(x) < 30 else {}))
-    if target:   # the line the run has to clear: what the accelerator needs, the AU target
+    for k, y in list(group.items())[:4]:  # a line through 5 or more points, else marked values
+        draw_measured(
+            ax,
+            x,
+            [v * factor for v in y],
+            label=metric_label(k),
+            **({"marker": "o", "markersize": 4} if len(x) < 30 else {}),
+        )
+    if target:  # the line the run has to clear: what the accelerator needs, the AU target
         from .loader import need_label
 
         label = need_label(accelerator, need=target) if what == "need" else f"AU target {target:g} %"
@@ -171,8 +190,15 @@ def _draw_panel(ax, name, x, group, xlabel, window, targets, accelerator, n_cols
     else:
         ax.set_ylim(0, max(ymax * factor * 1.1, 1e-9))
     names = [metric_label(k) for k in list(group)[:4]]
-    title = ", ".join(names) + (f" ({duration_text(window)} windows)" if window else
-                                " (per step)" if name == "steps" else f" ({name})" if names != [name] else "")
+    title = ", ".join(names) + (
+        f" ({duration_text(window)} windows)"
+        if window
+        else " (per step)"
+        if name == "steps"
+        else f" ({name})"
+        if names != [name]
+        else ""
+    )
     ax.set_title(wrap(title, _WIDTH_IN * _DPI / n_cols - 20, FONT["title"]), fontsize=FONT["title"], loc="left")
     if shown:
         ax.set_ylabel(shown, fontsize=FONT["label"])

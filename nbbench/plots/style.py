@@ -11,16 +11,32 @@ from __future__ import annotations
 import math
 import textwrap
 
-__all__ = ["MIN_WIDTH_PX", "FONT", "NEUTRAL", "GOOD", "BAD", "TARGET", "figsize", "wrap", "display_unit",
-           "too_short", "duration_text", "value_text", "legend_right", "finite", "MIN_LINE_POINTS", "draw_measured",
-           "draw_target"]
+__all__ = [
+    "MIN_WIDTH_PX",
+    "FONT",
+    "NEUTRAL",
+    "GOOD",
+    "BAD",
+    "TARGET",
+    "figsize",
+    "wrap",
+    "display_unit",
+    "too_short",
+    "duration_text",
+    "value_text",
+    "legend_right",
+    "finite",
+    "MIN_LINE_POINTS",
+    "draw_measured",
+    "draw_target",
+]
 
-MIN_WIDTH_PX = 800   # saved PNGs are at least this wide
+MIN_WIDTH_PX = 800  # saved PNGs are at least this wide
 # points; every text a figure draws is at least 10 pt
 FONT = {"suptitle": 13, "title": 11, "label": 10, "tick": 10, "legend": 10, "note": 10, "value": 10}
-NEUTRAL = "#9e9e9e"   # bars of a metric with no better/worse direction
+NEUTRAL = "#9e9e9e"  # bars of a metric with no better/worse direction
 GOOD, BAD = "#2e7d32", "#c62828"
-TARGET = "#2e7d32"    # a target line (what an accelerator needs, AU 90 %)
+TARGET = "#2e7d32"  # a target line (what an accelerator needs, AU 90 %)
 
 
 def figsize(width_in: float, height_in: float, dpi: float) -> tuple[float, float]:
@@ -32,15 +48,14 @@ def wrap(text: str, width_px: float, font_pt: float, dpi: float = 100.0, bold: b
     """``text`` wrapped at word boundaries to fit about ``width_px`` pixels (never cut mid-word)."""
     if not text:
         return ""
-    char_px = (0.62 if bold else 0.55) * font_pt * dpi / 72.0    # a DejaVu Sans (Bold) character's mean width
+    char_px = (0.62 if bold else 0.55) * font_pt * dpi / 72.0  # a DejaVu Sans (Bold) character's mean width
     chars = max(20, int(width_px / char_px))
     return "\n".join(textwrap.wrap(text, chars, break_long_words=False, break_on_hyphens=False)) or text
 
 
 # (unit of the key) -> ((threshold, factor, shown unit), ...) largest first
 _SCALES = {
-    "bytes/s": ((1e12, 1e-12, "TB/s"), (1e9, 1e-9, "GB/s"), (1e6, 1e-6, "MB/s"), (1e3, 1e-3, "kB/s"),
-                (0, 1.0, "B/s")),
+    "bytes/s": ((1e12, 1e-12, "TB/s"), (1e9, 1e-9, "GB/s"), (1e6, 1e-6, "MB/s"), (1e3, 1e-3, "kB/s"), (0, 1.0, "B/s")),
     "bytes": ((1e12, 1e-12, "TB"), (1e9, 1e-9, "GB"), (1e6, 1e-6, "MB"), (1e3, 1e-3, "kB"), (0, 1.0, "B")),
     "iops": ((1e6, 1e-6, "MIOPS"), (1e3, 1e-3, "kIOPS"), (0, 1.0, "IOPS")),
     "flop/s": ((1e15, 1e-15, "PFLOP/s"), (1e12, 1e-12, "TFLOP/s"), (1e9, 1e-9, "GFLOP/s"), (0, 1.0, "FLOP/s")),
@@ -83,8 +98,7 @@ def too_short(span_s: float | None, window_s: float | None, what: str = "the run
     if span_s is None or not math.isfinite(span_s):
         return None
     if window_s and span_s < 2 * window_s * 0.999:
-        return (f"{what} lasted {duration_text(span_s)}, shorter than two {duration_text(window_s)} windows: "
-                "no plot")
+        return f"{what} lasted {duration_text(span_s)}, shorter than two {duration_text(window_s)} windows: no plot"
     return None
 
 
@@ -100,12 +114,18 @@ def value_text(v: float) -> str:
 
 def legend_right(ax) -> None:
     """The legend outside the axes, on the right (never over the data)."""
-    ax.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=FONT["legend"], frameon=False,
-              borderaxespad=0.0, handlelength=1.5)
+    ax.legend(
+        loc="upper left",
+        bbox_to_anchor=(1.005, 1.0),
+        fontsize=FONT["legend"],
+        frameon=False,
+        borderaxespad=0.0,
+        handlelength=1.5,
+    )
 
 
 def finite(vs) -> list:
-    return [v for v in vs if v == v]   # NaN (a gap between segments) is not a value
+    return [v for v in vs if v == v]  # NaN (a gap between segments) is not a value
 
 
 #: a measured series is drawn as a line only through at least this many points; fewer are
@@ -131,8 +151,9 @@ def draw_measured(ax, x, y, label: str | None = None, fmt=None, **style):
     fmt = fmt or format_sig
     for xi, yi in zip(x, y):
         if yi == yi:
-            ax.annotate(fmt(yi), (xi, yi), textcoords="offset points", xytext=(0, 6), ha="center",
-                        fontsize=FONT["value"])
+            ax.annotate(
+                fmt(yi), (xi, yi), textcoords="offset points", xytext=(0, 6), ha="center", fontsize=FONT["value"]
+            )
     return out
 
 

@@ -24,18 +24,23 @@ def sweep_figure(res, ax=None):
     if ax is None:
         fig = Figure(figsize=figsize(8.0, 4.4, 100), dpi=100)
         ax = fig.add_subplot(1, 1, 1)
-    extra_keys = [k for k in ("pin_memory", "prefetch_factor")
-                  if len({c[k] for c in configs if c["num_workers"] > 0 or k == "pin_memory"}) > 1]
+    extra_keys = [
+        k
+        for k in ("pin_memory", "prefetch_factor")
+        if len({c[k] for c in configs if c["num_workers"] > 0 or k == "pin_memory"}) > 1
+    ]
     groups: dict[tuple, list[dict]] = {}
     for c in configs:
         key = (c["batch_size"],) + tuple(c[k] for k in extra_keys if not (k == "prefetch_factor"))
         groups.setdefault(key, []).append(c)
     for key, cs in sorted(groups.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
-        ok = sorted((c for c in cs if c.get("status") == "ok" and c.get("samples_per_s")),
-                    key=lambda c: c["num_workers"])
+        ok = sorted(
+            (c for c in cs if c.get("status") == "ok" and c.get("samples_per_s")), key=lambda c: c["num_workers"]
+        )
         label = f"batch {key[0]}" + "".join(
-            f", {k.replace('_memory', '')}={v}" for k, v in zip([k for k in extra_keys if k != 'prefetch_factor'],
-                                                                 key[1:]))
+            f", {k.replace('_memory', '')}={v}"
+            for k, v in zip([k for k in extra_keys if k != "prefetch_factor"], key[1:])
+        )
         if ok:
             # several prefetch factors at one worker count: show the best of them
             best: dict[int, dict] = {}
@@ -46,13 +51,28 @@ def sweep_figure(res, ax=None):
             draw_measured(ax, xs, [best[x]["samples_per_s"] for x in xs], label=label, marker="o")
         bad = [c for c in cs if c.get("status") != "ok"]
         if bad:
-            ax.plot([c["num_workers"] for c in bad], [0] * len(bad), linestyle="none", marker="x",
-                    color="#c62828", markersize=10,
-                    label=f"{label}: failed/skipped")
+            ax.plot(
+                [c["num_workers"] for c in bad],
+                [0] * len(bad),
+                linestyle="none",
+                marker="x",
+                color="#c62828",
+                markersize=10,
+                label=f"{label}: failed/skipped",
+            )
     rec = res.recommended
     if rec and rec.get("samples_per_s"):
-        ax.plot([rec["num_workers"]], [rec["samples_per_s"]], marker="*", markersize=16, color="#f9a825",
-                markeredgecolor="black", linestyle="none", label="recommended", zorder=5)
+        ax.plot(
+            [rec["num_workers"]],
+            [rec["samples_per_s"]],
+            marker="*",
+            markersize=16,
+            color="#f9a825",
+            markeredgecolor="black",
+            linestyle="none",
+            label="recommended",
+            zorder=5,
+        )
     need = res.metrics.get("needed_samples_per_s")
     if need:
         from .loader import need_label

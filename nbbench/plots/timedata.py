@@ -24,8 +24,14 @@ class TimelineData:
     """Named series over a shared time axis, routed to ``panels`` (see :class:`~.timeline.Timeline`
     for the arguments); the base of :class:`~.timeline.Timeline`."""
 
-    def __init__(self, panels: Iterable[Any] | None = None, title: str = "", capacity: int = 50_000,
-                 t0: float | None = None, min_plot_s: float = 0.0):
+    def __init__(
+        self,
+        panels: Iterable[Any] | None = None,
+        title: str = "",
+        capacity: int = 50_000,
+        t0: float | None = None,
+        min_plot_s: float = 0.0,
+    ):
         self.panels = [as_panel(p) for p in (panels or [Panel("", ["*"])])]
         if not self.panels:
             raise ValueError("a plot needs at least one panel")
@@ -134,6 +140,8 @@ class TimelineData:
             for name in names:
                 vs = [v * p.scale for v in _finite(data[name])]
                 if vs:
-                    lines.append(f"  {p.labels.get(name, name):<28} last {_fmt(vs[-1])}  "
-                                 f"mean {_fmt(sum(vs) / len(vs))}  max {_fmt(max(vs))}")
+                    lines.append(
+                        f"  {p.labels.get(name, name):<28} last {_fmt(vs[-1])}  "
+                        f"mean {_fmt(sum(vs) / len(vs))}  max {_fmt(max(vs))}"
+                    )
         return "\n".join(lines)

@@ -67,12 +67,24 @@ class Timeline(TimelineData):
     says whether any series has two points: a figure with less shows nothing worth a picture.
     """
 
-    def __init__(self, panels: Iterable[Any] | None = None, title: str = "", window_s: float | None = None,
-                 figsize: tuple[float, float] | None = None, dpi: int = 80,
-                 annotate: Callable[[Any, dict, dict], Any] | None = None,
-                 status: Callable[[], str] | None = None, max_points: int = 400, capacity: int = 50_000,
-                 t0: float | None = None, blit: bool = True, min_span_s: float = 10.0,
-                 span_s: float | None = None, min_plot_s: float = 0.0, subtitle: str = ""):
+    def __init__(
+        self,
+        panels: Iterable[Any] | None = None,
+        title: str = "",
+        window_s: float | None = None,
+        figsize: tuple[float, float] | None = None,
+        dpi: int = 80,
+        annotate: Callable[[Any, dict, dict], Any] | None = None,
+        status: Callable[[], str] | None = None,
+        max_points: int = 400,
+        capacity: int = 50_000,
+        t0: float | None = None,
+        blit: bool = True,
+        min_span_s: float = 10.0,
+        span_s: float | None = None,
+        min_plot_s: float = 0.0,
+        subtitle: str = "",
+    ):
         super().__init__(panels, title=title, capacity=capacity, t0=t0, min_plot_s=min_plot_s)
         self.subtitle = subtitle
         self.window_s = window_s
@@ -117,13 +129,11 @@ class Timeline(TimelineData):
         head_in = 0.08 + line_in * (title.count("\n") + 1 if title else 0)
         sub = wrap(self.subtitle, w_in * self.dpi * 0.97, FONT["label"], self.dpi)
         if sub:
-            fig.text(0.01, 1.0 - head_in / h_in, sub, fontsize=FONT["label"], va="top", color="#555",
-                     linespacing=1.15)
+            fig.text(0.01, 1.0 - head_in / h_in, sub, fontsize=FONT["label"], va="top", color="#555", linespacing=1.15)
             head_in += FONT["label"] * 1.35 / 72 * (sub.count("\n") + 1)
         status_y = 1.0 - head_in / h_in
         head_in += line_in if self.status is not None else 0.0
-        fig.subplots_adjust(left=0.085, right=0.80, top=1.0 - (head_in + 0.3) / h_in, bottom=0.55 / h_in,
-                            hspace=0.38)
+        fig.subplots_adjust(left=0.085, right=0.80, top=1.0 - (head_in + 0.3) / h_in, bottom=0.55 / h_in, hspace=0.38)
         axes = fig.subplots(n, 1, sharex=True, squeeze=False)[:, 0]
         for ax, p in zip(axes, self.panels):
             ax.set_title(p.title, fontsize=FONT["title"], loc="left", pad=4)
@@ -137,16 +147,17 @@ class Timeline(TimelineData):
         for i, (ax, p) in enumerate(zip(axes, self.panels)):
             fixed = [n for n in p.series if not any(ch in n for ch in "*?[")]
             for name in fixed:
-                line, = ax.plot([], [], linewidth=1.4, label=self._legend_text(p, name), animated=self._blit,
-                                **p.style_for(name))
+                (line,) = ax.plot(
+                    [], [], linewidth=1.4, label=self._legend_text(p, name), animated=self._blit, **p.style_for(name)
+                )
                 self._lines[(i, name)] = line
             if fixed:
                 _legend(ax)
                 self._legend_n[i] = len(fixed)
-        fig.text(0.01, 1.0 - 0.08 / h_in, title, fontsize=FONT["suptitle"], va="top", weight="bold",
-                 linespacing=1.15)
-        self._status_text = fig.text(0.01, status_y - 0.04 / h_in, "", fontsize=FONT["label"], va="top",
-                                     family="monospace", animated=self._blit)
+        fig.text(0.01, 1.0 - 0.08 / h_in, title, fontsize=FONT["suptitle"], va="top", weight="bold", linespacing=1.15)
+        self._status_text = fig.text(
+            0.01, status_y - 0.04 / h_in, "", fontsize=FONT["label"], va="top", family="monospace", animated=self._blit
+        )
         self._fig, self._axes = fig, list(axes)
 
     def _legend_text(self, p, name: str) -> str:
@@ -210,18 +221,24 @@ class Timeline(TimelineData):
                 ys = [v * p.scale for v in vs]
                 line = self._lines.get((i, name))
                 if line is None:
-                    line, = ax.plot([], [], linewidth=1.4, label=self._legend_text(p, name),
-                                    animated=self._blit, **p.style_for(name))
+                    (line,) = ax.plot(
+                        [],
+                        [],
+                        linewidth=1.4,
+                        label=self._legend_text(p, name),
+                        animated=self._blit,
+                        **p.style_for(name),
+                    )
                     self._lines[(i, name)] = line
                 line.set_data(xs, ys)
                 vmax = max([vmax] + _finite(ys))
             tkey = tuple(sorted(p.targets.items()))
-            if tkey != self._target_key.get(i, ()):   # target lines: part of the background
+            if tkey != self._target_key.get(i, ()):  # target lines: part of the background
                 for a in self._target_artists.pop(i, []):
                     a.remove()
                 self._target_artists[i] = draw_targets(ax, p)
                 self._target_key[i] = tkey
-                self._legend_n[i] = -1   # their labels join the legend
+                self._legend_n[i] = -1  # their labels join the legend
             vmax = max([vmax] + [v * p.scale for v in _finite(p.targets.values())])
             n_lines = sum(1 for (j, _) in self._lines if j == i) + len(self._target_artists.get(i, ()))
             if n_lines != self._legend_n.get(i, 0):
@@ -232,10 +249,18 @@ class Timeline(TimelineData):
                 if top != self._ytop.get(i):
                     ax.set_ylim(0.0, top)
                     self._ytop[i] = top
-            if not any(rel.get(k, ((), ()))[0] for k in names) and p.note \
-                    and not getattr(ax, "_nbbench_note", False):
-                ax.text(0.5, 0.5, p.note, transform=ax.transAxes, ha="center", va="center",
-                        fontsize=FONT["note"], color="#777", wrap=True)
+            if not any(rel.get(k, ((), ()))[0] for k in names) and p.note and not getattr(ax, "_nbbench_note", False):
+                ax.text(
+                    0.5,
+                    0.5,
+                    p.note,
+                    transform=ax.transAxes,
+                    ha="center",
+                    va="center",
+                    fontsize=FONT["note"],
+                    color="#777",
+                    wrap=True,
+                )
                 ax._nbbench_note = True
             key += [bool(getattr(ax, "_nbbench_note", False)), self._ytop.get(i), self._legend_n.get(i, 0), tkey]
         if self._xlim != (tmin, xmax):
@@ -259,9 +284,18 @@ class Timeline(TimelineData):
                 self._mark_artists.append(ax.axvline(x, color="#888", linewidth=0.8, linestyle="--"))
             if label:
                 ax0 = self._axes[0]
-                self._mark_artists.append(ax0.text(x, 1.0, " " + label, transform=ax0.get_xaxis_transform(),
-                                                   fontsize=FONT["note"], va="bottom", color="#555",
-                                                   clip_on=False))
+                self._mark_artists.append(
+                    ax0.text(
+                        x,
+                        1.0,
+                        " " + label,
+                        transform=ax0.get_xaxis_transform(),
+                        fontsize=FONT["note"],
+                        va="bottom",
+                        color="#555",
+                        clip_on=False,
+                    )
+                )
         self._n_marks = len(marks)
 
     def _draw_hooks(self, rel: dict) -> list:

@@ -55,9 +55,15 @@ def _hidden_by_env(env: Mapping[str, str]) -> bool:
 
 
 # --------------------------------------------------------------------- check
-def check(torch: Any = _IMPORT, nvml: Nvml | None = None, benchmark: bool = True,
-          env: Mapping[str, str] | None = None, matmul_size: int = 4096, copy_bytes: int = 256 * 2**20,
-          repeats: int = 10) -> GpuCheckResult:
+def check(
+    torch: Any = _IMPORT,
+    nvml: Nvml | None = None,
+    benchmark: bool = True,
+    env: Mapping[str, str] | None = None,
+    matmul_size: int = 4096,
+    copy_bytes: int = 256 * 2**20,
+    repeats: int = 10,
+) -> GpuCheckResult:
     """Check the GPU stack.
 
     ``torch``: the torch module (default: import it; ``None`` = not installed).
@@ -70,8 +76,9 @@ def check(torch: Any = _IMPORT, nvml: Nvml | None = None, benchmark: bool = True
     repeats = within("repeats", repeats, GPU_ITERS)
     env = os.environ if env is None else env
     nv = nvml if nvml is not None else get_nvml()
-    res = GpuCheckResult(params={"benchmark": benchmark, "matmul_size": matmul_size,
-                                 "copy_bytes": copy_bytes, "repeats": repeats})
+    res = GpuCheckResult(
+        params={"benchmark": benchmark, "matmul_size": matmul_size, "copy_bytes": copy_bytes, "repeats": repeats}
+    )
     verdicts: list[dict] = []
 
     def verdict(name: str, status: str, message: str) -> None:
@@ -86,8 +93,14 @@ def check(torch: Any = _IMPORT, nvml: Nvml | None = None, benchmark: bool = True
             torch = _torch
         except Exception as exc:  # noqa: BLE001 - a broken torch is reported, not raised
             torch, torch_error = None, exc
-    versions: dict[str, Any] = {"torch": None, "cuda_build": None, "hip_build": None, "cudnn": None,
-                                "driver": None, "driver_cuda": None}
+    versions: dict[str, Any] = {
+        "torch": None,
+        "cuda_build": None,
+        "hip_build": None,
+        "cudnn": None,
+        "driver": None,
+        "driver_cuda": None,
+    }
     if torch is not None:
         versions["torch"] = getattr(torch, "__version__", None)
         versions["cuda_build"] = getattr(getattr(torch, "version", None), "cuda", None)
@@ -121,16 +134,20 @@ def check(torch: Any = _IMPORT, nvml: Nvml | None = None, benchmark: bool = True
 
     reason = None
     if torch is None:
-        reason = ("torch is not installed: pip install torch (inside a PyTorch image, use the image's python)"
-                  if torch_error is None or isinstance(torch_error, ImportError)
-                  else f"torch fails to import: {torch_error}")
+        reason = (
+            "torch is not installed: pip install torch (inside a PyTorch image, use the image's python)"
+            if torch_error is None or isinstance(torch_error, ImportError)
+            else f"torch fails to import: {torch_error}"
+        )
         verdict("torch", "fail", reason)
     elif versions["hip_build"] and not versions["cuda_build"]:
         reason = f"this torch ({versions['torch']}) is a ROCm build: CUDA is not used (AMD GPUs only)"
         verdict("torch build", "fail", reason)
     elif not versions["cuda_build"]:
-        reason = (f"this torch ({versions['torch']}) is a CPU-only build: install a CUDA build, e.g. "
-                  "pip install torch --index-url https://download.pytorch.org/whl/cu128")
+        reason = (
+            f"this torch ({versions['torch']}) is a CPU-only build: install a CUDA build, e.g. "
+            "pip install torch --index-url https://download.pytorch.org/whl/cu128"
+        )
         verdict("torch build", "fail", reason)
     else:
         verdict("torch build", "ok", f"torch {versions['torch']} is built for CUDA {versions['cuda_build']}.")
@@ -139,15 +156,19 @@ def check(torch: Any = _IMPORT, nvml: Nvml | None = None, benchmark: bool = True
         na: NAValue = nv_ok
         msg = f"{na.reason}" + (f": {na.hint}" if na.hint else "")
         if reason is None:
-            reason = (f"no NVIDIA driver found ({na.reason}): run the container with --gpus all "
-                      "(NVIDIA container toolkit) on a host with the driver installed")
+            reason = (
+                f"no NVIDIA driver found ({na.reason}): run the container with --gpus all "
+                "(NVIDIA container toolkit) on a host with the driver installed"
+            )
         verdict("driver", "fail", msg)
     else:
         verdict("driver", "ok", f"NVIDIA driver {versions['driver']} supports CUDA up to {versions['driver_cuda']}.")
 
     if _hidden_by_env(env):
-        msg = (f"CUDA_VISIBLE_DEVICES={env.get('CUDA_VISIBLE_DEVICES')!r} hides every GPU: unset it "
-               "or list the devices to use, e.g. CUDA_VISIBLE_DEVICES=0")
+        msg = (
+            f"CUDA_VISIBLE_DEVICES={env.get('CUDA_VISIBLE_DEVICES')!r} hides every GPU: unset it "
+            "or list the devices to use, e.g. CUDA_VISIBLE_DEVICES=0"
+        )
         verdict("CUDA_VISIBLE_DEVICES", "fail", msg)
         if reason is None:
             reason = msg
@@ -157,25 +178,34 @@ def check(torch: Any = _IMPORT, nvml: Nvml | None = None, benchmark: bool = True
     drv_cuda = parse_version(versions["driver_cuda"])
     if build and drv_cuda:
         if drv_cuda[0] < build[0] or (drv_cuda < build and not cuda_ok):
-            msg = (f"torch was built for CUDA {versions['cuda_build']} but the driver supports up to "
-                   f"{versions['driver_cuda']}: update the driver or install a torch built for "
-                   f"{versions['driver_cuda']}")
+            msg = (
+                f"torch was built for CUDA {versions['cuda_build']} but the driver supports up to "
+                f"{versions['driver_cuda']}: update the driver or install a torch built for "
+                f"{versions['driver_cuda']}"
+            )
             verdict("CUDA version fit", "fail", msg)
             if reason is None and not cuda_ok:
                 reason = msg
         elif drv_cuda < build:
-            verdict("CUDA version fit", "warn",
-                    f"torch was built for CUDA {versions['cuda_build']} and the driver supports "
-                    f"{versions['driver_cuda']}: it runs under minor-version compatibility, but PTX JIT and "
-                    f"newer features need a driver for CUDA {versions['cuda_build']}: update the driver when you can")
+            verdict(
+                "CUDA version fit",
+                "warn",
+                f"torch was built for CUDA {versions['cuda_build']} and the driver supports "
+                f"{versions['driver_cuda']}: it runs under minor-version compatibility, but PTX JIT and "
+                f"newer features need a driver for CUDA {versions['cuda_build']}: update the driver when you can",
+            )
         else:
-            verdict("CUDA version fit", "ok",
-                    f"the driver (CUDA {versions['driver_cuda']}) is new enough for torch's CUDA "
-                    f"{versions['cuda_build']}.")
+            verdict(
+                "CUDA version fit",
+                "ok",
+                f"the driver (CUDA {versions['driver_cuda']}) is new enough for torch's CUDA {versions['cuda_build']}.",
+            )
 
     if reason is None and not cuda_ok and torch is not None:
-        reason = "torch.cuda.is_available() is False although a driver and a CUDA build are present: " \
-                 "check the container's device files (/dev/nvidia*) and dmesg"
+        reason = (
+            "torch.cuda.is_available() is False although a driver and a CUDA build are present: "
+            "check the container's device files (/dev/nvidia*) and dmesg"
+        )
         verdict("CUDA runtime", "fail", reason)
 
     # devices
@@ -184,22 +214,34 @@ def check(torch: Any = _IMPORT, nvml: Nvml | None = None, benchmark: bool = True
     for d in devices:
         w, wmax = d.get("pcie_width"), d.get("pcie_width_max")
         if w is not None and wmax is not None and w < wmax:
-            verdict(f"PCIe link [{d['index']}]", "warn",
-                    f"{d.get('name')} runs on x{w} lanes of x{wmax}: reseat the card or move it to a full "
-                    "slot — a narrow link starves host↔device copies")
+            verdict(
+                f"PCIe link [{d['index']}]",
+                "warn",
+                f"{d.get('name')} runs on x{w} lanes of x{wmax}: reseat the card or move it to a full "
+                "slot — a narrow link starves host↔device copies",
+            )
         elif w is not None and w <= 4:
-            verdict(f"PCIe link [{d['index']}]", "warn",
-                    f"{d.get('name')} is on a x{w} link: host↔device copies will be slow")
+            verdict(
+                f"PCIe link [{d['index']}]",
+                "warn",
+                f"{d.get('name')} is on a x{w} link: host↔device copies will be slow",
+            )
         elif w is not None:
-            verdict(f"PCIe link [{d['index']}]", "ok", f"x{w} link (gen{d.get('pcie_gen')}; "
-                    "the generation drops at idle to save power).")
+            verdict(
+                f"PCIe link [{d['index']}]",
+                "ok",
+                f"x{w} link (gen{d.get('pcie_gen')}; the generation drops at idle to save power).",
+            )
         if d.get("mig_mode"):
-            verdict(f"MIG [{d['index']}]", "warn",
-                    "MIG is on: this process sees one slice, and utilisation/PCIe figures are N/A under MIG")
+            verdict(
+                f"MIG [{d['index']}]",
+                "warn",
+                "MIG is on: this process sees one slice, and utilisation/PCIe figures are N/A under MIG",
+            )
 
     res.extra["available"] = cuda_ok
     res.reason = None if cuda_ok else reason
-    res.metrics["device_count"] = count if cuda_ok else 0   # the GPUs torch can use
+    res.metrics["device_count"] = count if cuda_ok else 0  # the GPUs torch can use
     res.labels["device"] = devices[0]["name"] if cuda_ok and devices else "none"
 
     if cuda_ok and benchmark:
@@ -232,7 +274,7 @@ def _median_ms(torch, fn, repeats: int, warmup: int = 3) -> tuple[float, list[fl
 def _benchmark(torch, n: int, copy_bytes: int, repeats: int, samples: dict) -> dict[str, float]:
     metrics: dict[str, float] = {}
     dev = "cuda"
-    flops = 2.0 * n ** 3
+    flops = 2.0 * n**3
     old_tf32 = torch.backends.cuda.matmul.allow_tf32
     try:
         kinds = [("fp32", torch.float32, False), ("tf32", torch.float32, True)]

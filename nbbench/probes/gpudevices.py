@@ -36,7 +36,7 @@ def nvml_index(torch, nv: Nvml, i: int, env: Mapping[str, str] | None = None) ->
         return None
     pci = tuple(getattr(props, k, None) for k in ("pci_domain_id", "pci_bus_id", "pci_device_id"))
     uuid = str(getattr(props, "uuid", "") or "").lower().removeprefix("gpu-")
-    told = False   # did NVML give any PCI address or UUID to compare with?
+    told = False  # did NVML give any PCI address or UUID to compare with?
     for k in range(int(n)):
         h = nv.call("nvmlDeviceGetHandleByIndex", k)
         if is_na(h):

@@ -9,16 +9,24 @@ no imports: the parsers read it without importing the probes.
 
 from __future__ import annotations
 
-__all__ = ["RANDREAD_QD", "JOBS", "FILES_THREADS", "FILES_SAMPLE", "GPU_MATMUL_SIZE", "GPU_ITERS",
-           "MONITOR_INTERVAL_S", "check"]
+__all__ = [
+    "RANDREAD_QD",
+    "JOBS",
+    "FILES_THREADS",
+    "FILES_SAMPLE",
+    "GPU_MATMUL_SIZE",
+    "GPU_ITERS",
+    "MONITOR_INTERVAL_S",
+    "check",
+]
 
 #: (lowest, highest) accepted
 RANDREAD_QD = (1, 4096)
-JOBS = (1, 256)           # --jobs: independent I/O processes (dd, randread, disk)
+JOBS = (1, 256)  # --jobs: independent I/O processes (dd, randread, disk)
 FILES_THREADS = (1, 512)
 FILES_SAMPLE = (1, 10**9)
-GPU_MATMUL_SIZE = (64, 65536)   # gpu --size: the N of the N×N matmul
-GPU_ITERS = (1, 1000)           # gpu --iters: timed iterations per benchmark
+GPU_MATMUL_SIZE = (64, 65536)  # gpu --size: the N of the N×N matmul
+GPU_ITERS = (1, 1000)  # gpu --iters: timed iterations per benchmark
 #: monitor / watch --interval, seconds (a float: the parser and the monitor check it)
 MONITOR_INTERVAL_S = (0.01, 3600.0)
 

@@ -125,7 +125,7 @@ def _now() -> float:
     return time.time()
 
 
-@dataclass(repr=False)   # repr, str, _repr_pretty_: the presentation rule's (ResultView)
+@dataclass(repr=False)  # repr, str, _repr_pretty_: the presentation rule's (ResultView)
 class Result(ResultView):
     """One probe run.  How it is shown: :class:`~nbbench.results.view.ResultView` (the one
     presentation rule: the answer first, then what qualifies it, then the details)."""
@@ -273,8 +273,8 @@ class Result(ResultView):
             env_id=data.get("env_id"),
             extra=cp(data.get("extra", {})),
             run_id=data.get("run_id"),
-            advice=cp(list(data.get("advice") or [])),   # runs stored before advice existed: []
-            verdict=data.get("verdict"),   # runs stored before verdicts existed: judged from their checks
+            advice=cp(list(data.get("advice") or [])),  # runs stored before advice existed: []
+            verdict=data.get("verdict"),  # runs stored before verdicts existed: judged from their checks
             runs=_runs_of(data, cp),
         )
 
@@ -289,7 +289,7 @@ class Result(ResultView):
         if not isinstance(other, Result):
             return NotImplemented
         mine, theirs = self.to_dict(), other.to_dict()
-        mine.pop("summary", None)   # words, drawn from the rest by each class's own rule
+        mine.pop("summary", None)  # words, drawn from the rest by each class's own rule
         theirs.pop("summary", None)
         return _canon(mine) == _canon(theirs)
 
@@ -321,6 +321,7 @@ class Result(ResultView):
         if data and isinstance(data[0], dict):
             return pd.DataFrame.from_records(data)
         return pd.DataFrame({name: data})
+
 
 def _runs_of(data: dict[str, Any], cp) -> list[dict]:
     """The runs a stored result kept: [] for one run (its metrics are ``metrics``)."""

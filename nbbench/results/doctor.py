@@ -17,6 +17,7 @@ __all__ = ["DoctorResult", "Check", "CHECK_STATUSES"]
 #: change) and counts as no warning; ``n/a``: the check could not look
 CHECK_STATUSES = ("ok", "warn", "fail", "info", "n/a")
 
+
 @dataclass
 class Check:
     """One finding.
@@ -45,9 +46,15 @@ class Check:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Check":
-        return cls(name=d["name"], status=d["status"], evidence=d.get("evidence", ""),
-                   fix=d.get("fix", ""), group=d.get("group", ""), data=dict(d.get("data") or {}),
-                   advice=list(d.get("advice") or []))
+        return cls(
+            name=d["name"],
+            status=d["status"],
+            evidence=d.get("evidence", ""),
+            fix=d.get("fix", ""),
+            group=d.get("group", ""),
+            data=dict(d.get("data") or {}),
+            advice=list(d.get("advice") or []),
+        )
 
     def fix_text(self, command_text=None) -> str:
         """The fix and the advice, commands worded by ``command_text`` (neutral: None)."""
@@ -59,7 +66,6 @@ class Check:
         if fix and self.status in ("warn", "fail"):
             s += f" -> {fix}"
         return s
-
 
 
 @register("doctor")
@@ -88,9 +94,13 @@ class DoctorResult(Result):
     def checks_frame(self):
         import pandas as pd
 
-        return pd.DataFrame([dict({k: c.to_dict()[k] for k in ("status", "name", "evidence", "group")},
-                                  fix=c.fix_text(self.wording)) for c in self.checks],
-                            columns=["status", "name", "evidence", "fix", "group"])
+        return pd.DataFrame(
+            [
+                dict({k: c.to_dict()[k] for k in ("status", "name", "evidence", "group")}, fix=c.fix_text(self.wording))
+                for c in self.checks
+            ],
+            columns=["status", "name", "evidence", "fix", "group"],
+        )
 
     def headline(self) -> str:
         return f"doctor {self.params.get('path') or ''}".strip()
@@ -98,8 +108,16 @@ class DoctorResult(Result):
     def findings(self) -> dict[str, int]:
         """How many checks found each status: {"fail": 2, "warn": 4, "ok": 10, "n/a": 2}."""
         m = self.metrics
-        found = {s: int(m.get(k) or 0) for s, k in (("fail", "fail_count"), ("warn", "warn_count"),
-                                                      ("ok", "ok_count"), ("info", "info_count"), ("n/a", "na_count"))}
+        found = {
+            s: int(m.get(k) or 0)
+            for s, k in (
+                ("fail", "fail_count"),
+                ("warn", "warn_count"),
+                ("ok", "ok_count"),
+                ("info", "info_count"),
+                ("n/a", "na_count"),
+            )
+        }
         return {s: n for s, n in found.items() if n or s != "info"}
 
     def answer_line(self) -> str:
@@ -139,9 +157,19 @@ class DoctorResult(Result):
     def sections(self) -> list[Section]:
         """The findings, worst first: status, check, evidence, fix (open)."""
         rows = self.rows()
-        return [Section(f"findings ({_counts(self.findings())})", [list(r) for r in rows],
-                        head=["status", "check", "evidence", "fix"], folded=False, align="llll",
-                        marks=[_MARK[r[0]] for r in rows], nowrap=2, css="nbbench-doctor-table", text=self._text_lines)]
+        return [
+            Section(
+                f"findings ({_counts(self.findings())})",
+                [list(r) for r in rows],
+                head=["status", "check", "evidence", "fix"],
+                folded=False,
+                align="llll",
+                marks=[_MARK[r[0]] for r in rows],
+                nowrap=2,
+                css="nbbench-doctor-table",
+                text=self._text_lines,
+            )
+        ]
 
     def _text_lines(self, width: int) -> list[str]:
         """status, check, evidence, fix — wrapped to ``width``."""
@@ -157,8 +185,11 @@ class DoctorResult(Result):
             ev = textwrap.wrap(evidence, body) or [""]
             lines.append(f"{status.upper():<6}  {names[0]:<{nw}}  {ev[0]}")
             for i in range(1, max(len(names), len(ev))):
-                lines.append((f"{'':<6}  {(names[i] if i < len(names) else ''):<{nw}}  "
-                              + (ev[i] if i < len(ev) else "")).rstrip())
+                lines.append(
+                    (
+                        f"{'':<6}  {(names[i] if i < len(names) else ''):<{nw}}  " + (ev[i] if i < len(ev) else "")
+                    ).rstrip()
+                )
             if fix:
                 lines += [" " * lead + f for f in textwrap.wrap("fix: " + fix, body)]
         return lines
@@ -172,12 +203,12 @@ class DoctorResult(Result):
         return super().text_table(width=width, details=details, ansi=ansi)
 
     def warnings_shown(self) -> list[str]:
-        return []   # each is a finding's fix, in the findings table
+        return []  # each is a finding's fix, in the findings table
 
     def present(self):
         p = super().present()
         p.css += " nbbench-doctor"
-        p.advice = p.advice_html = []   # each is in its finding's fix
+        p.advice = p.advice_html = []  # each is in its finding's fix
         return p
 
     def html_table(self) -> str:

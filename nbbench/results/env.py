@@ -47,8 +47,11 @@ def _gpus(gs) -> str:
     out = []
     for g in gs or []:
         mem = g.get("memory_total_bytes")
-        out.append(f"{g.get('name')}" + (f" {format_bytes(mem, True)}" if mem else "")
-                   + (f" (driver {g.get('driver')})" if g.get("driver") else ""))
+        out.append(
+            f"{g.get('name')}"
+            + (f" {format_bytes(mem, True)}" if mem else "")
+            + (f" (driver {g.get('driver')})" if g.get("driver") else "")
+        )
     return ", ".join(out) or "none"
 
 
@@ -64,12 +67,24 @@ ENV_ROWS = (
     ("usable CPUs", lambda f: _cpus(f.get("cpus") or {})),
     ("memory", lambda f: _mem(f.get("memory") or {})),
     ("GPUs", lambda f: _gpus(f.get("gpus"))),
-    ("Python", lambda f: " ".join(str(x) for x in ((f.get("python") or {}).get("version"),
-                                                   (f.get("python") or {}).get("implementation")) if x)),
+    (
+        "Python",
+        lambda f: " ".join(
+            str(x) for x in ((f.get("python") or {}).get("version"), (f.get("python") or {}).get("implementation")) if x
+        ),
+    ),
     ("torch", lambda f: _torch(f.get("torch"))),
-    ("packages", lambda f: (f"{len(f['packages'])} installed, " if f.get("packages") else "")
-     + f"sha256 {str(f.get('packages_sha256') or '')[:16]}"),
-    ("nbbench", lambda f: f"{f.get('nbbench')}" + (f" ({str(f.get('git_commit'))[:10]})" if f.get("git_commit") else "")),
+    (
+        "packages",
+        lambda f: (
+            (f"{len(f['packages'])} installed, " if f.get("packages") else "")
+            + f"sha256 {str(f.get('packages_sha256') or '')[:16]}"
+        ),
+    ),
+    (
+        "nbbench",
+        lambda f: f"{f.get('nbbench')}" + (f" ({str(f.get('git_commit'))[:10]})" if f.get("git_commit") else ""),
+    ),
     ("environment id", lambda f: f.get("id")),
 )
 
@@ -105,13 +120,15 @@ class EnvResult(Result):
         """'2 CPUs usable · 23.5 GiB memory · no GPU · torch 2.13.0+cpu, CPU-only build'."""
         fp = self.fingerprint
         cpus = (fp.get("cpus") or {}).get("usable")
-        mem = (fp.get("memory") or {})
+        mem = fp.get("memory") or {}
         limit = mem.get("cgroup_limit_bytes") or mem.get("total_bytes")
         gpus = fp.get("gpus") or []
-        parts = [f"{cpus:g} CPUs usable" if isinstance(cpus, (int, float)) else "CPUs unknown",
-                 f"{format_bytes(limit, True)} memory" if limit else "memory unknown",
-                 f"{len(gpus)} GPU{'s' if len(gpus) != 1 else ''}" if gpus else "no GPU",
-                 f"torch {_torch(fp.get('torch'))}"]
+        parts = [
+            f"{cpus:g} CPUs usable" if isinstance(cpus, (int, float)) else "CPUs unknown",
+            f"{format_bytes(limit, True)} memory" if limit else "memory unknown",
+            f"{len(gpus)} GPU{'s' if len(gpus) != 1 else ''}" if gpus else "no GPU",
+            f"torch {_torch(fp.get('torch'))}",
+        ]
         return SEP.join(parts)
 
     def qualifiers(self) -> list[tuple[str, str]]:
@@ -120,5 +137,12 @@ class EnvResult(Result):
 
     def sections(self) -> list[Section]:
         """The environment as a small table (open); the exact packages are for ``--export``."""
-        return [Section("environment", [list(r) for r in env_rows(self.fingerprint)], folded=False, align="ll",
-                        css="nbbench-env")]
+        return [
+            Section(
+                "environment",
+                [list(r) for r in env_rows(self.fingerprint)],
+                folded=False,
+                align="ll",
+                css="nbbench-env",
+            )
+        ]

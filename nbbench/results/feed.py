@@ -19,7 +19,7 @@ STORAGE_HELP = "faster storage or caching the dataset in memory"
 #: the feed's "why / fix" line by what limits it (``labels["limiter_basis"]``)
 FEED_WHY = {
     "warm short": f"even from memory (warm cache) preparation falls short: {CPU_HELP} help; faster storage or "
-                  "caching does not, until preparation keeps up",
+    "caching does not, until preparation keeps up",
     "cold short": f"from memory (warm cache) it would keep up: {STORAGE_HELP} helps more than CPUs",
     "storage ceiling": f"from memory (warm cache) it would feed more: {STORAGE_HELP} helps more than CPUs",
     "CPU ceiling": f"reading from storage costs little: {CPU_HELP} help feed more",
@@ -78,7 +78,7 @@ class FeedResult(Result):
         why = FEED_WHY.get(self.labels.get("limiter_basis") or "")
         if why:
             return [f"why: {why}."]
-        return [self.answer] if self.answer else []   # a run stored before the basis was kept
+        return [self.answer] if self.answer else []  # a run stored before the basis was kept
 
     def sections(self) -> list[Section]:
         """Cold and warm rates against the need (open), then every accelerator of the same
@@ -86,19 +86,28 @@ class FeedResult(Result):
         m, acc = self.metrics, self.labels.get("accelerator") or "accelerator"
 
         def cells(name, sps, bps):
-            return [name, format_metric("samples_per_s", m.get(sps)), format_metric("bytes_per_s", m.get(bps))
-                    if bps else ""]
+            return [
+                name,
+                format_metric("samples_per_s", m.get(sps)),
+                format_metric("bytes_per_s", m.get(bps)) if bps else "",
+            ]
 
-        rows = [cells("from storage (cold cache)", "cold_samples_per_s", "cold_bytes_per_s"),
-                cells("from memory (warm cache)", "warm_samples_per_s", "warm_bytes_per_s"),
-                cells(f"one {acc} needs", "needed_samples_per_s", None),
-                cells(f"one {acc} consumes", "accelerator_samples_per_s", None)]
+        rows = [
+            cells("from storage (cold cache)", "cold_samples_per_s", "cold_bytes_per_s"),
+            cells("from memory (warm cache)", "warm_samples_per_s", "warm_bytes_per_s"),
+            cells(f"one {acc} needs", "needed_samples_per_s", None),
+            cells(f"one {acc} consumes", "accelerator_samples_per_s", None),
+        ]
         out = [Section("rates", rows, head=["", "samples/s", "bandwidth"], folded=False, css="nbbench-feed")]
         accs = self.samples.get("accelerators")
         if isinstance(accs, dict) and accs.get("accelerator"):
             cols = [c for c in ("accelerator", "needed_samples_per_s", "fed_count", "fed_warm_count") if c in accs]
-            head = {"accelerator": "accelerator", "needed_samples_per_s": "one needs",
-                    "fed_count": "fed from storage", "fed_warm_count": "fed from memory"}
+            head = {
+                "accelerator": "accelerator",
+                "needed_samples_per_s": "one needs",
+                "fed_count": "fed from storage",
+                "fed_warm_count": "fed from memory",
+            }
             rows = [[_cell(k, accs[k][i]) for k in cols] for i in range(len(accs["accelerator"]))]
             out.append(Section("every accelerator of this workload", rows, head=[head[c] for c in cols]))
         return out + super().sections()

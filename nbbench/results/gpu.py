@@ -12,6 +12,7 @@ from .verdict import worst_verdict
 
 __all__ = ["GpuCheckResult", "device_line", "first_clause"]
 
+
 @register("gpu")
 class GpuCheckResult(Result):
     """The outcome of :func:`check`.  ``available``, ``reason``, ``devices``, ``verdicts``."""
@@ -59,7 +60,7 @@ class GpuCheckResult(Result):
             return None
         import statistics
 
-        work = value * statistics.median(times)   # the figure is the work over the median time
+        work = value * statistics.median(times)  # the figure is the work over the median time
         return [work / t for t in times if t and t > 0]
 
     def findings(self) -> dict[str, int] | None:
@@ -85,10 +86,15 @@ class GpuCheckResult(Result):
     def qualifiers(self) -> list[tuple[str, str]]:
         """torch's version and build, cuDNN, the driver and the CUDA it supports."""
         v = self.versions
-        out = [("torch", str(v.get("torch") or "not installed")),
-               ("CUDA build", str(v.get("cuda_build") or "none (CPU-only)"))]
-        out += [(name, str(v[k])) for name, k in (("cuDNN", "cudnn"), ("driver", "driver"),
-                                                  ("driver's CUDA", "driver_cuda")) if v.get(k) is not None]
+        out = [
+            ("torch", str(v.get("torch") or "not installed")),
+            ("CUDA build", str(v.get("cuda_build") or "none (CPU-only)")),
+        ]
+        out += [
+            (name, str(v[k]))
+            for name, k in (("cuDNN", "cudnn"), ("driver", "driver"), ("driver's CUDA", "driver_cuda"))
+            if v.get(k) is not None
+        ]
         return out
 
     def story(self) -> list[str]:
@@ -97,7 +103,7 @@ class GpuCheckResult(Result):
         if self.available or not self.reason:
             return []
         said = first_clause(self.reason)
-        rest = self.reason[len(said):].lstrip(": ").strip()
+        rest = self.reason[len(said) :].lstrip(": ").strip()
         return [f"fix: {rest}"] if rest else []
 
     def sections(self) -> list[Section]:
@@ -107,12 +113,23 @@ class GpuCheckResult(Result):
         shown = [x for x in self.verdicts if self.available or x.get("message") != self.reason]
         if shown:
             title = "checks" if len(shown) == len(self.verdicts) else "other checks"
-            out.append(Section(title, [[x["status"].upper(), x["check"], x["message"]] for x in shown],
-                               head=None, folded=False, align="lll", marks=[x["status"] for x in shown],
-                               css="nbbench-checks"))
+            out.append(
+                Section(
+                    title,
+                    [[x["status"].upper(), x["check"], x["message"]] for x in shown],
+                    head=None,
+                    folded=False,
+                    align="lll",
+                    marks=[x["status"] for x in shown],
+                    css="nbbench-checks",
+                )
+            )
         if self.devices:
-            out.append(Section("devices", [[f"[{d.get('index')}]", device_line(d)] for d in self.devices],
-                               folded=False, align="ll"))
+            out.append(
+                Section(
+                    "devices", [[f"[{d.get('index')}]", device_line(d)] for d in self.devices], folded=False, align="ll"
+                )
+            )
         return out + [s for s in super().sections() if s.css == "nbbench-metrics"]
 
 
@@ -125,7 +142,7 @@ def first_clause(text: str) -> str:
             depth += 1
         elif ch in ")]":
             depth = max(0, depth - 1)
-        elif ch == ":" and depth == 0 and text[i + 1:i + 2] == " ":
+        elif ch == ":" and depth == 0 and text[i + 1 : i + 2] == " ":
             return text[:i]
     return text
 
@@ -139,12 +156,14 @@ def device_line(d: dict) -> str:
     if d.get("compute_capability"):
         parts.append(f"sm_{d['compute_capability'].replace('.', '')}")
     if d.get("memory_total_bytes"):
-        parts.append(f"{format_bytes(d.get('memory_free_bytes'), True)} free of "
-                     f"{format_bytes(d['memory_total_bytes'], True)}")
+        parts.append(
+            f"{format_bytes(d.get('memory_free_bytes'), True)} free of {format_bytes(d['memory_total_bytes'], True)}"
+        )
     if d.get("pcie_gen") is not None:
-        parts.append(f"PCIe gen{d['pcie_gen']} x{d.get('pcie_width')}"
-                     + (f" (max gen{d.get('pcie_gen_max')} x{d.get('pcie_width_max')})"
-                        if d.get("pcie_width_max") else ""))
+        parts.append(
+            f"PCIe gen{d['pcie_gen']} x{d.get('pcie_width')}"
+            + (f" (max gen{d.get('pcie_gen_max')} x{d.get('pcie_width_max')})" if d.get("pcie_width_max") else "")
+        )
     if d.get("mig_mode") is not None:
         parts.append(f"MIG {'on' if d['mig_mode'] else 'off'}")
     for key, unit in (("utilization_pct", "% busy"), ("temperature_c", " °C"), ("power_w", " W")):

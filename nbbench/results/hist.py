@@ -18,8 +18,7 @@ PLAT_GROUP_NR = 29
 PLAT_NR = PLAT_GROUP_NR * PLAT_VAL
 
 #: fio's default percentile list
-PERCENTILES = (1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0,
-               99.0, 99.5, 99.9, 99.95, 99.99)
+PERCENTILES = (1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95, 99.99)
 
 
 def percentile_key(p: float) -> str:
@@ -85,8 +84,9 @@ class LatencyHistogram:
         # (exact for v < 2**53; larger values land in the last bucket either way; 0 gives -1)
         msb = np.frexp(np.minimum(v, (1 << 53) - 1).astype(np.float64))[1].astype(np.int64) - 1
         error_bits = np.maximum(msb - PLAT_BITS, 0)
-        idx = np.where(msb <= PLAT_BITS, v,
-                       ((error_bits + 1) << PLAT_BITS) + ((PLAT_VAL - 1) & np.right_shift(v, error_bits)))
+        idx = np.where(
+            msb <= PLAT_BITS, v, ((error_bits + 1) << PLAT_BITS) + ((PLAT_VAL - 1) & np.right_shift(v, error_bits))
+        )
         idx = np.minimum(idx, PLAT_NR - 1)
         binc = np.bincount(idx, minlength=PLAT_NR)
         for i in np.nonzero(binc)[0].tolist():
@@ -142,9 +142,12 @@ class LatencyHistogram:
         return out
 
     def metrics(self, prefix: str = "lat") -> dict[str, float]:
-        m = {f"{prefix}_mean_ns": self.mean, f"{prefix}_stddev_ns": self.stddev,
-             f"{prefix}_min_ns": float(self.min) if self.n else math.nan,
-             f"{prefix}_max_ns": float(self.max) if self.n else math.nan}
+        m = {
+            f"{prefix}_mean_ns": self.mean,
+            f"{prefix}_stddev_ns": self.stddev,
+            f"{prefix}_min_ns": float(self.min) if self.n else math.nan,
+            f"{prefix}_max_ns": float(self.max) if self.n else math.nan,
+        }
         for p, v in self.percentiles().items():
             m[percentile_key(p).replace("lat_", prefix + "_", 1)] = v
         return m
@@ -153,15 +156,21 @@ class LatencyHistogram:
     def to_dict(self) -> dict:
         """Sparse: bucket mid-values (ns) and counts of the non-empty buckets."""
         idx = [i for i, c in enumerate(self.counts) if c]
-        return {"bucket_ns": [idx_to_val(i) for i in idx], "count": [self.counts[i] for i in idx],
-                "bucket_index": idx}
+        return {"bucket_ns": [idx_to_val(i) for i in idx], "count": [self.counts[i] for i in idx], "bucket_index": idx}
 
     def to_state(self) -> dict:
         """Everything, exactly (JSON-safe): sparse counts plus n, sums, min and max — what a job
         in another process sends back so that merged percentiles and means stay exact."""
         idx = [i for i, c in enumerate(self.counts) if c]
-        return {"index": idx, "count": [self.counts[i] for i in idx], "n": self.n, "total": self.total,
-                "total_sq": self.total_sq, "min": None if self.min == math.inf else self.min, "max": self.max}
+        return {
+            "index": idx,
+            "count": [self.counts[i] for i in idx],
+            "n": self.n,
+            "total": self.total,
+            "total_sq": self.total_sq,
+            "min": None if self.min == math.inf else self.min,
+            "max": self.max,
+        }
 
     @classmethod
     def from_state(cls, d: dict) -> "LatencyHistogram":

@@ -32,11 +32,11 @@ def ratio_text(r: dict) -> str:
     from ..units import format_change
 
     hib = r.get("higher_is_better")
-    if r.get("low") is None or r.get("high") is None:   # vs repeats by rounds
+    if r.get("low") is None or r.get("high") is None:  # vs repeats by rounds
         return (r.get("caveat") or "inconclusive").replace("--repeat", "--rounds")
     if not r.get("significant"):
         ci = format_change(r.get("ratio"), r.get("low"), r.get("high"), hib)
-        inside = ci[ci.index("(") + 1:-1] if "(" in ci else ""
+        inside = ci[ci.index("(") + 1 : -1] if "(" in ci else ""
         return f"{NO_CHANGE} ({inside})" if inside else NO_CHANGE
     return format_change(r.get("ratio"), r.get("low"), r.get("high"), hib)
 
@@ -69,7 +69,7 @@ class InterleaveResult(Result):
         """'B vs A: write −38 % (95 % CI −45 … −30 %) · read no significant change (95 % CI −3 … +4 %)'."""
         if not self.ratios:
             return "no comparison" if len(self.settings) < 2 else "no figures to compare"
-        groups: list[tuple[str, str, list[str]]] = []   # figures of one pair with the same words, said once
+        groups: list[tuple[str, str, list[str]]] = []  # figures of one pair with the same words, said once
         for r in self.ratios:
             text = ratio_text(r)
             if groups and groups[-1][0] == r["of"] and groups[-1][1] == text:
@@ -90,15 +90,18 @@ class InterleaveResult(Result):
         """Each setting's medians with their spread: 'A (dd /x --direct): 1.20 GB/s write ± 3 % …'."""
         lines = []
         clauses = [spread_clause(s.get("spread")) for s in self.settings]
-        same = len(set(clauses)) == 1 and len(clauses) > 1   # "(min…max of 3 runs)": said once, on the last
+        same = len(set(clauses)) == 1 and len(clauses) > 1  # "(min…max of 3 runs)": said once, on the last
         for i, s in enumerate(self.settings):
-            figs = [metric_phrase(k, v) + (f" {pm_text(sp['pm'])}" if sp and sp.get("pm") is not None else "")
-                    for k, v, sp in _figures(s)]
+            figs = [
+                metric_phrase(k, v) + (f" {pm_text(sp['pm'])}" if sp and sp.get("pm") is not None else "")
+                for k, v, sp in _figures(s)
+            ]
             clause = clauses[i] if not same or i == len(self.settings) - 1 else ""
             if same and clause.endswith(" runs)"):
                 clause = clause[:-1] + " each)"
-            lines.append(f"{s['setting']} ({s['command']}): {', '.join(figs) or 'no figures'}"
-                         + (f" {clause}" if clause else ""))
+            lines.append(
+                f"{s['setting']} ({s['command']}): {', '.join(figs) or 'no figures'}" + (f" {clause}" if clause else "")
+            )
         diff = self.extra.get("differ")
         if diff:
             lines.append("the settings differ in " + "; ".join(diff))
@@ -107,12 +110,29 @@ class InterleaveResult(Result):
     def sections(self) -> list[Section]:
         out = []
         if self.ratios:
-            rows = [[r["of"], metric_label(r["figure"]), ratio_text(r), r.get("method") or "",
-                     f"{r.get('n_baseline')} vs {r.get('n_candidate')}"] for r in self.ratios]
+            rows = [
+                [
+                    r["of"],
+                    metric_label(r["figure"]),
+                    ratio_text(r),
+                    r.get("method") or "",
+                    f"{r.get('n_baseline')} vs {r.get('n_candidate')}",
+                ]
+                for r in self.ratios
+            ]
             # green / red only for a change beyond the noise the better / worse way; noise is grey
             marks = [{"better": "ok", "worse": "fail"}.get(_direction(r), "neutral") for r in self.ratios]
-            out.append(Section("ratios (95 % interval)", rows, head=["of", "figure", "change", "method", "runs"],
-                               folded=True, align="lllll", marks=marks, css="nbbench-ratios"))
+            out.append(
+                Section(
+                    "ratios (95 % interval)",
+                    rows,
+                    head=["of", "figure", "change", "method", "runs"],
+                    folded=True,
+                    align="lllll",
+                    marks=marks,
+                    css="nbbench-ratios",
+                )
+            )
         body = []
         for s in self.settings:
             keys = [k for k, _, _ in _figures(s)]
@@ -121,8 +141,11 @@ class InterleaveResult(Result):
         if body:
             width = max(len(b) for b in body)
             body = [b + [""] * (width - len(b)) for b in body]
-            out.append(Section("every run, in rounds", body, head=["setting", "round"] + [""] * (width - 2),
-                               css="nbbench-runs"))
+            out.append(
+                Section(
+                    "every run, in rounds", body, head=["setting", "round"] + [""] * (width - 2), css="nbbench-runs"
+                )
+            )
         return out + [s for s in super().sections() if s.css == "nbbench-labels"]
 
 
@@ -134,7 +157,7 @@ def _direction(r: dict) -> str | None:
     fields = RatioInterval.__dataclass_fields__
     try:
         return RatioInterval(**{k: r[k] for k in fields if k in r}).direction
-    except TypeError:   # a record without the interval's fields
+    except TypeError:  # a record without the interval's fields
         return None
 
 

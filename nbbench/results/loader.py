@@ -25,10 +25,28 @@ from .present import SEP
 __all__ = ["LoaderResult", "loader_figures", "feeds_phrase"]
 
 #: what :func:`loader_figures` derives; a recomputation replaces all of them
-DERIVED_METRICS = ("epochs_count", "measured_s", "steps_count", "samples_count", "samples_per_s", "batches_per_s",
-                   "bytes_per_s", "batch_size", "batch_bytes", "data_wait_pct", "data_wait_p50_s", "data_wait_p99_s",
-                   "au_pct", "compute_s", "gpu_window_s", "gpu_starvation_s", "gpu_starvation_pct",
-                   "accelerator_samples_per_s", "needed_samples_per_s", "accelerators_fed_count")
+DERIVED_METRICS = (
+    "epochs_count",
+    "measured_s",
+    "steps_count",
+    "samples_count",
+    "samples_per_s",
+    "batches_per_s",
+    "bytes_per_s",
+    "batch_size",
+    "batch_bytes",
+    "data_wait_pct",
+    "data_wait_p50_s",
+    "data_wait_p99_s",
+    "au_pct",
+    "compute_s",
+    "gpu_window_s",
+    "gpu_starvation_s",
+    "gpu_starvation_pct",
+    "accelerator_samples_per_s",
+    "needed_samples_per_s",
+    "accelerators_fed_count",
+)
 DERIVED_LABELS = ("input_bound", "input_bound_basis", "au_target")
 
 
@@ -41,9 +59,14 @@ def _pct(values, q):
     return s[lo] + (s[hi] - s[lo]) * (k - lo)
 
 
-def loader_figures(steps: dict, gpu: dict | None = None, has_step: bool = True,
-                   au_target_pct: float = AU_TARGET_PCT, accelerator=None,
-                   epoch_starts: list | None = None) -> tuple[dict, dict]:
+def loader_figures(
+    steps: dict,
+    gpu: dict | None = None,
+    has_step: bool = True,
+    au_target_pct: float = AU_TARGET_PCT,
+    accelerator=None,
+    epoch_starts: list | None = None,
+) -> tuple[dict, dict]:
     """(metrics, labels) of a loader benchmark, from its per-step samples alone.
 
     steps: the measured steps' lists ``t_s`` (end of each step from the window's
@@ -131,10 +154,14 @@ class LoaderResult(Result):
         """
         name = self.labels.get("accelerator")
         acc = accelerator if accelerator is not None else (get_accelerator(name) if name else None)
-        metrics, labels = loader_figures(self.samples.get("steps") or {}, self.samples.get("gpu"),
-                                         has_step=self.params.get("step") not in (None, "none"),
-                                         au_target_pct=self.params.get("au_target_pct", AU_TARGET_PCT),
-                                         accelerator=acc, epoch_starts=self.samples.get("epoch_starts"))
+        metrics, labels = loader_figures(
+            self.samples.get("steps") or {},
+            self.samples.get("gpu"),
+            has_step=self.params.get("step") not in (None, "none"),
+            au_target_pct=self.params.get("au_target_pct", AU_TARGET_PCT),
+            accelerator=acc,
+            epoch_starts=self.samples.get("epoch_starts"),
+        )
         for store, derived, keys in ((self.metrics, metrics, DERIVED_METRICS), (self.labels, labels, DERIVED_LABELS)):
             for k in keys:
                 if k not in derived:
@@ -171,15 +198,18 @@ class LoaderResult(Result):
         rate = m.get("samples_per_s")
         need = m.get("needed_samples_per_s")
         # one prefix in one sentence: "0.494 ksamples/s … needs 1.61 ksamples/s", never "494 samples/s … 1.61 k"
-        rate_text, need_text = format_many([rate, need], "samples/s") if need else (
-            format_metric("samples_per_s", rate), "")
+        rate_text, need_text = (
+            format_many([rate, need], "samples/s") if need else (format_metric("samples_per_s", rate), "")
+        )
         s = f"The loader delivered {rate_text}"
         au = m.get("au_pct")
         if au is not None:
             line = self.params.get("au_target_pct", AU_TARGET_PCT)
-            s += (f" at AU {au:.1f} % ({'meets' if au >= line else 'below'} the {line:.0f} % line); "
-                  f"{m.get('data_wait_pct', float('nan')):.1f} % of the time went to waiting for data: "
-                  f"{self.labels.get('input_bound')}")
+            s += (
+                f" at AU {au:.1f} % ({'meets' if au >= line else 'below'} the {line:.0f} % line); "
+                f"{m.get('data_wait_pct', float('nan')):.1f} % of the time went to waiting for data: "
+                f"{self.labels.get('input_bound')}"
+            )
         else:
             s += " with no compute step (the input pipeline's ceiling)"
         if need:
@@ -239,8 +269,10 @@ def _accelerator_names(r: Result) -> dict[str, str]:
     """Metric names that say which accelerator: "h100-resnet50 consumes", "one h100-resnet50's AU at this rate"."""
     acc = r.labels.get("accelerator") or "accelerator"
     target = r.params.get("au_target_pct", AU_TARGET_PCT)
-    return {"au_one_accelerator_pct": f"one {acc}'s AU at this rate",
-            "accelerator_samples_per_s": f"{acc} consumes",
-            "needed_samples_per_s": f"one {acc} needs (AU ≥ {target:g} %)",
-            "accelerators_fed_count": f"{acc}s fed (AU ≥ {target:g} %)",
-            "accelerators_fed_warm_count": f"{acc}s fed from memory (warm cache)"}
+    return {
+        "au_one_accelerator_pct": f"one {acc}'s AU at this rate",
+        "accelerator_samples_per_s": f"{acc} consumes",
+        "needed_samples_per_s": f"one {acc} needs (AU ≥ {target:g} %)",
+        "accelerators_fed_count": f"{acc}s fed (AU ≥ {target:g} %)",
+        "accelerators_fed_warm_count": f"{acc}s fed from memory (warm cache)",
+    }

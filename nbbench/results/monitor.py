@@ -22,6 +22,8 @@ def net_quiet(m: dict) -> bool:
     if any(isinstance(p, (int, float)) for p in peaks):
         return max(p or 0 for p in peaks) < NET_QUIET_BYTES_PER_S
     return (m.get("net_rx_bytes") or 0) + (m.get("net_tx_bytes") or 0) < NET_QUIET_BYTES
+
+
 #: rates that make a run "waiting on storage" / "on the network" when its CPU is not busy
 STORAGE_BUSY_BYTES_PER_S = 20e6
 NET_BUSY_BYTES_PER_S = 10e6
@@ -58,9 +60,13 @@ def monitor_verdict(m: dict, labels: dict | None = None) -> str:
     cpu_busy = cores is not None and cores >= CPU_BOUND_CORES
     if gpu is not None and gpu >= GPU_BUSY_PCT:
         return "GPU busy"
-    full = (m.get("cpu_mean_pct") or 0) >= 90 and labels is not None and cores is not None \
+    full = (
+        (m.get("cpu_mean_pct") or 0) >= 90
+        and labels is not None
+        and cores is not None
         and cores < 0.9 * float(labels.get("cpus_logical") or 1)
-    if not cpu_busy and full:   # others hold the CPUs: the tree waits for a turn, whatever it needs
+    )
+    if not cpu_busy and full:  # others hold the CPUs: the tree waits for a turn, whatever it needs
         verdict = "waiting for CPU (the machine's CPUs are full)"
     elif not cpu_busy and (storage_rate >= STORAGE_BUSY_BYTES_PER_S or (m.get("cpu_iowait_mean_pct") or 0) >= 20):
         verdict = "waiting on storage" + (" (writing)" if writes > reads else "")
@@ -72,12 +78,13 @@ def monitor_verdict(m: dict, labels: dict | None = None) -> str:
     elif cores is not None and cores < 0.1 and storage_rate < 1e6 and net_rate < 1e6:
         verdict = "idle"
     elif cores is None and gpu is None:
-        return ""   # nothing of the tree's own was measured: no verdict
+        return ""  # nothing of the tree's own was measured: no verdict
     else:
         verdict = "partly busy"
     if gpu is not None and gpu < IDLE_THRESHOLD_PCT and verdict != "idle":
         verdict += ", GPU idle"
     return verdict
+
 
 @register("monitor")
 class MonitorResult(Result):
@@ -126,10 +133,10 @@ class MonitorResult(Result):
     @property
     def gpu_indices(self) -> list[int]:
         out = set()
-        for k in (self.samples.get("timeline") or {}):
+        for k in self.samples.get("timeline") or {}:
             if k.startswith("gpu") and "." in k:
                 try:
-                    out.add(int(k[3:k.index(".")]))
+                    out.add(int(k[3 : k.index(".")]))
                 except ValueError:
                     pass
         return sorted(out)
@@ -196,22 +203,28 @@ class MonitorResult(Result):
         cores = self.cores()
         if cores is not None:
             out.append(f"{format_sig(cores)} cores CPU")
-        keys = ("proc_read_syscall_bytes", "proc_read_bytes", "proc_write_syscall_bytes", "proc_write_bytes",
-                "proc_write_cancelled_bytes")
+        keys = (
+            "proc_read_syscall_bytes",
+            "proc_read_bytes",
+            "proc_write_syscall_bytes",
+            "proc_write_bytes",
+            "proc_write_cancelled_bytes",
+        )
         vals = [m.get(k) for k in keys]
         if not any(vals[2:]):
-            vals[2:] = [None, None, None]   # it wrote nothing: nothing to say about writes
+            vals[2:] = [None, None, None]  # it wrote nothing: nothing to say about writes
         if not vals[4]:
-            vals[4] = None   # nothing cancelled (or N/A): not said
+            vals[4] = None  # nothing cancelled (or N/A): not said
         shown = [v for v in vals if v is not None]
         texts = iter(["0 B" if v == 0 else t for v, t in zip(shown, format_many(shown, "B"))])
         for calls, to, verb, way in ((vals[0], vals[1], "read()", "from"), (vals[2], vals[3], "write()", "to")):
             a = next(texts) if calls is not None else None
             b = next(texts) if to is not None else None
-            if verb == "write()" and vals[4] is not None:   # said once, as part of the figure to storage
+            if verb == "write()" and vals[4] is not None:  # said once, as part of the figure to storage
                 of = " of it" if vals[4] <= (to or 0) else ""
-                b = (f"{b} {way} storage, " if b is not None else "") + \
-                    f"{next(texts)}{of} cancelled: deleted before written back"
+                b = (
+                    f"{b} {way} storage, " if b is not None else ""
+                ) + f"{next(texts)}{of} cancelled: deleted before written back"
             elif b is not None:
                 b = f"{b} {way} storage"
             if a is not None:
@@ -236,8 +249,9 @@ class MonitorResult(Result):
         m, parts = self.metrics, []
         n = self.labels.get("cpus_logical")
         if m.get("cpu_mean_pct") is not None:
-            parts.append(f"{format_sig(m['cpu_mean_pct'])} % of its {n} CPUs" if n else
-                         f"{format_sig(m['cpu_mean_pct'])} % CPU")
+            parts.append(
+                f"{format_sig(m['cpu_mean_pct'])} % of its {n} CPUs" if n else f"{format_sig(m['cpu_mean_pct'])} % CPU"
+            )
         dr, dw = m.get("disk_read_bytes"), m.get("disk_write_bytes")
         if dr is not None or dw is not None:
             r, w = format_many([dr, dw], "B")
@@ -265,8 +279,11 @@ class MonitorResult(Result):
     def _said_notes(self) -> list[str]:
         """Notes the idle line already says in short ("no GPU (NVML unavailable)")."""
         quiet = self.quiet_line()
-        return [n for n in self.notes if "GPU" in n and any(_short(v) in quiet for k, v in self.na.items()
-                                                              if k.startswith("gpu"))]
+        return [
+            n
+            for n in self.notes
+            if "GPU" in n and any(_short(v) in quiet for k, v in self.na.items() if k.startswith("gpu"))
+        ]
 
     def story(self) -> list[str]:
         """The machine's figures, what stayed idle, the notes not already said (those said in
@@ -291,18 +308,35 @@ class MonitorResult(Result):
         if not p.get("pid"):
             return None
         size = lambda v: "-" if v is None else format_bytes(v)  # noqa: E731
-        none = [None] * len(p["pid"])   # (results from before the writes were kept)
+        none = [None] * len(p["pid"])  # (results from before the writes were kept)
         wb, wc = p.get("write_bytes") or none, p.get("write_syscall_bytes") or none
         cw = p.get("write_cancelled_bytes") or none
         shown = range(min(n, len(p["pid"])))
-        cancelled = any(cw[i] for i in shown)   # a column only where some row had writes cancelled
-        head = ["pid", "role", "name", "read", "read()", "write"] + ["cancelled"] * cancelled + \
-            ["write()", "CPU s", "RSS peak", "PSS peak", "GPU mem"]
-        body = [[str(p["pid"][i]), str(p["role"][i]), str(p["name"][i])[:16], size(p["read_bytes"][i]),
-                 size(p["read_syscall_bytes"][i]), size(wb[i])] + [size(cw[i])] * cancelled +
-                [size(wc[i]), f"{p['cpu_s'][i]:.1f}", size(p["rss_peak_bytes"][i]),
-                 size(p["pss_peak_bytes"][i]), size(p["gpu_mem_peak_bytes"][i])]
-                for i in shown]
+        cancelled = any(cw[i] for i in shown)  # a column only where some row had writes cancelled
+        head = (
+            ["pid", "role", "name", "read", "read()", "write"]
+            + ["cancelled"] * cancelled
+            + ["write()", "CPU s", "RSS peak", "PSS peak", "GPU mem"]
+        )
+        body = [
+            [
+                str(p["pid"][i]),
+                str(p["role"][i]),
+                str(p["name"][i])[:16],
+                size(p["read_bytes"][i]),
+                size(p["read_syscall_bytes"][i]),
+                size(wb[i]),
+            ]
+            + [size(cw[i])] * cancelled
+            + [
+                size(wc[i]),
+                f"{p['cpu_s'][i]:.1f}",
+                size(p["rss_peak_bytes"][i]),
+                size(p["pss_peak_bytes"][i]),
+                size(p["gpu_mem_peak_bytes"][i]),
+            ]
+            for i in shown
+        ]
         return head, body, max(0, len(p["pid"]) - n)
 
     def sections(self):
@@ -316,8 +350,13 @@ class MonitorResult(Result):
             return notes + super().sections()
         head, body, more = rows
         gone = ", cancelled = of the write, deleted before written back" if "cancelled" in head else ""
-        table = Section("processes (the biggest readers first; read / write = from / to storage"
-                        f"{gone}, read() / write() = the calls, page cache included)", body,
-                        head=head, folded=False, align="rll" + "r" * (len(head) - 3),
-                        note=f"… {more} more in res.procs_frame()" if more else "")
+        table = Section(
+            "processes (the biggest readers first; read / write = from / to storage"
+            f"{gone}, read() / write() = the calls, page cache included)",
+            body,
+            head=head,
+            folded=False,
+            align="rll" + "r" * (len(head) - 3),
+            note=f"… {more} more in res.procs_frame()" if more else "",
+        )
         return [table] + notes + super().sections()

@@ -40,7 +40,7 @@ class S3Result(Result):
     """GET throughput, TTFB and latency from an S3 bucket, with the concurrency sweep."""
 
     SUMMARY = ("get_bytes_per_s", "requests_per_s", "ttfb_p50_ns", "ttfb_p99_ns")
-    INLINE_SPREAD = False   # its answer is worded by itself: the spread is named after it
+    INLINE_SPREAD = False  # its answer is worded by itself: the spread is named after it
     QUALIFIERS = ("endpoint", "region")
     TAGS = ("endpoint",)
 
@@ -48,18 +48,36 @@ class S3Result(Result):
         return f"s3 {self.params.get('path', '')}".strip()
 
     def metric_name(self, key: str) -> str:
-        names = {"get_bytes_per_s": "GET", "requests_per_s": "requests/s", "ttfb_p50_ns": "TTFB p50",
-                 "ttfb_p90_ns": "TTFB p90", "ttfb_p99_ns": "TTFB p99", "streams_count": "streams",
-                 "knee_streams_count": "the sweep's knee (streams)", "whole_get_bytes_per_s": "whole-object GETs",
-                 "ranged_get_bytes_per_s": "ranged GETs", "list_keys_per_s": "LIST",
-                 "sweep_best_bytes_per_s": "the sweep's best", "list_s": "LIST time",
-                 "sweep_best_streams_count": "the sweep's best (streams)", "list_keys_count": "keys listed",
-                 "list_pages_count": "LIST pages", "objects_bytes": "objects' total size",
-                 "objects_count": "objects", "requests_count": "requests", "retries_count": "retries",
-                 "errors_count": "failed requests", "put_bytes_per_s": "PUT", "put_requests_per_s": "PUT requests/s",
-                 "put_lat_p50_ns": "PUT latency p50", "put_lat_p99_ns": "PUT latency p99", "put_count": "PUTs",
-                 "multipart_bytes_per_s": "multipart upload", "multipart_parts_count": "multipart parts",
-                 "deleted_count": "keys deleted"}
+        names = {
+            "get_bytes_per_s": "GET",
+            "requests_per_s": "requests/s",
+            "ttfb_p50_ns": "TTFB p50",
+            "ttfb_p90_ns": "TTFB p90",
+            "ttfb_p99_ns": "TTFB p99",
+            "streams_count": "streams",
+            "knee_streams_count": "the sweep's knee (streams)",
+            "whole_get_bytes_per_s": "whole-object GETs",
+            "ranged_get_bytes_per_s": "ranged GETs",
+            "list_keys_per_s": "LIST",
+            "sweep_best_bytes_per_s": "the sweep's best",
+            "list_s": "LIST time",
+            "sweep_best_streams_count": "the sweep's best (streams)",
+            "list_keys_count": "keys listed",
+            "list_pages_count": "LIST pages",
+            "objects_bytes": "objects' total size",
+            "objects_count": "objects",
+            "requests_count": "requests",
+            "retries_count": "retries",
+            "errors_count": "failed requests",
+            "put_bytes_per_s": "PUT",
+            "put_requests_per_s": "PUT requests/s",
+            "put_lat_p50_ns": "PUT latency p50",
+            "put_lat_p99_ns": "PUT latency p99",
+            "put_count": "PUTs",
+            "multipart_bytes_per_s": "multipart upload",
+            "multipart_parts_count": "multipart parts",
+            "deleted_count": "keys deleted",
+        }
         return names.get(key) or super().metric_name(key)
 
     def answer_line(self) -> str:
@@ -70,8 +88,10 @@ class S3Result(Result):
         if m.get("requests_per_s") is not None:
             s += f" · {format_metric('requests_per_s', m['requests_per_s'])}"
         if m.get("ttfb_p50_ns") is not None:
-            s += (f" · TTFB {format_metric('ttfb_p50_ns', m['ttfb_p50_ns'])} p50, "
-                  f"{format_metric('ttfb_p99_ns', m.get('ttfb_p99_ns'))} p99")
+            s += (
+                f" · TTFB {format_metric('ttfb_p50_ns', m['ttfb_p50_ns'])} p50, "
+                f"{format_metric('ttfb_p99_ns', m.get('ttfb_p99_ns'))} p99"
+            )
         if m.get("streams_count"):
             s += f" · {m['streams_count']} streams"
         return s
@@ -84,10 +104,12 @@ class S3Result(Result):
         m = self.metrics
         if m.get("ranged_get_bytes_per_s") and m.get("whole_get_bytes_per_s"):
             r = m["ranged_get_bytes_per_s"] / m["whole_get_bytes_per_s"]
-            out.append(f"Ranged GETs of {format_bytes(self.params.get('part_size'), binary=True)} read "
-                       f"{format_metric('x_bytes_per_s', m['ranged_get_bytes_per_s'])} against "
-                       f"{format_metric('x_bytes_per_s', m['whole_get_bytes_per_s'])} for whole objects "
-                       f"({r:.2f}× at the same streams).")
+            out.append(
+                f"Ranged GETs of {format_bytes(self.params.get('part_size'), binary=True)} read "
+                f"{format_metric('x_bytes_per_s', m['ranged_get_bytes_per_s'])} against "
+                f"{format_metric('x_bytes_per_s', m['whole_get_bytes_per_s'])} for whole objects "
+                f"({r:.2f}× at the same streams)."
+            )
         if m.get("put_bytes_per_s") is not None:
             s = f"PUTs wrote {format_metric('x_bytes_per_s', m['put_bytes_per_s'])}"
             if m.get("multipart_bytes_per_s") is not None:
@@ -113,16 +135,39 @@ class S3Result(Result):
         rows = self.samples.get("sweep") or []
         if rows:
             k = self.metrics.get("knee_streams_count")
-            out.append(Section("concurrency sweep", head=["streams", "GET", "requests/s", "TTFB p50"], rows=[
-                [f"{r['streams']}{' (knee)' if r['streams'] == k else ''}",
-                 format_metric("x_bytes_per_s", r.get("get_bytes_per_s")),
-                 format_metric("requests_per_s", r.get("requests_per_s")),
-                 format_metric("x_ns", r.get("ttfb_p50_ns"))] for r in rows], folded=False))
+            out.append(
+                Section(
+                    "concurrency sweep",
+                    head=["streams", "GET", "requests/s", "TTFB p50"],
+                    rows=[
+                        [
+                            f"{r['streams']}{' (knee)' if r['streams'] == k else ''}",
+                            format_metric("x_bytes_per_s", r.get("get_bytes_per_s")),
+                            format_metric("requests_per_s", r.get("requests_per_s")),
+                            format_metric("x_ns", r.get("ttfb_p50_ns")),
+                        ]
+                        for r in rows
+                    ],
+                    folded=False,
+                )
+            )
         cls = self.samples.get("classes") or []
         if cls:
-            out.append(Section("by object size", head=["objects", "requests", "TTFB p50", "latency p50",
-                                                        "latency p99", "one request's rate"], rows=[
-                [c["class"], str(c["requests"]), format_metric("x_ns", c.get("ttfb_p50_ns")),
-                 format_metric("x_ns", c.get("lat_p50_ns")), format_metric("x_ns", c.get("lat_p99_ns")),
-                 format_metric("x_bytes_per_s", c.get("request_bytes_per_s"))] for c in cls]))
+            out.append(
+                Section(
+                    "by object size",
+                    head=["objects", "requests", "TTFB p50", "latency p50", "latency p99", "one request's rate"],
+                    rows=[
+                        [
+                            c["class"],
+                            str(c["requests"]),
+                            format_metric("x_ns", c.get("ttfb_p50_ns")),
+                            format_metric("x_ns", c.get("lat_p50_ns")),
+                            format_metric("x_ns", c.get("lat_p99_ns")),
+                            format_metric("x_bytes_per_s", c.get("request_bytes_per_s")),
+                        ]
+                        for c in cls
+                    ],
+                )
+            )
         return out + super().sections()

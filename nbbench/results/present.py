@@ -30,8 +30,18 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import Callable
 
-__all__ = ["Section", "Presentation", "Rendered", "TONES", "TONE_COLOURS", "tone_of", "render_text",
-           "render_html", "SEP", "ANSWER_SEP"]
+__all__ = [
+    "Section",
+    "Presentation",
+    "Rendered",
+    "TONES",
+    "TONE_COLOURS",
+    "tone_of",
+    "render_text",
+    "render_html",
+    "SEP",
+    "ANSWER_SEP",
+]
 
 #: how a result went, as a colour: its checks (ok / warn / fail), or that it stopped early
 #: or failed to run; neutral: a plain measurement without checks
@@ -136,11 +146,13 @@ def _table_text(sec: Section, width: int, indent: str = "    ") -> list[str]:
     last = max(20, width - fixed)
     out = []
     for r in rows:
-        if sec.sep.strip():   # a short last row: no separator before nothing
+        if sec.sep.strip():  # a short last row: no separator before nothing
             while len(r) > 1 and r[-1] == "":
                 r = r[:-1]
-        cells = [str(x).ljust(w) if align[min(c, len(align) - 1)] == "l" else str(x).rjust(w)
-                 for c, (x, w) in enumerate(zip(r[:-1], widths[:-1]))]
+        cells = [
+            str(x).ljust(w) if align[min(c, len(align) - 1)] == "l" else str(x).rjust(w)
+            for c, (x, w) in enumerate(zip(r[:-1], widths[:-1]))
+        ]
         tail = str(r[-1])
         if len(tail) > last:
             wrapped = textwrap.wrap(tail, last, break_on_hyphens=False) or [""]
@@ -206,15 +218,21 @@ def _table_html(sec: Section) -> str:
     align = sec.align or ("l" + "r" * (n - 1))
 
     def style(c):
-        return ("text-align:" + ("left" if align[min(c, len(align) - 1)] == "l" else "right")
-                + (";white-space:nowrap" if c < sec.nowrap else ""))
+        return (
+            "text-align:"
+            + ("left" if align[min(c, len(align) - 1)] == "l" else "right")
+            + (";white-space:nowrap" if c < sec.nowrap else "")
+        )
 
     css = f" class='{_esc(sec.css)}'" if sec.css else ""
     out = [f"<table{css} style='border-collapse:collapse;margin:4px 0;font-size:inherit'>"]
     if sec.head:
         # padded like the cells under them: "samples/s" and "bandwidth" never run together
-        out.append("<thead><tr>" + "".join(f"<th style='{style(c)};padding:1px 8px 1px 0'>{_cell(h)}</th>"
-                                           for c, h in enumerate(sec.head)) + "</tr></thead>")
+        out.append(
+            "<thead><tr>"
+            + "".join(f"<th style='{style(c)};padding:1px 8px 1px 0'>{_cell(h)}</th>" for c, h in enumerate(sec.head))
+            + "</tr></thead>"
+        )
     out.append("<tbody>")
     for i, r in enumerate(sec.rows):
         mark = sec.marks[i] if sec.marks and i < len(sec.marks) else None
@@ -223,8 +241,10 @@ def _table_html(sec: Section) -> str:
             text = _cell(x)
             if c == 0 and mark:
                 colour = TONE_COLOURS.get(mark) or "#757575"
-                text = (f"<span style='background:{colour};color:#fff;padding:1px 6px;border-radius:3px;"
-                        f"font-weight:bold'>{text}</span>")
+                text = (
+                    f"<span style='background:{colour};color:#fff;padding:1px 6px;border-radius:3px;"
+                    f"font-weight:bold'>{text}</span>"
+                )
             cells.append(f"<td style='{style(c)};padding:1px 8px 1px 0;vertical-align:top'>{text}</td>")
         out.append("<tr>" + "".join(cells) + "</tr>")
     out.append("</tbody></table>")
@@ -239,10 +259,13 @@ def _section_html(sec: Section, open_details: bool) -> str:
     if not body:
         return ""
     if sec.folded:
-        return (f"<details class='nbbench-details'{' open' if open_details else ''}><summary style='cursor:pointer;"
-                f"color:#555'>{_esc(sec.title)}</summary>{body}</details>")
-    return (f"<div class='nbbench-section'><div style='font-weight:bold;margin-top:6px'>{_esc(sec.title)}</div>"
-            f"{body}</div>")
+        return (
+            f"<details class='nbbench-details'{' open' if open_details else ''}><summary style='cursor:pointer;"
+            f"color:#555'>{_esc(sec.title)}</summary>{body}</details>"
+        )
+    return (
+        f"<div class='nbbench-section'><div style='font-weight:bold;margin-top:6px'>{_esc(sec.title)}</div>{body}</div>"
+    )
 
 
 def render_html(p: Presentation, open_details: bool = False) -> str:
@@ -250,27 +273,37 @@ def render_html(p: Presentation, open_details: bool = False) -> str:
     qualifiers under it, then the story, warnings, advice, open sections, folded ones."""
     colour = TONE_COLOURS.get(p.tone, "")
     border = colour or "#9e9e9e"
-    out = [f"<div class='{_esc(p.css)} nbbench-tone-{_esc(p.tone)}' style='border-left:4px solid {border};"
-           f"padding:2px 0 2px 10px;margin:4px 0'>"]
+    out = [
+        f"<div class='{_esc(p.css)} nbbench-tone-{_esc(p.tone)}' style='border-left:4px solid {border};"
+        f"padding:2px 0 2px 10px;margin:4px 0'>"
+    ]
     style = "font-size:1.15em;font-weight:bold" + (f";color:{colour}" if colour else "")
     out.append(f"<div class='nbbench-answer' style='{style}'>{_esc(p.answer)}</div>")
     quals = [f"<b>{_esc(p.subject)}</b>"] * bool(p.subject)
     quals += [f"{_esc(k)} <code>{_esc(str(v))}</code>" if k else _esc(str(v)) for k, v in p.qualifiers]
     if p.verdict:
-        quals.append(f"<span class='nbbench-verdict nbbench-verdict-{_esc(p.verdict)}' style='color:"
-                     f"{TONE_COLOURS.get(p.verdict) or '#555'};font-weight:bold'>checks: {_esc(p.verdict)}</span>")
+        quals.append(
+            f"<span class='nbbench-verdict nbbench-verdict-{_esc(p.verdict)}' style='color:"
+            f"{TONE_COLOURS.get(p.verdict) or '#555'};font-weight:bold'>checks: {_esc(p.verdict)}</span>"
+        )
     if quals:
         out.append(f"<div class='nbbench-qualifiers' style='font-size:90%;color:#555'>{' · '.join(quals)}</div>")
     if p.status:
         out.append(f"<div class='nbbench-status' style='color:{colour or '#555'}'>{_esc(p.status)}</div>")
     out += [f"<p class='nbbench-story' style='margin:4px 0'>{_esc(s)}</p>" for s in p.story]
     if p.warnings:
-        out.append("<ul class='nbbench-warnings' style='color:#a86800;margin:4px 0'>"
-                   + "".join(f"<li>{_esc(w)}</li>" for w in p.warnings) + "</ul>")
+        out.append(
+            "<ul class='nbbench-warnings' style='color:#a86800;margin:4px 0'>"
+            + "".join(f"<li>{_esc(w)}</li>" for w in p.warnings)
+            + "</ul>"
+        )
     advice = p.advice_html or [_esc(a) for a in p.advice]
     if advice:
-        out.append("<ul class='nbbench-advice' style='color:#1565c0;margin:4px 0'>"
-                   + "".join(f"<li>{a}</li>" for a in advice) + "</ul>")
+        out.append(
+            "<ul class='nbbench-advice' style='color:#1565c0;margin:4px 0'>"
+            + "".join(f"<li>{a}</li>" for a in advice)
+            + "</ul>"
+        )
     out += [_section_html(s, open_details) for s in p.sections if not s.folded]
     out += [_section_html(s, open_details) for s in p.sections if s.folded]
     if p.meta:

@@ -26,8 +26,18 @@ from typing import Any
 from ..units import format_metric
 from .runs import _numeric, headline_keys, window_values
 
-__all__ = ["assess", "too_short", "unstable", "warmup", "suggest", "MIN_PHASE_S", "MIN_WINDOWS", "UNSTABLE_PCT",
-           "WARMUP_PCT", "WARMUP_MIN_WINDOWS"]
+__all__ = [
+    "assess",
+    "too_short",
+    "unstable",
+    "warmup",
+    "suggest",
+    "MIN_PHASE_S",
+    "MIN_WINDOWS",
+    "UNSTABLE_PCT",
+    "WARMUP_PCT",
+    "WARMUP_MIN_WINDOWS",
+]
 
 MIN_PHASE_S = 1.0
 MIN_WINDOWS = 5
@@ -64,8 +74,11 @@ def unstable(figures: list[tuple[str, float, str, str]], outlier: int, n: int) -
     neither is the outlier: both are named ('— run 1 and run 2 gave 290 MB/s, 330 MB/s')."""
     parts = ", ".join(f"{differ:.0f} % in {name}" for name, differ, _, _ in figures)
     _, _, value, med = figures[0]
-    who = (f"run {outlier} of {n} is the outlier ({value} against a median of {med})" if n > 2 else
-           f"run 1 and run 2 gave {value}")
+    who = (
+        f"run {outlier} of {n} is the outlier ({value} against a median of {med})"
+        if n > 2
+        else f"run 1 and run 2 gave {value}"
+    )
     return f"unstable: runs differ by {parts} — {who}"
 
 
@@ -73,8 +86,10 @@ def warmup(name: str, dev_pct: float, run: int | None, n_windows: int) -> str:
     """'warm-up transient in write: its first window is 38 % below the median of the other 11 (run 2)'."""
     where = f" (run {run})" if run is not None else ""
     side = "below" if dev_pct < 0 else "above"
-    return (f"warm-up transient in {name}: its first window is {abs(dev_pct):.0f} % {side} the median of the "
-            f"other {n_windows - 1}{where} — a longer ramp or run leaves it out")
+    return (
+        f"warm-up transient in {name}: its first window is {abs(dev_pct):.0f} % {side} the median of the "
+        f"other {n_windows - 1}{where} — a longer ramp or run leaves it out"
+    )
 
 
 def _round_size(n: float) -> str:
@@ -120,7 +135,7 @@ def _phases(result) -> list[tuple[str, str, float]]:
             out.append((pre.rstrip("_").replace("_", " ") or result.kind, pre, float(v)))
         elif k == "measured_s":
             out.append(("the measured window", "", float(v)))
-        elif k == "runtime_s":    # a time-based run (randread): its measured runtime
+        elif k == "runtime_s":  # a time-based run (randread): its measured runtime
             out.append((result.kind, "", float(v)))
     return out
 
@@ -160,10 +175,24 @@ def _unstable(merged, keys: list[str], runs: list[dict]) -> list[dict]:
 
     i = max(range(len(runs)), key=off)
     n = len(runs)
-    figs = [(merged.metric_name(k), d, format_metric(k, v[i]) if n > 2 else
-             f"{format_metric(k, v[0])}, {format_metric(k, v[1])}", format_metric(k, med)) for k, d, v, med in bad]
-    return [{"kind": "unstable", "figures": {k: d for k, d, _, _ in bad}, "differ_pct": max(d for _, d, _, _ in bad),
-             "outlier_run": i + 1 if n > 2 else None, "text": unstable(figs, i + 1, n)}]
+    figs = [
+        (
+            merged.metric_name(k),
+            d,
+            format_metric(k, v[i]) if n > 2 else f"{format_metric(k, v[0])}, {format_metric(k, v[1])}",
+            format_metric(k, med),
+        )
+        for k, d, v, med in bad
+    ]
+    return [
+        {
+            "kind": "unstable",
+            "figures": {k: d for k, d, _, _ in bad},
+            "differ_pct": max(d for _, d, _, _ in bad),
+            "outlier_run": i + 1 if n > 2 else None,
+            "text": unstable(figs, i + 1, n),
+        }
+    ]
 
 
 def assess(merged, results: list, scale: tuple[str, Any, str] | None = None) -> list[dict]:
@@ -177,11 +206,13 @@ def assess(merged, results: list, scale: tuple[str, Any, str] | None = None) -> 
         short_time = lasted < MIN_PHASE_S
         short_win = windows is not None and windows < MIN_WINDOWS
         if short_time or short_win:
-            factor = max(MIN_PHASE_S / lasted if lasted > 0 else 10.0,
-                         MIN_WINDOWS / max(windows, 1) if short_win else 1.0)
-            shorts.append({"kind": "too_short", "phase": phase, "lasted_s": lasted, "windows": windows,
-                           "factor": factor})
-    if shorts:   # one sentence for every short phase, the advice that makes the shortest long enough
+            factor = max(
+                MIN_PHASE_S / lasted if lasted > 0 else 10.0, MIN_WINDOWS / max(windows, 1) if short_win else 1.0
+            )
+            shorts.append(
+                {"kind": "too_short", "phase": phase, "lasted_s": lasted, "windows": windows, "factor": factor}
+            )
+    if shorts:  # one sentence for every short phase, the advice that makes the shortest long enough
         advice = suggest(scale, max(f["factor"] for f in shorts))
         text = too_short_many([(f["phase"], f["lasted_s"], f["windows"]) for f in shorts], advice)
         for f in shorts:
@@ -205,6 +236,6 @@ def assess(merged, results: list, scale: tuple[str, Any, str] | None = None) -> 
                 text = warmup(merged.metric_name(k), dev, i + 1 if len(ok) > 1 else None, len(w))
                 found.append({"kind": "warmup", "figure": k, "run": i + 1, "deviation_pct": dev, "text": text})
     for f in found:
-        merged.warn(f["text"])   # once: the short phases share one sentence
+        merged.warn(f["text"])  # once: the short phases share one sentence
     merged.extra["quality"] = found
     return found

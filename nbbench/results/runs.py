@@ -174,14 +174,17 @@ def merge(results: list, planned: int | None = None):
     merged.status = "ok" if bad is None else results[bad].status
     if bad is not None:
         merged.reason = f"run {bad + 1} of {planned or len(results)} {results[bad].status}" + (
-            f": {results[bad].reason}" if results[bad].reason else "")
+            f": {results[bad].reason}" if results[bad].reason else ""
+        )
     verdicts = [r.verdict for r in results if r.verdict]
     if verdicts:
         from .verdict import worst_verdict
 
         merged.verdict = worst_verdict(verdicts)
-    merged.extra["run_info"] = [{"run": i + 1, "started_at": r.started_at, "duration_s": r.duration_s,
-                                 "status": r.status} for i, r in enumerate(results)]
+    merged.extra["run_info"] = [
+        {"run": i + 1, "started_at": r.started_at, "duration_s": r.duration_s, "status": r.status}
+        for i, r in enumerate(results)
+    ]
     merged.extra["samples_of_run"] = len(results)
     merged.extra["spread"] = spread_of(merged, merged.runs)
     return merged

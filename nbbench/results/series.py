@@ -19,8 +19,7 @@ __all__ = ["IDLE_THRESHOLD_PCT", "FieldStats", "window"]
 IDLE_THRESHOLD_PCT = 5.0
 
 
-def window(points: Iterable[tuple[float, Any]], t0: float | None = None,
-           t1: float | None = None) -> tuple[list, list]:
+def window(points: Iterable[tuple[float, Any]], t0: float | None = None, t1: float | None = None) -> tuple[list, list]:
     """``(times, values)`` of the ``(t, value)`` pairs with ``t0 < t <= t1`` (None: open
     end), None values left out."""
     lo = -math.inf if t0 is None else t0
@@ -85,5 +84,10 @@ class FieldStats:
         idle threshold (``{"n": 0}`` without samples)."""
         if not self.n:
             return {"n": 0}
-        return {"n": self.n, "mean": self.mean, "min": self.min, "max": self.max,
-                "below_idle_share": self.n_below / self.n}
+        return {
+            "n": self.n,
+            "mean": self.mean,
+            "min": self.min,
+            "max": self.max,
+            "below_idle_share": self.n_below / self.n,
+        }

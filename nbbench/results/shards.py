@@ -35,16 +35,19 @@ def warm_phrase(m: dict) -> str | None:
     """'7.68 GB/s from the page cache (67.2 ksamples/s)', or None without a warm pass."""
     if m.get("read_warm_bytes_per_s") is None:
         return None
-    return (f"{format_metric('read_bytes_per_s', m['read_warm_bytes_per_s'])} from the page cache"
-            + samples_phrase(m, "warm_samples_per_s", " ({})"))
+    return f"{format_metric('read_bytes_per_s', m['read_warm_bytes_per_s'])} from the page cache" + samples_phrase(
+        m, "warm_samples_per_s", " ({})"
+    )
 
 
 def ttfb_phrase(m: dict) -> str | None:
     """'first byte of a shard after 3.06 ms (p50), 4.49 ms (p99)', or None."""
     if m.get("ttfb_p50_ns") is None:
         return None
-    return (f"first byte of a shard after {format_metric('ttfb_p50_ns', m['ttfb_p50_ns'])} (p50), "
-            f"{format_metric('ttfb_p99_ns', m.get('ttfb_p99_ns'))} (p99)")
+    return (
+        f"first byte of a shard after {format_metric('ttfb_p50_ns', m['ttfb_p50_ns'])} (p50), "
+        f"{format_metric('ttfb_p99_ns', m.get('ttfb_p99_ns'))} (p99)"
+    )
 
 
 @register("shards")
@@ -73,15 +76,20 @@ class ShardsResult(Result):
         m, p = self.metrics, self.params
         if self.status == "failed":
             return f"The shards run failed: {self.reason}"
-        if "ranks" in self.labels and self.extra.get("answer"):   # many ranks: what they got together
+        if "ranks" in self.labels and self.extra.get("answer"):  # many ranks: what they got together
             return self.extra["answer"]
         head = f"{m.get('streams_count')} parallel streams read {shards_what(m, self.labels)}"
         parts = []
         if m.get("read_bytes_per_s") is not None:
-            where = ("from object storage" if str(p.get("path", "")).startswith("s3://")
-                     else f"from storage ({self.labels.get('cache')})")
-            parts.append(f"{format_metric('read_bytes_per_s', m['read_bytes_per_s'])} {where}"
-                         + samples_phrase(m, "samples_per_s"))
+            where = (
+                "from object storage"
+                if str(p.get("path", "")).startswith("s3://")
+                else f"from storage ({self.labels.get('cache')})"
+            )
+            parts.append(
+                f"{format_metric('read_bytes_per_s', m['read_bytes_per_s'])} {where}"
+                + samples_phrase(m, "samples_per_s")
+            )
         warm = warm_phrase(m)
         if warm:
             parts.append(warm)
@@ -103,7 +111,7 @@ class ShardsResult(Result):
         if self.status == "failed" or m.get("read_bytes_per_s") is None:
             return [self.answer()]
         if "ranks" in self.labels and self.extra.get("answer"):
-            return []   # the ranked answer is said once by the view
+            return []  # the ranked answer is said once by the view
         s = f"{m.get('streams_count')} parallel streams read {shards_what(m, self.labels)} ({self.labels.get('cache')})"
         if m.get("read_warm_bytes_per_s") is not None:
             s += ", then again from the page cache" + samples_phrase(m, "warm_samples_per_s", " ({})")

@@ -24,14 +24,26 @@ class _StorageMixin:
             rows = self.samples.get(key)
             if not rows:
                 continue
-            body = [[str(r["job"] + 1), format_metric("iops", r.get("iops")),
-                     format_metric("read_bytes_per_s", r.get("bytes_per_s")),
-                     format_metric("x_ns", r.get("lat_mean_ns")), format_metric("x_ns", r.get("lat_p99_ns")),
-                     "—" if r.get("engine_cpu_pct") is None else f"{r['engine_cpu_pct']:.0f} %"] for r in rows]
-            out.insert(len(out) - 1 if out and out[-1].css == "nbbench-labels" else len(out),
-                       Section(f"per job{f' ({op})' if op else ''}: {len(rows)} processes", body,
-                               head=["job", "IOPS", "bytes/s", "latency mean", "latency p99", "I/O thread CPU"],
-                               css="nbbench-metrics"))
+            body = [
+                [
+                    str(r["job"] + 1),
+                    format_metric("iops", r.get("iops")),
+                    format_metric("read_bytes_per_s", r.get("bytes_per_s")),
+                    format_metric("x_ns", r.get("lat_mean_ns")),
+                    format_metric("x_ns", r.get("lat_p99_ns")),
+                    "—" if r.get("engine_cpu_pct") is None else f"{r['engine_cpu_pct']:.0f} %",
+                ]
+                for r in rows
+            ]
+            out.insert(
+                len(out) - 1 if out and out[-1].css == "nbbench-labels" else len(out),
+                Section(
+                    f"per job{f' ({op})' if op else ''}: {len(rows)} processes",
+                    body,
+                    head=["job", "IOPS", "bytes/s", "latency mean", "latency p99", "I/O thread CPU"],
+                    css="nbbench-metrics",
+                ),
+            )
         return out
 
 
@@ -122,9 +134,15 @@ class IoJobResult(_StorageMixin, Result):
         """The I/O shape (4 KiB random reads, QD 32 × 1 thread), then engine, cache, where."""
         p = self.params
         bs = p.get("bs")
-        what = " ".join(x for x in (_block(bs) if bs else "",
-                                    {"rand": "random", "seq": "sequential"}.get(p.get("pattern"), ""),
-                                    {"read": "reads", "write": "writes"}.get(p.get("op"), "")) if x)
+        what = " ".join(
+            x
+            for x in (
+                _block(bs) if bs else "",
+                {"rand": "random", "seq": "sequential"}.get(p.get("pattern"), ""),
+                {"read": "reads", "write": "writes"}.get(p.get("op"), ""),
+            )
+            if x
+        )
         if p.get("qd") is not None:
             what += f" at QD {p['qd']}" + (f" × {p['threads']} threads" if (p.get("threads") or 1) > 1 else "")
             what += f" × {p['jobs']} jobs" if (p.get("jobs") or 1) > 1 else ""
@@ -193,8 +211,11 @@ class DiskPresetResult(_StorageMixin, Result):
         if not rows:
             return "no tests ran"
         first = rows[0]
-        parts = [f"{format_metric('x_bytes_per_s', first[k])} {k.split('_')[0]}"
-                 for k in ("read_bytes_per_s", "write_bytes_per_s") if first.get(k) is not None]
+        parts = [
+            f"{format_metric('x_bytes_per_s', first[k])} {k.split('_')[0]}"
+            for k in ("read_bytes_per_s", "write_bytes_per_s")
+            if first.get(k) is not None
+        ]
         out = [f"{first['test']} {', '.join(parts)}"] if parts else []
         rnd = [r for r in rows[1:] if str(r["test"]).upper().startswith("RND") and r.get("read_iops")]
         if rnd:
@@ -212,8 +233,13 @@ class DiskPresetResult(_StorageMixin, Result):
             line += [_mbs(r.get("write_bytes_per_s"))] * has_w + [_num(r.get("read_iops"))]
             line += [_num(r.get("write_iops"))] * has_w
             body.append(line)
-        table = Section(self.labels.get("preset") or str(self.params.get("preset") or "tests"), body, head=head,
-                        folded=False, css="nbbench-metrics nbbench-preset")
+        table = Section(
+            self.labels.get("preset") or str(self.params.get("preset") or "tests"),
+            body,
+            head=head,
+            folded=False,
+            css="nbbench-metrics nbbench-preset",
+        )
         return [table] + [s for s in super().sections() if s.css == "nbbench-labels"]
 
 

@@ -39,7 +39,7 @@ def _shorten_subject(subject: str, room: int, floor: int) -> str:
         keep = max(floor, len(longest) - (len(subject) - room))
         subject = subject.replace(longest, shorten_middle(longest, keep), 1)
     if len(subject) > room:
-        subject = subject[:max(1, room - 1)].rstrip() + "…"
+        subject = subject[: max(1, room - 1)].rstrip() + "…"
     return subject
 
 
@@ -52,7 +52,7 @@ def fit_summary(text: str, width: int | None, drop_prefix: str = "") -> str:
     text = " ".join(str(text).split())
     parts, subject, tags, warns = _split_summary(text)
     if drop_prefix and (subject == drop_prefix or subject.startswith(drop_prefix + " ")):
-        subject = subject[len(drop_prefix) + 1:]
+        subject = subject[len(drop_prefix) + 1 :]
         text = SEP.join(parts) + (ANSWER_SEP + subject + tags + warns if subject or tags or warns else "")
     if width is None or len(text) <= width:
         return text
@@ -68,7 +68,7 @@ def fit_summary(text: str, width: int | None, drop_prefix: str = "") -> str:
             if len(join(parts, short, t, w)) <= width:
                 return join(parts, short, t, w)
     keep = list(parts)
-    while len(keep) > 1:   # whole figures off the answer's end, the subject kept (shortened)
+    while len(keep) > 1:  # whole figures off the answer's end, the subject kept (shortened)
         keep.pop()
         lead = join(keep, "", cut=True)
         room = width - len(lead) - len(ANSWER_SEP)
@@ -79,7 +79,7 @@ def fit_summary(text: str, width: int | None, drop_prefix: str = "") -> str:
     lead = join(keep, "", cut=len(keep) < n)
     if len(lead) <= width:
         return lead
-    return lead[:max(1, width - 1)].rsplit(" ", 1)[0] + "…"   # one sentence longer than the line: at a word
+    return lead[: max(1, width - 1)].rsplit(" ", 1)[0] + "…"  # one sentence longer than the line: at a word
 
 
 def _counted(found: dict[str, int]) -> str:
@@ -126,8 +126,16 @@ def history_lines(records: list[dict], width: int | None = 100, when: Callable |
         label = rec.get("label")
         label = "" if label is None or label != label else shorten_middle(str(label), 16)
         started = when(rec.get("started")) if when else str(rec.get("started") or "")
-        rows.append([str(rec.get("run_id", "")), started, str(rec.get("kind") or ""), label,
-                     outcome_word(rec.get("status"), rec.get("verdict")), str(rec.get("summary") or "")])
+        rows.append(
+            [
+                str(rec.get("run_id", "")),
+                started,
+                str(rec.get("kind") or ""),
+                label,
+                outcome_word(rec.get("status"), rec.get("verdict")),
+                str(rec.get("summary") or ""),
+            ]
+        )
     widths = [max([len(c)] + [len(r[i]) for r in rows]) for i, c in enumerate(cols)]
     lead = sum(widths) + 2 * len(cols)
 

@@ -43,8 +43,20 @@ class SweepResult(Result):
         """One row per configuration (a pandas DataFrame)."""
         import pandas as pd
 
-        cols = ["num_workers", "batch_size", "pin_memory", "prefetch_factor", "status", "samples_per_s",
-                "bytes_per_s", "au_pct", "data_wait_pct", "gpu_util_mean_pct", "startup_s", "reason"]
+        cols = [
+            "num_workers",
+            "batch_size",
+            "pin_memory",
+            "prefetch_factor",
+            "status",
+            "samples_per_s",
+            "bytes_per_s",
+            "au_pct",
+            "data_wait_pct",
+            "gpu_util_mean_pct",
+            "startup_s",
+            "reason",
+        ]
         rows = [{k: c.get(k) for k in cols} for c in self.configs]
         return pd.DataFrame(rows, columns=cols)
 
@@ -67,29 +79,46 @@ class SweepResult(Result):
             return t
 
         def fmt(key):
-            return [format_metric(key, v) if v is not None and not (isinstance(v, float) and math.isnan(v)) else ""
-                    for v in t[key]]
+            return [
+                format_metric(key, v) if v is not None and not (isinstance(v, float) and math.isnan(v)) else ""
+                for v in t[key]
+            ]
 
         for k in ("samples_per_s", "bytes_per_s", "au_pct", "data_wait_pct", "gpu_util_mean_pct", "startup_s"):
             t[k] = fmt(k)
-        t["prefetch_factor"] = ["" if v is None or (isinstance(v, float) and math.isnan(v)) else int(v)
-                                for v in t["prefetch_factor"]]
+        t["prefetch_factor"] = [
+            "" if v is None or (isinstance(v, float) and math.isnan(v)) else int(v) for v in t["prefetch_factor"]
+        ]
         t["reason"] = [r if isinstance(r, str) else "" for r in t["reason"]]
         keep = [c for c in t.columns if c in ("num_workers", "batch_size", "status") or any(str(v) for v in t[c])]
         t = t[keep]
-        return t.rename(columns={"samples_per_s": "samples/s", "bytes_per_s": "bytes/s", "au_pct": "AU",
-                                 "data_wait_pct": "data wait", "gpu_util_mean_pct": "GPU util",
-                                 "startup_s": "start-up", "prefetch_factor": "prefetch"})
+        return t.rename(
+            columns={
+                "samples_per_s": "samples/s",
+                "bytes_per_s": "bytes/s",
+                "au_pct": "AU",
+                "data_wait_pct": "data wait",
+                "gpu_util_mean_pct": "GPU util",
+                "startup_s": "start-up",
+                "prefetch_factor": "prefetch",
+            }
+        )
 
     def answer_line(self) -> str:
         """The recommendation's settings and rate: 'num_workers=4, batch_size=64 · 1.65 ksamples/s'."""
         rec = self.recommended
         if not rec:
             return "no configuration ran" if not self.configs else "no recommendation"
-        settings = ", ".join(f"{k}={rec[k]}" for k in ("num_workers", "batch_size", "pin_memory", "prefetch_factor")
-                             if rec.get(k) is not None)
-        figs = [format_metric(k, rec[k]) + ("" if k == "samples_per_s" else f" {metric_label(k)}")
-                for k in ("samples_per_s", "au_pct") if rec.get(k) is not None]
+        settings = ", ".join(
+            f"{k}={rec[k]}"
+            for k in ("num_workers", "batch_size", "pin_memory", "prefetch_factor")
+            if rec.get(k) is not None
+        )
+        figs = [
+            format_metric(k, rec[k]) + ("" if k == "samples_per_s" else f" {metric_label(k)}")
+            for k in ("samples_per_s", "au_pct")
+            if rec.get(k) is not None
+        ]
         return SEP.join([f"use {settings}"] + figs)
 
     def story(self) -> list[str]:
@@ -104,9 +133,17 @@ class SweepResult(Result):
         out = []
         if not t.empty:
             rows = [["" if v is None else str(v) for v in row] for row in t.itertuples(index=False)]
-            out.append(Section(f"{len(rows)} configurations", rows, head=[str(c) for c in t.columns], folded=False,
-                               align="r" * (len(t.columns) - 1) + "l", css="nbbench-sweep",
-                               html_extra=self._plot_html))
+            out.append(
+                Section(
+                    f"{len(rows)} configurations",
+                    rows,
+                    head=[str(c) for c in t.columns],
+                    folded=False,
+                    align="r" * (len(t.columns) - 1) + "l",
+                    css="nbbench-sweep",
+                    html_extra=self._plot_html,
+                )
+            )
         return out + super().sections()
 
     def _plot_html(self) -> str:

@@ -31,5 +31,7 @@ def verdict_badge(verdict: str | None) -> str:
     """HTML: "checks: fail" in the verdict's colour ('' for None)."""
     if verdict is None:
         return ""
-    return (f"<span class='nbbench-verdict nbbench-verdict-{html.escape(verdict)}' style='color:"
-            f"{VERDICT_COLOURS.get(verdict, '#555')};font-weight:bold'>checks: {html.escape(verdict)}</span>")
+    return (
+        f"<span class='nbbench-verdict nbbench-verdict-{html.escape(verdict)}' style='color:"
+        f"{VERDICT_COLOURS.get(verdict, '#555')};font-weight:bold'>checks: {html.escape(verdict)}</span>"
+    )

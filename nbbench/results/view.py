@@ -36,10 +36,22 @@ __all__ = ["ResultView", "table_figures"]
 
 #: metric units (:func:`~nbbench.units.unit_of`) that take an SI prefix: the unit
 #: :func:`~nbbench.units.format_many` writes and the factor to it (durations in seconds)
-_PREFIXED = {"bytes": ("B", 1.0), "bytes/s": ("B/s", 1.0), "iops": ("IOPS", 1.0), "flop/s": ("FLOP/s", 1.0),
-             "samples/s": ("samples/s", 1.0), "files/s": ("files/s", 1.0), "batches/s": ("batches/s", 1.0),
-             "requests/s": ("requests/s", 1.0), "keys/s": ("keys/s", 1.0), "1/s": ("/s", 1.0),
-             "ns": ("s", 1e-9), "us": ("s", 1e-6), "ms": ("s", 1e-3), "s": ("s", 1.0)}
+_PREFIXED = {
+    "bytes": ("B", 1.0),
+    "bytes/s": ("B/s", 1.0),
+    "iops": ("IOPS", 1.0),
+    "flop/s": ("FLOP/s", 1.0),
+    "samples/s": ("samples/s", 1.0),
+    "files/s": ("files/s", 1.0),
+    "batches/s": ("batches/s", 1.0),
+    "requests/s": ("requests/s", 1.0),
+    "keys/s": ("keys/s", 1.0),
+    "1/s": ("/s", 1.0),
+    "ns": ("s", 1e-9),
+    "us": ("s", 1e-6),
+    "ms": ("s", 1e-3),
+    "s": ("s", 1.0),
+}
 
 
 def table_figures(items) -> list[str]:
@@ -54,8 +66,13 @@ def table_figures(items) -> list[str]:
     groups: dict[str, list[int]] = {}
     for i, (k, v) in enumerate(items):
         unit = unit_of(k)
-        if unit in _PREFIXED and isinstance(v, (int, float)) and not isinstance(v, bool) and out[i] != "N/A" \
-                and not (unit == "bytes" and (k.endswith("_mem_bytes") or "memory" in k)):
+        if (
+            unit in _PREFIXED
+            and isinstance(v, (int, float))
+            and not isinstance(v, bool)
+            and out[i] != "N/A"
+            and not (unit == "bytes" and (k.endswith("_mem_bytes") or "memory" in k))
+        ):
             groups.setdefault(unit, []).append(i)
     for unit, idx in groups.items():
         name, factor = _PREFIXED[unit]
@@ -185,29 +202,47 @@ class ResultView:
 
         pkeys = {percentile_key(p) for p in PERCENTILES}
         shown = [(k, v) for k, v in self.metrics.items() if k not in pkeys]
-        figs = [[self.metric_name(k), t] for (k, _), t in zip(shown, table_figures(shown))]   # one prefix a unit
+        figs = [[self.metric_name(k), t] for (k, _), t in zip(shown, table_figures(shown))]  # one prefix a unit
         out = []
         if figs:
-            out.append(Section(f"all {len(figs)} metrics" if len(figs) > 1 else "its metric", figs,
-                               css="nbbench-metrics"))
+            out.append(
+                Section(f"all {len(figs)} metrics" if len(figs) > 1 else "its metric", figs, css="nbbench-metrics")
+            )
         have = [p for p in PERCENTILES if percentile_key(p) in self.metrics]
-        figs = format_many([_secs(self.metrics[percentile_key(p)]) for p in have], "s")   # one unit for the row
+        figs = format_many([_secs(self.metrics[percentile_key(p)]) for p in have], "s")  # one unit for the row
         cells = [f"{percentile_name(p)} {f}" for p, f in zip(have, figs)]
         if cells:
-            out.append(Section("latency percentiles", [cells[i:i + 6] for i in range(0, len(cells), 6)],
-                               align="l", sep=SEP, css="nbbench-percentiles"))
+            out.append(
+                Section(
+                    "latency percentiles",
+                    [cells[i : i + 6] for i in range(0, len(cells), 6)],
+                    align="l",
+                    sep=SEP,
+                    css="nbbench-percentiles",
+                )
+            )
         if self.labels:
-            out.append(Section("how it was measured", [[str(k), str(v)] for k, v in self.labels.items()],
-                               align="ll", css="nbbench-labels"))
+            out.append(
+                Section(
+                    "how it was measured",
+                    [[str(k), str(v)] for k, v in self.labels.items()],
+                    align="ll",
+                    css="nbbench-labels",
+                )
+            )
         return out
 
     def meta(self) -> str:
         """Where the result came from: 'run 12 · 2026-03-01T10:00:00 · env 1a2b3c4d5e6f · 12.3 s'."""
         when = _dt.datetime.fromtimestamp(self.started_at).isoformat(timespec="seconds")
-        bits = [f"run {self.run_id}" if self.run_id is not None else "", when,
-                f"env {self.env_id[:12]}" if self.env_id else "",
-                format_metric("x_s", self.duration_s) if self.duration_s is not None
-                and format_metric("x_s", self.duration_s) not in self.lead() else ""]   # said once
+        bits = [
+            f"run {self.run_id}" if self.run_id is not None else "",
+            when,
+            f"env {self.env_id[:12]}" if self.env_id else "",
+            format_metric("x_s", self.duration_s)
+            if self.duration_s is not None and format_metric("x_s", self.duration_s) not in self.lead()
+            else "",
+        ]  # said once
         return SEP.join(b for b in bits if b)
 
     def present(self) -> Presentation:
@@ -217,7 +252,7 @@ class ResultView:
             status = self.status + (f": {self.reason}" if self.reason else "")
         story, sections = self.story(), self.sections()
         ranked = self.extra.get("answer") if "ranks" in self.labels else None
-        if ranked and ranked not in story:   # many ranks: what they got together, said once
+        if ranked and ranked not in story:  # many ranks: what they got together, said once
             story = [ranked] + story
         hosts = self.hosts_section()
         if hosts is not None:
@@ -226,10 +261,19 @@ class ResultView:
         if runs is not None:
             sections = sections + [runs]
         return Presentation(
-            answer=self.lead(), tone=self.tone(), subject=self.headline(), qualifiers=self.qualifiers(),
-            status=status, verdict=self.verdict, story=story, warnings=self.warnings_shown(),
-            advice=self.advice_lines(), advice_html=[_advice.word_html(a, self.wording) for a in self.advice],
-            sections=sections, meta=self.meta())
+            answer=self.lead(),
+            tone=self.tone(),
+            subject=self.headline(),
+            qualifiers=self.qualifiers(),
+            status=status,
+            verdict=self.verdict,
+            story=story,
+            warnings=self.warnings_shown(),
+            advice=self.advice_lines(),
+            advice_html=[_advice.word_html(a, self.wording) for a in self.advice],
+            sections=sections,
+            meta=self.meta(),
+        )
 
     def hosts_section(self) -> Section | None:
         """A many-rank result's per-host rows (elbencho's per-host view), open: host, ranks,
@@ -239,9 +283,15 @@ class ResultView:
             return None
         keys = [k for k in rows[0] if k.endswith("_per_s") or k == "iops"]
         head = ["host", "ranks"] + [metric_label(k) for k in keys] + ["CPU", "disk busy"]
-        body = [[str(r.get("host")), str(r.get("ranks"))] + [format_metric(k, r.get(k)) for k in keys]
-                + [format_metric("cpu_util_pct", r.get("cpu_util_pct")),
-                   format_metric("disk_busy_pct", r.get("disk_busy_pct"))] for r in rows]
+        body = [
+            [str(r.get("host")), str(r.get("ranks"))]
+            + [format_metric(k, r.get(k)) for k in keys]
+            + [
+                format_metric("cpu_util_pct", r.get("cpu_util_pct")),
+                format_metric("disk_busy_pct", r.get("disk_busy_pct")),
+            ]
+            for r in rows
+        ]
         return Section("per host", body, head=head, folded=False, css="nbbench-hosts")
 
     def runs_section(self) -> Section | None:

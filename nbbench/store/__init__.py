@@ -35,8 +35,7 @@ from .errors import StoreError, store_error
 from .runs import Store
 from .schema import SCHEMA_VERSION
 
-__all__ = ["Store", "StoreError", "store_error", "default_path", "default_store", "default_timeout",
-           "SCHEMA_VERSION"]
+__all__ = ["Store", "StoreError", "store_error", "default_path", "default_store", "default_timeout", "SCHEMA_VERSION"]
 
 
 _default: Store | None = None

@@ -34,7 +34,7 @@ def store_error(exc: BaseException, path: Path, timeout: float | None = None) ->
     if code is None and isinstance(exc, sqlite3.Error):
         code = {13: errno.ENOSPC, 8: errno.EROFS}.get(getattr(exc, "sqlite_errorcode", 0) & 0xFF)
     parent = path.parent
-    if code is None:   # sqlite says "unable to open" / "disk I/O error" when it cannot make its -wal/-shm files
+    if code is None:  # sqlite says "unable to open" / "disk I/O error" when it cannot make its -wal/-shm files
         code = _fs_code(path)
     if isinstance(exc, (FileExistsError, NotADirectoryError)) or code == errno.ENOTDIR:
         msg = f"{_not_a_dir(parent)} is not a directory ({MOVE}, or move the file away)"
@@ -46,10 +46,13 @@ def store_error(exc: BaseException, path: Path, timeout: float | None = None) ->
         msg = f"no permission to write {path} ({MOVE}, or fix its permissions)"
     elif "locked" in text or "busy" in text:
         held = f" for {timeout:g} s" if timeout is not None else ""
-        msg = (f"{path} stayed locked by another process{held} (try again when the other run has saved, "
-               f"or {MOVE})")
-    elif "not a database" in text or "malformed" in text or isinstance(exc, sqlite3.DatabaseError) \
-            and not isinstance(exc, sqlite3.OperationalError):
+        msg = f"{path} stayed locked by another process{held} (try again when the other run has saved, or {MOVE})"
+    elif (
+        "not a database" in text
+        or "malformed" in text
+        or isinstance(exc, sqlite3.DatabaseError)
+        and not isinstance(exc, sqlite3.OperationalError)
+    ):
         msg = f"{path} is not a SQLite database ({MOVE}, or move the file away)"
     elif "unable to open" in text:
         msg = f"{path} cannot be opened ({MOVE}, or check that its directory is writable)"
@@ -61,8 +64,7 @@ def store_error(exc: BaseException, path: Path, timeout: float | None = None) ->
 def transient(exc: BaseException) -> bool:
     """Is ``exc`` SQLite saying another process is in the way (worth trying again)?"""
     text = str(exc).lower()
-    return isinstance(exc, sqlite3.OperationalError) and any(
-        w in text for w in ("locked", "busy", "locking protocol"))
+    return isinstance(exc, sqlite3.OperationalError) and any(w in text for w in ("locked", "busy", "locking protocol"))
 
 
 def _fs_code(path: Path) -> int | None:

@@ -58,8 +58,17 @@ class Store(Database):
             cur = conn.execute(
                 "INSERT INTO runs(kind, label, status, started_at, ended_at, env_id, data, summary, verdict)"
                 " VALUES (?,?,?,?,?,?,?,?,?)",
-                (result.kind, label, result.status, result.started_at, result.ended_at,
-                 result.env_id if env_id else None, payload, summary, result.verdict),
+                (
+                    result.kind,
+                    label,
+                    result.status,
+                    result.started_at,
+                    result.ended_at,
+                    result.env_id if env_id else None,
+                    payload,
+                    summary,
+                    result.verdict,
+                ),
             )
             return cur.lastrowid
 
@@ -116,7 +125,7 @@ class Store(Database):
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY run_id"
         if limit:
-            sql = f"SELECT * FROM ({sql[:-len(' ORDER BY run_id')]} ORDER BY run_id DESC LIMIT {int(limit)}) ORDER BY run_id"
+            sql = f"SELECT * FROM ({sql[: -len(' ORDER BY run_id')]} ORDER BY run_id DESC LIMIT {int(limit)}) ORDER BY run_id"
         rows = self._read(sql, args)
         records = []
         for run_id, kind_, label_, status, verdict, started, ended, env_id, summary, data in rows:

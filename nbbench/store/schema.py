@@ -52,7 +52,9 @@ def migrate(conn: sqlite3.Connection, path: Path) -> None:
     if current > SCHEMA_VERSION:
         raise StoreError(
             f"{path} has schema version {current}, newer than this nbbench "
-            f"({SCHEMA_VERSION}) (upgrade nbbench, or {MOVE})", path)
+            f"({SCHEMA_VERSION}) (upgrade nbbench, or {MOVE})",
+            path,
+        )
     for version in range(current + 1, SCHEMA_VERSION + 1):
         for stmt in _MIGRATIONS[version]:
             conn.execute(stmt)
@@ -60,8 +62,9 @@ def migrate(conn: sqlite3.Connection, path: Path) -> None:
             # fill the new column for rows written before it existed
             column, value = ("summary", str) if version == 2 else ("verdict", lambda r: r.verdict)
             for run_id, data in conn.execute("SELECT run_id, data FROM runs").fetchall():
-                conn.execute(f"UPDATE runs SET {column}=? WHERE run_id=?",
-                             (value(Result.from_dict(json.loads(data))), run_id))
+                conn.execute(
+                    f"UPDATE runs SET {column}=? WHERE run_id=?", (value(Result.from_dict(json.loads(data))), run_id)
+                )
     if row is None:
         conn.execute("INSERT INTO schema_version(version) VALUES (?)", (SCHEMA_VERSION,))
     elif current != SCHEMA_VERSION:

@@ -16,8 +16,17 @@ from pathlib import Path
 
 from .mounts import Mount, Unreadable, mount_of, read_text, under
 
-__all__ = ["parse_scheduler", "Queue", "QUEUE_ATTRIBUTES", "BlockDevice", "device_by_devno", "device_by_name",
-           "device_of_source", "block_device", "device_of_path"]
+__all__ = [
+    "parse_scheduler",
+    "Queue",
+    "QUEUE_ATTRIBUTES",
+    "BlockDevice",
+    "device_by_devno",
+    "device_by_name",
+    "device_of_source",
+    "block_device",
+    "device_of_path",
+]
 
 
 def parse_scheduler(text: str) -> str | None:
@@ -30,8 +39,17 @@ def parse_scheduler(text: str) -> str | None:
 
 
 #: the queue/ files :meth:`BlockDevice.queue` reads (all integers but ``scheduler``)
-QUEUE_ATTRIBUTES = ("read_ahead_kb", "scheduler", "rotational", "nr_requests", "max_segments", "max_sectors_kb",
-                    "max_hw_sectors_kb", "max_segment_size", "logical_block_size")
+QUEUE_ATTRIBUTES = (
+    "read_ahead_kb",
+    "scheduler",
+    "rotational",
+    "nr_requests",
+    "max_segments",
+    "max_sectors_kb",
+    "max_hw_sectors_kb",
+    "max_segment_size",
+    "logical_block_size",
+)
 
 
 @dataclass
@@ -118,8 +136,9 @@ def _read(p: Path) -> str:
         return ""
 
 
-def device_by_name(name: str, root: str | os.PathLike = "/", how: str = "",
-                   sysdir: Path | None = None) -> BlockDevice | None:
+def device_by_name(
+    name: str, root: str | os.PathLike = "/", how: str = "", sysdir: Path | None = None
+) -> BlockDevice | None:
     """The device kernel-named ``name`` (``sysdir``: its sysfs directory where known); None if unknown."""
     sys_block = under(root, "/sys/block")
     d = sysdir if sysdir is not None else (sys_block / name if (sys_block / name).is_dir() else None)
@@ -130,16 +149,22 @@ def device_by_name(name: str, root: str | os.PathLike = "/", how: str = "",
     else:
         parent = Path(os.path.realpath(d)).parent.name if (d / "partition").exists() else None
     if parent is not None:
-        return BlockDevice(name=name, disk=parent, partition=True, how=how + f"; partition of {parent}",
-                           root=str(root))
+        return BlockDevice(name=name, disk=parent, partition=True, how=how + f"; partition of {parent}", root=str(root))
     try:
         slaves = sorted(p.name for p in (d / "slaves").iterdir()) if (d / "slaves").is_dir() else []
     except OSError:
         slaves = []
     # a dm / md device's slaves are often partitions: the physical disks are their disks
     physical = sorted({_disk_of(sys_block, s) or s for s in slaves})
-    return BlockDevice(name=name, disk=name, slaves=slaves, physical=physical, dm_name=_read(d / "dm" / "name"),
-                       how=how, root=str(root))
+    return BlockDevice(
+        name=name,
+        disk=name,
+        slaves=slaves,
+        physical=physical,
+        dm_name=_read(d / "dm" / "name"),
+        how=how,
+        root=str(root),
+    )
 
 
 def device_by_devno(major: int, minor: int, root: str | os.PathLike = "/") -> BlockDevice | None:

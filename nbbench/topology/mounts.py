@@ -15,10 +15,26 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Unreadable", "under", "read_text", "MOUNTINFO", "Mount", "parse_mountinfo", "read_mounts",
-           "find_mount", "mount_of", "fs_kind", "is_memory_backed", "is_pseudo", "MEMORY_FILESYSTEMS",
-           "PSEUDO_FILESYSTEMS", "NETWORK_FILESYSTEMS", "OBJECT_FUSE_CLIENTS", "object_storage_mount",
-           "HOSTSHARE_FILESYSTEMS"]
+__all__ = [
+    "Unreadable",
+    "under",
+    "read_text",
+    "MOUNTINFO",
+    "Mount",
+    "parse_mountinfo",
+    "read_mounts",
+    "find_mount",
+    "mount_of",
+    "fs_kind",
+    "is_memory_backed",
+    "is_pseudo",
+    "MEMORY_FILESYSTEMS",
+    "PSEUDO_FILESYSTEMS",
+    "NETWORK_FILESYSTEMS",
+    "OBJECT_FUSE_CLIENTS",
+    "object_storage_mount",
+    "HOSTSHARE_FILESYSTEMS",
+]
 
 MOUNTINFO = "/proc/self/mountinfo"
 _ESC = re.compile(r"\\([0-7]{3})")
@@ -47,16 +63,35 @@ def read_text(root: str | os.PathLike, path: str) -> str:
 
 
 # ------------------------------------------------------------------ filesystems
-NETWORK_FILESYSTEMS = frozenset({"nfs", "nfs4", "cifs", "smb3", "smbfs", "ceph", "glusterfs", "lustre", "beegfs",
-                                 "gpfs", "afs"})
+NETWORK_FILESYSTEMS = frozenset(
+    {"nfs", "nfs4", "cifs", "smb3", "smbfs", "ceph", "glusterfs", "lustre", "beegfs", "gpfs", "afs"}
+)
 #: filesystems whose files live in RAM: reads and writes there measure memory, not storage
 MEMORY_FILESYSTEMS = frozenset({"tmpfs", "ramfs", "hugetlbfs", "devtmpfs"})
 #: a VM's host-shared folders
 HOSTSHARE_FILESYSTEMS = frozenset({"9p", "virtiofs", "vboxsf", "vmhgfs", "fuse.vmhgfs-fuse"})
 #: the kernel's own files (no storage behind them: sizes are made up, reads are generated)
-PSEUDO_FILESYSTEMS = frozenset({"proc", "sysfs", "cgroup", "cgroup2", "debugfs", "tracefs", "securityfs",
-                                "configfs", "bpf", "pstore", "efivarfs", "fusectl", "mqueue", "devpts",
-                                "binfmt_misc", "autofs", "nsfs"})
+PSEUDO_FILESYSTEMS = frozenset(
+    {
+        "proc",
+        "sysfs",
+        "cgroup",
+        "cgroup2",
+        "debugfs",
+        "tracefs",
+        "securityfs",
+        "configfs",
+        "bpf",
+        "pstore",
+        "efivarfs",
+        "fusectl",
+        "mqueue",
+        "devpts",
+        "binfmt_misc",
+        "autofs",
+        "nsfs",
+    }
+)
 
 
 def is_memory_backed(fstype: str) -> bool:
@@ -70,9 +105,16 @@ def is_pseudo(fstype: str) -> bool:
 
 
 #: FUSE clients of object storage, by the name their mounts carry (fstype ``fuse.NAME`` or source ``NAME``)
-OBJECT_FUSE_CLIENTS = {"mountpoint-s3": "S3", "s3fs": "S3", "goofys": "S3", "s3backer": "S3", "rclone": "object storage",
-                       "gcsfuse": "Google Cloud Storage", "blobfuse": "Azure Blob Storage",
-                       "blobfuse2": "Azure Blob Storage"}
+OBJECT_FUSE_CLIENTS = {
+    "mountpoint-s3": "S3",
+    "s3fs": "S3",
+    "goofys": "S3",
+    "s3backer": "S3",
+    "rclone": "object storage",
+    "gcsfuse": "Google Cloud Storage",
+    "blobfuse": "Azure Blob Storage",
+    "blobfuse2": "Azure Blob Storage",
+}
 
 
 def object_storage_mount(fstype: str, source: str) -> tuple[str, str | None] | None:
@@ -178,14 +220,22 @@ def parse_mountinfo(text: str) -> list[Mount]:
             mid, pid = int(parts[0]), int(parts[1])
         except ValueError:
             continue
-        out.append(Mount(
-            mount_id=mid, parent_id=pid, major=major, minor=minor,
-            fs_root=_unescape(parts[3]), mount_point=_unescape(parts[4]),
-            options=parts[5].split(","), optional=parts[6:sep],
-            fstype=parts[sep + 1], source=_unescape(parts[sep + 2]),
-            super_options=parts[sep + 3].split(",") if len(parts) > sep + 3 else [],
-            line=n,
-        ))
+        out.append(
+            Mount(
+                mount_id=mid,
+                parent_id=pid,
+                major=major,
+                minor=minor,
+                fs_root=_unescape(parts[3]),
+                mount_point=_unescape(parts[4]),
+                options=parts[5].split(","),
+                optional=parts[6:sep],
+                fstype=parts[sep + 1],
+                source=_unescape(parts[sep + 2]),
+                super_options=parts[sep + 3].split(",") if len(parts) > sep + 3 else [],
+                line=n,
+            )
+        )
     return out
 
 

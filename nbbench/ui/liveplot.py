@@ -44,8 +44,6 @@ from .kernel import in_kernel  # the one kernel check, re-exported here under it
 __all__ = ["LivePlot", "Panel", "for_monitor", "monitor_plot_kwargs", "in_kernel"]
 
 
-
-
 class LivePlot:
     """A :class:`~nbbench.plots.timeline.Timeline` shown live, its frames pushed as PNGs.
 
@@ -73,17 +71,46 @@ class LivePlot:
     and leaves no empty axes behind.
     """
 
-    def __init__(self, panels: Iterable[Any] | None = None, title: str = "", window_s: float | None = None,
-                 max_fps: float = 4.0, cpu_budget: float = 0.012, max_rest_s: float = 5.0, figsize: tuple[float, float] | None = None,
-                 dpi: int = 80, target: str = "auto", show: bool = True,
-                 annotate: Callable[[Any, dict, dict], None] | None = None,
-                 status: Callable[[], str] | None = None, max_points: int = 400, capacity: int = 50_000,
-                 t0: float | None = None, blit: bool = True, min_span_s: float = 10.0,
-                 span_s: float | None = None, min_plot_s: float = 0.0, subtitle: str = ""):
-        self.timeline = Timeline(panels, title=title, window_s=window_s, figsize=figsize, dpi=dpi,
-                                 annotate=annotate, status=status, max_points=max_points, capacity=capacity,
-                                 t0=t0, blit=blit, min_span_s=min_span_s, span_s=span_s, min_plot_s=min_plot_s,
-                                 subtitle=subtitle)
+    def __init__(
+        self,
+        panels: Iterable[Any] | None = None,
+        title: str = "",
+        window_s: float | None = None,
+        max_fps: float = 4.0,
+        cpu_budget: float = 0.012,
+        max_rest_s: float = 5.0,
+        figsize: tuple[float, float] | None = None,
+        dpi: int = 80,
+        target: str = "auto",
+        show: bool = True,
+        annotate: Callable[[Any, dict, dict], None] | None = None,
+        status: Callable[[], str] | None = None,
+        max_points: int = 400,
+        capacity: int = 50_000,
+        t0: float | None = None,
+        blit: bool = True,
+        min_span_s: float = 10.0,
+        span_s: float | None = None,
+        min_plot_s: float = 0.0,
+        subtitle: str = "",
+    ):
+        self.timeline = Timeline(
+            panels,
+            title=title,
+            window_s=window_s,
+            figsize=figsize,
+            dpi=dpi,
+            annotate=annotate,
+            status=status,
+            max_points=max_points,
+            capacity=capacity,
+            t0=t0,
+            blit=blit,
+            min_span_s=min_span_s,
+            span_s=span_s,
+            min_plot_s=min_plot_s,
+            subtitle=subtitle,
+        )
         self.max_fps = max(0.1, float(max_fps))
         self.cpu_budget = max(1e-4, float(cpu_budget))
         self.max_rest_s = max(1.0 / self.max_fps, float(max_rest_s))
@@ -104,7 +131,7 @@ class LivePlot:
         self.last_render_s = 0.0
         self.period_s = 1.0 / self.max_fps
         self.final_png: bytes | None = None
-        self.note: str | None = None   # why there is no final frame (fewer than two points)
+        self.note: str | None = None  # why there is no final frame (fewer than two points)
         self._paused = False
         self.started = False
         self.closed = False
@@ -194,8 +221,11 @@ class LivePlot:
             import ipywidgets as w
 
             # shown once there is a line to see (two points), never as empty axes
-            self.widget = w.Image(value=self.render_png(), format="png", layout=w.Layout(
-                max_width="100%", display=None if self.timeline.has_plot() else "none"))
+            self.widget = w.Image(
+                value=self.render_png(),
+                format="png",
+                layout=w.Layout(max_width="100%", display=None if self.timeline.has_plot() else "none"),
+            )
             if self.show:
                 from IPython.display import display
 
@@ -225,8 +255,9 @@ class LivePlot:
             if self.target == "display" and self._handle is not None:
                 import html
 
-                self._handle.update({"text/plain": note, "text/html": f"<div style='color:#555'>{html.escape(note)}"
-                                     "</div>"}, raw=True)
+                self._handle.update(
+                    {"text/plain": note, "text/html": f"<div style='color:#555'>{html.escape(note)}</div>"}, raw=True
+                )
             elif self.target == "widget" and self.widget is not None:
                 self.widget.layout.display = "none"
         except Exception:  # noqa: BLE001
@@ -274,9 +305,9 @@ class LivePlot:
             return None
         from ..plots.panel import fold_quiet
 
-        fold_quiet(self.timeline)   # an idle panel (no network traffic) is a few words, not an empty plot
+        fold_quiet(self.timeline)  # an idle panel (no network traffic) is a few words, not an empty plot
         self.note = self.timeline.no_plot_text()
-        if self.note is not None:   # no empty axes or lone dot left behind: the sentence instead
+        if self.note is not None:  # no empty axes or lone dot left behind: the sentence instead
             self._push_note(self.note)
             return None
         png = self.render_png(compress_level=6)

@@ -34,16 +34,25 @@ def warmup_note(metrics: dict) -> str:
 class LoaderPlot:
     """A live view of one loader benchmark."""
 
-    def __init__(self, target: str = "auto", show: bool = True, au_target_pct: float = 90.0,
-                 interval: float = 0.25, monitor=None, title: str = "DataLoader benchmark",
-                 need: float | None = None, accelerator: str | None = None, span_s: float | None = None):
+    def __init__(
+        self,
+        target: str = "auto",
+        show: bool = True,
+        au_target_pct: float = 90.0,
+        interval: float = 0.25,
+        monitor=None,
+        title: str = "DataLoader benchmark",
+        need: float | None = None,
+        accelerator: str | None = None,
+        span_s: float | None = None,
+    ):
         from ..plots.loader import AUGauge, loader_panels
         from ..probes.pipeline.loadermon import nvml_reason as _nvml_reason
         from .liveplot import LivePlot
 
         self.au_target_pct = au_target_pct
         self.own_monitor = monitor is None
-        if monitor is False:   # no GPU sampling: throughput and AU only
+        if monitor is False:  # no GPU sampling: throughput and AU only
             monitor = None
         elif monitor is None:
             try:
@@ -62,8 +71,18 @@ class LoaderPlot:
         self.gauge = AUGauge(au_target_pct)
         t0 = getattr(monitor, "t_start", None) or time.monotonic()
         self.panels = loader_panels(note, need, accelerator, au_target_pct)
-        self.plot = LivePlot(self.panels, title=title, subtitle=f"GPU N/A: {note}" if note else "", figsize=(10.0, 6.6), target=target, show=show,
-                             annotate=self._gauge, status=self._status, t0=t0, span_s=span_s)
+        self.plot = LivePlot(
+            self.panels,
+            title=title,
+            subtitle=f"GPU N/A: {note}" if note else "",
+            figsize=(10.0, 6.6),
+            target=target,
+            show=show,
+            annotate=self._gauge,
+            status=self._status,
+            t0=t0,
+            span_s=span_s,
+        )
         if monitor is not None:
             self.plot.attach(monitor)
 
@@ -124,7 +143,7 @@ class LoaderPlot:
             if result.metrics.get("needed_samples_per_s"):
                 self.set_need(result.metrics["needed_samples_per_s"], result.labels.get("accelerator"))
             note = warmup_note(result.metrics)
-            if note:   # the plot's empty start, said where it shows
+            if note:  # the plot's empty start, said where it shows
                 tl = self.plot.timeline
                 tl.subtitle = "; ".join(x for x in (tl.subtitle, note) if x)
                 tl.dirty = True

@@ -26,8 +26,9 @@ class NotebookProgress(Progress):
         super().__init__(desc)
         import ipywidgets as w
 
-        self.desc_label = w.HTML(value=f"<span style='white-space:nowrap'>{html.escape(desc)}</span>",
-                                 layout=w.Layout(margin="0 6px 0 0"))
+        self.desc_label = w.HTML(
+            value=f"<span style='white-space:nowrap'>{html.escape(desc)}</span>", layout=w.Layout(margin="0 6px 0 0")
+        )
         self.desc_label.add_class("nbbench-progress-desc")
         self.bar = w.FloatProgress(value=0.0, min=0.0, max=1.0, layout=w.Layout(width="30%", min_width="160px"))
         self.label = w.Label(value="")

@@ -35,7 +35,7 @@ def warm_up(plotting: bool = True) -> None:
         try:
             import os
 
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)   # Linux: this thread only
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)  # Linux: this thread only
         except (AttributeError, OSError):
             pass
         try:

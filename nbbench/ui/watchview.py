@@ -35,23 +35,53 @@ def table_html(rows: list[dict], limit: int = 8) -> str:
     """The live processes, the biggest readers (from storage, then through read()) first."""
     if not rows:
         return ""
-    rows = sorted(rows, key=lambda r: (-(r["read_bytes_per_s"] or 0), -(r["read_syscall_bytes_per_s"] or 0),
-                                       -(r["cpu_pct"] or 0)))
-    head = ("pid", "role", "name", "read (storage)", "read() calls", "write (storage)", "write() calls", "CPU", "RSS",
-            "PSS", "GPU mem")
-    th = "".join(f"<th style='text-align:{'left' if i < 3 else 'right'};padding:0 6px'>{h}</th>"
-                 for i, h in enumerate(head))
+    rows = sorted(
+        rows, key=lambda r: (-(r["read_bytes_per_s"] or 0), -(r["read_syscall_bytes_per_s"] or 0), -(r["cpu_pct"] or 0))
+    )
+    head = (
+        "pid",
+        "role",
+        "name",
+        "read (storage)",
+        "read() calls",
+        "write (storage)",
+        "write() calls",
+        "CPU",
+        "RSS",
+        "PSS",
+        "GPU mem",
+    )
+    th = "".join(
+        f"<th style='text-align:{'left' if i < 3 else 'right'};padding:0 6px'>{h}</th>" for i, h in enumerate(head)
+    )
     body = []
     for r in rows[:limit]:
-        cells = (r["pid"], r["role"], r["name"], _r(r["read_bytes_per_s"]), _r(r["read_syscall_bytes_per_s"]),
-                 _r(r.get("write_bytes_per_s")), _r(r.get("write_syscall_bytes_per_s")),
-                 "–" if r["cpu_pct"] is None else f"{r['cpu_pct']:.0f} %", _b(r["rss_bytes"]), _b(r["pss_bytes"]),
-                 _b(r["gpu_mem_bytes"]))
-        body.append("<tr>" + "".join(f"<td style='text-align:{'left' if i < 3 else 'right'};padding:0 6px'>"
-                                     f"{html.escape(str(c))}</td>" for i, c in enumerate(cells)) + "</tr>")
+        cells = (
+            r["pid"],
+            r["role"],
+            r["name"],
+            _r(r["read_bytes_per_s"]),
+            _r(r["read_syscall_bytes_per_s"]),
+            _r(r.get("write_bytes_per_s")),
+            _r(r.get("write_syscall_bytes_per_s")),
+            "–" if r["cpu_pct"] is None else f"{r['cpu_pct']:.0f} %",
+            _b(r["rss_bytes"]),
+            _b(r["pss_bytes"]),
+            _b(r["gpu_mem_bytes"]),
+        )
+        body.append(
+            "<tr>"
+            + "".join(
+                f"<td style='text-align:{'left' if i < 3 else 'right'};padding:0 6px'>{html.escape(str(c))}</td>"
+                for i, c in enumerate(cells)
+            )
+            + "</tr>"
+        )
     more = f"<div>… {len(rows) - limit} more</div>" if len(rows) > limit else ""
-    return (f"<div style='font-size:85%'><table class='nbbench-procs'><thead><tr>{th}</tr></thead>"
-            f"<tbody>{''.join(body)}</tbody></table>{more}</div>")
+    return (
+        f"<div style='font-size:85%'><table class='nbbench-procs'><thead><tr>{th}</tr></thead>"
+        f"<tbody>{''.join(body)}</tbody></table>{more}</div>"
+    )
 
 
 class WatchView:
@@ -59,8 +89,16 @@ class WatchView:
     max_fps=1.0, cpu_budget=0.01, max_rest_s=5.0, table_every=2.0, **timeline_kwargs)``;
     :attr:`widget` is what to display, :meth:`close` draws the last frame and stops."""
 
-    def __init__(self, monitor, window_s: float = 600.0, max_fps: float = 1.0, cpu_budget: float = 0.01,
-                 max_rest_s: float = 5.0, table_every: float = 2.0, **timeline_kwargs):
+    def __init__(
+        self,
+        monitor,
+        window_s: float = 600.0,
+        max_fps: float = 1.0,
+        cpu_budget: float = 0.01,
+        max_rest_s: float = 5.0,
+        table_every: float = 2.0,
+        **timeline_kwargs,
+    ):
         import ipywidgets as w
 
         self.monitor = monitor

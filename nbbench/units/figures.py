@@ -9,8 +9,16 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["format_si", "format_sig", "format_many", "format_bytes", "format_rate", "format_duration_ns",
-           "format_change", "shorten_middle"]
+__all__ = [
+    "format_si",
+    "format_sig",
+    "format_many",
+    "format_bytes",
+    "format_rate",
+    "format_duration_ns",
+    "format_change",
+    "shorten_middle",
+]
 
 
 def format_si(value: float, unit: str, digits: int = 3) -> str:
@@ -79,10 +87,10 @@ def format_many(values, unit: str, digits: int = 3) -> list[str]:
             continue
         x = float(v) / scale
         text = _sig(x, digits) if x == 0 or abs(x) >= 1 else f"{x:.{digits}g}"
-        if "e" in text:   # far below the prefix: plain zeros, no exponent
+        if "e" in text:  # far below the prefix: plain zeros, no exponent
             text = f"{x:.{digits + 2}f}".rstrip("0").rstrip(".") or "0"
         if float(text) == 0 and float(v) != 0 and len(values) > 1:
-            out.append(format_many([v], unit, digits)[0])   # never a 0 for what is not: its own prefix
+            out.append(format_many([v], unit, digits)[0])  # never a 0 for what is not: its own prefix
             continue
         out.append(f"{text} {name}".rstrip())
     return out
@@ -126,6 +134,7 @@ def format_duration_ns(ns: float) -> str:
         return f"{_sig(ns / 1e3, 3)} µs"
     return f"{_sig(ns, 3)} ns"
 
+
 def shorten_middle(text: str, width: int) -> str:
     """``text`` cut in the middle to ``width`` characters with '…': '/tmp/nbbench-…/disk' — both
     ends stay (a path keeps its last part whole where it can).  Unchanged when it fits."""
@@ -137,7 +146,7 @@ def shorten_middle(text: str, width: int) -> str:
     if width == 1:
         return "…"
     cut = text.rfind("/")
-    if 0 < cut and len(text) - cut <= (2 * width) // 3:   # the path's last part, whole
+    if 0 < cut and len(text) - cut <= (2 * width) // 3:  # the path's last part, whole
         tail = len(text) - cut
     else:
         tail = (width - 1) // 2
@@ -156,8 +165,13 @@ def _signed_pct(ratio: float) -> str:
     return ("+" if d > 0 else "-") + _sig(abs(d), 3)
 
 
-def format_change(ratio: float | None, low: float | None = None, high: float | None = None,
-                  higher_is_better: bool | None = True, level: float = 0.95) -> str:
+def format_change(
+    ratio: float | None,
+    low: float | None = None,
+    high: float | None = None,
+    higher_is_better: bool | None = True,
+    level: float = 0.95,
+) -> str:
     """A change candidate/baseline in the one number format, three significant figures, with its
     interval when given: a percentage below 2× ("+52.3 % (95 % CI +40.1 … +63.2 %)") and a factor
     from 2× on either way ("15.7× faster (95 % CI 14.9–16.4×)", "3.10× slower").  ``higher_is_better``

@@ -72,6 +72,7 @@ def unit_of(key: str) -> str:
             return unit
     return ""
 
+
 def format_metric(key: str, value) -> str:
     """Readable figure for a metric value, the unit taken from its key."""
     if value is None:
@@ -141,10 +142,25 @@ LABELS: dict[str, str] = {
     "runtime_s": "run time",
 }
 #: words of metric keys as people write them
-_WORDS = {"lat": "latency", "gpu": "GPU", "cpu": "CPU", "au": "AU", "qd": "QD", "proc": "process",
-          "mem": "memory", "sys": "system", "h2d": "host→device", "d2h": "device→host", "rss": "RSS",
-          "ios": "I/Os", "startup": "start-up", "stddev": "std dev", "ttfb": "TTFB", "get": "GET",
-          "list": "LIST"}
+_WORDS = {
+    "lat": "latency",
+    "gpu": "GPU",
+    "cpu": "CPU",
+    "au": "AU",
+    "qd": "QD",
+    "proc": "process",
+    "mem": "memory",
+    "sys": "system",
+    "h2d": "host→device",
+    "d2h": "device→host",
+    "rss": "RSS",
+    "ios": "I/Os",
+    "startup": "start-up",
+    "stddev": "std dev",
+    "ttfb": "TTFB",
+    "get": "GET",
+    "list": "LIST",
+}
 #: keys whose figure names itself ("74.8 kIOPS", "165 samples/s"): a phrase gives the figure alone
 _SELF_NAMED = ("iops", "samples_per_s", "files_per_s", "batches_per_s", "requests_per_s")
 _PCT_WORD = re.compile(r"^p(\d+)$")
@@ -181,7 +197,7 @@ def metric_label(key: str) -> str:
     while i < len(words):
         w = words[i]
         if _PCT_WORD.match(w) and i + 1 < len(words) and words[i + 1].isdigit():
-            out.append(f"{w}.{words[i + 1]}")   # p99_9 -> p99.9
+            out.append(f"{w}.{words[i + 1]}")  # p99_9 -> p99.9
             i += 2
             continue
         out.append(_WORDS.get(w, w))

@@ -32,9 +32,7 @@ def parse_size(text: str | int | float) -> int:
         return int(text)
     m = _SIZE_RE.match(str(text))
     if not m:
-        raise ValueError(
-            f"not a size: {text!r} (use a number with an optional unit: 4k, 1M, 1.5G, 4GiB, 500MB)"
-        )
+        raise ValueError(f"not a size: {text!r} (use a number with an optional unit: 4k, 1M, 1.5G, 4GiB, 500MB)")
     num, suffix = float(m.group(1)), m.group(2).lower()
     for table in (_BIN, _DEC, _IEC):
         if suffix in table:

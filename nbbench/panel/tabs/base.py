@@ -19,9 +19,24 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..pathfield import PathInfo
     from ..runner import Job
 
-__all__ = ["Tab", "command_defaults", "size_text", "unavailable_reason", "need_path", "ranks_field", "ranks_opts",
-           "repeat_field", "repeat_opts",
-           "COMMON_FIELDS", "show", "FIT", "command_options", "option_field", "option_fields", "options_argv"]
+__all__ = [
+    "Tab",
+    "command_defaults",
+    "size_text",
+    "unavailable_reason",
+    "need_path",
+    "ranks_field",
+    "ranks_opts",
+    "repeat_field",
+    "repeat_opts",
+    "COMMON_FIELDS",
+    "show",
+    "FIT",
+    "command_options",
+    "option_field",
+    "option_fields",
+    "options_argv",
+]
 
 #: a layout width that fits the widget's whole text (its description and its longest option)
 FIT = "max-content"
@@ -122,13 +137,20 @@ def _default_text(action) -> str:
         return size_text(d, "")
     if action.type is options.duration and isinstance(d, (int, float)) and not isinstance(d, bool):
         return f"{d:g}s"
-    if isinstance(d, (list, tuple)):   # a list option ("--batch-size 64,128"): as typed
+    if isinstance(d, (list, tuple)):  # a list option ("--batch-size 64,128"): as typed
         return ",".join(str(x).lower() if isinstance(x, bool) else str(x) for x in d)
     return str(d)
 
 
-def option_field(command: str, flag: str, description: str, width: str | None = None, labels: dict | None = None,
-                 choices=None, placeholder: str | None = None):
+def option_field(
+    command: str,
+    flag: str,
+    description: str,
+    width: str | None = None,
+    labels: dict | None = None,
+    choices=None,
+    placeholder: str | None = None,
+):
     """The widget for one option of ``command``, all of it taken from the command's parser —
     so the panel, the CLI and ``%iobench`` cannot disagree, and an option added or renamed
     there shows up here as it is: choices → a dropdown, a bounded whole number
@@ -151,23 +173,34 @@ def option_field(command: str, flag: str, description: str, width: str | None = 
         values = list(choices if choices is not None else action.choices)
         value = action.default if action.default in values else ("" if "" in values else values[0])
         opts = [((labels or {}).get(c, c), c) for c in values]
-        widget = w.Dropdown(options=opts, value=value, description=description, style=st, layout=layout,
-                            tooltip=tip)
+        widget = w.Dropdown(options=opts, value=value, description=description, style=st, layout=layout, tooltip=tip)
     elif isinstance(action.type, options.IntRange):
-        widget = w.BoundedIntText(value=int(action.default if action.default is not None else action.type.lo),
-                                  min=action.type.lo, max=action.type.hi, description=description, style=st,
-                                  layout=layout, tooltip=tip)
-    elif action.nargs == 0:   # a switch; a store_false one ("--no-bench") ticked means what it turns off is on
+        widget = w.BoundedIntText(
+            value=int(action.default if action.default is not None else action.type.lo),
+            min=action.type.lo,
+            max=action.type.hi,
+            description=description,
+            style=st,
+            layout=layout,
+            tooltip=tip,
+        )
+    elif action.nargs == 0:  # a switch; a store_false one ("--no-bench") ticked means what it turns off is on
         negated = isinstance(action, argparse._StoreFalseAction)
-        if negated:   # the CLI's help says what the flag turns off; ticked, the box means the opposite
+        if negated:  # the CLI's help says what the flag turns off; ticked, the box means the opposite
             tip = f"ticked: on (the default); unticked: {flag} — {tip}"
-        widget = w.Checkbox(value=bool(action.default), indent=False, description=description, layout=layout,
-                            tooltip=tip)
+        widget = w.Checkbox(
+            value=bool(action.default), indent=False, description=description, layout=layout, tooltip=tip
+        )
         widget._nbbench_negated = negated
     else:
-        widget = w.Text(value=_default_text(action), description=description, style=st, layout=layout,
-                        placeholder=placeholder if placeholder is not None else
-                        "auto" if action.default is None else "", tooltip=tip)
+        widget = w.Text(
+            value=_default_text(action),
+            description=description,
+            style=st,
+            layout=layout,
+            placeholder=placeholder if placeholder is not None else "auto" if action.default is None else "",
+            tooltip=tip,
+        )
     widget.add_class(f"nbbench-{command}-{flag.lstrip('-')}")
     widget._nbbench_flag = flag
     return widget
@@ -230,9 +263,15 @@ def ranks_field():
     """The "ranks" box of the tabs whose probes run as many ranks (``--ranks N``; 0: this process alone)."""
     import ipywidgets as w
 
-    box = w.BoundedIntText(value=0, min=0, max=1024, description="ranks", style={"description_width": "initial"},
-                           layout=w.Layout(width="150px"),
-                           tooltip="0: this process alone; N: N local ranks as child processes (--ranks N)")
+    box = w.BoundedIntText(
+        value=0,
+        min=0,
+        max=1024,
+        description="ranks",
+        style={"description_width": "initial"},
+        layout=w.Layout(width="150px"),
+        tooltip="0: this process alone; N: N local ranks as child processes (--ranks N)",
+    )
     box.add_class("nbbench-ranks")
     return box
 

@@ -8,39 +8,49 @@ Every field is an option of the ``gpu`` subcommand, built from its parser
 from __future__ import annotations
 
 from ..runner import command_job
-from .base import (COMMON_FIELDS, Tab, option_fields, options_argv, repeat_field, repeat_opts, show,
-                   unavailable_reason)
+from .base import COMMON_FIELDS, Tab, option_fields, options_argv, repeat_field, repeat_opts, show, unavailable_reason
 
 #: the subcommand's options shown as fields: (flag, the field's name in the panel, width)
-OPTION_FIELDS = {"gpu": [("--no-bench", "sanity benchmark when CUDA works (matmul FLOP/s, host↔device copies)"),
-                         ("--size", "matmul N", "160px"), ("--iters", "iterations", "150px")]}
+OPTION_FIELDS = {
+    "gpu": [
+        ("--no-bench", "sanity benchmark when CUDA works (matmul FLOP/s, host↔device copies)"),
+        ("--size", "matmul N", "160px"),
+        ("--iters", "iterations", "150px"),
+    ]
+}
 #: left out on purpose, and why (tests/test_panel_options.py fails on an option neither shown nor here)
-NOT_FIELDS = {"--help": "the tab's own text says what the check does",
-              "--json": "the panel shows the card; the result's JSON is in History",
-              "--quiet": "no terminal progress in the panel", "--details": "the card folds the details itself",
-              "--no-save": "the panel's 'save' box", "--label": "the panel's 'label' field",
-              "--repeat": "the 'runs' field (repeat_field), shared by the measuring tabs",
-              "--repeats": "the old name of --iters, hidden in the parser too"}
+NOT_FIELDS = {
+    "--help": "the tab's own text says what the check does",
+    "--json": "the panel shows the card; the result's JSON is in History",
+    "--quiet": "no terminal progress in the panel",
+    "--details": "the card folds the details itself",
+    "--no-save": "the panel's 'save' box",
+    "--label": "the panel's 'label' field",
+    "--repeat": "the 'runs' field (repeat_field), shared by the measuring tabs",
+    "--repeats": "the old name of --iters, hidden in the parser too",
+}
 
 
 class GpuTab(Tab):
     title = "GPU"
     commands = ("gpu",)
-    live_plot = False   # the check reports no rates while it runs: nothing to plot
+    live_plot = False  # the check reports no rates while it runs: nothing to plot
 
     def build(self):
         import ipywidgets as w
 
         self.opts = option_fields("gpu", OPTION_FIELDS["gpu"])
         self.bench, self.size, self.iters = self.opts["--no-bench"], self.opts["--size"], self.opts["--iters"]
-        self.repeat = repeat_field("gpu")   # --repeat N: whole runs
+        self.repeat = repeat_field("gpu")  # --repeat N: whole runs
         # the benchmark's settings, shown only when there is a benchmark to set
         self.bench_box = w.HBox([self.size, self.iters, self.repeat])
         self.bench.observe(lambda c: show(self.bench_box, c["new"]), names="value")
         show(self.bench_box, self.bench.value)
         note = unavailable_reason("gpu")
-        help_ = w.HTML("<span style='color:#555'>Checks torch's CUDA build against the driver, lists the devices "
-                       "(PCIe link, MIG, memory) and gives a verdict per check. Without a GPU it says why.</span>")
+        help_ = w.HTML(
+            "<span style='color:#555'>Checks torch's CUDA build against the driver, lists the devices "
+            "(PCIe link, MIG, memory) and gives a verdict per check. Without a GPU it says why.</span>"
+        )
         kids = [help_, self.bench, self.bench_box]
         if note:
             kids.append(w.HTML(f"<span style='color:#c62828'>not available: {note}</span>"))

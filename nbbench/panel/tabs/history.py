@@ -27,25 +27,39 @@ class HistoryTab(Tab):
         import ipywidgets as w
 
         st = {"description_width": "initial"}
-        self.kind = w.Dropdown(options=[ALL], value=ALL, description="kind", style=st,
-                               layout=w.Layout(width="200px"))
-        self.label_filter = w.Combobox(value="", options=[], description="label", placeholder="any label",
-                                       ensure_option=False, style=st, layout=w.Layout(width="230px"))
+        self.kind = w.Dropdown(options=[ALL], value=ALL, description="kind", style=st, layout=w.Layout(width="200px"))
+        self.label_filter = w.Combobox(
+            value="",
+            options=[],
+            description="label",
+            placeholder="any label",
+            ensure_option=False,
+            style=st,
+            layout=w.Layout(width="230px"),
+        )
         self.refresh_button = w.Button(description="Refresh", icon="refresh", layout=w.Layout(width="auto"))
         self.runs = w.SelectMultiple(options=[], rows=8, layout=w.Layout(width="100%"))
         self.runs.add_class("nbbench-history-runs")
         # the list's column names, in the list's monospace font, over its columns
         self.header = w.HTML("", layout=w.Layout(margin="0 0 -4px 0"))
         self.header.add_class("nbbench-history-header")
-        self.compare_button = w.Button(description="Compare selected", icon="bar-chart", disabled=True,
-                                       button_style="info", layout=w.Layout(width="auto"),
-                                       tooltip="select two or more runs (ctrl/shift-click): % against the first")
+        self.compare_button = w.Button(
+            description="Compare selected",
+            icon="bar-chart",
+            disabled=True,
+            button_style="info",
+            layout=w.Layout(width="auto"),
+            tooltip="select two or more runs (ctrl/shift-click): % against the first",
+        )
         self.compare_button.add_class("nbbench-compare")
-        self.show_button = w.Button(description="Show selected", icon="eye", disabled=True,
-                                    layout=w.Layout(width="auto"))
-        self.hint = w.HTML("<span style='color:#555'>Select runs with ctrl/shift-click; the oldest selected is "
-                           "the baseline.</span><style>.nbbench-history-runs select{font-family:"
-                           "var(--jp-code-font-family,monospace);font-size:var(--jp-code-font-size,12px)}</style>")
+        self.show_button = w.Button(
+            description="Show selected", icon="eye", disabled=True, layout=w.Layout(width="auto")
+        )
+        self.hint = w.HTML(
+            "<span style='color:#555'>Select runs with ctrl/shift-click; the oldest selected is "
+            "the baseline.</span><style>.nbbench-history-runs select{font-family:"
+            "var(--jp-code-font-family,monospace);font-size:var(--jp-code-font-size,12px)}</style>"
+        )
         self.out = w.HTML("")
         self.out.add_class("nbbench-history-out")
         self.charts = w.VBox([])
@@ -58,8 +72,16 @@ class HistoryTab(Tab):
         self.show_button.on_click(lambda b: self.show_selected())
         self._frame = None
         self.refresh()
-        return w.VBox([w.HBox([self.kind, self.label_filter, self.refresh_button]), self.header, self.runs,
-                       w.HBox([self.compare_button, self.show_button, self.hint]), self.out, self.charts])
+        return w.VBox(
+            [
+                w.HBox([self.kind, self.label_filter, self.refresh_button]),
+                self.header,
+                self.runs,
+                w.HBox([self.compare_button, self.show_button, self.hint]),
+                self.out,
+                self.charts,
+            ]
+        )
 
     # ----------------------------------------------------------------- data
     def store(self):
@@ -86,15 +108,18 @@ class HistoryTab(Tab):
             keep = self.kind.value if self.kind.value in opts else ALL
             self.kind.options = opts
             self.kind.value = keep
-        labels = sorted({str(x) for x in everything.get("label", []) if isinstance(x, str) and x}) \
-            if len(everything) else []
+        labels = (
+            sorted({str(x) for x in everything.get("label", []) if isinstance(x, str) and x}) if len(everything) else []
+        )
         self.label_filter.options = labels
         self._frame = frame
         selected = set(self.runs.value)
         newest = frame.iloc[::-1]
-        head, *lines = history_text(newest, width=ROW_WIDTH)   # the CLI's rows: the answer first
-        self.header.value = (f"<pre style='margin:0;padding:0 5px;font-family:var(--jp-code-font-family,monospace);"
-                             f"font-size:var(--jp-code-font-size,12px);color:#555'>{html.escape(head)}</pre>")
+        head, *lines = history_text(newest, width=ROW_WIDTH)  # the CLI's rows: the answer first
+        self.header.value = (
+            f"<pre style='margin:0;padding:0 5px;font-family:var(--jp-code-font-family,monospace);"
+            f"font-size:var(--jp-code-font-size,12px);color:#555'>{html.escape(head)}</pre>"
+        )
         options = [(text, int(rid)) for text, rid in zip(lines, newest["run_id"])]
         self.runs.options = options
         self.runs.value = tuple(v for _, v in options if v in selected)
@@ -176,7 +201,6 @@ def _error(msg: str) -> str:
     return error_html(msg)
 
 
-
 def headline_html(comparison, max_metrics: int = 3) -> str:
     """'new-disk: read 943 MB/s, +17.9 % (95 % CI …) against the baseline (baseline: 800 MB/s)'; a
     change within the noise says 'no significant change' in grey (:mod:`nbbench.compare.noise`).
@@ -195,19 +219,20 @@ def headline_html(comparison, max_metrics: int = 3) -> str:
         metrics = list(dict.fromkeys(r["metric"] for r in rows))[:max_metrics]
         for metric in metrics:
             mine = [r for r in rows if r["metric"] == metric]
-            if not mine or mine[0]["ref"] != g.names[0]:   # the baseline has no value for it
+            if not mine or mine[0]["ref"] != g.names[0]:  # the baseline has no value for it
                 continue
             base = mine[0]
             for r in mine[1:]:
                 i = g.names.index(r["ref"])
                 if g.interval(metric, i) is None:
                     continue
-                colour = g.delta_paint(metric, i, "#444")   # grey within the noise, never green/red
+                colour = g.delta_paint(metric, i, "#444")  # grey within the noise, never green/red
                 weight = "bold" if r["significant"] else "normal"
                 lines.append(
                     f"<div class='nbbench-compare-headline'><b>{esc(r['ref'])}</b>: "
                     f"{esc(metric_label(metric))} {esc(r['display'])}, "
                     f"<span style='color:{colour};font-weight:{weight}' title='{esc(r['change'] or '')}'>"
                     f"{esc(g.delta_cell(metric, i))}</span> against the "
-                    f"baseline ({esc(base['ref'])}: {esc(base['display'])})</div>")
+                    f"baseline ({esc(base['ref'])}: {esc(base['display'])})</div>"
+                )
     return "".join(lines)

@@ -12,9 +12,18 @@ from __future__ import annotations
 
 from ..runner import command_job
 from ..wording import field_names
-from .base import (COMMON_FIELDS, Tab, need_path, option_fields, options_argv, ranks_field, ranks_opts,
-                   repeat_field, repeat_opts,
-                   unavailable_reason)
+from .base import (
+    COMMON_FIELDS,
+    Tab,
+    need_path,
+    option_fields,
+    options_argv,
+    ranks_field,
+    ranks_opts,
+    repeat_field,
+    repeat_opts,
+    unavailable_reason,
+)
 
 ACTIONS = {
     "feed": "how many accelerators can this storage and CPU feed at AU >= 90 % — and what limits it",
@@ -32,35 +41,65 @@ def _accelerators() -> list[str]:
 
 
 DECODE = {"auto": "auto", "pil": "Pillow decode + crop", "none": "bytes only"}
-COLD = {"auto": "cold via fadvise when possible (auto)", "fadvise": "fadvise per file",
-        "drop_caches": "drop_caches (root, whole machine)", "none": "none: warm run only"}
+COLD = {
+    "auto": "cold via fadvise when possible (auto)",
+    "fadvise": "fadvise per file",
+    "drop_caches": "drop_caches (root, whole machine)",
+    "none": "none: warm run only",
+}
 
 
 def option_spec(accels: list[str]) -> dict[str, list]:
     """The fields that are feed's and sweep's options: (flag, the field's name, width, words);
     defaults, choices, limits and help are the parsers' (tests/test_panel_options.py)."""
     return {
-        "feed": [("--accelerator", "accelerator", None, {"choices": accels}),
-                 ("--batch-size", "batch size", "170px"),
-                 ("--workers", "workers", "190px", {"placeholder": "usable CPUs"}),
-                 ("--duration", "seconds per run", "190px"),
-                 ("--cold", "cold cache", None, {"labels": COLD}),
-                 ("--decode", "decode", None, {"labels": DECODE})],
-        "sweep": [("--workers", "num_workers", "280px", {"placeholder": "0,1,2,4… up to the CPUs"}),
-                  ("--batch-size", "batch sizes", "200px"), ("--pin-memory", "pin_memory", "200px"),
-                  ("--prefetch", "prefetch", "150px"), ("--duration", "seconds each", "170px"),
-                  ("--emulate", "emulate", None, {"choices": [""] + accels,
-                                                  "labels": {"": "none: the loader alone"}}),
-                  ("--decode", "decode", None, {"labels": DECODE})],
+        "feed": [
+            ("--accelerator", "accelerator", None, {"choices": accels}),
+            ("--batch-size", "batch size", "170px"),
+            ("--workers", "workers", "190px", {"placeholder": "usable CPUs"}),
+            ("--duration", "seconds per run", "190px"),
+            ("--cold", "cold cache", None, {"labels": COLD}),
+            ("--decode", "decode", None, {"labels": DECODE}),
+        ],
+        "sweep": [
+            ("--workers", "num_workers", "280px", {"placeholder": "0,1,2,4… up to the CPUs"}),
+            ("--batch-size", "batch sizes", "200px"),
+            ("--pin-memory", "pin_memory", "200px"),
+            ("--prefetch", "prefetch", "150px"),
+            ("--duration", "seconds each", "170px"),
+            ("--emulate", "emulate", None, {"choices": [""] + accels, "labels": {"": "none: the loader alone"}}),
+            ("--decode", "decode", None, {"labels": DECODE}),
+        ],
     }
 
 
 #: options the panel leaves out on purpose (see NOT_FIELDS in the Storage tab)
-NOT_FIELDS = {"--repeat",   # the tab's one "runs" field, shown for feed
-              "--json", "--quiet", "--verbose", "--label", "--no-save", "--details", "--help", "--count", "--warmup",
-              "--max-files", "--step", "--size", "--dataset", "--seed", "--no-persistent", "--ranks", "--nnodes",
-              "--rdzv-host", "--backend", "--no-dist", "--no-plot",
-              "--endpoint-url", "--region"}   # object storage: the panel's PATH is a folder
+NOT_FIELDS = {
+    "--repeat",  # the tab's one "runs" field, shown for feed
+    "--json",
+    "--quiet",
+    "--verbose",
+    "--label",
+    "--no-save",
+    "--details",
+    "--help",
+    "--count",
+    "--warmup",
+    "--max-files",
+    "--step",
+    "--size",
+    "--dataset",
+    "--seed",
+    "--no-persistent",
+    "--ranks",
+    "--nnodes",
+    "--rdzv-host",
+    "--backend",
+    "--no-dist",
+    "--no-plot",
+    "--endpoint-url",
+    "--region",
+}  # object storage: the panel's PATH is a folder
 
 
 class LoaderTab(Tab):
@@ -71,8 +110,9 @@ class LoaderTab(Tab):
         import ipywidgets as w
 
         accels = _accelerators()
-        self.action = w.ToggleButtons(options=list(ACTIONS), value="feed", tooltips=list(ACTIONS.values()),
-                                      style={"button_width": "90px"})
+        self.action = w.ToggleButtons(
+            options=list(ACTIONS), value="feed", tooltips=list(ACTIONS.values()), style={"button_width": "90px"}
+        )
         self.action.add_class("nbbench-loader-action")
         self.about = w.HTML()
         # the fields are the subcommands' options, from their parsers (option_field)
@@ -83,22 +123,35 @@ class LoaderTab(Tab):
         self.sw_workers, self.sw_batch, self.sw_pin = sw["--workers"], sw["--batch-size"], sw["--pin-memory"]
         self.sw_prefetch, self.sw_duration = sw["--prefetch"], sw["--duration"]
         self.sw_emulate, self.sw_decode = sw["--emulate"], sw["--decode"]
-        feed_box = w.VBox([w.HBox([self.fd_accel, self.fd_batch, self.fd_workers]),
-                           w.HBox([self.fd_duration, self.fd_decode]), self.fd_cold])
-        sweep_box = w.VBox([w.HBox([self.sw_workers, self.sw_batch, self.sw_pin]),
-                            w.HBox([self.sw_prefetch, self.sw_duration, self.sw_emulate]), self.sw_decode])
+        feed_box = w.VBox(
+            [
+                w.HBox([self.fd_accel, self.fd_batch, self.fd_workers]),
+                w.HBox([self.fd_duration, self.fd_decode]),
+                self.fd_cold,
+            ]
+        )
+        sweep_box = w.VBox(
+            [
+                w.HBox([self.sw_workers, self.sw_batch, self.sw_pin]),
+                w.HBox([self.sw_prefetch, self.sw_duration, self.sw_emulate]),
+                self.sw_decode,
+            ]
+        )
 
         self.boxes = {"feed": feed_box, "sweep": sweep_box}
         self.params = w.Box([feed_box])
         self.missing = w.HTML()
-        self.hint = w.HTML("<span style='color:#555'>PATH is the dataset folder (root/CLASS/IMAGE). No dataset? "
-                           "<code>nbbench make-dataset DIR --files 2000 --jpeg</code> makes one.</span>")
-        self.ranks = ranks_field()   # --ranks N
-        self.repeat = repeat_field("feed")   # --repeat N (feed measures; a sweep compares its configurations)
+        self.hint = w.HTML(
+            "<span style='color:#555'>PATH is the dataset folder (root/CLASS/IMAGE). No dataset? "
+            "<code>nbbench make-dataset DIR --files 2000 --jpeg</code> makes one.</span>"
+        )
+        self.ranks = ranks_field()  # --ranks N
+        self.repeat = repeat_field("feed")  # --repeat N (feed measures; a sweep compares its configurations)
         self.action.observe(self._switch, names="value")
         self._switch()
-        return w.VBox([self.action, self.about, self.params, w.HBox([self.repeat, self.ranks]), self.hint,
-                       self.missing])
+        return w.VBox(
+            [self.action, self.about, self.params, w.HBox([self.repeat, self.ranks]), self.hint, self.missing]
+        )
 
     def _switch(self, change=None) -> None:
         name = self.action.value

@@ -16,18 +16,27 @@ from ..runner import command_job
 from .base import COMMON_FIELDS, FIT, Tab, option_fields, options_argv, show
 
 #: the subcommand's options shown as fields: (flag, the field's name in the panel, width)
-OPTION_FIELDS = {"monitor": [("--interval", "interval", "150px"), ("--duration", "for", "130px"),
-                             ("--gpu", "GPUs", "180px", {"placeholder": "all, none or 0,1"}),
-                             ("--net", "network", "200px", {"placeholder": "auto, all, none or eth0"}),
-                             ("--procs", "process table every", "200px")]}
+OPTION_FIELDS = {
+    "monitor": [
+        ("--interval", "interval", "150px"),
+        ("--duration", "for", "130px"),
+        ("--gpu", "GPUs", "180px", {"placeholder": "all, none or 0,1"}),
+        ("--net", "network", "200px", {"placeholder": "auto, all, none or eth0"}),
+        ("--procs", "process table every", "200px"),
+    ]
+}
 #: left out on purpose, and why (tests/test_panel_options.py fails on an option neither shown nor here)
-NOT_FIELDS = {"--help": "the tab's own text says what the monitor samples",
-              "--json": "the panel shows the card; the result's JSON is in History",
-              "--quiet": "no terminal progress in the panel", "--details": "the card folds the details itself",
-              "--no-save": "the panel's 'save' box", "--label": "the panel's 'label' field",
-              "--path": "the panel's PATH field (a folder: the disk behind it is watched)",
-              "--no-plot": "the panel's 'live plot' box",
-              "--serve": "a /metrics server outlives a panel run badly: nbbench watch --serve or %iobench monitor"}
+NOT_FIELDS = {
+    "--help": "the tab's own text says what the monitor samples",
+    "--json": "the panel shows the card; the result's JSON is in History",
+    "--quiet": "no terminal progress in the panel",
+    "--details": "the card folds the details itself",
+    "--no-save": "the panel's 'save' box",
+    "--label": "the panel's 'label' field",
+    "--path": "the panel's PATH field (a folder: the disk behind it is watched)",
+    "--no-plot": "the panel's 'live plot' box",
+    "--serve": "a /metrics server outlives a panel run badly: nbbench watch --serve or %iobench monitor",
+}
 #: the panel has no cell to watch: a run lasts this long unless "until Stop" (the parser's default is the cell)
 DURATION = "30s"
 
@@ -44,14 +53,22 @@ class MonitorTab(Tab):
         self.interval, self.duration, self.gpus = o["--interval"], o["--duration"], o["--gpu"]
         self.duration.value = DURATION
         self.duration.add_class("nbbench-monitor-duration")
-        self.until_stop = w.Checkbox(value=False, description="until Stop", indent=False,
-                                     layout=w.Layout(width=FIT, margin="0 16px 0 4px"))
+        self.until_stop = w.Checkbox(
+            value=False, description="until Stop", indent=False, layout=w.Layout(width=FIT, margin="0 16px 0 4px")
+        )
         self.until_stop.observe(self._until_stop, names="value")
-        about = w.HTML("<span style='color:#555'>Samples GPU kernel-active % and memory (NVML), CPU, the disk "
-                       "behind PATH and this kernel's process tree (its reads and writes) with a live plot — e.g. "
-                       "while a training cell runs elsewhere. The summary is saved as a monitor run.</span>")
-        return w.VBox([about, w.HBox([self.interval, self.duration, self.until_stop, self.gpus]),
-                       w.HBox([o["--net"], o["--procs"]])])
+        about = w.HTML(
+            "<span style='color:#555'>Samples GPU kernel-active % and memory (NVML), CPU, the disk "
+            "behind PATH and this kernel's process tree (its reads and writes) with a live plot — e.g. "
+            "while a training cell runs elsewhere. The summary is saved as a monitor run.</span>"
+        )
+        return w.VBox(
+            [
+                about,
+                w.HBox([self.interval, self.duration, self.until_stop, self.gpus]),
+                w.HBox([o["--net"], o["--procs"]]),
+            ]
+        )
 
     def _until_stop(self, change) -> None:
         # "for" means nothing until Stop: hidden (and disabled, for scripts reading it)
@@ -67,13 +84,13 @@ class MonitorTab(Tab):
         return {**COMMON_FIELDS, **field_names(list(self.opts.items())), "--path": "PATH"}
 
     def job(self, path, label):
-        opts = options_argv(self.opts)   # (a hidden "for" is left out: --duration 0 below)
+        opts = options_argv(self.opts)  # (a hidden "for" is left out: --duration 0 below)
         if not self.until_stop.value and not self.duration.value.strip():
             raise ProbeError("the panel has no cell to watch: type how long in 'for' (30s), or tick 'until Stop'")
         if self.until_stop.value:
             opts += ["--duration", "0"]
         if path is not None and path.ok and path.kind == "dir":
             opts += ["--path", path.path]
-        if not self.panel.plot_rates.value:   # the panel's "live plot" box: the monitor's own plot
+        if not self.panel.plot_rates.value:  # the panel's "live plot" box: the monitor's own plot
             opts.append("--no-plot")
         return command_job("monitor", "monitor", *opts, label=label, fields=self.fields())

@@ -12,16 +12,34 @@ from ..runner import command_job
 from .base import COMMON_FIELDS, FIT, Tab, option_fields, options_argv, unavailable_reason
 
 #: the subcommand's options shown as fields: (flag, the field's name in the panel, width)
-OPTION_FIELDS = {"s3": [("--endpoint-url", "endpoint", "360px", {"placeholder": "AWS S3 (or http://HOST:PORT)"}),
-                        ("--region", "region", "200px"), ("--streams", "streams", "150px"),
-                        ("--max-streams", "sweep up to", "170px"), ("--runtime", "runtime", "150px"),
-                        ("--part-size", "ranged part", "170px"),
-                        ("--no-sweep", "no concurrency sweep (measure at 'streams' only)"),
-                        ("--write", "write test: PUTs under a new prefix, all deleted")]}
+OPTION_FIELDS = {
+    "s3": [
+        ("--endpoint-url", "endpoint", "360px", {"placeholder": "AWS S3 (or http://HOST:PORT)"}),
+        ("--region", "region", "200px"),
+        ("--streams", "streams", "150px"),
+        ("--max-streams", "sweep up to", "170px"),
+        ("--runtime", "runtime", "150px"),
+        ("--part-size", "ranged part", "170px"),
+        ("--no-sweep", "no concurrency sweep (measure at 'streams' only)"),
+        ("--write", "write test: PUTs under a new prefix, all deleted"),
+    ]
+}
 #: left out on purpose (tests/test_panel_options.py fails on an option neither shown nor here)
-NOT_FIELDS = {"--json", "--quiet", "--label", "--no-save", "--details", "--help", "--sweep-runtime", "--no-ranged",
-              "--repeat",
-              "--max-keys", "--seed", "--write-size", "--write-count"}
+NOT_FIELDS = {
+    "--json",
+    "--quiet",
+    "--label",
+    "--no-save",
+    "--details",
+    "--help",
+    "--sweep-runtime",
+    "--no-ranged",
+    "--repeat",
+    "--max-keys",
+    "--seed",
+    "--write-size",
+    "--write-count",
+}
 
 
 class ObjectsTab(Tab):
@@ -31,16 +49,28 @@ class ObjectsTab(Tab):
     def build(self):
         import ipywidgets as w
 
-        self.url = w.Text(value="", description="bucket", placeholder="s3://BUCKET/PREFIX",
-                          style={"description_width": "initial"}, layout=w.Layout(width="420px"))
+        self.url = w.Text(
+            value="",
+            description="bucket",
+            placeholder="s3://BUCKET/PREFIX",
+            style={"description_width": "initial"},
+            layout=w.Layout(width="420px"),
+        )
         self.opts = option_fields("s3", OPTION_FIELDS["s3"])
         o = self.opts
-        about = w.HTML("<span style='color:#555'>GETs the objects under a prefix at N concurrent streams: "
-                       "throughput, requests/s, time to first byte; a sweep of 1, 2, 4, … streams names the knee. "
-                       "Credentials come from the standard AWS chain and are never shown.</span>")
-        kids = [about, self.url, w.HBox([o["--endpoint-url"], o["--region"]]),
-                w.HBox([o["--streams"], o["--max-streams"], o["--runtime"], o["--part-size"]]),
-                o["--no-sweep"], o["--write"]]
+        about = w.HTML(
+            "<span style='color:#555'>GETs the objects under a prefix at N concurrent streams: "
+            "throughput, requests/s, time to first byte; a sweep of 1, 2, 4, … streams names the knee. "
+            "Credentials come from the standard AWS chain and are never shown.</span>"
+        )
+        kids = [
+            about,
+            self.url,
+            w.HBox([o["--endpoint-url"], o["--region"]]),
+            w.HBox([o["--streams"], o["--max-streams"], o["--runtime"], o["--part-size"]]),
+            o["--no-sweep"],
+            o["--write"],
+        ]
         note = unavailable_reason("s3")
         if note:
             kids.append(w.HTML(f"<span style='color:#c62828'>not available: {note}</span>"))

@@ -9,9 +9,20 @@ from __future__ import annotations
 
 from ..runner import command_job
 from ..wording import field_names
-from .base import (COMMON_FIELDS, FIT, Tab, need_path, option_fields, options_argv, ranks_field, ranks_opts,
-                   repeat_field, repeat_opts, show,
-                   unavailable_reason)
+from .base import (
+    COMMON_FIELDS,
+    FIT,
+    Tab,
+    need_path,
+    option_fields,
+    options_argv,
+    ranks_field,
+    ranks_opts,
+    repeat_field,
+    repeat_opts,
+    show,
+    unavailable_reason,
+)
 
 PROBES = {
     "dd": "sequential write then read (dd-style)",
@@ -22,25 +33,67 @@ PROBES = {
 #: the fields that are the subcommands' own options: (flag, the field's name in the panel, width);
 #: everything else about them — default, choices, limits, help — is the parser's
 OPTION_FIELDS = {
-    "dd": [("--bs", "block size", "150px"), ("--size", "size", "150px"), ("--engine", "engine"),
-           ("--jobs", "jobs", "120px")],
-    "randread": [("--bs", "block size", "150px"), ("--qd", "queue depth", "160px"), ("--jobs", "jobs", "120px"),
-                 ("--runtime", "runtime", "150px"), ("--ramp", "ramp", "150px"), ("--size", "region", "150px"),
-                 ("--engine", "engine"), ("--warm", "warm: read the region once first (measures the page cache)")],
-    "files": [("--sample", "sample files", "190px"), ("--threads", "threads", "150px"),
-              ("--cold", "cold: drop the page cache first (else labelled warm)")],
-    "disk": [("--preset", "preset"), ("--size", "size", "150px"), ("--runtime", "per test", "150px"),
-             ("--ramp", "ramp", "150px"), ("--engine", "engine"), ("--jobs", "jobs", "120px"),
-             ("--no-write", "reads only (no write tests)")],
+    "dd": [
+        ("--bs", "block size", "150px"),
+        ("--size", "size", "150px"),
+        ("--engine", "engine"),
+        ("--jobs", "jobs", "120px"),
+    ],
+    "randread": [
+        ("--bs", "block size", "150px"),
+        ("--qd", "queue depth", "160px"),
+        ("--jobs", "jobs", "120px"),
+        ("--runtime", "runtime", "150px"),
+        ("--ramp", "ramp", "150px"),
+        ("--size", "region", "150px"),
+        ("--engine", "engine"),
+        ("--warm", "warm: read the region once first (measures the page cache)"),
+    ],
+    "files": [
+        ("--sample", "sample files", "190px"),
+        ("--threads", "threads", "150px"),
+        ("--cold", "cold: drop the page cache first (else labelled warm)"),
+    ],
+    "disk": [
+        ("--preset", "preset"),
+        ("--size", "size", "150px"),
+        ("--runtime", "per test", "150px"),
+        ("--ramp", "ramp", "150px"),
+        ("--engine", "engine"),
+        ("--jobs", "jobs", "120px"),
+        ("--no-write", "reads only (no write tests)"),
+    ],
 }
 #: the options the panel leaves out on purpose (the panel's own fields, or not for a panel);
 #: tests/test_panel_options.py fails on an option that is neither a field nor here
-NOT_FIELDS = {"--json", "--quiet", "--verbose", "--label", "--no-save", "--details", "--help", "--direct",
-              "--buffered", "--mode", "--count", "--buffers", "--ranks", "--nnodes", "--rdzv-host", "--backend",
-              "--no-dist", "--file-per-rank", "--seed", "--repeat",   # --repeat: the tab's one "runs" field
-              "--threads"}   # randread's and disk's deprecated alias of --jobs (files' own --threads is a field)
-CACHE = (("auto: direct where the filesystem accepts it", "auto"), ("direct (O_DIRECT)", "direct"),
-         ("buffered (page cache)", "buffered"))
+NOT_FIELDS = {
+    "--json",
+    "--quiet",
+    "--verbose",
+    "--label",
+    "--no-save",
+    "--details",
+    "--help",
+    "--direct",
+    "--buffered",
+    "--mode",
+    "--count",
+    "--buffers",
+    "--ranks",
+    "--nnodes",
+    "--rdzv-host",
+    "--backend",
+    "--no-dist",
+    "--file-per-rank",
+    "--seed",
+    "--repeat",  # --repeat: the tab's one "runs" field
+    "--threads",
+}  # randread's and disk's deprecated alias of --jobs (files' own --threads is a field)
+CACHE = (
+    ("auto: direct where the filesystem accepts it", "auto"),
+    ("direct (O_DIRECT)", "direct"),
+    ("buffered (page cache)", "buffered"),
+)
 #: dd's mode in a directory (a file or a device is only read: no choice to make there)
 DD_MODES = (("write, then read back", ""), ("write only", "write"))
 
@@ -57,8 +110,9 @@ class StorageTab(Tab):
         import ipywidgets as w
 
         st = {"description_width": "initial"}
-        self.probe = w.ToggleButtons(options=[(k, k) for k in PROBES], value="dd",
-                                     tooltips=list(PROBES.values()), style={"button_width": "90px"})
+        self.probe = w.ToggleButtons(
+            options=[(k, k) for k in PROBES], value="dd", tooltips=list(PROBES.values()), style={"button_width": "90px"}
+        )
         self.probe.add_class("nbbench-storage-probe")
         self.about = w.HTML()
         # every field that is one of the subcommand's options comes from its parser (names,
@@ -77,24 +131,37 @@ class StorageTab(Tab):
         # and dd's mode in a directory
         self.dd_cache, self.rr_cache, self.dk_cache = (
             w.Dropdown(options=CACHE, value="auto", description="cache", style=st, layout=w.Layout(width=FIT))
-            for _ in range(3))
-        self.dd_mode = w.Dropdown(options=DD_MODES, value="", description="mode", style=st,
-                                  layout=w.Layout(width=FIT))
-        dd_box = w.VBox([w.HBox([self.dd_bs, self.dd_size, self.dd_engine, self.dd_jobs]),
-                         w.HBox([self.dd_cache, self.dd_mode])])
-        rr_box = w.VBox([w.HBox([self.rr_bs, self.rr_qd, self.rr_jobs, self.rr_runtime, self.rr_ramp]),
-                         w.HBox([self.rr_size, self.rr_engine, self.rr_cache]), self.rr_warm])
+            for _ in range(3)
+        )
+        self.dd_mode = w.Dropdown(options=DD_MODES, value="", description="mode", style=st, layout=w.Layout(width=FIT))
+        dd_box = w.VBox(
+            [w.HBox([self.dd_bs, self.dd_size, self.dd_engine, self.dd_jobs]), w.HBox([self.dd_cache, self.dd_mode])]
+        )
+        rr_box = w.VBox(
+            [
+                w.HBox([self.rr_bs, self.rr_qd, self.rr_jobs, self.rr_runtime, self.rr_ramp]),
+                w.HBox([self.rr_size, self.rr_engine, self.rr_cache]),
+                self.rr_warm,
+            ]
+        )
         files_box = w.VBox([w.HBox([self.fl_sample, self.fl_threads]), self.fl_cold])
-        disk_box = w.VBox([w.HBox([self.dk_preset, self.dk_size, self.dk_runtime, self.dk_ramp]),
-                           w.HBox([self.dk_cache, self.dk_engine, self.dk_jobs]), self.dk_nowrite,
-                           w.HTML("<span style='color:#555'>cdm: SEQ1M Q8T1, SEQ1M Q1T1, RND4K Q32T1, RND4K Q1T1, "
-                                  "read and (in a directory) write, as one table.</span>")])
+        disk_box = w.VBox(
+            [
+                w.HBox([self.dk_preset, self.dk_size, self.dk_runtime, self.dk_ramp]),
+                w.HBox([self.dk_cache, self.dk_engine, self.dk_jobs]),
+                self.dk_nowrite,
+                w.HTML(
+                    "<span style='color:#555'>cdm: SEQ1M Q8T1, SEQ1M Q1T1, RND4K Q32T1, RND4K Q1T1, "
+                    "read and (in a directory) write, as one table.</span>"
+                ),
+            ]
+        )
 
         self.boxes = {"dd": dd_box, "randread": rr_box, "files": files_box, "disk": disk_box}
         self.params = w.Box([dd_box])
         self.missing = w.HTML()
-        self.ranks = ranks_field()   # --ranks N (not for the disk presets)
-        self.repeat = repeat_field("dd")   # --repeat N: every probe here (the same option of each parser)
+        self.ranks = ranks_field()  # --ranks N (not for the disk presets)
+        self.repeat = repeat_field("dd")  # --repeat N: every probe here (the same option of each parser)
         self.probe.observe(self._switch, names="value")
         self.rr_cache.observe(lambda c: self._relevant(), names="value")
         self._info = None

@@ -15,8 +15,7 @@ import mmap
 import os
 import random
 
-__all__ = ["drop_file", "drop_all", "resident_fraction", "preload", "memory_bytes", "looks_zero",
-           "sparse_fraction"]
+__all__ = ["drop_file", "drop_all", "resident_fraction", "preload", "memory_bytes", "looks_zero", "sparse_fraction"]
 
 
 def drop_file(fd: int, length: int = 0, writable: bool = False) -> tuple[bool, str]:

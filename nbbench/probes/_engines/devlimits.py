@@ -28,8 +28,18 @@ from ... import topology
 from ...results import ProbeError
 from ...units import format_bytes
 
-__all__ = ["RequestLimits", "read_limits", "limits_for_path", "requests_per_io", "split_sentence", "annotate",
-           "BUFFERS", "buffers_label", "check_buffers", "SYS_ROOT"]
+__all__ = [
+    "RequestLimits",
+    "read_limits",
+    "limits_for_path",
+    "requests_per_io",
+    "split_sentence",
+    "annotate",
+    "BUFFERS",
+    "buffers_label",
+    "check_buffers",
+    "SYS_ROOT",
+]
 
 #: where sysfs is read when no ``sys_root`` is given (tests point it at a fixture tree)
 SYS_ROOT = "/sys"
@@ -44,16 +54,17 @@ def check_buffers(buffers: str, engine: str) -> None:
     if buffers not in BUFFERS:
         raise ProbeError(f"buffers must be {' or '.join(BUFFERS)}, not {buffers!r}")
     if buffers != "pages" and engine != "builtin":
-        raise ProbeError(f"buffers {buffers!r} is the builtin engine's option: {engine} uses its own "
-                         "page-aligned buffers")
+        raise ProbeError(
+            f"buffers {buffers!r} is the builtin engine's option: {engine} uses its own page-aligned buffers"
+        )
 
 
 @dataclass
 class RequestLimits:
     """One disk's request limits (``None`` where sysfs does not say)."""
 
-    device: str                      # the name asked for (vda1)
-    disk: str                        # whose queue/ applies (vda)
+    device: str  # the name asked for (vda1)
+    disk: str  # whose queue/ applies (vda)
     max_segments: int | None = None
     max_sectors_kb: int | None = None
     max_hw_sectors_kb: int | None = None
@@ -78,9 +89,15 @@ def _limits(dev, name: str) -> RequestLimits | None:
     q = dev.queue()
     if all(getattr(q, a) is None for a in ("max_segments", "max_sectors_kb", "logical_block_size")):
         return None  # no queue/ for it
-    return RequestLimits(device=name, disk=dev.disk, max_segments=q.max_segments, max_sectors_kb=q.max_sectors_kb,
-                         max_hw_sectors_kb=q.max_hw_sectors_kb, max_segment_size=q.max_segment_size,
-                         logical_block_size=q.logical_block_size)
+    return RequestLimits(
+        device=name,
+        disk=dev.disk,
+        max_segments=q.max_segments,
+        max_sectors_kb=q.max_sectors_kb,
+        max_hw_sectors_kb=q.max_hw_sectors_kb,
+        max_segment_size=q.max_segment_size,
+        logical_block_size=q.logical_block_size,
+    )
 
 
 def read_limits(name: str, sys_root: str | None = None) -> RequestLimits | None:
@@ -91,8 +108,9 @@ def read_limits(name: str, sys_root: str | None = None) -> RequestLimits | None:
     return None if dev is None else _limits(dev, name)
 
 
-def limits_for_path(path: str, source: str | None = None,
-                    sys_root: str | None = None) -> tuple[RequestLimits | None, str]:
+def limits_for_path(
+    path: str, source: str | None = None, sys_root: str | None = None
+) -> tuple[RequestLimits | None, str]:
     """(limits, "") for the block device holding ``path`` (a block device: itself), or
     (None, why not), through :func:`nbbench.topology.device_of_path`.  A filesystem with
     an anonymous device number (overlay, tmpfs, NFS, btrfs) is looked up through its mount
@@ -112,7 +130,9 @@ def limits_for_path(path: str, source: str | None = None,
     if dev is None:
         return None, f"{path} is on a filesystem without a block device of its own ({source or 'no source'})"
     lim = _limits(dev, dev.name)
-    return (lim, "") if lim is not None else (None, f"no queue limits under {root.rstrip('/')}/sys/block for {dev.name}")
+    return (
+        (lim, "") if lim is not None else (None, f"no queue limits under {root.rstrip('/')}/sys/block for {dev.name}")
+    )
 
 
 def _segments(bs: int, buffers: str, lim: RequestLimits, measured: int | None = None) -> int:
@@ -128,8 +148,9 @@ def _segments(bs: int, buffers: str, lim: RequestLimits, measured: int | None = 
     return -(-bs // min(mmap.PAGESIZE, seg_max))
 
 
-def requests_per_io(lim: RequestLimits, bs: int, buffers: str = "pages",
-                    segments: int | None = None) -> tuple[int, str]:
+def requests_per_io(
+    lim: RequestLimits, bs: int, buffers: str = "pages", segments: int | None = None
+) -> tuple[int, str]:
     """(requests one ``bs`` O_DIRECT I/O becomes — at most, unless ``segments`` (the
     buffer's measured physical pieces) is given — and the limit that splits it, or "")."""
     by_seg = -(-_segments(bs, buffers, lim, segments) // lim.max_segments) if lim.max_segments else 1
@@ -141,8 +162,10 @@ def requests_per_io(lim: RequestLimits, bs: int, buffers: str = "pages",
 
 def _limits_text(lim: RequestLimits, buffers: str) -> str:
     unit = f" of {_size(mmap.PAGESIZE)} pages" if buffers == "pages" else ""
-    parts = [f"max {lim.max_segments} segments{unit}" if lim.max_segments else "max_segments unknown",
-             f"max_sectors_kb {lim.max_sectors_kb}" if lim.max_sectors_kb else "max_sectors_kb unknown"]
+    parts = [
+        f"max {lim.max_segments} segments{unit}" if lim.max_segments else "max_segments unknown",
+        f"max_sectors_kb {lim.max_sectors_kb}" if lim.max_sectors_kb else "max_sectors_kb unknown",
+    ]
     return ", ".join(parts)
 
 
@@ -150,8 +173,9 @@ def _in(n: int) -> str:
     return "in two" if n == 2 else f"in {n}"
 
 
-def split_sentence(lim: RequestLimits, bs: int, buffers: str = "pages", whose: str = "",
-                   segments: int | None = None) -> str | None:
+def split_sentence(
+    lim: RequestLimits, bs: int, buffers: str = "pages", whose: str = "", segments: int | None = None
+) -> str | None:
     """A sentence saying how a ``bs`` O_DIRECT I/O is split on this device; None when it is not.
 
     ``whose``: whose buffers ("dd's", "fio's"; "" for the builtin engine's); ``segments``:
@@ -162,12 +186,16 @@ def split_sentence(lim: RequestLimits, bs: int, buffers: str = "pages", whose: s
     size = _size(bs)
     head = f"a {size} request on {lim.disk} ({_limits_text(lim, buffers)}) is split {_in(n)}"
     if why == "max_sectors_kb":
-        return (f"{head}: each {size} I/O goes to the device as {n} requests of at most {lim.max_sectors_kb} KiB, "
-                "whatever the buffers (dd and fio alike)")
+        return (
+            f"{head}: each {size} I/O goes to the device as {n} requests of at most {lim.max_sectors_kb} KiB, "
+            "whatever the buffers (dd and fio alike)"
+        )
     segs = _segments(bs, buffers, lim, segments)
     if buffers == "huge":
-        return (f"{head}: even on 2 MiB huge pages each {size} I/O carries {segs} segments and goes to the "
-                f"device as {n} requests")
+        return (
+            f"{head}: even on 2 MiB huge pages each {size} I/O carries {segs} segments and goes to the "
+            f"device as {n} requests"
+        )
     who = f"{whose} page-aligned buffers" if whose else "page-aligned buffers, as dd and fio use"
     if segments is None:
         how = f"up to {segs} segments, fewer only where pages happen to be physically contiguous"
@@ -187,8 +215,18 @@ def buffers_label(buffers: str, engine: str = "builtin", huge_fraction: float | 
     return text
 
 
-def annotate(res, path: str, bs: int, buffers: str, engine: str, direct: bool, outs=(),
-             source: str | None = None, sys_root: str | None = None, target=None) -> None:
+def annotate(
+    res,
+    path: str,
+    bs: int,
+    buffers: str,
+    engine: str,
+    direct: bool,
+    outs=(),
+    source: str | None = None,
+    sys_root: str | None = None,
+    target=None,
+) -> None:
     """Put the buffer kind, the device's request limits and the split of one ``bs`` I/O on
     ``res``: labels ``buffers``, ``buffer_segments`` (measured, builtin engine, where
     physical addresses are readable), ``device_max_segments``, ``device_max_sectors_kb``,
@@ -212,8 +250,11 @@ def annotate(res, path: str, bs: int, buffers: str, engine: str, direct: bool, o
         # SYS_ROOT at a fixture sysfs look the device up there instead)
         dev = target.blockdev
         lim = _limits(dev, dev.name) if dev is not None else None
-        why = (f"no queue limits under /sys/block for {dev.name}" if dev is not None else
-               f"{path} is on a filesystem without a block device of its own ({target.extra.get('source') or 'no source'})")
+        why = (
+            f"no queue limits under /sys/block for {dev.name}"
+            if dev is not None
+            else f"{path} is on a filesystem without a block device of its own ({target.extra.get('source') or 'no source'})"
+        )
     else:
         lim, why = limits_for_path(path, source, sys_root)
     if lim is None:
@@ -239,6 +280,8 @@ def annotate(res, path: str, bs: int, buffers: str, engine: str, direct: bool, o
     if text:
         res.labels["request_shape"] = text
     pn, _ = requests_per_io(lim, bs, "pages")
-    if eff == "huge" and pn > n:   # the one case that changes how to read the figure
-        res.warn(f"buffers 'huge': {n} request(s) per {size} I/O on {lim.disk} where dd's and fio's page buffers "
-                 f"make {pn}: not comparable with their figures")
+    if eff == "huge" and pn > n:  # the one case that changes how to read the figure
+        res.warn(
+            f"buffers 'huge': {n} request(s) per {size} I/O on {lim.disk} where dd's and fio's page buffers "
+            f"make {pn}: not comparable with their figures"
+        )

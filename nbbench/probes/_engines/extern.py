@@ -29,12 +29,13 @@ from ...results import ProbeError
 from ...results.hist import PERCENTILES, percentile_key
 from .job import JobOutput
 
-__all__ = ["fio_path", "dd_path", "run_fio", "run_dd", "FIO_INSTALL_HINT", "parse_dd_summary",
-           "parse_fio_json"]
+__all__ = ["fio_path", "dd_path", "run_fio", "run_dd", "FIO_INSTALL_HINT", "parse_dd_summary", "parse_fio_json"]
 
-FIO_INSTALL_HINT = ("the fio engine needs fio on PATH: install it with `apt-get install fio` "
-                    "(Debian/Ubuntu), `dnf install fio` (Fedora/RHEL) or `conda install -c conda-forge fio`; "
-                    "or use --engine builtin")
+FIO_INSTALL_HINT = (
+    "the fio engine needs fio on PATH: install it with `apt-get install fio` "
+    "(Debian/Ubuntu), `dnf install fio` (Fedora/RHEL) or `conda install -c conda-forge fio`; "
+    "or use --engine builtin"
+)
 
 
 def fio_path() -> str:
@@ -63,6 +64,7 @@ def _death_signal():
         return None
     try:
         import ctypes
+
         prctl = ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):
         return None
@@ -77,8 +79,15 @@ def _death_signal():
 def _run(argv, cancel, on_stderr=None, env=None):
     """Run ``argv``; SIGINT on cancel; returns (rc, stdout, stderr, interrupted).  Waits in the
     calling thread, which therefore outlives the tool (the death signal follows that thread)."""
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env=env, start_new_session=True, preexec_fn=_death_signal())
+    proc = subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        start_new_session=True,
+        preexec_fn=_death_signal(),
+    )
     out_chunks: list[bytes] = []
     err_chunks: list[bytes] = []
 
@@ -121,8 +130,12 @@ def _run(argv, cancel, on_stderr=None, env=None):
         raise
     t_out.join(2)
     t_err.join(2)
-    return proc.returncode, b"".join(out_chunks).decode(errors="replace"), \
-        b"".join(err_chunks).decode(errors="replace"), interrupted
+    return (
+        proc.returncode,
+        b"".join(out_chunks).decode(errors="replace"),
+        b"".join(err_chunks).decode(errors="replace"),
+        interrupted,
+    )
 
 
 # ---------------------------------------------------------------------- fio
@@ -139,26 +152,60 @@ def parse_fio_json(text: str, op: str) -> dict:
     return sect
 
 
-def run_fio(filename: str, *, op: str, pattern: str, bs: int, qd: int, size: int,
-            runtime: float | None, ramp: float, direct: bool, invalidate: bool = True,
-            fsync_end: bool = False, cancel=None, progress=None, ioengine: str | None = None,
-            progress_key: str = "read_bytes_per_s", threads: int = 1) -> JobOutput:
+def run_fio(
+    filename: str,
+    *,
+    op: str,
+    pattern: str,
+    bs: int,
+    qd: int,
+    size: int,
+    runtime: float | None,
+    ramp: float,
+    direct: bool,
+    invalidate: bool = True,
+    fsync_end: bool = False,
+    cancel=None,
+    progress=None,
+    ioengine: str | None = None,
+    progress_key: str = "read_bytes_per_s",
+    threads: int = 1,
+) -> JobOutput:
     fio = fio_path()
     if ioengine is None:
         from . import uring_setup
 
         ioengine = "io_uring" if uring_setup.available()[0] else "libaio"
-    rw = {("read", "rand"): "randread", ("read", "seq"): "read",
-          ("write", "rand"): "randwrite", ("write", "seq"): "write"}[(op, pattern)]
+    rw = {
+        ("read", "rand"): "randread",
+        ("read", "seq"): "read",
+        ("write", "rand"): "randwrite",
+        ("write", "seq"): "write",
+    }[(op, pattern)]
     logdir = tempfile.mkdtemp(prefix="nbbench-fio-")
     try:
-        argv = [fio, "--name=nbbench", f"--filename={filename}", f"--rw={rw}", f"--bs={bs}",
-                f"--iodepth={qd}", f"--ioengine={ioengine}", f"--direct={1 if direct else 0}",
-                f"--size={size}", f"--invalidate={1 if invalidate else 0}", "--output-format=json",
-                "--lat_percentiles=1", "--clat_percentiles=0",
-                "--percentile_list=" + ":".join(f"{p:g}" for p in PERCENTILES),
-                f"--write_bw_log={os.path.join(logdir, 'nb')}", "--log_avg_msec=500",
-                "--thread", f"--numjobs={threads}", "--group_reporting", "--randrepeat=0"]
+        argv = [
+            fio,
+            "--name=nbbench",
+            f"--filename={filename}",
+            f"--rw={rw}",
+            f"--bs={bs}",
+            f"--iodepth={qd}",
+            f"--ioengine={ioengine}",
+            f"--direct={1 if direct else 0}",
+            f"--size={size}",
+            f"--invalidate={1 if invalidate else 0}",
+            "--output-format=json",
+            "--lat_percentiles=1",
+            "--clat_percentiles=0",
+            "--percentile_list=" + ":".join(f"{p:g}" for p in PERCENTILES),
+            f"--write_bw_log={os.path.join(logdir, 'nb')}",
+            "--log_avg_msec=500",
+            "--thread",
+            f"--numjobs={threads}",
+            "--group_reporting",
+            "--randrepeat=0",
+        ]
         if op == "read":
             argv.append("--readonly")
         if runtime is not None:
@@ -201,8 +248,12 @@ def run_fio(filename: str, *, op: str, pattern: str, bs: int, qd: int, size: int
             # fio's runtime is in whole ms; its bw_bytes is the precise figure
             res.elapsed_s = res.bytes / float(sect["bw_bytes"])
         lat = sect.get("lat_ns", {})
-        m = {"lat_mean_ns": float(lat.get("mean", "nan")), "lat_stddev_ns": float(lat.get("stddev", "nan")),
-             "lat_min_ns": float(lat.get("min", "nan")), "lat_max_ns": float(lat.get("max", "nan"))}
+        m = {
+            "lat_mean_ns": float(lat.get("mean", "nan")),
+            "lat_stddev_ns": float(lat.get("stddev", "nan")),
+            "lat_min_ns": float(lat.get("min", "nan")),
+            "lat_max_ns": float(lat.get("max", "nan")),
+        }
         pct = lat.get("percentile", {})
         for p in PERCENTILES:
             key = f"{p:.6f}"
@@ -253,8 +304,19 @@ def parse_dd_summary(text: str) -> tuple[int, float] | None:
     return last
 
 
-def run_dd(*, src: str, dst: str, bs: int, count: int, direct: bool, op: str, fsync_end: bool,
-           cancel=None, progress=None, progress_key: str = "read_bytes_per_s") -> JobOutput:
+def run_dd(
+    *,
+    src: str,
+    dst: str,
+    bs: int,
+    count: int,
+    direct: bool,
+    op: str,
+    fsync_end: bool,
+    cancel=None,
+    progress=None,
+    progress_key: str = "read_bytes_per_s",
+) -> JobOutput:
     """One dd pass: ``op='write'`` copies /dev/zero into ``dst`` (our temp file), ``op='read'``
     copies ``src`` to /dev/null."""
     dd = dd_path()
@@ -274,8 +336,11 @@ def run_dd(*, src: str, dst: str, bs: int, count: int, direct: bool, op: str, fs
         if m:
             b, t = int(m.group(1)), float(m.group(2))
             points.append((t, b))
-            call_progress(progress, b / total if total else None,
-                          {progress_key: b / t if t > 0 else None, "done": b, "total": total or None, "unit": "bytes"})
+            call_progress(
+                progress,
+                b / total if total else None,
+                {progress_key: b / t if t > 0 else None, "done": b, "total": total or None, "unit": "bytes"},
+            )
 
     rc, _out, err, interrupted = _run(argv, cancel, on_stderr=on_line, env={**os.environ, "LC_ALL": "C"})
     summary = parse_dd_summary(err)

@@ -33,24 +33,24 @@ class JobSpec:
     """One stream of I/O against an open file descriptor."""
 
     fd: int
-    op: str = "read"            # "read" | "write"
-    pattern: str = "rand"       # "rand" | "seq"
+    op: str = "read"  # "read" | "write"
+    pattern: str = "rand"  # "rand" | "seq"
     bs: int = 4096
     qd: int = 1
-    region: int = 0             # bytes addressed from offset 0 (a multiple of bs)
+    region: int = 0  # bytes addressed from offset 0 (a multiple of bs)
     runtime: float | None = None  # seconds, time based (None: size based)
-    ramp: float = 0.0           # seconds not counted (time based only)
-    total: int | None = None    # bytes, size based (one sequential pass)
+    ramp: float = 0.0  # seconds not counted (time based only)
+    total: int | None = None  # bytes, size based (one sequential pass)
     window_s: float = 0.5
     seed: int = 0
-    fsync_end: bool = False     # fdatasync inside the timed window (buffered writes)
+    fsync_end: bool = False  # fdatasync inside the timed window (buffered writes)
     cancel: threading.Event | None = None
     progress: Callable | None = None
     progress_key: str = "read_bytes_per_s"
     threads: int = 1
-    force: str | None = None    # builtin engine: "sync" | "uring" | "threads" (None: choose)
-    buffers: str = "pages"      # builtin engine: "pages" (ordinary, page-aligned) | "huge" (2 MiB THP)
-    base: int = 0               # byte offset the region starts at (a job of several: its own part of the file)
+    force: str | None = None  # builtin engine: "sync" | "uring" | "threads" (None: choose)
+    buffers: str = "pages"  # builtin engine: "pages" (ordinary, page-aligned) | "huge" (2 MiB THP)
+    base: int = 0  # byte offset the region starts at (a job of several: its own part of the file)
 
 
 @dataclass
@@ -171,7 +171,7 @@ class Meter:
         time_based = spec.runtime is not None
         self.ramp_end = now + int(spec.ramp * 1e9) if time_based and spec.ramp > 0 else None
         self.m0 = now if self.ramp_end is None else None
-        self.cpu0 = time.thread_time_ns()   # this (the I/O) thread's CPU time at the measurement's start
+        self.cpu0 = time.thread_time_ns()  # this (the I/O) thread's CPU time at the measurement's start
         self.done0 = 0
         self.win_ns = int(spec.window_s * 1e9)
         self.next_win = (now if self.ramp_end is None else self.ramp_end) + self.win_ns
@@ -270,7 +270,7 @@ class Meter:
         metrics = {spec.progress_key: rate} if rate is not None else {}
         if rate is not None and spec.pattern == "rand":
             metrics["iops"] = rate / spec.bs
-        if self.deadline is None and spec.total:   # a size-bound job: how far, in bytes
+        if self.deadline is None and spec.total:  # a size-bound job: how far, in bytes
             metrics.update(done=min(done * spec.bs, spec.total), total=spec.total, unit="bytes")
         call_progress(spec.progress, frac, metrics or None)
 
@@ -297,7 +297,7 @@ class Meter:
         if short is not None and out.ios > 0:
             out.bytes -= self.spec.bs - max(0, short)
         out.elapsed_s = (now - self.m0) / 1e9
-        if now > self.m0 and out.ios > 0:   # how busy the thread that submits and reaps was
+        if now > self.m0 and out.ios > 0:  # how busy the thread that submits and reaps was
             cpu_ns = max(0, time.thread_time_ns() - self.cpu0)
             out.extra["engine_cpu_pct"] = 100.0 * cpu_ns / (now - self.m0)
             out.extra["engine_cpu_ns_per_io"] = cpu_ns / out.ios
@@ -308,7 +308,7 @@ class Meter:
         if self.spec.progress is not None:
             spec = self.spec
             last = {spec.progress_key: out.bytes_per_s} if out.elapsed_s > 0 else {}
-            if self.deadline is None and spec.total:   # how far it got, in bytes
+            if self.deadline is None and spec.total:  # how far it got, in bytes
                 last.update(done=min(out.bytes, spec.total), total=spec.total, unit="bytes")
             call_progress(spec.progress, None if out.interrupted else 1.0, last or None)
         return out

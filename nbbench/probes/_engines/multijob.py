@@ -65,17 +65,35 @@ def job_specs(spec: JobSpec, jobs: int) -> list[JobSpec]:
 
 
 def _encode(out: JobOutput) -> dict:
-    return {"ios": out.ios, "bytes": out.bytes, "elapsed_s": out.elapsed_s, "hist": out.hist.to_state(),
-            "windows": out.windows, "qd_max": out.qd_max, "qd_mean": out.qd_mean, "io_path": out.io_path,
-            "interrupted": out.interrupted, "extra": out.extra}
+    return {
+        "ios": out.ios,
+        "bytes": out.bytes,
+        "elapsed_s": out.elapsed_s,
+        "hist": out.hist.to_state(),
+        "windows": out.windows,
+        "qd_max": out.qd_max,
+        "qd_mean": out.qd_mean,
+        "io_path": out.io_path,
+        "interrupted": out.interrupted,
+        "extra": out.extra,
+    }
 
 
 def _decode(d: dict) -> JobOutput:
     from ...results.hist import LatencyHistogram
 
-    return JobOutput(ios=d["ios"], bytes=d["bytes"], elapsed_s=d["elapsed_s"],
-                     hist=LatencyHistogram.from_state(d["hist"]), windows=d["windows"], qd_max=d["qd_max"],
-                     qd_mean=d["qd_mean"], io_path=d["io_path"], interrupted=d["interrupted"], extra=d["extra"])
+    return JobOutput(
+        ios=d["ios"],
+        bytes=d["bytes"],
+        elapsed_s=d["elapsed_s"],
+        hist=LatencyHistogram.from_state(d["hist"]),
+        windows=d["windows"],
+        qd_max=d["qd_max"],
+        qd_mean=d["qd_mean"],
+        io_path=d["io_path"],
+        interrupted=d["interrupted"],
+        extra=d["extra"],
+    )
 
 
 def merge_outputs(outs: list[JobOutput], io_path: str) -> JobOutput:
@@ -92,16 +110,25 @@ def merge_outputs(outs: list[JobOutput], io_path: str) -> JobOutput:
         m.qd_mean += o.qd_mean
         per = o.extra.get("engine_cpu_ns_per_io")
         cpu_ns += (per or 0.0) * o.ios
-        rows.append({"job": i, "ios": o.ios, "bytes": o.bytes, "elapsed_s": o.elapsed_s, "iops": o.iops,
-                     "bytes_per_s": o.bytes_per_s, "lat_mean_ns": o.hist.mean,
-                     "lat_p99_ns": o.hist.percentiles((99.0,))[99.0] if o.hist.n else None,
-                     "engine_cpu_pct": o.extra.get("engine_cpu_pct"), "engine_cpu_ns_per_io": per})
+        rows.append(
+            {
+                "job": i,
+                "ios": o.ios,
+                "bytes": o.bytes,
+                "elapsed_s": o.elapsed_s,
+                "iops": o.iops,
+                "bytes_per_s": o.bytes_per_s,
+                "lat_mean_ns": o.hist.mean,
+                "lat_p99_ns": o.hist.percentiles((99.0,))[99.0] if o.hist.n else None,
+                "engine_cpu_pct": o.extra.get("engine_cpu_pct"),
+                "engine_cpu_ns_per_io": per,
+            }
+        )
     m.elapsed_s = max(o.elapsed_s for o in outs)
     m.extra["jobs"] = rows
     busy = [r["engine_cpu_pct"] for r in rows if r["engine_cpu_pct"] is not None]
     if busy and m.ios:
-        m.extra.update(engine_cpu_pct=max(busy), engine_cpu_ns_per_io=cpu_ns / m.ios,
-                       engine_cpu_pct_sum=sum(busy))
+        m.extra.update(engine_cpu_pct=max(busy), engine_cpu_ns_per_io=cpu_ns / m.ios, engine_cpu_pct_sum=sum(busy))
     for k in ("io_loop", "uring_unavailable", "huge_fraction", "buffer_segments", "buffers_used"):
         if k in outs[0].extra:
             m.extra[k] = outs[0].extra[k]
@@ -112,8 +139,10 @@ def merge_outputs(outs: list[JobOutput], io_path: str) -> JobOutput:
     if anchors:
         m.extra["t0_unix"] = min(anchors)
     n = min(len(o.windows) for o in outs)
-    m.windows = [[outs[0].windows[i][0], sum(o.windows[i][1] for o in outs), sum(o.windows[i][2] for o in outs)]
-                 for i in range(n)]
+    m.windows = [
+        [outs[0].windows[i][0], sum(o.windows[i][1] for o in outs), sum(o.windows[i][2] for o in outs)]
+        for i in range(n)
+    ]
     return m
 
 
@@ -156,9 +185,16 @@ def run_jobs(spec: JobSpec, jobs: int) -> JobOutput:
 
     try:
         for i, s in enumerate(specs):
-            p = subprocess.Popen([sys.executable, "-m", "nbbench.probes._engines.multijob"], stdin=subprocess.PIPE,
-                                 stdout=subprocess.PIPE, pass_fds=(spec.fd,), env=env, text=True, bufsize=1,
-                                 start_new_session=True)
+            p = subprocess.Popen(
+                [sys.executable, "-m", "nbbench.probes._engines.multijob"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                pass_fds=(spec.fd,),
+                env=env,
+                text=True,
+                bufsize=1,
+                start_new_session=True,
+            )
             procs.append(p)
             wire = {k: getattr(s, k) for k in _WIRE}
             wire["report"] = i == 0 and spec.progress is not None
@@ -181,8 +217,9 @@ def run_jobs(spec: JobSpec, jobs: int) -> JobOutput:
                 rc = procs[i].wait()
                 if outs[i] is None and failure is None and not (stopped and rc == 0):
                     why = f"killed by signal {-rc}" if rc < 0 else f"exit status {rc}"
-                    failure = ProbeError(f"job {i + 1} of {jobs} ended without its result ({why}); "
-                                         "the other jobs were stopped")
+                    failure = ProbeError(
+                        f"job {i + 1} of {jobs} ended without its result ({why}); the other jobs were stopped"
+                    )
                     for p in procs:
                         send(p, "stop")
                 if eof == jobs:
@@ -190,21 +227,26 @@ def run_jobs(spec: JobSpec, jobs: int) -> JobOutput:
                 continue
             if "ready" in msg:
                 ready += 1
-                if ready == jobs:   # every job set up: start them together
+                if ready == jobs:  # every job set up: start them together
                     for p in procs:
                         send(p, "stop" if stopped else "go")
             elif "p" in msg and spec.progress is not None:
                 frac, metrics = msg["p"]
-                if metrics:   # one job's progress stands for all: its rates and counts times the jobs
-                    metrics = {k: (v * jobs if isinstance(v, (int, float)) and not isinstance(v, bool) else v)
-                               for k, v in metrics.items()}
+                if metrics:  # one job's progress stands for all: its rates and counts times the jobs
+                    metrics = {
+                        k: (v * jobs if isinstance(v, (int, float)) and not isinstance(v, bool) else v)
+                        for k, v in metrics.items()
+                    }
                 spec.progress(frac, metrics)
             elif "out" in msg:
                 outs[i] = _decode(msg["out"])
             elif "error" in msg and failure is None:
                 e = msg["error"]
-                failure = OSError(e["errno"], e["message"]) if e.get("errno") else \
-                    ProbeError(f"job {i + 1} of {jobs} failed: {e['message']}")
+                failure = (
+                    OSError(e["errno"], e["message"])
+                    if e.get("errno")
+                    else ProbeError(f"job {i + 1} of {jobs} failed: {e['message']}")
+                )
                 for p in procs:
                     send(p, "stop")
         if failure is not None:
@@ -223,7 +265,7 @@ def run_jobs(spec: JobSpec, jobs: int) -> JobOutput:
                 p.kill()
                 p.wait()
     got = [o for o in outs if o is not None]
-    if not got:   # cancelled before the jobs started
+    if not got:  # cancelled before the jobs started
         return JobOutput(io_path=f"{jobs} processes", interrupted=True)
     merged = merge_outputs(got, f"{jobs} processes x {got[0].io_path}")
     merged.interrupted |= len(got) < jobs
@@ -253,7 +295,7 @@ def _own_description(fd: int, pattern: str) -> int:
         own = os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | direct)
     except OSError:
         return fd
-    if not direct and hasattr(os, "posix_fadvise"):   # the parent's advice was for its own description
+    if not direct and hasattr(os, "posix_fadvise"):  # the parent's advice was for its own description
         try:
             os.posix_fadvise(own, 0, 0, os.POSIX_FADV_RANDOM if pattern == "rand" else os.POSIX_FADV_SEQUENTIAL)
         except OSError:

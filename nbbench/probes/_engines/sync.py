@@ -33,8 +33,15 @@ class BufferPool:
     O_DIRECT I/O from it carries to the device — or None where the kernel hides physical
     addresses (not root)."""
 
-    def __init__(self, mm: mmap.mmap, views: list, kind: str, huge_fraction: float | None = None,
-                 segments: int | None = None, span: memoryview | None = None):
+    def __init__(
+        self,
+        mm: mmap.mmap,
+        views: list,
+        kind: str,
+        huge_fraction: float | None = None,
+        segments: int | None = None,
+        span: memoryview | None = None,
+    ):
         self.mm = mm
         self.views = views
         self.span = span  # all ``views`` as one contiguous view (the compiled loop takes it)
@@ -139,14 +146,15 @@ def aligned_buffers(n: int, bs: int, fill_random: bool = False, buffers: str = "
     step = 1 << 20
     for off in range(0, n * bs, step):  # touch every page now, not in the timed loop
         chunk = min(step, n * bs - off)
-        mv[start + off:start + off + chunk] = os.urandom(chunk) if fill_random else bytes(chunk)
-    views = [mv[start + i * bs:start + (i + 1) * bs] for i in range(n)]
-    whole = mv[start:start + n * bs]
+        mv[start + off : start + off + chunk] = os.urandom(chunk) if fill_random else bytes(chunk)
+    views = [mv[start + i * bs : start + (i + 1) * bs] for i in range(n)]
+    whole = mv[start : start + n * bs]
     mv.release()
     frac = huge_fraction(base, span) if buffers == "huge" else None
     segs = [physical_segments(base + i * bs, bs) for i in range(n)]
-    return BufferPool(mm, views, buffers, 0.0 if buffers == "huge" and not huge else frac,
-                      None if None in segs else max(segs), whole)
+    return BufferPool(
+        mm, views, buffers, 0.0 if buffers == "huge" and not huge else frac, None if None in segs else max(segs), whole
+    )
 
 
 PREAD_MAX = 128 << 10  # buffered reads up to this size use os.pread (below malloc's mmap threshold)
@@ -217,8 +225,7 @@ def _run_sync_compiled(spec: JobSpec, loop) -> JobOutput:
             while pos < n_chunk:
                 if len(scratch) < n_chunk - pos:
                     scratch = np.empty(n_chunk - pos, dtype=np.int64)
-                done, last = loop(fd, pool.span, bs, nbuf, chunk, pos, n_chunk - pos, scratch,
-                                  meter.next_event, write)
+                done, last = loop(fd, pool.span, bs, nbuf, chunk, pos, n_chunk - pos, scratch, meter.next_event, write)
                 if done:
                     stamps.frombytes(scratch[:done].tobytes())
                     now = int(scratch[done - 1])
@@ -361,8 +368,7 @@ def run_threads(spec: JobSpec) -> JobOutput:
         except OSError as exc:
             state["error"] = exc
 
-    threads = [threading.Thread(target=worker, args=(i,), daemon=True, name=f"nbbench-io-{i}")
-               for i in range(qd)]
+    threads = [threading.Thread(target=worker, args=(i,), daemon=True, name=f"nbbench-io-{i}") for i in range(qd)]
     for t in threads:
         t.start()
     measuring = False

@@ -85,14 +85,17 @@ def run_uring(spec: JobSpec) -> JobOutput:
     anchor = ctypes.c_char.from_buffer(views[0])
     base = ctypes.addressof(anchor)  # the slots are contiguous from here
     extras = uring_setup.arm(ring, spec.fd, write, base, bs, qd)
-    how = {"each": ", one submit per I/O, completions reaped in batches",
-           "single": ", one submit per I/O, completions flushed per submit",
-           "batch": ", re-armed I/Os submitted in batches",
-           "sqpoll": ", SQPOLL kernel submission thread",
-           "vector": ", completions reaped and slots re-armed with numpy, re-armed I/Os submitted in batches"}[mode]
-    out = JobOutput(io_path=f"io_uring ({'compiled loop' if compiled is not None else 'ctypes syscalls'}{how}, "
-                    f"{qd} in flight"
-                    + (", " + ", ".join(extras) if extras else "") + ")")
+    how = {
+        "each": ", one submit per I/O, completions reaped in batches",
+        "single": ", one submit per I/O, completions flushed per submit",
+        "batch": ", re-armed I/Os submitted in batches",
+        "sqpoll": ", SQPOLL kernel submission thread",
+        "vector": ", completions reaped and slots re-armed with numpy, re-armed I/Os submitted in batches",
+    }[mode]
+    out = JobOutput(
+        io_path=f"io_uring ({'compiled loop' if compiled is not None else 'ctypes syscalls'}{how}, "
+        f"{qd} in flight" + (", " + ", ".join(extras) if extras else "") + ")"
+    )
     pool.record(out.extra)
     sq32, cq32, sqe64 = ring.sq32, ring.cq32, ring.sqe64
     sq_mask = sq32[ring.sq_mask_off // 4]
@@ -107,7 +110,7 @@ def run_uring(spec: JobSpec) -> JobOutput:
     pc = time.perf_counter_ns
     vector = mode == "vector"
     offs = Offsets(spec, arrays=vector or compiled is not None)
-    if vector or compiled is not None:   # the first qd offsets prime the ring; the loop goes on from the same chunk
+    if vector or compiled is not None:  # the first qd offsets prime the ring; the loop goes on from the same chunk
         first = offs.next_array()
         first = first if first is not None else []
         it = iter(first[:qd].tolist())
@@ -134,15 +137,47 @@ def run_uring(spec: JobSpec) -> JobOutput:
     drained = False
     try:
         if compiled is not None:
-            done, error, qsum, qn, now = loop_compiled(compiled, ring, pc, offs, vstate, meter, sub_t, bs, st,
-                                                       sq_mask, cq_mask, mode == "each")
+            done, error, qsum, qn, now = loop_compiled(
+                compiled, ring, pc, offs, vstate, meter, sub_t, bs, st, sq_mask, cq_mask, mode == "each"
+            )
         elif vector:
             done, error, qsum, qn, now = loop_vector(
-                ring, raw, pc, offs, vstate, meter, sub_t, bs, st, sq_mask, cq_mask, sq_tail_i, cq_head_i,
-                cq_tail_i, NR_IO_URING_ENTER, IORING_ENTER_GETEVENTS)
+                ring,
+                raw,
+                pc,
+                offs,
+                vstate,
+                meter,
+                sub_t,
+                bs,
+                st,
+                sq_mask,
+                cq_mask,
+                sq_tail_i,
+                cq_head_i,
+                cq_tail_i,
+                NR_IO_URING_ENTER,
+                IORING_ENTER_GETEVENTS,
+            )
         else:
-            args = (ring, raw, pc, it, meter, sub_t, bs, st, sq_mask, cq_mask, sq_tail_i, sq_arr_i, cq_head_i,
-                    cq_tail_i, cqe64_i, cqe32_i)
+            args = (
+                ring,
+                raw,
+                pc,
+                it,
+                meter,
+                sub_t,
+                bs,
+                st,
+                sq_mask,
+                cq_mask,
+                sq_tail_i,
+                sq_arr_i,
+                cq_head_i,
+                cq_tail_i,
+                cqe64_i,
+                cqe32_i,
+            )
             done, error, qsum, qn, now = loop_single(*args) if mode == "single" else loop_batched(*args, mode)
         drained = True  # the loops return with nothing in flight
         meter.finish(now, done)

@@ -12,14 +12,37 @@ import ctypes
 import errno
 import os
 
-from .uring_setup import (BUSY, IORING_ENTER_GETEVENTS, IORING_ENTER_SQ_WAKEUP, IORING_SQ_NEED_WAKEUP,
-                          NR_IO_URING_ENTER, BusyWait)
+from .uring_setup import (
+    BUSY,
+    IORING_ENTER_GETEVENTS,
+    IORING_ENTER_SQ_WAKEUP,
+    IORING_SQ_NEED_WAKEUP,
+    NR_IO_URING_ENTER,
+    BusyWait,
+)
 
 __all__ = ["loop_batched", "loop_single"]
 
 
-def loop_batched(ring, raw, pc, it, meter, sub_t, bs, st, sq_mask, cq_mask,
-                 sq_tail_i, sq_arr_i, cq_head_i, cq_tail_i, cqe64_i, cqe32_i, mode):
+def loop_batched(
+    ring,
+    raw,
+    pc,
+    it,
+    meter,
+    sub_t,
+    bs,
+    st,
+    sq_mask,
+    cq_mask,
+    sq_tail_i,
+    sq_arr_i,
+    cq_head_i,
+    cq_tail_i,
+    cqe64_i,
+    cqe32_i,
+    mode,
+):
     """One ``io_uring_enter(to_submit=re-armed, min_complete=1)`` per pass; every completion
     found on the ring is reaped and its slot re-armed; the SQ tail is advanced once."""
     sq32, cq32, cqi32, cq64, sqe64 = ring.sq32, ring.cq32, ring.cqi32, ring.cq64, ring.sqe64
@@ -106,8 +129,24 @@ def loop_batched(ring, raw, pc, it, meter, sub_t, bs, st, sq_mask, cq_mask,
     return done, error, qsum, qn, now
 
 
-def loop_single(ring, raw, pc, it, meter, sub_t, bs, st, sq_mask, cq_mask,
-                sq_tail_i, sq_arr_i, cq_head_i, cq_tail_i, cqe64_i, cqe32_i):
+def loop_single(
+    ring,
+    raw,
+    pc,
+    it,
+    meter,
+    sub_t,
+    bs,
+    st,
+    sq_mask,
+    cq_mask,
+    sq_tail_i,
+    sq_arr_i,
+    cq_head_i,
+    cq_tail_i,
+    cqe64_i,
+    cqe32_i,
+):
     """The earlier loop (``single``): ``NBBENCH_URING_BATCH`` entries (1) submitted per call,
     completions flushed on every call."""
     sq32, cq32, cqi32, cq64, sqe64 = ring.sq32, ring.cq32, ring.cqi32, ring.cq64, ring.sqe64

@@ -66,8 +66,17 @@ def enter_fn():
     global _enter7
     if _enter7 is None:
         _syscall()
-        proto = ctypes.CFUNCTYPE(ctypes.c_long, ctypes.c_long, ctypes.c_long, ctypes.c_long, ctypes.c_long,
-                                 ctypes.c_long, ctypes.c_void_p, ctypes.c_long, use_errno=True)
+        proto = ctypes.CFUNCTYPE(
+            ctypes.c_long,
+            ctypes.c_long,
+            ctypes.c_long,
+            ctypes.c_long,
+            ctypes.c_long,
+            ctypes.c_long,
+            ctypes.c_void_p,
+            ctypes.c_long,
+            use_errno=True,
+        )
         _enter7 = proto(("syscall", _libc))
     return _enter7
 
@@ -81,9 +90,15 @@ class Ring:
         # like fio: no IPIs for completions, task work deferred until we reap
         # (COOP_TASKRUN | SINGLE_ISSUER | DEFER_TASKRUN, kernel 6.1+); plain on older kernels.
         # sqpoll: a kernel thread submits (DEFER_TASKRUN does not combine with it).
-        choices = ((IORING_SETUP_COOP_TASKRUN | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN,
-                    IORING_SETUP_COOP_TASKRUN, 0) if not sqpoll else
-                   (IORING_SETUP_SQPOLL | IORING_SETUP_SINGLE_ISSUER, IORING_SETUP_SQPOLL))
+        choices = (
+            (
+                IORING_SETUP_COOP_TASKRUN | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN,
+                IORING_SETUP_COOP_TASKRUN,
+                0,
+            )
+            if not sqpoll
+            else (IORING_SETUP_SQPOLL | IORING_SETUP_SINGLE_ISSUER, IORING_SETUP_SQPOLL)
+        )
         for setup_flags in choices:
             params = (ctypes.c_uint32 * 30)()
             params[2] = setup_flags
@@ -130,9 +145,15 @@ class Ring:
         self.sqe64 = self.sqe8.cast("Q")
 
     def enter(self, to_submit: int, min_complete: int) -> int:
-        r = self._enter(ctypes.c_long(NR_IO_URING_ENTER), ctypes.c_long(self.fd), ctypes.c_long(to_submit),
-                        ctypes.c_long(min_complete), ctypes.c_long(IORING_ENTER_GETEVENTS),
-                        ctypes.c_long(0), ctypes.c_long(0))
+        r = self._enter(
+            ctypes.c_long(NR_IO_URING_ENTER),
+            ctypes.c_long(self.fd),
+            ctypes.c_long(to_submit),
+            ctypes.c_long(min_complete),
+            ctypes.c_long(IORING_ENTER_GETEVENTS),
+            ctypes.c_long(0),
+            ctypes.c_long(0),
+        )
         if r < 0:
             e = ctypes.get_errno()
             raise OSError(e, os.strerror(e))
@@ -179,8 +200,13 @@ def _iovecs(base: int, bs: int, n: int):
 def _register(ring: Ring, opcode: int, arg, nr: int) -> bool:
     if os.environ.get("NBBENCH_URING_NO_REGISTER"):
         return False
-    r = _syscall()(ctypes.c_long(NR_IO_URING_REGISTER), ctypes.c_long(ring.fd), ctypes.c_long(opcode),
-                   ctypes.cast(arg, ctypes.c_void_p), ctypes.c_long(nr))
+    r = _syscall()(
+        ctypes.c_long(NR_IO_URING_REGISTER),
+        ctypes.c_long(ring.fd),
+        ctypes.c_long(opcode),
+        ctypes.cast(arg, ctypes.c_void_p),
+        ctypes.c_long(nr),
+    )
     return r >= 0
 
 
@@ -199,7 +225,7 @@ def arm(ring: Ring, fd: int, write: bool, base: int, bs: int, n: int) -> list[st
     else:
         opcode = IORING_OP_WRITE if write else IORING_OP_READ
     for s in range(n):
-        sqe8[s * 64:(s + 1) * 64] = bytes(64)
+        sqe8[s * 64 : (s + 1) * 64] = bytes(64)
         sqe8[s * 64] = opcode
         if fixed_file:
             sqe8[s * 64 + 1] = IOSQE_FIXED_FILE
@@ -210,7 +236,7 @@ def arm(ring: Ring, fd: int, write: bool, base: int, bs: int, n: int) -> list[st
         sqe32[s * 16 + 6] = bs
         sqe64[s * 8 + 4] = s
         if fixed_bufs:
-            sqe8[s * 64 + 40:s * 64 + 42] = s.to_bytes(2, "little")  # buf_index
+            sqe8[s * 64 + 40 : s * 64 + 42] = s.to_bytes(2, "little")  # buf_index
     return [x for x, on in (("registered buffers", fixed_bufs), ("registered file", fixed_file)) if on]
 
 

@@ -58,8 +58,22 @@ def loop_compiled(ring_loop, ring, pc, offs, vstate, meter, sub_list, bs, st, sq
                 chunk, pos = np.concatenate([chunk[pos:], nxt]), 0
         qsum += state[2]
         qn += 1
-        pos, nlat, err, now, refused = ring_loop(ring.fd, ring.sq_mm, ring.cq_mm, ring.sqe_mm, layout, chunk, pos, final,
-                                        sub, lats, meter.next_event, bs, state, each)
+        pos, nlat, err, now, refused = ring_loop(
+            ring.fd,
+            ring.sq_mm,
+            ring.cq_mm,
+            ring.sqe_mm,
+            layout,
+            chunk,
+            pos,
+            final,
+            sub,
+            lats,
+            meter.next_event,
+            bs,
+            state,
+            each,
+        )
         if nlat:
             meter.lats.frombytes(lats[:nlat].tobytes())
         if err is not None and error is None:
@@ -71,8 +85,24 @@ def loop_compiled(ring_loop, ring, pc, offs, vstate, meter, sub_list, bs, st, sq
     return state[4], error, qsum, qn, now
 
 
-def loop_vector(ring, raw, pc, offs, vstate, meter, sub_list, bs, st, sq_mask, cq_mask, sq_tail_i, cq_head_i,
-                cq_tail_i, enter_nr, getevents):
+def loop_vector(
+    ring,
+    raw,
+    pc,
+    offs,
+    vstate,
+    meter,
+    sub_list,
+    bs,
+    st,
+    sq_mask,
+    cq_mask,
+    sq_tail_i,
+    cq_head_i,
+    cq_tail_i,
+    enter_nr,
+    getevents,
+):
     """Run until nothing is in flight from ``st`` = [tail, submitted, inflight], the primed ring's
     state; ``vstate`` = [the current offsets chunk, the position in it]."""
     import numpy as np
@@ -99,7 +129,7 @@ def loop_vector(ring, raw, pc, offs, vstate, meter, sub_list, bs, st, sq_mask, c
                     break
                 chunk, pos = nxt, 0
             m = min(k, len(chunk) - pos)
-            parts.append(chunk[pos:pos + m])
+            parts.append(chunk[pos : pos + m])
             pos += m
             k -= m
         return parts[0] if len(parts) == 1 else (np.concatenate(parts) if parts else empty)
@@ -150,7 +180,7 @@ def loop_vector(ring, raw, pc, offs, vstate, meter, sub_list, bs, st, sq_mask, c
                 if go:
                     o = take(len(slots))
                     m = len(o)
-                    if m < len(slots):   # the offsets ran out: those slots retire
+                    if m < len(slots):  # the offsets ran out: those slots retire
                         go = False
                         inflight -= len(slots) - m
                         slots = slots[:m]

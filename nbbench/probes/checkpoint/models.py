@@ -37,15 +37,27 @@ from dataclasses import dataclass, field
 from ...results import ProbeError
 from ...units import format_bytes
 
-__all__ = ["TensorSpec", "Plan", "plan", "MODELS", "PRESETS", "PRESET_SOURCE", "DEFAULT_SIZE", "decoder_params",
-           "resnet50_params", "DTYPE_BYTES"]
+__all__ = [
+    "TensorSpec",
+    "Plan",
+    "plan",
+    "MODELS",
+    "PRESETS",
+    "PRESET_SOURCE",
+    "DEFAULT_SIZE",
+    "decoder_params",
+    "resnet50_params",
+    "DTYPE_BYTES",
+]
 
 DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "int64": 8}
 DEFAULT_SIZE = 512 << 20
 GIB = 1 << 30
 
-PRESET_SOURCE = ("mlcommons/storage mlpstorage/config.py LLM_SIZE_BY_RANK and LLM_ALLOWED_VALUES (commit 1d3bbf1c), "
-                 "configs/dlio/workload/llama3_{name}.yaml")
+PRESET_SOURCE = (
+    "mlcommons/storage mlpstorage/config.py LLM_SIZE_BY_RANK and LLM_ALLOWED_VALUES (commit 1d3bbf1c), "
+    "configs/dlio/workload/llama3_{name}.yaml"
+)
 
 
 @dataclass(frozen=True)
@@ -58,9 +70,9 @@ class Preset:
     vocab: int
     heads: int
     kv_heads: int
-    model_gib: int       # LLM_SIZE_BY_RANK (Model GB, Optimizer GB): the whole checkpoint
+    model_gib: int  # LLM_SIZE_BY_RANK (Model GB, Optimizer GB): the whole checkpoint
     optimizer_gib: int
-    processes: int       # LLM_ALLOWED_VALUES' CLOSED process count
+    processes: int  # LLM_ALLOWED_VALUES' CLOSED process count
 
     def per_process_bytes(self, optimizer: bool = True) -> float:
         return (self.model_gib + (self.optimizer_gib if optimizer else 0)) * GIB / self.processes
@@ -129,11 +141,17 @@ def decoder_params(layers: int, hidden: int, ffn: int, vocab: int, heads: int, k
     out = [("embed_tokens.weight", (vocab, hidden))]
     for i in range(layers):
         p = f"layers.{i}."
-        out += [(p + "self_attn.q_proj.weight", (hidden, hidden)), (p + "self_attn.k_proj.weight", (kv, hidden)),
-                (p + "self_attn.v_proj.weight", (kv, hidden)), (p + "self_attn.o_proj.weight", (hidden, hidden)),
-                (p + "mlp.gate_proj.weight", (ffn, hidden)), (p + "mlp.up_proj.weight", (ffn, hidden)),
-                (p + "mlp.down_proj.weight", (hidden, ffn)), (p + "input_layernorm.weight", (hidden,)),
-                (p + "post_attention_layernorm.weight", (hidden,))]
+        out += [
+            (p + "self_attn.q_proj.weight", (hidden, hidden)),
+            (p + "self_attn.k_proj.weight", (kv, hidden)),
+            (p + "self_attn.v_proj.weight", (kv, hidden)),
+            (p + "self_attn.o_proj.weight", (hidden, hidden)),
+            (p + "mlp.gate_proj.weight", (ffn, hidden)),
+            (p + "mlp.up_proj.weight", (ffn, hidden)),
+            (p + "mlp.down_proj.weight", (hidden, ffn)),
+            (p + "input_layernorm.weight", (hidden,)),
+            (p + "post_attention_layernorm.weight", (hidden,)),
+        ]
     out += [("norm.weight", (hidden,)), ("lm_head.weight", (vocab, hidden))]
     return out
 
@@ -141,6 +159,7 @@ def decoder_params(layers: int, hidden: int, ffn: int, vocab: int, heads: int, k
 def resnet50_params(width: float = 1.0):
     """(name, shape, kind) of torchvision's ResNet-50, channels × ``width``; kind is ``param`` or
     ``buffer`` (batch norm's running statistics) or ``count`` (``num_batches_tracked``)."""
+
     def ch(c):
         return max(1, int(round(c * width)))
 
@@ -150,9 +169,15 @@ def resnet50_params(width: float = 1.0):
         out.append((f"{name}.weight", (cout, cin, k, k), "param"))
 
     def bn(name, c):
-        out.extend([(f"{name}.weight", (c,), "param"), (f"{name}.bias", (c,), "param"),
-                    (f"{name}.running_mean", (c,), "buffer"), (f"{name}.running_var", (c,), "buffer"),
-                    (f"{name}.num_batches_tracked", (), "count")])
+        out.extend(
+            [
+                (f"{name}.weight", (c,), "param"),
+                (f"{name}.bias", (c,), "param"),
+                (f"{name}.running_mean", (c,), "buffer"),
+                (f"{name}.running_var", (c,), "buffer"),
+                (f"{name}.num_batches_tracked", (), "count"),
+            ]
+        )
 
     conv("conv1", ch(64), 3, 7)
     bn("bn1", ch(64))
@@ -191,8 +216,11 @@ def _llm_specs(params, weight_dtype: str, optimizer: bool) -> list[TensorSpec]:
 def _resnet_specs(params, optimizer: bool) -> list[TensorSpec]:
     specs = [TensorSpec(("model", n), s, "int64" if kind == "count" else "float32") for n, s, kind in params]
     if optimizer:
-        specs += [TensorSpec(("optimizer", "state", n, "momentum_buffer"), s, "float32")
-                  for n, s, kind in params if kind == "param"]
+        specs += [
+            TensorSpec(("optimizer", "state", n, "momentum_buffer"), s, "float32")
+            for n, s, kind in params
+            if kind == "param"
+        ]
     return specs
 
 
@@ -249,8 +277,10 @@ def plan(model: str = "transformer", size=None, scale: float = 1.0, optimizer: b
     opt_text = "optimizer fp32 (Adam: exp_avg, exp_avg_sq, master weights)" if optimizer else "no optimizer state"
     if model in PRESETS:
         if size_b is not None:
-            raise ProbeError(f"{model} takes its size from MLPerf Storage (its per-process share); scale it with "
-                             "--scale (e.g. 0.01), not --size")
+            raise ProbeError(
+                f"{model} takes its size from MLPerf Storage (its per-process share); scale it with "
+                "--scale (e.g. 0.01), not --size"
+            )
         pr = PRESETS[model]
         params = decoder_params(pr.layers, pr.hidden, pr.ffn, pr.vocab, pr.heads, pr.kv_heads)
         target = pr.per_process_bytes(optimizer) * scale
@@ -263,14 +293,23 @@ def plan(model: str = "transformer", size=None, scale: float = 1.0, optimizer: b
             short = target - sum(math.prod(s) for _, s in sliced) * _bytes_per_param(optimizer)
             sliced[0] = (name, (shape[0] + max(0, int(short // (shape[1] * _bytes_per_param(optimizer)))), shape[1]))
         gib = pr.model_gib + (pr.optimizer_gib if optimizer else 0)
-        size_text = (f"MLPerf's {gib:,} GiB / {pr.processes} processes = "
-                     f"{format_bytes(pr.per_process_bytes(optimizer), binary=True)} per process"
-                     + (f" × scale {scale:g}" if scale != 1 else "") + f"; a 1/{d:,.1f} slice of each tensor")
-        return Plan(model, _llm_specs(sliced, "float16", optimizer), int(target),
-                    f"{pr.layers} layers, hidden {pr.hidden}, ffn {pr.ffn}, vocab {pr.vocab}, {pr.heads} heads, "
-                    f"{pr.kv_heads} kv heads", f"weights fp16, {opt_text}", size_text,
-                    PRESET_SOURCE.replace("{name}", model.split("-", 1)[1]),
-                    {"processes": pr.processes, "split": d})
+        size_text = (
+            f"MLPerf's {gib:,} GiB / {pr.processes} processes = "
+            f"{format_bytes(pr.per_process_bytes(optimizer), binary=True)} per process"
+            + (f" × scale {scale:g}" if scale != 1 else "")
+            + f"; a 1/{d:,.1f} slice of each tensor"
+        )
+        return Plan(
+            model,
+            _llm_specs(sliced, "float16", optimizer),
+            int(target),
+            f"{pr.layers} layers, hidden {pr.hidden}, ffn {pr.ffn}, vocab {pr.vocab}, {pr.heads} heads, "
+            f"{pr.kv_heads} kv heads",
+            f"weights fp16, {opt_text}",
+            size_text,
+            PRESET_SOURCE.replace("{name}", model.split("-", 1)[1]),
+            {"processes": pr.processes, "split": d},
+        )
     if model == "resnet50":
         target = None if size_b is None else size_b * scale
         if target is None and scale != 1:
@@ -278,19 +317,28 @@ def plan(model: str = "transformer", size=None, scale: float = 1.0, optimizer: b
         width = 1.0 if target is None else _resnet_width(target, optimizer)
         specs = _resnet_specs(resnet50_params(width), optimizer)
         opt = "SGD momentum fp32" if optimizer else "no optimizer state"
-        return Plan(model, specs, int(target or sum(s.nbytes for s in specs)),
-                    f"ResNet-50 (torchvision), channels × {width:.3g}",
-                    f"weights and batch-norm buffers fp32, {opt}",
-                    "its own size" if target is None else f"{format_bytes(target, binary=True)} asked")
+        return Plan(
+            model,
+            specs,
+            int(target or sum(s.nbytes for s in specs)),
+            f"ResNet-50 (torchvision), channels × {width:.3g}",
+            f"weights and batch-norm buffers fp32, {opt}",
+            "its own size" if target is None else f"{format_bytes(target, binary=True)} asked",
+        )
     target = (DEFAULT_SIZE if size_b is None else size_b) * scale
     if target < 1024:
         raise ProbeError(f"a checkpoint of {int(target)} bytes is too small to be one: give --size 1M or more")
     layers, h, ffn, vocab = _generic_dims(int(target), optimizer)
     heads = max(1, h // 64)
     params = decoder_params(layers, h, ffn, vocab, heads, heads)
-    return Plan(model, _llm_specs(params, "bfloat16", optimizer), int(target),
-                f"{layers} layers, hidden {h}, ffn {ffn}, vocab {vocab}, {heads} heads",
-                f"weights bf16, {opt_text}", f"{format_bytes(target, binary=True)} asked")
+    return Plan(
+        model,
+        _llm_specs(params, "bfloat16", optimizer),
+        int(target),
+        f"{layers} layers, hidden {h}, ffn {ffn}, vocab {vocab}, {heads} heads",
+        f"weights bf16, {opt_text}",
+        f"{format_bytes(target, binary=True)} asked",
+    )
 
 
 def _split_for(params, target: float, optimizer: bool, full: float) -> float:

@@ -35,14 +35,14 @@ def memory_room() -> tuple[int, str]:
         if used is None:
             used, what = int(psutil.Process().memory_info().rss), "this process's"
         room = max(0, limit - used)
-        how += (f", cgroup limit {format_bytes(limit, binary=True)} less {format_bytes(used, binary=True)} "
-                f"{what}")
+        how += f", cgroup limit {format_bytes(limit, binary=True)} less {format_bytes(used, binary=True)} {what}"
         avail = min(avail, room)
     return avail, how
 
 
 def _cgroup_used(root: str = "/") -> tuple[int | None, str]:
     """The cgroup's memory in use less its reclaimable file cache (as ``docker stats`` counts it)."""
+
     def read(rel):
         try:
             with open(os.path.join(root, rel)) as f:
@@ -50,9 +50,10 @@ def _cgroup_used(root: str = "/") -> tuple[int | None, str]:
         except OSError:
             return None
 
-    for usage, stat, key in (("sys/fs/cgroup/memory.current", "sys/fs/cgroup/memory.stat", "inactive_file"),
-                             ("sys/fs/cgroup/memory/memory.usage_in_bytes", "sys/fs/cgroup/memory/memory.stat",
-                              "total_inactive_file")):
+    for usage, stat, key in (
+        ("sys/fs/cgroup/memory.current", "sys/fs/cgroup/memory.stat", "inactive_file"),
+        ("sys/fs/cgroup/memory/memory.usage_in_bytes", "sys/fs/cgroup/memory/memory.stat", "total_inactive_file"),
+    ):
         text = read(usage)
         if not text or not text.strip().isdigit():
             continue
@@ -78,7 +79,7 @@ def check_memory(state_bytes: int, device: str, what: str, ranks: int = 1, gpu: 
     keep = max(256 << 20, room // 20)
     if need > room - keep:
         fits = max(0.0, (room - keep) / need)
-        why = 'the state staged on the host' if on_gpu else 'the state dict and one loaded copy'
+        why = "the state staged on the host" if on_gpu else "the state dict and one loaded copy"
         if ranks > 1:
             why = f"{ranks} ranks on this host × {format_bytes(each, binary=True)} each: {why}"
         raise ProbeError(
@@ -86,7 +87,8 @@ def check_memory(state_bytes: int, device: str, what: str, ranks: int = 1, gpu: 
             f"{' per rank' if ranks > 1 else ''}: it needs about {format_bytes(need, binary=True)} ({why}) "
             f"and {how}, keeping {format_bytes(keep, binary=True)} spare; refused rather than swap — "
             f"use a smaller --size or --scale (about {_round_down(fits):g} of this fits)"
-            + (" or fewer ranks" if ranks > 1 else ""))
+            + (" or fewer ranks" if ranks > 1 else "")
+        )
     if on_gpu and gpu:
         import torch
 
@@ -96,7 +98,8 @@ def check_memory(state_bytes: int, device: str, what: str, ranks: int = 1, gpu: 
                 f"not enough memory on {device} for {what} of {format_bytes(state_bytes, binary=True)}: it needs "
                 f"about {format_bytes(2 * state_bytes, binary=True)} (the state and one loaded copy) and "
                 f"{format_bytes(free, binary=True)} of {format_bytes(total, binary=True)} are free — use a smaller "
-                f"--size or --scale")
+                f"--size or --scale"
+            )
         how += f"; {device}: {format_bytes(free, binary=True)} free"
     return how
 
@@ -119,8 +122,10 @@ def _device(device: str) -> str:
     if not d.startswith("cuda"):
         raise ProbeError(f"device must be cpu or cuda (cuda:N), not {d!r}")
     if not torch.cuda.is_available():
-        raise ProbeError(f"--device {d}: CUDA is not usable here (torch {torch.__version__}); run on the CPU "
-                         "(the default) or where a GPU is visible")
+        raise ProbeError(
+            f"--device {d}: CUDA is not usable here (torch {torch.__version__}); run on the CPU "
+            "(the default) or where a GPU is visible"
+        )
     try:
         torch.device(d)
         if ":" in d and int(d.split(":", 1)[1]) >= torch.cuda.device_count():
@@ -130,8 +135,15 @@ def _device(device: str) -> str:
     return d
 
 
-def preflight(path, model: str = "transformer", size=None, scale: float = 1.0, optimizer: bool = True,
-              device: str = "cpu", dcp: bool = True):
+def preflight(
+    path,
+    model: str = "transformer",
+    size=None,
+    scale: float = 1.0,
+    optimizer: bool = True,
+    device: str = "cpu",
+    dcp: bool = True,
+):
     """Every refusal, before anything is built or written (a front end calls it before its bar):
     torch, the model and size, the directory, the device, the free space (the file and the DCP
     directory), the memory.  Returns (plan, target, device, how the memory was judged)."""
@@ -139,8 +151,10 @@ def preflight(path, model: str = "transformer", size=None, scale: float = 1.0, o
     pl = ckptmodels.plan(model, size, scale, optimizer)
     target = inspect(path, write=True)
     if target.kind != "dir":
-        raise ProbeError(f"{target.path} is not a directory: checkpoint writes new files of its own in a directory "
-                         "(and removes them)")
+        raise ProbeError(
+            f"{target.path} is not a directory: checkpoint writes new files of its own in a directory "
+            "(and removes them)"
+        )
     dev = _device(device)
     target.ensure_room(disk_bytes(pl, dcp))
     return pl, target, dev, check_memory(pl.total_bytes, dev, f"a {pl.model} checkpoint")

@@ -49,15 +49,36 @@ from .preflight import preflight
 
 __all__ = ["checkpoint", "CheckpointResult", "PHASES", "TIMED"]
 
-PHASES = ("build", "save", "dcp save", "drop cache", "load cold", "dcp load cold", "load warm", "dcp load warm",
-          "mmap load")
+PHASES = (
+    "build",
+    "save",
+    "dcp save",
+    "drop cache",
+    "load cold",
+    "dcp load cold",
+    "load warm",
+    "dcp load warm",
+    "mmap load",
+)
 #: the timed phases, as ``ready`` and ``extra["t0_unix"]`` name them
 TIMED = ("write", "dcp_write", "read", "dcp_read", "read_warm", "dcp_read_warm")
 
 
-def checkpoint(path, model: str = "transformer", size=None, scale: float = 1.0, optimizer: bool = True,
-               device: str = "cpu", dcp: bool = True, seed: int = 0, rank: int = 0, world_size: int = 1,
-               progress=None, cancel=None, ready=None) -> CheckpointResult:
+def checkpoint(
+    path,
+    model: str = "transformer",
+    size=None,
+    scale: float = 1.0,
+    optimizer: bool = True,
+    device: str = "cpu",
+    dcp: bool = True,
+    seed: int = 0,
+    rank: int = 0,
+    world_size: int = 1,
+    progress=None,
+    cancel=None,
+    ready=None,
+) -> CheckpointResult:
     """Save a ``model``-like state dict to ``path`` (a directory) and load it back; see the module doc.
 
     size: the state's bytes for ``transformer`` (default 512 MiB) and ``resnet50`` (default its own
@@ -75,23 +96,49 @@ def checkpoint(path, model: str = "transformer", size=None, scale: float = 1.0, 
     pl, target, dev, mem_how = preflight(path, model, size, scale, optimizer, device, dcp)
     nbytes = pl.total_bytes
 
-    res = CheckpointResult(params={"path": target.path, "model": pl.model, "size": size, "scale": scale,
-                                   "optimizer": bool(optimizer), "device": dev, "dcp": bool(dcp), "seed": seed,
-                                   "rank": rank, "world_size": world_size})
-    res.labels.update({"engine": "torch.save / torch.load", "cache": "buffered-cold", **target.labels(),
-                       "model": pl.model, "model_shape": pl.shape_text, "dtypes": pl.dtypes_text,
-                       "size_rule": pl.size_text, "tensor_device": dev,
-                       "fill": "random bits (incompressible; no two blocks alike)",
-                       "write": "buffered; file and directory fsync'd inside the timed window",
-                       "cache_read": "buffered-cold", "cache_read_warm": "buffered-warm",
-                       "cache_mmap": "buffered-warm"})
+    res = CheckpointResult(
+        params={
+            "path": target.path,
+            "model": pl.model,
+            "size": size,
+            "scale": scale,
+            "optimizer": bool(optimizer),
+            "device": dev,
+            "dcp": bool(dcp),
+            "seed": seed,
+            "rank": rank,
+            "world_size": world_size,
+        }
+    )
+    res.labels.update(
+        {
+            "engine": "torch.save / torch.load",
+            "cache": "buffered-cold",
+            **target.labels(),
+            "model": pl.model,
+            "model_shape": pl.shape_text,
+            "dtypes": pl.dtypes_text,
+            "size_rule": pl.size_text,
+            "tensor_device": dev,
+            "fill": "random bits (incompressible; no two blocks alike)",
+            "write": "buffered; file and directory fsync'd inside the timed window",
+            "cache_read": "buffered-cold",
+            "cache_read_warm": "buffered-warm",
+            "cache_mmap": "buffered-warm",
+        }
+    )
     res.extra["memory_check"] = mem_how
     if pl.source:
         res.labels["preset_source"] = pl.source
     if dcp:
-        res.labels.update({"dcp": "torch.distributed.checkpoint FileSystemWriter (single file per rank, "
-                                  "sync_files, 1 thread), no process group (no_dist)",
-                           "cache_dcp_read": "buffered-cold", "cache_dcp_read_warm": "buffered-warm"})
+        res.labels.update(
+            {
+                "dcp": "torch.distributed.checkpoint FileSystemWriter (single file per rank, "
+                "sync_files, 1 thread), no process group (no_dist)",
+                "cache_dcp_read": "buffered-cold",
+                "cache_dcp_read_warm": "buffered-warm",
+            }
+        )
     if world_size > 1:
         res.labels["rank"] = f"{rank} of {world_size}"
     if target.memory:
@@ -115,8 +162,10 @@ def _sweep(res: CheckpointResult, directory: str) -> None:
     if n:
         what = "entry" if n == 1 else "entries"
         res.labels["stale_temp_removed"] = f"{n} {what}, {format_bytes(nbytes, binary=True)}"
-        res.warn(f"removed {n} stale nbbench temporary {what} ({format_bytes(nbytes, binary=True)}) from "
-                 f"{directory}: left by runs on this host whose process was killed")
+        res.warn(
+            f"removed {n} stale nbbench temporary {what} ({format_bytes(nbytes, binary=True)}) from "
+            f"{directory}: left by runs on this host whose process was killed"
+        )
     if kept:
         res.warn(f"stale nbbench temporary entries in {directory}: {tempsweep.kept_note(kept)}")
 
@@ -159,9 +208,10 @@ class _Run:
 
         res, m = self.res, self.res.metrics
         t0 = time.perf_counter()
-        self.state = ckptio.build_state(self.pl.specs, self.dev, self.seed, self.cancel,
-                                        lambda f: self._step("build", None, f))
-        res.extra["build_s"] = time.perf_counter() - t0   # filling memory, not storage: not a metric
+        self.state = ckptio.build_state(
+            self.pl.specs, self.dev, self.seed, self.cancel, lambda f: self._step("build", None, f)
+        )
+        res.extra["build_s"] = time.perf_counter() - t0  # filling memory, not storage: not a metric
         if self.state is None:
             res.finish("interrupted", "stopped while building the state dict: nothing was written")
             return
@@ -182,8 +232,7 @@ class _Run:
                 secs = ckptio.save_dcp(self.state, self.td.path)
                 m["dcp_bytes"] = sum(os.path.getsize(p) for p in ckptio.files_of(self.td.path))
                 m["dcp_files_count"] = len(ckptio.files_of(self.td.path))
-                self._step("dcp save", self._rate("dcp_write_bytes_per_s", m["dcp_bytes"], secs,
-                                                  "dcp_write_elapsed_s"))
+                self._step("dcp save", self._rate("dcp_write_bytes_per_s", m["dcp_bytes"], secs, "dcp_write_elapsed_s"))
                 if self._stop("the DCP save"):
                     return
             self._cold()
@@ -211,9 +260,11 @@ class _Run:
                 for k in ("cache", "cache_read", "cache_dcp_read"):
                     if k in res.labels:
                         res.labels[k] = "buffered-warm"
-                res.warn(f"the page cache could not be emptied for the checkpoint's files "
-                         f"({m['cold_resident_pct']:.0f} % still cached{'; ' + info['failed'][0] if info['failed'] else ''}): "
-                         "the 'cold' loads are partly warm")
+                res.warn(
+                    f"the page cache could not be emptied for the checkpoint's files "
+                    f"({m['cold_resident_pct']:.0f} % still cached{'; ' + info['failed'][0] if info['failed'] else ''}): "
+                    "the 'cold' loads are partly warm"
+                )
         self._step("drop cache")
         self.current = "torch.load"
         self._mark("read")
@@ -240,8 +291,10 @@ class _Run:
             self.current = "the warm DCP load"
             self._mark("dcp_read_warm")
             secs = ckptio.load_dcp(self.state, self.td.path, self.dev)
-            self._step("dcp load warm", self._rate("dcp_read_warm_bytes_per_s", m["dcp_bytes"], secs,
-                                                   "dcp_read_warm_elapsed_s"))
+            self._step(
+                "dcp load warm",
+                self._rate("dcp_read_warm_bytes_per_s", m["dcp_bytes"], secs, "dcp_read_warm_elapsed_s"),
+            )
             if self._stop("the warm DCP load"):
                 return
         self.current = "torch.load(mmap=True)"

@@ -27,8 +27,19 @@ import warnings
 from ...templock import DIR_LOCK
 from .._engines import cache
 
-__all__ = ["build_state", "save_torch", "save_dcp", "drop_cache", "load_torch", "load_dcp", "load_mmap",
-           "files_of", "same_bytes", "get_path", "sync_device"]
+__all__ = [
+    "build_state",
+    "save_torch",
+    "save_dcp",
+    "drop_cache",
+    "load_torch",
+    "load_dcp",
+    "load_mmap",
+    "files_of",
+    "same_bytes",
+    "get_path",
+    "sync_device",
+]
 
 _NO_DIST = "torch.distributed is disabled, unavailable or uninitialized"
 PAGE = 4096
@@ -126,7 +137,7 @@ def save_dcp(state: dict, directory: str) -> float:
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=_NO_DIST)
         dcp.save(state, storage_writer=writer, no_dist=True)
-    for p in files_of(directory):   # sync_files fsyncs the data files and .metadata; the entries too
+    for p in files_of(directory):  # sync_files fsyncs the data files and .metadata; the entries too
         fd = os.open(p, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         try:
             os.fsync(fd)
@@ -153,8 +164,12 @@ def drop_cache(paths) -> dict:
             os.close(fd)
         total += size
         resident += (frac if frac is not None else 0.0) * size
-    return {"files": len(list(paths)), "resident_fraction": resident / total if total else 0.0,
-            "failed": failed, "method": "posix_fadvise(DONTNEED) per file, checked with mincore"}
+    return {
+        "files": len(list(paths)),
+        "resident_fraction": resident / total if total else 0.0,
+        "failed": failed,
+        "method": "posix_fadvise(DONTNEED) per file, checked with mincore",
+    }
 
 
 def load_torch(path: str, device: str):
@@ -217,4 +232,6 @@ def same_bytes(a, b) -> bool:
 
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
-    return bool(torch.equal(a.detach().cpu().reshape(-1).view(torch.uint8), b.detach().cpu().reshape(-1).view(torch.uint8)))
+    return bool(
+        torch.equal(a.detach().cpu().reshape(-1).view(torch.uint8), b.detach().cpu().reshape(-1).view(torch.uint8))
+    )

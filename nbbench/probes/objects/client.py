@@ -16,15 +16,32 @@ from dataclasses import dataclass
 
 from ...results import ProbeError
 
-__all__ = ["S3Url", "is_s3", "parse_url", "make_client", "explain", "endpoint_labels", "endpoint_warning",
-           "NEEDS_BOTO3", "FATAL_CODES"]
+__all__ = [
+    "S3Url",
+    "is_s3",
+    "parse_url",
+    "make_client",
+    "explain",
+    "endpoint_labels",
+    "endpoint_warning",
+    "NEEDS_BOTO3",
+    "FATAL_CODES",
+]
 
-NEEDS_BOTO3 = ("the s3 probe needs boto3, which is not installed in this Python environment: "
-               "pip install 'nbbench[s3]'")
+NEEDS_BOTO3 = "the s3 probe needs boto3, which is not installed in this Python environment: pip install 'nbbench[s3]'"
 
 #: error codes that end a run at once (nothing later can succeed)
-FATAL_CODES = {"AccessDenied", "403", "InvalidAccessKeyId", "SignatureDoesNotMatch", "NoSuchBucket",
-               "ExpiredToken", "InvalidToken", "AllAccessDisabled", "401"}
+FATAL_CODES = {
+    "AccessDenied",
+    "403",
+    "InvalidAccessKeyId",
+    "SignatureDoesNotMatch",
+    "NoSuchBucket",
+    "ExpiredToken",
+    "InvalidToken",
+    "AllAccessDisabled",
+    "401",
+}
 
 
 @dataclass(frozen=True)
@@ -79,8 +96,10 @@ def endpoint_warning(endpoint_url: str | None) -> str | None:
     """A warning for a plain-HTTP endpoint that is not on this machine, else None."""
     scheme, host, _ = _host_of(endpoint_url)
     if scheme == "http" and not _loopback(host):
-        return (f"plain HTTP to {host}: requests travel unencrypted across the network; "
-                "use an https:// endpoint outside a trusted network")
+        return (
+            f"plain HTTP to {host}: requests travel unencrypted across the network; "
+            "use an https:// endpoint outside a trusted network"
+        )
     return None
 
 
@@ -107,8 +126,14 @@ def endpoint_labels(client, endpoint_url: str | None) -> dict:
     }
 
 
-def make_client(endpoint_url: str | None = None, region: str | None = None, pool: int = 10,
-                connect_timeout: float = 3.0, read_timeout: float = 10.0, attempts: int = 3):
+def make_client(
+    endpoint_url: str | None = None,
+    region: str | None = None,
+    pool: int = 10,
+    connect_timeout: float = 3.0,
+    read_timeout: float = 10.0,
+    attempts: int = 3,
+):
     """A boto3 S3 client with a pool of ``pool`` connections and bounded retries and timeouts."""
     check_endpoint(endpoint_url)
     try:
@@ -116,13 +141,19 @@ def make_client(endpoint_url: str | None = None, region: str | None = None, pool
         from botocore.config import Config
     except ImportError:
         raise ProbeError(NEEDS_BOTO3) from None
-    cfg = Config(max_pool_connections=max(10, int(pool)), connect_timeout=connect_timeout,
-                 read_timeout=read_timeout, retries={"total_max_attempts": max(1, attempts), "mode": "standard"},
-                 signature_version="s3v4", s3={"addressing_style": "path" if endpoint_url else "auto"})
+    cfg = Config(
+        max_pool_connections=max(10, int(pool)),
+        connect_timeout=connect_timeout,
+        read_timeout=read_timeout,
+        retries={"total_max_attempts": max(1, attempts), "mode": "standard"},
+        signature_version="s3v4",
+        s3={"addressing_style": "path" if endpoint_url else "auto"},
+    )
     session = boto3.session.Session()
     try:
-        return session.client("s3", endpoint_url=endpoint_url, region_name=region or session.region_name
-                               or "us-east-1", config=cfg)
+        return session.client(
+            "s3", endpoint_url=endpoint_url, region_name=region or session.region_name or "us-east-1", config=cfg
+        )
     except Exception as exc:  # noqa: BLE001 - a bad region/endpoint: one line
         raise ProbeError(explain(exc, None, endpoint_url)) from None
 
@@ -149,8 +180,10 @@ def explain(exc: BaseException, url: S3Url | None, endpoint_url: str | None) -> 
     ep = f"{host}:{port}" if port else (host or "the S3 endpoint")
     name = type(exc).__name__
     if name in ("NoCredentialsError", "PartialCredentialsError", "NoAuthTokenError"):
-        return ("no S3 credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, "
-                "or run where an instance or web-identity role is available")
+        return (
+            "no S3 credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, "
+            "or run where an instance or web-identity role is available"
+        )
     if name in ("EndpointConnectionError", "ConnectionClosedError"):
         return f"cannot connect to {ep}: nothing answers there (check --endpoint-url and the network)"
     if name in ("ConnectTimeoutError", "ReadTimeoutError"):

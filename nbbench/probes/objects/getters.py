@@ -28,8 +28,13 @@ __all__ = ["PhaseResult", "get_phase", "size_class", "SIZE_CLASSES", "is_fatal"]
 CHUNK = 1 << 20
 #: object-size classes: (name, upper bound in bytes, exclusive)
 SIZE_CLASSES = (("< 1 MiB", 1 << 20), ("1-64 MiB", 64 << 20), (">= 64 MiB", float("inf")))
-_FATAL_NAMES = {"NoCredentialsError", "PartialCredentialsError", "EndpointConnectionError", "ConnectTimeoutError",
-                "ConnectionClosedError"}
+_FATAL_NAMES = {
+    "NoCredentialsError",
+    "PartialCredentialsError",
+    "EndpointConnectionError",
+    "ConnectTimeoutError",
+    "ConnectionClosedError",
+}
 
 
 def size_class(size: int) -> str:
@@ -51,9 +56,9 @@ class PhaseResult:
     retries: int = 0
     errors: dict = field(default_factory=dict)
     vanished: list = field(default_factory=list)
-    classes: dict = field(default_factory=dict)   # class -> {"requests", "bytes", "ttfb", "lat"}
+    classes: dict = field(default_factory=dict)  # class -> {"requests", "bytes", "ttfb", "lat"}
     first_error: BaseException | None = None
-    stuck: int = 0   # streams still inside a request 15 s after the phase ended
+    stuck: int = 0  # streams still inside a request 15 s after the phase ended
 
     @property
     def bytes_per_s(self) -> float | None:
@@ -72,8 +77,9 @@ def is_fatal(exc: BaseException) -> bool:
 _fatal = is_fatal
 
 
-def get_phase(client, bucket: str, items: list, streams: int, seconds: float, *, cancel=None, progress=None,
-              window_s: float = 0.5) -> PhaseResult:
+def get_phase(
+    client, bucket: str, items: list, streams: int, seconds: float, *, cancel=None, progress=None, window_s: float = 0.5
+) -> PhaseResult:
     """GET ``items`` — ``(key, size)`` for whole objects or ``(key, size, start, end)`` for a range
     ``bytes=start-end`` — round robin from ``streams`` threads for ``seconds``."""
     out = PhaseResult(streams=streams)
@@ -100,8 +106,9 @@ def get_phase(client, bucket: str, items: list, streams: int, seconds: float, *,
             out.retries += retries
             out.ttfb.add(ttfb_ns)
             out.lat.add(lat_ns)
-            c = out.classes.setdefault(cls, {"requests": 0, "bytes": 0, "ttfb": LatencyHistogram(),
-                                             "lat": LatencyHistogram()})
+            c = out.classes.setdefault(
+                cls, {"requests": 0, "bytes": 0, "ttfb": LatencyHistogram(), "lat": LatencyHistogram()}
+            )
             c["requests"] += 1
             c["bytes"] += nbytes
             c["ttfb"].add(ttfb_ns)
@@ -165,8 +172,7 @@ def get_phase(client, bucket: str, items: list, streams: int, seconds: float, *,
                 with lock:
                     out.retries += retries_of(resp)
 
-    threads = [threading.Thread(target=worker, args=(i,), name=f"nbbench-s3-{i}", daemon=True)
-               for i in range(streams)]
+    threads = [threading.Thread(target=worker, args=(i,), name=f"nbbench-s3-{i}", daemon=True) for i in range(streams)]
     t_start = time.perf_counter()
     for t in threads:
         t.start()
@@ -186,7 +192,7 @@ def get_phase(client, bucket: str, items: list, streams: int, seconds: float, *,
     t_end = time.perf_counter()
     out.bytes = sum(counters)
     stop.set()
-    join_by = time.monotonic() + 15.0          # one deadline for all: a hung endpoint costs 15 s, not 15 s a stream
+    join_by = time.monotonic() + 15.0  # one deadline for all: a hung endpoint costs 15 s, not 15 s a stream
     for t in threads:
         t.join(timeout=max(0.0, join_by - time.monotonic()))
     out.stuck = sum(t.is_alive() for t in threads)

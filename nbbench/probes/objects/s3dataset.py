@@ -51,8 +51,14 @@ def open_s3_dataset(url, endpoint_url: str | None = None, region: str | None = N
     return S3ImageDataset(url, endpoint_url, region, listing=listing, copy=copy, **kw)
 
 
-def check_shares(url: str, nranks: int, endpoint_url: str | None = None, region: str | None = None,
-                 local_copies: bool | None = False, cache_dir=None) -> int:
+def check_shares(
+    url: str,
+    nranks: int,
+    endpoint_url: str | None = None,
+    region: str | None = None,
+    local_copies: bool | None = False,
+    cache_dir=None,
+) -> int:
     """Before ranks start: every one of ``nranks`` must get at least one of the tar shards (or image objects)
     under ``url`` (a rank with none would have nothing to read); their number, else a ProbeError naming the idle
     ranks.  With ``local_copies`` (all ``nranks`` on this host, each copying its share; None: if they are tar shards,
@@ -66,12 +72,14 @@ def check_shares(url: str, nranks: int, endpoint_url: str | None = None, region:
     what = "tar shards" if kind == "tar" else "image objects"
     shares: list[list] = [[] for _ in range(nranks)]
     for key, size in found:
-        shares[shard_rank(key[len(u.prefix):], nranks)].append((key, size))
+        shares[shard_rank(key[len(u.prefix) :], nranks)].append((key, size))
     idle = [str(r) for r, c in enumerate(shares) if not c]
     if idle:
-        raise ProbeError(f"{len(found)} {what} under {u} split over {nranks} ranks by a stable hash of their key "
-                         f"leave rank{'s' if len(idle) > 1 else ''} {', '.join(idle)} none to read: use fewer ranks "
-                         f"or more {what.split()[-1]}")
+        raise ProbeError(
+            f"{len(found)} {what} under {u} split over {nranks} ranks by a stable hash of their key "
+            f"leave rank{'s' if len(idle) > 1 else ''} {', '.join(idle)} none to read: use fewer ranks "
+            f"or more {what.split()[-1]}"
+        )
     if local_copies or (local_copies is None and kind == "tar"):
         _check_copies_fit(shares, cache_dir)
     return len(found)
@@ -95,10 +103,25 @@ class S3TarShardDataset(S3Source, TarShardDataset):
 
     unit = "shard"
 
-    def __init__(self, url, endpoint_url: str | None = None, region: str | None = None, cache_dir=None,
-                 decode: str = "auto", size: int = 224, flip: bool = True, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3),
-                 dtype: str = "uint8", rank: int | None = None, world_size: int | None = None, seed: int = 0,
-                 bs: int = 1 << 20, max_bytes: int | None = DEFAULT_MAX_BYTES, listing=None):
+    def __init__(
+        self,
+        url,
+        endpoint_url: str | None = None,
+        region: str | None = None,
+        cache_dir=None,
+        decode: str = "auto",
+        size: int = 224,
+        flip: bool = True,
+        scale=(0.08, 1.0),
+        ratio=(3 / 4, 4 / 3),
+        dtype: str = "uint8",
+        rank: int | None = None,
+        world_size: int | None = None,
+        seed: int = 0,
+        bs: int = 1 << 20,
+        max_bytes: int | None = DEFAULT_MAX_BYTES,
+        listing=None,
+    ):
         if decode not in ("auto", "pil", "none"):
             raise ProbeError(f"decode must be 'auto', 'pil' or 'none', not {decode!r}")
         self.init_transform(size, flip, scale, ratio, dtype)
@@ -109,12 +132,14 @@ class S3TarShardDataset(S3Source, TarShardDataset):
         self.root = str(u)
         self.rank, self.world_size = rank, world_size
         self.seed, self.bs, self.epoch = int(seed), int(bs), 0
-        if rank is not None and world_size is not None:   # a rank copies and reads only its own share
-            found = [o for o in found if shard_rank(o[0][len(u.prefix):], int(world_size)) == int(rank)]
+        if rank is not None and world_size is not None:  # a rank copies and reads only its own share
+            found = [o for o in found if shard_rank(o[0][len(u.prefix) :], int(world_size)) == int(rank)]
             if not found:
-                raise ProbeError(f"rank {rank} of {world_size} has no shard of {u} to read (the shards are split "
-                                 "by a stable hash of their key): use fewer ranks or more shards")
-        found = _subset(found, max_bytes or None, seed)   # the shards probe's seeded subset under the cap
+                raise ProbeError(
+                    f"rank {rank} of {world_size} has no shard of {u} to read (the shards are split "
+                    "by a stable hash of their key): use fewer ranks or more shards"
+                )
+        found = _subset(found, max_bytes or None, seed)  # the shards probe's seeded subset under the cap
         self.found_count = len(found)
         self._local: dict[str, str] = {}
         self.samples: list[tuple[str, int]] = []
@@ -132,7 +157,7 @@ class S3TarShardDataset(S3Source, TarShardDataset):
             self.close()
             raise
         if decode == "auto":
-            self.source = "local"   # look at the first sample of the copy, not another GET
+            self.source = "local"  # look at the first sample of the copy, not another GET
             decode = "pil" if self._first_is_image() else "none"
             self.source = "s3"
         self.decode = decode
@@ -140,7 +165,7 @@ class S3TarShardDataset(S3Source, TarShardDataset):
     # --------------------------------------------------------------- index
     def _mine(self, worker: int = 0, workers: int = 1) -> list[str]:
         rank, world = self._part()
-        rel = {k[len(self.url.prefix):]: k for k, _ in self.samples}
+        rel = {k[len(self.url.prefix) :]: k for k, _ in self.samples}
         return [rel[r] for r in split_shards(rel, rank, world, worker, workers, self.seed, self.epoch)]
 
     def paths(self) -> list[str]:
@@ -152,8 +177,10 @@ class S3TarShardDataset(S3Source, TarShardDataset):
         return f"{self!r}: every shard a GET from the store"
 
     def __repr__(self) -> str:
-        return (f"S3TarShardDataset({self.root!r}, {len(self.samples)} shards, {sum(n for _, n in self.samples)} "
-                f"samples, decode={self.decode!r}, reading from {'the store' if self.source == 's3' else 'a local copy'})")
+        return (
+            f"S3TarShardDataset({self.root!r}, {len(self.samples)} shards, {sum(n for _, n in self.samples)} "
+            f"samples, decode={self.decode!r}, reading from {'the store' if self.source == 's3' else 'a local copy'})"
+        )
 
     # ------------------------------------------------------------- reading
     def _read(self, key: str):

@@ -53,10 +53,26 @@ class S3ImageDataset(S3Source, CropFlip):
 
     unit = "image object"
 
-    def __init__(self, url, endpoint_url: str | None = None, region: str | None = None, cache_dir=None,
-                 decode: str = "auto", size: int = 224, flip: bool = True, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3),
-                 dtype: str = "uint8", rank: int | None = None, world_size: int | None = None, seed: int = 0,
-                 max_bytes: int | None = None, copy: bool = True, listing=None, bs: int = 1 << 20):
+    def __init__(
+        self,
+        url,
+        endpoint_url: str | None = None,
+        region: str | None = None,
+        cache_dir=None,
+        decode: str = "auto",
+        size: int = 224,
+        flip: bool = True,
+        scale=(0.08, 1.0),
+        ratio=(3 / 4, 4 / 3),
+        dtype: str = "uint8",
+        rank: int | None = None,
+        world_size: int | None = None,
+        seed: int = 0,
+        max_bytes: int | None = None,
+        copy: bool = True,
+        listing=None,
+        bs: int = 1 << 20,
+    ):
         from .s3dataset import DEFAULT_MAX_BYTES
 
         if decode not in ("auto", "pil", "none"):
@@ -70,16 +86,18 @@ class S3ImageDataset(S3Source, CropFlip):
         self.seed = int(seed)
         items, self.classes = labelled(u, found)
         self.objects_found = len(items)
-        if rank is not None and world_size is not None:   # a rank reads only its own share
-            items = [o for o in items if shard_rank(o[0][len(u.prefix):], int(world_size)) == int(rank)]
+        if rank is not None and world_size is not None:  # a rank reads only its own share
+            items = [o for o in items if shard_rank(o[0][len(u.prefix) :], int(world_size)) == int(rank)]
             if not items:
-                raise ProbeError(f"rank {rank} of {world_size} has no image object of {u} to read (they are split "
-                                 "by a stable hash of their key): use fewer ranks or more objects")
+                raise ProbeError(
+                    f"rank {rank} of {world_size} has no image object of {u} to read (they are split "
+                    "by a stable hash of their key): use fewer ranks or more objects"
+                )
         self.objects_mine = len(items)
         cap = DEFAULT_MAX_BYTES if max_bytes is None else (int(max_bytes) or None)
         self.max_bytes = cap
         label = {k: lab for k, _, lab in items}
-        picked = _subset([(k, s) for k, s, _ in items], cap, seed)   # the shards probe's seeded subset
+        picked = _subset([(k, s) for k, s, _ in items], cap, seed)  # the shards probe's seeded subset
         self._sizes = dict(picked)
         self.samples: list[tuple[str, int]] = [(k, label[k]) for k, _ in picked]
         self._local: dict[str, str] = {}
@@ -93,8 +111,10 @@ class S3ImageDataset(S3Source, CropFlip):
             if pil_can_open(data):
                 decode = "pil"
             elif decode == "pil":
-                raise ProbeError(f"Pillow cannot decode {u.key_url(first)}: these are not images; "
-                                 "use decode='none' to read bytes only")
+                raise ProbeError(
+                    f"Pillow cannot decode {u.key_url(first)}: these are not images; "
+                    "use decode='none' to read bytes only"
+                )
             else:
                 decode = "none"
         self.decode = decode
@@ -105,7 +125,7 @@ class S3ImageDataset(S3Source, CropFlip):
         cache = self.make_cache(sum(self._sizes.values()), cache_dir)
         try:
             for i, (key, label) in enumerate(self.samples):
-                folder = os.path.join(cache, f"{label:05d}")   # root/CLASS/IMAGE, as the local image folder
+                folder = os.path.join(cache, f"{label:05d}")  # root/CLASS/IMAGE, as the local image folder
                 os.makedirs(folder, exist_ok=True)
                 local = os.path.join(folder, f"{i:07d}{os.path.splitext(key)[1].lower()}")
                 self.copy_object(key, local, bs)
@@ -133,21 +153,27 @@ class S3ImageDataset(S3Source, CropFlip):
     def describe(self) -> str:
         """The dataset in one phrase: how many image objects, how many classes, and the subset if capped."""
         n = len(self.samples)
-        text = (f"{self.root}: {self.objects_found} image objects in {len(self.classes)} "
-                f"class{'es' if len(self.classes) != 1 else ''}, every sample one GET")
+        text = (
+            f"{self.root}: {self.objects_found} image objects in {len(self.classes)} "
+            f"class{'es' if len(self.classes) != 1 else ''}, every sample one GET"
+        )
         if n < self.objects_mine:
-            text += (f"; a seeded subset of {n} of {self.objects_mine} (seed {self.seed}), "
-                     f"{format_bytes(self.total_bytes(), binary=True)} under the cap of "
-                     f"{format_bytes(self.max_bytes, binary=True)}")
+            text += (
+                f"; a seeded subset of {n} of {self.objects_mine} (seed {self.seed}), "
+                f"{format_bytes(self.total_bytes(), binary=True)} under the cap of "
+                f"{format_bytes(self.max_bytes, binary=True)}"
+            )
         return text
 
     def __repr__(self) -> str:
-        return (f"S3ImageDataset({self.root!r}, {len(self)} image objects, {len(self.classes)} classes, "
-                f"decode={self.decode!r}, reading from {'the store' if self.source == 's3' else 'a local copy'})")
+        return (
+            f"S3ImageDataset({self.root!r}, {len(self)} image objects, {len(self.classes)} classes, "
+            f"decode={self.decode!r}, reading from {'the store' if self.source == 's3' else 'a local copy'})"
+        )
 
     def __getitem__(self, index: int):
         key, label = self.samples[index]
-        if self.source == "local" and key in self._local:   # the copy, read as the local image folder reads
+        if self.source == "local" and key in self._local:  # the copy, read as the local image folder reads
             path = self._local[key]
             with open(path, "rb") as f:
                 return self.item(f.read(), path), label

@@ -75,8 +75,12 @@ def list_objects(client, url: _c.S3Url, max_keys: int = 100_000, cancel=None) ->
         if not resp.get("IsTruncated") or not token or (cancel is not None and cancel.is_set()):
             break
     dt = time.perf_counter() - t0
-    figs = {"list_keys_count": len(objs), "list_pages_count": pages, "list_s": dt,
-            "list_keys_per_s": len(objs) / dt if dt > 0 and objs else None}
+    figs = {
+        "list_keys_count": len(objs),
+        "list_pages_count": pages,
+        "list_s": dt,
+        "list_keys_per_s": len(objs) / dt if dt > 0 and objs else None,
+    }
     return objs, figs
 
 
@@ -93,11 +97,20 @@ def _class_rows(ph: PhaseResult) -> list[dict]:
     rows = []
     for name, c in ph.classes.items():
         t, lat = c["ttfb"].percentiles((50.0, 99.0)), c["lat"].percentiles((50.0, 99.0))
-        rows.append({"class": name, "requests": c["requests"], "bytes": c["bytes"],
-                     "ttfb_p50_ns": t[50.0], "ttfb_p99_ns": t[99.0], "lat_p50_ns": lat[50.0],
-                     "lat_p99_ns": lat[99.0],
-                     "request_bytes_per_s": c["bytes"] / (c["lat"].mean * c["requests"] / 1e9)
-                     if c["lat"].mean > 0 else None})
+        rows.append(
+            {
+                "class": name,
+                "requests": c["requests"],
+                "bytes": c["bytes"],
+                "ttfb_p50_ns": t[50.0],
+                "ttfb_p99_ns": t[99.0],
+                "lat_p50_ns": lat[50.0],
+                "lat_p99_ns": lat[99.0],
+                "request_bytes_per_s": c["bytes"] / (c["lat"].mean * c["requests"] / 1e9)
+                if c["lat"].mean > 0
+                else None,
+            }
+        )
     return rows
 
 
@@ -110,11 +123,26 @@ def _fail_on(ph: PhaseResult, url, endpoint_url) -> None:
         raise ProbeError(f"every object under {url} vanished while being read (deleted meanwhile?)")
 
 
-def s3(url: str, *, endpoint_url: str | None = None, region: str | None = None, streams: int | None = None,
-       max_streams: int = 32, sweep: bool = True, runtime: float = 5.0, sweep_runtime: float = 1.5,
-       part_size: int = 8 << 20, ranged: bool = True, max_keys: int = 100_000, seed: int = 0,
-       write: bool = False, write_size: int = 8 << 20, write_count: int = 16,
-       progress=None, cancel=None) -> S3Result:
+def s3(
+    url: str,
+    *,
+    endpoint_url: str | None = None,
+    region: str | None = None,
+    streams: int | None = None,
+    max_streams: int = 32,
+    sweep: bool = True,
+    runtime: float = 5.0,
+    sweep_runtime: float = 1.5,
+    part_size: int = 8 << 20,
+    ranged: bool = True,
+    max_keys: int = 100_000,
+    seed: int = 0,
+    write: bool = False,
+    write_size: int = 8 << 20,
+    write_count: int = 16,
+    progress=None,
+    cancel=None,
+) -> S3Result:
     u = _c.parse_url(url)
     if streams is not None and streams < 1:
         raise ProbeError(f"streams must be 1 or more, not {streams}")
@@ -129,18 +157,33 @@ def s3(url: str, *, endpoint_url: str | None = None, region: str | None = None, 
         raise ProbeError(_c.explain(exc, u, endpoint_url)) from None
     objs = [o for o in objs if o[1] > 0 and not o[0].endswith("/")]
     if not objs:
-        raise ProbeError(f"no objects under {u}: nothing to read (check the prefix; it is matched as the "
-                         "start of each key)")
+        raise ProbeError(
+            f"no objects under {u}: nothing to read (check the prefix; it is matched as the start of each key)"
+        )
     random.Random(seed).shuffle(objs)
     cli = _c.make_client(endpoint_url, region, pool=top)
-    labels = {**_c.endpoint_labels(cli, endpoint_url), "operation": "GET, then PUT under a new prefix" if write
-              else "GET (read only)",
-              "ttfb": "request sent to response headers received"}
-    res = S3Result(params={"path": str(u), "endpoint_url": labels["endpoint"], "streams": streams,
-                           "max_streams": max_streams, "sweep": sweep, "runtime_s": runtime,
-                           "part_size": part_size, "ranged": ranged, "seed": seed, "write": write,
-                           "write_size": write_size if write else None, "write_count": write_count if write else None},
-                   labels=labels)
+    labels = {
+        **_c.endpoint_labels(cli, endpoint_url),
+        "operation": "GET, then PUT under a new prefix" if write else "GET (read only)",
+        "ttfb": "request sent to response headers received",
+    }
+    res = S3Result(
+        params={
+            "path": str(u),
+            "endpoint_url": labels["endpoint"],
+            "streams": streams,
+            "max_streams": max_streams,
+            "sweep": sweep,
+            "runtime_s": runtime,
+            "part_size": part_size,
+            "ranged": ranged,
+            "seed": seed,
+            "write": write,
+            "write_size": write_size if write else None,
+            "write_count": write_count if write else None,
+        },
+        labels=labels,
+    )
     if warn:
         res.warn(warn)
     total_s = (sweep_runtime * len(sweep_levels(max_streams)) if sweep else 0) + runtime + (runtime if ranged else 0)
@@ -149,8 +192,13 @@ def s3(url: str, *, endpoint_url: str | None = None, region: str | None = None, 
     def sub(seconds):
         base = spent[0]
         spent[0] += seconds
-        return None if progress is None else (
-            lambda f, m: call_progress(progress, None if f is None else min(1.0, (base + f * seconds) / total_s), m))
+        return (
+            None
+            if progress is None
+            else (
+                lambda f, m: call_progress(progress, None if f is None else min(1.0, (base + f * seconds) / total_s), m)
+            )
+        )
 
     rows: list[dict] = []
     retries = 0
@@ -167,8 +215,15 @@ def s3(url: str, *, endpoint_url: str | None = None, region: str | None = None, 
             for k, v in ph.errors.items():
                 errors[k] = errors.get(k, 0) + v
             p = ph.ttfb.percentiles((50.0,)) if ph.requests else {}
-            rows.append({"streams": level, "get_bytes_per_s": ph.bytes_per_s, "requests_per_s": ph.requests_per_s,
-                         "ttfb_p50_ns": p.get(50.0), "seconds": ph.seconds})
+            rows.append(
+                {
+                    "streams": level,
+                    "get_bytes_per_s": ph.bytes_per_s,
+                    "requests_per_s": ph.requests_per_s,
+                    "ttfb_p50_ns": p.get(50.0),
+                    "seconds": ph.seconds,
+                }
+            )
     k = knee(rows) if rows else None
     main_streams = streams or k or min(8, max_streams)
     ph = get_phase(cli, u.bucket, objs, main_streams, runtime, cancel=cancel, progress=sub(runtime))
@@ -178,12 +233,20 @@ def s3(url: str, *, endpoint_url: str | None = None, region: str | None = None, 
     for key, v in ph.errors.items():
         errors[key] = errors.get(key, 0) + v
     if ph.stuck:
-        res.warn(f"{ph.stuck} of {main_streams} streams were still inside a request 15 s after the measured phase "
-                 "ended (a hung connection): the endpoint stalls some requests")
+        res.warn(
+            f"{ph.stuck} of {main_streams} streams were still inside a request 15 s after the measured phase "
+            "ended (a hung connection): the endpoint stalls some requests"
+        )
     m = res.metrics
     m.update(_phase_metrics(ph))
-    m.update({"streams_count": main_streams, "objects_count": len(objs),
-              "objects_bytes": sum(s for _, s in objs), "requests_count": ph.requests})
+    m.update(
+        {
+            "streams_count": main_streams,
+            "objects_count": len(objs),
+            "objects_bytes": sum(s for _, s in objs),
+            "requests_count": ph.requests,
+        }
+    )
     m.update({k2: v for k2, v in list_figs.items() if v is not None})
     if rows:
         best = max(rows, key=lambda r: r.get("get_bytes_per_s") or 0)
@@ -191,14 +254,24 @@ def s3(url: str, *, endpoint_url: str | None = None, region: str | None = None, 
         m["sweep_best_streams_count"] = best["streams"]
         if k is not None:
             m["knee_streams_count"] = k
-    res.samples.update({"bw": {"get_bytes_per_s": ph.windows, "window_s": 0.5}, "ttfb_hist": ph.ttfb.to_dict(),
-                        "lat_hist": ph.lat.to_dict(), "sweep": rows, "classes": _class_rows(ph)})
+    res.samples.update(
+        {
+            "bw": {"get_bytes_per_s": ph.windows, "window_s": 0.5},
+            "ttfb_hist": ph.ttfb.to_dict(),
+            "lat_hist": ph.lat.to_dict(),
+            "sweep": rows,
+            "classes": _class_rows(ph),
+        }
+    )
     if ranged and not (cancel is not None and cancel.is_set()):
         big = [o for o in objs if o[1] >= 2 * part_size]
         if big:
             whole = get_phase(cli, u.bucket, big, main_streams, runtime / 2, cancel=cancel, progress=sub(runtime / 2))
-            parts = [(key, size, off, min(off + part_size, size) - 1) for key, size in big
-                     for off in range(0, size, part_size)]
+            parts = [
+                (key, size, off, min(off + part_size, size) - 1)
+                for key, size in big
+                for off in range(0, size, part_size)
+            ]
             rng = get_phase(cli, u.bucket, parts, main_streams, runtime / 2, cancel=cancel, progress=sub(runtime / 2))
             for extra in (whole, rng):
                 _fail_on(extra, u, endpoint_url)
@@ -207,11 +280,15 @@ def s3(url: str, *, endpoint_url: str | None = None, region: str | None = None, 
                 m["whole_get_bytes_per_s"] = whole.bytes_per_s
             if rng.bytes_per_s:
                 m["ranged_get_bytes_per_s"] = rng.bytes_per_s
-            res.labels["ranged"] = (f"{format_bytes(part_size, binary=True)} ranges of the {len(big)} objects of "
-                                    f"{format_bytes(2 * part_size, binary=True)} or more, against whole GETs of them")
+            res.labels["ranged"] = (
+                f"{format_bytes(part_size, binary=True)} ranges of the {len(big)} objects of "
+                f"{format_bytes(2 * part_size, binary=True)} or more, against whole GETs of them"
+            )
         else:
-            res.labels["ranged"] = (f"not measured: no object of {format_bytes(2 * part_size, binary=True)} or more "
-                                    f"(two {format_bytes(part_size, binary=True)} parts)")
+            res.labels["ranged"] = (
+                f"not measured: no object of {format_bytes(2 * part_size, binary=True)} or more "
+                f"(two {format_bytes(part_size, binary=True)} parts)"
+            )
     if write and not (cancel is not None and cancel.is_set()):
         from .writes import write_test
 
@@ -221,19 +298,26 @@ def s3(url: str, *, endpoint_url: str | None = None, region: str | None = None, 
         if left:
             res.warn(f"the write test's keys could not all be deleted: delete what is left under {left}")
         m.update({k2: v for k2, v in w.items() if v is not None})
-        res.labels["write"] = (f"{m.get('put_count', 0)} PUTs of {format_bytes(write_size, binary=True)} and one "
-                               f"multipart upload under {prefix} (a new prefix; conditional PUTs, nothing "
-                               f"overwritten), {w.get('deleted_count', 0)} keys deleted at the end")
+        res.labels["write"] = (
+            f"{m.get('put_count', 0)} PUTs of {format_bytes(write_size, binary=True)} and one "
+            f"multipart upload under {prefix} (a new prefix; conditional PUTs, nothing "
+            f"overwritten), {w.get('deleted_count', 0)} keys deleted at the end"
+        )
     m["retries_count"] = retries
     if errors:
         res.extra["errors"] = errors
         m["errors_count"] = sum(errors.values())
-        res.warn(f"{m['errors_count']} requests failed after their retries ("
-                 + ", ".join(f"{v} {k}" for k, v in sorted(errors.items())) + "): the figures leave them out")
+        res.warn(
+            f"{m['errors_count']} requests failed after their retries ("
+            + ", ".join(f"{v} {k}" for k, v in sorted(errors.items()))
+            + "): the figures leave them out"
+        )
     if retries:
         res.labels["throttled"] = f"{retries} retries (503 SlowDown or timeouts) — figures include the back-off"
-        res.warn(f"the endpoint made {retries} requests retry (throttling or timeouts): the figures include "
-                 "the waits; try fewer --streams")
+        res.warn(
+            f"the endpoint made {retries} requests retry (throttling or timeouts): the figures include "
+            "the waits; try fewer --streams"
+        )
     if vanished:
         res.warn(f"{len(set(vanished))} objects vanished between LIST and GET (deleted meanwhile?) and were skipped")
     call_progress(progress, 1.0, {k2: m[k2] for k2 in ("get_bytes_per_s",) if k2 in m})

@@ -72,9 +72,20 @@ def list_shards(url: str, endpoint_url: str | None = None, region: str | None = 
     return u, found, fmt
 
 
-def s3_shards(url: str, streams: int | None = None, bs="1M", seed: int = 0, max_bytes=None, rank: int = 0,
-              world_size: int = 1, progress=None, cancel=None, ready=None, endpoint_url: str | None = None,
-              region: str | None = None) -> ShardsResult:
+def s3_shards(
+    url: str,
+    streams: int | None = None,
+    bs="1M",
+    seed: int = 0,
+    max_bytes=None,
+    rank: int = 0,
+    world_size: int = 1,
+    progress=None,
+    cancel=None,
+    ready=None,
+    endpoint_url: str | None = None,
+    region: str | None = None,
+) -> ShardsResult:
     import time
 
     from ...env import usable_cpus
@@ -85,35 +96,69 @@ def s3_shards(url: str, streams: int | None = None, bs="1M", seed: int = 0, max_
     u, found, fmt = list_shards(url, endpoint_url, region)
     if not found:
         raise ProbeError(f"no objects under {u}: nothing to read (check the prefix)")
-    mine = [o for o in found if shard_rank(o[0][len(u.prefix):], world_size) == rank]
+    mine = [o for o in found if shard_rank(o[0][len(u.prefix) :], world_size) == rank]
     cap = DEFAULT_MAX_BYTES if max_bytes is None else (parse_size(max_bytes) or None)
-    picked = _subset(mine, cap, seed)   # the shards probe's own seeded subset under the cap
+    picked = _subset(mine, cap, seed)  # the shards probe's own seeded subset under the cap
     n_streams = max(1, min(int(streams) if streams else max(4, usable_cpus()["usable_int"]), len(picked) or 1))
     cli = _c.make_client(endpoint_url, region, pool=n_streams)
-    res = ShardsResult(params={"path": str(u), "streams": n_streams, "bs": bs_b, "cold": True, "warm": False,
-                               "seed": seed, "max_bytes": max_bytes, "rank": rank, "world_size": world_size,
-                               "endpoint_url": _c.endpoint_labels(cli, endpoint_url)["endpoint"]})
-    res.labels.update({"engine": "boto3 GET", "cache": "none (object storage)", **_c.endpoint_labels(cli, endpoint_url),
-                       "shard_format": fmt, "order": f"shuffled (seed {seed}), dealt round-robin to the streams",
-                       "warm": "not measured: no page cache between this process and object storage"})
+    res = ShardsResult(
+        params={
+            "path": str(u),
+            "streams": n_streams,
+            "bs": bs_b,
+            "cold": True,
+            "warm": False,
+            "seed": seed,
+            "max_bytes": max_bytes,
+            "rank": rank,
+            "world_size": world_size,
+            "endpoint_url": _c.endpoint_labels(cli, endpoint_url)["endpoint"],
+        }
+    )
+    res.labels.update(
+        {
+            "engine": "boto3 GET",
+            "cache": "none (object storage)",
+            **_c.endpoint_labels(cli, endpoint_url),
+            "shard_format": fmt,
+            "order": f"shuffled (seed {seed}), dealt round-robin to the streams",
+            "warm": "not measured: no page cache between this process and object storage",
+        }
+    )
     warn = _c.endpoint_warning(endpoint_url)
     if warn:
         res.warn(warn)
     total = sum(s for _, s in picked)
-    res.metrics.update({"shards_found_count": len(found), "dataset_total_bytes": sum(s for _, s in found),
-                        "shards_count": len(picked), "streams_count": n_streams})
+    res.metrics.update(
+        {
+            "shards_found_count": len(found),
+            "dataset_total_bytes": sum(s for _, s in found),
+            "shards_count": len(picked),
+            "streams_count": n_streams,
+        }
+    )
     if world_size > 1:
-        res.labels["rank"] = f"{rank} of {world_size}: the keys whose hash(key after the prefix) % {world_size} == {rank}"
+        res.labels["rank"] = (
+            f"{rank} of {world_size}: the keys whose hash(key after the prefix) % {world_size} == {rank}"
+        )
     if len(picked) < len(mine):
-        res.labels["subset"] = (f"{len(picked)} of {len(mine)} shards (seed {seed}), {format_bytes(total, binary=True)}: "
-                                "--max-bytes (default 4 GiB from object storage; 0: all)")
+        res.labels["subset"] = (
+            f"{len(picked)} of {len(mine)} shards (seed {seed}), {format_bytes(total, binary=True)}: "
+            "--max-bytes (default 4 GiB from object storage; 0: all)"
+        )
     if not picked:
         return res.fail("no shard falls to this rank")
     if ready is not None:
         ready("read")
     res.extra.setdefault("t0_unix", {})["read"] = time.time()
-    out = read_pass(plan_streams(picked, n_streams, seed), bs_b, fmt == "tar", cancel, progress,
-                    source=_get_source(cli, u.bucket, u, endpoint_url))
+    out = read_pass(
+        plan_streams(picked, n_streams, seed),
+        bs_b,
+        fmt == "tar",
+        cancel,
+        progress,
+        source=_get_source(cli, u.bucket, u, endpoint_url),
+    )
     keep_pass(res, "cold", out, fmt == "tar")
     if out["interrupted"]:
         return res.finish("interrupted", "stopped during the pass; the figures cover what was read")
@@ -122,6 +167,8 @@ def s3_shards(url: str, streams: int | None = None, bs="1M", seed: int = 0, max_
             raise ProbeError(f"no shard could be read: {out['first_error']}")
         res.warn(f"{out['errors']} shards could not be read and were skipped (first: {out['first_error']})")
     if out.get("tar_errors"):
-        res.warn(f"{out['tar_errors']} .tar shards are not valid tar files past some point (first: "
-                 f"{out['first_tar_error']}): their samples are counted up to there")
+        res.warn(
+            f"{out['tar_errors']} .tar shards are not valid tar files past some point (first: "
+            f"{out['first_tar_error']}): their samples are counted up to there"
+        )
     return res.finish()

@@ -43,7 +43,7 @@ def list_dataset(url, endpoint_url: str | None = None, region: str | None = None
         raise
     except Exception as exc:  # noqa: BLE001 - every failure of the first request is one line
         raise ProbeError(_c.explain(exc, u, endpoint_url)) from None
-    objs = sorted(o for o in objs if o[1] > 0 and not o[0].endswith("/") and not _hidden(o[0][len(u.prefix):]))
+    objs = sorted(o for o in objs if o[1] > 0 and not o[0].endswith("/") and not _hidden(o[0][len(u.prefix) :]))
     pages = figs["list_pages_count"]
     tars = [o for o in objs if o[0].lower().endswith(".tar")]
     if tars:
@@ -51,14 +51,16 @@ def list_dataset(url, endpoint_url: str | None = None, region: str | None = None
     images = [o for o in objs if o[0].lower().endswith(IMAGE_EXTENSIONS)]
     if images:
         return u, "images", images, pages
-    raise ProbeError(f"no .tar shards or image objects ({', '.join(IMAGE_EXTENSIONS)}) under {u}: a dataset in S3 "
-                     "for loader and feed is a set of tar shards or of images (s3://BUCKET/PREFIX/CLASS/IMAGE)")
+    raise ProbeError(
+        f"no .tar shards or image objects ({', '.join(IMAGE_EXTENSIONS)}) under {u}: a dataset in S3 "
+        "for loader and feed is a set of tar shards or of images (s3://BUCKET/PREFIX/CLASS/IMAGE)"
+    )
 
 
 def _shared_counts():
     import multiprocessing
 
-    return multiprocessing.Array("q", 2)   # GETs, their retries: DataLoader workers add to them
+    return multiprocessing.Array("q", 2)  # GETs, their retries: DataLoader workers add to them
 
 
 class S3Source:
@@ -90,7 +92,7 @@ class S3Source:
 
         state = dict(self.__dict__)
         state["_client"] = None
-        if get_spawning_popen() is None:   # shared counts travel only to a process being started
+        if get_spawning_popen() is None:  # shared counts travel only to a process being started
             state["_counts"] = None
         return state
 
@@ -137,17 +139,20 @@ class S3Source:
         n, retries = self.requests()
         res.metrics["requests_count"] = n
         res.metrics["retries_count"] = retries
-        res.labels["requests"] = (f"{n} ({self.list_pages} LIST page{'s' if self.list_pages != 1 else ''}, "
-                                  f"{n - self.list_pages} GETs: one per "
-                                  f"{self.unit} read{' or copied' if self.copied else ''})"
-                                  + (f", {retries} retries" if retries else ""))
+        res.labels["requests"] = (
+            f"{n} ({self.list_pages} LIST page{'s' if self.list_pages != 1 else ''}, "
+            f"{n - self.list_pages} GETs: one per "
+            f"{self.unit} read{' or copied' if self.copied else ''})" + (f", {retries} retries" if retries else "")
+        )
 
     def feed_labels(self) -> dict:
         """What ``feed``'s cold and warm passes read, for its labels."""
         how = "" if self.unit == "shard" else ", read as an image folder"
-        return {"cold_method": f"every {self.unit} a GET from object storage",
-                "warm": f"a local copy of the {self.unit}s in {self.cache_path}{how} (page cache): a local cache, as a "
-                        "caching FUSE client would serve"}
+        return {
+            "cold_method": f"every {self.unit} a GET from object storage",
+            "warm": f"a local copy of the {self.unit}s in {self.cache_path}{how} (page cache): a local cache, as a "
+            "caching FUSE client would serve",
+        }
 
     def make_cache(self, need: int, cache_dir=None) -> str:
         """A new local directory for ``need`` bytes (free space checked first); its path."""

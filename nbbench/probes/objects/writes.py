@@ -46,12 +46,12 @@ class WriteSession:
         self.idle = threading.Event()
         self.idle.set()
         self.cleaned = False
-        self.left: str | None = None     # a prefix the clean-up could not empty (said in the result)
-        self.wait_s = 30.0               # how long the clean-up waits for a request in flight (set by the size)
+        self.left: str | None = None  # a prefix the clean-up could not empty (said in the result)
+        self.wait_s = 30.0  # how long the clean-up waits for a request in flight (set by the size)
         resp = cli.list_objects_v2(Bucket=url.bucket, Prefix=self.prefix, MaxKeys=1)
-        if resp.get("KeyCount") or resp.get("Contents"):   # pragma: no cover - 32 random bits
+        if resp.get("KeyCount") or resp.get("Contents"):  # pragma: no cover - 32 random bits
             raise ProbeError(f"s3://{url.bucket}/{self.prefix} is not empty: refusing to write there")
-        _sessions[id(self)] = self      # a dict's item set/pop is atomic: no lock a handler could wait on
+        _sessions[id(self)] = self  # a dict's item set/pop is atomic: no lock a handler could wait on
 
     def put(self, key: str, body: bytes) -> dict:
         """A conditional PUT of a new key (never an overwrite)."""
@@ -79,14 +79,20 @@ class WriteSession:
         deleted = 0
         b = self.url.bucket
         self.left = None
-        for _ in range(4):   # a PUT completing meanwhile: list again
+        for _ in range(4):  # a PUT completing meanwhile: list again
             try:
-                ups = [u for page in self.cli.get_paginator("list_multipart_uploads").paginate(
-                    Bucket=b, Prefix=self.prefix) for u in page.get("Uploads") or []]
+                ups = [
+                    u
+                    for page in self.cli.get_paginator("list_multipart_uploads").paginate(Bucket=b, Prefix=self.prefix)
+                    for u in page.get("Uploads") or []
+                ]
                 for up in ups:
                     self.cli.abort_multipart_upload(Bucket=b, Key=up["Key"], UploadId=up["UploadId"])
-                keys = [o["Key"] for page in self.cli.get_paginator("list_objects_v2").paginate(
-                    Bucket=b, Prefix=self.prefix) for o in page.get("Contents") or []]
+                keys = [
+                    o["Key"]
+                    for page in self.cli.get_paginator("list_objects_v2").paginate(Bucket=b, Prefix=self.prefix)
+                    for o in page.get("Contents") or []
+                ]
             except Exception:  # noqa: BLE001 - best effort; the store may be gone
                 self.left = f"s3://{b}/{self.prefix}"
                 break
@@ -95,11 +101,12 @@ class WriteSession:
                 break
             for i in range(0, len(keys), 1000):
                 try:
-                    self.cli.delete_objects(Bucket=b, Delete={"Objects": [{"Key": k} for k in keys[i:i + 1000]],
-                                                              "Quiet": True})
-                    deleted += len(keys[i:i + 1000])
+                    self.cli.delete_objects(
+                        Bucket=b, Delete={"Objects": [{"Key": k} for k in keys[i : i + 1000]], "Quiet": True}
+                    )
+                    deleted += len(keys[i : i + 1000])
                 except Exception:  # noqa: BLE001
-                    for k in keys[i:i + 1000]:
+                    for k in keys[i : i + 1000]:
                         try:
                             self.cli.delete_object(Bucket=b, Key=k)
                             deleted += 1
@@ -113,7 +120,7 @@ class WriteSession:
 _owner = [os.getpid()]
 
 
-def _forget_sessions() -> None:   # a forked child wrote none of these keys
+def _forget_sessions() -> None:  # a forked child wrote none of these keys
     _owner[0] = os.getpid()
     _sessions.clear()
 
@@ -155,7 +162,7 @@ def write_test(cli, url: _c.S3Url, endpoint_url, size: int, count: int, cancel=N
     from ...progress import call_progress
 
     sess = WriteSession(cli, url, endpoint_url)
-    sess.wait_s = max(10.0, min(120.0, max(size, MIN_PART) / 1e6))   # an 8 MiB PUT on a slow link: seconds
+    sess.wait_s = max(10.0, min(120.0, max(size, MIN_PART) / 1e6))  # an 8 MiB PUT on a slow link: seconds
     out: dict = {"prefix": f"s3://{url.bucket}/{sess.prefix}"}
     lat = LatencyHistogram()
     body = os.urandom(size)
@@ -171,7 +178,7 @@ def write_test(cli, url: _c.S3Url, endpoint_url, size: int, count: int, cancel=N
             except ProbeError:
                 raise
             except Exception as exc:  # noqa: BLE001
-                if _c.error_code(exc) == "PreconditionFailed":   # pragma: no cover - a new prefix
+                if _c.error_code(exc) == "PreconditionFailed":  # pragma: no cover - a new prefix
                     raise ProbeError(f"a key under {out['prefix']} already exists: nothing overwritten") from None
                 raise ProbeError(_c.explain(exc, url, endpoint_url)) from None
             lat.add(time.perf_counter_ns() - t)
@@ -180,8 +187,15 @@ def write_test(cli, url: _c.S3Url, endpoint_url, size: int, count: int, cancel=N
         dt = time.perf_counter() - t0
         if done:
             p = lat.percentiles((50.0, 99.0))
-            out.update({"put_bytes_per_s": done * size / dt, "put_requests_per_s": done / dt,
-                        "put_lat_p50_ns": p[50.0], "put_lat_p99_ns": p[99.0], "put_count": done})
+            out.update(
+                {
+                    "put_bytes_per_s": done * size / dt,
+                    "put_requests_per_s": done / dt,
+                    "put_lat_p50_ns": p[50.0],
+                    "put_lat_p99_ns": p[99.0],
+                    "put_count": done,
+                }
+            )
         part = max(MIN_PART, size)
         total = part * max(2, min(count, 8))
         if not (cancel is not None and cancel.is_set()):
@@ -197,8 +211,13 @@ def write_test(cli, url: _c.S3Url, endpoint_url, size: int, count: int, cancel=N
                     r = sess.call(cli.upload_part, Key=key, UploadId=up["UploadId"], PartNumber=n, Body=chunk)
                     parts.append({"ETag": r["ETag"], "PartNumber": n})
                 if len(parts) == total // part:
-                    sess.call(cli.complete_multipart_upload, Key=key, UploadId=up["UploadId"],
-                              MultipartUpload={"Parts": parts}, IfNoneMatch="*")
+                    sess.call(
+                        cli.complete_multipart_upload,
+                        Key=key,
+                        UploadId=up["UploadId"],
+                        MultipartUpload={"Parts": parts},
+                        IfNoneMatch="*",
+                    )
                     out["multipart_bytes_per_s"] = total / (time.perf_counter() - t0)
                     out["multipart_parts_count"] = len(parts)
             except ProbeError:

@@ -16,9 +16,20 @@ from typing import Any
 
 from ...results import ProbeError
 
-__all__ = ["require_torch", "TORCH_INSTALL", "make_loader", "is_dataloader", "loader_parts", "describe_loader",
-           "close_loader", "worker_failure_reason", "worker_exit_note", "is_iterable_dataset", "sharing_strategy",
-           "check_worker_tempdir"]
+__all__ = [
+    "require_torch",
+    "TORCH_INSTALL",
+    "make_loader",
+    "is_dataloader",
+    "loader_parts",
+    "describe_loader",
+    "close_loader",
+    "worker_failure_reason",
+    "worker_exit_note",
+    "is_iterable_dataset",
+    "sharing_strategy",
+    "check_worker_tempdir",
+]
 
 
 #: how to get torch, in the words every "needs torch" sentence uses
@@ -40,17 +51,29 @@ def require_torch(what: str) -> None:
         first = (str(exc).splitlines() or [""])[0]
         name = getattr(exc, "name", None) or ""
         missing = isinstance(exc, ModuleNotFoundError) and (
-            name == "torch" or name.startswith("torch.") or (not name and "'torch" in first))
+            name == "torch" or name.startswith("torch.") or (not name and "'torch" in first)
+        )
         if missing:
-            raise ProbeError(f"{what} needs PyTorch (torch), which is not installed in this Python "
-                             f"environment: {TORCH_INSTALL}") from None
-        raise ProbeError(f"{what} needs PyTorch, and torch is installed but does not import ({first}): "
-                         "reinstall it, or use the environment it was built for") from None
+            raise ProbeError(
+                f"{what} needs PyTorch (torch), which is not installed in this Python environment: {TORCH_INSTALL}"
+            ) from None
+        raise ProbeError(
+            f"{what} needs PyTorch, and torch is installed but does not import ({first}): "
+            "reinstall it, or use the environment it was built for"
+        ) from None
 
 
-def make_loader(dataset, batch_size: int, num_workers: int, pin_memory: bool = False,
-                prefetch_factor: int | None = 2, persistent_workers: bool = True, shuffle: bool = True,
-                collate_fn=None, **kwargs):
+def make_loader(
+    dataset,
+    batch_size: int,
+    num_workers: int,
+    pin_memory: bool = False,
+    prefetch_factor: int | None = 2,
+    persistent_workers: bool = True,
+    shuffle: bool = True,
+    collate_fn=None,
+    **kwargs,
+):
     """A ``torch.utils.data.DataLoader`` with these settings (prefetch/persistence only with workers).
 
     Without torch: a :class:`ProbeError` saying how to install it.
@@ -60,8 +83,9 @@ def make_loader(dataset, batch_size: int, num_workers: int, pin_memory: bool = F
 
     if collate_fn is None:
         collate_fn = getattr(dataset, "collate_fn", None)
-    kw: dict[str, Any] = dict(batch_size=batch_size, num_workers=num_workers, pin_memory=pin_memory,
-                              collate_fn=collate_fn)
+    kw: dict[str, Any] = dict(
+        batch_size=batch_size, num_workers=num_workers, pin_memory=pin_memory, collate_fn=collate_fn
+    )
     if not is_iterable_dataset(dataset):
         kw["shuffle"] = shuffle
     if num_workers > 0:
@@ -69,7 +93,7 @@ def make_loader(dataset, batch_size: int, num_workers: int, pin_memory: bool = F
         kw["persistent_workers"] = persistent_workers
     kw.update(kwargs)
     check_worker_tempdir(num_workers)
-    if num_workers == 0:   # torch refuses a multiprocessing context without worker processes
+    if num_workers == 0:  # torch refuses a multiprocessing context without worker processes
         kw.pop("multiprocessing_context", None)
     return DataLoader(dataset, **kw)
 
@@ -108,21 +132,23 @@ def loader_parts(loader) -> dict:
             kwargs[attr] = getattr(loader, attr)
     if getattr(loader, "drop_last", False):
         kwargs["drop_last"] = True
-    replaced = {k: getattr(loader, k, None) for k in ("num_workers", "batch_size", "pin_memory", "prefetch_factor",
-                                                       "persistent_workers")}
+    replaced = {
+        k: getattr(loader, k, None)
+        for k in ("num_workers", "batch_size", "pin_memory", "prefetch_factor", "persistent_workers")
+    }
     dropped = []
     sampler = getattr(loader, "sampler", None)
     if sampler is not None and type(sampler).__name__ not in _PLAIN_SAMPLERS:
-        dropped.append(f"its sampler ({type(sampler).__name__}) is not carried over: the sweep reads the whole "
-                       "dataset, as a single process would")
+        dropped.append(
+            f"its sampler ({type(sampler).__name__}) is not carried over: the sweep reads the whole "
+            "dataset, as a single process would"
+        )
     bs = getattr(loader, "batch_sampler", None)
     if bs is not None and type(bs) is not BatchSampler:
-        dropped.append(f"its batch_sampler ({type(bs).__name__}) is not carried over: the sweep batches by "
-                       "batch_size")
+        dropped.append(f"its batch_sampler ({type(bs).__name__}) is not carried over: the sweep batches by batch_size")
     if getattr(loader, "batch_size", 1) is None and bs is None:
         dropped.append("it had batch_size=None (each item a whole batch): the sweep batches items by batch_size")
-    return {"dataset": loader.dataset, "kwargs": kwargs, "kept": list(kwargs), "replaced": replaced,
-            "dropped": dropped}
+    return {"dataset": loader.dataset, "kwargs": kwargs, "kept": list(kwargs), "replaced": replaced, "dropped": dropped}
 
 
 def is_iterable_dataset(ds) -> bool:
@@ -161,10 +187,12 @@ def check_worker_tempdir(num_workers: int, tempdir: str | None = None) -> None:
 
     d = tempdir or tempfile.gettempdir()
     if len(d.encode()) + _SOCKET_SUFFIX > _SOCKET_MAX:
-        raise ProbeError(f"the temporary directory {d} ({len(d.encode())} characters) is too long for the Unix "
-                         f"socket DataLoader workers hand their batches back through (at most "
-                         f"{_SOCKET_MAX - _SOCKET_SUFFIX}): PyTorch would wait for ever; set TMPDIR to a shorter "
-                         "directory (e.g. TMPDIR=/tmp) or use --workers 0")
+        raise ProbeError(
+            f"the temporary directory {d} ({len(d.encode())} characters) is too long for the Unix "
+            f"socket DataLoader workers hand their batches back through (at most "
+            f"{_SOCKET_MAX - _SOCKET_SUFFIX}): PyTorch would wait for ever; set TMPDIR to a shorter "
+            "directory (e.g. TMPDIR=/tmp) or use --workers 0"
+        )
 
 
 def describe_loader(loader) -> dict[str, Any]:
@@ -173,8 +201,7 @@ def describe_loader(loader) -> dict[str, Any]:
     ds = getattr(loader, "dataset", None)
     if ds is not None:
         out["dataset"] = type(ds).__name__
-    for attr in ("batch_size", "num_workers", "pin_memory", "prefetch_factor", "persistent_workers",
-                 "drop_last"):
+    for attr in ("batch_size", "num_workers", "pin_memory", "prefetch_factor", "persistent_workers", "drop_last"):
         if hasattr(loader, attr):
             v = getattr(loader, attr)
             if isinstance(v, (int, float, bool, str)) or v is None:
@@ -189,13 +216,17 @@ def worker_failure_reason(exc: BaseException) -> str | None:
     if not isinstance(exc, RuntimeError):
         return None
     if "bus error" in low or "shared memory" in low or "shm" in low:
-        return (f"a DataLoader worker crashed with a bus error ({msg.splitlines()[0]}): /dev/shm is too small "
-                "for the batches in flight; give the container more (docker run --shm-size=16g, or a bigger "
-                "emptyDir medium: Memory in Kubernetes) or lower num_workers × prefetch_factor × batch size")
+        return (
+            f"a DataLoader worker crashed with a bus error ({msg.splitlines()[0]}): /dev/shm is too small "
+            "for the batches in flight; give the container more (docker run --shm-size=16g, or a bigger "
+            "emptyDir medium: Memory in Kubernetes) or lower num_workers × prefetch_factor × batch size"
+        )
     if "too many open files" in low or "ancdata" in low:
-        return (f"DataLoader workers ran out of file descriptors ({msg.splitlines()[0]}): raise the limit "
-                "(ulimit -n 65536, docker run --ulimit nofile=65536) or call "
-                "torch.multiprocessing.set_sharing_strategy('file_system')")
+        return (
+            f"DataLoader workers ran out of file descriptors ({msg.splitlines()[0]}): raise the limit "
+            "(ulimit -n 65536, docker run --ulimit nofile=65536) or call "
+            "torch.multiprocessing.set_sharing_strategy('file_system')"
+        )
     if "killed by signal" in low or "exited unexpectedly" in low or "dataloader worker" in low:
         hint = ""
         if "killed by signal: killed" in low:

@@ -55,8 +55,10 @@ def evict_files(paths, method: str = "fadvise", cancel=None) -> dict:
             with open("/proc/sys/vm/drop_caches", "w") as f:
                 f.write("1\n")
         except OSError as exc:
-            raise ProbeError(f"cannot write /proc/sys/vm/drop_caches ({exc}): in a container it is usually "
-                             "read-only; use cold='fadvise'") from None
+            raise ProbeError(
+                f"cannot write /proc/sys/vm/drop_caches ({exc}): in a container it is usually "
+                "read-only; use cold='fadvise'"
+            ) from None
         return {"method": "drop_caches", "files": len(paths), "failed": 0}
     if not hasattr(os, "posix_fadvise"):
         raise ProbeError("posix_fadvise is not available on this system: use cold='none'")
@@ -101,11 +103,29 @@ def warm_files(paths, cancel=None) -> int:
 
 
 # ----------------------------------------------------------------------- feed
-def feed(path, accelerator: str = "h100-resnet50", batch_size: int = 64, num_workers: int | None = None,
-         decode: str = "auto", duration: float = 5.0, warmup: int = 2, cold: str = "auto", size: int = 224,
-         pin_memory: bool = False, prefetch_factor: int = 2, max_files: int | None = 20000,
-         au_target_pct: float = AU_TARGET_PCT, seed: int = 0, repeats: int = 3, progress=None, cancel=None,
-         dataset=None, count: int = 1, endpoint_url: str | None = None, region: str | None = None) -> FeedResult:
+def feed(
+    path,
+    accelerator: str = "h100-resnet50",
+    batch_size: int = 64,
+    num_workers: int | None = None,
+    decode: str = "auto",
+    duration: float = 5.0,
+    warmup: int = 2,
+    cold: str = "auto",
+    size: int = 224,
+    pin_memory: bool = False,
+    prefetch_factor: int = 2,
+    max_files: int | None = 20000,
+    au_target_pct: float = AU_TARGET_PCT,
+    seed: int = 0,
+    repeats: int = 3,
+    progress=None,
+    cancel=None,
+    dataset=None,
+    count: int = 1,
+    endpoint_url: str | None = None,
+    region: str | None = None,
+) -> FeedResult:
     """How many ``accelerator`` s can the storage under ``path`` and this CPU feed at AU >= 90 %?
 
     path: an image folder (root/CLASS/IMAGE), or a folder of ``.tar`` shards (WebDataset's
@@ -142,7 +162,7 @@ def feed(path, accelerator: str = "h100-resnet50", batch_size: int = 64, num_wor
         raise ProbeError(f"batch_size must be 1 or more, not {batch_size}")
     if count < 1:
         raise ProbeError(f"count must be 1 or more, not {count}")
-    s3 = str(path).startswith("s3://")   # a dataset given for it: a rank's share, closed by its giver
+    s3 = str(path).startswith("s3://")  # a dataset given for it: a rank's share, closed by its giver
     if s3 and method != "none":
         method = "object storage"
     if dataset is not None:
@@ -154,8 +174,11 @@ def feed(path, accelerator: str = "h100-resnet50", batch_size: int = 64, num_wor
     else:
         from ..shards.tarshards import TarShardDataset, has_tar_shards
 
-        ds = TarShardDataset(path, decode=decode, size=size, seed=seed) if has_tar_shards(path) else \
-            ImageFolderDataset(path, decode=decode, size=size)
+        ds = (
+            TarShardDataset(path, decode=decode, size=size, seed=seed)
+            if has_tar_shards(path)
+            else ImageFolderDataset(path, decode=decode, size=size)
+        )
     try:
         total_files = len(ds)
         if max_files is not None and len(ds.samples) > max_files:
@@ -167,24 +190,46 @@ def feed(path, accelerator: str = "h100-resnet50", batch_size: int = 64, num_wor
         nbytes = ds.total_bytes()
         batches_per_pass = len(ds) // batch_size
         if batches_per_pass < warmup + 2:
-            raise ProbeError(f"{len(ds)} files make only {batches_per_pass} batches of {batch_size}: "
-                             f"use a smaller batch size (at most {max(1, len(ds) // (warmup + 2))}) or more files")
+            raise ProbeError(
+                f"{len(ds)} files make only {batches_per_pass} batches of {batch_size}: "
+                f"use a smaller batch size (at most {max(1, len(ds) // (warmup + 2))}) or more files"
+            )
 
-        res = FeedResult(params={"path": str(path), "accelerator": acc.name, "batch_size": batch_size,
-                                 "num_workers": nw, "decode": ds.decode, "duration_s": duration, "warmup": warmup,
-                                 "cold": cold, "size": size, "pin_memory": pin_memory,
-                                 "prefetch_factor": prefetch_factor, "max_files": max_files,
-                                 "au_target_pct": au_target_pct, "repeats": repeats, "count": count})
-        res.labels.update({"accelerator": acc.name, "decode": ds.decode, "num_workers": nw,
-                           "cold_method": "none" if method == "none" else method})
+        res = FeedResult(
+            params={
+                "path": str(path),
+                "accelerator": acc.name,
+                "batch_size": batch_size,
+                "num_workers": nw,
+                "decode": ds.decode,
+                "duration_s": duration,
+                "warmup": warmup,
+                "cold": cold,
+                "size": size,
+                "pin_memory": pin_memory,
+                "prefetch_factor": prefetch_factor,
+                "max_files": max_files,
+                "au_target_pct": au_target_pct,
+                "repeats": repeats,
+                "count": count,
+            }
+        )
+        res.labels.update(
+            {
+                "accelerator": acc.name,
+                "decode": ds.decode,
+                "num_workers": nw,
+                "cold_method": "none" if method == "none" else method,
+            }
+        )
         if s3:
             res.labels.update(ds.feed_labels(), endpoint=_endpoint_label(endpoint_url))
         res.metrics["files_count"] = len(ds)
         res.metrics["dataset_bytes"] = nbytes
-        if getattr(ds, "shards", None) is not None:   # tar shards: samples streamed from whole files
+        if getattr(ds, "shards", None) is not None:  # tar shards: samples streamed from whole files
             res.labels["dataset"] = f"{type(ds).__name__}: {len(ds.shards)} tar shards, {len(ds)} samples"
             res.metrics["shards_count"] = len(ds.shards)
-        elif s3:   # image objects: one GET per sample
+        elif s3:  # image objects: one GET per sample
             res.labels["dataset"] = ds.describe()
             res.metrics["objects_count"] = len(ds)
         if len(ds) < total_files:
@@ -196,8 +241,10 @@ def feed(path, accelerator: str = "h100-resnet50", batch_size: int = 64, num_wor
         except Exception:  # noqa: BLE001
             avail = None
         if avail and nbytes > 0.5 * avail:
-            res.warn(f"the {format_bytes(nbytes)} read are more than half the {format_bytes(avail)} of free memory: "
-                     "the warm run cannot hold them all in the page cache, so it is partly cold; lower max_files")
+            res.warn(
+                f"the {format_bytes(nbytes)} read are more than half the {format_bytes(avail)} of free memory: "
+                "the warm run cannot hold them all in the page cache, so it is partly cold; lower max_files"
+            )
         res.metrics["needed_samples_per_s"] = acc.needed_samples_per_s(au_target_pct)
         res.metrics["accelerator_samples_per_s"] = acc.samples_per_s
 
@@ -208,14 +255,28 @@ def feed(path, accelerator: str = "h100-resnet50", batch_size: int = 64, num_wor
         done = [0]
 
         def run(label, steps=None, epochs=False):
-            dl = make_loader(ds, batch_size, nw, pin_memory, prefetch_factor, persistent_workers=epochs and nw > 0,
-                             shuffle=True)
+            dl = make_loader(
+                ds, batch_size, nw, pin_memory, prefetch_factor, persistent_workers=epochs and nw > 0, shuffle=True
+            )
             k = done[0]
-            sub = None if progress is None else (
-                lambda f, m: call_progress(progress, None if f is None else (k + f) / total_runs, m))
+            sub = (
+                None
+                if progress is None
+                else (lambda f, m: call_progress(progress, None if f is None else (k + f) / total_runs, m))
+            )
             try:
-                r = bench_loader(dl, steps=steps, duration=duration, warmup=warmup, progress=sub, cancel=cancel,
-                                 monitor=False, accelerator=acc, close=False, epochs=None if epochs else 1)
+                r = bench_loader(
+                    dl,
+                    steps=steps,
+                    duration=duration,
+                    warmup=warmup,
+                    progress=sub,
+                    cancel=cancel,
+                    monitor=False,
+                    accelerator=acc,
+                    close=False,
+                    epochs=None if epochs else 1,
+                )
             finally:
                 close_loader(dl, force=True)
             done[0] += 1
@@ -228,15 +289,17 @@ def feed(path, accelerator: str = "h100-resnet50", batch_size: int = 64, num_wor
                 break
             if method != "none":
                 t = time.perf_counter()
-                if s3:   # every GET comes from the store: nothing to evict
+                if s3:  # every GET comes from the store: nothing to evict
                     ds.use("s3")
                     info = {"files": len(paths), "failed": 0}
                 else:
                     info = evict_files(paths, method, cancel)
                 evict_info.append(dict(info, seconds=time.perf_counter() - t))
                 if info["failed"]:
-                    res.warn(f"{info['failed']} of {info['files']} files could not be evicted from the page cache: "
-                             "the cold figure is partly warm")
+                    res.warn(
+                        f"{info['failed']} of {info['files']} files could not be evicted from the page cache: "
+                        "the cold figure is partly warm"
+                    )
                 cold_r = run("cold", steps=pass_steps)
                 runs.append(("cold", cold_r))
                 if cancel is not None and cancel.is_set():
@@ -259,8 +322,10 @@ def feed(path, accelerator: str = "h100-resnet50", batch_size: int = 64, num_wor
             ds.label_requests(res)
         measured = res.metrics.get("cold_measured_s") or res.metrics.get("warm_measured_s") or 0
         if status == "ok" and method != "none" and measured < 1.0:
-            res.warn(f"each pass over the {len(ds)} files took only {measured:.2f} s (median of {len(runs) // 2} "
-                     "cold/warm pairs): a larger folder gives a steadier figure")
+            res.warn(
+                f"each pass over the {len(ds)} files took only {measured:.2f} s (median of {len(runs) // 2} "
+                "cold/warm pairs): a larger folder gives a steadier figure"
+            )
 
         cold_rate = res.metrics.get("cold_samples_per_s")
         warm_rate = res.metrics.get("warm_samples_per_s")
@@ -272,20 +337,27 @@ def feed(path, accelerator: str = "h100-resnet50", batch_size: int = 64, num_wor
         if rate:
             res.metrics["au_one_accelerator_pct"] = min(100.0, 100.0 * rate / acc.samples_per_s)
 
-        info = feed_limits(res, runs, method, nw, acc.needed_samples_per_s(au_target_pct), count) \
-            if cold_rate and warm_rate else None
+        info = (
+            feed_limits(res, runs, method, nw, acc.needed_samples_per_s(au_target_pct), count)
+            if cold_rate and warm_rate
+            else None
+        )
         res.samples["accelerators"] = per_accelerator(acc, rate, warm_rate, au_target_pct)
-        res.extra["answer"] = feed_answer(acc, rate, cold_rate, warm_rate, info, nw, ds.decode, method, au_target_pct,
-                                          getattr(ds, "unit", "shard"))
+        res.extra["answer"] = feed_answer(
+            acc, rate, cold_rate, warm_rate, info, nw, ds.decode, method, au_target_pct, getattr(ds, "unit", "shard")
+        )
         # the bar ends on the result's own figures, not on the last run's last window
-        final = {"samples_per_s": rate, "warm_samples_per_s": warm_rate if cold_rate else None,
-                 "accelerators_fed_count": res.metrics["accelerators_fed_count"]}
+        final = {
+            "samples_per_s": rate,
+            "warm_samples_per_s": warm_rate if cold_rate else None,
+            "accelerators_fed_count": res.metrics["accelerators_fed_count"],
+        }
         call_progress(progress, 1.0 if status == "ok" else None, {k: v for k, v in final.items() if v is not None})
         res.finish(status, reason)
         return res
     finally:
         if s3 and dataset is None:
-            ds.close()   # the local copy of the shards or image objects
+            ds.close()  # the local copy of the shards or image objects
 
 
 def _endpoint_label(endpoint_url):
@@ -298,10 +370,18 @@ def _summarise(res: FeedResult, runs) -> tuple[str, str | None]:
     """Each kind's runs into medians (cold_*, warm_*), the runs' samples and warnings; the status."""
     status, reason = "ok", None
     res.samples["runs"] = [
-        {"kind": k, "samples_per_s": r.metrics.get("samples_per_s"), "measured_s": r.metrics.get("measured_s"),
-         "steps_count": r.metrics.get("steps_count"), "startup_s": r.metrics.get("startup_s"),
-         "wait_s": r.samples["steps"]["wait_s"], "samples": r.samples["steps"]["samples"], "status": r.status}
-        for k, r in runs]
+        {
+            "kind": k,
+            "samples_per_s": r.metrics.get("samples_per_s"),
+            "measured_s": r.metrics.get("measured_s"),
+            "steps_count": r.metrics.get("steps_count"),
+            "startup_s": r.metrics.get("startup_s"),
+            "wait_s": r.samples["steps"]["wait_s"],
+            "samples": r.samples["steps"]["samples"],
+            "status": r.status,
+        }
+        for k, r in runs
+    ]
     for kind in ("cold", "warm"):
         rs = [r for k, r in runs if k == kind]
         if not rs:

@@ -34,15 +34,20 @@ __all__ = ["feed_limiter", "limiter_sentence", "feed_answer", "feed_limits", "pe
 STORAGE_LIMIT_SHARE = 0.10
 
 
-
 def _fed(rate, need) -> int:
     if rate is None or not math.isfinite(rate) or rate <= 0:
         return 0
-    return int(math.floor(rate / need + 1e-9))   # as Accelerator.how_many: 2.0000001 counts as 2
+    return int(math.floor(rate / need + 1e-9))  # as Accelerator.how_many: 2.0000001 counts as 2
 
 
-def feed_limiter(cold: float | None, warm: float | None, need: float, count: int = 1,
-                 ratio: float | None = None, share: float = STORAGE_LIMIT_SHARE) -> dict | None:
+def feed_limiter(
+    cold: float | None,
+    warm: float | None,
+    need: float,
+    count: int = 1,
+    ratio: float | None = None,
+    share: float = STORAGE_LIMIT_SHARE,
+) -> dict | None:
     """Which limits the pipeline, storage fetch or CPU preparation (None: no cold or warm rate).
 
     cold / warm: samples/s from a cold and a warm page cache.  need: samples/s one
@@ -69,8 +74,16 @@ def feed_limiter(cold: float | None, warm: float | None, need: float, count: int
         case, limiter = "storage ceiling", "storage fetch"
     else:
         case, limiter = "CPU ceiling", "CPU preparation"
-    return {"limiter": limiter, "case": case, "ratio": ratio, "storage_slower": slower, "fed_cold": fed_cold,
-            "fed_warm": fed_warm, "needed": want, "count": count}
+    return {
+        "limiter": limiter,
+        "case": case,
+        "ratio": ratio,
+        "storage_slower": slower,
+        "fed_cold": fed_cold,
+        "fed_warm": fed_warm,
+        "needed": want,
+        "count": count,
+    }
 
 
 def _who(acc_name: str, count: int) -> str:
@@ -84,29 +97,49 @@ def limiter_sentence(info: dict, cold: float, warm: float, acc_name: str) -> str
     need = f"the {sps(info['needed'])} {_who(acc_name, info['count'])}"
     case = info["case"]
     if case == "warm short":
-        s = (f"CPU preparation limits it: even from memory (warm cache) it prepares only {sps(warm)}, short of "
-             f"{need}, and from storage (cold cache) {sps(cold)}")
+        s = (
+            f"CPU preparation limits it: even from memory (warm cache) it prepares only {sps(warm)}, short of "
+            f"{need}, and from storage (cold cache) {sps(cold)}"
+        )
         if info["storage_slower"]:
             s += f" ({pct} of warm: storage slows it too, but faster storage alone would not reach the need)"
         return s + f" — {_CPU_HELP} help; faster storage or caching does not, until preparation keeps up."
     if case == "cold short":
-        return (f"Storage fetch limits it: from storage (cold cache) it delivers {sps(cold)}, short of {need}, "
-                f"while from memory (warm cache) it reaches {sps(warm)}, enough for {info['fed_warm']} — "
-                f"{_STORAGE_HELP} helps more than CPUs.")
+        return (
+            f"Storage fetch limits it: from storage (cold cache) it delivers {sps(cold)}, short of {need}, "
+            f"while from memory (warm cache) it reaches {sps(warm)}, enough for {info['fed_warm']} — "
+            f"{_STORAGE_HELP} helps more than CPUs."
+        )
     if case == "storage ceiling":
-        return (f"Storage fetch limits how many it feeds: from storage (cold cache) {sps(cold)} feeds "
-                f"{info['fed_cold']}, from memory (warm cache) {sps(warm)} would feed {info['fed_warm']} (the cold "
-                f"runs reached {pct} of the warm ones) — {_STORAGE_HELP} helps more than CPUs.")
+        return (
+            f"Storage fetch limits how many it feeds: from storage (cold cache) {sps(cold)} feeds "
+            f"{info['fed_cold']}, from memory (warm cache) {sps(warm)} would feed {info['fed_warm']} (the cold "
+            f"runs reached {pct} of the warm ones) — {_STORAGE_HELP} helps more than CPUs."
+        )
     if info["storage_slower"]:
-        return (f"CPU preparation sets the ceiling: reading from storage costs some speed (the cold runs reached "
-                f"{pct} of the warm ones, {sps(cold)} against {sps(warm)}) but not one more accelerator — "
-                f"{_CPU_HELP} help feed more.")
-    return (f"CPU preparation limits it: reading from storage did not slow it down (the cold runs reached {pct} "
-            f"of the warm ones, {sps(cold)} against {sps(warm)}) — {_CPU_HELP} help; faster storage does not.")
+        return (
+            f"CPU preparation sets the ceiling: reading from storage costs some speed (the cold runs reached "
+            f"{pct} of the warm ones, {sps(cold)} against {sps(warm)}) but not one more accelerator — "
+            f"{_CPU_HELP} help feed more."
+        )
+    return (
+        f"CPU preparation limits it: reading from storage did not slow it down (the cold runs reached {pct} "
+        f"of the warm ones, {sps(cold)} against {sps(warm)}) — {_CPU_HELP} help; faster storage does not."
+    )
 
 
-def feed_answer(acc, rate: float | None, cold: float | None, warm: float | None, info: dict | None, nw: int,
-                decode: str, method: str, au: float, unit: str = "shard") -> str:
+def feed_answer(
+    acc,
+    rate: float | None,
+    cold: float | None,
+    warm: float | None,
+    info: dict | None,
+    nw: int,
+    decode: str,
+    method: str,
+    au: float,
+    unit: str = "shard",
+) -> str:
     """The whole answer: what was delivered, how many ``acc`` it feeds, then what limits it (``unit``: what one
     GET reads from object storage)."""
     if not rate:
@@ -114,13 +147,15 @@ def feed_answer(acc, rate: float | None, cold: float | None, warm: float | None,
     n = acc.how_many(rate, au)
     need = acc.needed_samples_per_s(au)
     what = "read and decoded" if decode == "pil" else "read (no decoding)"
-    if method == "object storage":   # cold: every GET from the store; warm: a local copy
+    if method == "object storage":  # cold: every GET from the store; warm: a local copy
         src = "from object storage" if cold else "from a local copy (warm)"
     else:
         src = "from storage (cold cache)" if cold else "from the page cache (warm)"
-    s = (f"This storage and CPU ({nw} worker{'' if nw == 1 else 's'}) deliver {format_metric('samples_per_s', rate)} {what} {src}; "
-         f"one {acc.name} needs {format_metric('samples_per_s', need)} for AU >= {au:g} %, so they can feed "
-         f"{n} such accelerator{'s' if n != 1 else ''}")
+    s = (
+        f"This storage and CPU ({nw} worker{'' if nw == 1 else 's'}) deliver {format_metric('samples_per_s', rate)} {what} {src}; "
+        f"one {acc.name} needs {format_metric('samples_per_s', need)} for AU >= {au:g} %, so they can feed "
+        f"{n} such accelerator{'s' if n != 1 else ''}"
+    )
     if n == 0:
         s += f" (one would run at AU {min(100.0, 100 * rate / acc.samples_per_s):.0f} %)"
     s += "."
@@ -145,24 +180,35 @@ def feed_limits(res, runs, method: str, nw: int, need: float, count: int) -> dic
     res.metrics["cold_vs_warm_pct"] = 100.0 * ratio
     res.samples["pair_ratios"] = ratios
     if len(ratios) > 1 and min(ratios) > 0 and max(ratios) / min(ratios) > 1.5:
-        res.warn(f"the cold/warm pairs disagree (cold at {100 * min(ratios):.0f}–{100 * max(ratios):.0f} % of "
-                 "warm): the machine is busy or the runs too short; rerun with a larger folder or --duration")
+        res.warn(
+            f"the cold/warm pairs disagree (cold at {100 * min(ratios):.0f}–{100 * max(ratios):.0f} % of "
+            "warm): the machine is busy or the runs too short; rerun with a larger folder or --duration"
+        )
     info = feed_limiter(cold_rate, warm_rate, need, count, ratio=ratio)
     res.labels["limiter"] = info["limiter"]
     res.labels["limiter_basis"] = info["case"]
     line = 1 - STORAGE_LIMIT_SHARE
-    if info["case"] in ("storage ceiling", "CPU ceiling") and info["fed_warm"] > info["fed_cold"] \
-            and abs(ratio - line) < 0.05:
-        res.warn(f"a close call: the cold runs reached {100 * ratio:.0f} % of the warm ones, near the "
-                 f"{100 * line:.0f} % line between the verdicts; a longer run (--duration, a larger folder) "
-                 "settles it")
+    if (
+        info["case"] in ("storage ceiling", "CPU ceiling")
+        and info["fed_warm"] > info["fed_cold"]
+        and abs(ratio - line) < 0.05
+    ):
+        res.warn(
+            f"a close call: the cold runs reached {100 * ratio:.0f} % of the warm ones, near the "
+            f"{100 * line:.0f} % line between the verdicts; a longer run (--duration, a larger folder) "
+            "settles it"
+        )
     if info["case"] == "cold short" and not info["storage_slower"]:
-        res.warn(f"a close call: the cold runs reached {100 * ratio:.0f} % of the warm ones, on either side of "
-                 "the need; a longer run (--duration, a larger folder) settles it")
+        res.warn(
+            f"a close call: the cold runs reached {100 * ratio:.0f} % of the warm ones, on either side of "
+            "the need; a longer run (--duration, a larger folder) settles it"
+        )
     if method == "fadvise" and cold_rate >= 0.97 * warm_rate:
-        res.warn("the cold run was as fast as the warm one: either the CPU limits (likely with "
-                 f"{nw} workers) or the storage serves from a cache fadvise cannot drop (a network file "
-                 "system's client cache, a RAID controller); cold='drop_caches' as root is stricter")
+        res.warn(
+            "the cold run was as fast as the warm one: either the CPU limits (likely with "
+            f"{nw} workers) or the storage serves from a cache fadvise cannot drop (a network file "
+            "system's client cache, a RAID controller); cold='drop_caches' as root is stricter"
+        )
     return info
 
 

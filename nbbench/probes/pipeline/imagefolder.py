@@ -64,8 +64,11 @@ def _scan(root: Path, extensions) -> tuple[list[tuple[str, int]], list[str]]:
     if classes:
         for i, c in enumerate(classes):
             samples.extend((p, i) for p in files_in(root / c))
-    top = [e.path for e in entries if e.is_file() and not e.name.startswith(".")
-           and (extensions is None or e.name.lower().endswith(extensions))]
+    top = [
+        e.path
+        for e in entries
+        if e.is_file() and not e.name.startswith(".") and (extensions is None or e.name.lower().endswith(extensions))
+    ]
     if top and not classes:
         classes = ["."]
         samples = [(p, 0) for p in top]
@@ -76,9 +79,18 @@ class ImageFolderDataset(CropFlip):
     """Files under ``root`` (class folders), decoded with Pillow or read as bytes (the transform:
     :class:`~nbbench.probes.pipeline.imagetransform.CropFlip`, shared with the tar-shard dataset)."""
 
-    def __init__(self, root, decode: str = "auto", size: int = 224, flip: bool = True,
-                 scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3), dtype: str = "uint8", extensions=None,
-                 limit: int | None = None):
+    def __init__(
+        self,
+        root,
+        decode: str = "auto",
+        size: int = 224,
+        flip: bool = True,
+        scale=(0.08, 1.0),
+        ratio=(3 / 4, 4 / 3),
+        dtype: str = "uint8",
+        extensions=None,
+        limit: int | None = None,
+    ):
         self.root = Path(os.path.expanduser(str(root))).absolute()
         if decode not in ("auto", "pil", "none"):
             raise ProbeError(f"decode must be 'auto', 'pil' or 'none', not {decode!r}")
@@ -100,11 +112,14 @@ class ImageFolderDataset(CropFlip):
             self.samples = self.samples[: int(limit)]
         if not self.samples:
             what = "image files (" + ", ".join(IMAGE_EXTENSIONS) + ")" if decode == "pil" else "files"
-            raise ProbeError(f"no {what} under {self.root}: give a folder laid out as root/CLASS/IMAGE "
-                             "(nbbench make-dataset DIR --jpeg makes one)")
+            raise ProbeError(
+                f"no {what} under {self.root}: give a folder laid out as root/CLASS/IMAGE "
+                "(nbbench make-dataset DIR --jpeg makes one)"
+            )
         if decode == "pil" and not _pil_can_open(self.samples[0][0]):
-            raise ProbeError(f"Pillow cannot decode {self.samples[0][0]}: these are not images; "
-                             "use decode='none' to read bytes only")
+            raise ProbeError(
+                f"Pillow cannot decode {self.samples[0][0]}: these are not images; use decode='none' to read bytes only"
+            )
         self.decode = decode
 
     # --------------------------------------------------------------- dataset
@@ -112,8 +127,10 @@ class ImageFolderDataset(CropFlip):
         return len(self.samples)
 
     def __repr__(self) -> str:
-        return (f"ImageFolderDataset({str(self.root)!r}, {len(self)} files, {len(self.classes)} classes, "
-                f"decode={self.decode!r}" + (f", size={self.size}" if self.decode == "pil" else "") + ")")
+        return (
+            f"ImageFolderDataset({str(self.root)!r}, {len(self)} files, {len(self.classes)} classes, "
+            f"decode={self.decode!r}" + (f", size={self.size}" if self.decode == "pil" else "") + ")"
+        )
 
     @property
     def collate_fn(self):

@@ -41,8 +41,9 @@ class SampleError(ProbeError):
 class CropFlip:
     """Mixin: ``self.size``, ``flip``, ``scale``, ``ratio``, ``dtype`` and the transform they define."""
 
-    def init_transform(self, size: int = 224, flip: bool = True, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3),
-                       dtype: str = "uint8") -> None:
+    def init_transform(
+        self, size: int = 224, flip: bool = True, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3), dtype: str = "uint8"
+    ) -> None:
         if dtype not in ("uint8", "float32"):
             raise ProbeError(f"dtype must be 'uint8' or 'float32', not {dtype!r}")
         self.size = int(size)
@@ -92,7 +93,7 @@ class CropFlip:
             img = Image.open(io.BytesIO(data))
             img = img.convert("RGB")
         except Exception as exc:  # noqa: BLE001 - Pillow raises many kinds
-            why = str(exc).split(" <_io.")[0] or type(exc).__name__   # not the buffer's address
+            why = str(exc).split(" <_io.")[0] or type(exc).__name__  # not the buffer's address
             raise SampleError(f"Pillow cannot decode {path}: {why}") from None
         box = self.crop_box(*img.size)
         img = img.resize((self.size, self.size), Image.BILINEAR, box=box)

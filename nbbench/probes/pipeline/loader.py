@@ -31,11 +31,25 @@ from .steps import CudaStep, EmulatedStep, resolve_step
 __all__ = ["bench_loader", "LoaderResult", "input_bound_band", "predicted_au_pct", "worker_failure_reason"]
 
 
-def bench_loader(loader, steps: int | None = None, duration: float | None = None, warmup: int = 2,
-                 step=None, device=None, progress=None, cancel=None, monitor="auto",
-                 accelerator: str | Accelerator | None = None, batch_size: int | None = None,
-                 target_step_s: float = 0.05, window_s: float = 1.0, on_window=None,
-                 au_target_pct: float = AU_TARGET_PCT, close: bool = True, epochs: int | None = 1) -> LoaderResult:
+def bench_loader(
+    loader,
+    steps: int | None = None,
+    duration: float | None = None,
+    warmup: int = 2,
+    step=None,
+    device=None,
+    progress=None,
+    cancel=None,
+    monitor="auto",
+    accelerator: str | Accelerator | None = None,
+    batch_size: int | None = None,
+    target_step_s: float = 0.05,
+    window_s: float = 1.0,
+    on_window=None,
+    au_target_pct: float = AU_TARGET_PCT,
+    close: bool = True,
+    epochs: int | None = 1,
+) -> LoaderResult:
     """Benchmark ``loader`` (any iterable of batches) with a compute ``step``.
 
     steps / duration: the measured window ends after ``steps`` steps or ``duration``
@@ -78,8 +92,15 @@ def bench_loader(loader, steps: int | None = None, duration: float | None = None
         except ValueError as exc:
             raise ProbeError(str(exc)) from None
 
-    params = {"steps": steps, "duration_s": duration, "warmup": warmup, "au_target_pct": au_target_pct,
-              "window_s": window_s, "epochs": epochs, "step": step if isinstance(step, str) or step is None else "callable"}
+    params = {
+        "steps": steps,
+        "duration_s": duration,
+        "warmup": warmup,
+        "au_target_pct": au_target_pct,
+        "window_s": window_s,
+        "epochs": epochs,
+        "step": step if isinstance(step, str) or step is None else "callable",
+    }
     res = LoaderResult(params=params)
     res.labels.update(describe_loader(loader))
     res.labels["step"] = "none" if stepper is None else stepper.label
@@ -95,8 +116,7 @@ def bench_loader(loader, steps: int | None = None, duration: float | None = None
     mon, mon_started, mon_reason = start_monitor(monitor)
     run = _Run()
     try:
-        _loop(run, loader, stepper, batch_size, warmup, steps, duration, epochs, window_s, on_window, progress,
-              cancel)
+        _loop(run, loader, stepper, batch_size, warmup, steps, duration, epochs, window_s, on_window, progress, cancel)
     except RuntimeError as exc:
         why = worker_failure_reason(exc)
         if why is not None and "out-of-memory" not in why and "bus error" not in why:
@@ -169,8 +189,9 @@ def _never() -> bool:
     return False
 
 
-def _loop(run: _Run, loader, stepper, batch_size, warmup, steps, duration, epochs, window_s, on_window,
-          progress, cancel) -> None:
+def _loop(
+    run: _Run, loader, stepper, batch_size, warmup, steps, duration, epochs, window_s, on_window, progress, cancel
+) -> None:
     """Fetch, step and time every batch: ``warmup + 1`` into ``run.warm``, then the measured window."""
     perf = time.perf_counter
     is_set = cancel.is_set if cancel is not None else _never
@@ -186,7 +207,7 @@ def _loop(run: _Run, loader, stepper, batch_size, warmup, steps, duration, epoch
     t0 = deadline = w_next = last_progress = math.inf
     w_i0 = 0
 
-    check_worker_tempdir(getattr(loader, "num_workers", 0) or 0)   # a user's DataLoader too
+    check_worker_tempdir(getattr(loader, "num_workers", 0) or 0)  # a user's DataLoader too
     t_start = perf()
     run.it = iter(loader)
     batches = run.it if epochs == 1 else _passes(run, loader, epochs)
@@ -200,7 +221,7 @@ def _loop(run: _Run, loader, stepper, batch_size, warmup, steps, duration, epoch
         n, nb = batch_info(batch)
         if n is None:
             if batch_size is None and not sizes and not measuring:
-                _refuse_no_arrays(loader, batch)   # the first batch only
+                _refuse_no_arrays(loader, batch)  # the first batch only
             n = batch_size
         if has_step:
             stepper(batch, n)
@@ -265,9 +286,11 @@ def _refuse_no_arrays(loader, batch) -> None:
         return
     r = repr(batch)
     r = r if len(r) <= 40 else r[:37] + "..."
-    raise ProbeError(f"the first item of the {type(loader).__name__} given is a {type(batch).__name__} ({r}), not a "
-                     "batch of tensors or arrays: give a DataLoader, or any iterable of batches of tensors, NumPy "
-                     "arrays or bytes (with batch_size=N, batches holding none are timed as N samples each)")
+    raise ProbeError(
+        f"the first item of the {type(loader).__name__} given is a {type(batch).__name__} ({r}), not a "
+        "batch of tensors or arrays: give a DataLoader, or any iterable of batches of tensors, NumPy "
+        "arrays or bytes (with batch_size=N, batches holding none are timed as N samples each)"
+    )
 
 
 def _passes(run: _Run, loader, epochs):
@@ -341,7 +364,7 @@ def _progress(progress, steps, duration, elapsed, windows, waits, computes, size
         m["au_pct"] = 100.0 * sum(computes) / elapsed
     if elapsed > 0:
         m["data_wait_pct"] = 100.0 * sum(waits) / elapsed
-    if steps is not None:   # a step-bound run: how far, in steps
+    if steps is not None:  # a step-bound run: how far, in steps
         m.update(done=len(waits), total=steps, unit="steps")
     call_progress(progress, min(frac, 1.0), m)
 
@@ -351,28 +374,47 @@ def _warn(res: LoaderResult, run: _Run, steps, duration, has_step: bool) -> None
     m, n = res.metrics, len(run.steps["wait_s"])
     ok = run.status == "ok"
     if run.exhausted and steps is not None and n < steps and ok:
-        res.warn(f"the loader ran out after {n} measured steps (of {steps}): use a longer loader "
-                 "or fewer steps for a steadier figure")
+        res.warn(
+            f"the loader ran out after {n} measured steps (of {steps}): use a longer loader "
+            "or fewer steps for a steadier figure"
+        )
     elif run.exhausted and steps is None and duration is not None and ok and n:
         e = m["epochs_count"]
-        res.warn(f"the loader ran out after {m['measured_s']:.2f} s of the {duration:g} s asked "
-                 f"({e} epoch{'s' if e > 1 else ''}): pass epochs=None (--epochs 0) to go "
-                 "round again, or use a longer loader, for a steadier figure")
+        res.warn(
+            f"the loader ran out after {m['measured_s']:.2f} s of the {duration:g} s asked "
+            f"({e} epoch{'s' if e > 1 else ''}): pass epochs=None (--epochs 0) to go "
+            "round again, or use a longer loader, for a steadier figure"
+        )
     if ok and n < 3:
         if n == 0:
-            run.status, run.reason = "failed", ("the loader yielded no batch after the warm-up: it has "
-                                                f"{len(run.warm['wait_s'])} batch(es); lower warmup or use a "
-                                                "longer loader")
+            run.status, run.reason = (
+                "failed",
+                (
+                    "the loader yielded no batch after the warm-up: it has "
+                    f"{len(run.warm['wait_s'])} batch(es); lower warmup or use a "
+                    "longer loader"
+                ),
+            )
         else:
             res.warn(f"only {n} steps were measured: the figures are rough; run longer")
     if m.get("startup_s", 0) > 5 and run.status == "ok":
-        res.warn(f"the first batch took {m['startup_s']:.1f} s (worker start-up): use "
-                 "persistent_workers=True so each epoch does not pay it again")
+        res.warn(
+            f"the first batch took {m['startup_s']:.1f} s (worker start-up): use "
+            "persistent_workers=True so each epoch does not pay it again"
+        )
     if res.labels.get("input_bound") == "highly input-bound" and has_step:
         nw = res.labels.get("num_workers")
-        res.warn(("the GPU sat idle between steps most of the time: " if m.get("gpu_starvation_pct") is not None
-                  else "the step waited for data most of the time: ")
-                 + ("raise num_workers or make each sample cheaper to load"
-                    if nw is not None else "make the input pipeline faster (more workers, cheaper decoding)"))
-        if nw is not None:   # the front end words the command (%iobench sweep / nbbench sweep / a tab)
+        res.warn(
+            (
+                "the GPU sat idle between steps most of the time: "
+                if m.get("gpu_starvation_pct") is not None
+                else "the step waited for data most of the time: "
+            )
+            + (
+                "raise num_workers or make each sample cheaper to load"
+                if nw is not None
+                else "make the input pipeline faster (more workers, cheaper decoding)"
+            )
+        )
+        if nw is not None:  # the front end words the command (%iobench sweep / nbbench sweep / a tab)
             res.advise("find the num_workers that keeps up", "sweep", "DATASET")

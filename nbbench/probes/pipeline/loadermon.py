@@ -94,6 +94,7 @@ def start_monitor(monitor):
             return None, False, reason
         try:
             from ... import monitor as monmod
+
             m = monmod.Monitor(interval=0.2)
             m.start()
             return m, True, reason
@@ -118,7 +119,7 @@ def gpu_util_mean(monitor, t0: float, t1: float, gpus: list[int] | None = None) 
         return None, "no monitor"
     try:
         util, why = gpu_util_over(monitor, t0, t1, gpus)
-        if util is None and not gpu_fields(monitor):   # no GPU sampled at all: NVML says why
+        if util is None and not gpu_fields(monitor):  # no GPU sampled at all: NVML says why
             nv = nvml_reason()
             if nv is not None:
                 why = nv

@@ -18,8 +18,15 @@ from .dataloader import sharing_strategy
 __all__ = ["preflight", "check_configs", "host_facts", "sample_facts"]
 
 
-def preflight(configs: list[dict], sample_bytes: int | None, tensors_per_batch, shm_free=None,
-              nofile=None, usable=None, sharing=None) -> list[dict]:
+def preflight(
+    configs: list[dict],
+    sample_bytes: int | None,
+    tensors_per_batch,
+    shm_free=None,
+    nofile=None,
+    usable=None,
+    sharing=None,
+) -> list[dict]:
     """Mark each config ``skip`` (with ``reason``) or add ``warnings`` for what would crash.
 
     ``tensors_per_batch(config)`` gives how many tensors one batch holds.
@@ -34,22 +41,28 @@ def preflight(configs: list[dict], sample_bytes: int | None, tensors_per_batch, 
             cfg["shm_in_flight_bytes"] = in_flight
             if in_flight > shm_free:
                 cfg["skip"] = True
-                cfg["reason"] = (f"skipped: {nw} workers × prefetch {pf} × batch {format_bytes(bs * sample_bytes)} "
-                                 f"= {format_bytes(in_flight)} in flight, more than the {format_bytes(shm_free)} "
-                                 "free in /dev/shm (a bus error): give the container more shared memory "
-                                 "(docker run --shm-size=16g) or lower workers, prefetch or batch size")
+                cfg["reason"] = (
+                    f"skipped: {nw} workers × prefetch {pf} × batch {format_bytes(bs * sample_bytes)} "
+                    f"= {format_bytes(in_flight)} in flight, more than the {format_bytes(shm_free)} "
+                    "free in /dev/shm (a bus error): give the container more shared memory "
+                    "(docker run --shm-size=16g) or lower workers, prefetch or batch size"
+                )
                 continue
             if in_flight > 0.5 * shm_free:
-                cfg["warnings"].append(f"{format_bytes(in_flight)} in flight uses over half of the "
-                                       f"{format_bytes(shm_free)} free in /dev/shm")
+                cfg["warnings"].append(
+                    f"{format_bytes(in_flight)} in flight uses over half of the "
+                    f"{format_bytes(shm_free)} free in /dev/shm"
+                )
         if nofile is not None and sharing == "file_descriptor":
             fds = nw * pf * tensors_per_batch(cfg) + 16 * nw + 64
             cfg["fds_estimate"] = fds
             if fds > nofile:
                 cfg["skip"] = True
-                cfg["reason"] = (f"skipped: about {fds} file descriptors in flight, over the open-file limit "
-                                 f"{nofile} (too many open files): raise it (ulimit -n 65536) or call "
-                                 "torch.multiprocessing.set_sharing_strategy('file_system')")
+                cfg["reason"] = (
+                    f"skipped: about {fds} file descriptors in flight, over the open-file limit "
+                    f"{nofile} (too many open files): raise it (ulimit -n 65536) or call "
+                    "torch.multiprocessing.set_sharing_strategy('file_system')"
+                )
                 continue
             if fds > 0.5 * nofile:
                 cfg["warnings"].append(f"about {fds} file descriptors in flight, over half the limit {nofile}")
@@ -91,8 +104,15 @@ def check_configs(configs: list[dict], dataset, collate_fn, usable, skip_unsafe:
         return cfg["batch_size"] + 1 if cf is not None else tensors_per_sample
 
     facts = host_facts()
-    preflight(configs, sample_bytes, tensors_per_batch, shm_free=facts["shm_free_bytes"],
-              nofile=facts["nofile_soft_limit"], usable=usable, sharing=facts["sharing_strategy"])
+    preflight(
+        configs,
+        sample_bytes,
+        tensors_per_batch,
+        shm_free=facts["shm_free_bytes"],
+        nofile=facts["nofile_soft_limit"],
+        usable=usable,
+        sharing=facts["sharing_strategy"],
+    )
     if not skip_unsafe:
         for c in configs:
             if c.pop("skip", False):

@@ -82,11 +82,11 @@ class EventTimeline:
         self._open = None
         self._prev_end = None
         self._first = None
-        self.busy_s: list[float] = []   # device time of each step (start -> end event)
-        self.gap_s: list[float] = []    # idle time before each step (previous end -> this start)
+        self.busy_s: list[float] = []  # device time of each step (start -> end event)
+        self.gap_s: list[float] = []  # idle time before each step (previous end -> this start)
         self.start_s: list[float] = []  # each step's start event, seconds after the first one
-        self.end_s: list[float] = []    # each step's end event, seconds after the first start
-        self.waits = 0                  # times the host had to wait for the device
+        self.end_s: list[float] = []  # each step's end event, seconds after the first start
+        self.waits = 0  # times the host had to wait for the device
 
     def begin(self) -> None:
         ev = self.event_factory()
@@ -128,8 +128,12 @@ class EventTimeline:
             self._pending[-1][1].synchronize()
         while self._pending:
             self._read_one()
-        return {"gpu_busy_s": list(self.busy_s), "gpu_gap_s": list(self.gap_s),
-                "gpu_start_s": list(self.start_s), "gpu_end_s": list(self.end_s)}
+        return {
+            "gpu_busy_s": list(self.busy_s),
+            "gpu_gap_s": list(self.gap_s),
+            "gpu_start_s": list(self.start_s),
+            "gpu_end_s": list(self.end_s),
+        }
 
 
 def _to_device(batch, device, non_blocking: bool = True):
@@ -139,8 +143,11 @@ def _to_device(batch, device, non_blocking: bool = True):
     if isinstance(batch, dict):
         return {k: _to_device(v, device, non_blocking) for k, v in batch.items()}
     if isinstance(batch, (list, tuple)):
-        return type(batch)(_to_device(v, device, non_blocking) for v in batch) if not hasattr(batch, "_fields") \
+        return (
+            type(batch)(_to_device(v, device, non_blocking) for v in batch)
+            if not hasattr(batch, "_fields")
             else type(batch)(*(_to_device(v, device, non_blocking) for v in batch))
+        )
     return batch
 
 
@@ -160,8 +167,9 @@ class CudaStep:
 
     kind = "gpu"
 
-    def __init__(self, target_step_s: float = 0.05, device=None, lookahead: int = 3, size: int = 4096,
-                 dtype: str = "float16"):
+    def __init__(
+        self, target_step_s: float = 0.05, device=None, lookahead: int = 3, size: int = 4096, dtype: str = "float16"
+    ):
         self.target_step_s = float(target_step_s)
         self.device = device
         self.lookahead = lookahead
@@ -181,10 +189,12 @@ class CudaStep:
         except ImportError:
             raise ProbeError("step='gpu' needs torch: pip install torch") from None
         if not torch.cuda.is_available():
-            raise ProbeError("step='gpu' needs CUDA, but torch.cuda.is_available() is False here "
-                             f"(torch {torch.__version__}, CUDA build {torch.version.cuda}): "
-                             "use step='emulate:h100-resnet50'",
-                             advice=[advice.entry("run {command} to see why", "gpu")])
+            raise ProbeError(
+                "step='gpu' needs CUDA, but torch.cuda.is_available() is False here "
+                f"(torch {torch.__version__}, CUDA build {torch.version.cuda}): "
+                "use step='emulate:h100-resnet50'",
+                advice=[advice.entry("run {command} to see why", "gpu")],
+            )
         dev = torch.device(self.device if self.device is not None else "cuda")
         self.device = dev
         dt = getattr(torch, self.dtype)
@@ -245,8 +255,10 @@ def resolve_step(step, cancel=None, device=None, target_step_s: float = 0.05):
                 raise ProbeError(str(exc)) from None
         if s in ("gpu", "cuda"):
             return CudaStep(target_step_s=target_step_s, device=device)
-        raise ProbeError(f"unknown step {step!r}: use None, a function step(batch), 'gpu' or "
-                         "'emulate:h100-resnet50' (see nbbench.accelerators.names())")
+        raise ProbeError(
+            f"unknown step {step!r}: use None, a function step(batch), 'gpu' or "
+            "'emulate:h100-resnet50' (see nbbench.accelerators.names())"
+        )
     if callable(step):
         if hasattr(step, "setup") and hasattr(step, "finish"):
             return step  # a step object following this protocol

@@ -31,8 +31,15 @@ from ...accelerators import AU_TARGET_PCT
 from ...progress import call_progress
 from ...results import ProbeError
 from ...results.sweep import SweepResult
-from .dataloader import (close_loader, describe_loader, is_dataloader, loader_parts, make_loader, require_torch,
-                         worker_failure_reason)
+from .dataloader import (
+    close_loader,
+    describe_loader,
+    is_dataloader,
+    loader_parts,
+    make_loader,
+    require_torch,
+    worker_failure_reason,
+)
 from .loader import bench_loader
 from .loadermon import start_monitor, stop_monitor
 from .preflight import check_configs, preflight
@@ -41,12 +48,30 @@ from .sweepconfigs import as_list, config_text, default_workers, grid, recommend
 __all__ = ["sweep", "SweepResult", "preflight", "make_loader"]
 
 
-def sweep(dataset, num_workers: Iterable[int] | None = None, batch_size=(64,), pin_memory=(False,),
-          prefetch_factor=(2,), persistent_workers: bool = True, step=None, duration: float = 2.0,
-          warmup: int = 2, accelerator=None, shuffle: bool = True, collate_fn=None, within_pct: float = 3.0,
-          au_target_pct: float = AU_TARGET_PCT, skip_unsafe: bool = True, decode: str = "auto",
-          progress=None, cancel=None, monitor="auto", device=None, loader_kwargs: dict | None = None,
-          on_config=None) -> SweepResult:
+def sweep(
+    dataset,
+    num_workers: Iterable[int] | None = None,
+    batch_size=(64,),
+    pin_memory=(False,),
+    prefetch_factor=(2,),
+    persistent_workers: bool = True,
+    step=None,
+    duration: float = 2.0,
+    warmup: int = 2,
+    accelerator=None,
+    shuffle: bool = True,
+    collate_fn=None,
+    within_pct: float = 3.0,
+    au_target_pct: float = AU_TARGET_PCT,
+    skip_unsafe: bool = True,
+    decode: str = "auto",
+    progress=None,
+    cancel=None,
+    monitor="auto",
+    device=None,
+    loader_kwargs: dict | None = None,
+    on_config=None,
+) -> SweepResult:
     """Measure a DataLoader over ``dataset`` for each combination of the settings.
 
     dataset: a map-style or iterable dataset, or a folder path (the built-in
@@ -64,7 +89,7 @@ def sweep(dataset, num_workers: Iterable[int] | None = None, batch_size=(64,), p
     """
     from ...env import usable_cpus
 
-    require_torch("sweep")   # once, here: not a ModuleNotFoundError per configuration
+    require_torch("sweep")  # once, here: not a ModuleNotFoundError per configuration
     source = None
     if is_dataloader(dataset):
         source = loader_parts(dataset)
@@ -99,12 +124,21 @@ def sweep(dataset, num_workers: Iterable[int] | None = None, batch_size=(64,), p
     configs = grid(workers, batches, pins, prefetches)
     pre = check_configs(configs, dataset, collate_fn, usable, skip_unsafe)
 
-    res = SweepResult(params={
-        "num_workers": workers, "batch_size": batches, "pin_memory": [bool(p) for p in pins],
-        "prefetch_factor": prefetches, "persistent_workers": persistent_workers,
-        "step": step if isinstance(step, str) or step is None else "callable", "duration_s": duration,
-        "warmup": warmup, "within_pct": within_pct, "au_target_pct": au_target_pct, "shuffle": shuffle,
-    })
+    res = SweepResult(
+        params={
+            "num_workers": workers,
+            "batch_size": batches,
+            "pin_memory": [bool(p) for p in pins],
+            "prefetch_factor": prefetches,
+            "persistent_workers": persistent_workers,
+            "step": step if isinstance(step, str) or step is None else "callable",
+            "duration_s": duration,
+            "warmup": warmup,
+            "within_pct": within_pct,
+            "au_target_pct": au_target_pct,
+            "shuffle": shuffle,
+        }
+    )
     res.labels["dataset"] = repr(dataset) if type(dataset).__name__ == "ImageFolderDataset" else type(dataset).__name__
     if source is not None:
         res.labels["from_loader"] = source["describe"]["loader"]
@@ -136,8 +170,22 @@ def sweep(dataset, num_workers: Iterable[int] | None = None, batch_size=(64,), p
             if row.pop("skip", False):
                 row["status"] = "skipped"
             else:
-                _measure(row, dataset, persistent_workers, shuffle, collate_fn, step, duration, warmup, acc_name,
-                         au_target_pct, cancel, mon if mon is not None else False, device, loader_kwargs or {})
+                _measure(
+                    row,
+                    dataset,
+                    persistent_workers,
+                    shuffle,
+                    collate_fn,
+                    step,
+                    duration,
+                    warmup,
+                    acc_name,
+                    au_target_pct,
+                    cancel,
+                    mon if mon is not None else False,
+                    device,
+                    loader_kwargs or {},
+                )
                 if row.get("status") == "interrupted":
                     res.samples.setdefault("configs", []).append(row)
                     status, reason = "interrupted", f"cancelled during configuration {i + 1} of {n}"
@@ -149,9 +197,17 @@ def sweep(dataset, num_workers: Iterable[int] | None = None, batch_size=(64,), p
                 except Exception:  # noqa: BLE001
                     pass
             # tagged with the configuration: a live plot draws each one apart, never joined by a line
-            call_progress(progress, (i + 1) / n, {"config": config_text(row),
-                                                  **{k: row[k] for k in ("samples_per_s",) if row.get(k)},
-                                                  "done": i + 1, "total": n, "unit": "configs"})
+            call_progress(
+                progress,
+                (i + 1) / n,
+                {
+                    "config": config_text(row),
+                    **{k: row[k] for k in ("samples_per_s",) if row.get(k)},
+                    "done": i + 1,
+                    "total": n,
+                    "unit": "configs",
+                },
+            )
     finally:
         stop_monitor(mon, mon_started)
 
@@ -182,17 +238,50 @@ def _loader_note(source: dict) -> str:
     return s + "."
 
 
-def _measure(row, dataset, persistent_workers, shuffle, collate_fn, step, duration, warmup, acc_name,
-             au_target_pct, cancel, monitor, device, loader_kwargs) -> None:
+def _measure(
+    row,
+    dataset,
+    persistent_workers,
+    shuffle,
+    collate_fn,
+    step,
+    duration,
+    warmup,
+    acc_name,
+    au_target_pct,
+    cancel,
+    monitor,
+    device,
+    loader_kwargs,
+) -> None:
     """Measure one configuration into ``row``; worker crashes become its failure."""
     dl = None
     try:
         try:
-            dl = make_loader(dataset, row["batch_size"], row["num_workers"], row["pin_memory"],
-                             row["prefetch_factor"], persistent_workers, shuffle, collate_fn, **loader_kwargs)
+            dl = make_loader(
+                dataset,
+                row["batch_size"],
+                row["num_workers"],
+                row["pin_memory"],
+                row["prefetch_factor"],
+                persistent_workers,
+                shuffle,
+                collate_fn,
+                **loader_kwargs,
+            )
             # a small dataset is gone round again (persistent workers: as in training, the restart counts)
-            r = bench_loader(dl, duration=duration, warmup=warmup, step=step, cancel=cancel, monitor=monitor,
-                             device=device, accelerator=acc_name, au_target_pct=au_target_pct, epochs=None)
+            r = bench_loader(
+                dl,
+                duration=duration,
+                warmup=warmup,
+                step=step,
+                cancel=cancel,
+                monitor=monitor,
+                device=device,
+                accelerator=acc_name,
+                au_target_pct=au_target_pct,
+                epochs=None,
+            )
         finally:
             if dl is not None:
                 close_loader(dl, force=True)
@@ -209,8 +298,17 @@ def _measure(row, dataset, persistent_workers, shuffle, collate_fn, step, durati
     m = r.metrics
     row["status"] = r.status
     row["reason"] = r.reason
-    for k in ("samples_per_s", "batches_per_s", "bytes_per_s", "au_pct", "data_wait_pct", "startup_s",
-              "measured_s", "steps_count", "gpu_util_mean_pct"):
+    for k in (
+        "samples_per_s",
+        "batches_per_s",
+        "bytes_per_s",
+        "au_pct",
+        "data_wait_pct",
+        "startup_s",
+        "measured_s",
+        "steps_count",
+        "gpu_util_mean_pct",
+    ):
         row[k] = m.get(k)
     row["input_bound"] = r.labels.get("input_bound")
     row["warnings"] = list(row.get("warnings", [])) + list(r.warnings)

@@ -88,7 +88,7 @@ def recommend(res: SweepResult, within_pct: float, au_target_pct: float) -> None
             who = acc or "the step"
             why = f"the first configuration that keeps {who} at AU >= {au_target_pct:g} %"
         else:
-            top = max(ok, key=lambda c: (c.get("au_pct") or 0))
+            top = max(ok, key=lambda c: c.get("au_pct") or 0)
             chosen = top
             need = res.metrics.get("needed_samples_per_s")
             why = f"no configuration reaches AU {au_target_pct:g} %; this one comes closest"
@@ -100,8 +100,10 @@ def recommend(res: SweepResult, within_pct: float, au_target_pct: float) -> None
         if chosen is best:
             why = f"the best throughput of the {len(ok)} that ran"
         else:
-            why = (f"the smallest configuration within {within_pct:g} % of the best "
-                   f"({format_metric('samples_per_s', best['samples_per_s'])} with {config_text(best)})")
+            why = (
+                f"the smallest configuration within {within_pct:g} % of the best "
+                f"({format_metric('samples_per_s', best['samples_per_s'])} with {config_text(best)})"
+            )
     res.extra["recommended"] = dict(chosen)
     res.metrics["recommended_samples_per_s"] = chosen["samples_per_s"]
     res.metrics["recommended_num_workers"] = chosen["num_workers"]
@@ -111,8 +113,12 @@ def recommend(res: SweepResult, within_pct: float, au_target_pct: float) -> None
     usable = res.extra.get("preflight", {}).get("usable_cpus", {}).get("usable")
     if usable is not None and chosen["num_workers"] > usable:
         more += f" It runs more workers than the {usable:g} usable CPUs: worth it only when loading waits on I/O."
-    if chosen["num_workers"] == max(c["num_workers"] for c in res.configs) and len(
-            {c["num_workers"] for c in res.configs}) > 1 and chosen["num_workers"] > 0 and not has_au:
+    if (
+        chosen["num_workers"] == max(c["num_workers"] for c in res.configs)
+        and len({c["num_workers"] for c in res.configs}) > 1
+        and chosen["num_workers"] > 0
+        and not has_au
+    ):
         more += " It is the largest num_workers tried: more workers may go further."
     res.extra["recommendation"] = sentence + more
     res.extra["why"] = f"why: {why}.{more}"

@@ -86,9 +86,23 @@ def plan_streams(files: list[tuple[str, int]], streams: int, seed: int = 0) -> l
     return [order[i::streams] for i in range(streams)]
 
 
-def shards(path, streams: int | None = None, bs="1M", min_size="1M", cold: bool = True, warm: bool = True,
-           seed: int = 0, max_bytes=None, rank: int = 0, world_size: int = 1, progress=None, cancel=None,
-           ready=None, endpoint_url: str | None = None, region: str | None = None) -> ShardsResult:
+def shards(
+    path,
+    streams: int | None = None,
+    bs="1M",
+    min_size="1M",
+    cold: bool = True,
+    warm: bool = True,
+    seed: int = 0,
+    max_bytes=None,
+    rank: int = 0,
+    world_size: int = 1,
+    progress=None,
+    cancel=None,
+    ready=None,
+    endpoint_url: str | None = None,
+    region: str | None = None,
+) -> ShardsResult:
     """Read the shards under ``path`` with ``streams`` parallel sequential streams, cold then warm.
 
     streams: default the usable CPUs (at most one per shard).  bs: each read's size (1 MiB).
@@ -103,9 +117,20 @@ def shards(path, streams: int | None = None, bs="1M", min_size="1M", cold: bool 
     if str(path).startswith("s3://"):
         from ..objects.s3shards import s3_shards
 
-        return s3_shards(str(path), streams=streams, bs=bs, seed=seed, max_bytes=max_bytes, rank=rank,
-                         world_size=world_size, progress=progress, cancel=cancel, ready=ready,
-                         endpoint_url=endpoint_url, region=region)
+        return s3_shards(
+            str(path),
+            streams=streams,
+            bs=bs,
+            seed=seed,
+            max_bytes=max_bytes,
+            rank=rank,
+            world_size=world_size,
+            progress=progress,
+            cancel=cancel,
+            ready=ready,
+            endpoint_url=endpoint_url,
+            region=region,
+        )
     from ...env import usable_cpus
     from .._engines import cache
 
@@ -122,27 +147,53 @@ def shards(path, streams: int | None = None, bs="1M", min_size="1M", cold: bool 
         raise ProbeError(f"{target.path} is not a directory: shards reads the shard files of a folder")
     found, fmt = find_shards(target.path, min_b)
     if not found:
-        raise ProbeError(f"no shards under {target.path}: no .tar files, no {'/'.join(CHUNK_EXTENSIONS)} chunks and "
-                         f"no file of {format_bytes(min_b, binary=True)} or more (--min-size) "
-                         "— nbbench make-dataset DIR --shards 8 makes a set to try")
+        raise ProbeError(
+            f"no shards under {target.path}: no .tar files, no {'/'.join(CHUNK_EXTENSIONS)} chunks and "
+            f"no file of {format_bytes(min_b, binary=True)} or more (--min-size) "
+            "— nbbench make-dataset DIR --shards 8 makes a set to try"
+        )
     mine = [f for f in found if shard_rank(os.path.relpath(f[0], target.path), world_size) == rank]
     ram = cache.memory_bytes()
     cap = (ram // 2 if ram else None) if max_bytes is None else (parse_size(max_bytes) or None)
     picked = _subset(mine, cap, seed)
     n_streams = max(1, min(int(streams) if streams else usable_cpus()["usable_int"], len(picked) or 1))
-    params = {"path": target.path, "streams": n_streams, "bs": bs_b, "min_size": min_b, "cold": bool(cold),
-              "warm": bool(warm), "seed": seed, "max_bytes": max_bytes, "rank": rank, "world_size": world_size}
+    params = {
+        "path": target.path,
+        "streams": n_streams,
+        "bs": bs_b,
+        "min_size": min_b,
+        "cold": bool(cold),
+        "warm": bool(warm),
+        "seed": seed,
+        "max_bytes": max_bytes,
+        "rank": rank,
+        "world_size": world_size,
+    }
     res = ShardsResult(params=params)
-    res.labels.update({"engine": "builtin", "cache": "buffered-cold" if cold else "buffered-warm", **target.labels(),
-                       "shard_format": fmt, "order": f"shuffled (seed {seed}), dealt round-robin to the streams"})
+    res.labels.update(
+        {
+            "engine": "builtin",
+            "cache": "buffered-cold" if cold else "buffered-warm",
+            **target.labels(),
+            "shard_format": fmt,
+            "order": f"shuffled (seed {seed}), dealt round-robin to the streams",
+        }
+    )
     total = sum(s for _, s in picked)
-    res.metrics.update({"shards_found_count": len(found), "dataset_total_bytes": sum(s for _, s in found),
-                        "shards_count": len(picked), "streams_count": n_streams})
+    res.metrics.update(
+        {
+            "shards_found_count": len(found),
+            "dataset_total_bytes": sum(s for _, s in found),
+            "shards_count": len(picked),
+            "streams_count": n_streams,
+        }
+    )
     if world_size > 1:
         res.labels["rank"] = f"{rank} of {world_size}: the shards whose hash(relative path) % {world_size} == {rank}"
     if len(picked) < len(mine):
-        res.labels["subset"] = (f"{len(picked)} of {len(mine)} shards (seed {seed}), "
-                                f"{format_bytes(total, binary=True)}: --max-bytes")
+        res.labels["subset"] = (
+            f"{len(picked)} of {len(mine)} shards (seed {seed}), {format_bytes(total, binary=True)}: --max-bytes"
+        )
     if not picked:
         return res.fail("no shard falls to this rank" if mine == [] else "no shard fits in --max-bytes")
     if streams and int(streams) > len(picked):
@@ -151,8 +202,10 @@ def shards(path, streams: int | None = None, bs="1M", min_size="1M", cold: bool 
         res.labels.update({"cache": "memory", "cache_drop": "none (the data live in RAM)"})
         res.warn(target.memory_warning())
     elif warm and ram and total > ram // 2:
-        res.warn(f"the {format_bytes(total)} read are more than half the {format_bytes(ram)} the page cache can use: "
-                 "the warm pass is partly cold (--max-bytes reads a subset)")
+        res.warn(
+            f"the {format_bytes(total)} read are more than half the {format_bytes(ram)} the page cache can use: "
+            "the warm pass is partly cold (--max-bytes reads a subset)"
+        )
     plan = plan_streams(picked, n_streams, seed)
     passes = (["cold"] if cold else []) + (["warm"] if warm else [])
     tar = fmt == "tar"
@@ -167,8 +220,11 @@ def shards(path, streams: int | None = None, bs="1M", min_size="1M", cold: bool 
         if ready is not None:
             ready("read" if which == "cold" else "read_warm")
         res.extra.setdefault("t0_unix", {})["read" if which == "cold" else "read_warm"] = time.time()
-        sub = None if progress is None else (
-            lambda f, m, i=i: call_progress(progress, None if f is None else (i + f) / len(passes), m))
+        sub = (
+            None
+            if progress is None
+            else (lambda f, m, i=i: call_progress(progress, None if f is None else (i + f) / len(passes), m))
+        )
         out = read_pass(plan, bs_b, tar, cancel, sub)
         keep_pass(res, which, out, tar)
         if out["interrupted"]:
@@ -176,8 +232,10 @@ def shards(path, streams: int | None = None, bs="1M", min_size="1M", cold: bool 
         if out["errors"]:
             res.warn(f"{out['errors']} shards could not be read and were skipped (first: {out['first_error']})")
     if out.get("tar_errors"):
-        res.warn(f"{out['tar_errors']} .tar shards are not valid tar files past some point (first: "
-                 f"{out['first_tar_error']}): their samples are counted up to there")
+        res.warn(
+            f"{out['tar_errors']} .tar shards are not valid tar files past some point (first: "
+            f"{out['first_tar_error']}): their samples are counted up to there"
+        )
     m = res.metrics
     call_progress(progress, 1.0, {k: m[k] for k in ("read_bytes_per_s", "read_warm_bytes_per_s") if k in m})
     return res.finish()
@@ -208,7 +266,7 @@ def _drop(res: ShardsResult, files) -> None:
         except OSError as exc:
             failed = failed or f"{p}: {exc.strerror or exc}"
             continue
-        try:   # dirty pages (a shard just written) cannot be dropped: written back first, as feed's eviction does
+        try:  # dirty pages (a shard just written) cannot be dropped: written back first, as feed's eviction does
             ok, why = cache.drop_file(fd, 0, writable=True)
             if not ok:
                 failed = failed or why
@@ -222,8 +280,10 @@ def _drop(res: ShardsResult, files) -> None:
     res.metrics["cold_resident_pct"] = pct
     if failed or pct > 5:
         res.labels["cache"] = "buffered-warm"
-        res.warn(f"the page cache could not be emptied for the shards ({pct:.0f} % still cached"
-                 f"{'; ' + failed if failed else ''}): the cold pass is partly warm")
+        res.warn(
+            f"the page cache could not be emptied for the shards ({pct:.0f} % still cached"
+            f"{'; ' + failed if failed else ''}): the cold pass is partly warm"
+        )
 
 
 def _read_once(files, bs: int, cancel) -> None:

@@ -42,7 +42,7 @@ def read_pass(plan, bs: int, tar: bool, cancel, progress, source=file_source) ->
     ``source(path)`` opens one shard for reading (:func:`file_source`; an S3 object's GET)."""
     n = len(plan)
     stop = threading.Event()
-    counts = [[0, 0] for _ in range(n)]       # bytes, shards done (read by the monitor)
+    counts = [[0, 0] for _ in range(n)]  # bytes, shards done (read by the monitor)
     ttfb = [array("q") for _ in range(n)]
     ends = [0] * n
     walk = [{"members": 0, "samples": 0, "errors": 0, "first": None} for _ in range(n)]
@@ -114,16 +114,26 @@ def read_pass(plan, bs: int, tar: bool, cancel, progress, source=file_source) ->
     hist = LatencyHistogram()
     for a in ttfb:
         hist.add_many(a)
-    per = [{"stream": i, "shards": counts[i][1], "bytes": counts[i][0],
-            "seconds": ((ends[i] or end) - t0) / 1e9} for i in range(n)]
+    per = [
+        {"stream": i, "shards": counts[i][1], "bytes": counts[i][0], "seconds": ((ends[i] or end) - t0) / 1e9}
+        for i in range(n)
+    ]
     for s in per:
         s["bytes_per_s"] = s["bytes"] / s["seconds"] if s["seconds"] > 0 else None
-    return {"bytes": sum(c[0] for c in counts), "elapsed_s": (end - t0) / 1e9, "streams": per, "hist": hist,
-            "windows": windows, "interrupted": interrupted, "errors": len(errors),
-            "first_error": errors[0] if errors else None,
-            "members": sum(w["members"] for w in walk), "samples": sum(w["samples"] for w in walk),
-            "tar_errors": sum(w["errors"] for w in walk),
-            "first_tar_error": next((w["first"] for w in walk if w["first"]), None)}
+    return {
+        "bytes": sum(c[0] for c in counts),
+        "elapsed_s": (end - t0) / 1e9,
+        "streams": per,
+        "hist": hist,
+        "windows": windows,
+        "interrupted": interrupted,
+        "errors": len(errors),
+        "first_error": errors[0] if errors else None,
+        "members": sum(w["members"] for w in walk),
+        "samples": sum(w["samples"] for w in walk),
+        "tar_errors": sum(w["errors"] for w in walk),
+        "first_tar_error": next((w["first"] for w in walk if w["first"]), None),
+    }
 
 
 def keep_pass(res: ShardsResult, which: str, out: dict, tar: bool) -> None:
@@ -148,6 +158,7 @@ def keep_pass(res: ShardsResult, which: str, out: dict, tar: bool) -> None:
         m["samples_count"] = out["samples"]
         m["members_count"] = out["members"]
         res.extra["tar_errors"] = out["tar_errors"]
-    res.samples[f"{pre}streams"] = {k: [s[k] for s in out["streams"]]
-                                    for k in ("stream", "shards", "bytes", "seconds", "bytes_per_s")}
+    res.samples[f"{pre}streams"] = {
+        k: [s[k] for s in out["streams"]] for k in ("stream", "shards", "bytes", "seconds", "bytes_per_s")
+    }
     res.samples[f"{pre}bw"] = out["windows"]

@@ -39,8 +39,7 @@ def has_tar_shards(path) -> bool:
     """Does the folder hold ``.tar`` files at its top (a set of shards, not an image tree)?  One listing."""
     try:
         with os.scandir(os.path.expanduser(str(path))) as it:
-            return any(e.name.lower().endswith(".tar") and not e.name.startswith(".") and e.is_file()
-                       for e in it)
+            return any(e.name.lower().endswith(".tar") and not e.name.startswith(".") and e.is_file() for e in it)
     except OSError:
         return False
 
@@ -57,8 +56,9 @@ def _why_empty(path: str) -> str:
     return f"{name} holds no samples" if ok else f"{name} is not a tar file"
 
 
-def split_shards(relpaths, rank: int, world_size: int, worker: int, workers: int, seed: int = 0,
-                 epoch: int = 0) -> list[str]:
+def split_shards(
+    relpaths, rank: int, world_size: int, worker: int, workers: int, seed: int = 0, epoch: int = 0
+) -> list[str]:
     """The shards worker ``worker`` of rank ``rank`` reads this epoch (see the module doc)."""
     mine = sorted(p for p in relpaths if shard_rank(p, world_size) == rank)
     random.Random(seed * 1_000_003 + epoch).shuffle(mine)
@@ -68,9 +68,20 @@ def split_shards(relpaths, rank: int, world_size: int, worker: int, workers: int
 class TarShardDataset(CropFlip, IterableDataset):
     """Samples streamed from the tar shards under ``root`` (see the module doc)."""
 
-    def __init__(self, root, decode: str = "auto", size: int = 224, flip: bool = True, scale=(0.08, 1.0),
-                 ratio=(3 / 4, 4 / 3), dtype: str = "uint8", rank: int | None = None,
-                 world_size: int | None = None, seed: int = 0, bs: int = 1 << 20):
+    def __init__(
+        self,
+        root,
+        decode: str = "auto",
+        size: int = 224,
+        flip: bool = True,
+        scale=(0.08, 1.0),
+        ratio=(3 / 4, 4 / 3),
+        dtype: str = "uint8",
+        rank: int | None = None,
+        world_size: int | None = None,
+        seed: int = 0,
+        bs: int = 1 << 20,
+    ):
         self.root = os.path.abspath(os.path.expanduser(str(root)))
         if decode not in ("auto", "pil", "none"):
             raise ProbeError(f"decode must be 'auto', 'pil' or 'none', not {decode!r}")
@@ -90,9 +101,12 @@ class TarShardDataset(CropFlip, IterableDataset):
                 raise ProbeError(f"cannot read {path}: {exc.strerror or exc}") from None
             self.samples.append((path, n))
             self._sizes[path] = nbytes
-        if not any(n for _, n in self.samples):   # say which shard is unusable, not "0 batches of 64"
-            raise ProbeError("no usable samples: " + "; ".join(_why_empty(p) for p, _ in self.samples[:3])
-                             + (f" (and {len(self.samples) - 3} more)" if len(self.samples) > 3 else ""))
+        if not any(n for _, n in self.samples):  # say which shard is unusable, not "0 batches of 64"
+            raise ProbeError(
+                "no usable samples: "
+                + "; ".join(_why_empty(p) for p, _ in self.samples[:3])
+                + (f" (and {len(self.samples) - 3} more)" if len(self.samples) > 3 else "")
+            )
         if decode == "auto":
             decode = "pil" if self._first_is_image() else "none"
         self.decode = decode
@@ -135,8 +149,10 @@ class TarShardDataset(CropFlip, IterableDataset):
         return sum(counts[p] for p in self._mine())
 
     def __repr__(self) -> str:
-        return (f"TarShardDataset({self.root!r}, {len(self.samples)} shards, {sum(n for _, n in self.samples)} "
-                f"samples, decode={self.decode!r}" + (f", size={self.size}" if self.decode == "pil" else "") + ")")
+        return (
+            f"TarShardDataset({self.root!r}, {len(self.samples)} shards, {sum(n for _, n in self.samples)} "
+            f"samples, decode={self.decode!r}" + (f", size={self.size}" if self.decode == "pil" else "") + ")"
+        )
 
     def paths(self) -> list[str]:
         """The shard files this process reads (to evict from or warm the page cache)."""
@@ -165,7 +181,7 @@ class TarShardDataset(CropFlip, IterableDataset):
                 k = os.readv(fd, [buf])
                 if k <= 0:
                     break
-                yield from walker.feed(view[:k])   # it copies what it keeps
+                yield from walker.feed(view[:k])  # it copies what it keeps
         finally:
             os.close(fd)
         yield from walker.finish()

@@ -39,7 +39,7 @@ def split_key(name: str) -> tuple[str, str] | None:
 
 
 def _octal(field: bytes) -> int:
-    if field and field[0] & 0x80:   # GNU base-256 for large values
+    if field and field[0] & 0x80:  # GNU base-256 for large values
         v = field[0] & 0x3F
         for b in field[1:]:
             v = (v << 8) | b
@@ -58,7 +58,7 @@ def _pax(data: bytes) -> dict[str, str]:
             n = int(data[i:sp])
         except ValueError:
             break
-        rec = data[sp + 1:i + n - 1]
+        rec = data[sp + 1 : i + n - 1]
         k, _, v = rec.partition(b"=")
         out[k.decode("utf-8", "surrogateescape")] = v.decode("utf-8", "surrogateescape")
         i += n if n > 0 else len(data)
@@ -70,17 +70,17 @@ class TarWalker:
 
     def __init__(self, collect: bool = False):
         self.collect = collect
-        self.members = 0          # regular-file members
-        self.samples = 0          # WebDataset samples begun
-        self.ended = False        # the end-of-archive block was seen
+        self.members = 0  # regular-file members
+        self.samples = 0  # WebDataset samples begun
+        self.ended = False  # the end-of-archive block was seen
         self.error: str | None = None
-        self.offset = 0           # stream bytes fed so far
-        self._checked = False     # a header's checksum was verified
+        self.offset = 0  # stream bytes fed so far
+        self._checked = False  # a header's checksum was verified
         self._hdr = bytearray()
-        self._skip = 0            # bytes to pass over (data not kept, padding)
-        self._take = 0            # bytes to keep (a member's data, a long name, a pax record)
+        self._skip = 0  # bytes to pass over (data not kept, padding)
+        self._take = 0  # bytes to keep (a member's data, a long name, a pax record)
         self._buf = bytearray()
-        self._taking: tuple | None = None   # ("member", name) | ("longname",) | ("pax",)
+        self._taking: tuple | None = None  # ("member", name) | ("longname",) | ("pax",)
         self._pad = 0
         self._next_name: str | None = None
         self._next_size: int | None = None
@@ -103,18 +103,18 @@ class TarWalker:
                 continue
             if self._take:
                 k = min(self._take, n - i)
-                self._buf += mv[i:i + k]
+                self._buf += mv[i : i + k]
                 i += k
                 self._take -= k
                 if not self._take:
                     self._taken()
                 continue
-            if not self._hdr and n - i >= _BLOCK:   # the whole header in this chunk: no gathering
+            if not self._hdr and n - i >= _BLOCK:  # the whole header in this chunk: no gathering
                 i += _BLOCK
-                self._header(bytes(mv[i - _BLOCK:i]), self.offset - n + i - _BLOCK)
+                self._header(bytes(mv[i - _BLOCK : i]), self.offset - n + i - _BLOCK)
                 continue
             k = min(_BLOCK - len(self._hdr), n - i)
-            self._hdr += mv[i:i + k]
+            self._hdr += mv[i : i + k]
             i += k
             if len(self._hdr) == _BLOCK:
                 h = bytes(self._hdr)

@@ -43,13 +43,34 @@ from .presets import PRESETS, preset
 from .randread import randread
 from .target import inspect
 
-__all__ = ["dd", "randread", "preset", "DiskResult", "IoJobResult", "RandreadResult", "DiskPresetResult",
-           "PRESETS", "ENGINES"]
+__all__ = [
+    "dd",
+    "randread",
+    "preset",
+    "DiskResult",
+    "IoJobResult",
+    "RandreadResult",
+    "DiskPresetResult",
+    "PRESETS",
+    "ENGINES",
+]
 
 
 # =========================================================================== dd
-def dd(path, bs="1M", size="1G", count=None, direct=None, engine="builtin", progress=None, cancel=None,
-       mode=None, buffers="pages", ready=None, jobs=1) -> DiskResult:
+def dd(
+    path,
+    bs="1M",
+    size="1G",
+    count=None,
+    direct=None,
+    engine="builtin",
+    progress=None,
+    cancel=None,
+    mode=None,
+    buffers="pages",
+    ready=None,
+    jobs=1,
+) -> DiskResult:
     """Sequential write then read, like ``dd``.
 
     Parameters
@@ -85,8 +106,9 @@ def dd(path, bs="1M", size="1G", count=None, direct=None, engine="builtin", prog
     engine = check_engine(engine)
     jobs, _ = check_jobs(jobs)
     if jobs > 1 and engine != "builtin":
-        raise ProbeError(f"jobs={jobs} needs the builtin engine here (dd runs one transfer; for fio's numjobs "
-                         "use randread or disk)")
+        raise ProbeError(
+            f"jobs={jobs} needs the builtin engine here (dd runs one transfer; for fio's numjobs use randread or disk)"
+        )
     devlimits.check_buffers(buffers, engine)
     bs_b = size_arg(bs, "bs")
     check_bs(bs_b)
@@ -102,8 +124,17 @@ def dd(path, bs="1M", size="1G", count=None, direct=None, engine="builtin", prog
     if target.kind == "dir" and mode == "read":
         mode = "both"  # reading in a directory needs our own file written first
     total = target.whole_blocks(total, bs_b, "size must be")
-    params = {"path": target.path, "bs": bs_b, "size": total, "count": total // bs_b, "direct": direct,
-              "engine": engine, "mode": mode, "buffers": buffers, "jobs": jobs}
+    params = {
+        "path": target.path,
+        "bs": bs_b,
+        "size": total,
+        "count": total // bs_b,
+        "direct": direct,
+        "engine": engine,
+        "mode": mode,
+        "buffers": buffers,
+        "jobs": jobs,
+    }
     res = DiskResult(params=params)
     wrote = mode in ("both", "write")
     with Session(target, direct, "dd", cancel=cancel, progress=progress, engine=engine) as s:
@@ -117,8 +148,9 @@ def dd(path, bs="1M", size="1G", count=None, direct=None, engine="builtin", prog
                 cache_mode = s.prepare_read(total)
                 if ready is not None:
                     ready("read")
-                r_out = _dd_read(s, engine, bs_b, total, cancel,
-                                 stage_progress(progress, 0.5 if wrote else 0.0, 1.0), buffers, jobs)
+                r_out = _dd_read(
+                    s, engine, bs_b, total, cancel, stage_progress(progress, 0.5 if wrote else 0.0, 1.0), buffers, jobs
+                )
             else:
                 cache_mode = "direct" if s.direct else "buffered-cold"
         except OSError as exc:
@@ -129,8 +161,14 @@ def dd(path, bs="1M", size="1G", count=None, direct=None, engine="builtin", prog
                     done = os.fstat(s.wfd).st_size
                 except OSError:
                     pass
-            raise os_error(exc, s.path, s.direct, op="writing" if writing else "reading", done=done,
-                           total=total if writing else None) from None
+            raise os_error(
+                exc,
+                s.path,
+                s.direct,
+                op="writing" if writing else "reading",
+                done=done,
+                total=total if writing else None,
+            ) from None
         failed, short = None, []
         for out, op in ((w_out, "write"), (r_out, "read")):
             if out is not None and failed is None:
@@ -143,19 +181,21 @@ def dd(path, bs="1M", size="1G", count=None, direct=None, engine="builtin", prog
         if wrote:
             res.labels["write_cache"] = "memory" if target.memory else "direct" if s.direct else "buffered + fdatasync"
             res.labels["write_data"] = "zeros (/dev/zero)" if engine == "dd" else "random"
-            if engine != "dd":   # the one difference a user checking this write against dd meets
-                res.labels["write_vs_dd"] = ("can be higher than dd's: dd's literal command also copies /dev/zero "
-                                             "into its buffer for every block")
+            if engine != "dd":  # the one difference a user checking this write against dd meets
+                res.labels["write_vs_dd"] = (
+                    "can be higher than dd's: dd's literal command also copies /dev/zero "
+                    "into its buffer for every block"
+                )
         for out, op in ((w_out, "write"), (r_out, "read")):
             if out is None:
                 continue
             res.labels[f"{op}_io_path"] = out.io_path
-            if "t0_unix" in out.extra:   # the phase's t = 0 on the wall clock (many-rank runs line series up)
+            if "t0_unix" in out.extra:  # the phase's t = 0 on the wall clock (many-rank runs line series up)
                 res.extra.setdefault("t0_unix", {})[op] = out.extra["t0_unix"]
             res.metrics[f"{op}_bytes_per_s"] = out.bytes_per_s
             res.metrics[f"{op}_elapsed_s"] = out.elapsed_s
             res.metrics[f"{op}_total_bytes"] = out.bytes
-            if engine == "builtin" and "engine_cpu_ns_per_io" in out.extra:   # the I/O threads' CPU per block
+            if engine == "builtin" and "engine_cpu_ns_per_io" in out.extra:  # the I/O threads' CPU per block
                 res.metrics[f"{op}_engine_cpu_per_io_ns"] = out.extra["engine_cpu_ns_per_io"]
             if out.hist.n:
                 res.metrics[f"{op}_lat_mean_ns"] = out.hist.mean
@@ -164,8 +204,10 @@ def dd(path, bs="1M", size="1G", count=None, direct=None, engine="builtin", prog
                 res.samples[f"{op}_jobs"] = out.extra["jobs"]
             if "io_loop" in out.extra:
                 res.labels["io_loop"] = out.extra["io_loop"]
-            res.samples[f"{op}_bw"] = {"t_s": [w[0] for w in out.windows],
-                                       f"{op}_bytes_per_s": [w[1] for w in out.windows]}
+            res.samples[f"{op}_bw"] = {
+                "t_s": [w[0] for w in out.windows],
+                f"{op}_bytes_per_s": [w[1] for w in out.windows],
+            }
             if "series_interval" in out.extra:
                 res.labels["series"] = out.extra["series_interval"]
         devlimits.annotate(res, target.path, bs_b, buffers, engine, s.direct, (w_out, r_out), target=target)
@@ -192,42 +234,124 @@ def _run_seq(spec: JobSpec, jobs: int) -> JobOutput:
     return run_sync(spec)
 
 
-def _dd_write(s: Session, engine: str, bs: int, total: int, cancel, progress, buffers="pages",
-              jobs: int = 1) -> JobOutput:
+def _dd_write(
+    s: Session, engine: str, bs: int, total: int, cancel, progress, buffers="pages", jobs: int = 1
+) -> JobOutput:
     fsync = not s.direct
     if engine == "builtin":
-        return _run_seq(JobSpec(fd=s._write_fd(), op="write", pattern="seq", bs=bs, qd=1, region=total,
-                                total=total, fsync_end=fsync, cancel=cancel, progress=progress,
-                                progress_key="write_bytes_per_s", buffers=buffers), jobs)
+        return _run_seq(
+            JobSpec(
+                fd=s._write_fd(),
+                op="write",
+                pattern="seq",
+                bs=bs,
+                qd=1,
+                region=total,
+                total=total,
+                fsync_end=fsync,
+                cancel=cancel,
+                progress=progress,
+                progress_key="write_bytes_per_s",
+                buffers=buffers,
+            ),
+            jobs,
+        )
     if engine == "dd":
         from .._engines.extern import run_dd
 
-        return s.run_extern("dd", lambda: run_dd(
-            src="/dev/zero", dst=s.path, bs=bs, count=total // bs, direct=s.direct, op="write",
-            fsync_end=fsync, cancel=cancel, progress=progress, progress_key="write_bytes_per_s"))
+        return s.run_extern(
+            "dd",
+            lambda: run_dd(
+                src="/dev/zero",
+                dst=s.path,
+                bs=bs,
+                count=total // bs,
+                direct=s.direct,
+                op="write",
+                fsync_end=fsync,
+                cancel=cancel,
+                progress=progress,
+                progress_key="write_bytes_per_s",
+            ),
+        )
     from .._engines.extern import run_fio
 
-    return s.run_extern("fio", lambda: run_fio(
-        s.path, op="write", pattern="seq", bs=bs, qd=1, size=total, runtime=None, ramp=0, direct=s.direct,
-        fsync_end=fsync, cancel=cancel, progress=progress, progress_key="write_bytes_per_s"), presize=total)
+    return s.run_extern(
+        "fio",
+        lambda: run_fio(
+            s.path,
+            op="write",
+            pattern="seq",
+            bs=bs,
+            qd=1,
+            size=total,
+            runtime=None,
+            ramp=0,
+            direct=s.direct,
+            fsync_end=fsync,
+            cancel=cancel,
+            progress=progress,
+            progress_key="write_bytes_per_s",
+        ),
+        presize=total,
+    )
 
 
-def _dd_read(s: Session, engine: str, bs: int, total: int, cancel, progress, buffers="pages",
-             jobs: int = 1) -> JobOutput:
+def _dd_read(
+    s: Session, engine: str, bs: int, total: int, cancel, progress, buffers="pages", jobs: int = 1
+) -> JobOutput:
     if engine == "builtin":
-        return _run_seq(JobSpec(fd=s.fd, op="read", pattern="seq", bs=bs, qd=1, region=total, total=total,
-                                cancel=cancel, progress=progress, buffers=buffers), jobs)
+        return _run_seq(
+            JobSpec(
+                fd=s.fd,
+                op="read",
+                pattern="seq",
+                bs=bs,
+                qd=1,
+                region=total,
+                total=total,
+                cancel=cancel,
+                progress=progress,
+                buffers=buffers,
+            ),
+            jobs,
+        )
     if engine == "dd":
         from .._engines.extern import run_dd
 
-        return s.run_extern("dd", lambda: run_dd(
-            src=s.path, dst="/dev/null", bs=bs, count=total // bs, direct=s.direct, op="read",
-            fsync_end=False, cancel=cancel, progress=progress))
+        return s.run_extern(
+            "dd",
+            lambda: run_dd(
+                src=s.path,
+                dst="/dev/null",
+                bs=bs,
+                count=total // bs,
+                direct=s.direct,
+                op="read",
+                fsync_end=False,
+                cancel=cancel,
+                progress=progress,
+            ),
+        )
     from .._engines.extern import run_fio
 
-    return s.run_extern("fio", lambda: run_fio(
-        s.path, op="read", pattern="seq", bs=bs, qd=1, size=total, runtime=None, ramp=0, direct=s.direct,
-        invalidate=not s.direct, cancel=cancel, progress=progress))
+    return s.run_extern(
+        "fio",
+        lambda: run_fio(
+            s.path,
+            op="read",
+            pattern="seq",
+            bs=bs,
+            qd=1,
+            size=total,
+            runtime=None,
+            ramp=0,
+            direct=s.direct,
+            invalidate=not s.direct,
+            cancel=cancel,
+            progress=progress,
+        ),
+    )
 
 
 def describe(res: Result) -> str:  # pragma: no cover - convenience for notebooks

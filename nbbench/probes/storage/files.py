@@ -137,8 +137,9 @@ def _open_noatime(path: str) -> int:
     return os.open(path, flags)
 
 
-def read_files(path, sample=1000, threads=8, cold=False, progress=None, cancel=None, seed=0,
-               shard=None, ready=None) -> FilesResult:
+def read_files(
+    path, sample=1000, threads=8, cold=False, progress=None, cancel=None, seed=0, shard=None, ready=None
+) -> FilesResult:
     """Read ``sample`` random files of the tree at ``path`` whole, with ``threads`` threads.
 
     Parameters
@@ -162,8 +163,10 @@ def read_files(path, sample=1000, threads=8, cold=False, progress=None, cancel=N
     threads = limits.check("threads", threads, limits.FILES_THREADS)
     target = inspect(path, write=False, read=False)
     if target.kind != "dir":
-        raise ProbeError(f"{target.path} is not a directory: files reads the files of a tree "
-                         "(use randread or dd for one file or a device)")
+        raise ProbeError(
+            f"{target.path} is not a directory: files reads the files of a tree "
+            "(use randread or dd for one file or a device)"
+        )
     if not os.access(target.path, os.R_OK | os.X_OK):
         raise ProbeError(f"no permission to list {target.path}")
     params = {"path": target.path, "sample": sample, "threads": threads, "cold": bool(cold), "seed": seed}
@@ -181,18 +184,32 @@ def read_files(path, sample=1000, threads=8, cold=False, progress=None, cancel=N
     if target.memory:
         res.labels.update({"cache": "memory", "cache_drop": "none (the data live in RAM)"})
         res.warn(target.memory_warning())
-    res.metrics.update({"tree_files_count": idx.files, "tree_total_bytes": idx.bytes, "tree_dirs_count": idx.dirs,
-                        "walk_elapsed_s": walk_s, "walk_rate_files_per_s": idx.files / walk_s if walk_s > 0 else float("nan")})
+    res.metrics.update(
+        {
+            "tree_files_count": idx.files,
+            "tree_total_bytes": idx.bytes,
+            "tree_dirs_count": idx.dirs,
+            "walk_elapsed_s": walk_s,
+            "walk_rate_files_per_s": idx.files / walk_s if walk_s > 0 else float("nan"),
+        }
+    )
     if idx.files:
         sp = idx.sizes.percentiles((50.0, 90.0, 99.0))
-        res.metrics.update({"file_size_mean_bytes": idx.bytes / idx.files, "file_size_p50_bytes": sp[50.0],
-                            "file_size_p90_bytes": sp[90.0], "file_size_p99_bytes": sp[99.0]})
+        res.metrics.update(
+            {
+                "file_size_mean_bytes": idx.bytes / idx.files,
+                "file_size_p50_bytes": sp[50.0],
+                "file_size_p90_bytes": sp[90.0],
+                "file_size_p99_bytes": sp[99.0],
+            }
+        )
         res.samples["size_hist"] = idx.sizes.to_dict()
     if cancel is not None and cancel.is_set():
         return res.finish("interrupted", "cancelled while indexing the tree")
     if not idx.files and idx.unreadable:
-        raise ProbeError(f"nothing under {target.path} could be read: {_unreadable(idx)}, and no regular file "
-                         "was found in the rest")
+        raise ProbeError(
+            f"nothing under {target.path} could be read: {_unreadable(idx)}, and no regular file was found in the rest"
+        )
     if not idx.files:
         raise ProbeError(f"{target.path} holds no regular files to read")
     if idx.unreadable:
@@ -205,11 +222,13 @@ def read_files(path, sample=1000, threads=8, cold=False, progress=None, cancel=N
     if cold and not target.memory:
         from .._engines import cache
 
-        ok, method = (cache.drop_all() if os.geteuid() == 0 else (False, "not root"))
+        ok, method = cache.drop_all() if os.geteuid() == 0 else (False, "not root")
         if ok:
             res.labels["cache_drop"] = f"{method}: the whole machine's page cache"
-            res.warn(f"emptied the whole machine's page cache ({method}) — other workloads on this host now "
-                     "read from disk too")
+            res.warn(
+                f"emptied the whole machine's page cache ({method}) — other workloads on this host now "
+                "read from disk too"
+            )
         else:
             dropped = 0
             for p, _ in picks:
@@ -238,18 +257,23 @@ def read_files(path, sample=1000, threads=8, cold=False, progress=None, cancel=N
     out = _read_all(picks, threads, cancel, progress)
     el = out["elapsed_s"]
     n = out["files"]
-    res.metrics.update({
-        "files_per_s": n / el if el > 0 else float("nan"),
-        "read_bytes_per_s": out["bytes"] / el if el > 0 else float("nan"),
-        "files_count": n, "read_total_bytes": out["bytes"], "elapsed_s": el,
-    })
+    res.metrics.update(
+        {
+            "files_per_s": n / el if el > 0 else float("nan"),
+            "read_bytes_per_s": out["bytes"] / el if el > 0 else float("nan"),
+            "files_count": n,
+            "read_total_bytes": out["bytes"],
+            "elapsed_s": el,
+        }
+    )
     res.metrics.update(out["hist"].metrics("lat"))
     res.samples["bw"] = out["windows"]
     res.samples["lat_hist"] = out["hist"].to_dict()
-    res.extra["t0_unix"] = {"read": out["t0_unix"]}   # the wall-clock time of the reads' t = 0
+    res.extra["t0_unix"] = {"read": out["t0_unix"]}  # the wall-clock time of the reads' t = 0
     if out["errors"] and not n and not out["interrupted"]:
-        return res.finish("failed", f"none of the {len(picks)} files sampled could be read (first: "
-                                    f"{out['first_error']})")
+        return res.finish(
+            "failed", f"none of the {len(picks)} files sampled could be read (first: {out['first_error']})"
+        )
     if out["errors"]:
         res.warn(f"{out['errors']} files could not be read (removed or no permission) and were skipped")
     if sample > idx.files:
@@ -261,8 +285,10 @@ def read_files(path, sample=1000, threads=8, cold=False, progress=None, cancel=N
 
 def _unreadable(idx: TreeIndex) -> str:
     n = idx.unreadable
-    return f"{n} {'directory or entry' if n == 1 else 'directories or entries'} could not be read " \
-           f"(first: {idx.first_unreadable})"
+    return (
+        f"{n} {'directory or entry' if n == 1 else 'directories or entries'} could not be read "
+        f"(first: {idx.first_unreadable})"
+    )
 
 
 def _read_all(picks, threads: int, cancel, progress) -> dict:
@@ -340,9 +366,17 @@ def _read_all(picks, threads: int, cancel, progress) -> dict:
             windows["read_bytes_per_s"].append((b - last_b) / 0.5)
             last_f, last_b = f, b
             next_win += 500_000_000
-            call_progress(progress, f / total if total else None,
-                          {"files_per_s": windows["files_per_s"][-1], "read_bytes_per_s": windows["read_bytes_per_s"][-1],
-                           "done": f, "total": total or None, "unit": "files"})
+            call_progress(
+                progress,
+                f / total if total else None,
+                {
+                    "files_per_s": windows["files_per_s"][-1],
+                    "read_bytes_per_s": windows["read_bytes_per_s"][-1],
+                    "done": f,
+                    "total": total or None,
+                    "unit": "files",
+                },
+            )
     for t in ts:
         t.join()
     end = pc()
@@ -351,8 +385,15 @@ def _read_all(picks, threads: int, cancel, progress) -> dict:
     hist = LatencyHistogram()
     for a in lats:
         hist.add_many(a)
-    call_progress(progress, None if interrupted else 1.0,
-                  {"files_per_s": state["files"] / el if el > 0 else 0.0})
-    return {"files": state["files"], "bytes": state["bytes"], "errors": state["errors"],
-            "first_error": state["first_error"], "elapsed_s": el,
-            "hist": hist, "windows": windows, "interrupted": interrupted, "t0_unix": t0_unix}
+    call_progress(progress, None if interrupted else 1.0, {"files_per_s": state["files"] / el if el > 0 else 0.0})
+    return {
+        "files": state["files"],
+        "bytes": state["bytes"],
+        "errors": state["errors"],
+        "first_error": state["first_error"],
+        "elapsed_s": el,
+        "hist": hist,
+        "windows": windows,
+        "interrupted": interrupted,
+        "t0_unix": t0_unix,
+    }

@@ -47,13 +47,16 @@ def check_jobs(jobs, threads=1) -> tuple[int, str | None]:
 
     jobs, threads = limits.check("jobs", jobs, limits.JOBS), limits.check("threads", threads, limits.JOBS)
     if threads > 1:
-        return max(jobs, threads), (f"threads={threads} is deprecated: an alias of jobs now (independent "
-                                    "processes, as fio's numjobs; threads of one interpreter share its lock)")
+        return max(jobs, threads), (
+            f"threads={threads} is deprecated: an alias of jobs now (independent "
+            "processes, as fio's numjobs; threads of one interpreter share its lock)"
+        )
     return jobs, None
 
 
-def os_error(exc: OSError, path: str, direct: bool, *, op: str | None = None, done: int | None = None,
-             total: int | None = None) -> ProbeError:
+def os_error(
+    exc: OSError, path: str, direct: bool, *, op: str | None = None, done: int | None = None, total: int | None = None
+) -> ProbeError:
     """An OSError met during a probe's I/O as one sentence: what happened, where, how far it got
     (``done`` of ``total`` bytes, when known) and what to do."""
     import errno as _e
@@ -69,14 +72,20 @@ def os_error(exc: OSError, path: str, direct: bool, *, op: str | None = None, do
             free = f"; free space {format_bytes(st.f_bavail * st.f_frsize, binary=True)}"
         except OSError:
             free = ""
-        return ProbeError(f"no space left on {where}{doing}{free} (the filesystem filled up: free some space there, "
-                          f"or use a smaller --size or another directory)")
+        return ProbeError(
+            f"no space left on {where}{doing}{free} (the filesystem filled up: free some space there, "
+            f"or use a smaller --size or another directory)"
+        )
     if exc.errno == _e.EROFS:
-        return ProbeError(f"the filesystem holding {where} became read-only{doing} (the kernel does this after a "
-                          f"disk error: look at dmesg, then remount it read-write or use another directory)")
+        return ProbeError(
+            f"the filesystem holding {where} became read-only{doing} (the kernel does this after a "
+            f"disk error: look at dmesg, then remount it read-write or use another directory)"
+        )
     if exc.errno == _e.EIO:
-        return ProbeError(f"an I/O error on {where}{doing} (EIO: the device or its connection failed; look at "
-                          f"dmesg and the disk's health before trusting it)")
+        return ProbeError(
+            f"an I/O error on {where}{doing} (EIO: the device or its connection failed; look at "
+            f"dmesg and the disk's health before trusting it)"
+        )
     hint = ""
     if exc.errno == _e.EINVAL and direct:
         hint = " — O_DIRECT needs a block size that is a multiple of the device's sector (try --bs 4k or --buffered)"

@@ -38,20 +38,29 @@ def cpu_bound_warning(res: Result, out: JobOutput, engine: str) -> None:
     jobs = len(out.extra.get("jobs") or ()) or 1
     total = out.extra.get("engine_cpu_pct_sum", pct)
     cores = _usable_cores()
-    cost = (f"{per_io / 1e3:.1f} µs of CPU per I/O (Python and the kernel"
-            + (f", {out.extra['io_loop']})" if "io_loop" in out.extra else ")"))
+    cost = f"{per_io / 1e3:.1f} µs of CPU per I/O (Python and the kernel" + (
+        f", {out.extra['io_loop']})" if "io_loop" in out.extra else ")"
+    )
     if jobs > 1 and total >= CPU_BOUND_PCT * min(jobs, cores):
-        res.labels["cpu_bound"] = (f"all cores: the {jobs} jobs' I/O threads used {total / 100:.1f} of the "
-                                   f"{cores} usable cores")
-        res.warn(f"CPU-bound on all cores: the {jobs} jobs' I/O threads used {total / 100:.1f} of the {cores} "
-                 f"usable cores, {cost}; this figure is what this machine's CPUs submit and reap, a lower bound "
-                 "of what the storage gives — more jobs cannot lift it; fio spends less CPU per I/O "
-                 "(compare with --engine fio)")
+        res.labels["cpu_bound"] = (
+            f"all cores: the {jobs} jobs' I/O threads used {total / 100:.1f} of the {cores} usable cores"
+        )
+        res.warn(
+            f"CPU-bound on all cores: the {jobs} jobs' I/O threads used {total / 100:.1f} of the {cores} "
+            f"usable cores, {cost}; this figure is what this machine's CPUs submit and reap, a lower bound "
+            "of what the storage gives — more jobs cannot lift it; fio spends less CPU per I/O "
+            "(compare with --engine fio)"
+        )
     elif pct >= CPU_BOUND_PCT:
         busiest = "the busiest job's I/O thread" if jobs > 1 else "the I/O thread"
         res.labels["cpu_bound"] = f"one job's CPU: {busiest} was on the CPU {pct:.0f} % of the measured time"
-        more = (f"--jobs {min(256, max(2, 2 * jobs))} spreads the I/Os over more of the {cores} usable cores"
-                if cores > jobs else f"all {cores} usable cores have a job already")
-        res.warn(f"CPU-bound in one job: {busiest} was busy {pct:.0f} % of the measured time, {cost}, "
-                 f"which caps one job near {1e9 / per_io / 1e3:.0f} k I/Os per second; this figure is the "
-                 f"engine's limit, a lower bound of what the storage gives — {more} (or compare with --engine fio)")
+        more = (
+            f"--jobs {min(256, max(2, 2 * jobs))} spreads the I/Os over more of the {cores} usable cores"
+            if cores > jobs
+            else f"all {cores} usable cores have a job already"
+        )
+        res.warn(
+            f"CPU-bound in one job: {busiest} was busy {pct:.0f} % of the measured time, {cost}, "
+            f"which caps one job near {1e9 / per_io / 1e3:.0f} k I/Os per second; this figure is the "
+            f"engine's limit, a lower bound of what the storage gives — {more} (or compare with --engine fio)"
+        )

@@ -18,9 +18,26 @@ if TYPE_CHECKING:
     from .io_session import Session
 
 
-def run_job(s: Session, engine: str, *, op: str, pattern: str, bs: int, qd: int, threads: int, region: int,
-            runtime: float, ramp: float, cache_mode: str, cancel, progress, seed: int = 0,
-            builtin_path: str | None = None, buffers: str = "pages", jobs: int = 1) -> JobOutput:
+def run_job(
+    s: Session,
+    engine: str,
+    *,
+    op: str,
+    pattern: str,
+    bs: int,
+    qd: int,
+    threads: int,
+    region: int,
+    runtime: float,
+    ramp: float,
+    cache_mode: str,
+    cancel,
+    progress,
+    seed: int = 0,
+    builtin_path: str | None = None,
+    buffers: str = "pages",
+    jobs: int = 1,
+) -> JobOutput:
     """One job on the session's file with ``engine`` (builtin or fio; dd runs sequential transfers only);
     ``jobs`` > 1: that many independent copies in as many processes (:mod:`._engines.multijob`)."""
     key = f"{op}_bytes_per_s"
@@ -33,9 +50,23 @@ def run_job(s: Session, engine: str, *, op: str, pattern: str, bs: int, qd: int,
                 os.posix_fadvise(fd, 0, 0, advice)
             except OSError:
                 pass
-        spec = JobSpec(fd=fd, op=op, pattern=pattern, bs=bs, qd=qd, region=region, runtime=runtime,
-                       ramp=ramp, cancel=cancel, progress=progress, progress_key=key, seed=seed,
-                       threads=threads, force=builtin_path, buffers=buffers)
+        spec = JobSpec(
+            fd=fd,
+            op=op,
+            pattern=pattern,
+            bs=bs,
+            qd=qd,
+            region=region,
+            runtime=runtime,
+            ramp=ramp,
+            cancel=cancel,
+            progress=progress,
+            progress_key=key,
+            seed=seed,
+            threads=threads,
+            force=builtin_path,
+            buffers=buffers,
+        )
         if jobs > 1:
             from .._engines.multijob import run_jobs
 
@@ -45,14 +76,31 @@ def run_job(s: Session, engine: str, *, op: str, pattern: str, bs: int, qd: int,
         raise ProbeError("the dd engine does sequential dd transfers only; use --engine builtin or fio here")
     from .._engines.extern import run_fio
 
-    return s.run_extern("fio", lambda: run_fio(
-        s.path, op=op, pattern=pattern, bs=bs, qd=qd, size=region, runtime=runtime, ramp=ramp, direct=s.direct,
-        invalidate=(cache_mode == "buffered-cold"), cancel=cancel, progress=progress, progress_key=key,
-        threads=threads * jobs), presize=region)
+    return s.run_extern(
+        "fio",
+        lambda: run_fio(
+            s.path,
+            op=op,
+            pattern=pattern,
+            bs=bs,
+            qd=qd,
+            size=region,
+            runtime=runtime,
+            ramp=ramp,
+            direct=s.direct,
+            invalidate=(cache_mode == "buffered-cold"),
+            cancel=cancel,
+            progress=progress,
+            progress_key=key,
+            threads=threads * jobs,
+        ),
+        presize=region,
+    )
 
 
-def fill_job_result(res: Result, s: Session, out: JobOutput, engine: str, cache_mode: str, op: str,
-                    region: int, bs: int) -> str | None:
+def fill_job_result(
+    res: Result, s: Session, out: JobOutput, engine: str, cache_mode: str, op: str, region: int, bs: int
+) -> str | None:
     """A job's figures, labels, series and warnings into ``res``; the reason to fail it when not one
     full block was transferred (:func:`short_transfer`)."""
     reason, warning = short_transfer(out, bs, s.path, op)
@@ -67,11 +115,11 @@ def fill_job_result(res: Result, s: Session, out: JobOutput, engine: str, cache_
         res.labels["uring_unavailable"] = out.extra["uring_unavailable"]
     if "io_loop" in out.extra:
         res.labels["io_loop"] = out.extra["io_loop"]
-    if "jobs" in out.extra:   # --jobs N: one row per process (the metrics are their sums)
+    if "jobs" in out.extra:  # --jobs N: one row per process (the metrics are their sums)
         res.samples["jobs"] = out.extra["jobs"]
     res.metrics.update(_job_metrics(out, op))
     res.samples["bw"] = _series(out, op)
-    if "t0_unix" in out.extra:   # the job's t = 0 on the wall clock (many-rank runs line series up)
+    if "t0_unix" in out.extra:  # the job's t = 0 on the wall clock (many-rank runs line series up)
         res.extra.setdefault("t0_unix", {})[op] = out.extra["t0_unix"]
     if out.hist.n:
         res.samples["lat_hist"] = out.hist.to_dict()
@@ -79,14 +127,17 @@ def fill_job_result(res: Result, s: Session, out: JobOutput, engine: str, cache_
         res.samples["fio_iodepth_level"] = out.extra["fio_iodepth_level"]
     from .._engines import devlimits
 
-    devlimits.annotate(res, s.target.path, bs, res.params.get("buffers", "pages"), engine, s.direct, (out,),
-                       target=s.target)
+    devlimits.annotate(
+        res, s.target.path, bs, res.params.get("buffers", "pages"), engine, s.direct, (out,), target=s.target
+    )
     # the builtin engine's merged output sums its jobs' depths; fio's reached depth is per job
     per = res.params.get("threads", 1) * res.params.get("jobs", 1) if engine == "builtin" else 1
     qd_asked = res.params.get("qd", 1) * per
     if out.qd_mean and out.qd_mean < 0.9 * qd_asked and out.ios > 100:
-        res.warn(f"the queue depth reached (mean {out.qd_mean:.1f}) stayed below the {qd_asked} asked for: "
-                 "the CPU, not the storage, may be the limit")
+        res.warn(
+            f"the queue depth reached (mean {out.qd_mean:.1f}) stayed below the {qd_asked} asked for: "
+            "the CPU, not the storage, may be the limit"
+        )
     cpu_bound_warning(res, out, engine)
     for w in s.warnings:
         res.warn(w)
@@ -113,10 +164,11 @@ def short_transfer(out: JobOutput, bs: int, path: str, op: str, expected: int | 
     gave = f"{path} gave {got} bytes{where} where a block of {format_bytes(bs, binary=True)} was asked"
     if full == 0:
         verb = "read" if op == "read" else "written"
-        return (f"not one full block was {verb}: {gave} — a pseudo file, or a file shorter than its size "
-                "says"), None
-    return None, (f"the {op} stopped early: {gave} (the file shrank, or is shorter than its size says); the "
-                  f"figures cover the {full} full blocks before it")
+        return (f"not one full block was {verb}: {gave} — a pseudo file, or a file shorter than its size says"), None
+    return None, (
+        f"the {op} stopped early: {gave} (the file shrank, or is shorter than its size says); the "
+        f"figures cover the {full} full blocks before it"
+    )
 
 
 def _job_metrics(out: JobOutput, op: str) -> dict[str, Any]:
@@ -134,8 +186,11 @@ def _job_metrics(out: JobOutput, op: str) -> dict[str, Any]:
 
 
 def _series(out: JobOutput, op: str) -> dict[str, list]:
-    return {"t_s": [w[0] for w in out.windows], f"{op}_bytes_per_s": [w[1] for w in out.windows],
-            "iops": [w[2] for w in out.windows]}
+    return {
+        "t_s": [w[0] for w in out.windows],
+        f"{op}_bytes_per_s": [w[1] for w in out.windows],
+        "iops": [w[2] for w in out.windows],
+    }
 
 
 def stage_progress(progress, lo: float, hi: float):

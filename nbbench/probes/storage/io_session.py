@@ -26,8 +26,18 @@ class Session:
     taken on the fd opened here: :attr:`direct`, :attr:`direct_fallback`.
     """
 
-    def __init__(self, target: StorageTarget, direct_req, what: str, fill: int = 0, write: bool = False,
-                 cancel=None, progress=None, engine: str = "builtin", keep_name: bool = False):
+    def __init__(
+        self,
+        target: StorageTarget,
+        direct_req,
+        what: str,
+        fill: int = 0,
+        write: bool = False,
+        cancel=None,
+        progress=None,
+        engine: str = "builtin",
+        keep_name: bool = False,
+    ):
         self.target = target
         self.labels: dict[str, Any] = {}
         self.warnings: list[str] = []
@@ -112,7 +122,8 @@ class Session:
             self.labels["stale_temp_removed"] = f"{n} {files}, {format_bytes(nbytes, binary=True)}"
             self.warnings.append(
                 f"removed {n} stale nbbench temporary {files} ({format_bytes(nbytes, binary=True)}) from "
-                f"{directory}: left by runs on this host whose process was killed")
+                f"{directory}: left by runs on this host whose process was killed"
+            )
         if kept:
             self.warnings.append(f"stale nbbench temporary files in {directory}: {tempsweep.kept_note(kept)}")
 
@@ -129,8 +140,19 @@ class Session:
         import math as _m
 
         bs = _m.gcd(size, 1 << 20)
-        spec = JobSpec(fd=fd, op="write", pattern="seq", bs=bs, qd=1, region=size, total=size, cancel=self._cancel,
-                       progress=prog if outer is not None else None, fsync_end=True, progress_key="write_bytes_per_s")
+        spec = JobSpec(
+            fd=fd,
+            op="write",
+            pattern="seq",
+            bs=bs,
+            qd=1,
+            region=size,
+            total=size,
+            cancel=self._cancel,
+            progress=prog if outer is not None else None,
+            fsync_end=True,
+            progress_key="write_bytes_per_s",
+        )
         out = run_sync(spec)
         if out.interrupted:
             self.interrupted = True
@@ -181,18 +203,21 @@ class Session:
             frac = cache.resident_fraction(self.fd, region)
             if frac is not None and frac < 0.9:
                 self.warnings.append(
-                    f"only {frac * 100:.0f} % of the region stayed in the page cache; the run mixes cache and disk")
+                    f"only {frac * 100:.0f} % of the region stayed in the page cache; the run mixes cache and disk"
+                )
             return "buffered-warm"
         if self.wfd >= 0:
             os.fdatasync(self.wfd)
         ok, method = cache.drop_file(self.fd, 0, writable=False)
         frac = cache.resident_fraction(self.fd, region)
         if not ok or (frac is not None and frac > 0.5):
-            self.labels["cache_drop"] = f"{method} (failed: {frac * 100:.0f} % still cached)" if frac is not None \
-                else method
+            self.labels["cache_drop"] = (
+                f"{method} (failed: {frac * 100:.0f} % still cached)" if frac is not None else method
+            )
             self.warnings.append(
                 "the page cache could not be emptied for this file (tmpfs or a similar memory filesystem): "
-                "the reads came from memory")
+                "the reads came from memory"
+            )
             return "buffered-warm"
         self.labels["cache_drop"] = method + (" (mincore: 0 % cached)" if frac == 0 else "")
         return "buffered-cold"
@@ -207,7 +232,8 @@ class Session:
             self.warnings.append(
                 f"the region ({format_bytes(region, binary=True)}) is smaller than twice the RAM "
                 f"({format_bytes(ram, binary=True)}): the page cache will serve it — use --direct "
-                "for the disk's own speed")
+                "for the disk's own speed"
+            )
 
     def data_warnings(self, region: int, bs: int) -> None:
         from .._engines import cache
@@ -220,12 +246,14 @@ class Session:
             if sp > 0.1:
                 self.warnings.append(
                     f"{self.target.path} is sparse ({sp * 100:.0f} % holes): holes read as zeros without "
-                    "touching the disk, so reads look faster than real data — test a file with real data")
+                    "touching the disk, so reads look faster than real data — test a file with real data"
+                )
                 return
         if cache.looks_zero(self.fd, region, bs if bs % 4096 == 0 else 4096 * max(1, bs // 4096)):
             self.warnings.append(
                 "the data read are all zeros: sparse or never-written blocks can be served without touching "
-                "the disk, and some storage compresses zeros — test real data")
+                "the disk, and some storage compresses zeros — test real data"
+            )
 
     def base_labels(self, engine: str, cache_mode: str) -> dict[str, Any]:
         lab = {"engine": engine, "cache": "memory" if self.target.memory else cache_mode}

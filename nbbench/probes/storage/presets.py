@@ -26,18 +26,29 @@ __all__ = ["preset", "PRESETS"]
 PRESETS: dict[str, dict[str, Any]] = {
     "cdm": {
         "title": "CrystalDiskMark default set",
-        "tests": [("SEQ1M Q8T1", "seq", 1 << 20, 8, 1), ("SEQ1M Q1T1", "seq", 1 << 20, 1, 1),
-                  ("RND4K Q32T1", "rand", 4096, 32, 1), ("RND4K Q1T1", "rand", 4096, 1, 1)],
+        "tests": [
+            ("SEQ1M Q8T1", "seq", 1 << 20, 8, 1),
+            ("SEQ1M Q1T1", "seq", 1 << 20, 1, 1),
+            ("RND4K Q32T1", "rand", 4096, 32, 1),
+            ("RND4K Q1T1", "rand", 4096, 1, 1),
+        ],
     },
     "cdm-nvme": {
         "title": "CrystalDiskMark NVMe SSD set (T16: 16 jobs)",
-        "tests": [("SEQ1M Q8T1", "seq", 1 << 20, 8, 1), ("SEQ128K Q32T1", "seq", 128 << 10, 32, 1),
-                  ("RND4K Q32T16", "rand", 4096, 32, 16), ("RND4K Q1T1", "rand", 4096, 1, 1)],
+        "tests": [
+            ("SEQ1M Q8T1", "seq", 1 << 20, 8, 1),
+            ("SEQ128K Q32T1", "seq", 128 << 10, 32, 1),
+            ("RND4K Q32T16", "rand", 4096, 32, 16),
+            ("RND4K Q1T1", "rand", 4096, 1, 1),
+        ],
     },
     "mlperf-resnet50": {
         "title": "MLPerf Storage ResNet-50-like: random reads of ~115 KB samples (112 KiB, 4 KiB aligned)",
-        "tests": [("RND112K Q1T1", "rand", 112 << 10, 1, 1), ("RND112K Q8T1", "rand", 112 << 10, 8, 1),
-                  ("RND112K Q32T1", "rand", 112 << 10, 32, 1)],
+        "tests": [
+            ("RND112K Q1T1", "rand", 112 << 10, 1, 1),
+            ("RND112K Q8T1", "rand", 112 << 10, 8, 1),
+            ("RND112K Q32T1", "rand", 112 << 10, 32, 1),
+        ],
         "sample_bytes": 115 * 1000,
         "reads_only": True,
     },
@@ -51,8 +62,21 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
-def preset(path, name="cdm", size="1G", runtime=5, ramp=1, direct=None, engine="builtin", progress=None,
-           cancel=None, write=None, buffers="pages", jobs=1, threads=1) -> DiskPresetResult:
+def preset(
+    path,
+    name="cdm",
+    size="1G",
+    runtime=5,
+    ramp=1,
+    direct=None,
+    engine="builtin",
+    progress=None,
+    cancel=None,
+    write=None,
+    buffers="pages",
+    jobs=1,
+    threads=1,
+) -> DiskPresetResult:
     """A preset set of tests on ``path`` (a path or a :class:`~nbbench.probes.storage.target.StorageTarget`)
     as one table: ``cdm`` (CrystalDiskMark's SEQ1M Q8T1, SEQ1M Q1T1,
     RND4K Q32T1, RND4K Q1T1, read and — in a directory — write), ``mlperf-resnet50`` (random
@@ -81,8 +105,18 @@ def preset(path, name="cdm", size="1G", runtime=5, ramp=1, direct=None, engine="
     do_write = target.kind == "dir" and not p.get("reads_only") and write is not False
     target.ensure_room(region)
     tests = p["tests"]
-    params = {"path": target.path, "preset": name, "size": region, "runtime": runtime_s, "ramp": ramp_s,
-              "direct": direct, "engine": engine, "write": do_write, "buffers": buffers, "jobs": jobs}
+    params = {
+        "path": target.path,
+        "preset": name,
+        "size": region,
+        "runtime": runtime_s,
+        "ramp": ramp_s,
+        "direct": direct,
+        "engine": engine,
+        "write": do_write,
+        "buffers": buffers,
+        "jobs": jobs,
+    }
     res = DiskPresetResult(params=params)
     if deprecated:
         res.warn(deprecated)
@@ -107,16 +141,41 @@ def preset(path, name="cdm", size="1G", runtime=5, ramp=1, direct=None, engine="
                 lo = 0.15 + 0.85 * k / n_jobs if fill else k / n_jobs
                 hi = 0.15 + 0.85 * (k + 1) / n_jobs if fill else (k + 1) / n_jobs
                 k += 1
-                sub = IoJobResult(params={"path": target.path, "test": test, "op": op, "pattern": pattern,
-                                          "bs": bs, "qd": qd, "jobs": t * jobs, "runtime": runtime_s,
-                                          "ramp": ramp_s, "size": region, "engine": engine,
-                                          "buffers": buffers})
+                sub = IoJobResult(
+                    params={
+                        "path": target.path,
+                        "test": test,
+                        "op": op,
+                        "pattern": pattern,
+                        "bs": bs,
+                        "qd": qd,
+                        "jobs": t * jobs,
+                        "runtime": runtime_s,
+                        "ramp": ramp_s,
+                        "size": region,
+                        "engine": engine,
+                        "buffers": buffers,
+                    }
+                )
                 try:
                     cache_mode = s.prepare_read(region) if op == "read" else ("direct" if s.direct else "buffered")
-                    out = run_job(s, engine, op=op, pattern=pattern, bs=bs, qd=qd, threads=1, jobs=t * jobs,
-                                  region=region,
-                                  runtime=runtime_s, ramp=ramp_s, cache_mode=cache_mode, cancel=cancel,
-                                  progress=stage_progress(progress, lo, hi), buffers=buffers)
+                    out = run_job(
+                        s,
+                        engine,
+                        op=op,
+                        pattern=pattern,
+                        bs=bs,
+                        qd=qd,
+                        threads=1,
+                        jobs=t * jobs,
+                        region=region,
+                        runtime=runtime_s,
+                        ramp=ramp_s,
+                        cache_mode=cache_mode,
+                        cancel=cancel,
+                        progress=stage_progress(progress, lo, hi),
+                        buffers=buffers,
+                    )
                 except OSError as exc:
                     raise os_error(exc, s.path, s.direct) from None
                 failed = fill_job_result(sub, s, out, engine, cache_mode, op, region, bs)
@@ -139,13 +198,14 @@ def preset(path, name="cdm", size="1G", runtime=5, ramp=1, direct=None, engine="
         res.labels = s.base_labels(engine, "direct" if s.direct else "buffered-cold")
         res.labels["preset"] = p["title"]
         # the table's largest request: its limits and split (each row carries its own too)
-        devlimits.annotate(res, target.path, max(t[2] for t in tests), buffers, engine, s.direct, outs,
-                           target=target)
+        devlimits.annotate(res, target.path, max(t[2] for t in tests), buffers, engine, s.direct, outs, target=target)
         for w in s.warnings:
             res.warn(w)
         if target.kind != "dir" and not p.get("reads_only"):
-            res.warn("write tests need a directory (nbbench never writes to an existing file or device): "
-                     "only reads were measured")
+            res.warn(
+                "write tests need a directory (nbbench never writes to an existing file or device): "
+                "only reads were measured"
+            )
     if failed:
         return res.finish("failed", f"{failed} (test {rows[-1]['params']['test']})")
     if interrupted:

@@ -17,9 +17,25 @@ from .target import inspect
 __all__ = ["randread"]
 
 
-def randread(path, bs="4k", qd=1, runtime=10, ramp=1, size=None, direct=None, engine="builtin", threads=1,
-             progress=None, cancel=None, warm=False, seed=0, builtin_path=None, buffers="pages",
-             ready=None, jobs=1) -> RandreadResult:
+def randread(
+    path,
+    bs="4k",
+    qd=1,
+    runtime=10,
+    ramp=1,
+    size=None,
+    direct=None,
+    engine="builtin",
+    threads=1,
+    progress=None,
+    cancel=None,
+    warm=False,
+    seed=0,
+    builtin_path=None,
+    buffers="pages",
+    ready=None,
+    jobs=1,
+) -> RandreadResult:
     """Random reads, time based: IOPS, bytes/s, latency mean/stddev and fio's 17 percentiles.
 
     Parameters
@@ -58,9 +74,21 @@ def randread(path, bs="4k", qd=1, runtime=10, ramp=1, size=None, direct=None, en
     target = inspect(path, write=False)
     region = target.read_region(None if size is None else size_arg(size, "size"), DEFAULT_READ_FILE)
     region = target.whole_blocks(region, bs_b, "the region must hold")
-    params = {"path": target.path, "bs": bs_b, "qd": qd, "jobs": jobs, "runtime": runtime_s,
-              "ramp": ramp_s, "size": region, "direct": direct, "engine": engine, "warm": bool(warm),
-              "op": "read", "pattern": "rand", "buffers": buffers}
+    params = {
+        "path": target.path,
+        "bs": bs_b,
+        "qd": qd,
+        "jobs": jobs,
+        "runtime": runtime_s,
+        "ramp": ramp_s,
+        "size": region,
+        "direct": direct,
+        "engine": engine,
+        "warm": bool(warm),
+        "op": "read",
+        "pattern": "rand",
+        "buffers": buffers,
+    }
     res = RandreadResult(params=params)
     if deprecated:
         res.warn(deprecated)
@@ -73,10 +101,25 @@ def randread(path, bs="4k", qd=1, runtime=10, ramp=1, size=None, direct=None, en
             cache_mode = s.prepare_read(region, warm=warm)
             if ready is not None:
                 ready("read")
-            out = run_job(s, engine, op="read", pattern="rand", bs=bs_b, qd=qd, threads=1, jobs=jobs, region=region,
-                          runtime=runtime_s, ramp=ramp_s, cache_mode=cache_mode, cancel=cancel,
-                          progress=stage_progress(progress, 0.15 if fill else 0.0, 1.0), seed=seed,
-                          builtin_path=builtin_path, buffers=buffers)
+            out = run_job(
+                s,
+                engine,
+                op="read",
+                pattern="rand",
+                bs=bs_b,
+                qd=qd,
+                threads=1,
+                jobs=jobs,
+                region=region,
+                runtime=runtime_s,
+                ramp=ramp_s,
+                cache_mode=cache_mode,
+                cancel=cancel,
+                progress=stage_progress(progress, 0.15 if fill else 0.0, 1.0),
+                seed=seed,
+                builtin_path=builtin_path,
+                buffers=buffers,
+            )
         except OSError as exc:
             raise os_error(exc, s.path, s.direct) from None
         failed = fill_job_result(res, s, out, engine, cache_mode, "read", region, bs_b)

@@ -40,8 +40,17 @@ from ... import topology
 from ...results import ProbeError
 from ...units import format_bytes
 
-__all__ = ["StorageTarget", "inspect", "check_free_space", "open_read", "direct_io_supported", "memory_device",
-           "MIN_FREE_BYTES", "MIN_FREE_FRACTION", "STAT_TIMEOUT_S"]
+__all__ = [
+    "StorageTarget",
+    "inspect",
+    "check_free_space",
+    "open_read",
+    "direct_io_supported",
+    "memory_device",
+    "MIN_FREE_BYTES",
+    "MIN_FREE_FRACTION",
+    "STAT_TIMEOUT_S",
+]
 
 MIN_FREE_BYTES = 1 << 30
 MIN_FREE_FRACTION = 0.05
@@ -68,16 +77,22 @@ class StorageTarget:
         """The one sentence a result on a RAM-backed target carries (None for storage)."""
         if not self.memory:
             return None
-        return (f"this is RAM, not storage: {self.memory} — the figures are the speed of memory whatever "
-                "O_DIRECT or the page cache do; run the probe on the disk you want to measure")
+        return (
+            f"this is RAM, not storage: {self.memory} — the figures are the speed of memory whatever "
+            "O_DIRECT or the page cache do; run the probe on the disk you want to measure"
+        )
 
     @property
     def writable_dir(self) -> bool:
         return self.kind == "dir"
 
     def labels(self) -> dict:
-        out = {"path": self.path, "target": self.kind, "filesystem": self.filesystem or "unknown",
-               "device": self.device or "unknown"}
+        out = {
+            "path": self.path,
+            "target": self.kind,
+            "filesystem": self.filesystem or "unknown",
+            "device": self.device or "unknown",
+        }
         if self.extra.get("object_storage"):
             out["object_storage"] = self.extra["object_storage"]
         return out
@@ -94,7 +109,8 @@ class StorageTarget:
             raise ProbeError(
                 f"{self.path} is {what}: nbbench never writes to it. Write probes need a directory, where they "
                 "create (and remove) their own temporary file; read probes (randread, dd --mode read) "
-                "can read it.")
+                "can read it."
+            )
         return self
 
     def ensure_room(self, need_bytes: int) -> None:
@@ -136,9 +152,11 @@ class StorageTarget:
         self.direct_fallback = why
         if self.memory:  # the memory warning says it all
             return None
-        return (f"O_DIRECT is not available on {self.filesystem or 'this filesystem'} ({why}): measured "
-                "buffered, with the page cache dropped by posix_fadvise(DONTNEED) before reads — numbers may "
-                "include cache effects")
+        return (
+            f"O_DIRECT is not available on {self.filesystem or 'this filesystem'} ({why}): measured "
+            "buffered, with the page cache dropped by posix_fadvise(DONTNEED) before reads — numbers may "
+            "include cache effects"
+        )
 
 
 def _stat_with_timeout(path: str, timeout: float = STAT_TIMEOUT_S) -> os.stat_result:
@@ -190,18 +208,20 @@ def inspect(path, write: bool = False, read: bool = True) -> StorageTarget:
     st = _stat_with_timeout(p)
     mount = topology.mount_of(os.path.realpath(p))
     if mount is not None and mount.fstype == "autofs":
-        raise ProbeError(f"{p} is an automount point (autofs) with nothing mounted on it yet — not storage itself: "
-                         f"list it once (ls {p}) so its filesystem is mounted, then run the probe again")
+        raise ProbeError(
+            f"{p} is an automount point (autofs) with nothing mounted on it yet — not storage itself: "
+            f"list it once (ls {p}) so its filesystem is mounted, then run the probe again"
+        )
     if mount is not None and topology.is_pseudo(mount.fstype):
         raise ProbeError(
             f"{p} is on {mount.fstype} ({mount.mount_point}), a pseudo filesystem of the kernel — not storage: "
             "its files are made up when read and their sizes mean nothing; give a directory, file or block "
-            "device on the storage you want to measure")
+            "device on the storage you want to measure"
+        )
     mode = st.st_mode
     for test, what in _OTHER_KINDS:
         if test(mode):
-            raise ProbeError(
-                f"{p} is {what}; storage probes take a directory, a regular file or a block device")
+            raise ProbeError(f"{p} is {what}; storage probes take a directory, a regular file or a block device")
     if stat.S_ISDIR(mode):
         kind, size = "dir", 0
     elif stat.S_ISREG(mode) or stat.S_ISBLK(mode):
@@ -227,11 +247,12 @@ def _where(target: StorageTarget, st: os.stat_result, m: topology.Mount | None) 
     if m is not None:
         target.mount, target.filesystem, target.extra["source"] = m.mount_point, m.fstype, m.source
         obj = topology.object_storage_mount(m.fstype, m.source)
-        if obj is not None:   # the probes' labels say what such a mount means, once
+        if obj is not None:  # the probes' labels say what such a mount means, once
             target.filesystem = f"{m.fstype}: object storage through {obj[0]} (FUSE)"
             target.extra["object_storage"] = (
                 f"{obj[0]} serves object storage as files: O_DIRECT is not honoured, metadata calls are requests "
-                f"and a local cache may serve warm reads — the bucket itself: nbbench s3 {obj[1] or 's3://BUCKET/PREFIX'}")
+                f"and a local cache may serve warm reads — the bucket itself: nbbench s3 {obj[1] or 's3://BUCKET/PREFIX'}"
+            )
     else:
         target.extra["source"] = ""
     dev = st.st_rdev if stat.S_ISBLK(st.st_mode) else st.st_dev
@@ -323,7 +344,8 @@ def check_free_space(directory, need_bytes: int) -> dict:
             f"not enough free space in {d}: writing {format_bytes(need_bytes, binary=True)} would leave "
             f"{format_bytes(max(left, 0), binary=True)} free ({pct:.1f} % of {format_bytes(total, binary=True)}); "
             f"nbbench keeps at least 5 % ({format_bytes(int(MIN_FREE_FRACTION * total), binary=True)}) "
-            f"and at least 1 GiB free — use a smaller --size or another directory")
+            f"and at least 1 GiB free — use a smaller --size or another directory"
+        )
     return {"free_bytes": free, "total_bytes": total}
 
 

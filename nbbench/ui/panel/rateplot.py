@@ -29,6 +29,7 @@ from ..progress import NotebookProgress
 
 __all__ = ["PanelProgress", "rate_panels"]
 
+
 class PanelProgress(NotebookProgress):
     """A NotebookProgress (not displayed by itself) that also feeds a live rate plot.
 
@@ -38,9 +39,9 @@ class PanelProgress(NotebookProgress):
     meantime are kept and drawn once the plot exists).
     """
 
-    plot_interval = 0.1   # seconds between points added to the plot
-    span_step = 0.1       # the expected length is updated when it moves by more than 10 %
-    min_plot_s = 1.0      # two of the probes' 500 ms windows: a shorter run gets no plot
+    plot_interval = 0.1  # seconds between points added to the plot
+    span_step = 0.1  # the expected length is updated when it moves by more than 10 %
+    min_plot_s = 1.0  # two of the probes' 500 ms windows: a shorter run gets no plot
 
     def __init__(self, desc: str = "", make_plot: Callable | None = None):
         super().__init__(desc, display_now=False)
@@ -53,15 +54,15 @@ class PanelProgress(NotebookProgress):
         self._keys: set[str] = set()
         self._panels: list = []
         self._closing: threading.Thread | None = None
-        self._t0 = time.monotonic()   # the probe starts now: the plot's time origin
+        self._t0 = time.monotonic()  # the probe starts now: the plot's time origin
         self._span: float | None = None
-        self._f0: tuple[float, float] | None = None   # (time, fraction) of the first report with progress
+        self._f0: tuple[float, float] | None = None  # (time, fraction) of the first report with progress
         self._tag = None
         self._final: dict | None = None
 
     def __call__(self, fraction=None, metrics=None) -> None:
         super().__call__(fraction, metrics)
-        metrics = figures(metrics)   # the rates, without done / total / unit
+        metrics = figures(metrics)  # the rates, without done / total / unit
         if metrics and self._make_plot is not None:
             try:
                 self._feed(metrics)
@@ -101,14 +102,14 @@ class PanelProgress(NotebookProgress):
                 self._panels = rate_panels(sorted(self._keys))
                 if not self._panels:
                     return
-                if tag is not None:   # styled before the figure is built (in the thread below)
+                if tag is not None:  # styled before the figure is built (in the thread below)
                     for panel in self._panels:
                         tag_styles(panel, metrics)
                 self._maker = threading.Thread(target=self._create, name="nbbench-panel-rateplot", daemon=True)
                 self._maker.start()
             if self._maker is None:
                 return
-            for k in new:    # legend text: 'read', not 'read_bytes_per_s'
+            for k in new:  # legend text: 'read', not 'read_bytes_per_s'
                 for panel in self._panels:
                     panel.labels.setdefault(k, metric_label(k))
             # a new series (dd's read after its write) or configuration is drawn from its first report on
@@ -118,7 +119,7 @@ class PanelProgress(NotebookProgress):
             self._last_point = now
             point = {k: float(v) for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
             points = [(now, point)]
-            if changed:   # another configuration: its own marker, the line broken before it
+            if changed:  # another configuration: its own marker, the line broken before it
                 if self._tag is not None:
                     points.insert(0, (now - 1e-6, dict.fromkeys(point, math.nan)))
                 self._tag = tag
@@ -163,8 +164,7 @@ class PanelProgress(NotebookProgress):
         super().close(status, final=final)
         self._final = final
         with self._plot_lock:
-            self._closing = threading.Thread(target=self._finish, name="nbbench-panel-rateplot-close",
-                                             daemon=True)
+            self._closing = threading.Thread(target=self._finish, name="nbbench-panel-rateplot-close", daemon=True)
         self._closing.start()
 
     def _finish(self) -> None:
