@@ -88,6 +88,7 @@ notebooks-outputs: setup
 # Style: ruff (configured in pyproject.toml); CI runs it, and so does pre-commit.
 lint: setup
 	$(PY) -m ruff check nbbench tests tools bench
+	$(PY) -m ruff format --check nbbench tests tools bench
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache site

@@ -16,7 +16,8 @@ threads) is timed in many short interleaved rounds, in four states:
 process tree and the table have rows to read.
 
 Both monitors (and the plot) run for the whole benchmark and are paused/resumed
-between rounds (the plot draws no frame outside its own rounds), so every round compares neighbouring moments of the machine (the
+between rounds (the plot draws no frame outside its own rounds), so every round compares
+neighbouring moments of the machine (the
 load of other processes changes slowly) and nothing is measured while starting
 up.  Each round runs the three states in a rotating order; the ratio is
 ``time(none) / time(state)`` per round (1.000 = free, 0.980 = 2 % slower) and the

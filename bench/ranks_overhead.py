@@ -87,7 +87,8 @@ def main() -> int:
             ratios.append(got["rank"] / got["plain"])
         med = statistics.median(ratios)
         print(
-            f"{name:<26}{med:>13.3f}{min(ratios):>7.3f}{max(ratios):>7.3f}  >=0.98 {'ok   ' if med >= 0.98 else 'BELOW'}"
+            f"{name:<26}{med:>13.3f}{min(ratios):>7.3f}{max(ratios):>7.3f}"
+            f"  >=0.98 {'ok   ' if med >= 0.98 else 'BELOW'}"
             f"  {format_metric(metric, statistics.median(a)):>14}  {format_metric(metric, statistics.median(b)):>17}"
         )
 

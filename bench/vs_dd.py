@@ -38,6 +38,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from _common import bimodal, loadavg  # noqa: E402
+
 from nbbench import tempfiles  # noqa: E402
 from nbbench.env import cpu_model, usable_cpus  # noqa: E402
 from nbbench.probes.storage import disk  # noqa: E402
@@ -227,7 +228,8 @@ def main() -> int:
         if bi:
             print(
                 f"note: dd's own {op} figure is bimodal ({bi[0]} runs near "
-                f"{format_metric('write_bytes_per_s', bi[1])}, {bi[2]} near {format_metric('write_bytes_per_s', bi[3])})"
+                f"{format_metric('write_bytes_per_s', bi[1])}, {bi[2]} near "
+                f"{format_metric('write_bytes_per_s', bi[3])})"
                 f" — a 1 MiB buffer of scattered 4 KiB pages needs more segments than the device takes "
                 f"(max_segments {labels.get('device_max_segments')}) and goes out as two requests, as one when its "
                 "pages happen to be physically contiguous"

@@ -45,6 +45,7 @@ from collections import Counter
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from _common import bimodal, loadavg  # noqa: E402
+
 from nbbench import tempfiles  # noqa: E402
 from nbbench.env import cpu_model, usable_cpus  # noqa: E402
 from nbbench.probes.storage import disk  # noqa: E402

@@ -42,6 +42,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from _common import loadavg  # noqa: E402
+
 from nbbench import tempfiles  # noqa: E402
 from nbbench.datasets import make_tar_shards  # noqa: E402
 from nbbench.env import cpu_model, usable_cpus  # noqa: E402

@@ -7,9 +7,8 @@ is cheap: torch, pynvml, matplotlib and ipywidgets load only when used.
 
 from __future__ import annotations
 
-from .version import __version__  # noqa: E402
-
 from .results import ProbeError, Result  # noqa: E402  (light: stdlib only)
+from .version import __version__  # noqa: E402
 
 __all__ = [
     "__version__",

@@ -17,10 +17,10 @@ import sys
 from dataclasses import dataclass
 
 from . import commands
-from .version import __version__
 from .commands import Context, HelpRequested, UsageProblem
 from .results import ProbeError, Result
 from .results.summaries import count_line
+from .version import __version__
 
 __all__ = ["main", "TerminalContext", "build_parser", "exit_code"]
 

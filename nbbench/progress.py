@@ -21,7 +21,7 @@ import shutil
 import sys
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from .units import format_bytes, metric_phrase, shorten_middle
 

@@ -10,12 +10,14 @@ from __future__ import annotations
 import datetime as _dt
 import html as _html
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from .results import ProbeError, Result, advice
-from .results.env import ENV_ROWS as _ENV_ROWS, env_rows as _env_rows
+from .results.env import ENV_ROWS as _ENV_ROWS
+from .results.env import env_rows as _env_rows
 
 __all__ = ["ReportData", "Report", "build", "report", "default_filename", "ENV_ROWS"]
 

@@ -6,7 +6,8 @@ all end it the same way: the cancel event is set, the probe winds up within
 from __future__ import annotations
 
 import threading
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 T = TypeVar("T")
 

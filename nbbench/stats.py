@@ -29,8 +29,8 @@ Layer: core (the bottom; imports nothing of nbbench).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Sequence
 
 __all__ = [
     "median",

@@ -54,8 +54,8 @@ import time
 from dataclasses import dataclass
 
 from . import templock
-from .sigchain import chain_signal, install_signal_handler
 from .results import ProbeError
+from .sigchain import chain_signal, install_signal_handler
 
 __all__ = [
     "create",

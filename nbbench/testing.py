@@ -54,7 +54,7 @@ class LocalS3:
         self._proc: subprocess.Popen | None = None
         self._saved_env: dict = {}
 
-    def start(self, timeout: float = 20.0) -> "LocalS3":
+    def start(self, timeout: float = 20.0) -> LocalS3:
         try:
             import moto.server  # noqa: F401
         except ImportError:
@@ -161,7 +161,7 @@ class LocalS3:
             keys.append(key)
         return keys
 
-    def __enter__(self) -> "LocalS3":
+    def __enter__(self) -> LocalS3:
         return self.start() if not self.running else self
 
     def __exit__(self, *exc) -> None:

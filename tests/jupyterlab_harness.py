@@ -128,7 +128,7 @@ class JupyterLab:
         return env
 
     # ------------------------------------------------------------ control
-    def start(self) -> "JupyterLab":
+    def start(self) -> JupyterLab:
         env = self._env()
         cmd = [
             self.python,
@@ -214,7 +214,7 @@ class JupyterLab:
         self.stop()
         shutil.rmtree(self.state, ignore_errors=True)
 
-    def __enter__(self) -> "JupyterLab":
+    def __enter__(self) -> JupyterLab:
         try:
             return self.start()
         except BaseException:

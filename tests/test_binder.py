@@ -43,7 +43,6 @@ def test_named_notebook_and_runtime_exist():
 
 def test_pyproject_torch_extra_admits_both_torches():
     import tomllib
-
     from packaging.requirements import Requirement
 
     data = tomllib.loads((ROOT / "pyproject.toml").read_text())

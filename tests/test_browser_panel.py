@@ -23,11 +23,10 @@ import time
 from pathlib import Path
 
 import pytest
-
 from jupyterlab_harness import (
     JupyterLab,
-    require_browser,
     launch_chromium,
+    require_browser,
     run_all_cells,
     wait_cells_done,
     wait_kernel_idle,

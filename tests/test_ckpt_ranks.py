@@ -20,10 +20,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from rankproc import clean_env, run_nbbench  # noqa: E402
+
 from nbbench.dist.ckptjobs import CheckpointJob, ShardsJob  # noqa: E402
 from nbbench.dist.jobs import JOBS, job_for  # noqa: E402
 from nbbench.results import ProbeError  # noqa: E402
-from rankproc import clean_env, run_nbbench  # noqa: E402
 
 PY = sys.executable
 ROOT = Path(__file__).resolve().parents[1]

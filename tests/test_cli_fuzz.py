@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import contextlib
 import io
-import re
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -30,10 +30,9 @@ from unittest import mock
 import pytest
 
 pytest.importorskip("hypothesis")
+import argvgen  # noqa: E402
 from hypothesis import HealthCheck, event, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-
-import argvgen  # noqa: E402
 
 STRESS = os.environ.get("NBBENCH_STRESS") == "1"
 ROOT = Path(__file__).resolve().parents[1]

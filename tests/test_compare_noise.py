@@ -8,7 +8,6 @@ import math
 import random
 import re
 
-
 from nbbench import cli, commands
 from nbbench.compare import compare
 from nbbench.compare.noise import GREY

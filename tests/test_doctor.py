@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from nbbench.doctor import CHECK_STATUSES, Check, DoctorResult, doctor
 from nbbench import topology
-from nbbench.doctor import exposure, storage, system
+from nbbench.doctor import CHECK_STATUSES, Check, DoctorResult, doctor, exposure, storage, system
 from nbbench.results import Result
 
 FIX = Path(__file__).parent / "fixtures" / "doctor"

@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from rankproc import clean_env
 
 HERE = Path(__file__).resolve().parent

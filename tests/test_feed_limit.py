@@ -182,8 +182,8 @@ def test_a_real_feed_bar_ends_on_the_results_figures(jpeg_tree, monkeypatch, cap
 def test_the_loader_bar_ends_on_the_results_figures():
     import numpy as np
 
-    from nbbench.progress import TerminalProgress
     from nbbench.probes.pipeline.loader import bench_loader
+    from nbbench.progress import TerminalProgress
 
     out = io.StringIO()
     bar = TerminalProgress("loader", stream=out)

@@ -6,6 +6,7 @@ import sys
 
 import pytest
 from IPython.core.error import UsageError
+
 from nbbench import cli, commands
 from nbbench.store import default_store
 

@@ -33,22 +33,22 @@ import _gpukit_device as device  # noqa: E402
 import _gpukit_pipeline as pipeline  # noqa: E402
 import gpu_check  # noqa: E402
 from _gpukit_lines import FAIL, NA, PASS, SKIP, GiB, Line, MiB, summary  # noqa: E402
-from _gpukit_pipeverdicts import (
+from _gpukit_pipeverdicts import (  # noqa: E402
     judge_au_sum,
     judge_checkpoint,
     judge_notebook,
-    judge_ranks,  # noqa: E402
+    judge_ranks,
     judge_step_length,
     judge_sweep,
     judge_vs_emulated,
     plot_gpu_means,
 )
-from _gpukit_verdicts import (
+from _gpukit_verdicts import (  # noqa: E402
     judge_devices,
     judge_gpm,
     judge_link,
     judge_matmul,
-    judge_mem_rise,  # noqa: E402
+    judge_mem_rise,
     judge_overlap,
     judge_pinned_vs_pageable,
     judge_process_memory,

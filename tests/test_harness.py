@@ -5,7 +5,6 @@ exception is raised inside it, and when the server fails to start."""
 from __future__ import annotations
 
 import pytest
-
 from jupyterlab_harness import JupyterLab
 
 pytestmark = pytest.mark.slow

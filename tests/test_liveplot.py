@@ -62,8 +62,9 @@ def test_blitted_frames_match_a_full_redraw():
     for i in range(10):
         q.add(float(i), {"loader.samples_per_s": 5.0, "gpu0.util_pct": 40})
     q.add(10.0, {"loader.samples_per_s": 5.0, "gpu0.util_pct": 60})
-    from PIL import Image, ImageChops
     import io
+
+    from PIL import Image, ImageChops
 
     a = Image.open(io.BytesIO(fast)).convert("RGB")
     b = Image.open(io.BytesIO(q.render_png())).convert("RGB")

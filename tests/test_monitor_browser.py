@@ -15,8 +15,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-
-from jupyterlab_harness import JupyterLab, require_browser, launch_chromium, wait_cells_done, wait_kernel_idle
+from jupyterlab_harness import JupyterLab, launch_chromium, require_browser, wait_cells_done, wait_kernel_idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -56,7 +56,8 @@ class CellContext(Context):
 def parse(*argv, frontend="magic"):
     """``monitor ARGV`` parsed as %%iobench monitor (or the CLI) parses it: an Invocation."""
     if frontend == "magic":
-        from nbbench.magics import NotebookContext, parse as magic_parse
+        from nbbench.magics import NotebookContext
+        from nbbench.magics import parse as magic_parse
 
         return magic_parse(["monitor", *argv], NotebookContext(cell=""))
     return commands.parse(["monitor", *argv], cli.TerminalContext())
@@ -116,8 +117,9 @@ def test_interrupt_stops_cleanly_and_keeps_samples():
 
 
 def test_empty_cell_and_bad_options():
-    from nbbench.results import ProbeError
     from IPython.core.error import UsageError
+
+    from nbbench.results import ProbeError
 
     inv = parse()
     with pytest.raises(ProbeError):

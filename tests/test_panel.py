@@ -9,9 +9,9 @@ import pytest
 
 from nbbench import commands
 from nbbench.commands import Command
+from nbbench.panel.runner import Job, PanelRunner, RunnerHost, parse_command
 from nbbench.results import ProbeError, Result
 from nbbench.store import Store
-from nbbench.panel.runner import Job, PanelRunner, RunnerHost, parse_command
 
 pytest.importorskip("ipywidgets")
 

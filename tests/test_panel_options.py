@@ -13,12 +13,12 @@ pytest.importorskip("ipywidgets")
 
 from nbbench import commands  # noqa: E402
 from nbbench.commands import options  # noqa: E402
-from nbbench.panel.tabs.base import command_options, option_field, options_argv  # noqa: E402
 from nbbench.panel.tabs import gpu as gpu_tab  # noqa: E402
 from nbbench.panel.tabs import loader as loader_tab  # noqa: E402
 from nbbench.panel.tabs import monitor as monitor_tab  # noqa: E402
 from nbbench.panel.tabs import objects as objects_tab  # noqa: E402
 from nbbench.panel.tabs import storage as storage_tab  # noqa: E402
+from nbbench.panel.tabs.base import command_options, option_field, options_argv  # noqa: E402
 from nbbench.probes import limits  # noqa: E402
 from nbbench.results import ProbeError  # noqa: E402
 

@@ -6,9 +6,9 @@ import time
 
 import pytest
 
+from nbbench.panel.runner import parse_command
 from nbbench.results import ProbeError
 from nbbench.store import Store
-from nbbench.panel.runner import parse_command
 
 pytest.importorskip("ipywidgets")
 

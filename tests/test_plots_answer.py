@@ -115,12 +115,12 @@ def test_a_monitor_run_with_one_sample_has_no_figure():
 # ------------------------------------------------------------ size and fonts
 def _figures():
     from nbbench.plots.monitor import monitor_figure
+    from nbbench.plots.panel import Panel
     from nbbench.plots.samples import result_figure
     from nbbench.plots.sweep import sweep_figure
     from nbbench.plots.timeline import Timeline
-    from nbbench.plots.panel import Panel
-    from nbbench.results.sweep import SweepResult
     from nbbench.results.monitor import MonitorResult
+    from nbbench.results.sweep import SweepResult
 
     t = [0.5 * i for i in range(1, 9)]
     dd = _dd({"write_bw": {"t_s": t, "write_bytes_per_s": [4e8 + 1e7 * i for i in range(8)]}})

@@ -256,7 +256,7 @@ def test_the_cli_ends_a_doctor_run_with_the_counts(tmp_path, capsys):
 
 
 def test_a_report_counts_results_and_the_doctors_findings_apart(tmp_path):
-    from nbbench.report import ReportData, Report
+    from nbbench.report import Report, ReportData
 
     data = ReportData(title="t", created_at=0.0, environment={}, doctor=doctor_result(), results=[dd(), dd()])
     rep = Report(format="html", text="", path=str(tmp_path / "r.html"), data=data)

@@ -160,7 +160,8 @@ def test_quality_finds_short_unstable_and_warm_up():
     un = [f for f in found if f["kind"] == "unstable"]
     assert len(un) == 1 and un[0]["outlier_run"] == 3
     assert m.warnings[0].startswith(
-        "unstable: runs differ by 30 % in write, 30 % in read — run 3 of 3 is the outlier (130 MB/s against a median of 101 MB/s)"
+        "unstable: runs differ by 30 % in write, 30 % in read — run 3 of 3 is the outlier "
+        "(130 MB/s against a median of 101 MB/s)"
     )
 
     cold = [_dd(100e6, windows=[40e6] + [100e6] * 9)]

@@ -179,7 +179,8 @@ def test_report_and_compare_do_not_need_pyplot(tmp_path):
     code = (
         "import sys, nbbench.report as R, nbbench.compare as C, nbbench.plots as P, nbbench.plots.compare as PC\n"
         "from nbbench.results import Result\n"
-        "a = Result(kind='dd', metrics={'read_bytes_per_s': 1e8}); b = Result(kind='dd', metrics={'read_bytes_per_s': 2e8})\n"
+        "a = Result(kind='dd', metrics={'read_bytes_per_s': 1e8}); "
+        "b = Result(kind='dd', metrics={'read_bytes_per_s': 2e8})\n"
         "c = C.compare([a, b]); P.figure_png(PC.bar_chart(c.groups[0]))\n"
         "assert 'matplotlib.pyplot' not in sys.modules, 'pyplot imported'\n"
         "print('ok')\n"

@@ -18,12 +18,12 @@ import pytest
 pytest.importorskip("boto3")
 pytest.importorskip("moto.server")
 
+from s3proxy import FaultProxy  # noqa: E402
+
 from nbbench.probes.objects import s3  # noqa: E402
 from nbbench.probes.objects.s3probe import knee, sweep_levels  # noqa: E402
 from nbbench.results import ProbeError  # noqa: E402
 from nbbench.testing import DUMMY_CREDENTIALS, local_s3  # noqa: E402
-
-from s3proxy import FaultProxy  # noqa: E402
 
 FAST = dict(max_streams=4, runtime=0.8, sweep_runtime=0.3, part_size=1 << 20)
 

@@ -19,9 +19,10 @@ import pytest
 pytest.importorskip("boto3")
 pytest.importorskip("moto.server")
 
+from rankproc import short_tmpdir  # noqa: E402
+
 from nbbench.results import ProbeError  # noqa: E402
 from nbbench.testing import DUMMY_CREDENTIALS, local_s3  # noqa: E402
-from rankproc import short_tmpdir  # noqa: E402
 
 PER_CLASS = 20
 CLASSES = ("cat", "dog")

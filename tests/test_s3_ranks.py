@@ -20,10 +20,10 @@ import pytest
 pytest.importorskip("boto3")
 pytest.importorskip("moto.server")
 
+from rankproc import clean_env, short_tmpdir  # noqa: E402
+
 from nbbench.results import ProbeError  # noqa: E402
 from nbbench.testing import local_s3  # noqa: E402
-
-from rankproc import clean_env, short_tmpdir  # noqa: E402
 
 #: credentials only this test uses, so a leak onto a command line or into a file is found by grepping for them
 SECRET = {

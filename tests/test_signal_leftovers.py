@@ -22,7 +22,6 @@ import tarfile
 from pathlib import Path
 
 import pytest
-
 from rankproc import clean_env
 
 HERE = Path(__file__).resolve().parent

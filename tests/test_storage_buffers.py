@@ -11,9 +11,9 @@ import time
 
 import pytest
 
-from nbbench.probes.storage import disk
 from nbbench.probes._engines import devlimits, sync
 from nbbench.probes._engines.job import JobOutput, JobSpec, Offsets
+from nbbench.probes.storage import disk
 from nbbench.results import ProbeError, Result
 
 MIB = 1 << 20

@@ -1,8 +1,8 @@
 """The CLI, the magic, and clean-up on a real Ctrl-C / SIGTERM in a subprocess."""
 
 import json
-import re
 import os
+import re
 import shutil
 import signal
 import subprocess

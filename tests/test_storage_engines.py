@@ -5,10 +5,10 @@ import shutil
 
 import pytest
 
-from nbbench.probes.storage import disk
 from nbbench.probes._engines import extern
-from nbbench.results.hist import PERCENTILES, percentile_key
+from nbbench.probes.storage import disk
 from nbbench.results import ProbeError
+from nbbench.results.hist import PERCENTILES, percentile_key
 
 # In CI (.ci/run installs fio) the fio engine must be tested for real: never skipped there.
 needs_fio = pytest.mark.skipif(

@@ -13,10 +13,10 @@ import time
 
 import pytest
 
-from nbbench.probes.storage import disk
 from nbbench.probes._engines import sync, uring, uring_setup
 from nbbench.probes._engines.job import JobSpec
 from nbbench.probes._engines.multijob import job_specs
+from nbbench.probes.storage import disk
 from nbbench.results.hist import LatencyHistogram
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

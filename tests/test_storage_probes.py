@@ -9,10 +9,10 @@ import time
 
 import pytest
 
-from nbbench.probes.storage import disk, files
 from nbbench.probes._engines import uring_setup
-from nbbench.results.hist import PERCENTILES, LatencyHistogram, percentile_key
+from nbbench.probes.storage import disk, files
 from nbbench.results import Result
+from nbbench.results.hist import PERCENTILES, LatencyHistogram, percentile_key
 
 PKEYS = [percentile_key(p) for p in PERCENTILES]
 

@@ -15,9 +15,9 @@ import time
 import pytest
 
 from nbbench import tempfiles, topology
-from nbbench.probes.storage import disk, files
 from nbbench.probes._engines import sync
 from nbbench.probes._engines.job import JobSpec
+from nbbench.probes.storage import disk, files
 from nbbench.probes.storage.target import inspect
 from nbbench.results import ProbeError
 

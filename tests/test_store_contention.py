@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from rankproc import clean_env
 
 from nbbench.store import Store
-from rankproc import clean_env
 
 HERE = Path(__file__).resolve().parent
 WORK = [sys.executable, str(HERE / "storework.py")]

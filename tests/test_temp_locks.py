@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from nbbench import templock, tempfiles, tempsweep
+from nbbench import tempfiles, templock, tempsweep
 from nbbench.results import ProbeError
 
 needs_fio = pytest.mark.skipif(

@@ -52,7 +52,8 @@ class FakeRing:
 class FakeKernel:
     """``io_uring_enter`` on a :class:`FakeRing`: every I/O completes with ``BS`` bytes, its
     completion posted at the start of the next call (a GETEVENTS call posts as many as its
-    ``min_complete`` needs at its end; after an error, one per call).  While the ring holds completions not yet reaped, a
+    ``min_complete`` needs at its end; after an error, one per call).  While the ring holds completions not yet
+    reaped, a
     submission is refused (EBUSY, then EAGAIN, in turn) as a full completion queue refuses it, in
     the first ``episodes`` runs of refusals: a loop that retries without reaping is refused for
     ever (``spun`` after 1,000 refusals with no completion reaped between them, then let go)."""

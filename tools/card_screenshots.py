@@ -42,8 +42,9 @@ def _busy_monitor():
 
 
 def main(out_dir: str = "docs/screenshots") -> None:
-    from nbbench.results import Result
     from playwright.sync_api import sync_playwright
+
+    from nbbench.results import Result
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -25,11 +25,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 
-from jupyterlab_harness import (
+from jupyterlab_harness import (  # noqa: E402
     JupyterLab,
     launch_chromium,
     run_all_cells,
-    wait_cells_done,  # noqa: E402
+    wait_cells_done,
     wait_kernel_idle,
 )
 

@@ -6,8 +6,7 @@ bar, cancellable; the datasets module is imported inside ``run`` so ``--help`` s
 
 from __future__ import annotations
 
-from . import options
-from . import Command
+from . import Command, options
 from .storage import _run_probe
 
 __all__ = ["MakeDatasetCommand"]

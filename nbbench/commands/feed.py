@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import os
 
-from . import options, ranks
-from . import pipelineopts as po
 from ..probes.objects.client import is_s3
 from ..probes.pipeline.dataloader import require_torch
 from ..results import ProbeError
+from . import options, ranks
+from . import pipelineopts as po
 
 __all__ = ["FeedCommand"]
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import os
 
-from . import options, ranks
-from . import pipelineopts as po
 from ..probes.objects.client import is_s3
 from ..probes.pipeline.dataloader import require_torch
 from ..results import ProbeError
+from . import options, ranks
+from . import pipelineopts as po
 
 __all__ = ["LoaderCommand"]
 
@@ -91,9 +91,8 @@ class LoaderCommand(ranks.RankedCommand):
         ranks.add_rank_options(parser)
 
     def run(self, args, ctx):
-        from ..probes.pipeline.loader import bench_loader
-
         from ..dist.rankenv import detect
+        from ..probes.pipeline.loader import bench_loader
 
         if args.ranks is not None or args.dataset or detect(no_dist=args.no_dist) is not None:
             return self._run_ranked(args, ctx)
@@ -212,10 +211,10 @@ class LoaderCommand(ranks.RankedCommand):
             if plot is not None:
                 plot.stop()
         if value is ranks.LOCAL:  # --dataset alone: one process
-            from ..probes.pipeline.dataloader import close_loader, make_loader
             from ..dist.loaderjobs import load_dataset
-            from ..probes.pipeline.loader import bench_loader
             from ..env import usable_cpus
+            from ..probes.pipeline.dataloader import close_loader, make_loader
+            from ..probes.pipeline.loader import bench_loader
 
             ds = load_dataset(args.dataset)
             nw = usable_cpus()["usable_int"] if args.workers is None else args.workers

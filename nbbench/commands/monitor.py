@@ -24,8 +24,8 @@ import shutil
 import sys
 import time
 
-from . import Command, RaiseAfterFinish
 from ..results import ProbeError
+from . import Command, RaiseAfterFinish
 from .monitoring import _StatusLine, _wind_down, add_monitor_options, final_metrics, live_metrics, start_server  # noqa: F401
 
 __all__ = ["MonitorCommand", "live_metrics"]

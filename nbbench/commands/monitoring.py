@@ -41,9 +41,8 @@ def final_metrics(res) -> dict:
 
 
 def _interval(text: str) -> float:
-    from .options import duration
-
     from ..probes.limits import MONITOR_INTERVAL_S
+    from .options import duration
 
     v = duration(text)
     lo, hi = MONITOR_INTERVAL_S

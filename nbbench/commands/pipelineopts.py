@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse
 import os
 
-from . import options, ranks
 from ..probes.objects.client import is_s3
 from ..results import ProbeError
+from . import options, ranks
 
 __all__ = [
     "accelerator_type",

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import os
 
-from . import Command, options
 from ..results import ProbeError
+from . import Command, options
 
 __all__ = ["add_rank_options", "dispatch", "RankedCommand", "LOCAL", "child_argv"]
 

@@ -11,10 +11,8 @@ panel (:func:`describe_path`) in :mod:`nbbench.commands.pathinfo`.
 
 from __future__ import annotations
 
-from . import options
-from . import Command
-from . import ranks
 from ..probes import limits
+from . import Command, options, ranks
 
 __all__ = ["DdCommand", "RandreadCommand", "FilesCommand", "DiskCommand"]
 

@@ -7,11 +7,11 @@ line (``loader`` and ``feed`` read one).  torch is needed and imported when it r
 
 from __future__ import annotations
 
-from . import options, ranks
-from . import pipelineopts as po
 from ..probes.objects.client import is_s3
 from ..probes.pipeline.dataloader import require_torch
 from ..results import ProbeError
+from . import options, ranks
+from . import pipelineopts as po
 
 __all__ = ["SweepCommand"]
 

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import argparse
 
-from . import Command, Invocation, defaults, get_command
 from ..results import ProbeError, Result
+from . import Command, Invocation, defaults, get_command
 from .monitoring import add_monitor_options
 
 __all__ = ["WatchCommand", "MarkCommand", "invocation"]

@@ -6,7 +6,8 @@ environment, verdicts, a run that did not end) as the groups' warnings and notes
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from ..results import ProbeError, Result
 from .gate import parse_pct

@@ -87,9 +87,9 @@ class Gate:
 
 def judge(cmp, pct: Any) -> Gate:
     """Judge every headline figure of every later reference of ``cmp`` (a Comparison)."""
+    from .likeness import caveats as caveat_words
     from .model import chart_metrics
     from .noise import change_text
-    from .likeness import caveats as caveat_words
 
     threshold = parse_pct(pct)
     gate = Gate(threshold_pct=threshold, verdict="ok")
@@ -101,7 +101,8 @@ def judge(cmp, pct: Any) -> Gate:
                 if ri is None or ri.ratio is None or ri.higher_is_better is None:
                     continue
                 worse = ri.worse_by()
-                # within-run windows understate run-to-run noise: they never fail a gate alone (with --repeat they do not arise)
+                # within-run windows understate run-to-run noise: they never fail a gate alone
+                # (with --repeat they do not arise)
                 weak = ri.method in ("windows", "t-log-one-side")
                 failed = bool(ri.worse and worse is not None and worse * 100 > threshold and not weak)
                 what = f"{metric_label(m)} ({g.kind}) of {g.names[i]}"

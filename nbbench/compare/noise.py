@@ -18,7 +18,7 @@ Layer: core (inside :mod:`nbbench.compare`; imports only results, stats and unit
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..stats import INCONCLUSIVE_ONE_RUN, RatioInterval, ratio_interval
 from ..units import format_change

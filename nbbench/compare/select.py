@@ -14,7 +14,8 @@ Layer: core (inside :mod:`nbbench.compare`).
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ..results import ProbeError, Result, advice
 from .likeness import MODE_LABELS

@@ -14,7 +14,8 @@ plots, ui, report, commands or a front end.
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..results.doctor import DoctorResult
 from .base import CHECK_STATUSES, Check, Unreadable, na

@@ -7,8 +7,9 @@ import ipaddress
 import os
 import posixpath
 import shlex
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from .base import Check, Unreadable, na, read_text, under
 

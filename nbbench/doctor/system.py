@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import os
-
 import re
 
 from ..env import cgroup_memory_limit, nofile_limits, parse_limits, shm_usage, usable_cpus
-from ..units import format_bytes
 from ..topology import Mount, read_mounts
+from ..units import format_bytes
 from .base import Check, Unreadable, na, read_text, under
 
 __all__ = [
@@ -131,7 +130,8 @@ def check_nofile(root: str = "/", want: int = 65536) -> Check:
     data = {"soft": s, "hard": h, "want": want}
     fix = (
         f"ulimit -n {want} before starting Jupyter, or docker run --ulimit nofile={want}:{want}; "
-        "in Python the soft limit can be raised to the hard one: resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))"
+        "in Python the soft limit can be raised to the hard one: "
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))"
     )
     if s is not None and s < 1024:
         return Check(

@@ -108,8 +108,8 @@ def _badge(scope) -> str:
 
 
 def export(data, path=None, files=None) -> str:
-    from ..version import __version__
     from ..plots.samples import sample_plot
+    from ..version import __version__
 
     parts = [
         f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"

@@ -51,9 +51,9 @@ def _result(r) -> list[str]:
 
 
 def export(data, path=None, files=None) -> str:
-    from ..version import __version__
     from ..plots import figure_png
     from ..plots.samples import sample_plot
+    from ..version import __version__
 
     fig_dir = None
     if path is not None:

@@ -23,7 +23,7 @@ from .sampler import Monitor
 __all__ = ["Background", "AlreadyWatching", "NotWatching", "start", "stop", "current", "mark"]
 
 _lock = threading.RLock()
-_current: "Background | None" = None
+_current: Background | None = None
 _atexit = False
 
 

@@ -243,12 +243,12 @@ class MetricsServer:
         )
 
     @classmethod
-    def from_text(cls, monitor, text: str | int) -> "MetricsServer":
+    def from_text(cls, monitor, text: str | int) -> MetricsServer:
         """A server for ``--serve`` text (:func:`parse_address`)."""
         host, port, _ = parse_address(text)
         return cls(monitor, host, port)
 
-    def start(self) -> "MetricsServer":
+    def start(self) -> MetricsServer:
         from prometheus_client import CollectorRegistry, start_http_server
 
         if self._httpd is not None:
@@ -284,7 +284,7 @@ class MetricsServer:
         if thread is not None:
             thread.join(timeout=5.0)
 
-    def __enter__(self) -> "MetricsServer":
+    def __enter__(self) -> MetricsServer:
         return self.start()
 
     def __exit__(self, *exc) -> None:

@@ -24,7 +24,8 @@ Metrics (base units, unit in the key):
   (and tx), per interface ``net_eth0_rx_bytes``… (:mod:`nbbench.monitor.net`)
 - ``proc_top_reader_read_bytes``, ``proc_top_writer_write_bytes``, ``proc_top_cpu_s``,
   ``proc_main_read_bytes``, ``proc_workers_read_bytes``, ``proc_main_write_bytes``,
-  ``proc_workers_write_bytes`` (and their ``…_write_cancelled_bytes``), ``proc_workers_count``; labels ``proc_top_reader``
+  ``proc_workers_write_bytes`` (and their ``…_write_cancelled_bytes``), ``proc_workers_count``; labels
+  ``proc_top_reader``
   ("worker 2 (pid 123): 45 MB/s from storage …"), ``proc_top_writer`` and ``proc_top_cpu``
   (:mod:`nbbench.monitor.proctable`)
 

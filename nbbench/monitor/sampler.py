@@ -30,7 +30,8 @@ from __future__ import annotations
 import math
 import threading
 import time
-from typing import Any, Callable, Iterable, Protocol, runtime_checkable
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol, runtime_checkable
 
 from .records import RecordBuffer
 
@@ -168,7 +169,7 @@ class Monitor(RecordBuffer):
             self.notes.append(sentence)
 
     # ------------------------------------------------------------ start / stop
-    def open(self) -> "Monitor":
+    def open(self) -> Monitor:
         """Open the sources (NVML init, device lookup) without sampling yet.
 
         :meth:`start` calls it; call it first to learn what will be sampled
@@ -200,7 +201,7 @@ class Monitor(RecordBuffer):
         """The source called ``name`` ("cpu", "disk", "proc", "net", "gpu") or None."""
         return next((s for s in self.sources if getattr(s, "name", None) == name), None)
 
-    def start(self) -> "Monitor":
+    def start(self) -> Monitor:
         """Open the sources (unless :meth:`open` did), take a first sample, start the thread."""
         if self._running:
             return self
@@ -219,7 +220,7 @@ class Monitor(RecordBuffer):
         self._thread.start()
         return self
 
-    def stop(self) -> "Monitor":
+    def stop(self) -> Monitor:
         """Stop the thread, take a last sample (so the tail of the run is covered), close sources."""
         if not self._running:
             if self._opened and self.t_start is None:  # opened, never started: just close
@@ -254,7 +255,7 @@ class Monitor(RecordBuffer):
     def running(self) -> bool:
         return self._running
 
-    def __enter__(self) -> "Monitor":
+    def __enter__(self) -> Monitor:
         return self.start()
 
     def __exit__(self, *exc) -> None:

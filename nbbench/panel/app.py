@@ -33,8 +33,8 @@ from typing import Any
 from ..results import ProbeError
 from ..ui.warmup import warm_up
 from .area import RunArea, value_widgets
-from .pathfield import PathField, PathInfo
 from .drawing import RunDrawing
+from .pathfield import PathField, PathInfo
 from .runner import Job, PanelRunner, RunRecord
 from .snapshot import Snapshot
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import html
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 from ..commands.pathinfo import PathInfo, describe_path
 

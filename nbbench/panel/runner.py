@@ -22,8 +22,9 @@ import argparse
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from .. import commands
 from ..commands import Command, Context, HelpRequested, Invocation, UsageProblem
@@ -33,7 +34,7 @@ from .wording import panel_words
 __all__ = ["Job", "PanelRunner", "PanelContext", "RunRecord", "RunnerHost", "command_job", "parse_command"]
 
 
-def parse_command(argv: list[str], ctx: "PanelContext | None" = None) -> Invocation:
+def parse_command(argv: list[str], ctx: PanelContext | None = None) -> Invocation:
     """``argv`` = ``[name, *options]`` parsed by :func:`nbbench.commands.parse` for the panel.
 
     A bad value (or an unknown or unavailable subcommand) raises a :class:`ProbeError`
@@ -60,7 +61,7 @@ class Job:
 
     title: str
     argv: list[str] | None = None
-    fn: Callable[["PanelContext"], Any] | None = None
+    fn: Callable[[PanelContext], Any] | None = None
     save: bool = False
     label: str | None = None
     #: called in the runner thread with the value when the job ends without an exception
@@ -87,7 +88,7 @@ class _FnCommand(Command):
 
     name = "fn"
 
-    def __init__(self, fn: Callable[["PanelContext"], Any], saves: bool):
+    def __init__(self, fn: Callable[[PanelContext], Any], saves: bool):
         self.fn = fn
         self.saves = saves
 
@@ -95,7 +96,7 @@ class _FnCommand(Command):
         return self.fn(ctx)
 
 
-def _invocation(job: Job, ctx: "PanelContext") -> Invocation:
+def _invocation(job: Job, ctx: PanelContext) -> Invocation:
     if job.argv is not None:
         return parse_command(job.argv, ctx)
     args = argparse.Namespace(label=job.label, no_save=False, quiet=False, json=False)

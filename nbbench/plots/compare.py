@@ -14,7 +14,7 @@ the baseline (marked ⚠)."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..compare import ComparisonGroup, better, caveats, chart_metrics
 from ..compare.model import _name
@@ -29,7 +29,8 @@ _WIDTH_IN, _DPI = 8.0, 100
 
 
 def bar_chart(g: ComparisonGroup, max_metrics: int = 6, metrics: Sequence[str] | None = None):
-    """One horizontal bar panel per metric, a bar per reference, labelled with value and change (or "no significant change");
+    """One horizontal bar panel per metric, a bar per reference, labelled with value and change
+    (or "no significant change");
     the caveats (:func:`caveats`) under the title.  None when no metric has a value.
 
     ``metrics``: which (default :func:`~nbbench.compare.chart_metrics`: the headline figures)."""

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import fnmatch
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 __all__ = ["Panel", "as_panel", "nice_ceil", "draw_targets", "fold_quiet"]
 

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from .panel import Panel, as_panel
-from .style import finite as _finite, value_text as _fmt
+from .style import finite as _finite
+from .style import value_text as _fmt
 
 __all__ = ["TimelineData"]
 

@@ -26,11 +26,14 @@ import io
 import math
 import threading
 import time
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from .panel import draw_targets, nice_ceil
-from .style import FONT, figsize as _min_width, wrap
-from .style import finite as _finite, legend_right as _legend
+from .style import FONT, wrap
+from .style import figsize as _min_width
+from .style import finite as _finite
+from .style import legend_right as _legend
 from .timedata import TimelineData
 
 __all__ = ["Timeline"]

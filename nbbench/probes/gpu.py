@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import os
 import statistics
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..nvml import NAValue, Nvml, get_nvml, is_na
 from ..results.gpu import GpuCheckResult
@@ -70,7 +71,8 @@ def check(
     ``nvml``: an :class:`~nbbench.nvml.Nvml` (default: the real one).
     ``benchmark``: when CUDA works, time matmuls and host↔device copies.
     """
-    from .limits import GPU_ITERS, GPU_MATMUL_SIZE, check as within
+    from .limits import GPU_ITERS, GPU_MATMUL_SIZE
+    from .limits import check as within
 
     matmul_size = within("matmul_size", matmul_size, GPU_MATMUL_SIZE)
     repeats = within("repeats", repeats, GPU_ITERS)

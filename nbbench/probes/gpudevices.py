@@ -7,7 +7,8 @@ as arguments, so fakes stand in for them on machines without a GPU.
 from __future__ import annotations
 
 import os
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..nvml import Nvml, is_na
 

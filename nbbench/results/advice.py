@@ -17,7 +17,7 @@ backticks: ```sweep DATASET```.
 from __future__ import annotations
 
 import html as _html
-from typing import Callable
+from collections.abc import Callable
 
 __all__ = ["entry", "neutral", "word", "word_html", "CommandText"]
 

@@ -27,8 +27,9 @@ import copy
 import json
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 from ..units import format_metric, unit_of
 from . import advice as _advice
@@ -63,7 +64,7 @@ KINDS: dict[str, str] = {
     "vs": "nbbench.results.interleave:InterleaveResult",
 }
 #: kinds registered at run time with :func:`register` (user code, tests)
-_REGISTRY: dict[str, type["Result"]] = {}
+_REGISTRY: dict[str, type[Result]] = {}
 
 
 class ProbeError(Exception):
@@ -105,7 +106,7 @@ def register(kind: str):
     return deco
 
 
-def result_class(kind: str) -> type["Result"]:
+def result_class(kind: str) -> type[Result]:
     """The class for ``kind``: a built-in one from :data:`KINDS`, a registered one,
     else the base class.  A built-in kind whose module cannot be imported raises."""
     if kind in _REGISTRY:
@@ -196,7 +197,7 @@ class Result(ResultView):
         items = "".join(f"<li>{_advice.word_html(a, self.wording)}</li>" for a in self.advice)
         return f"<ul class='nbbench-advice' style='color:#1565c0'>{items}</ul>"
 
-    def finish(self, status: str = "ok", reason: str | None = None) -> "Result":
+    def finish(self, status: str = "ok", reason: str | None = None) -> Result:
         """Stamp the end time and status; returns self."""
         if status not in STATUSES:
             raise ValueError(f"status must be one of {STATUSES}, not {status!r}")
@@ -209,7 +210,7 @@ class Result(ResultView):
         self.ended_at = _now()
         return self
 
-    def fail(self, reason: str) -> "Result":
+    def fail(self, reason: str) -> Result:
         return self.finish("failed", reason)
 
     @property
@@ -253,7 +254,7 @@ class Result(ResultView):
             return None
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], copy_data: bool = True) -> "Result":
+    def from_dict(cls, data: dict[str, Any], copy_data: bool = True) -> Result:
         """The result ``to_dict`` gave; ``copy_data=False`` shares ``data``'s dicts and lists
         (a read-only view, e.g. to word a stored run's summary without copying its samples)."""
         kind = data.get("kind", "result")
@@ -282,7 +283,7 @@ class Result(ResultView):
         return json.dumps(self.to_dict(), default=_json_default, allow_nan=True, **kw)
 
     @classmethod
-    def from_json(cls, text: str) -> "Result":
+    def from_json(cls, text: str) -> Result:
         return cls.from_dict(json.loads(text))
 
     def __eq__(self, other):

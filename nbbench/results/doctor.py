@@ -45,7 +45,7 @@ class Check:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Check":
+    def from_dict(cls, d: dict[str, Any]) -> Check:
         return cls(
             name=d["name"],
             status=d["status"],

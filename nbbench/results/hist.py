@@ -97,7 +97,7 @@ class LatencyHistogram:
         self.min = min(self.min, int(v.min()))
         self.max = max(self.max, int(v.max()))
 
-    def merge(self, other: "LatencyHistogram") -> "LatencyHistogram":
+    def merge(self, other: LatencyHistogram) -> LatencyHistogram:
         for i, c in enumerate(other.counts):
             if c:
                 self.counts[i] += c
@@ -173,7 +173,7 @@ class LatencyHistogram:
         }
 
     @classmethod
-    def from_state(cls, d: dict) -> "LatencyHistogram":
+    def from_state(cls, d: dict) -> LatencyHistogram:
         h = cls()
         for i, c in zip(d["index"], d["count"]):
             h.counts[int(i)] = int(c)
@@ -182,7 +182,7 @@ class LatencyHistogram:
         return h
 
     @classmethod
-    def from_dict(cls, d: dict) -> "LatencyHistogram":
+    def from_dict(cls, d: dict) -> LatencyHistogram:
         h = cls()
         for i, c in zip(d.get("bucket_index", []), d.get("count", [])):
             h.counts[int(i)] += int(c)

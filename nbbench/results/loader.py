@@ -145,7 +145,7 @@ class LoaderResult(Result):
             parts.append(f"batch={lb['batch_size']}")
         return f"loader {' '.join(str(p) for p in parts)} · step {lb.get('step', 'none')}"
 
-    def derive(self, accelerator=None) -> "LoaderResult":
+    def derive(self, accelerator=None) -> LoaderResult:
         """(Re)compute the figures from the kept samples (:func:`loader_figures`); returns self.
 
         The step (none or some) and AU target come from ``params``, the accelerator from

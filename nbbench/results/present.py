@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import html
 import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 __all__ = [
     "Section",
@@ -72,7 +72,8 @@ class Section:
     ``marks``: a tone per row, the first cell drawn as a badge in it; ``sep``: what the
     terminal puts between cells; ``folded``: a detail (HTML ``<details>``; the terminal
     shows it on request); ``css``: a class on the HTML table; ``html_extra``: HTML drawn under
-    the table (an image), or a function making it (called only when HTML is drawn); ``text``: the terminal's own lines for
+    the table (an image), or a function making it (called only when HTML is drawn); ``text``: the terminal's
+    own lines for
     a width, instead of the table (the doctor's wrapped findings); ``note``: a line under it;
     ``nowrap``: how many leading columns HTML keeps on one line (the row's name).
     """

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import copy
 import math
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from ..stats import median, spread, spread_text
 

@@ -11,7 +11,8 @@ with it; a stored run keeps them in ``extra["field_stats"]``.
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 __all__ = ["IDLE_THRESHOLD_PCT", "FieldStats", "window"]
 
@@ -48,7 +49,7 @@ class FieldStats:
         self.last = None
 
     @classmethod
-    def of(cls, times: Iterable[float], values: Iterable[float]) -> "FieldStats":
+    def of(cls, times: Iterable[float], values: Iterable[float]) -> FieldStats:
         """The statistics of a finished series (e.g. a :func:`window`'s)."""
         st = cls()
         for t, v in zip(times, values):

@@ -10,7 +10,7 @@ what their checks found, :func:`outcome_word` says how a stored run went.
 from __future__ import annotations
 
 import re
-from typing import Callable
+from collections.abc import Callable
 
 from ..units import shorten_middle
 from .present import ANSWER_SEP, SEP

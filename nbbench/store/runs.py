@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from ..results import Result
 from .connection import Database
@@ -125,7 +126,10 @@ class Store(Database):
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY run_id"
         if limit:
-            sql = f"SELECT * FROM ({sql[: -len(' ORDER BY run_id')]} ORDER BY run_id DESC LIMIT {int(limit)}) ORDER BY run_id"
+            sql = (
+                f"SELECT * FROM ({sql[: -len(' ORDER BY run_id')]} ORDER BY run_id DESC LIMIT {int(limit)})"
+                " ORDER BY run_id"
+            )
         rows = self._read(sql, args)
         records = []
         for run_id, kind_, label_, status, verdict, started, ended, env_id, summary, data in rows:

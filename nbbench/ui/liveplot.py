@@ -34,7 +34,8 @@ from __future__ import annotations
 import base64
 import threading
 import time
-from typing import Any, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from ..plots.monitor import monitor_plot_kwargs
 from ..plots.panel import Panel
@@ -66,8 +67,8 @@ class LivePlot:
     - ``show``: display the output in :meth:`start` (False: the caller places
       :attr:`widget` itself).
 
-    A plot that never got two points (or ran shorter than ``min_plot_s``) has no final frame: :meth:`close` returns None,
-    replaces the displayed frame by the sentence in :attr:`note` (a widget is hidden)
+    A plot that never got two points (or ran shorter than ``min_plot_s``) has no final frame:
+    :meth:`close` returns None, replaces the displayed frame by the sentence in :attr:`note` (a widget is hidden)
     and leaves no empty axes behind.
     """
 
@@ -165,7 +166,7 @@ class LivePlot:
         """A monitor record (``rec["t"]`` is its time); the subscriber used by :meth:`attach`."""
         self.timeline.add(rec["t"], rec)
 
-    def attach(self, monitor) -> "LivePlot":
+    def attach(self, monitor) -> LivePlot:
         """Feed every record of a :class:`nbbench.monitor.Monitor` into the plot."""
         if self.t0 is None and getattr(monitor, "t_start", None) is not None:
             self.t0 = monitor.t_start
@@ -206,7 +207,7 @@ class LivePlot:
     def _bundle(self, png: bytes) -> dict:
         return {"image/png": base64.b64encode(png).decode("ascii"), "text/plain": self.text()}
 
-    def start(self) -> "LivePlot":
+    def start(self) -> LivePlot:
         """Show the output (unless ``show=False``) and start the drawing thread."""
         if self.started:
             return self
@@ -319,7 +320,7 @@ class LivePlot:
                 pass
         return png
 
-    def __enter__(self) -> "LivePlot":
+    def __enter__(self) -> LivePlot:
         return self.start()
 
     def __exit__(self, *exc) -> None:

@@ -87,7 +87,7 @@ class LoaderPlot:
             self.plot.attach(monitor)
 
     @classmethod
-    def start(cls, **kwargs) -> "LoaderPlot":
+    def start(cls, **kwargs) -> LoaderPlot:
         p = cls(**kwargs)
         p.plot.start()
         return p

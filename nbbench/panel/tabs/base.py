@@ -51,7 +51,7 @@ class Tab:
     #: this tab's run area (:class:`~nbbench.panel.area.RunArea`), given by the panel
     area = None
 
-    def __init__(self, panel: "ControlPanel"):
+    def __init__(self, panel: ControlPanel):
         self.panel = panel
         self.widget = self.build()
 
@@ -65,10 +65,10 @@ class Tab:
         """Text of the Run button on this tab (None: this tab has no Run)."""
         return None
 
-    def job(self, path: "PathInfo", label: str | None) -> "Job":
+    def job(self, path: PathInfo, label: str | None) -> Job:
         raise ProbeError(f"nothing to run on the {self.title} tab")
 
-    def on_path(self, info: "PathInfo") -> None:
+    def on_path(self, info: PathInfo) -> None:
         """The path field changed (called from the checking thread)."""
 
     def on_shown(self) -> None:
@@ -250,7 +250,7 @@ def size_text(value: Any, fallback: str) -> str:
     return str(value)
 
 
-def need_path(info: "PathInfo", what: str = "this probe") -> str:
+def need_path(info: PathInfo, what: str = "this probe") -> str:
     """The checked path, or a ProbeError saying why it cannot be used."""
     if info is None or not info.path:
         raise ProbeError(f"type a PATH for {what} in the field at the top of the panel")

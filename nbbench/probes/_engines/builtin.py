@@ -35,7 +35,8 @@ def run_builtin(spec: JobSpec, path: str | None = None) -> JobOutput:
 
             sub = dataclasses.replace(spec, qd=spec.qd // rings)
             out = run_threads_of(sub, rings, uring.run_uring)
-            # "io_uring (ctypes syscalls, <loop>, 8 in flight, <extras>)" -> "... 4 rings x 8 in flight = 32, a thread each, ..."
+            # "io_uring (ctypes syscalls, <loop>, 8 in flight, <extras>)"
+            #   -> "... 4 rings x 8 in flight = 32, a thread each, ..."
             lead, _, extras = out.io_path.partition(f", {spec.qd // rings} in flight")
             lead = lead.split(" x ", 1)[-1] if lead.startswith(f"{rings} threads x ") else lead
             out.io_path = f"{lead}, {rings} rings x {spec.qd // rings} in flight = {spec.qd}, a thread each{extras}"

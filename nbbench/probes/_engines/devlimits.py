@@ -253,7 +253,8 @@ def annotate(
         why = (
             f"no queue limits under /sys/block for {dev.name}"
             if dev is not None
-            else f"{path} is on a filesystem without a block device of its own ({target.extra.get('source') or 'no source'})"
+            else f"{path} is on a filesystem without a block device of its own "
+            f"({target.extra.get('source') or 'no source'})"
         )
     else:
         lim, why = limits_for_path(path, source, sys_root)

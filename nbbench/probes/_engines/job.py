@@ -16,9 +16,10 @@ import threading
 import time
 from array import array
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import chain
-from typing import Any, Callable
+from typing import Any
 
 from ...progress import call_progress
 from ...results.hist import LatencyHistogram

@@ -9,7 +9,8 @@ torch (the shapes are plain arithmetic, tested on their own):
   a final norm and the output head — sized to ``size`` (default 512 MiB): the hidden
   width ``h`` grows in steps of 64 with ``sqrt(h) / 2`` layers (32 at 4096, as Llama's 8B)
   while the layers hold at most half the parameters; the vocabulary (embeddings and
-  output head) takes up the rest, as in small language models.  Weights bf16; with the optimizer (default) Adam's state in fp32:
+  output head) takes up the rest, as in small language models.  Weights bf16; with the optimizer
+  (default) Adam's state in fp32:
   ``exp_avg``, ``exp_avg_sq`` and the fp32 master weights, as mixed-precision training
   saves it (12 bytes a parameter beside the weights' 2).
 * ``resnet50``: torchvision's ResNet-50 — convolution weights, batch-norm weights,

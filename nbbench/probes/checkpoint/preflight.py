@@ -11,9 +11,9 @@ import os
 
 from ...results import ProbeError
 from ...units import format_bytes
-from . import models as ckptmodels
 from ..pipeline.dataloader import require_torch
 from ..storage.target import inspect
+from . import models as ckptmodels
 
 __all__ = ["preflight", "memory_room", "check_memory", "disk_bytes"]
 

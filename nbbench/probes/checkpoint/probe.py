@@ -262,7 +262,8 @@ class _Run:
                         res.labels[k] = "buffered-warm"
                 res.warn(
                     f"the page cache could not be emptied for the checkpoint's files "
-                    f"({m['cold_resident_pct']:.0f} % still cached{'; ' + info['failed'][0] if info['failed'] else ''}): "
+                    f"({m['cold_resident_pct']:.0f} % still cached"
+                    f"{'; ' + info['failed'][0] if info['failed'] else ''}): "
                     "the 'cold' loads are partly warm"
                 )
         self._step("drop cache")

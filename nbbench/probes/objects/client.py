@@ -187,7 +187,10 @@ def explain(exc: BaseException, url: S3Url | None, endpoint_url: str | None) -> 
     if name in ("EndpointConnectionError", "ConnectionClosedError"):
         return f"cannot connect to {ep}: nothing answers there (check --endpoint-url and the network)"
     if name in ("ConnectTimeoutError", "ReadTimeoutError"):
-        return f"{ep} did not answer in time ({name.replace('Error', '').replace('Timeout', ' timeout').lower()}): check --endpoint-url and the network"
+        return (
+            f"{ep} did not answer in time ({name.replace('Error', '').replace('Timeout', ' timeout').lower()}): "
+            "check --endpoint-url and the network"
+        )
     if name == "InvalidRegionError":
         return f"not a region name: {exc}"
     if code == "NoSuchBucket":

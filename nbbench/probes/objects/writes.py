@@ -28,7 +28,7 @@ __all__ = ["WriteSession", "write_test", "install_handlers", "cleanup_all", "MIN
 #: S3's smallest multipart part (every part but the last)
 MIN_PART = 5 << 20
 
-_sessions: dict[int, "WriteSession"] = {}
+_sessions: dict[int, WriteSession] = {}
 _previous: dict[int, object] = {}
 _installed = [False]
 

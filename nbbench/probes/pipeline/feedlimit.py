@@ -152,7 +152,8 @@ def feed_answer(
     else:
         src = "from storage (cold cache)" if cold else "from the page cache (warm)"
     s = (
-        f"This storage and CPU ({nw} worker{'' if nw == 1 else 's'}) deliver {format_metric('samples_per_s', rate)} {what} {src}; "
+        f"This storage and CPU ({nw} worker{'' if nw == 1 else 's'}) deliver "
+        f"{format_metric('samples_per_s', rate)} {what} {src}; "
         f"one {acc.name} needs {format_metric('samples_per_s', need)} for AU >= {au:g} %, so they can feed "
         f"{n} such accelerator{'s' if n != 1 else ''}"
     )

@@ -25,7 +25,7 @@ configuration.
 from __future__ import annotations
 
 import os
-from typing import Iterable
+from collections.abc import Iterable
 
 from ...accelerators import AU_TARGET_PCT
 from ...progress import call_progress

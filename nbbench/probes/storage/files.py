@@ -26,10 +26,10 @@ import time
 from array import array
 
 from ...progress import call_progress
-from .. import limits
 from ...results import ProbeError
 from ...results.hist import LatencyHistogram
 from ...results.storage import FilesResult
+from .. import limits
 from .target import inspect
 
 __all__ = ["read_files", "walk", "FilesResult", "TreeIndex", "shard_of"]

@@ -13,10 +13,10 @@ from typing import Any
 
 from ...results import ProbeError
 from ...results.storage import DiskPresetResult, IoJobResult
+from .._engines import devlimits
 from .io_args import DEFAULT_READ_FILE, check_engine, check_jobs, duration_arg, os_error, size_arg
 from .io_job import fill_job_result, run_job, stage_progress
 from .io_session import Session
-from .._engines import devlimits
 from .target import inspect
 
 __all__ = ["preset", "PRESETS"]

@@ -97,7 +97,7 @@ class StorageTarget:
             out["object_storage"] = self.extra["object_storage"]
         return out
 
-    def require(self, write: bool = False, read: bool = True) -> "StorageTarget":
+    def require(self, write: bool = False, read: bool = True) -> StorageTarget:
         """Refuse (ProbeError) a use this target does not allow: writing to a file or device,
         or creating a file in a directory without permission."""
         if self.kind == "dir":

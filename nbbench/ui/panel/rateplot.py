@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from nbbench.plots.rates import rate_panels, tag_styles
 from nbbench.units import metric_label
