@@ -141,6 +141,8 @@ def test_format_many_puts_figures_that_stand_together_in_one_prefix():
         assert len({o.split(" ")[-1] for o in out}) == 1, out  # one prefix
     # a figure that would read as 0 at the shared prefix keeps its own: never a zero for what is not
     assert format_many([4e3, 5.37e9], "B") == ["4.00 kB", "5.37 GB"]
+    assert format_many([192, 11.8e6], "B") == ["192 B", "11.8 MB"]  # not "0.000192 MB"
+    assert format_many([4.1e3, 11.8e6], "B") == ["0.0041 MB", "11.8 MB"]  # a thousandth or more: the shared prefix
     assert format_many([0, 5.37e9], "B") == ["0 GB", "5.37 GB"]
     assert format_many([20e-9, 12.0], "s")[0] == "20.0 ns"
 

@@ -68,7 +68,8 @@ def format_many(values, unit: str, digits: int = 3) -> list[str]:
     ``unit``: "s" for seconds (s / ms / µs / ns: [1.56e-3, 55.8e-3] -> ['1.56 ms', '55.8 ms']),
     else a unit under decimal prefixes ("B", "B/s", "samples/s", "IOPS":
     [494, 1610] -> ['0.494 ksamples/s', '1.61 ksamples/s']).  None / NaN -> 'N/A'.  A figure too
-    small to show at that prefix keeps its own ([4e3, 5.37e9] -> ['4 kB', '5.37 GB']): never a 0 for
+    small to show at that prefix (below a thousandth of it) keeps its own ([4e3, 5.37e9] -> ['4.00 kB',
+    '5.37 GB']): never a 0 for
     what is not zero."""
     values = list(values)
     known = [abs(float(v)) for v in values if v is not None and math.isfinite(float(v))]
@@ -89,8 +90,9 @@ def format_many(values, unit: str, digits: int = 3) -> list[str]:
         text = _sig(x, digits) if x == 0 or abs(x) >= 1 else f"{x:.{digits}g}"
         if "e" in text:  # far below the prefix: plain zeros, no exponent
             text = f"{x:.{digits + 2}f}".rstrip("0").rstrip(".") or "0"
-        if float(text) == 0 and float(v) != 0 and len(values) > 1:
-            out.append(format_many([v], unit, digits)[0])  # never a 0 for what is not: its own prefix
+        if 0 < abs(x) < 1e-3 and len(values) > 1:
+            # three zeros after the point ("0.000192 MB"), or a 0 for what is not: its own prefix ("192 B")
+            out.append(format_many([v], unit, digits)[0])
             continue
         out.append(f"{text} {name}".rstrip())
     return out
