@@ -50,8 +50,8 @@ def plain(kind, params, path):
 
 
 def ranked(kind, params, argv, path, n=1):
-    from nbbench.dist.jobs import job_for
-    from nbbench.dist.launch import launch
+    from nbbench.ranks.jobs import job_for
+    from nbbench.ranks.launch import launch
 
     job = job_for(kind, dict(params, path=path))
     return launch([kind, path, *argv, "--no-save", "-q"], n, job)

@@ -22,8 +22,8 @@ torch = pytest.importorskip("torch")
 
 from rankproc import clean_env, run_nbbench  # noqa: E402
 
-from nbbench.dist.ckptjobs import CheckpointJob, ShardsJob  # noqa: E402
-from nbbench.dist.jobs import JOBS, job_for  # noqa: E402
+from nbbench.ranks.ckptjobs import CheckpointJob, ShardsJob  # noqa: E402
+from nbbench.ranks.jobs import JOBS, job_for  # noqa: E402
 from nbbench.results import ProbeError  # noqa: E402
 
 PY = sys.executable
@@ -369,8 +369,8 @@ def _ckpt_record(rank, wall0, rate, mmap_s):
 
 
 def test_checkpoint_aggregate_of_two_ranks():
-    from nbbench.dist.group import Clock
-    from nbbench.dist.rank import build_result
+    from nbbench.ranks.group import Clock
+    from nbbench.ranks.rank import build_result
     from nbbench.results import result_class
 
     job = CheckpointJob({"path": "/shared", "size": "32M"})
@@ -416,7 +416,7 @@ def test_checkpoint_aggregate_of_two_ranks():
 
 
 def test_shards_tracks_count_samples_as_the_bytes_go():
-    from nbbench.dist.group import Clock
+    from nbbench.ranks.group import Clock
     from nbbench.results import result_class
 
     res = result_class("shards")(params={})

@@ -41,7 +41,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         ),
     ),
     ("measure", ("nbbench.probes", "nbbench.monitor", "nbbench.doctor", "nbbench.datasets", "nbbench.testing")),
-    ("dist", ("nbbench.dist",)),
+    ("ranks", ("nbbench.ranks",)),
     ("plots", ("nbbench.plots",)),
     ("ui", ("nbbench.ui",)),
     ("report", ("nbbench.report", "nbbench.exporters")),
@@ -213,3 +213,21 @@ def test_each_package_says_what_it_is_for_and_may_import():
         if "Layer:" not in doc:
             missing.append(mod)
     assert missing == [], "packages whose __init__ docstring lacks a 'Layer:' paragraph: " + ", ".join(missing)
+
+
+def test_ruff_sees_every_package_file():
+    """ruff's default excludes skip folders named like build outputs (``dist``, ``build``, …): every
+    ``.py`` file under ``nbbench/`` must be in its file list, so that none escapes the linter."""
+    import shutil
+    import subprocess
+    import sys
+
+    ruff = shutil.which("ruff") or str(Path(sys.executable).with_name("ruff"))
+    if not Path(ruff).exists():
+        pytest.skip("ruff is not installed here")
+    out = subprocess.run(
+        [ruff, "check", "--show-files", str(ROOT)], capture_output=True, text=True, cwd=ROOT.parent, check=False
+    ).stdout
+    seen = {Path(line.strip()).resolve() for line in out.splitlines() if line.strip().endswith(".py")}
+    missing = sorted(str(p.relative_to(ROOT.parent)) for p in ROOT.rglob("*.py") if p.resolve() not in seen)
+    assert not missing, f"ruff does not look at: {missing[:10]}"

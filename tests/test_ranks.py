@@ -355,9 +355,9 @@ def test_several_hosts_print_the_lines_to_run(tmp_path, capsys):
 
 
 def test_preflight_names_the_hosts_that_lack_the_path(monkeypatch):
-    from nbbench.dist import group, rank
-    from nbbench.dist.jobs import FilesJob
-    from nbbench.dist.rankenv import RankEnv
+    from nbbench.ranks import group, rank
+    from nbbench.ranks.jobs import FilesJob
+    from nbbench.ranks.rankenv import RankEnv
     from nbbench.results import ProbeError
 
     answers = [

@@ -98,7 +98,7 @@ def test_local_ranks_listen_on_loopback_only(tmp_path, argv):
 
 
 def test_local_rank_environment_binds_sockets_to_loopback(monkeypatch):
-    from nbbench.dist.spawn import loopback_interface, rank_environ, socket_env
+    from nbbench.ranks.spawn import loopback_interface, rank_environ, socket_env
 
     lo = loopback_interface()
     if lo is None:
@@ -119,7 +119,7 @@ def test_local_rank_environment_binds_sockets_to_loopback(monkeypatch):
     assert (env["RANK"], env["WORLD_SIZE"], env["LOCAL_RANK"], env["LOCAL_WORLD_SIZE"]) == ("1", "2", "1", "2")
     assert env["NBBENCH_LAUNCH_STORE"] == "file:/tmp/d" and env["KEEP"] == "1" and env["OMP_NUM_THREADS"] == "1"
 
-    from nbbench.dist.rankenv import detect
+    from nbbench.ranks.rankenv import detect
 
     r = detect(env, modules={})
     assert (r.rank, r.world_size, r.source, r.store, r.init_method) == (1, 2, "nbbench", "/tmp/d", "file:///tmp/d/pg")

@@ -8,8 +8,8 @@ import math
 
 import pytest
 
-from nbbench.dist import aggregate as ag
-from nbbench.dist.rankenv import detect, expand_nodelist, hostname
+from nbbench.ranks import aggregate as ag
+from nbbench.ranks.rankenv import detect, expand_nodelist, hostname
 
 
 # ------------------------------------------------------------------ detection
@@ -185,7 +185,7 @@ class _Proc:
 
 
 def test_spawner_failure_report_names_the_first_rank_to_fail(tmp_path):
-    from nbbench.dist.spawn import Ranks, exit_reason
+    from nbbench.ranks.spawn import Ranks, exit_reason
 
     assert exit_reason(-9) == "killed by SIGKILL" and exit_reason(-15) == "killed by SIGTERM"
     assert exit_reason(1, "nbbench dd: no room") == "exited with code 1: nbbench dd: no room"
@@ -205,7 +205,7 @@ def test_spawner_failure_report_names_the_first_rank_to_fail(tmp_path):
 
 
 def test_progress_of_all_ranks_sums_rates_and_averages_shares():
-    from nbbench.dist.launch import sum_progress
+    from nbbench.ranks.launch import sum_progress
 
     frac, figs = sum_progress(
         {
@@ -219,7 +219,7 @@ def test_progress_of_all_ranks_sums_rates_and_averages_shares():
 
 
 def test_command_lines_for_several_hosts():
-    from nbbench.dist.cmdlines import PLACEHOLDER, command_lines
+    from nbbench.ranks.cmdlines import PLACEHOLDER, command_lines
 
     text = command_lines(["dd", "/mnt/shared dir", "--size", "1G"], 4, 2, None, run_id="nbbench-x")
     lines = text.splitlines()
@@ -267,7 +267,7 @@ def test_the_ranks_never_get_no_dist_or_they_would_launch_ranks_of_their_own():
 
 
 def test_a_failed_launch_names_the_rank_s_own_reason_over_a_bare_exit_code():
-    from nbbench.dist.launch import _root_cause
+    from nbbench.ranks.launch import _root_cause
 
     bare = [{"rank": 0, "exitcode": 1, "reason": "exited with code 1"}]
     recs = {0: {"status": "ok"}, 1: {"status": "failed", "reason": "RuntimeError: Timed out waiting 120000ms"}}

@@ -371,7 +371,7 @@ def test_unequal_shares_with_epochs_end_together_each_rank_with_what_it_read(ser
 def test_a_rank_out_of_batches_meets_the_others_steps_until_all_are_out():
     import threading
 
-    from nbbench.dist.syncedstep import SyncedStep
+    from nbbench.ranks.syncedstep import SyncedStep
 
     class TD:  # the other rank's votes, one per all_reduce: (stop, window over, has data)
         class ReduceOp:
@@ -438,8 +438,8 @@ def test_the_local_copies_of_all_ranks_on_a_host_are_checked_together(server, tm
 
 
 def test_the_launcher_checks_the_copies_feed_and_loader_make(monkeypatch):
-    from nbbench.dist.loaderjobs import job_for
     from nbbench.probes.objects import s3dataset
+    from nbbench.ranks.loaderjobs import job_for
 
     asked = []
     monkeypatch.setattr(s3dataset, "check_shares", lambda *a, **kw: asked.append(kw["local_copies"]))

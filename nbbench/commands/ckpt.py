@@ -4,7 +4,7 @@
 Each parses its options, checks the path before any bar (as the storage commands do),
 then runs the probe of :mod:`nbbench.probes.checkpoint.probe` / :mod:`nbbench.probes.shards.probe`
 cancellably with a progress bar.  Both run as ranks too (``--ranks N``, torchrun, srun:
-:mod:`nbbench.commands.ranks`; their rank parts are :mod:`nbbench.dist.ckptjobs`).  Probe modules are
+:mod:`nbbench.commands.ranks`; their rank parts are :mod:`nbbench.ranks.ckptjobs`).  Probe modules are
 imported inside ``run`` so ``--help`` stays light (no torch).
 """
 

@@ -91,8 +91,8 @@ class LoaderCommand(ranks.RankedCommand):
         ranks.add_rank_options(parser)
 
     def run(self, args, ctx):
-        from ..dist.rankenv import detect
         from ..probes.pipeline.loader import bench_loader
+        from ..ranks.rankenv import detect
 
         if args.ranks is not None or args.dataset or detect(no_dist=args.no_dist) is not None:
             return self._run_ranked(args, ctx)
@@ -211,10 +211,10 @@ class LoaderCommand(ranks.RankedCommand):
             if plot is not None:
                 plot.stop()
         if value is ranks.LOCAL:  # --dataset alone: one process
-            from ..dist.loaderjobs import load_dataset
             from ..env import usable_cpus
             from ..probes.pipeline.dataloader import close_loader, make_loader
             from ..probes.pipeline.loader import bench_loader
+            from ..ranks.loaderjobs import load_dataset
 
             ds = load_dataset(args.dataset)
             nw = usable_cpus()["usable_int"] if args.workers is None else args.workers

@@ -139,12 +139,12 @@ def add_monitor_options(parser, interval: float = 0.2) -> None:
 def serve_here(spec, environ=None):
     """Whether this process serves ``--serve SPEC``: (spec or None, a note or None).
 
-    Under a launcher (torchrun, srun, a PyTorchJob: :func:`nbbench.dist.rankenv.detect`) every
+    Under a launcher (torchrun, srun, a PyTorchJob: :func:`nbbench.ranks.rankenv.detect`) every
     rank of a host would bind the same port; each host's local rank 0 serves its own host (the
     monitor's figures are the host's: GPUs, CPU, disks, network) and the other ranks say where."""
     if spec is None:
         return None, None
-    from ..dist import rankenv
+    from ..ranks import rankenv
 
     env = rankenv.detect(environ)
     if env is None or env.local_rank == 0:

@@ -109,7 +109,7 @@ def add_dataset_option(parser) -> None:
 
 def ranked(name: str, kind: str, args, ctx, what: str, params: dict, desc: str, plot=None):
     """Rank mode or ``--ranks``: the folder (or --dataset) and the options as plain values; else LOCAL."""
-    from ..dist.rankenv import detect
+    from ..ranks.rankenv import detect
 
     if args.ranks is None and detect(no_dist=args.no_dist) is None:
         return ranks.LOCAL

@@ -6,18 +6,18 @@ loader, sweep, feed).
 
 * this process is a rank (torchrun / srun / a PyTorchJob set the environment; never in a
   notebook kernel, never with ``--no-dist``): run the probe's rank part
-  (:func:`nbbench.dist.rank.run_rank`).  Rank 0 returns the one aggregate result, which is
+  (:func:`nbbench.ranks.rank.run_rank`).  Rank 0 returns the one aggregate result, which is
   shown and saved as usual; every other rank shows and saves nothing and exits with the
   run's outcome.  Under ``--ranks`` even rank 0 stays quiet: the launching process shows
   and saves the result.
 * ``--ranks N``: launch N local ranks as child processes of nbbench's own spawner
-  (:func:`nbbench.dist.launch.launch`: a FileStore in a private directory, no network port)
+  (:func:`nbbench.ranks.launch.launch`: a FileStore in a private directory, no network port)
   with the aggregate progress live; with
   ``--nnodes M`` > 1 print the torchrun and srun lines to run on each host instead.
 
 A new probe opts in with three pieces (as checkpoint and shards did): this
 module's :func:`add_rank_options` in its ``add_arguments``, :func:`dispatch` at the top of
-its ``run``, and its rank part, a :class:`nbbench.dist.jobs.RankJob` in ``dist.jobs.JOBS``.
+its ``run``, and its rank part, a :class:`nbbench.ranks.jobs.RankJob` in ``dist.jobs.JOBS``.
 """
 
 from __future__ import annotations
@@ -128,8 +128,8 @@ def _quiet(args, ctx) -> None:
 def dispatch(name: str, kind: str, args, ctx, params: dict, desc: str, on_figures=None):
     """Run ``kind`` as a rank, launch ``--ranks`` of it, print the lines for several hosts, or
     return :data:`LOCAL`."""
-    from ..dist import rankenv
     from ..probes.objects.client import check_endpoint
+    from ..ranks import rankenv
 
     check_endpoint(getattr(args, "endpoint_url", None))  # before any command line is printed: no credential in it
     env = rankenv.detect(no_dist=getattr(args, "no_dist", False))
@@ -141,11 +141,11 @@ def dispatch(name: str, kind: str, args, ctx, params: dict, desc: str, on_figure
             raise ProbeError("--nnodes M goes with --ranks N (the ranks on each host)")
         return LOCAL
     if getattr(args, "nnodes", 1) > 1:
-        from ..dist.cmdlines import command_lines
+        from ..ranks.cmdlines import command_lines
 
         return command_lines(child_argv(name, args, strip_ranks=True), n, args.nnodes, args.rdzv_host)
-    from ..dist.jobs import job_for
-    from ..dist.launch import install_handlers, launch, need_torch
+    from ..ranks.jobs import job_for
+    from ..ranks.launch import install_handlers, launch, need_torch
 
     need_torch()  # one line, before any bar
     install_handlers()  # from the main thread: SIGTERM / SIGHUP stop the ranks before the process ends
@@ -160,9 +160,9 @@ def dispatch(name: str, kind: str, args, ctx, params: dict, desc: str, on_figure
 
 def _as_rank(kind, args, ctx, params, env, desc):
     from .. import tempfiles
-    from ..dist.control import ENV_STORE
-    from ..dist.jobs import job_for
-    from ..dist.rank import install_sigterm_note, run_rank
+    from ..ranks.control import ENV_STORE
+    from ..ranks.jobs import job_for
+    from ..ranks.rank import install_sigterm_note, run_rank
 
     if os.environ.get(ENV_STORE) or not env.is_zero:
         _quiet(args, ctx)

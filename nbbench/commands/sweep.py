@@ -94,7 +94,7 @@ class SweepCommand(ranks.RankedCommand):
         if args.source is None and not args.dataset:
             raise ProbeError("give a dataset variable, a dataset folder or --dataset module:function")
         if args.dataset:
-            from ..dist.loaderjobs import load_dataset
+            from ..ranks.loaderjobs import load_dataset
 
             target, is_dir = load_dataset(args.dataset), False
         else:

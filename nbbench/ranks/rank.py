@@ -1,12 +1,12 @@
 """One rank's run, start to finish: :func:`run_rank`.
 
 1. join the process group; say who it is (host, local rank, pid) in the control store and
-   start its :class:`~nbbench.dist.control.Watchdog` (heartbeats, the ``stop`` flag, peers);
+   start its :class:`~nbbench.ranks.control.Watchdog` (heartbeats, the ``stop`` flag, peers);
 2. **preflight** on every rank before anything is written — the path is usable and has room
    for N × the size — gathered everywhere, so every rank refuses together and rank 0 says
    which hosts failed;
 3. the job's shared set-up (randread's one file, written by rank 0);
-4. the **start barrier** and the common clock (:func:`nbbench.dist.group.start_barrier`);
+4. the **start barrier** and the common clock (:func:`nbbench.ranks.group.start_barrier`);
 5. the probe on this rank's part; its progress goes to the control store; on each host the
    local rank 0 samples CPU and disk around it;
 6. a plain record (numbers and strings: the rank's ``result.to_dict()``, its tracks on the
@@ -78,8 +78,15 @@ class _Tap:
                 pass
 
 
-def run_rank(job, env: RankEnv, backend: str = "gloo", cancel: threading.Event | None = None,
-             start_timeout_s: float = 60.0, timeout_s: float = group.DEFAULT_TIMEOUT_S, progress=None):
+def run_rank(
+    job,
+    env: RankEnv,
+    backend: str = "gloo",
+    cancel: threading.Event | None = None,
+    start_timeout_s: float = 60.0,
+    timeout_s: float = group.DEFAULT_TIMEOUT_S,
+    progress=None,
+):
     """Run ``job`` as rank ``env.rank``: rank 0 returns the aggregate Result, the others a RankOutcome.
     ``progress``: this rank's own bar (its figures also go to the control store)."""
     cancel = cancel if cancel is not None else threading.Event()
@@ -98,9 +105,8 @@ def run_rank(job, env: RankEnv, backend: str = "gloo", cancel: threading.Event |
         wd = Watchdog(control, env.rank, cancel, temp_files=_held, parent=_launcher_pid(launcher))
         wd.start()
         try:
-            return _run(job, env, backend, control, wd, cancel, host, launcher is not None, start_timeout_s,
-                        progress)
-        except _Quiet as quiet:   # refused with the others; rank 0 says why
+            return _run(job, env, backend, control, wd, cancel, host, launcher is not None, start_timeout_s, progress)
+        except _Quiet as quiet:  # refused with the others; rank 0 says why
             return RankOutcome(env.rank, "failed", str(quiet))
         finally:
             wd.halt()
@@ -134,7 +140,7 @@ def _run(job, env, backend, control, wd, cancel, host, under_launcher, start_tim
             error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")
         if error is not None:
             gate.abort(f"rank {rank}: {error}")
-        elif res is not None and res.status == "failed":   # the others must not wait at its next phase's meeting
+        elif res is not None and res.status == "failed":  # the others must not wait at its next phase's meeting
             gate.abort(f"rank {rank}: {res.reason or 'failed'}")
         rec = record_of(job, env, host, res, error, clock, stats.stop() if stats else None, wd)
         if wd.dead or wd.lost:
@@ -174,10 +180,11 @@ def _preflight(job, env, control, host, under_launcher) -> None:
     for msg, who in by_msg.items():
         hosts = sorted({a["host"] for a in who})
         ranks = ", ".join(str(a["rank"]) for a in who)
-        parts.append(f"{msg} — on host{'s' if len(hosts) > 1 else ''} {', '.join(hosts)} "
-                     f"(rank{'s' if len(who) > 1 else ''} {ranks})")
-    _refuse("preflight refused on every rank, nothing was written: " + "; ".join(parts), env, control,
-            under_launcher)
+        parts.append(
+            f"{msg} — on host{'s' if len(hosts) > 1 else ''} {', '.join(hosts)} "
+            f"(rank{'s' if len(who) > 1 else ''} {ranks})"
+        )
+    _refuse("preflight refused on every rank, nothing was written: " + "; ".join(parts), env, control, under_launcher)
 
 
 def _refuse(message: str, env, control, under_launcher) -> None:
@@ -201,14 +208,26 @@ def record_of(job, env, host, res: Result | None, error: str | None, clock, host
         if status == "interrupted" and wd.stop_reason:
             reason = f"stopped ({wd.stop_reason}); the figures cover what was done before"
         rd = res.to_dict()
-        metrics = {k: v for k, v in res.metrics.items()
-                   if isinstance(v, (int, float)) and not isinstance(v, bool) or v is None}
+        metrics = {
+            k: v for k, v in res.metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool) or v is None
+        }
         tracks = job.tracks(res, clock)
         warnings = list(res.warnings)
-    return {"rank": env.rank, "host": host, "local_rank": env.local_rank, "pid": os.getpid(), "status": status,
-            "reason": reason, "metrics": metrics, "tracks": tracks, "result": rd, "host_stats": host_stats,
-            "warnings": warnings, "clock_offset_s": clock.offset_s if clock else None,
-            "start_unix": clock.rank0_start if clock else None}
+    return {
+        "rank": env.rank,
+        "host": host,
+        "local_rank": env.local_rank,
+        "pid": os.getpid(),
+        "status": status,
+        "reason": reason,
+        "metrics": metrics,
+        "tracks": tracks,
+        "result": rd,
+        "host_stats": host_stats,
+        "warnings": warnings,
+        "clock_offset_s": clock.offset_s if clock else None,
+        "start_unix": clock.rank0_start if clock else None,
+    }
 
 
 def build_result(job, records: list[dict], env: RankEnv | None, backend: str, launcher: str | None = None) -> Result:
@@ -220,7 +239,7 @@ def build_result(job, records: list[dict], env: RankEnv | None, backend: str, la
     res.params.setdefault("path", job.params.get("path"))
     res.params["ranks"] = world
     res.labels = dict((first or {}).get("labels") or {})
-    for k in ("io_path", "read_io_path", "write_io_path"):   # one rank's words; every rank's are in extra.ranks
+    for k in ("io_path", "read_io_path", "write_io_path"):  # one rank's words; every rank's are in extra.ranks
         res.labels.pop(k, None)
     res.labels.update(comb.labels)
     res.labels["launcher"] = launcher or (env.source if env is not None else "?")
@@ -232,10 +251,10 @@ def build_result(job, records: list[dict], env: RankEnv | None, backend: str, la
     for w in comb.warnings:
         res.warn(w)
     res.extra["answer"] = answer(res, job)
-    job.finish(res, records)   # may refine the answer
+    job.finish(res, records)  # may refine the answer
     zero = [r.get("start_unix") for r in records if r.get("start_unix")]
     if zero:
-        res.extra["start_unix"] = min(zero)   # the start barrier's time (rank 0's clock): the common zero
+        res.extra["start_unix"] = min(zero)  # the start barrier's time (rank 0's clock): the common zero
     starts = [((r.get("result") or {}).get("started_at")) for r in records]
     starts = [s for s in starts if s]
     if starts:
@@ -254,11 +273,15 @@ def answer(res: Result, job) -> str:
         k = ph.primary
         last = format_metric(k, res.metrics.get(f"{k}_last_done"))
         if res.metrics.get(k) is not None:
-            bits.append(f"{metric_label(k)} {format_metric(k, res.metrics[k])} together while all ran "
-                        f"({last} until the last finished)")
+            bits.append(
+                f"{metric_label(k)} {format_metric(k, res.metrics[k])} together while all ran "
+                f"({last} until the last finished)"
+            )
         elif res.metrics.get(f"{k}_last_done") is not None:
-            bits.append(f"{metric_label(k)} {last} together until the last finished (the ranks' {ph.name} phases "
-                        "never ran at the same time: too short to overlap)")
+            bits.append(
+                f"{metric_label(k)} {last} together until the last finished (the ranks' {ph.name} phases "
+                "never ran at the same time: too short to overlap)"
+            )
     sp = res.metrics.get("rank_spread_pct")
     tail = f"; the slowest rank got {sp:.0f} % less than the fastest" if sp is not None else ""
     return f"{who}: " + ("; ".join(bits) if bits else "no figures") + tail
@@ -275,10 +298,13 @@ def _broken(job, env, control, wd, rec, host):
         pass
     for r in wd.dead:
         who = infos.get(r) or {}
-        dead.append(f"rank {r} on {who.get('host', '?')} (pid {who.get('pid', '?')}) stopped answering "
-                    f"(no heartbeat for {int(wd_dead_after())} s: killed, crashed or its host lost)")
-    why = "; ".join(dead) or (f"lost the coordination store (the launcher of rank 0's host keeps it: rank 0 or "
-                              f"its host is gone): {wd.lost}")
+        dead.append(
+            f"rank {r} on {who.get('host', '?')} (pid {who.get('pid', '?')}) stopped answering "
+            f"(no heartbeat for {int(wd_dead_after())} s: killed, crashed or its host lost)"
+        )
+    why = "; ".join(dead) or (
+        f"lost the coordination store (the launcher of rank 0's host keeps it: rank 0 or its host is gone): {wd.lost}"
+    )
     if env.rank != 0:
         raise ProbeError(f"rank {env.rank} on {host}: the run failed: {why}")
     deadline = time.monotonic() + 2.0
@@ -291,16 +317,22 @@ def _broken(job, env, control, wd, rec, host):
         if len(recs) >= env.world_size - len(wd.dead):
             break
         time.sleep(0.1)
-    remove_left_files(control, host)   # a dead peer on this host cannot remove its own files
+    remove_left_files(control, host)  # a dead peer on this host cannot remove its own files
     try:
-        job.sweep_left()                 # and what it made after it last said (stale: its process is gone)
+        job.sweep_left()  # and what it made after it last said (stale: its process is gone)
     except Exception:  # noqa: BLE001 - the run's outcome matters more
         pass
     for r in wd.dead:
         who = infos.get(r) or {}
-        recs[r] = {"rank": r, "host": who.get("host", "?"), "local_rank": who.get("local_rank"), "status": "failed",
-                   "reason": "stopped answering (no heartbeat): killed, crashed or its host lost", "metrics": {},
-                   "tracks": {}}
+        recs[r] = {
+            "rank": r,
+            "host": who.get("host", "?"),
+            "local_rank": who.get("local_rank"),
+            "status": "failed",
+            "reason": "stopped answering (no heartbeat): killed, crashed or its host lost",
+            "metrics": {},
+            "tracks": {},
+        }
     res = build_result(job, list(recs.values()), env, "?")
     res.reason = why
     return res
@@ -329,7 +361,7 @@ def wd_dead_after() -> float:
 
 
 _SIGTERM_NOTED: list = []
-_ACTIVE: list = []   # [control, host] while a rank runs
+_ACTIVE: list = []  # [control, host] while a rank runs
 
 
 def install_sigterm_note(env: RankEnv) -> None:
@@ -340,15 +372,16 @@ def install_sigterm_note(env: RankEnv) -> None:
         return
     _SIGTERM_NOTED.append(True)
     prev = signal.getsignal(signal.SIGTERM)
-    line = (f"nbbench: rank {env.rank} on {hostname()}: ended by SIGTERM (the launcher stops every rank "
-            "when one fails)\n")
+    line = (
+        f"nbbench: rank {env.rank} on {hostname()}: ended by SIGTERM (the launcher stops every rank when one fails)\n"
+    )
 
     def handler(signum, frame):
         try:
             os.write(sys.stderr.fileno(), line.encode())
         except (OSError, ValueError):
             pass
-        if _ACTIVE:   # the files of a rank on this host that was killed outright: nobody else can remove them
+        if _ACTIVE:  # the files of a rank on this host that was killed outright: nobody else can remove them
             remove_left_files(*_ACTIVE)
         if callable(prev):
             prev(signum, frame)

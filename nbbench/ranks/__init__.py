@@ -4,7 +4,8 @@ A launcher — ``torchrun``, Slurm's ``srun``, a Kubernetes PyTorchJob, or nbben
 ``--ranks N`` — starts one process per rank.  Each one detects that it is a rank
 (:mod:`.rankenv`), joins a process group (gloo by default, :mod:`.group`), meets the
 others at a start barrier, runs the probe on its own part (:mod:`.jobs`,
-:mod:`.ckptjobs`, :mod:`.loaderjobs`, :mod:`.sweepfeed`), records its progress on the common clock and sends a plain dict of
+:mod:`.ckptjobs`, :mod:`.loaderjobs`, :mod:`.sweepfeed`), records its progress on the common clock
+and sends a plain dict of
 numbers and strings to rank 0, which computes the aggregate (:mod:`.aggregate`: the
 "first done" window in which every rank was running and the "last done" span, the
 slowest and fastest rank, the per-host table) and prints or hands back exactly one result.
@@ -23,7 +24,7 @@ slowest and fastest rank, the per-host table) and prints or hands back exactly o
   (:mod:`.spawn`: FileStores in a private directory, gloo/NCCL on loopback, no network port);
   :mod:`.cmdlines` the torchrun / srun lines to run on several hosts
 
-Layer: dist, above measure (probes, monitor, doctor) and below plots, ui and commands.
+Layer: ranks, above measure (probes, monitor, doctor) and below plots, ui and commands.
 It may import the core and the measure layers; never plots, ui, report, commands or a
 front end.  torch is imported only inside the functions that need it, so importing this
 package stays light.

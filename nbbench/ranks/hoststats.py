@@ -23,7 +23,7 @@ class HostStats:
         self.disk = None
         self.notes: list[str] = []
 
-    def start(self) -> "HostStats":
+    def start(self) -> HostStats:
         from ..monitor.cpu import CpuSource
         from ..monitor.disk import DiskSource
 

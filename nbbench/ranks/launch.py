@@ -2,7 +2,7 @@
 
 The launching process (a notebook kernel, the CLI) never joins the process group.  It makes a
 private directory (mode 0700, a new name, registered for removal), starts the ranks
-(:class:`~nbbench.dist.spawn.Ranks`: ``python -m nbbench SUBCOMMAND …`` in sessions of their own),
+(:class:`~nbbench.ranks.spawn.Ranks`: ``python -m nbbench SUBCOMMAND …`` in sessions of their own),
 opens the control store it shares with them (a :class:`torch.distributed.FileStore` in that
 directory, keys under a random token) and, while they run:
 
@@ -16,7 +16,7 @@ directory, keys under a random token) and, while they run:
   too, and for rank 0 to hand over what it has);
 * afterwards removes any temporary file or directory a terminated rank left (each rank
   publishes the ones it holds; the job then sweeps its directory for what a killed rank
-  made since: :meth:`~nbbench.dist.rankjob.RankJob.sweep_left`), and the private directory.
+  made since: :meth:`~nbbench.ranks.rankjob.RankJob.sweep_left`), and the private directory.
 
 SIGTERM or SIGHUP to the launching process (:func:`install_handlers`, from the main thread)
 and its exit stop every rank the same way, remove what they left and the private directory,
@@ -35,9 +35,8 @@ import secrets
 import shutil
 import signal
 import tempfile
-import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from ..results import ProbeError, Result
 from .control import Control, open_file_store, remove_left_files
@@ -100,7 +99,7 @@ class _Run:
         killed one left, then the private directory.  Safe to repeat, and from a signal handler
         (it takes no lock)."""
         self.ranks.stop(kill_after_s)
-        if self.control is not None and os.path.isdir(self.workdir):   # the store lives in it
+        if self.control is not None and os.path.isdir(self.workdir):  # the store lives in it
             remove_left_files(self.control)
         _sweep_job(self.job)
         shutil.rmtree(self.workdir, ignore_errors=True)
@@ -109,7 +108,7 @@ class _Run:
 _ACTIVE: list[_Run] = []
 _PREVIOUS: dict[int, object] = {}
 _INSTALLED: list = []
-_OWNER = [os.getpid()]   # a forked child (a DataLoader worker) launched no ranks of its own
+_OWNER = [os.getpid()]  # a forked child (a DataLoader worker) launched no ranks of its own
 
 
 def _forget_runs() -> None:
@@ -127,7 +126,7 @@ def install_handlers() -> None:
     so does the process's exit.  A signal the process ignores stays ignored."""
     from .. import sigchain, tempfiles
 
-    tempfiles.install_handlers()   # ours runs first, then theirs (which ends the process as before)
+    tempfiles.install_handlers()  # ours runs first, then theirs (which ends the process as before)
     if not _INSTALLED:
         _INSTALLED.append(True)
         atexit.register(_abandon_all)
@@ -151,9 +150,17 @@ def _on_signal(signum, frame):
     sigchain.chain_signal(signum, frame, _PREVIOUS.get(signum))
 
 
-def launch(argv: list[str], nproc: int, job, progress: Callable | None = None, cancel=None,
-           on_figures: Callable | None = None, grace_s: float = 3.0, kill_after_s: float = 5.0,
-           backend: str = "gloo") -> Result:
+def launch(
+    argv: list[str],
+    nproc: int,
+    job,
+    progress: Callable | None = None,
+    cancel=None,
+    on_figures: Callable | None = None,
+    grace_s: float = 3.0,
+    kill_after_s: float = 5.0,
+    backend: str = "gloo",
+) -> Result:
     """Run ``nbbench ARGV`` as ``nproc`` local ranks and return the one aggregate result."""
     from .. import tempfiles, tempsweep
 
@@ -161,7 +168,7 @@ def launch(argv: list[str], nproc: int, job, progress: Callable | None = None, c
     install_handlers()
     tmp = tempfile.gettempdir()
     try:
-        swept = tempsweep.sweep_stale(tmp)[0]   # a private directory a killed launcher left
+        swept = tempsweep.sweep_stale(tmp)[0]  # a private directory a killed launcher left
     except Exception:  # noqa: BLE001 - a sweep never stops a run
         swept = 0
     extra, socket_warnings = socket_env(os.environ, backend)
@@ -172,7 +179,7 @@ def launch(argv: list[str], nproc: int, job, progress: Callable | None = None, c
     stopped_at = killed = failed_at = term_at = None
     try:
         ranks.start()
-        control = run.control = _control(workdir, ranks.token, nproc)   # torch imported while the ranks import theirs
+        control = run.control = _control(workdir, ranks.token, nproc)  # torch imported while the ranks import theirs
         while ranks.running():
             time.sleep(POLL_S)
             ranks.poll()
@@ -182,7 +189,7 @@ def launch(argv: list[str], nproc: int, job, progress: Callable | None = None, c
                 stopped_at = now
                 control.request_stop("Stop / Ctrl-C in the launching process")
             failures = ranks.failures()
-            if failures and failed_at is None:   # killed: stop the others now; exited: let them end first
+            if failures and failed_at is None:  # killed: stop the others now; exited: let them end first
                 failed_at = now + (0.0 if failures[0]["exitcode"] < 0 else grace_s)
             late = stopped_at is not None and now - stopped_at > grace_s
             if term_at is None and (late or (failed_at is not None and now >= failed_at)):
@@ -207,16 +214,20 @@ def launch(argv: list[str], nproc: int, job, progress: Callable | None = None, c
         if left:
             res.warn(f"removed {len(left)} temporary file(s) a terminated rank left: {', '.join(left)}")
         if stale:
-            res.warn(f"removed {stale} stale nbbench temporary entr{'y' if stale == 1 else 'ies'} from "
-                     f"{job.params.get('path')}: left by processes of this host that were killed (a rank)")
+            res.warn(
+                f"removed {stale} stale nbbench temporary entr{'y' if stale == 1 else 'ies'} from "
+                f"{job.params.get('path')}: left by processes of this host that were killed (a rank)"
+            )
         for w in socket_warnings:
             res.warn(w)
         if swept:
-            res.warn(f"removed {swept} stale nbbench temporary entr{'y' if swept == 1 else 'ies'} from {tmp}: left by "
-                     "processes of this host that were killed (a launcher of ranks, a probe)")
+            res.warn(
+                f"removed {swept} stale nbbench temporary entr{'y' if swept == 1 else 'ies'} from {tmp}: left by "
+                "processes of this host that were killed (a launcher of ranks, a probe)"
+            )
         return res
     finally:
-        if ranks.running():   # the launcher itself was interrupted
+        if ranks.running():  # the launcher itself was interrupted
             run.abandon(kill_after_s)
         if run in _ACTIVE:
             _ACTIVE.remove(run)
@@ -226,7 +237,6 @@ def launch(argv: list[str], nproc: int, job, progress: Callable | None = None, c
 def _control(workdir: str, token: str, nproc: int) -> Control:
     need_torch(import_it=True)
     return Control(open_file_store(workdir, token), nproc)
-
 
 
 def _relay(control: Control, nproc: int, progress, on_figures) -> None:
@@ -293,16 +303,25 @@ def _failed(job, control: Control, ranks: Ranks, backend: str, interrupted: bool
             status, reason = "failed", f"stopped by the launcher after rank {root['rank']} failed"
         else:
             status, reason = "failed", "ended before reporting"
-        recs[r] = {"rank": r, "host": (infos.get(r) or {}).get("host") or hostname(),
-                   "local_rank": (infos.get(r) or {}).get("local_rank", r), "status": status, "reason": reason,
-                   "metrics": {}, "tracks": {}}
+        recs[r] = {
+            "rank": r,
+            "host": (infos.get(r) or {}).get("host") or hostname(),
+            "local_rank": (infos.get(r) or {}).get("local_rank", r),
+            "status": status,
+            "reason": reason,
+            "metrics": {},
+            "tracks": {},
+        }
     res = build_result(job, list(recs.values()), None, backend)
     res.labels["ranks"] = nproc
     if root is not None:
         host = (infos.get(root["rank"]) or {}).get("host") or hostname()
         stopped = sorted(r for r in ranks.signalled if r != root["rank"])
-        tail = (f"; the launcher stopped rank{'s' if len(stopped) > 1 else ''} {', '.join(map(str, stopped))}"
-                if stopped else "")
+        tail = (
+            f"; the launcher stopped rank{'s' if len(stopped) > 1 else ''} {', '.join(map(str, stopped))}"
+            if stopped
+            else ""
+        )
         res.finish("failed", f"rank {root['rank']} on {host} failed: {root['reason']}{tail}")
         res.extra["rank_log_tail"] = _log_tail(ranks.log_path(root["rank"]))
     elif interrupted:

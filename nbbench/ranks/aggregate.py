@@ -28,8 +28,18 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Phase", "Combined", "track", "track_from_windows", "amount_at", "phase_figures", "buckets",
-           "combine", "spread_pct", "BUCKET_S"]
+__all__ = [
+    "Phase",
+    "Combined",
+    "track",
+    "track_from_windows",
+    "amount_at",
+    "phase_figures",
+    "buckets",
+    "combine",
+    "spread_pct",
+    "BUCKET_S",
+]
 
 #: the width of the common clock's buckets (the probes' own series use 500 ms windows)
 BUCKET_S = 0.5
@@ -39,9 +49,9 @@ BUCKET_S = 0.5
 class Phase:
     """One phase of a probe as the aggregate sees it."""
 
-    name: str                 # "write", "read", "steps"
-    keys: tuple[str, ...]     # the rates its tracks integrate to, the first the primary one
-    series: str = ""          # the aggregate result's sample name for its bucket series ("" = none)
+    name: str  # "write", "read", "steps"
+    keys: tuple[str, ...]  # the rates its tracks integrate to, the first the primary one
+    series: str = ""  # the aggregate result's sample name for its bucket series ("" = none)
 
     @property
     def primary(self) -> str:
@@ -50,11 +60,20 @@ class Phase:
 
 # ---------------------------------------------------------------- tracks
 def track(start: float, t: list[float], cum: dict[str, list[float]]) -> dict:
-    return {"start": float(start), "t": [float(x) for x in t], "cum": {k: [float(x) for x in v] for k, v in cum.items()}}
+    return {
+        "start": float(start),
+        "t": [float(x) for x in t],
+        "cum": {k: [float(x) for x in v] for k, v in cum.items()},
+    }
 
 
-def track_from_windows(start: float, t_s: list[float], rates: dict[str, list[float]],
-                       end: float | None = None, totals: dict[str, float] | None = None) -> dict:
+def track_from_windows(
+    start: float,
+    t_s: list[float],
+    rates: dict[str, list[float]],
+    end: float | None = None,
+    totals: dict[str, float] | None = None,
+) -> dict:
     """A track from a probe's series: ``t_s`` the end of each window (from the phase's start),
     ``rates[key]`` the rate over each window (a window lasts from the previous end).  ``end``
     and ``totals`` (the probe's elapsed time and amounts) close the track exactly where the
@@ -137,8 +156,14 @@ def phase_figures(tracks: dict[int, dict], key: str) -> dict[str, Any]:
     for r, tr in live.items():
         dur = _end(tr) - tr["start"]
         per_rank[r] = _total(tr, key) / dur if dur > 0 else None
-    return {"first_done": first, "last_done": last, "per_rank": per_rank, "window": (a, b) if b > a else None,
-            "span": (s, e), "total": total}
+    return {
+        "first_done": first,
+        "last_done": last,
+        "per_rank": per_rank,
+        "window": (a, b) if b > a else None,
+        "span": (s, e),
+        "total": total,
+    }
 
 
 def buckets(tracks: list[dict], keys, width: float = BUCKET_S, t_from: float | None = None) -> dict[str, list]:
@@ -171,8 +196,8 @@ class Combined:
     metrics: dict = field(default_factory=dict)
     labels: dict = field(default_factory=dict)
     samples: dict = field(default_factory=dict)
-    ranks: list = field(default_factory=list)      # one row per rank (extra.ranks)
-    hosts: list = field(default_factory=list)      # one row per host (extra.hosts)
+    ranks: list = field(default_factory=list)  # one row per rank (extra.ranks)
+    hosts: list = field(default_factory=list)  # one row per host (extra.hosts)
     status: str = "ok"
     reason: str | None = None
     warnings: list = field(default_factory=list)
@@ -208,8 +233,10 @@ def combine(records: list[dict], phases: list[Phase], world_size: int | None = N
             if key != ph.primary:
                 continue
             if fig["window"] is None and len(tracks) > 1:
-                out.warnings.append(f"the ranks' {ph.name} phases did not overlap (one finished before another "
-                                    f"began): there is no first-done figure; {key}_last_done covers them all")
+                out.warnings.append(
+                    f"the ranks' {ph.name} phases did not overlap (one finished before another "
+                    f"began): there is no first-done figure; {key}_last_done covers them all"
+                )
             if fig["window"] is not None:
                 out.metrics[f"{pre}first_done_window_s"] = fig["window"][1] - fig["window"][0]
             out.metrics[f"{pre}last_done_span_s"] = fig["span"][1] - fig["span"][0]
@@ -237,9 +264,14 @@ def combine(records: list[dict], phases: list[Phase], world_size: int | None = N
 
 
 def _rank_row(rec: dict, phases: list[Phase], rates: dict) -> dict:
-    row = {"rank": rec.get("rank"), "host": rec.get("host"), "local_rank": rec.get("local_rank"),
-           "status": rec.get("status", "ok"), "reason": rec.get("reason"),
-           "metrics": dict(rec.get("metrics") or {})}
+    row = {
+        "rank": rec.get("rank"),
+        "host": rec.get("host"),
+        "local_rank": rec.get("local_rank"),
+        "status": rec.get("status", "ok"),
+        "reason": rec.get("reason"),
+        "metrics": dict(rec.get("metrics") or {}),
+    }
     series = {}
     for ph in phases:
         tr = (rec.get("tracks") or {}).get(ph.name)

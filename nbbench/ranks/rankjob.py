@@ -8,7 +8,7 @@ A :class:`RankJob` says, for one probe:
 * ``setup(env)`` / ``teardown(env)`` — shared state made by rank 0 (randread's one file);
 * ``run(progress, cancel)`` — the probe on this rank's own part, returning its Result;
 * ``tracks(res, clock)`` — its progress per phase on the common clock
-  (:mod:`nbbench.dist.aggregate`), from the probe's 500 ms series and the wall-clock
+  (:mod:`nbbench.ranks.aggregate`), from the probe's 500 ms series and the wall-clock
   anchor of each phase's t = 0 (``res.extra["t0_unix"]``, written by the probes;
   when a probe gives none, the time of the phase's last progress report minus its
   elapsed time);
@@ -44,7 +44,7 @@ class RankJob:
         self.params = dict(params)
         self.rank = 0
         self.world_size = 1
-        self.last_report: dict[str, float] = {}   # metric key -> wall time of its last progress report
+        self.last_report: dict[str, float] = {}  # metric key -> wall time of its last progress report
         #: ``ready(phase)``: the ranks meet just before each timed phase (set by the rank runner)
         self.ready = None
 
@@ -104,17 +104,22 @@ class RankJob:
             t0 = self.last_report[key] - elapsed
         return t0
 
-    def _track(self, res: Result, clock, op: str, series: str, rates: dict[str, str], elapsed_key: str,
-               totals: dict[str, str]) -> dict | None:
+    def _track(
+        self, res: Result, clock, op: str, series: str, rates: dict[str, str], elapsed_key: str, totals: dict[str, str]
+    ) -> dict | None:
         data = res.samples.get(series) or {}
         elapsed = res.metrics.get(elapsed_key)
         first = next(iter(rates))
         t0 = self._anchor(res, op, elapsed, first)
         if t0 is None or not elapsed:
             return None
-        return track_from_windows(clock.at(t0), data.get("t_s") or [],
-                                  {k: data.get(src) or [] for k, src in rates.items()}, end=elapsed,
-                                  totals={k: res.metrics.get(src) for k, src in totals.items()})
+        return track_from_windows(
+            clock.at(t0),
+            data.get("t_s") or [],
+            {k: data.get(src) or [] for k, src in rates.items()},
+            end=elapsed,
+            totals={k: res.metrics.get(src) for k, src in totals.items()},
+        )
 
 
 def merge_hists(res: Result, records: list[dict], name: str = "lat_hist", prefix: str | None = "lat"):

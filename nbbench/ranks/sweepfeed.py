@@ -44,8 +44,20 @@ class SweepJob(LoaderJob):
 
         p = self.params
         ds = _Shard(_dataset(p), self.rank, self.world_size)
-        kw = {k: p[k] for k in ("num_workers", "batch_size", "pin_memory", "prefetch_factor", "persistent_workers",
-                                "step", "duration", "warmup") if k in p}
+        kw = {
+            k: p[k]
+            for k in (
+                "num_workers",
+                "batch_size",
+                "pin_memory",
+                "prefetch_factor",
+                "persistent_workers",
+                "step",
+                "duration",
+                "warmup",
+            )
+            if k in p
+        }
         res = sweep(ds, progress=progress, cancel=cancel, monitor=False, **kw)
         res.params["path"] = p.get("path") or p.get("dataset")
         return res
@@ -84,17 +96,37 @@ class FeedJob(LoaderJob):
         import os
 
         from ..probes.pipeline.feed import feed
-        from ..probes.storage.files import shard_of
         from ..probes.pipeline.imagefolder import ImageFolderDataset
+        from ..probes.storage.files import shard_of
 
         p = self.params
-        kw = {k: p[k] for k in ("accelerator", "batch_size", "duration", "warmup", "cold", "size", "max_files",
-                                "decode", "endpoint_url", "region") if k in p}
-        if s3_job(p):   # the rank's share of the shards or objects, copied locally (the warm pass reads the copy)
+        kw = {
+            k: p[k]
+            for k in (
+                "accelerator",
+                "batch_size",
+                "duration",
+                "warmup",
+                "cold",
+                "size",
+                "max_files",
+                "decode",
+                "endpoint_url",
+                "region",
+            )
+            if k in p
+        }
+        if s3_job(p):  # the rank's share of the shards or objects, copied locally (the warm pass reads the copy)
             ds = s3_dataset(p, self.rank, self.world_size)
             try:
-                return feed(p["path"], num_workers=_workers(p, self.local_world), dataset=ds, progress=progress,
-                            cancel=cancel, **kw)
+                return feed(
+                    p["path"],
+                    num_workers=_workers(p, self.local_world),
+                    dataset=ds,
+                    progress=progress,
+                    cancel=cancel,
+                    **kw,
+                )
             finally:
                 ds.close()
         ds = ImageFolderDataset(p["path"], decode=p.get("decode", "auto"), size=p.get("size", 224))
@@ -102,16 +134,26 @@ class FeedJob(LoaderJob):
         ds.samples = [s for s in ds.samples if shard_of(os.path.relpath(s[0], root), self.world_size) == self.rank]
         if not ds.samples:
             raise ProbeError(f"rank {self.rank}'s shard of {root} holds no files: use more files or fewer ranks")
-        return feed(p["path"], num_workers=_workers(p, self.local_world), dataset=ds, progress=progress,
-                    cancel=cancel, **kw)
+        return feed(
+            p["path"], num_workers=_workers(p, self.local_world), dataset=ds, progress=progress, cancel=cancel, **kw
+        )
 
     def finish(self, res, records):
         from ..accelerators import get_accelerator
 
         ms = [((r.get("result") or {}).get("metrics") or {}) for r in records]
         acc = get_accelerator(res.labels.get("accelerator") or self.params.get("accelerator", "h100-resnet50"))
-        for k in ("cold_samples_per_s", "warm_samples_per_s", "samples_per_s", "files_count", "dataset_bytes",
-                  "shards_count", "objects_count", "requests_count", "retries_count"):
+        for k in (
+            "cold_samples_per_s",
+            "warm_samples_per_s",
+            "samples_per_s",
+            "files_count",
+            "dataset_bytes",
+            "shards_count",
+            "objects_count",
+            "requests_count",
+            "retries_count",
+        ):
             vals = [m.get(k) for m in ms if m.get(k) is not None]
             res.metrics[k] = sum(vals) if vals and len(vals) == len(ms) else None
         rate = res.metrics.get("samples_per_s")
@@ -124,16 +166,22 @@ class FeedJob(LoaderJob):
         s3 = s3_job(self.params)
         if s3:
             tar = res.metrics.get("shards_count") is not None
-            what = (f"{res.metrics.get('shards_count')} tar shards, {res.metrics.get('files_count')} samples" if tar
-                    else f"{res.metrics.get('files_count')} image objects, every sample one GET")
+            what = (
+                f"{res.metrics.get('shards_count')} tar shards, {res.metrics.get('files_count')} samples"
+                if tar
+                else f"{res.metrics.get('files_count')} image objects, every sample one GET"
+            )
             res.labels["dataset"] = f"{what}, split over the ranks by a stable hash of their key"
-            res.labels["warm"] = (f"each rank's local copy of its {'shards' if tar else 'image objects'} (page cache): "
-                                  "a local cache, as a caching FUSE client would serve")
+            res.labels["warm"] = (
+                f"each rank's local copy of its {'shards' if tar else 'image objects'} (page cache): "
+                "a local cache, as a caching FUSE client would serve"
+            )
         where = "from object storage" if s3 else "from cold storage"
-        warm_s = (f"; {format_metric('samples_per_s', warm)} from a local copy (warm)" if s3 and warm else "")
+        warm_s = f"; {format_metric('samples_per_s', warm)} from a local copy (warm)" if s3 and warm else ""
         hosts = res.labels.get("hosts")
-        res.extra["answer"] = (f"{len(records)} ranks on {hosts} host{'' if str(hosts) == '1' else 's'} together deliver "
-                               f"{format_metric('samples_per_s', rate)} {where}: enough for "
-                               f"{res.metrics['accelerators_fed_count']} × {acc.name} at AU >= 90 % "
-                               f"(each needs {format_metric('samples_per_s', acc.needed_samples_per_s())})"
-                               + warm_s)
+        res.extra["answer"] = (
+            f"{len(records)} ranks on {hosts} host{'' if str(hosts) == '1' else 's'} together deliver "
+            f"{format_metric('samples_per_s', rate)} {where}: enough for "
+            f"{res.metrics['accelerators_fed_count']} × {acc.name} at AU >= 90 % "
+            f"(each needs {format_metric('samples_per_s', acc.needed_samples_per_s())})" + warm_s
+        )

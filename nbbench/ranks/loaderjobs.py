@@ -11,7 +11,7 @@ with ``num_workers`` defaulting to the usable CPUs shared among the ranks of the
 **loader**: the compute step (emulated accelerator, sleep, or a real step on
 ``LOCAL_RANK``'s GPU) is followed, as DDP's gradient all-reduce (and DLIO's per-step
 barrier), by a tiny ``all_reduce`` that every rank meets once per step
-(:class:`~nbbench.dist.syncedstep.SyncedStep`).  It also carries each rank's vote to stop (its
+(:class:`~nbbench.ranks.syncedstep.SyncedStep`).  It also carries each rank's vote to stop (its
 window is over, or it was asked to stop), so every rank runs the same steps — unless its loader
 runs out first (``--epochs N`` over unequal s3:// shares): then it meets the others' steps
 without a batch until all are out, its figures its own.  The time spent there is
@@ -58,9 +58,16 @@ def s3_dataset(p: dict, rank: int, world_size: int, copy: bool = True):
     locally with ``copy``: tar shards always are)."""
     from ..probes.objects.s3dataset import open_s3_dataset
 
-    return open_s3_dataset(p["path"], endpoint_url=p.get("endpoint_url"), region=p.get("region"), copy=copy,
-                           decode=p.get("decode", "auto"), size=p.get("size", 224), rank=rank,
-                           world_size=world_size)
+    return open_s3_dataset(
+        p["path"],
+        endpoint_url=p.get("endpoint_url"),
+        region=p.get("region"),
+        copy=copy,
+        decode=p.get("decode", "auto"),
+        size=p.get("size", 224),
+        rank=rank,
+        world_size=world_size,
+    )
 
 
 def s3_checks(p: dict, nranks: int, local_copies: bool | None = False) -> None:
@@ -143,12 +150,16 @@ class LoaderJob(RankJob):
         p = self.params
         s3 = s3_job(p)
         ds = s3_dataset(p, self.rank, self.world_size, copy=False) if s3 else _dataset(p)
-        try:   # an s3:// dataset splits its shards or objects itself (by a stable hash of the key)
-            sampler = None if s3 else DistributedSampler(ds, num_replicas=self.world_size, rank=self.rank,
-                                                         shuffle=True, seed=0)
+        try:  # an s3:// dataset splits its shards or objects itself (by a stable hash of the key)
+            sampler = (
+                None
+                if s3
+                else DistributedSampler(ds, num_replicas=self.world_size, rank=self.rank, shuffle=True, seed=0)
+            )
             nw = _workers(p, self.local_world)
-            dl = make_loader(ds, p.get("batch_size", 64), nw, persistent_workers=nw > 0, shuffle=s3,
-                             sampler=sampler)   # image objects: the share in a random order (shards: their own)
+            dl = make_loader(
+                ds, p.get("batch_size", 64), nw, persistent_workers=nw > 0, shuffle=s3, sampler=sampler
+            )  # image objects: the share in a random order (shards: their own)
         except BaseException:
             if s3:
                 ds.close()
@@ -161,16 +172,27 @@ class LoaderJob(RankJob):
         if p.get("steps") is None and duration is None:
             duration = 10.0
         synced = self._synced = SyncedStep(inner, p.get("warmup", 2), duration, p.get("steps"), cancel, stop)
-        acc = p.get("accelerator") or (step[len("emulate:"):] if isinstance(step, str) and step.startswith("emulate:")
-                                       else None)
+        acc = p.get("accelerator") or (
+            step[len("emulate:") :] if isinstance(step, str) and step.startswith("emulate:") else None
+        )
         try:
             try:
-                res = bench_loader(dl, steps=None, duration=_FOREVER, warmup=p.get("warmup", 2), step=synced,
-                                   progress=progress, cancel=stop, accelerator=acc,
-                                   epochs=p.get("epochs"), monitor=False, device=device)
+                res = bench_loader(
+                    dl,
+                    steps=None,
+                    duration=_FOREVER,
+                    warmup=p.get("warmup", 2),
+                    step=synced,
+                    progress=progress,
+                    cancel=stop,
+                    accelerator=acc,
+                    epochs=p.get("epochs"),
+                    monitor=False,
+                    device=device,
+                )
             except BaseException:
                 try:
-                    synced.join(failed=True)   # the others, blocked in the step's all_reduce, stop (the reason: ours)
+                    synced.join(failed=True)  # the others, blocked in the step's all_reduce, stop (the reason: ours)
                 except Exception:  # noqa: BLE001 - a peer gone too: this rank's own error is the one to report
                     pass
                 raise
@@ -179,7 +201,7 @@ class LoaderJob(RankJob):
         finally:
             close_loader(dl, force=True)
             if s3:
-                ds.close()   # the local copy of the rank's shards
+                ds.close()  # the local copy of the rank's shards
         if s3:
             res.labels["dataset"] = ds.describe()
             res.metrics["shards_count" if ds.unit == "shard" else "objects_count"] = len(ds.samples)
@@ -192,17 +214,25 @@ class LoaderJob(RankJob):
         steps = res.samples.get("steps") or {}
         n_warm = len((res.samples.get("warmup") or {}).get("wait_s") or [])
         n = len(steps.get("wait_s") or [])
-        syncs = synced.sync_s[n_warm:n_warm + n]
+        syncs = synced.sync_s[n_warm : n_warm + n]
         if len(syncs) == n and n:
             steps["compute_s"] = [max(0.0, c - s) for c, s in zip(steps["compute_s"], syncs)]
             steps["sync_s"] = syncs
-        res.params.update({"step": step, "duration_s": duration, "steps": self.params.get("steps"),
-                           "path": self.params.get("path") or self.params.get("dataset")})
+        res.params.update(
+            {
+                "step": step,
+                "duration_s": duration,
+                "steps": self.params.get("steps"),
+                "path": self.params.get("path") or self.params.get("dataset"),
+            }
+        )
         res.labels["step"] = synced.label
-        res.warnings[:] = [w.replace(f" of the {_FOREVER:g} s asked", "") for w in res.warnings]   # not asked
-        res.labels["sampler"] = (f"its share of the dataset's objects (rank {self.rank} of {self.world_size}, a "
-                                 "stable hash of the key)" if s3_job(self.params) else
-                                 f"DistributedSampler (rank {self.rank} of {self.world_size})")
+        res.warnings[:] = [w.replace(f" of the {_FOREVER:g} s asked", "") for w in res.warnings]  # not asked
+        res.labels["sampler"] = (
+            f"its share of the dataset's objects (rank {self.rank} of {self.world_size}, a stable hash of the key)"
+            if s3_job(self.params)
+            else f"DistributedSampler (rank {self.rank} of {self.world_size})"
+        )
         res.derive()
         wall = res.metrics.get("measured_s") or 0
         if steps.get("sync_s") and wall > 0:
@@ -233,13 +263,17 @@ class LoaderJob(RankJob):
         if s3_job(self.params):
             tar = all(m.get("shards_count") is not None for _, _, m in per)
             what, one = ("tar shards", "shard") if tar else ("image objects", "object")
-            res.labels["sampler"] = (f"the {what} split over {len(records)} ranks by a stable hash of their key: "
-                                     f"each {one} read by one rank")
+            res.labels["sampler"] = (
+                f"the {what} split over {len(records)} ranks by a stable hash of their key: each {one} read by one rank"
+            )
             n = sum(m.get("dataset_samples_count") or 0 for _, _, m in per)
-            res.labels["dataset"] = (f"{self.params['path']}: tar shards, every shard a GET from the store" if tar else
-                                     f"{self.params['path']}: {n} image objects, every sample one GET")
+            res.labels["dataset"] = (
+                f"{self.params['path']}: tar shards, every shard a GET from the store"
+                if tar
+                else f"{self.params['path']}: {n} image objects, every sample one GET"
+            )
             for k in ("shards_count", "objects_count", "dataset_samples_count", "requests_count", "retries_count"):
-                vals = [m.get(k) for _, _, m in per]   # the shares sum to the dataset
+                vals = [m.get(k) for _, _, m in per]  # the shares sum to the dataset
                 res.metrics[k] = sum(vals) if all(v is not None for v in vals) else None
         else:
             res.labels["sampler"] = f"DistributedSampler: {len(records)} shards, one per rank"
@@ -253,8 +287,8 @@ class LoaderJob(RankJob):
             res.labels["stalled_most"] = f"rank {r} ({h}): data wait {w:.1f} %"
         steps = [m.get("step_time_s") for _, _, m in per if m.get("step_time_s")]
         if steps:
-            res.metrics["step_time_s"] = max(steps)   # every rank meets every step: the slowest sets it
-        for k in ("steps_count", "samples_count"):   # steps: those met together (a rank out of data meets the rest)
+            res.metrics["step_time_s"] = max(steps)  # every rank meets every step: the slowest sets it
+        for k in ("steps_count", "samples_count"):  # steps: those met together (a rank out of data meets the rest)
             vals = [m.get(k) for _, _, m in per if m.get(k) is not None]
             if vals:
                 res.metrics[k] = max(vals) if k == "steps_count" else sum(vals)
@@ -272,8 +306,10 @@ class LoaderJob(RankJob):
             if res.metrics.get("au_pct") is None:
                 res.metrics["accelerators_fed_count"] = a.how_many(rate)
         if res.metrics.get("au_pct") is not None:
-            res.extra["answer"] += (f"; global AU {res.metrics['au_pct']:.1f} % (the ranks' mean), step time "
-                                    f"{res.metrics.get('step_time_s', 0) * 1e3:.0f} ms set by the slowest rank")
+            res.extra["answer"] += (
+                f"; global AU {res.metrics['au_pct']:.1f} % (the ranks' mean), step time "
+                f"{res.metrics.get('step_time_s', 0) * 1e3:.0f} ms set by the slowest rank"
+            )
         if res.labels.get("stalled_most"):
             res.extra["answer"] += f"; stalled most: {res.labels['stalled_most']}"
 
@@ -284,11 +320,14 @@ def _label_unequal(res, per) -> None:
     if len(set(steps.values())) < 2:
         return
     most = max(steps.values())
-    short = ", ".join(f"rank {r} after {n} ({_of(per, r, 'samples_count')} samples)"
-                      for r, n in sorted(steps.items()) if n < most)
-    res.labels["unequal_shares"] = (f"the ranks' shares differ, so their loaders ran out at different steps: {short} "
-                                    f"of the {most} measured; each then met the others' steps without a batch until "
-                                    "all were out. Every rank's figures are the samples it really read")
+    short = ", ".join(
+        f"rank {r} after {n} ({_of(per, r, 'samples_count')} samples)" for r, n in sorted(steps.items()) if n < most
+    )
+    res.labels["unequal_shares"] = (
+        f"the ranks' shares differ, so their loaders ran out at different steps: {short} "
+        f"of the {most} measured; each then met the others' steps without a batch until "
+        "all were out. Every rank's figures are the samples it really read"
+    )
 
 
 def _of(per, rank, key):

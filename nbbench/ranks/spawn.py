@@ -11,7 +11,7 @@ authentication, for the whole run.  Local ranks need none of it:
   variables torchrun would set (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``LOCAL_WORLD_SIZE``,
   ``OMP_NUM_THREADS=1``) and ``NBBENCH_LAUNCH_STORE=file:DIR``;
 * each rank joins the process group through a :class:`torch.distributed.FileStore` in that
-  directory (``DIR/pg``, :func:`nbbench.dist.group.join`); the ranks and the launcher share a
+  directory (``DIR/pg``, :func:`nbbench.ranks.group.join`); the ranks and the launcher share a
   second one (``DIR/ctl``) for progress, stop, temporary files and the result
   (:mod:`.control`);
 * gloo (and NCCL) still connect the ranks to each other over TCP: ``GLOO_SOCKET_IFNAME`` and
@@ -38,8 +38,19 @@ __all__ = ["Ranks", "rank_environ", "socket_env", "loopback_interface", "exit_re
 ENV_PARENT = "NBBENCH_LAUNCH_PARENT"
 
 #: a launcher's variables that must not reach fresh local ranks (they would be taken for ranks of that job)
-_INHERITED = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_RANK", "ROLE_WORLD_SIZE",
-              "GROUP_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "SLURM_STEP_ID")
+_INHERITED = (
+    "RANK",
+    "WORLD_SIZE",
+    "LOCAL_RANK",
+    "LOCAL_WORLD_SIZE",
+    "GROUP_RANK",
+    "ROLE_RANK",
+    "ROLE_WORLD_SIZE",
+    "GROUP_WORLD_SIZE",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "SLURM_STEP_ID",
+)
 
 
 def loopback_interface() -> str | None:
@@ -62,16 +73,20 @@ def socket_env(environ, backend: str) -> tuple[dict[str, str], list[str]]:
     out: dict[str, str] = {}
     warnings = []
     if lo is None and not all(environ.get(n) for n in ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME")):
-        warnings.append("no loopback interface found: the ranks' sockets listen on the address this host's name "
-                        "resolves to; set GLOO_SOCKET_IFNAME (and NCCL_SOCKET_IFNAME) to keep them local")
+        warnings.append(
+            "no loopback interface found: the ranks' sockets listen on the address this host's name "
+            "resolves to; set GLOO_SOCKET_IFNAME (and NCCL_SOCKET_IFNAME) to keep them local"
+        )
     for name, lib in (("GLOO_SOCKET_IFNAME", "gloo"), ("NCCL_SOCKET_IFNAME", "nccl")):
         have = environ.get(name)
         if not have:
             if lo:
                 out[name] = lo
         elif have != lo and lib in ("gloo", backend):
-            warnings.append(f"{name}={have} (set in the environment): the ranks' {lib} sockets listen on that "
-                            "interface, not on loopback only")
+            warnings.append(
+                f"{name}={have} (set in the environment): the ranks' {lib} sockets listen on that "
+                "interface, not on loopback only"
+            )
     return out, warnings
 
 
@@ -81,10 +96,20 @@ def rank_environ(base, rank: int, nproc: int, store_dir: str, token: str, extra:
 
     env = {k: v for k, v in base.items() if k not in _INHERITED and not k.startswith("TORCHELASTIC_")}
     env.update(extra or {})
-    env.setdefault("OMP_NUM_THREADS", "1")   # as torchrun: N ranks do not each take every core
-    env.update({"RANK": str(rank), "WORLD_SIZE": str(nproc), "LOCAL_RANK": str(rank),
-                "LOCAL_WORLD_SIZE": str(nproc), "GROUP_RANK": "0", ENV_STORE: "file:" + store_dir,
-                ENV_TOKEN: token, ENV_PARENT: str(os.getpid()), "PYTHONUNBUFFERED": "1"})
+    env.setdefault("OMP_NUM_THREADS", "1")  # as torchrun: N ranks do not each take every core
+    env.update(
+        {
+            "RANK": str(rank),
+            "WORLD_SIZE": str(nproc),
+            "LOCAL_RANK": str(rank),
+            "LOCAL_WORLD_SIZE": str(nproc),
+            "GROUP_RANK": "0",
+            ENV_STORE: "file:" + store_dir,
+            ENV_TOKEN: token,
+            ENV_PARENT: str(os.getpid()),
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
     return env
 
 
@@ -110,7 +135,7 @@ class Ranks:
         self.token = token
         self.extra_env = dict(extra_env or {})
         self.procs: list[subprocess.Popen] = []
-        self.ended: dict[int, int] = {}      # rank -> exit code, in the order they were seen to end
+        self.ended: dict[int, int] = {}  # rank -> exit code, in the order they were seen to end
         self.signalled: dict[int, int] = {}  # rank -> the first signal the launcher sent it
         self._round = 0
         self._seen_round: dict[int, int] = {}
@@ -122,11 +147,17 @@ class Ranks:
         base = dict(os.environ)
         for r in range(self.nproc):
             with open(self.log_path(r), "w") as log:
-                self.procs.append(subprocess.Popen(
-                    [sys.executable, "-m", "nbbench", *self.argv], stdin=subprocess.DEVNULL, stdout=log,
-                    stderr=subprocess.STDOUT, env=rank_environ(base, r, self.nproc, self.workdir, self.token,
-                                                               self.extra_env),
-                    start_new_session=True, close_fds=True))
+                self.procs.append(
+                    subprocess.Popen(
+                        [sys.executable, "-m", "nbbench", *self.argv],
+                        stdin=subprocess.DEVNULL,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        env=rank_environ(base, r, self.nproc, self.workdir, self.token, self.extra_env),
+                        start_new_session=True,
+                        close_fds=True,
+                    )
+                )
 
     def poll(self) -> list[int]:
         """The ranks seen to end since the last call."""
@@ -152,7 +183,7 @@ class Ranks:
                 continue
             if p.poll() is None:
                 self.signalled.setdefault(r, sig)
-            try:   # an ended rank's group too: its DataLoader workers may outlive it (a pgid is not reused meanwhile)
+            try:  # an ended rank's group too: its DataLoader workers may outlive it (a pgid is not reused meanwhile)
                 os.killpg(p.pid, sig)
             except (ProcessLookupError, PermissionError):
                 pass
@@ -170,7 +201,7 @@ class Ranks:
             self.signal(signal.SIGKILL)
             for p in self.procs:
                 try:
-                    p.wait(10)   # a process stuck in the kernel (a hung mount) is not waited for forever
+                    p.wait(10)  # a process stuck in the kernel (a hung mount) is not waited for forever
                 except subprocess.TimeoutExpired:
                     pass
         self.poll()
@@ -193,7 +224,14 @@ class Ranks:
         for r, code in self.ended.items():
             if code == 0 or r in self.signalled:
                 continue
-            out.append({"rank": r, "local_rank": r, "exitcode": code, "pid": self.procs[r].pid,
-                        "reason": exit_reason(code, "" if code < 0 else self.tail(r))})
+            out.append(
+                {
+                    "rank": r,
+                    "local_rank": r,
+                    "exitcode": code,
+                    "pid": self.procs[r].pid,
+                    "reason": exit_reason(code, "" if code < 0 else self.tail(r)),
+                }
+            )
         out.sort(key=lambda f: (self._seen_round.get(f["rank"], 0), f["exitcode"] >= 0, f["rank"]))
         return out

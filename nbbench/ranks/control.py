@@ -32,8 +32,18 @@ import threading
 import time
 from typing import Any
 
-__all__ = ["Control", "Watchdog", "Gate", "connect_launcher_store", "open_file_store", "remove_left_files", "ENV_STORE", "ENV_TOKEN", "DEAD_AFTER_S",
-           "BEAT_S"]
+__all__ = [
+    "Control",
+    "Watchdog",
+    "Gate",
+    "connect_launcher_store",
+    "open_file_store",
+    "remove_left_files",
+    "ENV_STORE",
+    "ENV_TOKEN",
+    "DEAD_AFTER_S",
+    "BEAT_S",
+]
 
 ENV_STORE = "NBBENCH_LAUNCH_STORE"
 ENV_TOKEN = "NBBENCH_LAUNCH_TOKEN"
@@ -60,7 +70,7 @@ def connect_launcher_store(environ=None, timeout_s: float = 30.0):
     where = env.get(ENV_STORE) or ""
     if not where.startswith("file:"):
         return None
-    return open_file_store(where[len("file:"):], env.get(ENV_TOKEN, "nbbench"), timeout_s)
+    return open_file_store(where[len("file:") :], env.get(ENV_TOKEN, "nbbench"), timeout_s)
 
 
 class Control:
@@ -95,7 +105,7 @@ class Control:
         keys = [f"hb/{r}" for r in range(self.world_size)]
         try:
             return [int(v) for v in self.store.multi_get(keys)]
-        except (AttributeError, NotImplementedError):   # a store without multi_get
+        except (AttributeError, NotImplementedError):  # a store without multi_get
             return [int(self.store.add(k, 0)) for k in keys]
 
     def beat(self, rank: int) -> None:
@@ -126,8 +136,9 @@ class Watchdog(threading.Thread):
     ``--ranks``, when the launching process (``parent``, its pid) is gone.
     """
 
-    def __init__(self, control: Control, rank: int, cancel: threading.Event, temp_files=None,
-                 parent: int | None = None):
+    def __init__(
+        self, control: Control, rank: int, cancel: threading.Event, temp_files=None, parent: int | None = None
+    ):
         super().__init__(name=f"nbbench-rank{rank}-watchdog", daemon=True)
         self.control = control
         self.rank = rank
@@ -158,9 +169,13 @@ class Watchdog(threading.Thread):
     def progress(self, fraction, metrics) -> None:
         """A progress callback for the probe: the latest state, published on the next beat."""
         with self._lock:
-            self._progress = {"f": fraction, "m": {k: v for k, v in (metrics or {}).items()
-                                                   if isinstance(v, (int, float)) and not isinstance(v, bool)},
-                              "t": time.time()}
+            self._progress = {
+                "f": fraction,
+                "m": {
+                    k: v for k, v in (metrics or {}).items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+                },
+                "t": time.time(),
+            }
 
     def halt(self) -> None:
         self._halt.set()
@@ -191,15 +206,18 @@ class Watchdog(threading.Thread):
             if tmp != self._sent_tmp:
                 c.set(f"tmp/{self.rank}", tmp)
                 self._sent_tmp = tmp
-        if self.parent and os.getppid() != self.parent:   # the launcher was killed: nobody waits for this run
+        if self.parent and os.getppid() != self.parent:  # the launcher was killed: nobody waits for this run
             c.request_stop(f"the launching process (pid {self.parent}) is gone")
         reason = c.stop_reason()
         if reason and self.stop_reason is None:
             self.stop_reason = str(reason)
             self.cancel.set()
-        elif not reason and self.cancel.is_set():   # this rank was interrupted (Ctrl-C) or lost a peer
-            c.request_stop(f"rank {self.rank} lost rank(s) {', '.join(map(str, self.dead))}" if self.dead
-                           else f"rank {self.rank} was interrupted")
+        elif not reason and self.cancel.is_set():  # this rank was interrupted (Ctrl-C) or lost a peer
+            c.request_stop(
+                f"rank {self.rank} lost rank(s) {', '.join(map(str, self.dead))}"
+                if self.dead
+                else f"rank {self.rank} was interrupted"
+            )
         now = time.monotonic()
         if self._armed and now - self._checked >= PEER_CHECK_S:
             self._checked = now
@@ -238,7 +256,7 @@ class Gate:
             if n % 20 == 0 and self.control.has("abort"):
                 break
             time.sleep(wait)
-            if n > 2000:   # 1 ms polls for the first seconds (ranks leave together), then lighter on the store
+            if n > 2000:  # 1 ms polls for the first seconds (ranks leave together), then lighter on the store
                 wait = 0.01
         self.waited_s[phase] = time.monotonic() - t
 
@@ -284,7 +302,7 @@ def remove_left_files(control: Control, host: str | None = None) -> list[str]:
             if not os.path.basename(p).startswith(PREFIX) or not os.path.lexists(p):
                 continue
             try:
-                if os.path.isdir(p) and not os.path.islink(p):   # a directory of its own (DCP's)
+                if os.path.isdir(p) and not os.path.islink(p):  # a directory of its own (DCP's)
                     shutil.rmtree(p, ignore_errors=True)
                     if os.path.lexists(p):
                         continue

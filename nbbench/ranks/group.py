@@ -24,8 +24,18 @@ from dataclasses import dataclass
 from ..results import ProbeError
 from .rankenv import RankEnv
 
-__all__ = ["join", "leave", "start_barrier", "Clock", "gather", "all_gather", "broadcast", "barrier",
-           "default_store", "DEFAULT_TIMEOUT_S"]
+__all__ = [
+    "join",
+    "leave",
+    "start_barrier",
+    "Clock",
+    "gather",
+    "all_gather",
+    "broadcast",
+    "barrier",
+    "default_store",
+    "DEFAULT_TIMEOUT_S",
+]
 
 #: how long a collective waits for a slow rank before it fails (a dead one is noticed sooner, by heartbeats)
 DEFAULT_TIMEOUT_S = 120.0
@@ -44,23 +54,28 @@ def join(env: RankEnv, backend: str = "gloo", timeout_s: float = DEFAULT_TIMEOUT
         import torch
 
         if not torch.cuda.is_available() or env.local_rank >= torch.cuda.device_count():
-            raise ProbeError(f"--backend nccl needs a GPU for every rank: rank {env.rank} (local rank "
-                             f"{env.local_rank}) sees {torch.cuda.device_count() if torch.cuda.is_available() else 0}"
-                             " GPU(s); use --backend gloo")
+            raise ProbeError(
+                f"--backend nccl needs a GPU for every rank: rank {env.rank} (local rank "
+                f"{env.local_rank}) sees {torch.cuda.device_count() if torch.cuda.is_available() else 0}"
+                " GPU(s); use --backend gloo"
+            )
         torch.cuda.set_device(env.local_rank)
         kwargs["device_id"] = torch.device("cuda", env.local_rank)
-    if env.source == "nbbench":   # --ranks: a FileStore in the launcher's private directory, no socket
+    if env.source == "nbbench":  # --ranks: a FileStore in the launcher's private directory, no socket
         kwargs["store"] = td.FileStore(os.path.join(env.store, "pg"), env.world_size)
         where = f"through {env.store}"
     else:
         kwargs["init_method"] = env.init_method
         where = f"at {env.master_addr}:{env.master_port}"
     try:
-        td.init_process_group(backend, rank=env.rank, world_size=env.world_size,
-                              timeout=datetime.timedelta(seconds=timeout_s), **kwargs)
+        td.init_process_group(
+            backend, rank=env.rank, world_size=env.world_size, timeout=datetime.timedelta(seconds=timeout_s), **kwargs
+        )
     except Exception as exc:  # noqa: BLE001 - a launcher problem, said in one line
-        raise ProbeError(f"rank {env.rank} could not join the process group {where} ({backend}): "
-                         f"{type(exc).__name__}: {_first_line(exc)}") from None
+        raise ProbeError(
+            f"rank {env.rank} could not join the process group {where} ({backend}): "
+            f"{type(exc).__name__}: {_first_line(exc)}"
+        ) from None
 
 
 def leave() -> None:
@@ -86,8 +101,8 @@ class Clock:
     """The common clock: ``zero`` is this rank's ``time.time()`` when rank 0's start time arrived."""
 
     zero: float
-    rank0_start: float   # rank 0's wall-clock time it broadcast
-    offset_s: float      # rank 0's clock minus this rank's (latency included): how far the clocks disagree
+    rank0_start: float  # rank 0's wall-clock time it broadcast
+    offset_s: float  # rank 0's clock minus this rank's (latency included): how far the clocks disagree
 
     def at(self, wall: float | None) -> float | None:
         """A wall-clock time of this rank on the common clock (seconds since the start)."""

@@ -1,7 +1,7 @@
 """The loader's per-step meeting of the ranks: the compute step, then one tiny all_reduce (DDP's gradient
 all-reduce) carrying each rank's votes; a rank out of batches meets the others' steps until all are out.
 
-Used by :class:`~nbbench.dist.loaderjobs.LoaderJob`.  torch is imported in :meth:`SyncedStep.setup`.
+Used by :class:`~nbbench.ranks.loaderjobs.LoaderJob`.  torch is imported in :meth:`SyncedStep.setup`.
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ class SyncedStep:
         self.t_meas = None
         self.anchor = None
         self.cause: str | None = None
-        self.joined = 0   # the others' steps met after this rank's loader ran out
-        self.in_reduce = False   # an error there means a peer is gone: no more collectives
+        self.joined = 0  # the others' steps met after this rank's loader ran out
+        self.in_reduce = False  # an error there means a peer is gone: no more collectives
         self.label = (inner.label if inner is not None else "none") + " + all_reduce per step"
         self._torch = None
 
@@ -63,8 +63,9 @@ class SyncedStep:
         done = 0.0
         if self.t_meas is not None:
             measured = self.calls - self.n_warm
-            if (self.duration is not None and t1 - self.t_meas >= self.duration) or \
-                    (self.steps is not None and measured >= self.steps):
+            if (self.duration is not None and t1 - self.t_meas >= self.duration) or (
+                self.steps is not None and measured >= self.steps
+            ):
                 done = 1.0
         votes = self._reduce(1.0 if self.cancel.is_set() else 0.0, done, 1.0)
         t2 = time.perf_counter()
@@ -72,7 +73,7 @@ class SyncedStep:
         if votes[0] > 0 or votes[1] > 0:
             self.cause = self.cause or ("stop" if votes[0] > 0 else "done")
             self.stop.set()
-        if self.calls == self.n_warm:   # the measured window starts when this call returns
+        if self.calls == self.n_warm:  # the measured window starts when this call returns
             self.t_meas = time.perf_counter()
             self.anchor = time.time()
 
@@ -88,7 +89,7 @@ class SyncedStep:
         """This rank has no more batches (or, ``failed``, its loop raised): meet the others' steps, voting "out
         of data" (or "stop"), until no rank has data left or one votes to stop or ends its window."""
         if self._torch is None or self.stop.is_set() or self.in_reduce:
-            return   # every rank saw the same stop vote, or a peer is gone: nothing to meet
+            return  # every rank saw the same stop vote, or a peer is gone: nothing to meet
         while True:
             votes = self._reduce(1.0 if failed or self.cancel.is_set() else 0.0, 0.0, 0.0)
             if votes[0] > 0 or votes[1] > 0 or votes[2] == 0:

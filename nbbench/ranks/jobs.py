@@ -1,4 +1,4 @@
-"""The storage probes' rank parts (:class:`~nbbench.dist.rankjob.RankJob` subclasses), and
+"""The storage probes' rank parts (:class:`~nbbench.ranks.rankjob.RankJob` subclasses), and
 the registry of every probe that runs as ranks (:data:`JOBS`, :func:`job_for`).
 
 The parts: **dd** — each rank its own new file in the directory (N files, "N-N");
@@ -52,9 +52,19 @@ class DdJob(RankJob):
         from ..probes.storage import disk
 
         p = self.params
-        return disk.dd(p["path"], bs=p.get("bs", "1M"), size=p.get("size", "1G"), count=p.get("count"),
-                       direct=p.get("direct"), engine=p.get("engine", "builtin"), mode=p.get("mode"),
-                       jobs=p.get("jobs", 1), progress=progress, cancel=cancel, ready=self.ready)
+        return disk.dd(
+            p["path"],
+            bs=p.get("bs", "1M"),
+            size=p.get("size", "1G"),
+            count=p.get("count"),
+            direct=p.get("direct"),
+            engine=p.get("engine", "builtin"),
+            mode=p.get("mode"),
+            jobs=p.get("jobs", 1),
+            progress=progress,
+            cancel=cancel,
+            ready=self.ready,
+        )
 
     def tracks(self, res, clock):
         out = {}
@@ -143,12 +153,23 @@ class RandreadJob(RankJob):
         p = self.params
         where = self._shared_path or p["path"]
         size = self.region if self._shared_path else p.get("size")
-        res = disk.randread(where, bs=p.get("bs", "4k"), qd=p.get("qd", 1), runtime=p.get("runtime", 10),
-                            ramp=p.get("ramp", 1), size=size, direct=p.get("direct"),
-                            engine=p.get("engine", "builtin"), jobs=p.get("jobs", 1), threads=p.get("threads", 1),
-                            warm=p.get("warm", False),
-                            seed=p.get("seed", 0) + 1000 * self.rank, progress=progress, cancel=cancel,
-                            ready=self.ready)
+        res = disk.randread(
+            where,
+            bs=p.get("bs", "4k"),
+            qd=p.get("qd", 1),
+            runtime=p.get("runtime", 10),
+            ramp=p.get("ramp", 1),
+            size=size,
+            direct=p.get("direct"),
+            engine=p.get("engine", "builtin"),
+            jobs=p.get("jobs", 1),
+            threads=p.get("threads", 1),
+            warm=p.get("warm", False),
+            seed=p.get("seed", 0) + 1000 * self.rank,
+            progress=progress,
+            cancel=cancel,
+            ready=self.ready,
+        )
         if self._shared_path:
             res.params["path"] = os.path.abspath(p["path"])
             res.labels["shared_file"] = "one file written by rank 0, read by every rank"
@@ -157,8 +178,15 @@ class RandreadJob(RankJob):
         return res
 
     def tracks(self, res, clock):
-        tr = self._track(res, clock, "read", "bw", {"iops": "iops", "read_bytes_per_s": "read_bytes_per_s"},
-                         "runtime_s", {"iops": "ios_count", "read_bytes_per_s": "read_total_bytes"})
+        tr = self._track(
+            res,
+            clock,
+            "read",
+            "bw",
+            {"iops": "iops", "read_bytes_per_s": "read_bytes_per_s"},
+            "runtime_s",
+            {"iops": "ios_count", "read_bytes_per_s": "read_total_bytes"},
+        )
         return {"read": tr} if tr is not None else {}
 
     def finish(self, res, records):
@@ -185,13 +213,28 @@ class FilesJob(RankJob):
         from ..probes.storage import files
 
         p = self.params
-        return files.read_files(p["path"], sample=p.get("sample", 1000), threads=p.get("threads", 8),
-                                cold=p.get("cold", False), seed=p.get("seed", 0), progress=progress, cancel=cancel,
-                                shard=(self.rank, self.world_size), ready=self.ready)
+        return files.read_files(
+            p["path"],
+            sample=p.get("sample", 1000),
+            threads=p.get("threads", 8),
+            cold=p.get("cold", False),
+            seed=p.get("seed", 0),
+            progress=progress,
+            cancel=cancel,
+            shard=(self.rank, self.world_size),
+            ready=self.ready,
+        )
 
     def tracks(self, res, clock):
-        tr = self._track(res, clock, "read", "bw", {"files_per_s": "files_per_s", "read_bytes_per_s": "read_bytes_per_s"},
-                         "elapsed_s", {"files_per_s": "files_count", "read_bytes_per_s": "read_total_bytes"})
+        tr = self._track(
+            res,
+            clock,
+            "read",
+            "bw",
+            {"files_per_s": "files_per_s", "read_bytes_per_s": "read_bytes_per_s"},
+            "elapsed_s",
+            {"files_per_s": "files_count", "read_bytes_per_s": "read_total_bytes"},
+        )
         return {"read": tr} if tr is not None else {}
 
     def finish(self, res, records):
@@ -202,8 +245,13 @@ class FilesJob(RankJob):
 
 #: probe kind -> its rank part.  A new probe opts in with a RankJob subclass here, and in its
 #: command ``commands.ranks.add_rank_options(parser)`` and ``commands.ranks.dispatch(...)``.
-JOBS: dict[str, type[RankJob]] = {"dd": DdJob, "randread": RandreadJob, "files": FilesJob,
-                                   "checkpoint": CheckpointJob, "shards": ShardsJob}
+JOBS: dict[str, type[RankJob]] = {
+    "dd": DdJob,
+    "randread": RandreadJob,
+    "files": FilesJob,
+    "checkpoint": CheckpointJob,
+    "shards": ShardsJob,
+}
 
 
 def job_for(kind: str, params: dict) -> RankJob:
@@ -215,4 +263,3 @@ def job_for(kind: str, params: dict) -> RankJob:
     if kind not in JOBS:
         raise ProbeError(f"{kind} does not run as ranks ({', '.join([*JOBS, 'loader', 'sweep', 'feed'])} do)")
     return JOBS[kind](params)
-

@@ -34,12 +34,14 @@ from .rankjob import RankJob, merge_hists, rank_metric, sum_metrics
 __all__ = ["CheckpointJob", "ShardsJob"]
 
 #: checkpoint phase -> (rate, the bytes it moved, its seconds)
-_CKPT = {"write": ("write_bytes_per_s", "file_bytes", "write_elapsed_s"),
-         "dcp_write": ("dcp_write_bytes_per_s", "dcp_bytes", "dcp_write_elapsed_s"),
-         "read": ("read_bytes_per_s", "file_bytes", "read_elapsed_s"),
-         "dcp_read": ("dcp_read_bytes_per_s", "dcp_bytes", "dcp_read_elapsed_s"),
-         "read_warm": ("read_warm_bytes_per_s", "file_bytes", "read_warm_elapsed_s"),
-         "dcp_read_warm": ("dcp_read_warm_bytes_per_s", "dcp_bytes", "dcp_read_warm_elapsed_s")}
+_CKPT = {
+    "write": ("write_bytes_per_s", "file_bytes", "write_elapsed_s"),
+    "dcp_write": ("dcp_write_bytes_per_s", "dcp_bytes", "dcp_write_elapsed_s"),
+    "read": ("read_bytes_per_s", "file_bytes", "read_elapsed_s"),
+    "dcp_read": ("dcp_read_bytes_per_s", "dcp_bytes", "dcp_read_elapsed_s"),
+    "read_warm": ("read_warm_bytes_per_s", "file_bytes", "read_warm_elapsed_s"),
+    "dcp_read_warm": ("dcp_read_warm_bytes_per_s", "dcp_bytes", "dcp_read_warm_elapsed_s"),
+}
 
 
 def _together(m: dict, k: str) -> str | None:
@@ -100,8 +102,10 @@ class CheckpointJob(RankJob):
         pl = self._plan()
         target = inspect(self.params["path"], write=True)
         if target.kind != "dir":
-            raise ProbeError(f"{target.path} is not a directory: checkpoint writes new files of its own in a "
-                             "directory (and removes them)")
+            raise ProbeError(
+                f"{target.path} is not a directory: checkpoint writes new files of its own in a "
+                "directory (and removes them)"
+            )
         per = disk_bytes(pl, self.params.get("dcp", True))
         self.write_bytes = per
         try:
@@ -110,13 +114,16 @@ class CheckpointJob(RankJob):
             if nranks == 1:
                 raise
             what = "its torch.save file and DCP directory" if self.params.get("dcp", True) else "its torch.save file"
-            raise ProbeError(f"{nranks} ranks × {format_bytes(per, binary=True)} each ({what}) = "
-                             f"{format_bytes(per * nranks, binary=True)} to write: {exc}") from None
-        check_memory(pl.total_bytes, self.params.get("device", "cpu"), f"a {pl.model} checkpoint",
-                     ranks=local_ranks, gpu=False)
+            raise ProbeError(
+                f"{nranks} ranks × {format_bytes(per, binary=True)} each ({what}) = "
+                f"{format_bytes(per * nranks, binary=True)} to write: {exc}"
+            ) from None
+        check_memory(
+            pl.total_bytes, self.params.get("device", "cpu"), f"a {pl.model} checkpoint", ranks=local_ranks, gpu=False
+        )
 
     def local_checks(self, nranks: int) -> None:
-        self._checks(nranks, nranks)      # --ranks N: all N on this host
+        self._checks(nranks, nranks)  # --ranks N: all N on this host
         self._gpus(nranks - 1)
 
     def preflight(self, env) -> None:
@@ -132,25 +139,40 @@ class CheckpointJob(RankJob):
 
         n = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if n == 0:
-            raise ProbeError(f"--device {d}: CUDA is not usable here (torch {torch.__version__}); run on the CPU "
-                             "(the default) or where a GPU is visible")
+            raise ProbeError(
+                f"--device {d}: CUDA is not usable here (torch {torch.__version__}); run on the CPU "
+                "(the default) or where a GPU is visible"
+            )
         if d == "cuda" and local_rank >= n:
-            raise ProbeError(f"--device cuda gives each rank the GPU of its local rank: {local_rank + 1} ranks on a "
-                             f"host with {n} GPU(s); use at most {n} rank{'s' if n != 1 else ''} per host, or --device cuda:0 for every "
-                             "rank to share one")
+            raise ProbeError(
+                f"--device cuda gives each rank the GPU of its local rank: {local_rank + 1} ranks on a "
+                f"host with {n} GPU(s); use at most {n} rank{'s' if n != 1 else ''} per host, "
+                "or --device cuda:0 for every rank to share one"
+            )
 
     def _device(self) -> str:
         d = str(self.params.get("device") or "cpu")
-        return f"cuda:{self.local_rank}" if d == "cuda" else d   # each rank its own GPU, as DDP
+        return f"cuda:{self.local_rank}" if d == "cuda" else d  # each rank its own GPU, as DDP
 
     def run(self, progress, cancel) -> Result:
         from ..probes.checkpoint.probe import checkpoint
 
         p = self.params
-        return checkpoint(p["path"], model=p.get("model", "transformer"), size=p.get("size"),
-                          scale=p.get("scale", 1.0), optimizer=p.get("optimizer", True), device=self._device(),
-                          dcp=p.get("dcp", True), seed=int(p.get("seed", 0)) + 1000 * self.rank, rank=self.rank,
-                          world_size=self.world_size, progress=progress, cancel=cancel, ready=self.ready)
+        return checkpoint(
+            p["path"],
+            model=p.get("model", "transformer"),
+            size=p.get("size"),
+            scale=p.get("scale", 1.0),
+            optimizer=p.get("optimizer", True),
+            device=self._device(),
+            dcp=p.get("dcp", True),
+            seed=int(p.get("seed", 0)) + 1000 * self.rank,
+            rank=self.rank,
+            world_size=self.world_size,
+            progress=progress,
+            cancel=cancel,
+            ready=self.ready,
+        )
 
     def tracks(self, res, clock):
         out = {}
@@ -159,7 +181,7 @@ class CheckpointJob(RankJob):
             if res.metrics.get(rate) is None or not elapsed or moved is None:
                 continue
             t0 = self._anchor(res, phase, elapsed, rate)
-            if t0 is not None:   # one call: even progress from its start to its end
+            if t0 is not None:  # one call: even progress from its start to its end
                 out[phase] = track_from_windows(clock.at(t0), [], {rate: []}, end=elapsed, totals={rate: moved})
         return out
 
@@ -176,18 +198,23 @@ class CheckpointJob(RankJob):
         res.params["seed"] = self.params.get("seed", 0)
         res.labels["fill_per_rank"] = "seed + 1000 × rank: no two ranks' files alike"
         res.labels["rank_files"] = "each rank its own torch.save file and DCP directory (DCP no_dist)"
-        res.labels["rank_progress"] = "each phase is one call: a rank's progress taken as even from its start to its end"
+        res.labels["rank_progress"] = (
+            "each phase is one call: a rank's progress taken as even from its start to its end"
+        )
         first = next((r["result"] for r in sorted(records, key=lambda r: r["rank"]) if r.get("result")), None)
-        for k in ("state_bytes", "tensors_count"):   # each rank's own, alike on every rank
+        for k in ("state_bytes", "tensors_count"):  # each rank's own, alike on every rank
             v = ((first or {}).get("metrics") or {}).get(k)
             if v is not None:
                 m[k] = v
-        for k, name in (("file_bytes", "write_total_bytes"), ("dcp_bytes", "dcp_write_total_bytes"),
-                        ("state_bytes", "state_total_bytes")):
+        for k, name in (
+            ("file_bytes", "write_total_bytes"),
+            ("dcp_bytes", "dcp_write_total_bytes"),
+            ("state_bytes", "state_total_bytes"),
+        ):
             vals = rank_metric(records, k)
             if any(v is not None for v in vals):
                 m[name] = sum(v or 0 for v in vals)
-        for k in ("load_mmap_first_tensor_s", "load_mmap_all_s", "cold_resident_pct"):   # the slowest / worst rank's
+        for k in ("load_mmap_first_tensor_s", "load_mmap_all_s", "cold_resident_pct"):  # the slowest / worst rank's
             vals = [v for v in rank_metric(records, k) if v is not None]
             if vals:
                 m[k] = max(vals)
@@ -196,7 +223,7 @@ class CheckpointJob(RankJob):
         _worst_cache(res, records)
         heads = [m.get(f"{p}_rank_spread_pct") for p in ("write", "read")]
         heads = [v for v in heads if v is not None]
-        m["rank_spread_pct"] = max(heads) if heads else None   # torch.save and the cold torch.load
+        m["rank_spread_pct"] = max(heads) if heads else None  # torch.save and the cold torch.load
         if m.get("write_bytes_per_s") is not None or m.get("write_bytes_per_s_last_done") is not None:
             res.extra["answer"] = self._answer(res)
 
@@ -226,8 +253,10 @@ class ShardsJob(RankJob):
     """Each rank streams its own shards (a stable hash of the relative path), cold then warm."""
 
     kind = "shards"
-    phases = [Phase("read", ("read_bytes_per_s", "samples_per_s"), "bw"),
-              Phase("read_warm", ("read_warm_bytes_per_s", "warm_samples_per_s"), "warm_bw")]
+    phases = [
+        Phase("read", ("read_bytes_per_s", "samples_per_s"), "bw"),
+        Phase("read_warm", ("read_warm_bytes_per_s", "warm_samples_per_s"), "warm_bw"),
+    ]
 
     def __init__(self, params):
         super().__init__(params)
@@ -246,9 +275,10 @@ class ShardsJob(RankJob):
         if str(self.params["path"]).startswith("s3://"):
             from ..probes.objects.s3shards import list_shards
 
-            url, found, fmt = list_shards(self.params["path"], self.params.get("endpoint_url"),
-                                          self.params.get("region"))
-            rel = [k[len(url.prefix):] for k, _ in found]
+            url, found, fmt = list_shards(
+                self.params["path"], self.params.get("endpoint_url"), self.params.get("region")
+            )
+            rel = [k[len(url.prefix) :] for k, _ in found]
         else:
             t = inspect(self.params["path"], write=False, read=False)
             if t.kind != "dir":
@@ -256,15 +286,17 @@ class ShardsJob(RankJob):
             found, fmt = find_shards(t.path, parse_size(self.params.get("min_size", "1M")))
             rel = [os.path.relpath(p, t.path) for p, _ in found]
         if not found:
-            return   # the probe says why, on every rank
+            return  # the probe says why, on every rank
         counts = [0] * nranks
         for r in rel:
             counts[shard_rank(r, nranks)] += 1
         idle = [str(r) for r, c in enumerate(counts) if c == 0]
         if idle:
-            raise ProbeError(f"{len(found)} {fmt} shards split over {nranks} ranks by a stable hash of their path "
-                             f"leave rank{'s' if len(idle) > 1 else ''} {', '.join(idle)} none to read: use fewer "
-                             "ranks or more shards")
+            raise ProbeError(
+                f"{len(found)} {fmt} shards split over {nranks} ranks by a stable hash of their path "
+                f"leave rank{'s' if len(idle) > 1 else ''} {', '.join(idle)} none to read: use fewer "
+                "ranks or more shards"
+            )
 
     def local_checks(self, nranks: int) -> None:
         self._split(nranks)
@@ -279,23 +311,42 @@ class ShardsJob(RankJob):
 
         p = self.params
         streams, max_bytes = p.get("streams"), p.get("max_bytes")
-        if not streams:   # the host's CPUs shared among its ranks
+        if not streams:  # the host's CPUs shared among its ranks
             streams = max(1, usable_cpus()["usable_int"] // self.local_world)
-        if max_bytes is None:   # half the page cache, shared among the host's ranks (the warm pass stays warm)
+        if max_bytes is None:  # half the page cache, shared among the host's ranks (the warm pass stays warm)
             ram = cache.memory_bytes()
             max_bytes = max(1, ram // 2 // self.local_world) if ram else 0
-        return shards(p["path"], streams=streams, bs=p.get("bs", "1M"), min_size=p.get("min_size", "1M"),
-                      cold=p.get("cold", True), warm=p.get("warm", True), seed=p.get("seed", 0), max_bytes=max_bytes,
-                      rank=self.rank, world_size=self.world_size, progress=progress, cancel=cancel, ready=self.ready,
-                      **{k: p[k] for k in ("endpoint_url", "region") if p.get(k)})
+        return shards(
+            p["path"],
+            streams=streams,
+            bs=p.get("bs", "1M"),
+            min_size=p.get("min_size", "1M"),
+            cold=p.get("cold", True),
+            warm=p.get("warm", True),
+            seed=p.get("seed", 0),
+            max_bytes=max_bytes,
+            rank=self.rank,
+            world_size=self.world_size,
+            progress=progress,
+            cancel=cancel,
+            ready=self.ready,
+            **{k: p[k] for k in ("endpoint_url", "region") if p.get(k)},
+        )
 
     def tracks(self, res, clock):
         out = {}
         m = res.metrics
         for phase, series, rate, srate, elapsed_key, total_key in (
-                ("read", "bw", "read_bytes_per_s", "samples_per_s", "elapsed_s", "read_total_bytes"),
-                ("read_warm", "warm_bw", "read_warm_bytes_per_s", "warm_samples_per_s", "warm_elapsed_s",
-                 "read_warm_total_bytes")):
+            ("read", "bw", "read_bytes_per_s", "samples_per_s", "elapsed_s", "read_total_bytes"),
+            (
+                "read_warm",
+                "warm_bw",
+                "read_warm_bytes_per_s",
+                "warm_samples_per_s",
+                "warm_elapsed_s",
+                "read_warm_total_bytes",
+            ),
+        ):
             elapsed, total = m.get(elapsed_key), m.get(total_key)
             if m.get(rate) is None or not elapsed:
                 continue
@@ -306,7 +357,7 @@ class ShardsJob(RankJob):
             bw = data.get("read_bytes_per_s") or []
             rates, totals = {rate: bw}, {rate: total}
             if m.get(srate) is not None and m.get("samples_count") is not None and total:
-                per_byte = m["samples_count"] / total   # samples counted as the bytes go
+                per_byte = m["samples_count"] / total  # samples counted as the bytes go
                 rates[srate] = [(v or 0.0) * per_byte for v in bw]
                 totals[srate] = m["samples_count"]
             out[phase] = track_from_windows(clock.at(t0), data.get("t_s") or [], rates, end=elapsed, totals=totals)
@@ -318,10 +369,20 @@ class ShardsJob(RankJob):
         res.params.pop("rank", None)
         for k in ("streams", "max_bytes"):
             res.params[k] = self.params.get(k)
-        sum_metrics(res, records, ("read_total_bytes", "read_warm_total_bytes", "samples_count", "members_count",
-                                   "shards_count", "streams_count"))
+        sum_metrics(
+            res,
+            records,
+            (
+                "read_total_bytes",
+                "read_warm_total_bytes",
+                "samples_count",
+                "members_count",
+                "shards_count",
+                "streams_count",
+            ),
+        )
         first = next((r["result"] for r in sorted(records, key=lambda r: r["rank"]) if r.get("result")), None)
-        for k in ("shards_found_count", "dataset_total_bytes"):   # the whole set, alike on every rank
+        for k in ("shards_found_count", "dataset_total_bytes"):  # the whole set, alike on every rank
             v = ((first or {}).get("metrics") or {}).get(k)
             if v is not None:
                 m[k] = v
@@ -344,14 +405,19 @@ class ShardsJob(RankJob):
         if any(subsets):
             res.labels["subset"] = "some ranks read a random subset of their shards (--max-bytes, per rank)"
         res.labels["shards"] = "split between ranks by a stable hash of the relative path: each shard read by one rank"
-        res.labels["per_rank"] = ("--streams and the --max-bytes default are per rank: the host's usable CPUs and "
-                                  "half its page cache shared among its ranks")
+        res.labels["per_rank"] = (
+            "--streams and the --max-bytes default are per rank: the host's usable CPUs and "
+            "half its page cache shared among its ranks"
+        )
         heads = [m.get(f"{p}_rank_spread_pct") for p in ("read", "read_warm")]
-        m["rank_spread_pct"] = next((v for v in heads if v is not None), None)   # the cold pass first
+        m["rank_spread_pct"] = next((v for v in heads if v is not None), None)  # the cold pass first
         if m.get("samples_per_s") is not None:
             res.labels["samples_rule"] = "samples counted as each rank's bytes go (exact at the end of each pass)"
-        if m.get("read_bytes_per_s") is not None or m.get("read_warm_bytes_per_s") is not None \
-                or m.get("read_bytes_per_s_last_done") is not None:
+        if (
+            m.get("read_bytes_per_s") is not None
+            or m.get("read_warm_bytes_per_s") is not None
+            or m.get("read_bytes_per_s_last_done") is not None
+        ):
             res.extra["answer"] = self._answer(res)
 
     def _answer(self, res) -> str:
@@ -362,8 +428,11 @@ class ShardsJob(RankJob):
         bits = []
         cold = _together(m, "read_bytes_per_s")
         if cold:
-            where = ("from object storage" if str(res.params.get("path", "")).startswith("s3://")
-                     else f"from storage ({lab.get('cache')})")
+            where = (
+                "from object storage"
+                if str(res.params.get("path", "")).startswith("s3://")
+                else f"from storage ({lab.get('cache')})"
+            )
             bits.append(f"read {cold} {where}" + samples_phrase(m, "samples_per_s"))
         bits += [x for x in (warm_phrase(m), ttfb_phrase(m)) if x]
         if bits and ttfb_phrase(m) == bits[-1]:
