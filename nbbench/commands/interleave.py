@@ -116,7 +116,7 @@ def compare_settings(invs: list, texts: list[str], rounds: int, ctx):
     from ..results import Result
     from ..results.interleave import LETTERS, InterleaveResult, ratio_text
     from ..results.quality import assess
-    from ..results.runs import headline_keys, merge, window_values
+    from ..results.runs import headline_keys, merge
     from ..stats import ratio_interval
     from .repeat import scale_of
 
@@ -185,8 +185,8 @@ def compare_settings(invs: list, texts: list[str], rounds: int, ctx):
                 [x.get(k) for x in (base.runs or [base.metrics])],
                 [x.get(k) for x in (m.runs or [m.metrics])],
                 higher_is_better=None if way is None else way == "higher",
-                baseline_windows=window_values(per[0][-1], k) if len(per[0]) == 1 else None,
-                candidate_windows=window_values(per[i][-1], k) if len(per[i]) == 1 else None,
+                baseline_windows=per[0][-1].windows(k) if len(per[0]) == 1 else None,
+                candidate_windows=per[i][-1].windows(k) if len(per[i]) == 1 else None,
             )
             rec = {"figure": k, "of": f"{letters[i]}/{letters[0]}", **ri.to_dict()}
             rec["text"] = ratio_text(rec)

@@ -3,8 +3,8 @@
 A reference of a comparison is one or more stored results pooled as repeats (see
 :mod:`.select`); each result is one run, or several (``--repeat N``: ``Result.runs``, one
 metrics dict per run).  :func:`figures` lists the figures of every run of a metric;
-with one run a side, :func:`windows` finds that run's per-window samples of the same
-metric (``samples[...][metric]`` beside a ``t_s`` list), and
+with one run a side, that run's per-window samples of the same metric are its own
+:meth:`~nbbench.results.base.Result.windows` (what the card's ± reads too), and
 :func:`nbbench.stats.ratio_interval` turns them into the 95 % interval of
 candidate/baseline.  A delta whose interval contains 1 is "no significant change" and
 drawn grey (:data:`GREY`), never green or red; a significant one is written by
@@ -26,7 +26,6 @@ from .direction import better, delta_colour
 
 __all__ = [
     "figures",
-    "windows",
     "interval",
     "cell_text",
     "change_text",
@@ -62,16 +61,6 @@ def figures(pool: Sequence, metric: str) -> list[float]:
     return [float(m[metric]) for r in pool for m in run_metrics(r) if _num(m.get(metric))]
 
 
-def windows(result, metric: str) -> list[float]:
-    """The per-window samples of ``metric`` one run kept (a ``samples`` series holding the
-    metric's key beside ``t_s``), [] when none: e.g. dd's ``samples['read_bw']['read_bytes_per_s']``."""
-    samples = getattr(result, "samples", None) or {}
-    for series in samples.values():
-        if isinstance(series, dict) and "t_s" in series and isinstance(series.get(metric), list):
-            return [float(v) for v in series[metric] if _num(v)]
-    return []
-
-
 def hib(metric: str, kind: str | None) -> bool | None:
     """Higher is better (True), lower (False), no direction (None)."""
     way = better(metric, kind)
@@ -82,8 +71,8 @@ def interval(base_pool: Sequence, cand_pool: Sequence, metric: str, kind: str | 
     """The 95 % interval of candidate/baseline for ``metric``: over the runs, or with one run a
     side over their windows (:func:`nbbench.stats.ratio_interval`)."""
     b, c = figures(base_pool, metric), figures(cand_pool, metric)
-    wb = windows(base_pool[0], metric) if len(b) == 1 and len(base_pool) == 1 else None
-    wc = windows(cand_pool[0], metric) if len(c) == 1 and len(cand_pool) == 1 else None
+    wb = base_pool[0].windows(metric) if len(b) == 1 and len(base_pool) == 1 else None
+    wc = cand_pool[0].windows(metric) if len(c) == 1 and len(cand_pool) == 1 else None
     return ratio_interval(b, c, higher_is_better=hib(metric, kind), baseline_windows=wb, candidate_windows=wc)
 
 

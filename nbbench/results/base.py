@@ -294,6 +294,28 @@ class Result(ResultView):
         theirs.pop("summary", None)
         return _canon(mine) == _canon(theirs)
 
+    # ------------------------------------------------------------- per-window samples
+    def windows(self, key: str) -> list[float]:
+        """The per-window samples of figure ``key`` (the live plot's windows): the one source the
+        card's ±, the spread of one run, compare's one-run interval, reports and plots read.
+        A ``samples`` entry holding ``t_s`` (or a ``window_s``) and a list under ``key``; when
+        several do, the one of the figure's phase (``write_bw`` for ``write_bytes_per_s``), never a
+        warm-up when another holds the key; [] when the probe keeps none.  A kind whose windows
+        live elsewhere overrides this (the GPU check's per-iteration rates)."""
+        found = [
+            (name, series[key])
+            for name, series in (self.samples or {}).items()
+            if isinstance(series, dict) and ("t_s" in series or "window_s" in series)
+            if isinstance(series.get(key), list)
+        ]
+        if not found:
+            return []
+        phase = key.split("_")[0]
+        name, vals = next(((n, v) for n, v in found if n.startswith(phase)), found[0])
+        if len(found) > 1 and not name.startswith(phase) and any(n.startswith("warm") for n, _ in found):
+            name, vals = next(((n, v) for n, v in found if not n.startswith("warm")), found[0])
+        return [float(v) for v in vals if _finite(v)]
+
     # ------------------------------------------------------------- tabular views
     def to_frame(self):
         """Metrics as a pandas DataFrame: metric (the key), value (base unit), unit, display
@@ -322,6 +344,10 @@ class Result(ResultView):
         if data and isinstance(data[0], dict):
             return pd.DataFrame.from_records(data)
         return pd.DataFrame({name: data})
+
+
+def _finite(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def _runs_of(data: dict[str, Any], cp) -> list[dict]:

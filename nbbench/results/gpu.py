@@ -49,15 +49,15 @@ class GpuCheckResult(Result):
     def headline(self) -> str:
         return "gpu check"
 
-    def windows(self, key: str) -> list[float] | None:
+    def windows(self, key: str) -> list[float]:
         """The benchmark's per-iteration rates of figure ``key`` (``matmul_bf16_flop_per_s`` from
         ``samples["matmul_bf16_ms"]``: the figure's work over each timed iteration), for the
-        within-run spread; None for a figure without iterations."""
+        within-run spread; a figure without iterations: :meth:`Result.windows`."""
         stem = key.replace("_flop_per_s", "").replace("_bytes_per_s", "")
         times = self.samples.get(f"{stem}_ms")
         value = self.metrics.get(key)
         if not isinstance(times, list) or not times or not value:
-            return None
+            return super().windows(key)
         import statistics
 
         work = value * statistics.median(times)  # the figure is the work over the median time

@@ -24,7 +24,7 @@ import math
 from typing import Any
 
 from ..units import format_metric
-from .runs import _numeric, headline_keys, window_values
+from .runs import _numeric, headline_keys
 
 __all__ = [
     "assess",
@@ -224,7 +224,7 @@ def assess(merged, results: list, scale: tuple[str, Any, str] | None = None) -> 
         found += _unstable(merged, keys, runs)
     for i, r in enumerate(ok):
         for k in keys:
-            w = window_values(r, k)
+            w = r.windows(k)
             if len(w) < WARMUP_MIN_WINDOWS:
                 continue
             rest = sorted(w[1:])

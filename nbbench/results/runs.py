@@ -12,8 +12,8 @@ headline figures (those on its answer line) spread:
   windows inside a run are autocorrelated and understate run-to-run spread.
 
 :func:`spread_of` computes that record for one result (what :func:`merge` stores; the
-command layer calls it for a single run too), :func:`window_values` finds a figure's
-per-window samples in a result (``samples[...]`` dicts with ``t_s`` and the figure's key).
+command layer calls it for a single run too); a figure's per-window samples are the result's own
+:meth:`~nbbench.results.base.Result.windows` (the one source compare reads too).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any
 
 from ..stats import median, spread, spread_text
 
-__all__ = ["merge", "spread_of", "window_values", "figure_spread", "headline_keys", "pm_text", "spread_clause"]
+__all__ = ["merge", "spread_of", "figure_spread", "headline_keys", "pm_text", "spread_clause"]
 
 
 def _numeric(v) -> bool:
@@ -47,29 +47,6 @@ def headline_keys(result) -> list[str]:
     return [k for k in keys if not k.endswith("_count")]
 
 
-def window_values(result, key: str) -> list[float]:
-    """The per-window samples of figure ``key`` in ``result`` (the live plot's windows): a
-    ``samples`` entry holding ``t_s`` (or a ``window_s``) and a list under ``key``, the one of the figure's
-    phase when there are several (``write_bw`` for ``write_bytes_per_s``); a kind may
-    override ``Result.windows(key)``; [] when the probe keeps none."""
-    own = getattr(result, "windows", None)
-    if callable(own):
-        got = own(key)
-        if got is not None:
-            return [v for v in got if _numeric(v)]
-    found = []
-    for name, series in (result.samples or {}).items():
-        if isinstance(series, dict) and ("t_s" in series or "window_s" in series) and isinstance(series.get(key), list):
-            found.append((name, series[key]))
-    if not found:
-        return []
-    phase = key.split("_")[0]
-    name, vals = next(((n, v) for n, v in found if n.startswith(phase)), found[0])
-    if len(found) > 1 and not name.startswith(phase) and any(n.startswith("warm") for n, _ in found):
-        name, vals = next(((n, v) for n, v in found if not n.startswith("warm")), found[0])
-    return [v for v in vals if _numeric(v)]
-
-
 def spread_of(result, runs: Sequence[dict] | None = None) -> dict:
     """``{"over": "runs"|"windows", "n": N, "figures": {key: spread}}`` for ``result``'s headline
     figures: over ``runs`` (each run's metrics) when there are two or more, else over the
@@ -80,7 +57,7 @@ def spread_of(result, runs: Sequence[dict] | None = None) -> dict:
         return {"over": "runs", "n": len(runs), "figures": {k: v for k, v in figs.items() if v["n"] >= 2}}
     figs, most = {}, 0
     for k in keys:
-        vals = window_values(result, k)
+        vals = result.windows(k)
         most = max(most, len(vals))
         if len(vals) >= 2:
             sp = figure_spread(vals)
