@@ -7,8 +7,12 @@ is cheap: torch, pynvml, matplotlib and ipywidgets load only when used.
 
 from __future__ import annotations
 
-from .results import ProbeError, Result  # noqa: E402  (light: stdlib only)
+from .results import ProbeError, Result, drawing  # noqa: E402  (light: stdlib only)
 from .version import __version__  # noqa: E402
+
+# a result's .plot() / .figure() and a comparison's chart are drawn by the drawers this module
+# registers, imported the first time something is drawn (the core names no drawing module)
+drawing.use("nbbench.plots.backend")
 
 __all__ = [
     "__version__",

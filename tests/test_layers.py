@@ -49,12 +49,10 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("front", ("nbbench", "nbbench.__main__", "nbbench.magics", "nbbench.cli", "nbbench.panel")),
 ]
 
-#: (importing module prefix, imported module prefix): why this upward import is fine.
-#: Only conveniences that draw a result — as pandas' ``DataFrame.plot`` — may stand here.
-ALLOWED: dict[tuple[str, str], str] = {
-    ("nbbench.results", "nbbench.plots"): "a result's .plot() / .figure() / .png() draws it (pandas-style convenience)",
-    ("nbbench.compare", "nbbench.plots"): "Comparison.figure() draws the comparison's bar chart (the same convenience)",
-}
+#: (importing module prefix, imported module prefix): why this upward import is fine.  Empty: a
+#: result's ``.plot()`` looks its drawer up in :mod:`nbbench.results.drawing` (pandas' plotting
+#: backends), where :mod:`nbbench.plots.backend` registers itself; the core names no plots module.
+ALLOWED: dict[tuple[str, str], str] = {}
 
 #: third-party packages and the layers that may import them
 RESTRICTED = {
@@ -170,6 +168,83 @@ def test_every_module_has_a_layer():
 def test_nothing_imports_a_layer_above_it():
     problems = upward_imports()
     assert problems == [], "upward imports:\n" + "\n".join(problems)
+
+
+def _package(mod: str) -> str:
+    """The direct subpackage (or top-level module) of ``nbbench`` a module belongs to."""
+    parts = mod.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def package_graph(mods: dict[str, Path] = MODULES) -> dict[str, set[str]]:
+    """Which of nbbench's direct subpackages import which, counting every import (inside
+    functions too: a deferred import still ties the two together); the facade is left out."""
+    edges: dict[str, set[str]] = {}
+    for mod, path in mods.items():
+        for target, _ in imports_of(mod, path):
+            if target.split(".")[0] != "nbbench" or target == "nbbench":
+                continue
+            a, b = _package(mod), _package(target)
+            if a != b:
+                edges.setdefault(a, set()).add(b)
+    return edges
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one node (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(edges.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_the_package_graph_has_no_cycle():
+    """nbbench's subpackages import each other without a cycle, even counting imports inside
+    functions: a deferred import hides a knot from Python's import machinery, not from readers."""
+    found = cycles(package_graph())
+    assert found == [], "package-level import cycles (counting imports inside functions): " + "; ".join(
+        " ↔ ".join(c) for c in found
+    )
+
+
+def test_the_cycle_check_sees_a_deferred_import(tmp_path):
+    # the old knot: a result drawing itself by importing the plots inside a method
+    res = tmp_path / "nbbench" / "results" / "drawn.py"
+    plot = tmp_path / "nbbench" / "plots" / "draws.py"
+    res.parent.mkdir(parents=True)
+    plot.parent.mkdir(parents=True)
+    res.write_text("def plot(self):\n    from ..plots.draws import draw\n    return draw(self)\n")
+    plot.write_text("from ..results.drawn import plot\n")
+    mods = {"nbbench.results.drawn": res, "nbbench.plots.draws": plot}
+    assert cycles(package_graph(mods)) == [["plots", "results"]]
+    assert cycles({"a": {"b"}, "b": {"c"}}) == []
 
 
 def test_the_check_catches_a_new_upward_import(tmp_path, monkeypatch):

@@ -8,15 +8,14 @@ settings are pooled as repeats (:mod:`.select`).  Each delta carries the 95 % in
 candidate/baseline (:mod:`.noise`, :mod:`nbbench.stats`): one whose interval contains 1 is
 "no significant change", drawn grey.  :meth:`Comparison.gate` is the CI gate (:mod:`.gate`).
 The plain data is :attr:`Comparison.rows`; :attr:`Comparison.frame` is a DataFrame of it.
-This module draws nothing: :func:`nbbench.plots.compare.bar_chart` draws a group
-(matplotlib's object API); :meth:`Comparison.figure` is the convenience that calls it.
+This module draws nothing: :meth:`Comparison.figure` hands a group to the "compare" drawer
+of :mod:`nbbench.results.drawing` (the plots layer registers its bar chart there).
 Which way of a metric is better lives in :mod:`.direction`; the tables in :mod:`.render`; the
 model (:class:`Comparison`, :class:`ComparisonGroup`) in :mod:`.model`; :func:`compare` in :mod:`.build`.
 This ``__init__`` only gathers the public names.
 
-Layer: core (with results, store, stats, units).  The comparison model imports only the
-core; its one upward import, allowed as a result's drawing convenience, is
-:meth:`Comparison.figure` reaching into :mod:`nbbench.plots`.
+Layer: core (with results, store, stats, units).  The comparison imports only the core,
+not even inside functions: its chart is looked up in :mod:`nbbench.results.drawing`.
 """
 
 from __future__ import annotations

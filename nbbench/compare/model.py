@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..results import Result
+from ..results import Result, drawing
 from ..stats import RatioInterval, median
 from ..units import format_metric, metric_label, unit_of
 from . import noise
@@ -229,16 +229,13 @@ class Comparison:
         return pd.concat(frames) if frames else pd.DataFrame()
 
     def figure(self, group: int | str = 0):
-        """One group's bar chart (:func:`nbbench.plots.compare.bar_chart`): by index or kind."""
-        from ..plots.compare import bar_chart
-
+        """One group's bar chart (the "compare" drawer, :mod:`nbbench.results.drawing`): by index or kind."""
         g = self.groups[group] if isinstance(group, int) else next(x for x in self.groups if x.kind == group)
-        return bar_chart(g)
+        return drawing.draw("compare", g)
 
     def figures(self) -> list:
         """Every group's bar chart (none for a group without values)."""
-        from ..plots.compare import bar_chart
-
+        bar_chart = drawing.drawer("compare")
         return [f for f in map(bar_chart, self.groups) if f is not None]
 
     def text_table(self) -> str:

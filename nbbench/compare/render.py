@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import html
 
-from ..results import Result
+from ..results import Result, drawing
 from ..stats import spread_text
 from ..units import format_metric, shorten_middle
 from .likeness import MODE_LABELS
@@ -147,10 +147,8 @@ def comparison_html(cmp, images: bool = True) -> str:
         if images:
             import base64
 
-            from ..plots import figure_png
-
             chart = cmp.figure(cmp.groups.index(g))  # None: no metric has a value
-            png = base64.b64encode(figure_png(chart)).decode("ascii") if chart is not None else ""
+            png = base64.b64encode(drawing.draw("png", chart)).decode("ascii") if chart is not None else ""
             out += [f"<img alt='{esc(g.kind)} comparison' src='data:image/png;base64,{png}'>"] if png else []
         out += [f"<div style='color:#666'>note: {esc(n)}</div>" for n in g.noise_notes(shown)]
         out += [f"<div style='color:#ef6c00'>warning: {esc(w)}</div>" for w in g.warnings]

@@ -1,6 +1,6 @@
 """Every figure nbbench draws: matplotlib's object API, PNG bytes.
 
-Layer: plots, above core, measure and dist, below ui.  Figures are
+Layer: plots, above core, measure and ranks, below ui.  Figures are
 ``matplotlib.figure.Figure`` objects on the Agg canvas, turned into PNG bytes here
 (:func:`figure_png`) — never pyplot's global state, no widgets, no IPython: pushing
 frames into a notebook is :mod:`nbbench.ui`'s job.  Modules here may import the core
@@ -8,6 +8,8 @@ layer (units, results, compare's model) and read what the measure layer hands th
 (a Monitor's sources, a result's samples); matplotlib is imported inside the functions
 that draw, so importing them stays light.
 
+* :mod:`.backend`   registers the drawers a result's ``.plot()`` / ``.figure()`` and a
+  comparison's chart look up in :mod:`nbbench.results.drawing` (the core imports no plots)
 * :mod:`.style`     what every figure shares: >= 800 px wide, fonts >= 10 pt (passed
   explicitly, never rcParams), wrapped titles, axis units, the too-short sentence
 * :mod:`.png`       :func:`figure_png`, axis formatters in the metric's unit

@@ -2,15 +2,15 @@
 
 Layer: the bottom (with units, store, env, topology, compare).  This package may
 import only the standard library, numpy/pandas inside functions, and the other
-bottom modules; never probes, monitor, doctor, plots, ui, commands or a front end.
-The one exception, written in ``tests/test_layers.py``'s allow-list: a result's
-``.plot()`` / ``.figure()`` convenience reaches into :mod:`nbbench.plots`, as pandas'
-``DataFrame.plot`` does.
+bottom modules; never probes, monitor, doctor, plots, ui, commands or a front end, not
+even inside functions.  A result's ``.plot()`` / ``.figure()`` convenience looks its drawer
+up in :mod:`.drawing`, where the plots layer registers itself (as pandas' plotting backends do).
 
 * :mod:`.base`    :class:`Result` (params, metrics, labels, samples, status — did it run —
   and verdict — what its checks found), the
   declarative :data:`KINDS` registry, :class:`ProbeError`
 * :mod:`.verdict` ok / warn / fail: what a result's checks found (apart from its status)
+* :mod:`.drawing` the registry of drawers a result's ``.plot()`` looks up
 * :mod:`.advice`  advice as data ("run ``sweep``"), worded by the front end showing it
 * :mod:`.hist`    fio's log-linear latency histogram (kept as a result's raw samples)
 * :mod:`.series`  statistics of a sampled series: :class:`~.series.FieldStats`, the

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..units import format_sig
+from . import drawing
 from .base import Result, register
 from .present import SEP
 from .series import IDLE_THRESHOLD_PCT, FieldStats, window
@@ -162,10 +163,8 @@ class MonitorResult(Result):
         return FieldStats.of(*window(zip(tl.get("t_s", []), tl.get(field, [])), t0, t1)).mean
 
     def figure(self, **kwargs):
-        """The timeline as a matplotlib Figure (:func:`nbbench.plots.monitor.monitor_figure`)."""
-        from ..plots.monitor import monitor_figure
-
-        return monitor_figure(self, **kwargs)
+        """The timeline as a matplotlib Figure (the "monitor" drawer: :mod:`nbbench.results.drawing`)."""
+        return drawing.draw("monitor", self, **kwargs)
 
     def png(self, dpi: int = 80, **kwargs) -> bytes | None:
         """The timeline as PNG bytes (``IPython.display.Image(res.png())`` shows it anywhere);

@@ -13,6 +13,7 @@ measured phase in 500 ms windows, ``samples["ttfb_hist"]`` / ``["lat_hist"]`` fi
 from __future__ import annotations
 
 from ..units import format_bytes, format_metric
+from . import drawing
 from .base import Result, register
 from .hist import LatencyHistogram
 from .present import Section
@@ -118,11 +119,9 @@ class S3Result(Result):
         return out
 
     def plot(self, ax=None):
-        """GET throughput against streams, the knee marked (:func:`nbbench.plots.objects.s3_sweep_figure`);
-        None without a sweep."""
-        from ..plots.objects import s3_sweep_figure
-
-        return s3_sweep_figure(self, ax)
+        """GET throughput against streams, the knee marked (the "s3_sweep" drawer:
+        :mod:`nbbench.results.drawing`); None without a sweep."""
+        return drawing.draw("s3_sweep", self, ax)
 
     figure = plot
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from ..units import format_metric, metric_label
+from . import drawing
 from .base import Result, register
 from .present import SEP, Section
 
@@ -61,16 +62,13 @@ class SweepResult(Result):
         return pd.DataFrame(rows, columns=cols)
 
     def plot(self, ax=None):
-        """Throughput against num_workers, one line per batch size (:func:`nbbench.plots.sweep.sweep_figure`)."""
-        from ..plots.sweep import sweep_figure
-
-        return sweep_figure(self, ax)
+        """Throughput against num_workers, one line per batch size (the "sweep" drawer:
+        :mod:`nbbench.results.drawing`)."""
+        return drawing.draw("sweep", self, ax)
 
     def plot_png(self) -> bytes:
         """:meth:`plot` as PNG bytes."""
-        from ..plots.sweep import sweep_png
-
-        return sweep_png(self)
+        return drawing.draw("sweep_png", self)
 
     def display_table(self):
         """The table for people: figures with their units, empty columns left out (strings)."""
