@@ -54,7 +54,7 @@ def watch(stop: bool = False, **options):
     procs=1.0, no_plot=False)`` starts this process's background monitor and, in a Jupyter
     kernel, shows its live view; returns the running background monitor.
     ``nbbench.watch(stop=True, label=None, no_save=False)`` stops it and returns the
-    saved :class:`~nbbench.results.monitor.MonitorResult`.  The sampler lives in
+    saved :class:`~nbbench.results.system.monitor.MonitorResult`.  The sampler lives in
     :mod:`nbbench.monitor.background` (no widgets); this function is the front end that draws.
     """
     from . import commands

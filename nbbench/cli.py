@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from . import commands
 from .commands import Context, HelpRequested, UsageProblem
 from .results import ProbeError, Result
-from .results.summaries import count_line
+from .results.present.summaries import count_line
 from .version import __version__
 
 __all__ = ["main", "TerminalContext", "build_parser", "exit_code"]

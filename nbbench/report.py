@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from .results import ProbeError, Result, advice
-from .results.env import ENV_ROWS as _ENV_ROWS
-from .results.env import env_rows as _env_rows
+from .results.system.env import ENV_ROWS as _ENV_ROWS
+from .results.system.env import env_rows as _env_rows
 
 __all__ = ["ReportData", "Report", "build", "report", "default_filename", "ENV_ROWS"]
 
-#: (label, getter over a fingerprint) rows shown for each environment (:data:`nbbench.results.env.ENV_ROWS`)
+#: (label, getter over a fingerprint) rows shown for each environment (:data:`nbbench.results.system.env.ENV_ROWS`)
 ENV_ROWS = _ENV_ROWS
 
 
@@ -84,7 +84,7 @@ class Report:
         """'report (html) /out/r.html: 2 results: 2 ok; the doctor's checks on them: 3 warn, 5 ok
         (10 others in the report)' — the results and the doctor's findings counted apart, the
         findings scoped as the report's badge is (a storage report counts no GPU check)."""
-        from .results.summaries import count_line
+        from .results.present.summaries import count_line
 
         text = count_line(self.data.results)
         scope = self.data.doctor_scope()

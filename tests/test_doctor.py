@@ -310,7 +310,7 @@ def test_a_read_only_proc_sys_is_one_note_not_a_warning(tmp_path):
     info.write_text(info.read_text() + "1200 1101 0:55 /sys /proc/sys ro,nosuid,nodev,noexec,relatime - proc proc rw\n")
     c = system.check_dirty(str(root))
     assert c.status == "info" and c.fix == "" and c.evidence.count("read-only") == 1
-    from nbbench.results.doctor import DoctorResult
+    from nbbench.results.system.doctor import DoctorResult
 
     r = DoctorResult(
         samples={"checks": [c.to_dict(), Check("mount", "ok", "ext4").to_dict()]},
@@ -321,7 +321,7 @@ def test_a_read_only_proc_sys_is_one_note_not_a_warning(tmp_path):
 
 
 def test_a_doctor_card_says_a_shared_reason_once():
-    from nbbench.results.doctor import DoctorResult
+    from nbbench.results.system.doctor import DoctorResult
 
     checks = [
         Check("ssh password login", "n/a", "no sshd_config"),

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from nbbench.accelerators import get_accelerator
-from nbbench.results.loader import LoaderResult
+from nbbench.results.pipeline.loader import LoaderResult
 from nbbench.units import format_metric
 
 H100 = get_accelerator("h100-resnet50")

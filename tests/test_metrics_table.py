@@ -3,8 +3,8 @@
 
 import re
 
-from nbbench.results.monitor import MonitorResult
-from nbbench.results.view import table_figures
+from nbbench.results.present.view import table_figures
+from nbbench.results.system.monitor import MonitorResult
 
 
 def test_figures_of_one_unit_share_one_prefix_and_others_keep_their_own():

@@ -289,7 +289,7 @@ def test_the_monitor_result_and_the_sampler_do_not_import_each_other():
 def test_the_monitor_answers_about_the_tree_with_one_verdict_from_its_figures():
     """The headline is the monitored tree's (cores, read(), from storage) with one verdict
     drawn from those same figures; the machine's figures follow, labelled as the machine's."""
-    from nbbench.results.monitor import MonitorResult, monitor_verdict
+    from nbbench.results.system.monitor import MonitorResult, monitor_verdict
 
     base = {"wall_s": 10.0, "gpu_count": 0, "net_rx_bytes": 0, "net_tx_bytes": 0}
     assert monitor_verdict({**base, "proc_cpu_s": 9.8, "proc_read_bytes": 0}) == "CPU-bound (1 core)"
@@ -325,7 +325,7 @@ def test_the_monitor_answers_about_the_tree_with_one_verdict_from_its_figures():
 
 
 def test_a_tree_short_of_cpu_on_a_full_machine_is_waiting_for_cpu():
-    from nbbench.results.monitor import monitor_verdict
+    from nbbench.results.system.monitor import monitor_verdict
 
     m = {"wall_s": 10.0, "proc_cpu_s": 2.0, "cpu_mean_pct": 100.0, "gpu_count": 0}
     assert monitor_verdict(m, {"cpus_logical": 2}) == "waiting for CPU (the machine's CPUs are full)"

@@ -163,7 +163,7 @@ def test_without_a_proc_io_file_psutils_path_says_the_cancelled_figure_is_not_av
 
 
 def test_the_answer_says_the_trees_writes_once_in_the_sentences_prefix():
-    from nbbench.results.monitor import MonitorResult
+    from nbbench.results.system.monitor import MonitorResult
 
     base = {
         "wall_s": 10.0,
@@ -206,7 +206,7 @@ def test_the_answer_says_the_trees_writes_once_in_the_sentences_prefix():
 
 
 def test_a_tree_that_writes_to_storage_without_using_its_cpu_is_waiting_on_storage_writing():
-    from nbbench.results.monitor import monitor_verdict
+    from nbbench.results.system.monitor import monitor_verdict
 
     base = {"wall_s": 10.0, "gpu_count": 0, "net_rx_bytes": 0, "net_tx_bytes": 0, "proc_cpu_s": 1.0}
     assert monitor_verdict({**base, "proc_read_bytes": 0, "proc_write_bytes": 900e6}) == "waiting on storage (writing)"

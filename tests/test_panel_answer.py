@@ -303,7 +303,7 @@ def test_panel_words_rewrites_flags():
 
 # ---------------------------------------------------------------------- the answer first
 def test_the_answer_comes_before_any_table_and_the_plot(panel):
-    from nbbench.results.present import Section
+    from nbbench.results.present.rule import Section
 
     class Tabled(Result):
         KIND = "tabled-test"
@@ -404,7 +404,7 @@ def test_a_figure_first_seen_in_the_last_report_gets_no_lone_legend_entry():
 
 def test_table_headers_are_padded_like_their_cells():
     """Column names in the panel's (and notebook's) tables do not run together ("pidrole name")."""
-    from nbbench.results.present import Section, _table_html
+    from nbbench.results.present.rule import Section, _table_html
 
     html = _table_html(Section("t", [["1", "2"]], head=["samples/s", "bandwidth"], folded=False))
     heads = re.findall(r"<th style='([^']*)'>", html)

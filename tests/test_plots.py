@@ -32,7 +32,7 @@ def test_plots_and_live_views_import_without_matplotlib():
 
 def test_a_stored_monitor_run_draws_the_live_plots_panels():
     from nbbench.plots.monitor import monitor_figure
-    from nbbench.results.monitor import MonitorResult
+    from nbbench.results.system.monitor import MonitorResult
 
     tl = {
         "t_s": [0.1, 0.2, 0.3],

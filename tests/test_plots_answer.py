@@ -106,7 +106,7 @@ def test_a_live_plot_with_fewer_than_two_points_leaves_no_empty_axes():
 
 def test_a_monitor_run_with_one_sample_has_no_figure():
     from nbbench.plots.monitor import monitor_figure
-    from nbbench.results.monitor import MonitorResult
+    from nbbench.results.system.monitor import MonitorResult
 
     res = MonitorResult(params={"what": "cell"}, samples={"timeline": {"t_s": [0.1], "cpu.util_pct": [10.0]}})
     assert monitor_figure(res) is None and res.png() is None
@@ -119,8 +119,8 @@ def _figures():
     from nbbench.plots.samples import result_figure
     from nbbench.plots.sweep import sweep_figure
     from nbbench.plots.timeline import Timeline
-    from nbbench.results.monitor import MonitorResult
-    from nbbench.results.sweep import SweepResult
+    from nbbench.results.pipeline.sweep import SweepResult
+    from nbbench.results.system.monitor import MonitorResult
 
     t = [0.5 * i for i in range(1, 9)]
     dd = _dd({"write_bw": {"t_s": t, "write_bytes_per_s": [4e8 + 1e7 * i for i in range(8)]}})
@@ -178,7 +178,7 @@ def test_every_figure_is_800_px_wide_with_10_pt_fonts():
 
 def test_a_long_title_wraps_instead_of_being_cut():
     from nbbench.plots.monitor import monitor_figure
-    from nbbench.results.monitor import MonitorResult
+    from nbbench.results.system.monitor import MonitorResult
 
     note = "NVML unavailable: libnvidia-ml.so.1: cannot open shared object file: No such file or directory"
     res = MonitorResult(
@@ -389,7 +389,7 @@ def test_the_sweep_tags_its_progress_with_the_configuration():
 
 def test_a_lone_sweep_configuration_and_a_comparison_without_values_have_no_figure():
     from nbbench.plots.sweep import sweep_figure
-    from nbbench.results.sweep import SweepResult
+    from nbbench.results.pipeline.sweep import SweepResult
 
     one = [
         {

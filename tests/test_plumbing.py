@@ -225,7 +225,7 @@ def test_errors_advice_is_worded_too(ipshell, capsys):
 
 def test_doctor_gpu_fix_is_advice():
     from nbbench.doctor.gpu import from_verdicts
-    from nbbench.results.doctor import Check, DoctorResult
+    from nbbench.results.system.doctor import Check, DoctorResult
 
     (c,) = from_verdicts([{"check": "driver", "status": "fail", "message": "too old"}])
     assert c.advice and "see the GPU check for the details; run `gpu`" in str(c)

@@ -80,7 +80,7 @@ def feed():
 
 
 def doctor_result():
-    from nbbench.results.doctor import Check
+    from nbbench.results.system.doctor import Check
 
     checks = [
         Check("open-file limit", "warn", "soft 1024", fix="ulimit -n 65536", group="limits"),
@@ -199,7 +199,7 @@ def test_percentile_frames_name_their_columns_and_unit():
 
 # ------------------------------------------------------------------ widths
 def test_fit_never_cuts_a_figure_and_shortens_the_path_in_the_middle():
-    from nbbench.results.summaries import fit_summary
+    from nbbench.results.present.summaries import fit_summary
 
     s = str(dd())
     for width in range(30, 101, 7):
@@ -241,7 +241,7 @@ def test_env_is_a_small_table_with_units_not_dicts(capsys):
 
 
 def test_results_and_their_findings_are_counted_apart():
-    from nbbench.results.summaries import count_line
+    from nbbench.results.present.summaries import count_line
 
     doc = doctor_result()
     assert count_line([doc]) == "1 result: ok; its checks: 1 fail, 1 warn, 1 ok, 1 n/a"

@@ -260,7 +260,7 @@ def test_vs_with_real_dd_and_the_magic_form(ipshell, tmp_path):
 
 
 def test_gpu_benchmark_iterations_give_its_within_run_spread():
-    from nbbench.results.gpu import GpuCheckResult
+    from nbbench.results.system.gpu import GpuCheckResult
 
     r = GpuCheckResult(
         metrics={"device_count": 1, "matmul_bf16_flop_per_s": 100e12}, samples={"matmul_bf16_ms": [1.0, 1.1, 0.9, 1.0]}

@@ -212,7 +212,7 @@ def test_histograms_are_not_time_series_and_cards_are_compact():
 # ------------------------------------------------------------- the answer first
 def _doctor(*checks):
     """A doctor result with these (name, status, group) findings."""
-    from nbbench.results.doctor import Check, DoctorResult
+    from nbbench.results.system.doctor import Check, DoctorResult
 
     doc = DoctorResult(params={"path": "/data"})
     doc.samples["checks"] = [Check(n, s, f"evidence of {n}", group=g).to_dict() for n, s, g in checks]

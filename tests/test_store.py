@@ -89,7 +89,7 @@ def test_refuses_a_newer_schema(tmp_path):
 
 def test_migrates_a_version_2_database_and_fills_the_verdict_column(tmp_path):
     """v2 -> v3 added the verdict column; runs stored before are judged from their JSON."""
-    from nbbench.results.gpu import GpuCheckResult
+    from nbbench.results.system.gpu import GpuCheckResult
 
     path = tmp_path / "v2.sqlite"
     conn = sqlite3.connect(path)

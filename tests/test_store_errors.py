@@ -21,7 +21,7 @@ import pytest
 
 from nbbench import cli
 from nbbench.results import Result
-from nbbench.results.gpu import GpuCheckResult
+from nbbench.results.system.gpu import GpuCheckResult
 from nbbench.store import SCHEMA_VERSION, Store
 
 ENV = {"id": "env-test"}

@@ -148,7 +148,7 @@ def test_format_many_puts_figures_that_stand_together_in_one_prefix():
 
 
 def test_the_loaders_sentence_says_its_rates_in_one_prefix():
-    from nbbench.results.loader import LoaderResult
+    from nbbench.results.pipeline.loader import LoaderResult
 
     r = LoaderResult(
         metrics={"samples_per_s": 494.0, "needed_samples_per_s": 1607.0}, labels={"accelerator": "h100-resnet50"}

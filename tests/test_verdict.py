@@ -12,8 +12,8 @@ import pytest
 
 from nbbench import cli, commands
 from nbbench.results import Result
-from nbbench.results.doctor import Check, DoctorResult
-from nbbench.results.gpu import GpuCheckResult
+from nbbench.results.system.doctor import Check, DoctorResult
+from nbbench.results.system.gpu import GpuCheckResult
 from nbbench.store import default_store
 
 DOCKER = str(Path(__file__).parent / "fixtures" / "doctor" / "docker")

@@ -65,7 +65,7 @@ def test_card_pm_and_compare_interval_read_the_same_windows():
 
 
 def test_a_kind_with_its_own_windows_falls_back_to_the_common_rule():
-    from nbbench.results.gpu import GpuCheckResult
+    from nbbench.results.system.gpu import GpuCheckResult
 
     res = GpuCheckResult(
         metrics={"matmul_bf16_flop_per_s": 1.0e15, "h2d_bytes_per_s": 2.0e10},

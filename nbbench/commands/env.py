@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from ..results import ProbeError
-from ..results.env import EnvResult
+from ..results.system.env import EnvResult
 from . import Command
 
 

@@ -212,10 +212,10 @@ class ReportCommand(Command):
 def history_text(frame, width: int | None = 100) -> list[str]:
     """The history frame (:meth:`nbbench.store.Store.history`) as lines under a header: run,
     started (local time), kind, label, outcome, summary — each at most ``width`` columns
-    (:func:`nbbench.results.summaries.history_lines`).  The panel's History list uses it too."""
+    (:func:`nbbench.results.present.summaries.history_lines`).  The panel's History list uses it too."""
     import datetime as _dt
 
-    from ..results.summaries import history_lines
+    from ..results.present.summaries import history_lines
 
     def when(ts) -> str:
         try:  # stored as naive UTC timestamps: shown in local time

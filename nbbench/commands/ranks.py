@@ -177,7 +177,7 @@ def _as_rank(kind, args, ctx, params, env, desc):
 
 class RankedCommand(Command):
     """A command that can run as ranks (a many-rank result says its together-answer and its
-    per-host rows through the one presentation rule: :meth:`~nbbench.results.view.ResultView.present`)."""
+    per-host rows through the one presentation rule: :meth:`~nbbench.results.present.view.ResultView.present`)."""
 
     def show(self, value, args, ctx) -> None:
         if isinstance(value, str):

@@ -17,7 +17,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from ..results.doctor import DoctorResult
+from ..results.system.doctor import DoctorResult
 from .base import CHECK_STATUSES, Check, Unreadable, na
 
 __all__ = ["doctor", "DoctorResult", "Check", "CHECK_STATUSES", "CHECKS"]

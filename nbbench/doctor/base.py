@@ -8,7 +8,7 @@ root, :func:`read_text` and :class:`Unreadable`, are :mod:`nbbench.topology`'s).
 
 from __future__ import annotations
 
-from ..results.doctor import CHECK_STATUSES, Check
+from ..results.system.doctor import CHECK_STATUSES, Check
 from ..topology import Unreadable, read_text, under
 
 __all__ = ["Check", "CHECK_STATUSES", "na", "read_text", "under", "Unreadable"]

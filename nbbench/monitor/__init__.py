@@ -15,7 +15,7 @@ Use it from Python code::
 ``nbbench monitor -- COMMAND``.
 
 Importing this package is light (no psutil, pynvml, pandas or matplotlib until a
-monitor starts); :class:`MonitorResult` lives in :mod:`nbbench.results.monitor`.
+monitor starts); :class:`MonitorResult` lives in :mod:`nbbench.results.system.monitor`.
 
 * :mod:`.sampler`  :class:`Monitor`: the sampling thread, sources, subscribers, marks
 * :mod:`.records`  what it keeps: the ring buffer (or, for a long life, the recent window

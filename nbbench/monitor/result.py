@@ -41,8 +41,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..results.monitor import MonitorResult
 from ..results.series import IDLE_THRESHOLD_PCT
+from ..results.system.monitor import MonitorResult
 
 __all__ = ["MonitorResult", "build_result"]
 

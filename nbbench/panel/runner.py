@@ -126,7 +126,7 @@ class RunRecord:
     def outcome(self) -> str:
         """How the run went in words that keep "did it run" and "what its checks found" apart:
         'ran · checks: fail', 'ran', 'interrupted', 'failed' — never "ok" over a failed check."""
-        from ..results.summaries import outcome_word
+        from ..results.present.summaries import outcome_word
 
         if self.status == "ok":
             word = outcome_word("ok", self.verdict)

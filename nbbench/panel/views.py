@@ -9,7 +9,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from ..results.present import TONE_COLOURS
+from ..results.present.rule import TONE_COLOURS
 
 __all__ = ["to_html", "error_html", "notes_html", "status_html", "COLOURS"]
 

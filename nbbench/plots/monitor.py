@@ -4,7 +4,7 @@ network), the specification of a live monitor plot, and a stored monitor run's f
 
 from __future__ import annotations
 
-from ..results.monitor import NET_QUIET_BYTES_PER_S
+from ..results.system.monitor import NET_QUIET_BYTES_PER_S
 from .panel import Panel
 from .timeline import Timeline
 
@@ -138,7 +138,7 @@ def monitor_plot_kwargs(monitor, title: str = "nbbench monitor") -> dict:
 
 
 def monitor_figure(res, **kwargs):
-    """A Figure of a stored :class:`~nbbench.results.monitor.MonitorResult`'s timeline; None
+    """A Figure of a stored :class:`~nbbench.results.system.monitor.MonitorResult`'s timeline; None
     when it has fewer than two samples (nothing to draw but empty axes or dots).
 
     ``kwargs`` go to :class:`Timeline` (``dpi``, ``figsize``, ``title``, ``panels``…)."""
@@ -159,7 +159,7 @@ def monitor_figure(res, **kwargs):
     )
     title, subtitle = res.headline(), "" if gpu_info else f"GPU {note}"
     net = None
-    from ..results.monitor import net_quiet
+    from ..results.system.monitor import net_quiet
 
     quiet = net_quiet(res.metrics)
     if "net.rx_bytes_per_s" in tl and not quiet:  # no traffic: the card's "idle:" line, not an empty panel

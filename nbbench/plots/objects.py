@@ -8,7 +8,7 @@ __all__ = ["s3_sweep_figure"]
 
 
 def s3_sweep_figure(res, ax=None):
-    """GET bytes/s against concurrent streams of an :class:`~nbbench.results.objects.S3Result`'s
+    """GET bytes/s against concurrent streams of an :class:`~nbbench.results.storage.objects.S3Result`'s
     sweep (log2 x axis), the knee starred; a line through 5 levels or more, markers with their
     values below that.  None without a sweep of two levels or more (the table says it all)."""
     from matplotlib.figure import Figure

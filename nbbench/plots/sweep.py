@@ -11,7 +11,7 @@ __all__ = ["sweep_figure", "sweep_png"]
 
 
 def sweep_figure(res, ax=None):
-    """Throughput against num_workers of a :class:`~nbbench.results.sweep.SweepResult`,
+    """Throughput against num_workers of a :class:`~nbbench.results.pipeline.sweep.SweepResult`,
     one line per batch size (configurations are points on it, never joined across batch
     sizes); on ``ax`` when given (returns its figure), else a new Figure.  None when no
     configuration was tried or only one (a lone dot: the table says it all)."""

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..nvml import NAValue, Nvml, get_nvml, is_na
-from ..results.gpu import GpuCheckResult
+from ..results.system.gpu import GpuCheckResult
 from .gpudevices import list_devices
 
 __all__ = ["check", "GpuCheckResult", "cuda_version_str", "parse_version"]

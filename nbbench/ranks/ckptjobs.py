@@ -421,7 +421,7 @@ class ShardsJob(RankJob):
             res.extra["answer"] = self._answer(res)
 
     def _answer(self, res) -> str:
-        from ..results.shards import samples_phrase, shards_what, ttfb_phrase, warm_phrase
+        from ..results.storage.shards import samples_phrase, shards_what, ttfb_phrase, warm_phrase
 
         m, lab = res.metrics, res.labels
         what = shards_what(m, lab)

@@ -15,9 +15,14 @@ up in :mod:`.drawing`, where the plots layer registers itself (as pandas' plotti
 * :mod:`.hist`    fio's log-linear latency histogram (kept as a result's raw samples)
 * :mod:`.series`  statistics of a sampled series: :class:`~.series.FieldStats`, the
   ``(t0, t1]`` window (the live monitor's and a stored monitor run's)
-* :mod:`.storage` dd, randread, io, disk presets, files
-* :mod:`.loader`, :mod:`.sweep`, :mod:`.feed`  the input pipeline: loader, sweep, feed
-* :mod:`.gpu`, :mod:`.monitor`, :mod:`.doctor`, :mod:`.env`
+* :mod:`.runs`    ``--repeat N`` merged into one result, the spread of its headline figures
+* :mod:`.quality` whether the runs can be trusted (too short, unstable, warm-up)
+* :mod:`.interleave` ``vs``: settings measured in interleaved turns
+* :mod:`.present` how a result is shown: the rule, the view, one-line summaries
+* :mod:`.storage` local storage (dd, randread, io, disk presets, files), checkpoints,
+  shards, object storage
+* :mod:`.pipeline` the input pipeline: loader, sweep, feed
+* :mod:`.system`  the machine: the GPU check, the monitor, the doctor, the environment
 """
 
 from __future__ import annotations

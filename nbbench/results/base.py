@@ -17,7 +17,7 @@ verdict from them (:meth:`Result.judge`, the worst of its checks: fail > warn > 
 
 Results know nothing of IPython or widgets; the ``_repr_*_`` hooks are plain
 methods any front end may call.  How a result is shown follows one rule,
-:mod:`nbbench.results.present`: the answer first (:meth:`Result.answer_line`), then what
+:mod:`nbbench.results.present.rule`: the answer first (:meth:`Result.answer_line`), then what
 qualifies it, then the details folded (:meth:`Result.sections`).
 """
 
@@ -33,8 +33,8 @@ from typing import Any, ClassVar
 
 from ..units import format_metric, unit_of
 from . import advice as _advice
+from .present.view import ResultView
 from .verdict import VERDICTS, worst_verdict
-from .view import ResultView
 
 __all__ = ["Result", "register", "result_class", "STATUSES", "VERDICTS", "worst_verdict", "ProbeError", "KINDS"]
 
@@ -46,21 +46,21 @@ STATUSES = ("ok", "interrupted", "failed")
 #: without importing any probe.  A module named here that fails to import is an
 #: error, never silently a plain :class:`Result`.
 KINDS: dict[str, str] = {
-    "dd": "nbbench.results.storage:DiskResult",
-    "io": "nbbench.results.storage:IoJobResult",
-    "randread": "nbbench.results.storage:RandreadResult",
-    "disk": "nbbench.results.storage:DiskPresetResult",
-    "files": "nbbench.results.storage:FilesResult",
-    "checkpoint": "nbbench.results.checkpoint:CheckpointResult",
-    "shards": "nbbench.results.shards:ShardsResult",
-    "s3": "nbbench.results.objects:S3Result",
-    "loader": "nbbench.results.loader:LoaderResult",
-    "sweep": "nbbench.results.sweep:SweepResult",
-    "feed": "nbbench.results.feed:FeedResult",
-    "gpu": "nbbench.results.gpu:GpuCheckResult",
-    "monitor": "nbbench.results.monitor:MonitorResult",
-    "doctor": "nbbench.results.doctor:DoctorResult",
-    "env": "nbbench.results.env:EnvResult",
+    "dd": "nbbench.results.storage.local:DiskResult",
+    "io": "nbbench.results.storage.local:IoJobResult",
+    "randread": "nbbench.results.storage.local:RandreadResult",
+    "disk": "nbbench.results.storage.local:DiskPresetResult",
+    "files": "nbbench.results.storage.local:FilesResult",
+    "checkpoint": "nbbench.results.storage.checkpoint:CheckpointResult",
+    "shards": "nbbench.results.storage.shards:ShardsResult",
+    "s3": "nbbench.results.storage.objects:S3Result",
+    "loader": "nbbench.results.pipeline.loader:LoaderResult",
+    "sweep": "nbbench.results.pipeline.sweep:SweepResult",
+    "feed": "nbbench.results.pipeline.feed:FeedResult",
+    "gpu": "nbbench.results.system.gpu:GpuCheckResult",
+    "monitor": "nbbench.results.system.monitor:MonitorResult",
+    "doctor": "nbbench.results.system.doctor:DoctorResult",
+    "env": "nbbench.results.system.env:EnvResult",
     "vs": "nbbench.results.interleave:InterleaveResult",
 }
 #: kinds registered at run time with :func:`register` (user code, tests)
@@ -128,7 +128,7 @@ def _now() -> float:
 
 @dataclass(repr=False)  # repr, str, _repr_pretty_: the presentation rule's (ResultView)
 class Result(ResultView):
-    """One probe run.  How it is shown: :class:`~nbbench.results.view.ResultView` (the one
+    """One probe run.  How it is shown: :class:`~nbbench.results.present.view.ResultView` (the one
     presentation rule: the answer first, then what qualifies it, then the details)."""
 
     kind: str = "result"

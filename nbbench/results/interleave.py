@@ -15,7 +15,7 @@ from typing import Any
 
 from ..units import metric_label, metric_phrase
 from .base import Result
-from .present import SEP, Section
+from .present.rule import SEP, Section
 from .runs import pm_text, spread_clause
 
 __all__ = ["InterleaveResult", "LETTERS", "ratio_text"]

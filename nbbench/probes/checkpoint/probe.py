@@ -42,7 +42,7 @@ import time
 
 from ...progress import call_progress
 from ...results import ProbeError
-from ...results.checkpoint import CheckpointResult
+from ...results.storage.checkpoint import CheckpointResult
 from ...units import format_bytes
 from . import saveload as ckptio
 from .preflight import preflight

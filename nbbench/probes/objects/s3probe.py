@@ -24,7 +24,7 @@ import time
 
 from ...progress import call_progress
 from ...results import ProbeError
-from ...results.objects import S3Result
+from ...results.storage.objects import S3Result
 from ...units import format_bytes
 from . import client as _c
 from .getters import PhaseResult, get_phase, is_fatal

@@ -15,7 +15,7 @@ shards probe splits paths.
 from __future__ import annotations
 
 from ...results import ProbeError
-from ...results.shards import ShardsResult
+from ...results.storage.shards import ShardsResult
 from ...units import format_bytes, parse_size
 from ..shards.probe import CHUNK_EXTENSIONS, _subset, plan_streams, shard_rank
 from ..shards.streams import keep_pass, read_pass

@@ -28,7 +28,7 @@ import time
 from ...accelerators import AU_TARGET_PCT, get_accelerator
 from ...progress import call_progress
 from ...results import ProbeError
-from ...results.feed import FeedResult
+from ...results.pipeline.feed import FeedResult
 from ...units import format_bytes
 from .dataloader import close_loader, make_loader, require_torch
 from .feedlimit import feed_answer, feed_limits, per_accelerator

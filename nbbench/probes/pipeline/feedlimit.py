@@ -24,8 +24,8 @@ import math
 import statistics
 
 from ...accelerators import ACCELERATORS
-from ...results.feed import CPU_HELP as _CPU_HELP
-from ...results.feed import STORAGE_HELP as _STORAGE_HELP
+from ...results.pipeline.feed import CPU_HELP as _CPU_HELP
+from ...results.pipeline.feed import STORAGE_HELP as _STORAGE_HELP
 from ...units import format_metric
 
 __all__ = ["feed_limiter", "limiter_sentence", "feed_answer", "feed_limits", "per_accelerator", "STORAGE_LIMIT_SHARE"]

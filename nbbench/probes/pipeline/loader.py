@@ -8,7 +8,7 @@ the rest, the measured window, to ``samples["steps"]``, never mixing the two.
 
 The figures (throughput, data-wait share and percentiles, AU, the input-bound band,
 what an accelerator needs) are derived from the measured steps once, at the end, by
-:meth:`~nbbench.results.loader.LoaderResult.derive`.  AU (accelerator utilisation)
+:meth:`~nbbench.results.pipeline.loader.LoaderResult.derive`.  AU (accelerator utilisation)
 follows MLPerf Storage: compute time / wall time over the measured window; an
 accelerator counts as fed at AU >= 90 % (see :mod:`nbbench.accelerators` for the
 bands and the arithmetic).
@@ -22,7 +22,7 @@ import time
 from ...accelerators import AU_TARGET_PCT, Accelerator, get_accelerator, input_bound_band, predicted_au_pct
 from ...progress import call_progress
 from ...results import ProbeError
-from ...results.loader import LoaderResult
+from ...results.pipeline.loader import LoaderResult
 from .batches import batch_info, leaves
 from .dataloader import check_worker_tempdir, close_loader, describe_loader, worker_exit_note, worker_failure_reason
 from .loadermon import gpu_util_mean, start_monitor, stop_monitor

@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from ...accelerators import AU_TARGET_PCT
 from ...progress import call_progress
 from ...results import ProbeError
-from ...results.sweep import SweepResult
+from ...results.pipeline.sweep import SweepResult
 from .dataloader import (
     close_loader,
     describe_loader,

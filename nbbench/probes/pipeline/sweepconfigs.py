@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 
 from ...results import ProbeError
-from ...results.sweep import SweepResult
+from ...results.pipeline.sweep import SweepResult
 from ...units import format_metric
 
 __all__ = ["as_list", "default_workers", "grid", "config_text", "recommend"]

@@ -27,7 +27,7 @@ import time
 
 from ...progress import call_progress
 from ...results import ProbeError
-from ...results.shards import ShardsResult
+from ...results.storage.shards import ShardsResult
 from ...units import format_bytes, parse_size
 from ..storage.files import _open_noatime, shard_of
 from ..storage.target import inspect

@@ -14,7 +14,7 @@ from array import array
 from ...progress import call_progress
 from ...results import ProbeError
 from ...results.hist import LatencyHistogram
-from ...results.shards import ShardsResult
+from ...results.storage.shards import ShardsResult
 from ..storage.files import _open_noatime
 from .tarwalk import TarWalker
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 import os
 
 from ...results import ProbeError, Result
-from ...results.storage import DiskPresetResult, DiskResult, IoJobResult, RandreadResult
+from ...results.storage.local import DiskPresetResult, DiskResult, IoJobResult, RandreadResult
 from ...units import format_metric
 from .._engines import devlimits
 from .._engines.job import JobOutput, JobSpec

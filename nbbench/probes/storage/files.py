@@ -28,7 +28,7 @@ from array import array
 from ...progress import call_progress
 from ...results import ProbeError
 from ...results.hist import LatencyHistogram
-from ...results.storage import FilesResult
+from ...results.storage.local import FilesResult
 from .. import limits
 from .target import inspect
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...results import ProbeError
-from ...results.storage import DiskPresetResult, IoJobResult
+from ...results.storage.local import DiskPresetResult, IoJobResult
 from .._engines import devlimits
 from .io_args import DEFAULT_READ_FILE, check_engine, check_jobs, duration_arg, os_error, size_arg
 from .io_job import fill_job_result, run_job, stage_progress

@@ -6,7 +6,7 @@ honesty as :mod:`nbbench.probes.storage.disk` says).
 from __future__ import annotations
 
 from ...results import ProbeError
-from ...results.storage import RandreadResult
+from ...results.storage.local import RandreadResult
 from .. import limits
 from .._engines import devlimits
 from .io_args import DEFAULT_READ_FILE, check_bs, check_engine, check_jobs, duration_arg, os_error, size_arg

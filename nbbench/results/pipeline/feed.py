@@ -6,10 +6,10 @@ shared with :mod:`nbbench.probes.pipeline.feedlimit`.
 
 from __future__ import annotations
 
-from ..units import format_metric
-from .base import Result, register
+from ...units import format_metric
+from ..base import Result, register
+from ..present.rule import SEP, Section
 from .loader import _accelerator_names, feeds_phrase
-from .present import SEP, Section
 
 __all__ = ["FeedResult", "CPU_HELP", "STORAGE_HELP"]
 

@@ -9,7 +9,7 @@ IPython's ``TimeitResult`` derives its statistics from its runs:
 AU (accelerator utilisation) follows MLPerf Storage: compute time / wall time over
 the measured window; the input-bound band and its thresholds are in
 :mod:`nbbench.accelerators`.  The other input-pipeline results: ``sweep`` in
-:mod:`nbbench.results.sweep`, ``feed`` in :mod:`nbbench.results.feed`.
+:mod:`nbbench.results.pipeline.sweep`, ``feed`` in :mod:`nbbench.results.pipeline.feed`.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from __future__ import annotations
 import math
 import statistics
 
-from ..accelerators import AU_TARGET_PCT, get_accelerator, input_bound_band
-from ..units import format_many, format_metric
-from .base import Result, register
-from .present import SEP
+from ...accelerators import AU_TARGET_PCT, get_accelerator, input_bound_band
+from ...units import format_many, format_metric
+from ..base import Result, register
+from ..present.rule import SEP
 
 __all__ = ["LoaderResult", "loader_figures", "feeds_phrase"]
 

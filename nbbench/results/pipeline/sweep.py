@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import math
 
-from ..units import format_metric, metric_label
-from . import drawing
-from .base import Result, register
-from .present import SEP, Section
+from ...units import format_metric, metric_label
+from .. import drawing
+from ..base import Result, register
+from ..present.rule import SEP, Section
 
 __all__ = ["SweepResult"]
 

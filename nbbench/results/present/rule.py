@@ -20,7 +20,7 @@ through :class:`Presentation` and one of its two renderers, :func:`render_text` 
 
 A result kind fills the model by overriding :meth:`nbbench.results.Result.answer_line` and,
 where it has more to show, :meth:`~nbbench.results.Result.sections` (see that class).
-The one-line summaries (history lists, count lines) are in :mod:`nbbench.results.summaries`.
+The one-line summaries (history lists, count lines) are in :mod:`nbbench.results.present.summaries`.
 """
 
 from __future__ import annotations

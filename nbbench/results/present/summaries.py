@@ -1,6 +1,6 @@
 """One-line summaries of results, fitted to a width without ever cutting a figure.
 
-Layer: the bottom (inside :mod:`nbbench.results`), pure strings like :mod:`.present`, whose
+Layer: the bottom (inside :mod:`nbbench.results`), pure strings like :mod:`.rule`, whose
 separators (:data:`~.present.SEP`, :data:`~.present.ANSWER_SEP`) they split on.
 :func:`fit_summary` cuts ``answer — subject [tags] (n warnings)`` to a width,
 :func:`history_lines` lays out the history list, :func:`count_line` counts results and
@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from ..units import shorten_middle
-from .present import ANSWER_SEP, SEP
+from ...units import shorten_middle
+from .rule import ANSWER_SEP, SEP
 
 __all__ = ["fit_summary", "history_lines", "outcome_word", "count_line"]
 

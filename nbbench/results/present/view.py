@@ -1,7 +1,7 @@
 """How every result is shown: the one presentation rule's methods, which :class:`~nbbench.results.Result` has.
 
 Layer: the bottom (inside :mod:`nbbench.results`); pure strings (no IPython, widgets or
-matplotlib).  The model and its two renderers are :mod:`nbbench.results.present`; this
+matplotlib).  The model and its two renderers are :mod:`nbbench.results.present.rule`; this
 mixin fills the model from a result: the answer first (:meth:`ResultView.answer_line`),
 then what qualifies it (the subject, :meth:`ResultView.headline`, and the labels in
 :attr:`ResultView.QUALIFIERS`), then the details folded (:meth:`ResultView.sections`).
@@ -11,7 +11,7 @@ A new result kind plugs in by overriding two methods:
 * :meth:`~ResultView.answer_line` — what came out, in one line with units
   ("392 MB/s read · 69.7 MB/s write", "feeds 3 × h100-resnet50 (storage fetch limits it)",
   "CUDA not usable: CPU-only build of torch");
-* :meth:`~ResultView.sections` — its own tables as :class:`~nbbench.results.present.Section`
+* :meth:`~ResultView.sections` — its own tables as :class:`~nbbench.results.present.rule.Section`
   (open: its main content; folded: details), usually ``[mine] + super().sections()``;
 
 and, where it helps: :meth:`~ResultView.story` (sentences under the answer),
@@ -27,9 +27,9 @@ from __future__ import annotations
 import datetime as _dt
 from typing import ClassVar
 
-from ..units import format_many, format_metric, metric_label, metric_phrase, percentile_name
-from . import advice as _advice
-from .present import ANSWER_SEP, SEP, Presentation, Rendered, Section, render_html, render_text, tone_of
+from ...units import format_many, format_metric, metric_label, metric_phrase, percentile_name
+from .. import advice as _advice
+from .rule import ANSWER_SEP, SEP, Presentation, Rendered, Section, render_html, render_text, tone_of
 from .summaries import fit_summary
 
 __all__ = ["ResultView", "table_figures"]
@@ -59,7 +59,7 @@ def table_figures(items) -> list[str]:
     share a unit in one SI prefix (:func:`~nbbench.units.format_many`: '0.537 GB/s' beside
     '1.20 GB/s'), each other one as :func:`~nbbench.units.format_metric` (percentages, counts,
     text; memory sizes in binary units)."""
-    from ..units import unit_of
+    from ...units import unit_of
 
     items = list(items)
     out = [format_metric(k, v) for k, v in items]
@@ -113,7 +113,7 @@ class ResultView:
         return sp if isinstance(sp, dict) and (sp.get("figures") or sp.get("headline")) else None
 
     def _pm(self, key: str) -> str:
-        from .runs import pm_text
+        from ..runs import pm_text
 
         sp = self.spread()
         fig = (sp or {}).get("figures", {}).get(key)
@@ -145,7 +145,7 @@ class ResultView:
     def spread_note(self) -> str:
         """What the headline's ± is, after the answer: '(min…max of 5 runs)'; for a kind that words
         its answer itself, the figures too: '(samples/s ± 3 %, min…max of 5 runs)'; '' without spread."""
-        from .runs import spread_clause
+        from ..runs import spread_clause
 
         sp = self.spread()
         clause = spread_clause(sp)
@@ -162,7 +162,7 @@ class ResultView:
         return SEP.join(figs) if figs else "no figures"
 
     def tone(self) -> str:
-        """ok / warn / fail / interrupted / neutral (:func:`nbbench.results.present.tone_of`)."""
+        """ok / warn / fail / interrupted / neutral (:func:`nbbench.results.present.rule.tone_of`)."""
         return tone_of(self.status, self.verdict)
 
     def lead(self) -> str:
@@ -184,7 +184,7 @@ class ResultView:
 
     def findings(self) -> dict[str, int] | None:
         """What this result's checks found, counted by status ({"fail": 2, "warn": 4, "ok": 10});
-        None for a result without checks.  A count line (:func:`~nbbench.results.summaries.count_line`)
+        None for a result without checks.  A count line (:func:`~nbbench.results.present.summaries.count_line`)
         counts them apart from the results."""
         return None
 
@@ -198,7 +198,7 @@ class ResultView:
         prefix: :func:`table_figures`), the latency
         percentiles in fio's compact rows, and how it was measured (every label).  A kind
         adds its own (``[my_table] + super().sections()``)."""
-        from .hist import PERCENTILES, percentile_key
+        from ..hist import PERCENTILES, percentile_key
 
         pkeys = {percentile_key(p) for p in PERCENTILES}
         shown = [(k, v) for k, v in self.metrics.items() if k not in pkeys]
@@ -246,7 +246,7 @@ class ResultView:
         return SEP.join(b for b in bits if b)
 
     def present(self) -> Presentation:
-        """This result in the one presentation rule's model (:mod:`nbbench.results.present`)."""
+        """This result in the one presentation rule's model (:mod:`nbbench.results.present.rule`)."""
         status = ""
         if self.status != "ok":
             status = self.status + (f": {self.reason}" if self.reason else "")
@@ -299,7 +299,7 @@ class ResultView:
         runs = getattr(self, "runs", None) or []
         if len(runs) < 2:
             return None
-        from .runs import headline_keys
+        from ..runs import headline_keys
 
         keys = headline_keys(self)
         head = ["run"] + [self.metric_name(k) for k in keys]
@@ -348,7 +348,7 @@ class ResultView:
         return Rendered(render_text(p, width=100, details=True), render_html(p, open_details=True))
 
     def html(self, open_details: bool = False) -> str:
-        """The HTML view (:func:`nbbench.results.present.render_html`)."""
+        """The HTML view (:func:`nbbench.results.present.rule.render_html`)."""
         return render_html(self.present(), open_details=open_details)
 
     def _repr_html_(self) -> str:

@@ -13,8 +13,8 @@ a label (``cache_read``, ``cache_read_warm``, ``cache_dcp_read``, ``cache_dcp_re
 
 from __future__ import annotations
 
-from ..units import format_bytes, format_metric
-from .base import Result, register
+from ...units import format_bytes, format_metric
+from ..base import Result, register
 
 __all__ = ["CheckpointResult"]
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..units import format_bytes, format_metric, format_si, format_sig, percentile_name
-from .base import Result, register
-from .hist import PERCENTILES, LatencyHistogram, percentile_key
-from .present import SEP, Section
+from ...units import format_bytes, format_metric, format_si, format_sig, percentile_name
+from ..base import Result, register
+from ..hist import PERCENTILES, LatencyHistogram, percentile_key
+from ..present.rule import SEP, Section
 
 __all__ = ["DiskResult", "IoJobResult", "RandreadResult", "DiskPresetResult", "FilesResult", "percentiles_frame"]
 
@@ -72,7 +72,7 @@ def percentiles_frame(runs, unit: str | None = None):
         runs = [runs]
     items = runs.items() if isinstance(runs, dict) else [(r.headline(), r) for r in runs]
     if unit is None:
-        from ..units import format_many
+        from ...units import format_many
 
         every = [r.metrics.get(percentile_key(p)) for _, r in items for p in PERCENTILES]
         unit = format_many([max([v for v in every if v is not None] or [0]) * 1e-9], "s")[0].split(" ")[-1]

@@ -12,11 +12,11 @@ measured phase in 500 ms windows, ``samples["ttfb_hist"]`` / ``["lat_hist"]`` fi
 
 from __future__ import annotations
 
-from ..units import format_bytes, format_metric
-from . import drawing
-from .base import Result, register
-from .hist import LatencyHistogram
-from .present import Section
+from ...units import format_bytes, format_metric
+from .. import drawing
+from ..base import Result, register
+from ..hist import LatencyHistogram
+from ..present.rule import Section
 
 __all__ = ["S3Result", "knee_sentence"]
 

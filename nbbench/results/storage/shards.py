@@ -12,9 +12,9 @@ shards, bytes, seconds and rate; ``samples["bw"]`` the aggregate in 500 ms windo
 
 from __future__ import annotations
 
-from ..units import format_bytes, format_metric
-from .base import Result, register
-from .hist import LatencyHistogram
+from ...units import format_bytes, format_metric
+from ..base import Result, register
+from ..hist import LatencyHistogram
 
 __all__ = ["ShardsResult", "shards_what", "samples_phrase", "warm_phrase", "ttfb_phrase"]
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from . import advice as _advice
-from .base import Result, register
-from .present import SEP, Section
-from .verdict import worst_verdict
+from .. import advice as _advice
+from ..base import Result, register
+from ..present.rule import SEP, Section
+from ..verdict import worst_verdict
 
 __all__ = ["DoctorResult", "Check", "CHECK_STATUSES"]
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..units import format_bytes
-from .base import Result, register
-from .present import SEP, Section
+from ...units import format_bytes
+from ..base import Result, register
+from ..present.rule import SEP, Section
 
 __all__ = ["EnvResult", "env_rows", "ENV_ROWS"]
 

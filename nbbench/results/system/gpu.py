@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..nvml import is_na
-from ..units import format_bytes
-from .base import Result, register
-from .present import SEP, Section
-from .verdict import worst_verdict
+from ...nvml import is_na
+from ...units import format_bytes
+from ..base import Result, register
+from ..present.rule import SEP, Section
+from ..verdict import worst_verdict
 
 __all__ = ["GpuCheckResult", "device_line", "first_clause"]
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from ..units import format_sig
-from . import drawing
-from .base import Result, register
-from .present import SEP
-from .series import IDLE_THRESHOLD_PCT, FieldStats, window
+from ...units import format_sig
+from .. import drawing
+from ..base import Result, register
+from ..present.rule import SEP
+from ..series import IDLE_THRESHOLD_PCT, FieldStats, window
 
 __all__ = ["MonitorResult", "monitor_verdict", "net_quiet", "NET_QUIET_BYTES", "NET_QUIET_BYTES_PER_S"]
 
@@ -195,7 +195,7 @@ class MonitorResult(Result):
         storage) · 10.0 s · waiting on storage (writing)' — its bytes in one prefix; the writes only
         where it wrote; the writes cancelled (deleted before writeback) only where there were any.
         The machine's own figures are the line under it (:meth:`story`)."""
-        from ..units import format_many, format_metric
+        from ...units import format_many, format_metric
 
         m = self.metrics
         out = []
@@ -243,7 +243,7 @@ class MonitorResult(Result):
     def machine_line(self) -> str:
         """The machine's figures, labelled as the machine's: all CPUs, the device's total reads
         and writes (every process's), the network — in one prefix per pair."""
-        from ..units import format_many
+        from ...units import format_many
 
         m, parts = self.metrics, []
         n = self.labels.get("cpus_logical")
@@ -301,7 +301,7 @@ class MonitorResult(Result):
         return out + ([f"  … {more} more in res.procs_frame()"] if more else [])
 
     def _procs_rows(self, n: int = 8):
-        from ..units import format_bytes
+        from ...units import format_bytes
 
         p = self.samples.get("procs") or {}
         if not p.get("pid"):
@@ -340,7 +340,7 @@ class MonitorResult(Result):
 
     def sections(self):
         """The per-process table (open: which process read and ran most), then the defaults."""
-        from .present import Section
+        from ..present.rule import Section
 
         said = self._said_notes()
         notes = [Section("notes", [[n] for n in said], align="l")] if said else []

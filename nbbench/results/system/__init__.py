@@ -1,0 +1,9 @@
+"""Results about the machine: the GPU check, the monitor, the doctor, the environment.
+
+Layer: core (inside :mod:`nbbench.results`; imports only the core).
+
+* :mod:`.gpu`     the GPU stack's check and benchmark
+* :mod:`.monitor` a monitored cell or command: its timeline and verdict
+* :mod:`.doctor`  the doctor's checks
+* :mod:`.env`     the environment fingerprint
+"""
