@@ -21,11 +21,6 @@ __all__ = ["group_text", "comparison_html", "run_desc", "TEXT_WIDTH"]
 TEXT_WIDTH = 100
 
 
-def _runs_word(g, i: int) -> str:
-    n = g.n_runs(i)
-    return "" if n == 1 else f"{n} runs, "
-
-
 def run_desc(r: Result, path: str | None = None, pool=None) -> str:
     bits = []
     from .noise import run_metrics

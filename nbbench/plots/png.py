@@ -1,12 +1,10 @@
-"""A Figure as PNG bytes, and tick labels in a metric's unit."""
+"""A Figure as PNG bytes."""
 
 from __future__ import annotations
 
 import io
 
-from ..units import format_metric
-
-__all__ = ["figure_png", "metric_formatter"]
+__all__ = ["figure_png"]
 
 
 def figure_png(fig, dpi: int = 100) -> bytes:
@@ -22,10 +20,3 @@ def figure_png(fig, dpi: int = 100) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi)
     return buf.getvalue()
-
-
-def metric_formatter(metric: str):
-    """Tick labels as :func:`~nbbench.units.format_metric` writes ``metric`` ("0" at zero)."""
-    from matplotlib.ticker import FuncFormatter
-
-    return FuncFormatter(lambda x, _pos: format_metric(metric, x) if x else "0")

@@ -9,9 +9,7 @@ CLI's exit code, the panel's status line and the reports follow both
 
 from __future__ import annotations
 
-import html
-
-__all__ = ["VERDICTS", "VERDICT_COLOURS", "worst_verdict", "verdict_badge"]
+__all__ = ["VERDICTS", "VERDICT_COLOURS", "worst_verdict"]
 
 #: what a result's checks found, best first (a result without checks has verdict None)
 VERDICTS = ("ok", "warn", "fail")
@@ -25,13 +23,3 @@ def worst_verdict(statuses) -> str | None:
     None when none counts (no checks, or only n/a)."""
     found = [s for s in statuses if s in VERDICTS]
     return max(found, key=VERDICTS.index) if found else None
-
-
-def verdict_badge(verdict: str | None) -> str:
-    """HTML: "checks: fail" in the verdict's colour ('' for None)."""
-    if verdict is None:
-        return ""
-    return (
-        f"<span class='nbbench-verdict nbbench-verdict-{html.escape(verdict)}' style='color:"
-        f"{VERDICT_COLOURS.get(verdict, '#555')};font-weight:bold'>checks: {html.escape(verdict)}</span>"
-    )
