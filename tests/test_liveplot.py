@@ -7,16 +7,16 @@ import time
 import pytest
 
 from nbbench.plots.monitor import monitor_figure
-from nbbench.plots.panel import nice_ceil
-from nbbench.ui.liveplot import LivePlot, Panel, for_monitor
+from nbbench.plots.subplot import nice_ceil
+from nbbench.ui.liveplot import LivePlot, Subplot, for_monitor
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
 def panels():
     return [
-        Panel("throughput", ["loader.samples_per_s"], unit="samples/s"),
-        Panel("GPU", ["gpu*.util_pct"], unit="%", ylim=(0, 100), labels={"gpu0.util_pct": "GPU0"}),
+        Subplot("throughput", ["loader.samples_per_s"], unit="samples/s"),
+        Subplot("GPU", ["gpu*.util_pct"], unit="%", ylim=(0, 100), labels={"gpu0.util_pct": "GPU0"}),
     ]
 
 
@@ -43,8 +43,8 @@ def test_render_is_a_png_and_the_figure_is_not_pyplot():
     assert ax0.get_ylim()[1] >= 490  # autoscaled in nice steps
     assert [line.get_label() for line in ax1.get_lines() if not line.get_label().startswith("_")] == ["GPU0"]
     code = (
-        "import sys; from nbbench.ui.liveplot import LivePlot, Panel; "
-        "p = LivePlot([Panel('a', ['x'])], target='none'); p.add(0, {'x': 1.0}); p.add(1, {'x': 2.0}); "
+        "import sys; from nbbench.ui.liveplot import LivePlot, Subplot; "
+        "p = LivePlot([Subplot('a', ['x'])], target='none'); p.add(0, {'x': 1.0}); p.add(1, {'x': 2.0}); "
         "p.render_png(); print('matplotlib.pyplot' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -266,7 +266,7 @@ def test_pause_holds_live_frames(monkeypatch):
 
 def test_a_quiet_network_panel_is_left_out_of_the_final_frame_and_said_in_words():
     from nbbench.plots.monitor import monitor_panels
-    from nbbench.plots.panel import fold_quiet
+    from nbbench.plots.subplot import fold_quiet
     from nbbench.plots.timeline import Timeline
 
     tl = Timeline(monitor_panels(net_label="eth0"), title="t")

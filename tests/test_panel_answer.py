@@ -359,11 +359,11 @@ def test_displaying_the_panel_leaves_the_snapshot_and_refreshes_it(panel, fake_g
 
 # ------------------------------------------------------------------ the live plot's look
 def test_live_plot_legend_text_wraps_instead_of_being_cut():
-    from nbbench.plots.panel import Panel
+    from nbbench.plots.subplot import Subplot
     from nbbench.plots.timeline import Timeline
 
     tl = Timeline(
-        [Panel("samples/s", ["warm_samples_per_s"], labels={"warm_samples_per_s": "from memory (warm cache)"})]
+        [Subplot("samples/s", ["warm_samples_per_s"], labels={"warm_samples_per_s": "from memory (warm cache)"})]
     )
     tl.add(0.0, {"warm_samples_per_s": 1.0})
     tl.add(1.0, {"warm_samples_per_s": 2.0})

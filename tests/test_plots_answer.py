@@ -90,15 +90,15 @@ def test_reports_say_why_there_is_no_plot(tmp_path):
 
 
 def test_a_live_plot_with_fewer_than_two_points_leaves_no_empty_axes():
-    from nbbench.ui.liveplot import LivePlot, Panel
+    from nbbench.ui.liveplot import LivePlot, Subplot
 
-    p = LivePlot([Panel("bandwidth", ["*bytes_per_s"], unit="MB/s", scale=1e-6)], target="widget", show=False)
+    p = LivePlot([Subplot("bandwidth", ["*bytes_per_s"], unit="MB/s", scale=1e-6)], target="widget", show=False)
     p.start()
     assert p.widget.layout.display == "none"  # no empty axes while waiting for data
     p.add(1.0, {"write_bytes_per_s": 5e8})
     assert p.close() is None and "no plot" in p.note
     assert p.widget.layout.display == "none" and p._repr_png_() is None
-    q = LivePlot([Panel("bandwidth", ["*bytes_per_s"])], target="none")
+    q = LivePlot([Subplot("bandwidth", ["*bytes_per_s"])], target="none")
     q.add(1.0, {"write_bytes_per_s": 5e8})
     q.add(1.5, {"write_bytes_per_s": 6e8})
     assert q.close().startswith(b"\x89PNG") and q.note is None
@@ -115,8 +115,8 @@ def test_a_monitor_run_with_one_sample_has_no_figure():
 # ------------------------------------------------------------ size and fonts
 def _figures():
     from nbbench.plots.monitor import monitor_figure
-    from nbbench.plots.panel import Panel
     from nbbench.plots.samples import result_figure
+    from nbbench.plots.subplot import Subplot
     from nbbench.plots.sweep import sweep_figure
     from nbbench.plots.timeline import Timeline
     from nbbench.results.pipeline.sweep import SweepResult
@@ -149,7 +149,7 @@ def _figures():
     sw = SweepResult(
         samples={"configs": configs}, metrics={"needed_samples_per_s": 1600.0}, labels={"accelerator": "h100-resnet50"}
     )
-    timeline = Timeline([Panel("bandwidth", ["*bytes_per_s"], unit="MB/s", scale=1e-6)], title="dd: live rate")
+    timeline = Timeline([Subplot("bandwidth", ["*bytes_per_s"], unit="MB/s", scale=1e-6)], title="dd: live rate")
     for i in range(5):
         timeline.add(float(i), {"read_bytes_per_s": 1e8 * (i + 1)})
     cmp = compare([_dd({}, label="A"), _dd({}, label="B", w=5e8)]).groups[0]
@@ -212,10 +212,10 @@ def test_a_bold_title_that_says_why_a_panel_is_missing_stays_inside_the_figure()
 
 # ------------------------------------------------------------ time axis
 def test_the_live_time_axis_follows_the_run_length():
-    from nbbench.plots.panel import Panel
+    from nbbench.plots.subplot import Subplot
     from nbbench.plots.timeline import Timeline
 
-    panels = [Panel("IOPS", ["iops"], unit="kIOPS", scale=1e-3)]
+    panels = [Subplot("IOPS", ["iops"], unit="kIOPS", scale=1e-3)]
     known = Timeline(panels, span_s=3.0)
     for i in range(5):
         known.add(0.2 * i, {"iops": 1e4})

@@ -13,7 +13,7 @@ that draw, so importing them stays light.
 * :mod:`.style`     what every figure shares: >= 800 px wide, fonts >= 10 pt (passed
   explicitly, never rcParams), wrapped titles, axis units, the too-short sentence
 * :mod:`.png`       :func:`figure_png`, axis formatters in the metric's unit
-* :mod:`.panel`     :class:`Panel`: one subplot of a timeline; nice axis limits
+* :mod:`.subplot`   :class:`Subplot`: one subplot of a timeline; nice axis limits
 * :mod:`.timeline`  :class:`Timeline`: named series over a shared time axis (the
   figure behind every live plot)
 * :mod:`.timedata`  :class:`TimelineData`: a timeline's series and marks, kept

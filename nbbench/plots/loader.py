@@ -6,8 +6,8 @@ with the target lines that answer the question (the samples/s an accelerator nee
 from __future__ import annotations
 
 from ..units import format_metric
-from .panel import Panel
 from .style import FONT, TARGET
+from .subplot import Subplot
 
 __all__ = ["loader_panels", "need_label", "need_targets", "AUGauge"]
 
@@ -25,12 +25,12 @@ def need_targets(need: float | None, accelerator: str | None = None, au_target_p
 
 def loader_panels(
     gpu_note: str = "", need: float | None = None, accelerator: str | None = None, au_target_pct: float = 90.0
-) -> list[Panel]:
+) -> list[Subplot]:
     """Throughput over 1 s windows, with the samples/s the accelerator needs (``need``) as a
     target line; AU per window with GPU kernel-active % and the AU target line
     (``gpu_note``: why the GPU is N/A, in the panel's title)."""
     return [
-        Panel(
+        Subplot(
             "throughput over 1 s windows",
             ["loader.samples_per_s"],
             unit="samples/s",
@@ -38,7 +38,7 @@ def loader_panels(
             styles={"loader.samples_per_s": {"color": "#1565c0"}},
             targets=need_targets(need, accelerator, au_target_pct),
         ),
-        Panel(
+        Subplot(
             "AU per window and GPU kernel-active %" + (" (GPU N/A)" if gpu_note else ""),
             ["gpu*.util_pct", "loader.au_pct"],
             unit="%",

@@ -5,7 +5,7 @@ network), the specification of a live monitor plot, and a stored monitor run's f
 from __future__ import annotations
 
 from ..results.system.monitor import NET_QUIET_BYTES_PER_S
-from .panel import Panel
+from .subplot import Subplot
 from .timeline import Timeline
 
 __all__ = ["monitor_panels", "monitor_plot_kwargs", "monitor_figure"]
@@ -32,7 +32,7 @@ def monitor_panels(
     disk_label: str = "disk",
     gpus: bool = True,
     net_label: str | None = None,
-) -> list[Panel]:
+) -> list[Subplot]:
     """The default panels of ``%%iobench monitor``: GPU kernel-active %, GPU memory, CPU, disk MB/s
     and, with ``net_label`` (the interfaces watched), network receive / transmit MB/s."""
     gpu_info = gpu_info or []
@@ -50,7 +50,7 @@ def monitor_panels(
             mlabels[f"gpu{i}.mem_used_bytes"] = f"GPU{i} used"
         total = max((d.get("mem_total_bytes") or 0 for d in gpu_info), default=0)
         panels.append(
-            Panel(
+            Subplot(
                 "GPU kernel-active % (share of time a kernel ran)",
                 util,
                 unit="%",
@@ -61,7 +61,7 @@ def monitor_panels(
             )
         )
         panels.append(
-            Panel(
+            Subplot(
                 "GPU memory used",
                 mem,
                 unit="GiB",
@@ -72,7 +72,7 @@ def monitor_panels(
             )
         )
     panels.append(
-        Panel(
+        Subplot(
             "CPU, whole machine",
             ["cpu.util_pct", "cpu.iowait_pct"],
             unit="%",
@@ -81,7 +81,7 @@ def monitor_panels(
         )
     )
     panels.append(
-        Panel(
+        Subplot(
             f"Disk ({disk_label})",
             ["disk.read_bytes_per_s", "disk.write_bytes_per_s"],
             unit="MB/s",
@@ -92,7 +92,7 @@ def monitor_panels(
     )
     if net_label is not None:
         panels.append(
-            Panel(
+            Subplot(
                 f"Network ({_short(net_label, 60)})",
                 ["net.rx_bytes_per_s", "net.tx_bytes_per_s"],
                 unit="MB/s",

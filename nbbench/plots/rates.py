@@ -6,7 +6,7 @@ series (one figure per sweep configuration) as markers."""
 from __future__ import annotations
 
 from ..units import unit_of
-from .panel import Panel
+from .subplot import Subplot
 
 __all__ = ["rate_panels", "tag_styles"]
 
@@ -20,7 +20,7 @@ _GROUPS = {
 }
 
 
-def rate_panels(keys) -> list[Panel]:
+def rate_panels(keys) -> list[Subplot]:
     """Panels for the units of the rate metrics among ``keys`` (one per unit; a panel
     shows every key of its unit, also ones reported later, e.g. dd's read after its write)."""
     units = []
@@ -31,14 +31,14 @@ def rate_panels(keys) -> list[Panel]:
     panels = []
     for u in units:
         title, axis, scale, patterns = _GROUPS[u]
-        panels.append(Panel(title, list(patterns), unit=axis, scale=scale))
+        panels.append(Subplot(title, list(patterns), unit=axis, scale=scale))
     return panels
 
 
 _PER_CONFIG = ", one point per configuration"
 
 
-def tag_styles(panel: Panel, point: dict) -> None:
+def tag_styles(panel: Subplot, point: dict) -> None:
     """Series reported with a configuration tag (a sweep's one figure per configuration):
     drawn as markers, each configuration its own (a NaN between them breaks the line)."""
     for k in point:

@@ -15,9 +15,9 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .panel import Panel, as_panel
 from .style import finite as _finite
 from .style import value_text as _fmt
+from .subplot import Subplot, as_subplot
 
 __all__ = ["TimelineData"]
 
@@ -34,7 +34,7 @@ class TimelineData:
         t0: float | None = None,
         min_plot_s: float = 0.0,
     ):
-        self.panels = [as_panel(p) for p in (panels or [Panel("", ["*"])])]
+        self.panels = [as_subplot(p) for p in (panels or [Subplot("", ["*"])])]
         if not self.panels:
             raise ValueError("a plot needs at least one panel")
         self.title = title

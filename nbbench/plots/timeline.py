@@ -1,7 +1,7 @@
 """Named series over a shared time axis, drawn with matplotlib's object API.
 
 A :class:`Timeline` keeps named series (thread-safe, bounded) and draws them, one
-subplot per :class:`~.panel.Panel`, into a ``matplotlib.figure.Figure`` on the Agg canvas
+subplot per :class:`~.subplot.Subplot`, into a ``matplotlib.figure.Figure`` on the Agg canvas
 (never pyplot's global state); :meth:`Timeline.png` renders it to PNG bytes.  It is
 the figure behind every live plot (:class:`nbbench.ui.liveplot.LivePlot` pushes its
 frames into a notebook) and behind a stored monitor run's ``.figure()``.
@@ -29,11 +29,11 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .panel import draw_targets, nice_ceil
 from .style import FONT, wrap
 from .style import figsize as _min_width
 from .style import finite as _finite
 from .style import legend_right as _legend
+from .subplot import draw_targets, nice_ceil
 from .timedata import TimelineData
 
 __all__ = ["Timeline"]
@@ -46,7 +46,7 @@ class Timeline(TimelineData):
     status=None, max_points=400, capacity=50000, t0=None, blit=True, min_span_s=10.0, span_s=None,
     min_plot_s=0.0, subtitle="")``
 
-    - ``panels``: :class:`Panel` objects or dicts of their fields (default: one panel
+    - ``panels``: :class:`Subplot` objects or dicts of their fields (default: one panel
       showing every series).
     - ``window_s``: show only the last N seconds (None: everything); the shown range moves in
       steps of a tenth of the window, so most frames only redraw the lines.

@@ -1,7 +1,7 @@
 """Live timelines that survive headless runs: PNG frames pushed through display handles.
 
 A :class:`LivePlot` shows a :class:`nbbench.plots.timeline.Timeline` (named series
-over a shared time axis, one subplot per :class:`Panel`, drawn with matplotlib's
+over a shared time axis, one subplot per :class:`Subplot`, drawn with matplotlib's
 object API) while the cell is busy.  A drawing thread renders it to PNG and pushes
 each frame through an IPython display handle (``display(..., display_id=True)`` then
 ``update``) or into an ``ipywidgets.Image``; both update while the cell is busy.
@@ -13,9 +13,9 @@ final picture is in the cell's saved output (GitHub, nbviewer, nbmake, nbclient)
 
 Generic use (the DataLoader sweep draws throughput next to GPU utilisation)::
 
-    from nbbench.ui.liveplot import LivePlot, Panel
-    plot = LivePlot([Panel("throughput", ["loader.samples_per_s"], unit="samples/s"),
-                     Panel("GPU kernel-active %", ["gpu*.util_pct"], unit="%", ylim=(0, 100))],
+    from nbbench.ui.liveplot import LivePlot, Subplot
+    plot = LivePlot([Subplot("throughput", ["loader.samples_per_s"], unit="samples/s"),
+                     Subplot("GPU kernel-active %", ["gpu*.util_pct"], unit="%", ylim=(0, 100))],
                     title="DataLoader sweep")
     plot.attach(monitor)          # every monitor record feeds the plot (fields matching the panels)
     plot.start()                  # shows it (in a notebook) and starts the drawing thread
@@ -38,11 +38,11 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ..plots.monitor import monitor_plot_kwargs
-from ..plots.panel import Panel
+from ..plots.subplot import Subplot
 from ..plots.timeline import Timeline
 from .kernel import in_kernel  # the one kernel check, re-exported here under its old name
 
-__all__ = ["LivePlot", "Panel", "for_monitor", "monitor_plot_kwargs", "in_kernel"]
+__all__ = ["LivePlot", "Subplot", "for_monitor", "monitor_plot_kwargs", "in_kernel"]
 
 
 class LivePlot:
@@ -139,7 +139,7 @@ class LivePlot:
 
     # ------------------------------------------------------------------ data
     @property
-    def panels(self) -> list[Panel]:
+    def panels(self) -> list[Subplot]:
         return self.timeline.panels
 
     @property
@@ -304,7 +304,7 @@ class LivePlot:
         self.timeline.fit = True  # the final frame fits the data
         if not final:
             return None
-        from ..plots.panel import fold_quiet
+        from ..plots.subplot import fold_quiet
 
         fold_quiet(self.timeline)  # an idle panel (no network traffic) is a few words, not an empty plot
         self.note = self.timeline.no_plot_text()

@@ -1,4 +1,4 @@
-"""One subplot of a timeline (:class:`Panel`: which series, in which unit, how scaled),
+"""One subplot of a timeline (:class:`Subplot`: which series, in which unit, how scaled),
 and the "nice" axis limits that move in 1-2-2.5-5 steps (:func:`nice_ceil`)."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["Panel", "as_panel", "nice_ceil", "draw_targets", "fold_quiet"]
+__all__ = ["Subplot", "as_subplot", "nice_ceil", "draw_targets", "fold_quiet"]
 
 
 @dataclass
-class Panel:
+class Subplot:
     """One subplot: series names or fnmatch patterns (``"gpu*.util_pct"``) in one unit.
 
     ``scale`` multiplies stored values for display (bytes/s -> MB/s: ``1e-6``);
@@ -50,13 +50,13 @@ class Panel:
         return {}
 
 
-def as_panel(p) -> Panel:
-    """A :class:`Panel` from a Panel or a dict of its fields."""
-    if isinstance(p, Panel):
+def as_subplot(p) -> Subplot:
+    """A :class:`Subplot` from a Subplot or a dict of its fields."""
+    if isinstance(p, Subplot):
         return p
     if isinstance(p, Mapping):
-        return Panel(**p)
-    raise TypeError(f"a panel is a Panel or a dict of its fields, not {type(p).__name__}")
+        return Subplot(**p)
+    raise TypeError(f"a subplot is a Subplot or a dict of its fields, not {type(p).__name__}")
 
 
 def nice_ceil(x: float) -> float:
@@ -71,7 +71,7 @@ def nice_ceil(x: float) -> float:
     return 10.0 ** (exp + 1)
 
 
-def draw_targets(ax, panel: Panel) -> list:
+def draw_targets(ax, panel: Subplot) -> list:
     """The panel's target lines on ``ax`` (dashed, green), each labelled in the legend (wrapped
     to the legend's column); returns the artists drawn."""
     import textwrap
