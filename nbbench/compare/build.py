@@ -10,6 +10,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..results import ProbeError, Result
+from ..store import default_store
 from .gate import parse_pct
 from .likeness import HIDDEN_PARAMS, MODE_LABELS, TARGET_LABELS
 from .model import Comparison, ComparisonGroup, _num
@@ -71,8 +72,6 @@ def compare(
     if fail_if_worse is not None:
         parse_pct(fail_if_worse)  # a malformed percentage is refused before any work
     if any(not isinstance(r, (Result, list, tuple)) for r in refs) and store is None:
-        from ..store import default_store
-
         store = default_store()
     resolved = resolve(refs, store)
     cmp = Comparison(refs=[n for n, _ in resolved], groups=[])

@@ -14,6 +14,8 @@ from ..results import Result, drawing
 from ..stats import spread_text
 from ..units import format_metric, shorten_middle
 from .likeness import MODE_LABELS
+from .model import _row_label, table_metrics
+from .noise import change_text, run_metrics
 
 __all__ = ["group_text", "comparison_html", "run_desc", "TEXT_WIDTH"]
 
@@ -23,7 +25,6 @@ TEXT_WIDTH = 100
 
 def run_desc(r: Result, path: str | None = None, pool=None) -> str:
     bits = []
-    from .noise import run_metrics
 
     pool = pool or [r]
     ids = [x.run_id for x in pool if x.run_id is not None]
@@ -65,8 +66,6 @@ def _value_cell(g, m: str, i: int) -> str:
 
 
 def group_text(g) -> str:
-    from .model import _row_label, table_metrics
-
     head = ["metric"] + g.names + [f"Δ% {n}" for n in g.names[1:]]
     body = []
     shown = table_metrics(g.metrics)
@@ -95,8 +94,6 @@ def group_text(g) -> str:
 
 
 def comparison_html(cmp, images: bool = True) -> str:
-    from .model import _row_label, table_metrics
-
     esc = html.escape
     out = ["<div class='nbbench-compare'>"]
     for g in cmp.groups:
@@ -158,6 +155,4 @@ def comparison_html(cmp, images: bool = True) -> str:
 
 
 def rows_change(ri) -> str:
-    from .noise import change_text
-
     return change_text(ri) if ri is not None else ""

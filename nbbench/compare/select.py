@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..results import ProbeError, Result, advice
+from ..store import default_store
 from .likeness import MODE_LABELS
 
 __all__ = ["resolve", "pools_by_kind", "same_settings"]
@@ -42,8 +43,6 @@ def resolve(refs: Sequence[Any], store=None) -> list[tuple[str, list[Result]]]:
             out.append((_name_of(list(ref), i), list(ref)))
             continue
         if store is None:
-            from ..store import default_store
-
             store = default_store()
         try:
             runs = store.find(ref)

@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from .exporter import MetricsServer
 from .sampler import Monitor
 
 __all__ = ["Background", "AlreadyWatching", "NotWatching", "start", "stop", "current", "mark"]
@@ -105,8 +106,6 @@ def start(
         mon.open()
         server = None
         if serve is not None:
-            from .exporter import MetricsServer
-
             try:
                 server = MetricsServer.from_text(mon, serve).start()
             except BaseException:

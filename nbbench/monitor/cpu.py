@@ -18,6 +18,9 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from . import procfs
+from .procfs import read_cpu_times, read_meminfo
+
 __all__ = ["CpuSource"]
 
 _SLOW_S = 0.5  # memory figures are read at most this often
@@ -47,8 +50,6 @@ class CpuSource:
 
         self._psutil = psutil
         if self.want_fast and sys.platform.startswith("linux"):
-            from . import procfs
-
             try:
                 f = procfs.ProcFile("/proc/stat")
                 if procfs.read_cpu_times(f):
@@ -76,8 +77,6 @@ class CpuSource:
         if now - self._slow_t >= _SLOW_S:
             self._slow_t = now
             if self._f_mem is not None:
-                from .procfs import read_meminfo
-
                 total, avail = read_meminfo(self._f_mem)
             else:
                 vm = ps.virtual_memory()
@@ -88,8 +87,6 @@ class CpuSource:
 
     def _sample_cpu(self, ps, out: dict) -> None:
         if self.fast:
-            from .procfs import read_cpu_times
-
             # per CPU: (total, idle + iowait, iowait); as psutil.cpu_percent, guest time is in user time
             cur = [(sum(c) - c.guest - c.guest_nice, c.idle + c.iowait, c.iowait) for c in read_cpu_times(self._f_stat)]
         else:

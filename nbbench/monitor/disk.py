@@ -24,6 +24,8 @@ import sys
 from typing import Any
 
 from .. import topology
+from . import procfs
+from .procfs import read_diskstats
 
 __all__ = ["DiskSource", "watched_device", "describe"]
 
@@ -115,8 +117,6 @@ class DiskSource:
 
         self._psutil = psutil
         if self.want_fast and sys.platform.startswith("linux"):
-            from . import procfs
-
             try:
                 f = procfs.ProcFile("/proc/diskstats")
                 procfs.read_diskstats(f)
@@ -148,8 +148,6 @@ class DiskSource:
 
     def _counters(self):
         if self.fast:
-            from .procfs import read_diskstats
-
             return read_diskstats(self._f_disk, self._wanted)
         return self._psutil.disk_io_counters(perdisk=True, nowrap=False)
 

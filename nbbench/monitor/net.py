@@ -31,6 +31,9 @@ import re
 import sys
 from typing import Any
 
+from . import procfs
+from .procfs import read_net_dev
+
 __all__ = ["NetSource", "parse_interfaces", "default_interfaces", "metric_name"]
 
 _KEYS = ("rx_bytes_per_s", "rx_packets_per_s", "tx_bytes_per_s", "tx_packets_per_s")
@@ -98,8 +101,6 @@ class NetSource:
 
     def open(self) -> None:
         if self.want_fast and sys.platform.startswith("linux"):
-            from . import procfs
-
             try:
                 f = procfs.ProcFile("/proc/net/dev")
                 procfs.read_net_dev(f)
@@ -140,8 +141,6 @@ class NetSource:
 
     def _counters(self) -> dict:
         if self.fast:
-            from .procfs import read_net_dev
-
             return read_net_dev(self._f, self._wanted)
         return self._psutil.net_io_counters(pernic=True, nowrap=True) or {}
 

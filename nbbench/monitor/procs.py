@@ -35,7 +35,9 @@ import os
 import sys
 from typing import Any
 
-from .procfs import COUNTED, counted
+from .gpuprocs import GpuProcesses
+from .procfs import COUNTED, ProcReader, children_of, counted, process_reader
+from .proctable import ProcessTable
 
 __all__ = ["ProcessTreeSource"]
 
@@ -96,8 +98,6 @@ class ProcessTreeSource:
 
         self._psutil = psutil
         if self.want_fast and sys.platform.startswith("linux"):
-            from .procfs import ProcReader
-
             try:
                 r = ProcReader(os.getpid())
                 r.read()
@@ -106,8 +106,6 @@ class ProcessTreeSource:
             except (OSError, ValueError, IndexError):
                 self.fast = False
         if self.table_interval:
-            from .proctable import ProcessTable
-
             self.table = ProcessTable(
                 self.pid, interval=self.table_interval, pss=self.want_pss, fast=self.fast, ps=psutil
             )
@@ -124,19 +122,13 @@ class ProcessTreeSource:
             return
         gpu = next((s for s in sources if getattr(s, "name", "") == "gpu" and getattr(s, "devices", None)), None)
         if gpu is not None:
-            from .gpuprocs import GpuProcesses
-
             self.table.gpu = GpuProcesses(gpu.nv, gpu.devices)
 
     def _reader(self, pid: int):
-        from .procfs import process_reader
-
         return process_reader(pid, self.fast, self._psutil)
 
     def _child_pids(self) -> list[int]:
         if self.fast and self._children_fast:
-            from .procfs import children_of
-
             kids = children_of(self.pid)
             if kids is not None:
                 return kids

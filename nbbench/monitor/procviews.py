@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..units import format_many, format_si
+
 __all__ = ["TableViews", "COLUMNS"]
 
 #: the columns of ``samples["procs"]`` (one list per column, one entry per process)
@@ -121,8 +123,6 @@ class TableViews:
     def summary(self) -> tuple[dict, dict]:
         """``(metrics, labels)``: the top reader, writer and CPU user; reads and writes of the main
         process and the workers."""
-        from ..units import format_many, format_si
-
         metrics: dict[str, Any] = {}
         labels: dict[str, Any] = {}
         rows = [r for r in self.rows.values() if r.last is not None and r.base is not None and r.pid > 0]

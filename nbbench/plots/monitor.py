@@ -4,7 +4,8 @@ network), the specification of a live monitor plot, and a stored monitor run's f
 
 from __future__ import annotations
 
-from ..results.system.monitor import NET_QUIET_BYTES_PER_S
+from ..monitor.text import format_status
+from ..results.system.monitor import NET_QUIET_BYTES_PER_S, net_quiet
 from .subplot import Subplot
 from .timeline import Timeline
 
@@ -116,8 +117,6 @@ def _net_label(monitor) -> str | None:
 def monitor_plot_kwargs(monitor, title: str = "nbbench monitor") -> dict:
     """Keyword arguments for a live plot (:class:`~nbbench.ui.liveplot.LivePlot`, or a
     :class:`Timeline`) showing an opened or started monitor: panels, title, status line, t0."""
-    from ..monitor.text import format_status
-
     info, note = _gpu_info(monitor)
     disk = "disk"
     for src in getattr(monitor, "sources", []) or []:
@@ -159,7 +158,6 @@ def monitor_figure(res, **kwargs):
     )
     title, subtitle = res.headline(), "" if gpu_info else f"GPU {note}"
     net = None
-    from ..results.system.monitor import net_quiet
 
     quiet = net_quiet(res.metrics)
     if "net.rx_bytes_per_s" in tl and not quiet:  # no traffic: the card's "idle:" line, not an empty panel

@@ -12,7 +12,8 @@ import math
 from typing import Any
 
 from ..units import metric_label, unit_of
-from .style import FONT, figsize, too_short, wrap
+from .loader import need_label
+from .style import FONT, duration_text, figsize, too_short, wrap
 
 __all__ = ["sample_series", "result_figure", "sample_plot", "window_of"]
 
@@ -106,8 +107,6 @@ def _panels(result, window: float) -> tuple[list, list]:
 
 
 def _short_text(short: list, window: float) -> str:
-    from .style import duration_text
-
     if len(short) == 1:
         return too_short(short[0][1], window, _name(short[0][0]))
     parts = [f"{_name(n)} {duration_text(s)}" for n, s in short]
@@ -182,8 +181,6 @@ def _draw_panel(ax, name, x, group, xlabel, window, targets, accelerator, n_cols
             **({"marker": "o", "markersize": 4} if len(x) < 30 else {}),
         )
     if target:  # the line the run has to clear: what the accelerator needs, the AU target
-        from .loader import need_label
-
         label = need_label(accelerator, need=target) if what == "need" else f"AU target {target:g} %"
         draw_target(ax, target * factor, label)
         ax.set_ylim(0, max(ymax, target) * factor * 1.25)

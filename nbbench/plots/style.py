@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 import textwrap
 
+from ..units import format_sig
+
 __all__ = [
     "MIN_WIDTH_PX",
     "FONT",
@@ -137,8 +139,6 @@ def draw_measured(ax, x, y, label: str | None = None, fmt=None, **style):
     """A measured series: a solid line through ``MIN_LINE_POINTS`` or more points, else
     markers with their values (``fmt(value)``, default 3 significant figures) and no line.
     Measured series are solid; targets are dashed (:func:`draw_target`)."""
-    from ..units import format_sig
-
     x, y = list(x), list(y)
     style = {k: v for k, v in style.items() if k != "linestyle"}
     if len(x) >= MIN_LINE_POINTS:

@@ -8,6 +8,8 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from .style import TARGET
+
 __all__ = ["Subplot", "as_subplot", "nice_ceil", "draw_targets", "fold_quiet"]
 
 
@@ -75,8 +77,6 @@ def draw_targets(ax, panel: Subplot) -> list:
     """The panel's target lines on ``ax`` (dashed, green), each labelled in the legend (wrapped
     to the legend's column); returns the artists drawn."""
     import textwrap
-
-    from .style import TARGET
 
     out = []
     for label, value in panel.targets.items():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 
+from .loader import need_label
 from .style import FONT, draw_measured, draw_target, figsize
 
 __all__ = ["sweep_figure", "sweep_png"]
@@ -75,8 +76,6 @@ def sweep_figure(res, ax=None):
         )
     need = res.metrics.get("needed_samples_per_s")
     if need:
-        from .loader import need_label
-
         au = (res.params or {}).get("au_target_pct") or 90.0
         draw_target(ax, need, need_label(res.labels.get("accelerator"), au, need))
     ax.set_xlabel("num_workers", fontsize=FONT["label"])

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .style import finite as _finite
+from .style import too_short
 from .style import value_text as _fmt
 from .subplot import Subplot, as_subplot
 
@@ -117,7 +118,6 @@ class TimelineData:
         """The sentence shown instead of a figure without :meth:`has_plot` (None when it has one)."""
         if self.has_plot():
             return None
-        from .style import too_short
 
         span = self._span()
         why = too_short(span, self.min_plot_s / 2) if self.min_plot_s and span else None

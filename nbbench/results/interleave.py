@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..units import metric_label, metric_phrase
+from ..stats import RatioInterval
+from ..units import format_change, metric_label, metric_phrase
 from .base import Result
 from .present.rule import SEP, Section
 from .runs import pm_text, spread_clause
@@ -29,8 +30,6 @@ NO_CHANGE = "no significant change"
 def ratio_text(r: dict) -> str:
     """One ratio in words: '+52 % (95 % CI +40 … +63 %)', 'no significant change (95 % CI −3 … +4 %)',
     or the inconclusive sentence of one round."""
-    from ..units import format_change
-
     hib = r.get("higher_is_better")
     if r.get("low") is None or r.get("high") is None:  # vs repeats by rounds
         return (r.get("caveat") or "inconclusive").replace("--repeat", "--rounds")
@@ -152,8 +151,6 @@ class InterleaveResult(Result):
 def _direction(r: dict) -> str | None:
     """'better' / 'worse' for a significant ratio of a figure with a direction, else None
     (:attr:`nbbench.stats.RatioInterval.direction`)."""
-    from ..stats import RatioInterval
-
     fields = RatioInterval.__dataclass_fields__
     try:
         return RatioInterval(**{k: r[k] for k in fields if k in r}).direction

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..stats import median, spread, spread_text
+from .verdict import worst_verdict
 
 __all__ = ["merge", "spread_of", "figure_spread", "headline_keys", "pm_text", "spread_clause"]
 
@@ -156,8 +157,6 @@ def merge(results: list, planned: int | None = None):
         )
     verdicts = [r.verdict for r in results if r.verdict]
     if verdicts:
-        from .verdict import worst_verdict
-
         merged.verdict = worst_verdict(verdicts)
     merged.extra["run_info"] = [
         {"run": i + 1, "started_at": r.started_at, "duration_s": r.duration_s, "status": r.status}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ...units import format_bytes, format_metric, format_si, format_sig, percentile_name
+from ...units import format_bytes, format_many, format_metric, format_si, format_sig, percentile_name
 from ..base import Result, register
 from ..hist import PERCENTILES, LatencyHistogram, percentile_key
 from ..present.rule import SEP, Section
@@ -72,8 +72,6 @@ def percentiles_frame(runs, unit: str | None = None):
         runs = [runs]
     items = runs.items() if isinstance(runs, dict) else [(r.headline(), r) for r in runs]
     if unit is None:
-        from ...units import format_many
-
         every = [r.metrics.get(percentile_key(p)) for _, r in items for p in PERCENTILES]
         unit = format_many([max([v for v in every if v is not None] or [0]) * 1e-9], "s")[0].split(" ")[-1]
     scale = {"ns": 1.0, "µs": 1e3, "us": 1e3, "ms": 1e6, "s": 1e9}[unit]

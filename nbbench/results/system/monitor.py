@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from ...units import format_sig
+from ...units import format_bytes, format_many, format_metric, format_sig
 from .. import drawing
 from ..base import Result, register
-from ..present.rule import SEP
+from ..present.rule import SEP, Section
 from ..series import IDLE_THRESHOLD_PCT, FieldStats, window
 
 __all__ = ["MonitorResult", "monitor_verdict", "net_quiet", "NET_QUIET_BYTES", "NET_QUIET_BYTES_PER_S"]
@@ -195,8 +195,6 @@ class MonitorResult(Result):
         storage) · 10.0 s · waiting on storage (writing)' — its bytes in one prefix; the writes only
         where it wrote; the writes cancelled (deleted before writeback) only where there were any.
         The machine's own figures are the line under it (:meth:`story`)."""
-        from ...units import format_many, format_metric
-
         m = self.metrics
         out = []
         cores = self.cores()
@@ -301,8 +299,6 @@ class MonitorResult(Result):
         return out + ([f"  … {more} more in res.procs_frame()"] if more else [])
 
     def _procs_rows(self, n: int = 8):
-        from ...units import format_bytes
-
         p = self.samples.get("procs") or {}
         if not p.get("pid"):
             return None
@@ -340,8 +336,6 @@ class MonitorResult(Result):
 
     def sections(self):
         """The per-process table (open: which process read and ran most), then the defaults."""
-        from ..present.rule import Section
-
         said = self._said_notes()
         notes = [Section("notes", [[n] for n in said], align="l")] if said else []
         rows = self._procs_rows()
