@@ -28,6 +28,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from . import tempfiles, tempsweep
+from .probes.storage.target import check_free_space
 from .progress import call_progress
 from .results import ProbeError
 from .units import format_bytes, parse_size
@@ -155,8 +157,6 @@ def make_image_folder(
     params = _params(files, nbytes, classes, jpeg, int(seed))
     _check_root(root, params)
 
-    from .probes.storage.target import check_free_space
-
     parent = root if root.exists() else root.parent
     if not parent.is_dir():
         raise ProbeError(f"{parent} does not exist; create it first")
@@ -217,8 +217,6 @@ def _shard_params(shards: int, shard_size: int, size: int, classes: int, seed: i
 
 def _sweep(directory: Path) -> None:
     """Remove the ``.nbbench-ds-…`` files a killed run of this host left (never another's)."""
-    from . import tempsweep
-
     tempsweep.sweep_stale(directory)
 
 
@@ -238,8 +236,6 @@ def _write_new(path: Path, write) -> bool:
     SIGKILL), which then takes the name without replacing anything (``link``; ``rename`` after a
     check where the filesystem has no hard links).  ``write`` returning False (cancelled): nothing
     is kept.  A file of the dataset is thus never left half written under its own name."""
-    from . import tempfiles
-
     with tempfiles.temp_file(path.parent, "ds") as tf:
         if write(tf.fd) is False:
             return False
@@ -292,7 +288,6 @@ def make_tar_shards(
     root = Path(os.path.expanduser(str(root))).absolute()
     params = _shard_params(shards, shard_b, img_b, classes, int(seed))
     _check_root(root, params)
-    from .probes.storage.target import check_free_space
 
     parent = root if root.exists() else root.parent
     if not parent.is_dir():

@@ -24,6 +24,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from .nvml import get_nvml, is_na
+from .version import __version__
+
 __all__ = [
     "fingerprint",
     "packages",
@@ -260,8 +263,6 @@ def torch_info(import_torch: bool = True) -> dict[str, Any] | None:
 
 
 def _gpus() -> list[dict[str, Any]]:
-    from .nvml import get_nvml, is_na
-
     nv = get_nvml()
     if not nv.available:
         return []
@@ -346,8 +347,6 @@ def _os_name() -> str:
 
 
 def _nbbench_version() -> str:
-    from .version import __version__
-
     return __version__
 
 

@@ -15,9 +15,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .compare import compare
+from .exporters import FORMATS, exporter
+from .exporters.fio import is_disk_result, to_fio
+from .exporters.summary import doctor_scope, summary
 from .results import ProbeError, Result, advice
+from .results.present.summaries import count_line
 from .results.system.env import ENV_ROWS as _ENV_ROWS
 from .results.system.env import env_rows as _env_rows
+from .store import default_store
 
 __all__ = ["ReportData", "Report", "build", "report", "default_filename", "ENV_ROWS"]
 
@@ -47,25 +53,17 @@ class ReportData:
         """The opening paragraph, plain text: the headline deltas (figures first, with units),
         what was compared (kinds, hosts, paths) and what the doctor found among the checks
         that bear on these results (:func:`nbbench.exporters.summary.summary`)."""
-        from .exporters.summary import summary
-
         return summary(self, doctor=doctor)
 
     def doctor_scope(self):
         """The doctor's checks split into those that bear on these results and the others
         (:class:`nbbench.exporters.summary.DoctorScope`); None without a doctor."""
-        from .exporters.summary import doctor_scope
-
         return doctor_scope(self.doctor, self.results)
 
     def disk_results(self) -> list[Result]:
-        from .exporters.fio import is_disk_result
-
         return [r for r in self.results if is_disk_result(r)]
 
     def fio(self) -> dict[str, Any] | None:
-        from .exporters.fio import to_fio
-
         disk = self.disk_results()
         return to_fio(disk) if disk else None
 
@@ -84,8 +82,6 @@ class Report:
         """'report (html) /out/r.html: 2 results: 2 ok; the doctor's checks on them: 3 warn, 5 ok
         (10 others in the report)' — the results and the doctor's findings counted apart, the
         findings scoped as the report's badge is (a storage report counts no GPU check)."""
-        from .results.present.summaries import count_line
-
         text = count_line(self.data.results)
         scope = self.data.doctor_scope()
         if scope is not None and (scope.checks or scope.others):
@@ -197,8 +193,6 @@ def build(
     from .env import fingerprint, summary
 
     if store is None:
-        from .store import default_store
-
         store = default_store()
     results = _select(store, runs, last, kind, label)
     fp = summary(fingerprint())
@@ -224,8 +218,6 @@ def build(
                     break
         data.doctor = doctor(path or os.getcwd(), checks=doctor_checks)
     if compare_runs:
-        from .compare import compare
-
         kinds: dict[str, list[Result]] = {}
         for r in results:
             if r.kind != "doctor":
@@ -254,8 +246,6 @@ def report(
     ``nbbench-report-YYYYmmdd-HHMMSS.EXT`` in the current directory.  An existing file
     is replaced only with ``overwrite=True``.
     """
-    from .exporters import FORMATS, exporter
-
     if fmt is None:
         suffix = Path(str(out)).suffix.lower().lstrip(".") if out not in (None, "-") else ""
         fmt = (

@@ -25,6 +25,8 @@ import sys
 import tarfile
 import time
 
+from .probes._engines.extern import _death_signal
+from .probes.objects.client import parse_url
 from .results import ProbeError
 from .units import parse_size
 
@@ -59,7 +61,6 @@ class LocalS3:
             import moto.server  # noqa: F401
         except ImportError:
             raise ProbeError("a local S3 server needs moto's server: pip install 'moto[server]'") from None
-        from .probes._engines.extern import _death_signal
 
         # the server dies with this process (a kernel restart or kill leaves no listener behind)
         self._proc = subprocess.Popen(
@@ -140,8 +141,6 @@ class LocalS3:
     ) -> list[str]:
         """Put ``count`` objects of ``size`` (random bytes; or WebDataset tar shards of about that size
         with ``shards=True``) under ``s3://BUCKET/PREFIX`` (the bucket made if needed); their keys."""
-        from .probes.objects.client import parse_url
-
         u = parse_url(url)
         c = self.client()
         try:

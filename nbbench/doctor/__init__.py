@@ -17,7 +17,11 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from ..progress import call_progress
+from ..results import ProbeError
 from ..results.system.doctor import DoctorResult
+from ..topology import find_mount, read_mounts
+from . import exposure, gpu, storage, system
 from .base import CHECK_STATUSES, Check, Unreadable, na
 
 __all__ = ["doctor", "DoctorResult", "Check", "CHECK_STATUSES", "CHECKS"]
@@ -57,10 +61,6 @@ def doctor(
     workers /dev/shm must serve (default min(8, usable CPUs)).  ``try_o_direct``: try an
     O_DIRECT write/read at ``path`` (default: only when ``root`` is "/").
     """
-    from ..progress import call_progress
-    from ..topology import find_mount, read_mounts
-    from . import exposure, gpu, storage, system
-
     root = str(root)
     live = root == "/"
     if path is None:
@@ -68,8 +68,6 @@ def doctor(
     path = os.path.abspath(os.path.expanduser(os.fspath(path))) if live else os.fspath(path)
     real = os.path.realpath(path) if live else path
     if live and not os.path.exists(path):
-        from ..results import ProbeError
-
         raise ProbeError(f"{path} does not exist")
     selected = list(CHECKS) if checks is None else [c for c in CHECKS if c in set(checks)]
     unknown = set(checks or ()) - set(CHECKS)

@@ -5,6 +5,9 @@ from __future__ import annotations
 import os
 import stat
 
+from .. import tempfiles
+from ..probes.storage.target import check_free_space, direct_io_supported, open_read
+from ..results import ProbeError
 from ..topology import Mount, Unreadable, block_device, find_mount, fs_kind, object_storage_mount
 from .base import Check, na
 
@@ -141,9 +144,6 @@ def check_atime(m: Mount | None) -> Check:
 
 def check_o_direct(path: str) -> Check:
     """Try O_DIRECT at ``path`` (a new temporary file in a directory; a read of a file or device)."""
-    from ..probes.storage.target import check_free_space, direct_io_supported, open_read
-    from ..results import ProbeError
-
     name, group = "O_DIRECT", "storage"
     fix = (
         "direct-I/O figures cannot be taken here: use the buffered cache modes with a file larger than "
@@ -160,7 +160,6 @@ def check_o_direct(path: str) -> Check:
             check_free_space(path, 4096)
         except ProbeError as exc:
             return na(name, f"not tried: {exc}", group)
-        from .. import tempfiles
 
         try:  # a new .nbbench-doctor-… file, registered before it exists: removed on a signal too
             with tempfiles.temp_file(path, "doctor") as tf:

@@ -12,6 +12,7 @@ import time
 from typing import Any
 
 from ..results import Result
+from ..version import __version__
 
 __all__ = ["is_disk_result", "to_fio", "DISK_KINDS"]
 
@@ -87,8 +88,6 @@ def _dir(r: Result, d: str, single: bool) -> dict[str, Any] | None:
 
 def to_fio(results: list[Result], version: str = "") -> dict[str, Any]:
     """A fio JSON document with one job per disk result (others are skipped)."""
-    from ..version import __version__
-
     jobs = []
     for r in results:
         if not is_disk_result(r):

@@ -7,6 +7,10 @@ import html
 import json
 import re
 
+from ..plots import figure_png
+from ..plots.samples import sample_plot
+from ..version import __version__
+
 __all__ = ["export", "png_img"]
 
 esc = html.escape
@@ -40,8 +44,6 @@ _CHIP = {"fail": "#c62828", "warn": "#ef6c00", "ok": "#2e7d32", "n/a": "#757575"
 
 
 def png_img(fig, alt: str) -> str:
-    from ..plots import figure_png
-
     data = base64.b64encode(figure_png(fig)).decode("ascii")
     return f"<img alt='{esc(alt)}' src='data:image/png;base64,{data}'>"
 
@@ -108,9 +110,6 @@ def _badge(scope) -> str:
 
 
 def export(data, path=None, files=None) -> str:
-    from ..plots.samples import sample_plot
-    from ..version import __version__
-
     parts = [
         f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
         f"<meta name='viewport' content='width=device-width,initial-scale=1'>"

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 
+from ..version import __version__
+
 __all__ = ["export", "to_dict"]
 
 
 def to_dict(data) -> dict:
-    from ..version import __version__
-
     scope = data.doctor_scope()
     return {
         "format": "nbbench-report",

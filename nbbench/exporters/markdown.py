@@ -8,7 +8,11 @@ from __future__ import annotations
 import json
 import os
 
+from ..plots import figure_png
+from ..plots.compare import bar_chart
+from ..plots.samples import sample_plot
 from ..units import format_metric, metric_label
+from ..version import __version__
 
 __all__ = ["export"]
 
@@ -51,10 +55,6 @@ def _result(r) -> list[str]:
 
 
 def export(data, path=None, files=None) -> str:
-    from ..plots import figure_png
-    from ..plots.samples import sample_plot
-    from ..version import __version__
-
     fig_dir = None
     if path is not None:
         stem = os.path.splitext(os.path.basename(path))[0]
@@ -120,7 +120,6 @@ def export(data, path=None, files=None) -> str:
                 L += _table(head, rows)
                 L += [f"- note: {x}" for x in g.noise_notes()]
                 L += [f"- warning: {w}" for w in g.warnings] + [f"- note: {x}" for x in g.notes]
-                from ..plots.compare import bar_chart
 
                 chart = bar_chart(g)
                 link = save(chart, f"compare-{ci}-{gi}.png") if chart is not None else None

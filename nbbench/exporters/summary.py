@@ -8,6 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..compare import caveats, chart_metrics
+from ..results import worst_verdict
+from ..stats import INCONCLUSIVE_ONE_RUN
+from ..units import format_change, format_metric, metric_label, shorten_middle
+
 __all__ = ["DOCTOR_SCOPE", "DoctorScope", "doctor_groups", "doctor_scope", "summary"]
 
 _STORAGE = ("storage", "block device", "kernel")
@@ -67,8 +72,6 @@ class DoctorScope:
 
     @property
     def verdict(self) -> str | None:
-        from ..results import worst_verdict
-
         return worst_verdict(c.status for c in self.checks)
 
     def what(self) -> str:
@@ -113,8 +116,6 @@ def _counted(counts: dict[str, int]) -> str:
 
 def _what(data) -> str:
     """'4 dd results from vm, on /tmp/…/disk and /dev/shm/x' — kinds, hosts, paths."""
-    from ..units import shorten_middle
-
     results = [r for r in data.results if r.kind != "doctor"]
     if not results:
         return "No stored results were selected."
@@ -145,8 +146,6 @@ def _delta(g, m: str, i: int) -> str | None:
     """One headline delta, the change first when it is beyond the noise: '+52.3 % write (95 % CI
     +40.1 … +63.2 %; 420 MB/s vs 400 MB/s)'; else 'no significant change in write (…)' or 'write
     inconclusive at +5.00 % (…)' — the words the comparison's table uses, never a bare %."""
-    from ..units import format_change, format_metric, metric_label
-
     ri = g.interval(m, i)
     if ri is None or ri.ratio is None:
         return None
@@ -178,9 +177,6 @@ def _deltas(g) -> str:
     """'+5.00 % write (95 % CI +3.10 … +6.90 %; 420 MB/s vs 400 MB/s), no significant change in read
     (…) for B against A (dd, 5 runs each). Caveat: cache mode differs: …': the figures first, each
     change with its interval or said to be within the noise, then what makes them unlike for like."""
-    from ..compare import chart_metrics
-    from ..stats import INCONCLUSIVE_ONE_RUN
-
     metrics = chart_metrics(g, max_metrics=_MAX_DELTA_METRICS)
     parts, undecided = [], False
     for i in range(1, min(len(g.runs), _MAX_DELTA_RUNS + 1)):
@@ -193,7 +189,6 @@ def _deltas(g) -> str:
     text = "; ".join(parts)
     if len(g.runs) - 1 > _MAX_DELTA_RUNS:
         text += f"; {len(g.runs) - 1 - _MAX_DELTA_RUNS} more runs in the comparison below"
-    from ..compare import caveats  # the same words the chart draws under its title
 
     warn = caveats(g)
     text = f"{text}."

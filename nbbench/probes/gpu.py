@@ -20,6 +20,7 @@ from typing import Any
 from ..nvml import NAValue, Nvml, get_nvml, is_na
 from ..results.system.gpu import GpuCheckResult
 from .gpudevices import list_devices
+from .limits import GPU_ITERS, GPU_MATMUL_SIZE
 
 __all__ = ["check", "GpuCheckResult", "cuda_version_str", "parse_version"]
 
@@ -71,7 +72,6 @@ def check(
     ``nvml``: an :class:`~nbbench.nvml.Nvml` (default: the real one).
     ``benchmark``: when CUDA works, time matmuls and host↔device copies.
     """
-    from .limits import GPU_ITERS, GPU_MATMUL_SIZE
     from .limits import check as within
 
     matmul_size = within("matmul_size", matmul_size, GPU_MATMUL_SIZE)

@@ -9,6 +9,8 @@ no imports: the parsers read it without importing the probes.
 
 from __future__ import annotations
 
+from ..results import ProbeError
+
 __all__ = [
     "RANDREAD_QD",
     "JOBS",
@@ -33,8 +35,6 @@ MONITOR_INTERVAL_S = (0.01, 3600.0)
 
 def check(name: str, value: int, bounds: tuple[int, int]) -> int:
     """``value`` as an int when within ``bounds``, else the probe's refusal (one sentence)."""
-    from ..results import ProbeError
-
     v = int(value)
     lo, hi = bounds
     if not lo <= v <= hi:

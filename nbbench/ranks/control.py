@@ -32,6 +32,8 @@ import threading
 import time
 from typing import Any
 
+from ..tempfiles import PREFIX
+
 __all__ = [
     "Control",
     "Watchdog",
@@ -285,8 +287,6 @@ def _gone(pid) -> bool:
 def remove_left_files(control: Control, host: str | None = None) -> list[str]:
     """Remove the temporary files (and directories) that ranks listed (``tmp/R``) and could not remove themselves:
     those of ranks whose process is gone — on ``host`` only (None: this machine runs them all)."""
-    from ..tempfiles import PREFIX
-
     removed = []
     try:
         infos, held = control.per_rank("info"), control.per_rank("tmp")

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import time
 
+from ..monitor.cpu import CpuSource
+from ..monitor.disk import DiskSource
+
 __all__ = ["HostStats"]
 
 
@@ -24,9 +27,6 @@ class HostStats:
         self.notes: list[str] = []
 
     def start(self) -> HostStats:
-        from ..monitor.cpu import CpuSource
-        from ..monitor.disk import DiskSource
-
         now = time.monotonic()
         try:
             self.cpu = CpuSource(per_core=False)

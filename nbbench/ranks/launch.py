@@ -38,8 +38,10 @@ import tempfile
 import time
 from collections.abc import Callable
 
+from .. import sigchain, tempfiles
 from ..results import ProbeError, Result
 from .control import Control, open_file_store, remove_left_files
+from .rank import build_result
 from .rankenv import hostname
 from .spawn import Ranks, socket_env
 
@@ -124,8 +126,6 @@ def install_handlers() -> None:
     """From the main thread, before the probe's thread: SIGTERM / SIGHUP to the launching process stop the
     ranks (and remove their files and the private directory) before the handler that was there runs;
     so does the process's exit.  A signal the process ignores stays ignored."""
-    from .. import sigchain, tempfiles
-
     tempfiles.install_handlers()  # ours runs first, then theirs (which ends the process as before)
     if not _INSTALLED:
         _INSTALLED.append(True)
@@ -283,8 +283,6 @@ def _root_cause(failures: list[dict], recs: dict) -> dict | None:
 
 def _failed(job, control: Control, ranks: Ranks, backend: str, interrupted: bool) -> Result:
     """No result from rank 0: a failed (or interrupted) result from what the store and the spawner tell."""
-    from .rank import build_result
-
     nproc = ranks.nproc
     infos = control.per_rank("info")
     recs = {int(r): v for r, v in control.per_rank("rec").items()}

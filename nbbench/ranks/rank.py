@@ -31,10 +31,12 @@ from dataclasses import dataclass
 
 from .. import tempfiles
 from ..results import ProbeError, Result, result_class
+from ..units import format_metric, metric_label
 from . import group
 from .aggregate import combine
-from .control import Control, Gate, Watchdog, connect_launcher_store, remove_left_files
+from .control import DEAD_AFTER_S, Control, Gate, Watchdog, connect_launcher_store, remove_left_files
 from .rankenv import RankEnv, hostname
+from .spawn import ENV_PARENT
 
 __all__ = ["run_rank", "RankOutcome", "build_result", "record_of", "install_sigterm_note"]
 
@@ -264,8 +266,6 @@ def build_result(job, records: list[dict], env: RankEnv | None, backend: str, la
 
 def answer(res: Result, job) -> str:
     """One line: what all the ranks got together, first."""
-    from ..units import format_metric, metric_label
-
     lab = res.labels
     who = f"{lab.get('ranks')} ranks on {lab.get('hosts')} host{'s' if lab.get('hosts') != 1 else ''}"
     bits = []
@@ -340,8 +340,6 @@ def _broken(job, env, control, wd, rec, host):
 
 def _launcher_pid(launcher) -> int | None:
     """Under ``--ranks``: the launching process's pid (a rank winds up when it is gone)."""
-    from .spawn import ENV_PARENT
-
     try:
         return int(os.environ[ENV_PARENT]) if launcher is not None else None
     except (KeyError, ValueError):
@@ -355,8 +353,6 @@ def _held() -> list[str]:
 
 
 def wd_dead_after() -> float:
-    from .control import DEAD_AFTER_S
-
     return DEAD_AFTER_S
 
 

@@ -32,6 +32,8 @@ import subprocess
 import sys
 import time
 
+from .control import ENV_STORE, ENV_TOKEN
+
 __all__ = ["Ranks", "rank_environ", "socket_env", "loopback_interface", "exit_reason", "ENV_PARENT"]
 
 #: the launching process's pid: a rank whose parent changed winds up (the launcher was killed)
@@ -92,8 +94,6 @@ def socket_env(environ, backend: str) -> tuple[dict[str, str], list[str]]:
 
 def rank_environ(base, rank: int, nproc: int, store_dir: str, token: str, extra: dict | None = None) -> dict:
     """A local rank's environment: the caller's, less any launcher's variables, plus this run's."""
-    from .control import ENV_STORE, ENV_TOKEN
-
     env = {k: v for k, v in base.items() if k not in _INHERITED and not k.startswith("TORCHELASTIC_")}
     env.update(extra or {})
     env.setdefault("OMP_NUM_THREADS", "1")  # as torchrun: N ranks do not each take every core

@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ..plots.monitor import monitor_plot_kwargs
-from ..plots.subplot import Subplot
+from ..plots.subplot import Subplot, fold_quiet
 from ..plots.timeline import Timeline
 from .kernel import in_kernel  # the one kernel check, re-exported here under its old name
 
@@ -304,7 +304,6 @@ class LivePlot:
         self.timeline.fit = True  # the final frame fits the data
         if not final:
             return None
-        from ..plots.subplot import fold_quiet
 
         fold_quiet(self.timeline)  # an idle panel (no network traffic) is a few words, not an empty plot
         self.note = self.timeline.no_plot_text()

@@ -17,14 +17,17 @@ from __future__ import annotations
 
 import time
 
+from ..plots.loader import AUGauge, loader_panels, need_targets
+from ..probes.pipeline.loadermon import nvml_reason as _nvml_reason
+from ..units import format_metric
+from .liveplot import LivePlot
+
 __all__ = ["LoaderPlot", "warmup_note"]
 
 
 def warmup_note(metrics: dict) -> str:
     """Why the throughput plot starts late: 'no throughput for the first 1.75 s: worker start-up
     and warm-up steps are not measured' ('' under half a second)."""
-    from ..units import format_metric
-
     skip = (metrics.get("startup_s") or 0) + (metrics.get("warmup_s") or 0)
     if skip < 0.5:
         return ""
@@ -46,10 +49,6 @@ class LoaderPlot:
         accelerator: str | None = None,
         span_s: float | None = None,
     ):
-        from ..plots.loader import AUGauge, loader_panels
-        from ..probes.pipeline.loadermon import nvml_reason as _nvml_reason
-        from .liveplot import LivePlot
-
         self.au_target_pct = au_target_pct
         self.own_monitor = monitor is None
         if monitor is False:  # no GPU sampling: throughput and AU only
@@ -95,8 +94,6 @@ class LoaderPlot:
     # ----------------------------------------------------------------- data
     def set_need(self, need: float | None, accelerator: str | None = None) -> None:
         """The samples/s ``accelerator`` needs at the AU target: a target line on the throughput panel."""
-        from ..plots.loader import need_targets
-
         self.panels[0].targets = need_targets(need, accelerator, self.au_target_pct)
         self.plot.timeline.dirty = True
 
@@ -111,8 +108,6 @@ class LoaderPlot:
         self.plot.add(time.monotonic(), {"loader.samples_per_s": self.samples_last, "loader.au_pct": self.au_last})
 
     def _status(self) -> str:
-        from ..units import format_metric
-
         parts = []
         if self.samples_last is not None:
             parts.append(f"{format_metric('samples_per_s', self.samples_last)}")

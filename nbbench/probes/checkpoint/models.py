@@ -36,7 +36,7 @@ import math
 from dataclasses import dataclass, field
 
 from ...results import ProbeError
-from ...units import format_bytes
+from ...units import format_bytes, parse_size
 
 __all__ = [
     "TensorSpec",
@@ -264,8 +264,6 @@ def _generic_dims(target: int, optimizer: bool) -> tuple[int, int, int, int]:
 
 def plan(model: str = "transformer", size=None, scale: float = 1.0, optimizer: bool = True) -> Plan:
     """The tensors of a ``model``-like checkpoint of about ``size`` bytes (× ``scale``); see the module doc."""
-    from ...units import parse_size
-
     if model not in MODELS:
         raise ProbeError(f"unknown model {model!r}: choose from {', '.join(MODELS)}")
     scale = float(scale)

@@ -40,6 +40,7 @@ from __future__ import annotations
 import os
 import time
 
+from ... import tempfiles, tempsweep
 from ...progress import call_progress
 from ...results import ProbeError
 from ...results.storage.checkpoint import CheckpointResult
@@ -156,8 +157,6 @@ def checkpoint(
 
 
 def _sweep(res: CheckpointResult, directory: str) -> None:
-    from ... import tempsweep
-
     n, nbytes, kept = tempsweep.sweep_stale(directory)
     if n:
         what = "entry" if n == 1 else "entries"
@@ -204,8 +203,6 @@ class _Run:
         return {key: m[key]}
 
     def go(self) -> None:
-        from ... import tempfiles
-
         res, m = self.res, self.res.metrics
         t0 = time.perf_counter()
         self.state = ckptio.build_state(

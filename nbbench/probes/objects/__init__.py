@@ -15,11 +15,11 @@ env) and the probes beside it; boto3 only inside functions, never at import.
 
 from __future__ import annotations
 
+from .s3probe import s3 as _s3
+
 __all__ = ["s3"]
 
 
 def s3(*args, **kwargs):
     """:func:`nbbench.probes.objects.s3probe.s3` (imported on first use)."""
-    from .s3probe import s3 as _s3
-
     return _s3(*args, **kwargs)

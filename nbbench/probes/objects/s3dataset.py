@@ -31,6 +31,8 @@ from ...results import ProbeError
 from ..shards.probe import _subset, shard_rank
 from ..shards.tarshards import TarShardDataset, split_shards
 from ..shards.tarwalk import TarWalker, count_samples
+from ..storage.target import check_free_space
+from .s3images import S3ImageDataset, labelled
 from .s3source import S3Source, list_dataset
 
 __all__ = ["S3TarShardDataset", "DEFAULT_MAX_BYTES", "check_shares", "open_s3_dataset"]
@@ -46,7 +48,6 @@ def open_s3_dataset(url, endpoint_url: str | None = None, region: str | None = N
     listing = list_dataset(url, endpoint_url, region)
     if listing[1] == "tar":
         return S3TarShardDataset(url, endpoint_url, region, listing=listing, **kw)
-    from .s3images import S3ImageDataset
 
     return S3ImageDataset(url, endpoint_url, region, listing=listing, copy=copy, **kw)
 
@@ -66,8 +67,6 @@ def check_shares(
     temporary directory): each rank, checking its own share alone, would pass where together they do not fit."""
     u, kind, found, _ = list_dataset(str(url), endpoint_url, region)
     if kind == "images":
-        from .s3images import labelled
-
         found = [(k, s) for k, s, _ in labelled(u, found)[0]]
     what = "tar shards" if kind == "tar" else "image objects"
     shares: list[list] = [[] for _ in range(nranks)]
@@ -88,8 +87,6 @@ def check_shares(
 def _check_copies_fit(shares: list[list], cache_dir=None) -> None:
     """The local copies of every rank's share (each under the default cap, as the ranks pick them) fit together."""
     import tempfile
-
-    from ..storage.target import check_free_space
 
     need = sum(s for share in shares for _, s in _subset(share, DEFAULT_MAX_BYTES, 0))
     try:

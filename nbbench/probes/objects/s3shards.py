@@ -14,6 +14,7 @@ shards probe splits paths.
 
 from __future__ import annotations
 
+from ...env import usable_cpus
 from ...results import ProbeError
 from ...results.storage.shards import ShardsResult
 from ...units import format_bytes, parse_size
@@ -87,8 +88,6 @@ def s3_shards(
     region: str | None = None,
 ) -> ShardsResult:
     import time
-
-    from ...env import usable_cpus
 
     bs_b = parse_size(bs)
     if bs_b < 1:

@@ -17,8 +17,10 @@ from __future__ import annotations
 import os
 import tempfile
 
+from ... import tempfiles
 from ...results import ProbeError
 from ..pipeline.imagetransform import IMAGE_EXTENSIONS, SampleError
+from ..storage.target import check_free_space
 from . import client as _c
 from .s3probe import list_objects
 
@@ -156,9 +158,6 @@ class S3Source:
 
     def make_cache(self, need: int, cache_dir=None) -> str:
         """A new local directory for ``need`` bytes (free space checked first); its path."""
-        from ... import tempfiles
-        from ..storage.target import check_free_space
-
         where = cache_dir or tempfile.gettempdir()
         check_free_space(where, need)
         self._cache = tempfiles.create_dir(where, "s3cache")

@@ -19,6 +19,8 @@ import signal
 import threading
 import time
 
+from ... import sigchain, tempfiles
+from ...progress import call_progress
 from ...results import ProbeError
 from ...results.hist import LatencyHistogram
 from . import client as _c
@@ -37,8 +39,6 @@ class WriteSession:
     """The keys of one write test, under its own new prefix; :meth:`cleanup` deletes them all."""
 
     def __init__(self, cli, url: _c.S3Url, endpoint_url=None):
-        from ... import tempfiles
-
         self.cli, self.url, self.endpoint_url = cli, url, endpoint_url
         base = url.prefix if (not url.prefix or url.prefix.endswith("/")) else url.prefix + "/"
         self.prefix = f"{base}{tempfiles.PREFIX}{tempfiles.host_tag()}-{os.getpid()}-{secrets.token_hex(4)}/"
@@ -139,8 +139,6 @@ def cleanup_all() -> None:
 
 
 def _handler(signum, frame):
-    from ... import sigchain
-
     cleanup_all()
     sigchain.chain_signal(signum, frame, _previous.get(signum, signal.SIG_DFL))
 
@@ -148,8 +146,6 @@ def _handler(signum, frame):
 def install_handlers() -> None:
     """SIGTERM/SIGHUP: delete what the write tests wrote, then the handler that was there (main thread only;
     an ignored signal stays ignored)."""
-    from ... import sigchain
-
     if _installed[0] or threading.current_thread() is not threading.main_thread():
         return
     sigchain.install_signal_handler(_handler, _previous)
@@ -159,8 +155,6 @@ def install_handlers() -> None:
 def write_test(cli, url: _c.S3Url, endpoint_url, size: int, count: int, cancel=None, progress=None) -> dict:
     """PUT ``count`` new objects of ``size`` bytes, then one multipart upload of the same total in
     parts of max(5 MiB, size); returns the figures.  Everything is deleted before it returns."""
-    from ...progress import call_progress
-
     sess = WriteSession(cli, url, endpoint_url)
     sess.wait_s = max(10.0, min(120.0, max(size, MIN_PART) / 1e6))  # an 8 MiB PUT on a slow link: seconds
     out: dict = {"prefix": f"s3://{url.bucket}/{sess.prefix}"}

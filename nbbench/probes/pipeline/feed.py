@@ -26,12 +26,15 @@ import statistics
 import time
 
 from ...accelerators import AU_TARGET_PCT, get_accelerator
+from ...env import usable_cpus
 from ...progress import call_progress
 from ...results import ProbeError
 from ...results.pipeline.feed import FeedResult
 from ...units import format_bytes
+from ..objects.client import endpoint_labels
 from .dataloader import close_loader, make_loader, require_torch
 from .feedlimit import feed_answer, feed_limits, per_accelerator
+from .imagefolder import ImageFolderDataset
 from .loader import bench_loader
 
 __all__ = ["feed", "FeedResult", "evict_files", "warm_files", "COLD_METHODS"]
@@ -147,9 +150,6 @@ def feed(
         cache, said so).
     progress: called as the runs go; its last call carries the result's own figures.
     """
-    from ...env import usable_cpus
-    from .imagefolder import ImageFolderDataset
-
     require_torch("feed")
     try:
         acc = get_accelerator(accelerator)
@@ -361,8 +361,6 @@ def feed(
 
 
 def _endpoint_label(endpoint_url):
-    from ..objects.client import endpoint_labels
-
     return endpoint_labels(None, endpoint_url)["endpoint"] if endpoint_url else "AWS S3"
 
 

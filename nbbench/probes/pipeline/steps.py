@@ -21,8 +21,10 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from ...accelerators import Accelerator
+from ...accelerators import Accelerator, get_accelerator
+from ...nvml import get_nvml
 from ...results import ProbeError, advice
+from ..gpudevices import nvml_index
 
 __all__ = ["EmulatedStep", "CallableStep", "CudaStep", "EventTimeline", "resolve_step", "nvml_gpus"]
 
@@ -155,8 +157,6 @@ def _to_device(batch, device, non_blocking: bool = True):
 def nvml_gpus(torch, nv, index: int) -> list[int] | None:
     """``[NVML index]`` of torch's CUDA device ``index`` (None when it cannot be told, or no NVML):
     the GPU whose utilisation a run of the step reads from a monitor, which samples by NVML index."""
-    from ..gpudevices import nvml_index
-
     k = nvml_index(torch, nv, index)
     return None if k is None else [k]
 
@@ -217,7 +217,6 @@ class CudaStep:
         self.timeline = EventTimeline(lambda: torch.cuda.Event(enable_timing=True), self.lookahead)
         self._torch = torch
         self.label = f"gpu:{torch.cuda.get_device_name(dev)}"
-        from ...nvml import get_nvml
 
         index = dev.index if dev.index is not None else torch.cuda.current_device()
         self.nvml_gpus = nvml_gpus(torch, get_nvml(), index)
@@ -239,8 +238,6 @@ class CudaStep:
 
 def resolve_step(step, cancel=None, device=None, target_step_s: float = 0.05):
     """A step object for ``step`` (None, callable, "gpu", "emulate:NAME"); None for loader-alone."""
-    from ...accelerators import get_accelerator
-
     if step is None or step == "none":
         return None
     if isinstance(step, (EmulatedStep, CallableStep, CudaStep)):

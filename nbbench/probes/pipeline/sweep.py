@@ -27,7 +27,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
-from ...accelerators import AU_TARGET_PCT
+from ...accelerators import AU_TARGET_PCT, get_accelerator
+from ...env import usable_cpus
 from ...progress import call_progress
 from ...results import ProbeError
 from ...results.pipeline.sweep import SweepResult
@@ -40,9 +41,11 @@ from .dataloader import (
     require_torch,
     worker_failure_reason,
 )
+from .imagefolder import ImageFolderDataset
 from .loader import bench_loader
 from .loadermon import start_monitor, stop_monitor
 from .preflight import check_configs, preflight
+from .steps import resolve_step
 from .sweepconfigs import as_list, config_text, default_workers, grid, recommend
 
 __all__ = ["sweep", "SweepResult", "preflight", "make_loader"]
@@ -87,8 +90,6 @@ def sweep(
         running Monitor; rows get the mean GPU utilisation over their windows.
     on_config: called with each configuration's row as it finishes (live tables).
     """
-    from ...env import usable_cpus
-
     require_torch("sweep")  # once, here: not a ModuleNotFoundError per configuration
     source = None
     if is_dataloader(dataset):
@@ -98,8 +99,6 @@ def sweep(
         collate_fn = collate_fn if collate_fn is not None else source["kwargs"].get("collate_fn")
         loader_kwargs = {**{k: v for k, v in source["kwargs"].items() if k != "collate_fn"}, **(loader_kwargs or {})}
     if isinstance(dataset, (str, os.PathLike)):
-        from .imagefolder import ImageFolderDataset
-
         dataset = ImageFolderDataset(dataset, decode=decode)
     cpus = usable_cpus()
     usable = cpus["usable"]
@@ -113,8 +112,6 @@ def sweep(
                 raise ProbeError(f"{name} values must be whole numbers >= {lo}, not {v!r}")
     if duration <= 0:
         raise ProbeError(f"duration must be positive, not {duration}")
-
-    from .steps import resolve_step
 
     stepper_probe = resolve_step(step, cancel=cancel, device=device)  # validates the step early
     acc_name = accelerator
@@ -146,8 +143,6 @@ def sweep(
         res.extra["note"] = _loader_note(source)
     res.labels["step"] = "none" if stepper_probe is None else stepper_probe.label
     if acc_name:
-        from ...accelerators import get_accelerator
-
         acc = get_accelerator(acc_name)
         res.labels["accelerator"] = acc.name
         res.metrics["needed_samples_per_s"] = acc.needed_samples_per_s(au_target_pct)

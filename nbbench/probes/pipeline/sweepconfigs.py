@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 
+from ...env import usable_cpus
 from ...results import ProbeError
 from ...results.pipeline.sweep import SweepResult
 from ...units import format_metric
@@ -29,8 +30,6 @@ def as_list(v, name) -> list:
 def default_workers(usable: int | None = None) -> list[int]:
     """0, 1, 2, 4, 8 … up to the usable CPUs (and the usable count itself)."""
     if usable is None:
-        from ...env import usable_cpus
-
         usable = usable_cpus()["usable_int"]
     out = [0, 1]
     w = 2

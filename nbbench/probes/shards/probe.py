@@ -25,10 +25,12 @@ import os
 import random
 import time
 
+from ...env import usable_cpus
 from ...progress import call_progress
 from ...results import ProbeError
 from ...results.storage.shards import ShardsResult
 from ...units import format_bytes, parse_size
+from .._engines import cache
 from ..storage.files import _open_noatime, shard_of
 from ..storage.target import inspect
 from .streams import keep_pass, read_pass
@@ -131,8 +133,6 @@ def shards(
             endpoint_url=endpoint_url,
             region=region,
         )
-    from ...env import usable_cpus
-    from .._engines import cache
 
     bs_b, min_b = parse_size(bs), parse_size(min_size)
     if bs_b < 1:
@@ -256,8 +256,6 @@ def _subset(files, cap: int | None, seed: int):
 
 
 def _drop(res: ShardsResult, files) -> None:
-    from .._engines import cache
-
     size = resident = 0.0
     failed = None
     for p, s in files:

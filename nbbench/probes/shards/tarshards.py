@@ -27,6 +27,7 @@ from torch.utils.data import IterableDataset, get_worker_info
 from ...results import ProbeError
 from ..pipeline.imagefolder import collate_records
 from ..pipeline.imagetransform import IMAGE_EXTENSIONS, CropFlip, pil_can_open
+from ..storage.files import _open_noatime
 from .probe import find_shards, shard_rank
 from .tarwalk import TarWalker, count_samples
 
@@ -170,8 +171,6 @@ class TarShardDataset(CropFlip, IterableDataset):
 
     # ------------------------------------------------------------ reading
     def _read(self, path: str):
-        from ..storage.files import _open_noatime
-
         walker = TarWalker(collect=True)
         buf = bytearray(self.bs)
         view = memoryview(buf)

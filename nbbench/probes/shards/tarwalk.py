@@ -24,6 +24,8 @@ from __future__ import annotations
 import os
 import re
 
+from ..storage.files import _open_noatime
+
 __all__ = ["TarWalker", "split_key", "count_samples"]
 
 _BLOCK = 512
@@ -219,8 +221,6 @@ class TarWalker:
 def count_samples(path: str) -> tuple[int, int]:
     """(members, samples) of the tar file at ``path``, reading its headers only (read-only; member
     data are jumped over, not read)."""
-    from ..storage.files import _open_noatime
-
     w = TarWalker()
     fd = _open_noatime(path)
     try:
