@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..units import format_change, format_metric, metric_label
+from .likeness import caveats as caveat_words
+from .noise import change_text
 
 __all__ = ["parse_pct", "Gate", "judge"]
 
@@ -87,9 +89,7 @@ class Gate:
 
 def judge(cmp, pct: Any) -> Gate:
     """Judge every headline figure of every later reference of ``cmp`` (a Comparison)."""
-    from .likeness import caveats as caveat_words
     from .model import chart_metrics
-    from .noise import change_text
 
     threshold = parse_pct(pct)
     gate = Gate(threshold_pct=threshold, verdict="ok")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 
+from .style import MIN_WIDTH_PX
+
 __all__ = ["figure_png"]
 
 
@@ -11,8 +13,6 @@ def figure_png(fig, dpi: int = 100) -> bytes:
     """A Figure as PNG bytes (Agg), at least :data:`~.style.MIN_WIDTH_PX` wide (a narrower
     figure is saved at a higher dpi)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
-
-    from .style import MIN_WIDTH_PX
 
     if not isinstance(fig.canvas, FigureCanvasAgg):
         FigureCanvasAgg(fig)

@@ -144,8 +144,6 @@ def _abandon_all() -> None:
 
 
 def _on_signal(signum, frame):
-    from .. import sigchain
-
     _abandon_all()
     sigchain.chain_signal(signum, frame, _PREVIOUS.get(signum))
 

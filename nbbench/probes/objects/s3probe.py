@@ -28,6 +28,7 @@ from ...results.storage.objects import S3Result
 from ...units import format_bytes
 from . import client as _c
 from .getters import PhaseResult, get_phase, is_fatal
+from .writes import write_test
 
 __all__ = ["s3", "list_objects", "knee", "sweep_levels"]
 
@@ -290,8 +291,6 @@ def s3(
                 f"(two {format_bytes(part_size, binary=True)} parts)"
             )
     if write and not (cancel is not None and cancel.is_set()):
-        from .writes import write_test
-
         w = write_test(cli, u, endpoint_url, int(write_size), int(write_count), cancel=cancel)
         prefix = w.pop("prefix")
         left = w.pop("left_prefix", None)

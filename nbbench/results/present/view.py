@@ -27,7 +27,7 @@ from __future__ import annotations
 import datetime as _dt
 from typing import ClassVar
 
-from ...units import format_many, format_metric, metric_label, metric_phrase, percentile_name
+from ...units import format_many, format_metric, metric_label, metric_phrase, percentile_name, unit_of
 from .. import advice as _advice
 from .rule import ANSWER_SEP, SEP, Presentation, Rendered, Section, render_html, render_text, tone_of
 from .summaries import fit_summary
@@ -59,8 +59,6 @@ def table_figures(items) -> list[str]:
     share a unit in one SI prefix (:func:`~nbbench.units.format_many`: '0.537 GB/s' beside
     '1.20 GB/s'), each other one as :func:`~nbbench.units.format_metric` (percentages, counts,
     text; memory sizes in binary units)."""
-    from ...units import unit_of
-
     items = list(items)
     out = [format_metric(k, v) for k, v in items]
     groups: dict[str, list[int]] = {}

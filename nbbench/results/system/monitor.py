@@ -241,8 +241,6 @@ class MonitorResult(Result):
     def machine_line(self) -> str:
         """The machine's figures, labelled as the machine's: all CPUs, the device's total reads
         and writes (every process's), the network — in one prefix per pair."""
-        from ...units import format_many
-
         m, parts = self.metrics, []
         n = self.labels.get("cpus_logical")
         if m.get("cpu_mean_pct") is not None:
