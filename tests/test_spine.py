@@ -156,3 +156,43 @@ def test_every_probe_option_is_a_keyword_of_its_function():
         takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values())
         unknown = [d for d in cmd.own_options() if d not in sig.parameters and d not in probe.rank_only]
         assert takes_any or not unknown, f"{name}: options the probe {probe.target} does not take: {unknown}"
+
+
+def test_the_python_api_is_the_catalog():
+    import nbbench
+
+    for name in nbbench.PROBE_NAMES:
+        fn = getattr(nbbench, name)
+        assert fn is catalog.function(name), name
+        assert callable(fn) and fn.__doc__, name
+    # every subcommand that runs a probe is reachable from the top under its own name
+    for name in commands.names():
+        probe = commands.get_command(name).probe
+        if probe:
+            assert probe in nbbench.PROBE_NAMES
+    for name in nbbench.HELPERS:
+        assert getattr(nbbench, name).__name__ == name
+
+
+def test_old_deep_paths_still_import_with_a_warning():
+    import importlib
+    import sys
+
+    for old, new in (
+        ("nbbench.probes.disk", "nbbench.probes.storage.disk"),
+        ("nbbench.dist.jobs", "nbbench.ranks.jobs"),
+    ):
+        sys.modules.pop(old, None)
+        with pytest.warns(DeprecationWarning, match=new.replace(".", r"\.")):
+            mod = importlib.import_module(old)
+        assert mod is importlib.import_module(new)
+        assert mod.__spec__.name == new  # the module keeps its own identity
+
+
+def test_the_python_api_runs_a_probe(tmp_path):
+    import nbbench
+
+    r = nbbench.dd(tmp_path, size="4M", bs="1M")
+    assert r.kind == "dd" and r.status == "ok"
+    assert r.params["size"] == 4 << 20
+    assert list(tmp_path.iterdir()) == []  # its temp file removed
