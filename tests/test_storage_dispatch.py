@@ -2,6 +2,7 @@
 dispatcher every storage probe's job goes through, and one sentence for what an engine cannot run."""
 
 import os
+import shutil
 
 import pytest
 
@@ -117,3 +118,16 @@ def test_dd_randread_and_presets_run_through_the_one_dispatcher(tmp_path, monkey
     j = seen[0]
     assert (j.op, j.pattern, j.qd, j.runtime, j.region, j.seed, j.timed) == ("read", RAND, 2, 0.1, 4 * MIB, 7, True)
     assert j.cache_mode == r.labels["cache"]
+
+
+def test_the_dd_card_says_how_its_write_differs_from_dd_s(tmp_path):
+    """write_vs_dd: what bench/dd_write_vs_dd.py measured, with this run's own block and pool (64 buffers
+    of 64 KiB at most 16 MiB: 4 MiB); dd's own run has no such line, and what it writes is zeros."""
+    r = disk.dd(tmp_path, bs="64K", size="4M", mode="write")
+    line = r.labels["write_vs_dd"]
+    assert r.ok and r.labels["write_data"] == "random"
+    assert line.startswith("either can be the higher") and "one 64 KiB buffer" in line
+    assert "cycles 4 MiB of random buffers" in line and "bench/dd_write_vs_dd.py" in line
+    if shutil.which("dd"):
+        d = disk.dd(tmp_path, bs="64K", size="4M", mode="write", engine="dd")
+        assert "write_vs_dd" not in d.labels and d.labels["write_data"].startswith("zeros")
