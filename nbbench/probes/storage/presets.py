@@ -103,7 +103,7 @@ def preset(
         for _, pat, bs, qd, t in p["tests"]
     ]
     for job in jobs_of:  # every row's job, before the file is written
-        registry.check(job, f"disk --preset {name}")
+        registry.check(job, f"disk --preset {preset}")
     target = inspect(path, write=bool(write))
     region = target.read_region(None if size is None else size_arg(size, "size"), DEFAULT_READ_FILE)
     region = max(region, p.get("min_size", 0)) if target.kind == "dir" else min(region, target.size)
