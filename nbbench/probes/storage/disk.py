@@ -227,9 +227,10 @@ def _vs_dd(eng, bs: int, out) -> str:
     cycles = f"cycles {_binary(pool)} of random buffers" if pool else "cycles a pool of random buffers"
     return (
         f"either can be the higher: dd's literal command rewrites one {_binary(bs)} buffer, copying /dev/zero "
-        f"into it before each block; this write {cycles} — on a virtio disk (bench/dd_write_vs_dd.py, 30 pairs) "
-        "a 16 MiB pool wrote 0.80 of one rewritten buffer and dd 0.77 of it; zeros against random data, the "
-        "compiled loop's per-block cost, fdatasync and pre-allocation made no difference beyond the noise"
+        f"into it before each block; this write {cycles} — on a virtio disk (bench/dd_write_vs_dd.py, medians of "
+        "20-30 pairs) a 16 MiB pool wrote 0.70-0.80 of one rewritten buffer and dd 0.45-0.77 of it; zeros against "
+        "random data, the compiled loop's per-block cost, fdatasync and pre-allocation made no difference beyond "
+        "the noise"
     )
 
 
