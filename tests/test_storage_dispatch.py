@@ -131,3 +131,23 @@ def test_the_dd_card_says_how_its_write_differs_from_dd_s(tmp_path):
     if shutil.which("dd"):
         d = disk.dd(tmp_path, bs="64K", size="4M", mode="write", engine="dd")
         assert "write_vs_dd" not in d.labels and d.labels["write_data"].startswith("zeros")
+
+
+def test_no_engine_name_is_compared_outside_the_registry():
+    """Engine names are declared in one place: code elsewhere asks the registry what an engine does
+    (``registry.get(engine).in_process``, ``eng.writes_zeros``…), never compares its name."""
+    import re
+    from pathlib import Path
+
+    root = Path(registry.__file__).resolve().parents[2]
+    names = "|".join(registry.ENGINES)
+    pattern = re.compile(rf"""(==|!=|\bin\b)\s*\(?\s*["']({names})["']|["']({names})["']\s*(==|!=)""")
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        if path.name == "registry.py" and path.parent.name == "_engines":
+            continue
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            code = line.split("#", 1)[0]
+            if "engine" in code and pattern.search(code):
+                found.append(f"{path.relative_to(root)}:{n}: {line.strip()}")
+    assert found == []
