@@ -154,7 +154,7 @@ def check(job: IoJob, what: str | None = None) -> Engine:
         why = (
             f"jobs={job.jobs} needs the builtin engine here ("
             + (_does(e) if e.jobs == "one" else f"{e}'s numjobs would each make the whole pass")
-            + "; for fio's numjobs use randread or disk)"
+            + "; randread and disk take fio's numjobs)"
         )
         fits = [x.name for x in ENGINES.values() if x.jobs == "any"]
     elif job.buffers not in e.buffers:
