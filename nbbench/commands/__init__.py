@@ -90,35 +90,47 @@ __all__ = [
 REGISTRY: dict[str, tuple[str, str]] = {
     "gpu": ("nbbench.commands.gpu:GpuCommand", "check the GPU stack: CUDA, driver, versions, a short benchmark"),
     "env": ("nbbench.commands.env:EnvCommand", "environment fingerprint; export exact package versions"),
-    "dd": ("nbbench.commands.storage:DdCommand", "sequential write then read, like dd (direct or buffered)"),
+    "dd": ("nbbench.commands.storage.disk:DdCommand", "sequential write then read, like dd (direct or buffered)"),
     "randread": (
-        "nbbench.commands.storage:RandreadCommand",
+        "nbbench.commands.storage.disk:RandreadCommand",
         "random reads at a block size and queue depth, IOPS and latency",
     ),
-    "files": ("nbbench.commands.storage:FilesCommand", "read many small files the way an image dataset is read"),
-    "disk": ("nbbench.commands.storage:DiskCommand", "a preset set of storage tests (CrystalDiskMark, MLPerf)"),
+    "files": ("nbbench.commands.storage.disk:FilesCommand", "read many small files the way an image dataset is read"),
+    "disk": ("nbbench.commands.storage.disk:DiskCommand", "a preset set of storage tests (CrystalDiskMark, MLPerf)"),
     "checkpoint": (
-        "nbbench.commands.ckpt:CheckpointCommand",
+        "nbbench.commands.storage.ckpt:CheckpointCommand",
         "save a model-like checkpoint and load it back (torch.save, DCP)",
     ),
     "shards": (
-        "nbbench.commands.ckpt:ShardsCommand",
+        "nbbench.commands.storage.ckpt:ShardsCommand",
         "read large shard files as parallel sequential streams (WebDataset-like)",
     ),
-    "s3": ("nbbench.commands.objects:S3Command", "GET throughput, time to first byte and a concurrency sweep from S3"),
+    "s3": (
+        "nbbench.commands.storage.objects:S3Command",
+        "GET throughput, time to first byte and a concurrency sweep from S3",
+    ),
     "make-dataset": (
-        "nbbench.commands.dataset:MakeDatasetCommand",
+        "nbbench.commands.storage.dataset:MakeDatasetCommand",
         "make a synthetic ImageNet-like folder tree or tar shards to try the probes",
     ),
-    "monitor": ("nbbench.commands.monitor:MonitorCommand", "sample GPU, CPU and disk while a cell (or command) runs"),
+    "monitor": (
+        "nbbench.commands.monitors.monitor:MonitorCommand",
+        "sample GPU, CPU and disk while a cell (or command) runs",
+    ),
     "watch": (
-        "nbbench.commands.watch:WatchCommand",
+        "nbbench.commands.monitors.watch:WatchCommand",
         "a background monitor for the kernel's life: live view, marks, /metrics",
     ),
-    "mark": ("nbbench.commands.watch:MarkCommand", "a labelled mark on the background monitor's timeline"),
-    "loader": ("nbbench.commands.loader:LoaderCommand", "DataLoader throughput with the data-wait / compute split"),
-    "sweep": ("nbbench.commands.sweep:SweepCommand", "sweep num_workers / batch size / pin_memory and recommend"),
-    "feed": ("nbbench.commands.feed:FeedCommand", "how many accelerators can this storage and CPU feed"),
+    "mark": ("nbbench.commands.monitors.watch:MarkCommand", "a labelled mark on the background monitor's timeline"),
+    "loader": (
+        "nbbench.commands.pipeline.loader:LoaderCommand",
+        "DataLoader throughput with the data-wait / compute split",
+    ),
+    "sweep": (
+        "nbbench.commands.pipeline.sweep:SweepCommand",
+        "sweep num_workers / batch size / pin_memory and recommend",
+    ),
+    "feed": ("nbbench.commands.pipeline.feed:FeedCommand", "how many accelerators can this storage and CPU feed"),
     "vs": (
         "nbbench.commands.interleave:VsCommand",
         "two or more settings of one probe, interleaved A B A B …, compared",

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import argparse
 
-from ..probes.checkpoint.models import MODELS as _MODELS
-from . import options, ranks
-from .storage import _run_probe, _target
+from ...probes.checkpoint.models import MODELS as _MODELS
+from .. import options, ranks
+from .disk import _run_probe, _target
 
 __all__ = ["CheckpointCommand", "ShardsCommand"]
 
@@ -94,7 +94,7 @@ class CheckpointCommand(ranks.RankedCommand):
         ranks.add_rank_options(parser)
 
     def run(self, args, ctx):
-        from ..probes.checkpoint.preflight import preflight
+        from ...probes.checkpoint.preflight import preflight
 
         params = self.params(args)
         value = ranks.dispatch(self.name, self.probe, args, ctx, params, f"checkpoint {args.path}")

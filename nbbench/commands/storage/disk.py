@@ -5,14 +5,14 @@ Each parses its options, runs the probe of :mod:`nbbench.probes.storage.disk` /
 the notebook's interrupt button set the cancel event: the probe removes its temp
 file and returns an ``interrupted`` result) with a progress bar, and returns the
 result.  Probe modules are imported inside ``run`` so ``--help`` stays light.
-``make-dataset`` is in :mod:`nbbench.commands.dataset`; the PATH check of the control
-panel (:func:`describe_path`) in :mod:`nbbench.commands.pathinfo`.
+``make-dataset`` is in :mod:`nbbench.commands.storage.dataset`; the PATH check of the control
+panel (:func:`describe_path`) in :mod:`nbbench.commands.storage.pathinfo`.
 """
 
 from __future__ import annotations
 
-from ..probes import limits
-from . import Command, options, ranks
+from ...probes import limits
+from .. import Command, options, ranks
 
 __all__ = ["DdCommand", "RandreadCommand", "FilesCommand", "DiskCommand"]
 
@@ -63,9 +63,9 @@ def _target(path):
     The one place commands ask the storage probes about a path: inspected once, here in
     the main thread, so missing / FIFO / socket / device errors come before any bar; the
     probe then takes the target as it is.  Also the control panel's PATH field
-    (:func:`nbbench.commands.pathinfo.describe_path`).
+    (:func:`nbbench.commands.storage.pathinfo.describe_path`).
     """
-    from ..probes.storage.target import inspect
+    from ...probes.storage.target import inspect
 
     # read=False: a read-only dataset tree is fine for files / feed / sweep
     return inspect(path, write=False, read=False)
@@ -101,7 +101,7 @@ def _add_buffers(parser):
 
 def _run_probe(ctx, desc: str, fn):
     """Make the progress bar here in the main thread, run the probe cancellably."""
-    from .. import tempfiles
+    from ... import tempfiles
 
     tempfiles.install_handlers()  # SIGTERM/SIGHUP clean-up; only works from the main thread
     return ctx.run_probe(desc, fn)
