@@ -44,7 +44,7 @@ def _add_cache(parser, default_help="O_DIRECT where the filesystem accepts it (d
 def _add_engine(parser, pattern, timed=False):
     """--engine with the choices the engine registry declares for the probe's jobs
     (:func:`nbbench.probes._engines.registry.engine_names`)."""
-    from ..probes._engines.registry import DEFAULT, engine_names
+    from ...probes._engines.registry import DEFAULT, engine_names
 
     choices = engine_names(pattern, timed=timed, queue=timed)
     parser.add_argument(
