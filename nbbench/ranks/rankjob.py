@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..results import Result, result_class
+from ..results import Result
 from ..results.hist import LatencyHistogram
 from .aggregate import Phase, track_from_windows
 
@@ -66,7 +66,17 @@ class RankJob:
         pass
 
     def run(self, progress, cancel) -> Result:
-        raise NotImplementedError
+        """The probe on this rank's part: by default the probe of :attr:`kind`, called with the parameter
+        object as it came (:meth:`call_probe`)."""
+        return self.call_probe(progress=progress, cancel=cancel, ready=self.ready)
+
+    def call_probe(self, **runtime) -> Result:
+        """The probe :attr:`kind` names (:data:`nbbench.probes.catalog.PROBES`) called with :attr:`params`,
+        the command's parameter object unchanged, and ``runtime`` (progress, cancel, ready, and what
+        this rank sets for itself: its seed, its shard), which wins over a parameter of the same name."""
+        from ..probes import catalog
+
+        return catalog.get(self.kind).call(self.params, **runtime)
 
     def tracks(self, res: Result, clock) -> dict[str, dict]:
         return {}
@@ -82,10 +92,6 @@ class RankJob:
     def monitor_path(self) -> str | None:
         """Where the host's disk is watched (the probe's path)."""
         return self.params.get("path")
-
-    def failed_result(self, reason: str) -> Result:
-        res = result_class(self.kind)(params=dict(self.params))
-        return res.fail(reason)
 
     # ----------------------------------------------------------- helpers
     def _room(self, nranks: int) -> None:

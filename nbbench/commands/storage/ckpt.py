@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import argparse
 
-from ..probes.checkpoint.models import MODELS as _MODELS
-from . import options, ranks
-from .storage import _run_probe, _target
+from ...probes.checkpoint.models import MODELS as _MODELS
+from .. import options, ranks
+from .disk import PathProbeCommand
 
 __all__ = ["CheckpointCommand", "ShardsCommand"]
 
@@ -29,7 +29,8 @@ def _scale(text: str) -> float:
     return v
 
 
-class CheckpointCommand(ranks.RankedCommand):
+class CheckpointCommand(PathProbeCommand):
+    probe = "checkpoint"
     measures = True
     scale = ("--size", "size", "size")
     description = (
@@ -92,58 +93,14 @@ class CheckpointCommand(ranks.RankedCommand):
         parser.add_argument("--seed", type=options.nonneg_int, default=0, help="the random fill's seed")
         ranks.add_rank_options(parser)
 
-    def run(self, args, ctx):
-        from ..probes.checkpoint.preflight import preflight
-        from ..probes.checkpoint.probe import checkpoint
+    def preflight(self, params, target) -> None:
+        from ...probes.checkpoint.preflight import preflight
 
-        value = ranks.dispatch(
-            "checkpoint",
-            "checkpoint",
-            args,
-            ctx,
-            dict(
-                path=args.path,
-                model=args.model,
-                size=args.size,
-                scale=args.scale,
-                optimizer=args.optimizer,
-                device=args.device,
-                dcp=args.dcp,
-                seed=args.seed,
-            ),
-            f"checkpoint {args.path}",
-        )
-        if value is not ranks.LOCAL:
-            return value
-        target = _target(args.path)
-        preflight(
-            target,
-            model=args.model,
-            size=args.size,
-            scale=args.scale,
-            optimizer=args.optimizer,
-            device=args.device,
-            dcp=args.dcp,
-        )  # every refusal before the bar
-        return _run_probe(
-            ctx,
-            f"checkpoint {args.path}",
-            lambda p, c: checkpoint(
-                target,
-                model=args.model,
-                size=args.size,
-                scale=args.scale,
-                optimizer=args.optimizer,
-                device=args.device,
-                dcp=args.dcp,
-                seed=args.seed,
-                progress=p,
-                cancel=c,
-            ),
-        )
+        preflight(target, **{k: v for k, v in params.items() if k not in ("path", "seed")})
 
 
-class ShardsCommand(ranks.RankedCommand):
+class ShardsCommand(PathProbeCommand):
+    probe = "shards"
     measures = True
     scale = ("--max-bytes", "max_bytes", "size")
     description = (
@@ -195,49 +152,5 @@ class ShardsCommand(ranks.RankedCommand):
         parser.add_argument("--region", default=None, help="with s3://: the region (default: the AWS configuration)")
         ranks.add_rank_options(parser)
 
-    def run(self, args, ctx):
-        from ..probes.shards.probe import shards
-
-        value = ranks.dispatch(
-            "shards",
-            "shards",
-            args,
-            ctx,
-            dict(
-                path=args.path,
-                streams=args.streams,
-                bs=args.bs,
-                min_size=args.min_size,
-                cold=args.cold,
-                warm=args.warm,
-                seed=args.seed,
-                max_bytes=args.max_bytes,
-                **_s3_options(args),
-            ),
-            f"shards {args.path}",
-        )
-        if value is not ranks.LOCAL:
-            return value
-        target = args.path if str(args.path).startswith("s3://") else _target(args.path)
-        return _run_probe(
-            ctx,
-            f"shards {args.path}",
-            lambda p, c: shards(
-                target,
-                streams=args.streams,
-                bs=args.bs,
-                min_size=args.min_size,
-                cold=args.cold,
-                warm=args.warm,
-                seed=args.seed,
-                max_bytes=args.max_bytes,
-                progress=p,
-                cancel=c,
-                **_s3_options(args),
-            ),
-        )
-
-
-def _s3_options(args) -> dict:
-    """--endpoint-url / --region, passed on only where given (a folder's run takes neither)."""
-    return {k: getattr(args, k) for k in ("endpoint_url", "region") if getattr(args, k, None)}
+    def target(self, args):
+        return args.path if str(args.path).startswith("s3://") else super().target(args)
