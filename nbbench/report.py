@@ -190,6 +190,7 @@ def build(
     """
     import time
 
+    # the environment's summary (not the report's, imported at the top); tests replace env.fingerprint
     from .env import fingerprint, summary
 
     if store is None:

@@ -89,6 +89,7 @@ class Gate:
 
 def judge(cmp, pct: Any) -> Gate:
     """Judge every headline figure of every later reference of ``cmp`` (a Comparison)."""
+    # here, not at the top: .model imports this module (Gate)
     from .model import chart_metrics
 
     threshold = parse_pct(pct)

@@ -156,6 +156,7 @@ class ComparisonGroup:
         return pd.DataFrame.from_records(recs, columns=cols).set_index("metric")
 
     def text_table(self) -> str:
+        # here, not at the top: .render imports this module (the model's rows)
         from .render import group_text
 
         return group_text(self)
@@ -252,6 +253,7 @@ class Comparison:
         p.text(self.text_table())
 
     def html(self, images: bool = True) -> str:
+        # here, not at the top: .render imports this module (the model's rows)
         from .render import comparison_html
 
         return comparison_html(self, images)

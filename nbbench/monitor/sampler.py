@@ -149,6 +149,8 @@ class Monitor(RecordBuffer):
 
     # ----------------------------------------------------------------- sources
     def _default_sources(self) -> list[Any]:
+        # here, not at the top: each source's module imports this one (Source), and a monitor
+        # built with its own sources never loads them
         from .cpu import CpuSource
         from .disk import DiskSource
         from .procs import ProcessTreeSource

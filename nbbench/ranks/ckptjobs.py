@@ -31,6 +31,9 @@ from ..units import format_bytes, format_metric
 from .aggregate import Phase, track_from_windows
 from .rankjob import RankJob, merge_hists, rank_metric, sum_metrics
 
+# The probes are imported inside the jobs' methods: a rank, which unpickles its job, loads only
+# the probe that job runs.
+
 __all__ = ["CheckpointJob", "ShardsJob"]
 
 #: checkpoint phase -> (rate, the bytes it moved, its seconds)

@@ -19,6 +19,9 @@ from .aggregate import Phase
 from .ckptjobs import CheckpointJob, ShardsJob
 from .rankjob import RankJob, merge_hists, sum_metrics
 
+# The probes are imported inside the jobs' methods: a rank, which unpickles its job, loads only
+# the probe that job runs.
+
 __all__ = ["RankJob", "DdJob", "RandreadJob", "FilesJob", "CheckpointJob", "ShardsJob", "job_for", "JOBS"]
 
 

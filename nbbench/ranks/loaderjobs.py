@@ -31,6 +31,9 @@ from .aggregate import Phase, track
 from .jobs import RankJob
 from .syncedstep import SyncedStep
 
+# The probes are imported inside the jobs' methods: a rank, which unpickles its job, loads only
+# the probe that job runs.
+
 __all__ = ["LoaderJob", "load_dataset", "s3_job", "job_for"]
 
 

@@ -29,6 +29,9 @@ from ..results import Result
 from ..results.hist import LatencyHistogram
 from .aggregate import Phase, track_from_windows
 
+# The probes are imported inside the jobs' methods: a rank, which unpickles its job, loads only
+# the probe that job runs.
+
 __all__ = ["RankJob", "merge_hists", "sum_metrics", "rank_metric"]
 
 

@@ -14,6 +14,9 @@ from __future__ import annotations
 from ..results import ProbeError, Result
 from .loaderjobs import LoaderJob, _dataset, _workers, s3_dataset, s3_job
 
+# The probes are imported inside the jobs' methods: a rank, which unpickles its job, loads only
+# the probe that job runs.
+
 __all__ = ["SweepJob", "FeedJob"]
 
 

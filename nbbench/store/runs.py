@@ -36,6 +36,7 @@ class Store(Database):
         ``environment`` defaults to this process's fingerprint.
         """
         if environment is None:
+            # looked up when called: tests replace env.fingerprint
             from ..env import fingerprint
 
             environment = fingerprint()

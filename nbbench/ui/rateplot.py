@@ -21,6 +21,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from nbbench.plots.loader import need_targets
 from nbbench.plots.rates import rate_panels, tag_styles
 from nbbench.units import metric_label
 
@@ -184,8 +185,6 @@ class PanelProgress(NotebookProgress):
         """A result that says what the accelerators need (feed, loader with an emulated
         accelerator: ``needed_samples_per_s``) gets that target line on the samples/s panel of
         the final frame — the one comparison that matters for a DataLoader."""
-        from nbbench.plots.loader import need_targets
-
         final = self._final or {}
         need = final.get("needed_samples_per_s")
         if not isinstance(need, (int, float)) or isinstance(need, bool) or not need > 0:

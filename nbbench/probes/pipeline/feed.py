@@ -168,6 +168,7 @@ def feed(
     if dataset is not None:
         ds = dataset
     elif s3:
+        # only for an S3 dataset: loads the S3 client
         from ..objects.s3dataset import open_s3_dataset
 
         ds = open_s3_dataset(path, endpoint_url=endpoint_url, region=region, decode=decode, size=size, seed=seed)

@@ -111,6 +111,7 @@ class ResultView:
         return sp if isinstance(sp, dict) and (sp.get("figures") or sp.get("headline")) else None
 
     def _pm(self, key: str) -> str:
+        # kept out of `import nbbench` (runs loads the statistics module)
         from ..runs import pm_text
 
         sp = self.spread()
@@ -143,6 +144,7 @@ class ResultView:
     def spread_note(self) -> str:
         """What the headline's ± is, after the answer: '(min…max of 5 runs)'; for a kind that words
         its answer itself, the figures too: '(samples/s ± 3 %, min…max of 5 runs)'; '' without spread."""
+        # kept out of `import nbbench` (runs loads the statistics module)
         from ..runs import spread_clause
 
         sp = self.spread()
@@ -196,6 +198,7 @@ class ResultView:
         prefix: :func:`table_figures`), the latency
         percentiles in fio's compact rows, and how it was measured (every label).  A kind
         adds its own (``[my_table] + super().sections()``)."""
+        # kept out of `import nbbench`: only a result with latency percentiles needs it
         from ..hist import PERCENTILES, percentile_key
 
         pkeys = {percentile_key(p) for p in PERCENTILES}
@@ -297,6 +300,7 @@ class ResultView:
         runs = getattr(self, "runs", None) or []
         if len(runs) < 2:
             return None
+        # kept out of `import nbbench` (runs loads the statistics module)
         from ..runs import headline_keys
 
         keys = headline_keys(self)
