@@ -1,10 +1,12 @@
 """Old module paths that users' scripts may hold, kept working for a release with a DeprecationWarning.
 
 The probes were split by subject (``nbbench.probes.disk`` is now ``nbbench.probes.storage.disk``, …)
-and ``nbbench.dist`` became ``nbbench.ranks``.  The stable way to call a probe from Python is the
-top of the package — ``nbbench.dd(...)``, ``nbbench.randread(...)``, ``nbbench.bench_loader(...)`` —
-whose names do not move (:data:`nbbench.probes.catalog.PUBLIC`).  Importing an old path still works:
-a meta path finder maps it to the module's new home and warns once, naming the new path.
+``nbbench.dist`` became ``nbbench.ranks``, and ``nbbench.results`` was grouped by subject
+(``nbbench.results.monitor`` is now ``nbbench.results.system.monitor``, …).  The stable way to call
+a probe from Python is the top of the package — ``nbbench.dd(...)``, ``nbbench.randread(...)``,
+``nbbench.bench_loader(...)`` — whose names do not move (:data:`nbbench.probes.catalog.PUBLIC`).
+Importing an old path still works: a meta path finder maps it to the module's new home and warns
+once, naming the new path.
 """
 
 from __future__ import annotations
@@ -42,6 +44,24 @@ MOVED: dict[str, str] = {
         }.items()
     },
     "nbbench.dist": "nbbench.ranks",
+    # results/ grouped by subject (nbbench.results.storage and .present keep their names: packages now)
+    **{
+        f"nbbench.results.{old}": f"nbbench.results.{new}"
+        for old, new in {
+            "checkpoint": "storage.checkpoint",
+            "shards": "storage.shards",
+            "objects": "storage.objects",
+            "loader": "pipeline.loader",
+            "sweep": "pipeline.sweep",
+            "feed": "pipeline.feed",
+            "gpu": "system.gpu",
+            "monitor": "system.monitor",
+            "doctor": "system.doctor",
+            "env": "system.env",
+            "view": "present.view",
+            "summaries": "present.summaries",
+        }.items()
+    },
 }
 
 

@@ -8,3 +8,32 @@ Layer: core (inside :mod:`nbbench.results`; imports only the core).
 * :mod:`.view`      :class:`~.view.ResultView`, the presentation side of every result
 * :mod:`.summaries` one-line summaries and count lines (history, the store)
 """
+
+from __future__ import annotations
+
+# the rule's names, as nbbench.results.present named them before it was a package
+from .rule import (
+    ANSWER_SEP,
+    SEP,
+    TONE_COLOURS,
+    TONES,
+    Presentation,
+    Rendered,
+    Section,
+    render_html,
+    render_text,
+    tone_of,
+)
+
+__all__ = [
+    "Section",
+    "Presentation",
+    "Rendered",
+    "TONES",
+    "TONE_COLOURS",
+    "tone_of",
+    "render_text",
+    "render_html",
+    "SEP",
+    "ANSWER_SEP",
+]
