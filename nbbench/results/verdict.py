@@ -9,13 +9,10 @@ CLI's exit code, the panel's status line and the reports follow both
 
 from __future__ import annotations
 
-__all__ = ["VERDICTS", "VERDICT_COLOURS", "worst_verdict"]
+__all__ = ["VERDICTS", "worst_verdict"]
 
 #: what a result's checks found, best first (a result without checks has verdict None)
 VERDICTS = ("ok", "warn", "fail")
-
-#: a verdict's colour, as the panel's status line and the reports draw it
-VERDICT_COLOURS = {"ok": "#2e7d32", "warn": "#ef6c00", "fail": "#c62828"}
 
 
 def worst_verdict(statuses) -> str | None:
