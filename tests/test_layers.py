@@ -26,6 +26,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "nbbench.results",
             "nbbench.store",
             "nbbench.env",
+            "nbbench.limits",
             "nbbench.topology",
             "nbbench.compare",
             "nbbench.accelerators",
