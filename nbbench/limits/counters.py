@@ -21,7 +21,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["StallReader", "window", "parse_cpu_stat", "parse_pressure", "parse_memory_events", "FIGURES"]
+__all__ = [
+    "StallReader",
+    "window",
+    "parse_cpu_stat",
+    "parse_pressure",
+    "parse_pressure_avg",
+    "parse_memory_events",
+    "FIGURES",
+]
 
 #: the figures of a window (and of a whole run): key -> what it is
 FIGURES = {
@@ -81,6 +89,24 @@ def parse_pressure(data: bytes | str) -> tuple[int | None, int | None]:
         elif kind == "full":
             full = v
     return some, full
+
+
+def parse_pressure_avg(data: bytes | str, field: str = "avg60") -> tuple[float | None, float | None]:
+    """A PSI file -> the kernel's own running averages (%, ``avg10``/``avg60``/``avg300``) of
+    (some, full): what the doctor reads without waiting for a window."""
+    if isinstance(data, bytes):
+        data = data.decode("ascii", "replace")
+    got: dict[str, float] = {}
+    for line in data.split("\n"):
+        kind, _, rest = line.partition(" ")
+        for item in rest.split():
+            k, _, v = item.partition("=")
+            if k == field:
+                try:
+                    got[kind] = float(v)
+                except ValueError:
+                    pass
+    return got.get("some"), got.get("full")
 
 
 def parse_memory_events(data: bytes | str, v1: bool = False) -> tuple[int, int] | None:

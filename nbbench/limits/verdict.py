@@ -28,6 +28,8 @@ __all__ = [
 
 #: throttled time per wall second above which a run was held back by the quota
 THROTTLED_PCT = 5.0
+#: share of periods throttled worth a verdict where only the periods are known (no time base)
+THROTTLED_PERIODS_PCT = 20.0
 #: PSI "some" shares worth a verdict: CPU (others' load shows here too), I/O, memory
 PSI_CPU_PCT = 20.0
 PSI_IO_PCT = 10.0
@@ -93,6 +95,9 @@ def stall_findings(fig: dict[str, Any], limits: dict[str, Any] | None = None, wo
         if workers and quota:
             text += f": the DataLoader's {workers} workers share {quota:g} CPUs"
         out.append((max(thr, 100.0 if per and per > 50 else 0), text))
+    elif thr is None and per is not None and per >= THROTTLED_PERIODS_PCT:  # periods alone (the doctor's tally)
+        q = f"the container's {quota_words(quota)}" if quota else "the container's CPU quota"
+        out.append((per, f"throttled by {q} in {_g(per)} % of its periods (cpu.stat{fig.get('since') or ''})"))
     io = _n(fig.get("psi_io_some_pct"))
     if io is not None and io >= PSI_IO_PCT:
         full = _n(fig.get("psi_io_full_pct"))
@@ -145,8 +150,10 @@ def stall_verdict(
 
 
 def describe_limits(lim: dict[str, Any]) -> list[str]:
-    """The limits as lines, each with its source; 'no quota' / 'no limit' where none is set, 'not
-    available' where no cgroup file was found."""
+    """The limits as lines, each with its source; 'no quota' / 'no limit' where none is set; one line
+    'not available' where neither a cgroup nor pressure stall information was found."""
+    if not lim.get("cgroup") and not lim.get("psi"):
+        return ["container limits and stall counters not available (no cgroup files, no /proc/pressure)"]
     out = []
     q = lim.get("cpu_quota")
     if q:

@@ -74,10 +74,23 @@ def monitor_panels(
     panels.append(
         Panel(
             "CPU, whole machine",
-            ["cpu.util_pct", "cpu.iowait_pct"],
+            [
+                "cpu.util_pct",
+                "cpu.iowait_pct",
+                "stall.cpu_throttled_pct",
+                "stall.psi_cpu_some_pct",
+                "stall.psi_io_some_pct",
+            ],
             unit="%",
             ylim=(0, 105),
-            labels={"cpu.util_pct": "busy", "cpu.iowait_pct": "iowait"},
+            labels={
+                "cpu.util_pct": "busy",
+                "cpu.iowait_pct": "iowait",
+                "stall.cpu_throttled_pct": "throttled by the quota",
+                "stall.psi_cpu_some_pct": "waiting for CPU (PSI)",
+                "stall.psi_io_some_pct": "waiting on I/O (PSI)",
+            },
+            styles={"stall.*": {"linestyle": "--"}},
         )
     )
     panels.append(
