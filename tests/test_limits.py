@@ -111,9 +111,10 @@ def test_v2_window_figures_from_two_samples(v2):
 def test_v1_without_psi_reads_quota_failcnt_and_says_psi_is_not_available(tmp_path):
     # no mountinfo: the usual places; cpu and cpuacct mounted together; no /proc/pressure
     write(tmp_path, "proc/self/cgroup", "4:memory:/job\n3:cpu,cpuacct:/job\n2:pids:/job\n0::/\n")
-    write(tmp_path, "sys/fs/cgroup/cpu,cpuacct/job/cpu.cfs_quota_us", "50000\n")
-    write(tmp_path, "sys/fs/cgroup/cpu,cpuacct/job/cpu.cfs_period_us", "100000\n")
-    write(tmp_path, "sys/fs/cgroup/cpu,cpuacct/job/cpu.stat", "nr_periods 10\nnr_throttled 9\nthrottled_time 500000000\n")
+    job = "sys/fs/cgroup/cpu,cpuacct/job/"
+    write(tmp_path, job + "cpu.cfs_quota_us", "50000\n")
+    write(tmp_path, job + "cpu.cfs_period_us", "100000\n")
+    write(tmp_path, job + "cpu.stat", "nr_periods 10\nnr_throttled 9\nthrottled_time 500000000\n")
     write(tmp_path, "sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us", "-1\n")
     write(tmp_path, "sys/fs/cgroup/memory/job/memory.limit_in_bytes", str(2**30) + "\n")
     write(tmp_path, "sys/fs/cgroup/memory/job/memory.failcnt", "7\n")
@@ -126,11 +127,9 @@ def test_v1_without_psi_reads_quota_failcnt_and_says_psi_is_not_available(tmp_pa
     with limits.StallReader(tmp_path) as r:
         assert r.available == ["throttling", "memory events"] and r.scope is None
         a = r.sample(now=0.0)
-        write(tmp_path, "sys/fs/cgroup/cpu,cpuacct/job/cpu.stat", "nr_periods 20\nnr_throttled 19\nthrottled_time 1e9\n")
+        write(tmp_path, job + "cpu.stat", "nr_periods 20\nnr_throttled 19\nthrottled_time 1e9\n")
         assert r.sample(now=1.0)["cpu"] is None  # a malformed file is no figure, not an exception
-        write(
-            tmp_path, "sys/fs/cgroup/cpu,cpuacct/job/cpu.stat", "nr_periods 20\nnr_throttled 19\nthrottled_time 1000000000\n"
-        )
+        write(tmp_path, job + "cpu.stat", "nr_periods 20\nnr_throttled 19\nthrottled_time 1000000000\n")
         write(tmp_path, "sys/fs/cgroup/memory/job/memory.failcnt", "9\n")
         b = r.sample(now=1.0)
     fig = limits.window(a, b)
@@ -204,7 +203,9 @@ def test_the_verdict_says_what_was_measured_else_that_it_is_inferred():
     assert verdict.stall_verdict({}, None, "") == ""
     # several CPUs waiting: throttled time passes wall time, said per period instead
     many = verdict.stall_findings({"cpu_throttled_pct": 320.0, "cpu_throttled_periods_pct": 95.0}, {"cpu_quota": 4})
-    assert many == ["throttled by the container's 4-CPU quota in 95 % of its periods (3.2 CPU-s waiting per s) (cpu.stat)"]
+    assert many == [
+        "throttled by the container's 4-CPU quota in 95 % of its periods (3.2 CPU-s waiting per s) (cpu.stat)"
+    ]
 
 
 def test_worker_bound_and_the_difference_of_two_environments_limits():
