@@ -142,10 +142,15 @@ class _File:
         return os.pread(self.fd, 4096, 0)
 
     def close(self) -> None:
-        try:
-            os.close(self.fd)
-        except OSError:
-            pass
+        fd, self.fd = self.fd, -1
+        if fd >= 0:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    def __del__(self) -> None:  # a reader dropped unclosed (an exception on the way) leaks no descriptor
+        self.close()
 
 
 class StallReader:

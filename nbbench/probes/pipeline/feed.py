@@ -149,6 +149,7 @@ def feed(
     """
     from ...env import usable_cpus
     from .imagefolder import ImageFolderDataset
+    from .stallwindow import quota_note
 
     require_torch("feed")
     try:
@@ -318,6 +319,7 @@ def feed(
         if evict_info:
             res.extra["evict"] = evict_info
         status, reason = _summarise(res, runs)
+        quota_note(res, nw)
         if s3:
             ds.label_requests(res)
         measured = res.metrics.get("cold_measured_s") or res.metrics.get("warm_measured_s") or 0

@@ -43,6 +43,7 @@ from .dataloader import (
 from .loader import bench_loader
 from .loadermon import start_monitor, stop_monitor
 from .preflight import check_configs, preflight
+from .stallwindow import quota_note
 from .sweepconfigs import as_list, config_text, default_workers, grid, recommend
 
 __all__ = ["sweep", "SweepResult", "preflight", "make_loader"]
@@ -212,6 +213,7 @@ def sweep(
         stop_monitor(mon, mon_started)
 
     recommend(res, within_pct, au_target_pct)
+    quota_note(res, max((c.get("num_workers") or 0 for c in configs), default=None))
     rows = res.configs
     res.metrics["configs_count"] = len(rows)
     res.metrics["failed_count"] = sum(1 for r in rows if r["status"] == "failed")
@@ -308,6 +310,7 @@ def _measure(
         "measured_s",
         "steps_count",
         "gpu_util_mean_pct",
+        "cpu_throttled_pct",
     ):
         row[k] = m.get(k)
     row["input_bound"] = r.labels.get("input_bound")
