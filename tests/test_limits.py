@@ -271,3 +271,27 @@ def test_pressure_and_cpu_stat_parsers_take_the_documented_formats():
     assert counters.parse_cpu_stat("usage_usec 5\n") is None
     assert counters.parse_memory_events("max 2\noom 1\noom_kill 1\n") == (3, 1)
     assert counters.parse_memory_events("12\n", v1=True) == (12, 0)
+
+
+def test_a_loader_runs_stall_window_keeps_the_figures_and_words_only_the_containers_own(v2):
+    from nbbench.probes.pipeline.stallwindow import StallWindow, quota_note
+    from nbbench.results import Result
+
+    w = StallWindow(root=str(v2))
+    write(v2, POD + "/cpu.stat", v2_cpu_stat(1020, 399, 30_960_000))
+    write(v2, CTR + "/io.pressure", psi(900_000_000, 0))  # the cgroup's own: worded
+    res = Result(kind="loader")
+    words = w.apply(res, workers=16)
+    assert res.labels["cpu_quota"] == 4.0 and res.labels["psi_scope"] == "cgroup"
+    assert res.metrics["cpu_throttled_periods_pct"] == 95.0 and res.metrics["cpu_throttled_pct"] > 0
+    assert any("the DataLoader's 16 workers share 4 CPUs" in x for x in words) or words[0].startswith("tasks waited")
+    assert all(x.startswith("measured: ") for x in res.warnings) and len(res.warnings) == len(words)
+    # the machine's pressure (no cgroup files): a figure, not a finding
+    for r in ("cpu", "io", "memory"):
+        (v2 / CTR / f"{r}.pressure").unlink()
+    w = StallWindow(root=str(v2))
+    write(v2, "proc/pressure/io", psi(10**12, 0))
+    res = Result(kind="loader")
+    assert not [x for x in w.apply(res) if "I/O" in x] and res.labels["psi_scope"] == "system"
+    assert res.metrics["psi_io_some_pct"] == 100.0
+    assert quota_note(Result(kind="sweep"), 2) == ""  # this machine's own quota (none here) bounds nothing

@@ -176,3 +176,38 @@ def test_psi_is_read_during_an_io_heavy_run(tmp_path):
     series = [v for v in res.samples["timeline"]["stall.psi_io_some_pct"] if v is not None]
     assert series and all(0.0 <= v <= 100.0 for v in series)
     assert "PSI some" in res.stall_line()
+
+
+def test_the_loader_benchmark_inside_the_cgroup_says_it_was_throttled(half_cpu):
+    pytest.importorskip("torch")
+    code = (
+        "import json, time, torch\n"
+        "from torch.utils.data import DataLoader, Dataset\n"
+        "from nbbench.probes.pipeline.loader import bench_loader\n"
+        "class Busy(Dataset):\n"
+        "    def __len__(self): return 10**6\n"
+        "    def __getitem__(self, i):\n"
+        "        t = time.process_time()\n"
+        "        while time.process_time() - t < 0.005: pass\n"
+        "        return torch.zeros(4)\n"
+        "res = bench_loader(DataLoader(Busy(), batch_size=8, num_workers=2), duration=2.0, warmup=2, monitor=False)\n"
+        "print(json.dumps({'metrics': res.metrics, 'labels': res.labels, 'warnings': res.warnings}, default=str))\n"
+    )
+
+    def enter():
+        (half_cpu / "cgroup.procs").write_text(str(os.getpid()))
+
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+        preexec_fn=enter,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["labels"]["cpu_quota"] == 0.5 and got["metrics"]["cpu_throttled_pct"] >= 20
+    said = [w for w in got["warnings"] if w.startswith("measured: throttled by the container's 0.5-CPU quota")]
+    assert said and said[0].endswith("the DataLoader's 2 workers share 0.5 CPUs"), got["warnings"]

@@ -23,6 +23,8 @@ class StallWindow:
 
     def __init__(self, root: str = "/"):
         self.fig: dict[str, Any] | None = None
+        self.available: list[str] = []
+        self.scope: str | None = None
         try:
             from ...limits import StallReader, read_limits
 
@@ -39,6 +41,7 @@ class StallWindow:
             if self._reader is not None:
                 from ...limits import window
 
+                self.available, self.scope = self._reader.available, self._reader.scope
                 try:
                     self.fig = window(self._a, self._reader.sample())
                     self.fig["psi_scope"] = self._reader.scope
@@ -57,10 +60,10 @@ class StallWindow:
         for k in FIGURES:
             if fig.get(k) is not None:
                 res.metrics[k] = fig[k]
-        have = self._reader.available
+        have = self.available
         res.labels["stall_counters"] = ", ".join(have) if have else "none"
         if have:
-            res.labels["psi_scope"] = self._reader.scope or "none"
+            res.labels["psi_scope"] = self.scope or "none"
             q = self.limits.get("cpu_quota")
             res.labels["cpu_quota"] = q if q else "none"
         own = dict(fig)
