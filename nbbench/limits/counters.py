@@ -71,23 +71,26 @@ def parse_cpu_stat(data: bytes | str) -> tuple[int, int, float] | None:
 
 def parse_pressure(data: bytes | str) -> tuple[int | None, int | None]:
     """A PSI file -> (some total µs, full total µs); None for a line that is not there (older
-    kernels have no ``full`` line for cpu)."""
-    if isinstance(data, bytes):
-        data = data.decode("ascii", "replace")
+    kernels have no ``full`` line for cpu).  Byte searches, no splitting: this runs every sample."""
+    if isinstance(data, str):
+        data = data.encode()
     some = full = None
-    for line in data.split("\n"):
-        kind, _, rest = line.partition(" ")
-        at = rest.rfind("total=")
+    at = 0
+    while True:
+        at = data.find(b"total=", at)
         if at < 0:
-            continue
+            break
+        line = data.rfind(b"\n", 0, at) + 1
+        end = data.find(b"\n", at)
         try:
-            v = int(rest[at + 6 :].split()[0])
+            v = int(data[at + 6 : end if end >= 0 else len(data)].split(None, 1)[0])
         except (ValueError, IndexError):
-            continue
-        if kind == "some":
+            v = None
+        if data.startswith(b"some", line):
             some = v
-        elif kind == "full":
+        elif data.startswith(b"full", line):
             full = v
+        at += 6
     return some, full
 
 
