@@ -157,10 +157,11 @@ def test_psi_is_read_during_an_io_heavy_run(tmp_path):
         pytest.skip("no pressure stall information on this kernel")
     target = tmp_path / "blob"
     code = (
-        "import os, sys\n"
+        "import os, sys, time\n"
         "p = sys.argv[1]\n"
         "block = os.urandom(1 << 20)\n"
-        "for _ in range(3):\n"
+        "t0 = time.time()\n"
+        "while time.time() - t0 < 2.0:\n"
         "    with open(p, 'wb') as f:\n"
         "        for _ in range(64): f.write(block)\n"
         "        f.flush(); os.fsync(f.fileno())\n"

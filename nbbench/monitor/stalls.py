@@ -1,6 +1,6 @@
 """Stall source: what the container's limits did to the run, measured by the kernel.
 
-Fields (per window since the previous sample; None on the first; only those the kernel exposes):
+Fields (per window since the previous reading; None at first; only those the kernel exposes):
 
 - ``stall.cpu_throttled_pct``: time the cgroup's run queues were throttled by the CPU quota per
   second of wall time (% ; ``cpu.stat`` throttled time), ``stall.cpu_throttled_periods_pct``: share
@@ -11,9 +11,11 @@ Fields (per window since the previous sample; None on the first; only those the 
 - ``stall.memory_limit_events_count``, ``stall.memory_oom_kills_count``: the memory limit hit.
 
 Labels: ``stall_counters`` (what could be read, or "none"), ``psi_scope``, ``cpu_quota``
-(CPUs), ``memory_limit_bytes``, ``cgroup``.  ``summary()`` gives the run's figures from the first
-and the last sample (exact: the counters are cumulative) under the keys of
-:data:`nbbench.limits.FIGURES`, plus ``cpu_throttled_s``.  The files stay open and are re-read with
+(CPUs), ``memory_limit_bytes``, ``cgroup``.  The counters are read every 0.5 s at most
+(:attr:`StallSource.every_s`); the samples between repeat the last window's figures.
+``summary()`` gives the run's figures from the first and the last reading (exact: the counters are
+cumulative; :meth:`StallSource.close` reads them once more at the last sample's time) under the keys
+of :data:`nbbench.limits.FIGURES`, plus ``cpu_throttled_s``.  The files stay open and are re-read with
 one ``pread`` each (:class:`nbbench.limits.StallReader`).
 """
 
@@ -69,6 +71,12 @@ class StallSource:
         self._first: dict | None = None
         self._prev: dict | None = None
         self._keys: tuple = ()
+        self._now: float | None = None
+        #: the newest window's fields (what the exporter serves)
+        self.last: dict[str, Any] = {}
+        #: the counters are read at most this often (a window of 5 quota periods); samples between
+        #: repeat the last window's figures, so a 10 Hz monitor reads them twice a second
+        self.every_s = 0.5
 
     def open(self) -> None:
         from ..limits import FIGURES, StallReader, read_limits
@@ -99,6 +107,9 @@ class StallSource:
     def sample(self, now: float) -> dict:
         if self._reader is None:
             self.open()
+        self._now = now
+        if self._prev is not None and now - self._prev["t"] < self.every_s:
+            return self.last  # the counters are read every ``every_s``: the last window's figures until then
         cur = self._reader.sample(now)
         prev, self._prev = self._prev, cur
         if self._first is None:
@@ -106,7 +117,8 @@ class StallSource:
         from ..limits import window
 
         fig = window(prev, cur)
-        return {f: fig[k] for k, f in self._keys}
+        self.last = {f: fig[k] for k, f in self._keys}
+        return self.last
 
     def _has(self, key: str) -> bool:
         """A figure this machine measures (its file was opened)."""
@@ -131,5 +143,17 @@ class StallSource:
         return out
 
     def close(self) -> None:
+        # the run's last sample (the monitor's stop) may have repeated a window: the counters once more,
+        # at that sample's time, so the run's figures cover it to its end
+        if (
+            self._reader is not None
+            and self._prev is not None
+            and self._now is not None
+            and self._prev["t"] < self._now
+        ):
+            try:
+                self._prev = self._reader.sample(self._now)
+            except Exception:  # noqa: BLE001
+                pass
         if self._reader is not None:
             self._reader.close()
