@@ -295,3 +295,37 @@ def test_a_loader_runs_stall_window_keeps_the_figures_and_words_only_the_contain
     assert not [x for x in w.apply(res) if "I/O" in x] and res.labels["psi_scope"] == "system"
     assert res.metrics["psi_io_some_pct"] == 100.0
     assert quota_note(Result(kind="sweep"), 2) == ""  # this machine's own quota (none here) bounds nothing
+
+
+def test_the_monitor_serves_plots_and_prints_the_stall_figures(v2):
+    from nbbench.monitor import Monitor
+    from nbbench.monitor.exporter import families
+    from nbbench.monitor.stalls import StallSource
+    from nbbench.monitor.text import format_status
+    from nbbench.plots.monitor import monitor_panels
+
+    src = StallSource(root=str(v2))
+    src.every_s = 0.0  # read at every sample
+    mon = Monitor(interval=0.05, sources=[src])
+    mon.start()
+    write(v2, POD + "/cpu.stat", v2_cpu_stat(1020, 399, 30_960_000))
+    write(v2, CTR + "/io.pressure", psi(10**12, 0))
+    mon._take(mon.t_start + 1.0)  # a window of 1 s: 0.96 s throttled, io pressure capped at 100 %
+    rec = mon.latest()
+    assert rec["stall.cpu_throttled_pct"] == 96.0 and rec["stall.psi_io_some_pct"] == 100.0
+    fams = {f.name: f for f in families(mon)}
+    assert fams["nbbench_cgroup_cpu_throttled_ratio"].samples[0].value == pytest.approx(0.96)
+    io = fams["nbbench_pressure_io_waiting_ratio"].samples[0]
+    assert io.labels == {"scope": "cgroup"} and io.value == 1.0
+    line = format_status(rec)
+    assert "throttled  96%" in line and "PSI io 100%" in line
+    res = mon.result()
+    assert res.labels["stall_counters"] == "throttling, psi, memory events" and res.labels["cpu_quota"] == 4.0
+    assert res.metrics["cpu_throttled_s"] == pytest.approx(0.96)
+    assert res.stall_line().startswith("stalls: throttled ")
+    from nbbench.plots.monitor import monitor_plot_kwargs
+
+    cpu = next(p for p in monitor_plot_kwargs(mon)["panels"] if p.title.startswith("CPU"))
+    assert "stall.cpu_throttled_pct" in cpu.series and "stall.psi_io_some_pct" in cpu.series  # a quota: throttling
+    plain = next(p for p in monitor_panels() if p.title.startswith("CPU"))
+    assert plain.series == ["cpu.util_pct", "cpu.iowait_pct"]  # nothing measured: no empty legend entries
