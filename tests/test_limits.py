@@ -329,3 +329,14 @@ def test_the_monitor_serves_plots_and_prints_the_stall_figures(v2):
     assert "stall.cpu_throttled_pct" in cpu.series and "stall.psi_io_some_pct" in cpu.series  # a quota: throttling
     plain = next(p for p in monitor_panels() if p.title.startswith("CPU"))
     assert plain.series == ["cpu.util_pct", "cpu.iowait_pct"]  # nothing measured: no empty legend entries
+
+
+def test_the_environment_card_has_a_row_of_limits(v2):
+    from nbbench.results.env import env_rows
+
+    rows = dict(env_rows({"limits": limits.read_limits(v2)}))
+    assert rows["container limits"] == (
+        "cgroup v2 · 4-CPU quota · cpuset of 4 CPUs · memory 8.00 GiB · pids 4096 · throttling counters · "
+        "PSI (the cgroup's)"
+    )
+    assert dict(env_rows({}))["container limits"] == ""  # a fingerprint from before the limits were kept

@@ -18,6 +18,7 @@ __all__ = [
     "measured",
     "quota_words",
     "describe_limits",
+    "limits_summary",
     "limits_difference",
     "worker_bound",
     "THROTTLED_PCT",
@@ -181,6 +182,27 @@ def describe_limits(lim: dict[str, Any]) -> list[str]:
         else "pressure stall information: not available (no /proc/pressure, no cgroup *.pressure)"
     )
     return out
+
+
+def limits_summary(lim: dict[str, Any] | None) -> str:
+    """The limits in one short line (the environment card's row): 'cgroup v2 · 4-CPU quota · cpuset of 8
+    CPUs · memory 8.00 GiB · pids 4096 · /dev/shm 64.0 MiB · throttling counters · PSI (the cgroup's)'."""
+    if not lim:
+        return ""
+    if not lim.get("cgroup") and not lim.get("psi"):
+        return "not available (no cgroup files, no /proc/pressure)"
+    q, m, p = lim.get("cpu_quota"), lim.get("memory_limit_bytes"), lim.get("pids_max")
+    parts = [
+        f"cgroup {lim['cgroup']}" if lim.get("cgroup") else "no cgroup",
+        quota_words(q) if q else "no CPU quota",
+        f"cpuset of {lim['cpuset_count']} CPUs" if lim.get("cpuset_count") else "",
+        f"memory {_gib(m)}" if m else "no memory limit",
+        f"pids {p}" if p else "",
+        f"/dev/shm {_gib(lim['shm_bytes'])}" if lim.get("shm_bytes") else "",
+        "throttling counters" if lim.get("throttling") else "no throttling counters",
+        {"cgroup": "PSI (the cgroup's)", "system": "PSI (system-wide)"}.get(lim.get("psi") or "", "no PSI"),
+    ]
+    return " · ".join(x for x in parts if x)
 
 
 def _quota_of(lim: dict[str, Any] | None) -> str:
