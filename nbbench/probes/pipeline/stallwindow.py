@@ -52,7 +52,7 @@ class StallWindow:
 
     def apply(self, res, workers: int | None = None) -> list[str]:
         """Keep the figures in ``res`` and warn with what the container's limits did; returns the words."""
-        from ...limits import FIGURES, stall_findings
+        from ...limits import FIGURES, stall_findings, worker_bound
 
         fig = self.stop()
         if self._reader is None:
@@ -73,6 +73,13 @@ class StallWindow:
         words = stall_findings(own, self.limits, workers or None)
         for w in words:
             res.warn(f"measured: {w}")
+        try:
+            bound = worker_bound(self.limits, int(workers)) if workers is not None else ""
+        except (TypeError, ValueError):
+            bound = ""
+        if bound:  # more workers than the quota can run: said whether or not this run was throttled
+            res.warn(bound)
+            words.append(bound)
         return words
 
 
