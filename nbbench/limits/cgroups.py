@@ -65,8 +65,8 @@ def parse_cpuset(text: str) -> int | None:
 
 class CgroupPaths:
     """A process's cgroup folders: ``v2`` (its unified-hierarchy folder, or None) and ``v1``
-    (controller -> folder); ``own`` (controller or "" -> the path in /proc/PID/cgroup) and
-    ``mounts`` (controller or "" -> the mount point, for walking up to it)."""
+    (controller -> folder); ``own`` (controller or "" -> the path in /proc/PID/cgroup); ``v2_root`` and
+    ``v1_roots`` (the mount points, where walking up to the ancestors stops)."""
 
     def __init__(self) -> None:
         self.v2: Path | None = None
@@ -84,9 +84,6 @@ class CgroupPaths:
         if self.v1:
             return "v1"
         return "v2" if self.v2 is not None else None
-
-    def v1_dir(self, controller: str) -> Path | None:
-        return self.v1.get(controller)
 
     def ancestors(self, folder: Path, top: Path) -> list[Path]:
         """``folder`` and its parents up to the mount point ``top``, nearest first."""
