@@ -56,12 +56,18 @@ export class LiveChart {
           : { range: (_u, _min, max) => [0, Math.max(max || 0, 1) * 1.1] }
       },
       axes: [
-        { size: 22, values: (_u, vals) => vals.map(v => `${v.toFixed(0)} s`) },
-        { size: 58, values: (_u, vals) => vals.map(v => fmt(v)) }
+        { size: 30, values: (_u, vals) => vals.map(v => `${v.toFixed(0)} s`) },
+        { size: 76, values: (_u, vals) => vals.map(v => fmt(v)) }
       ],
       series: [
         {},
-        ...this.specs.map(s => ({ label: s.label, stroke: s.stroke, width: 1.5, spanGaps: false }))
+        ...this.specs.map(s => ({
+          label: s.label,
+          stroke: s.stroke,
+          width: 1.5,
+          spanGaps: false,
+          points: { show: false }
+        }))
       ]
     };
     return new uPlot(opts, [[], ...this.specs.map(() => [])] as uPlot.AlignedData, this.body);

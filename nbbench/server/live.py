@@ -84,8 +84,8 @@ def verdict_line(machine: str, gpus: list[dict], kernels: list[dict], gpu_note: 
         u = g.get("util_pct")
         if u is not None:
             parts.append(f"GPU {g['index']} {'busy' if u >= 50 else 'idle'} {100 - u if u < 50 else u:.0f} %")
-    if not gpus and gpu_note:
-        parts.append(gpu_note)
+    if not gpus and gpu_note:  # the reason's first words (the metrics' gpu_note has it whole)
+        parts.append(gpu_note.split(" — ")[0])
     if machine:
         parts.append(f"machine: {machine}")
     return "; ".join(parts)
@@ -209,7 +209,8 @@ class LiveSampler:
             gpu_note = "no GPU watched (gpus=none)"
         elif not _gpu_indices(rec):
             notes = [n for n in (getattr(gpu_src, "notes", None) or []) if "N/A" in n or "no GPU" in n]
-            gpu_note = "no GPU visible: " + (notes[0] if notes else "NVML reported no device")
+            note = notes[0] if notes else "NVML reported no device"
+            gpu_note = "no GPU visible: " + note.removeprefix("GPU figures are N/A: ")
         gpus = []
         for i in _gpu_indices(rec):
             dev = next((d for d in getattr(gpu_src, "devices", None) or [] if d.index == i), None)
