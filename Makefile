@@ -18,7 +18,8 @@ PYTEST_ARGS ?=
 # side by side share an xdist group (tests/conftest.py: XDIST_GROUPS) and run on one worker
 JOBS        ?= 2
 
-.PHONY: lab test setup unit notebooks stress-test bench gpu-check clean docs reference notebooks-outputs lint
+.PHONY: lab test setup unit notebooks stress-test bench gpu-check clean docs reference notebooks-outputs lint \
+	labextension lint-ts dist smoke-wheel
 
 setup: $(STAMP)
 
@@ -85,10 +86,37 @@ reference: setup
 notebooks-outputs: setup
 	PYTHONPATH=. MPLBACKEND=Agg $(PY) tools/notebook_outputs.py
 
-# Style: ruff (configured in pyproject.toml); CI runs it, and so does pre-commit.
+LABEXT_MODULES := labextension/node_modules/.installed
+
+# Style: ruff (configured in pyproject.toml); CI runs it, and so does pre-commit.  The
+# lab extension's TypeScript: type-checked (tsc --noEmit) and prettier-checked (`make lint-ts`,
+# part of `make lint` where Node.js is installed; CI installs it).
 lint: setup
 	$(PY) -m ruff check nbbench tests tools bench
 	$(PY) -m ruff format --check nbbench tests tools bench
+	@if command -v node >/dev/null 2>&1; then $(MAKE) --no-print-directory lint-ts; \
+	else echo "lint: no Node.js here: the TypeScript is not checked (CI checks it)"; fi
+
+lint-ts: $(LABEXT_MODULES)
+	cd labextension && node_modules/.bin/tsc --noEmit && \
+	  node_modules/.bin/prettier --check "src/**/*.ts" "style/**/*.css" "schema/*.json"
+
+# The JupyterLab extension (labextension/, TypeScript) built with jlpm and @jupyterlab/builder
+# into nbbench/labextension/ (not committed); the wheel ships it as shared data.  Needs Node.js.
+$(LABEXT_MODULES): labextension/package.json labextension/yarn.lock | $(STAMP)
+	cd labextension && ../$(BIN)/jlpm install --mode=skip-build >/dev/null
+	@touch $@
+
+labextension: $(LABEXT_MODULES)
+	bash tools/build-labextension.sh $(PY)
+
+# sdist and wheel (the extension's build inside) into dist/, then the wheel installed into a
+# fresh venv and checked: the CLI, %load_ext in a kernel, both extensions listed as enabled
+dist: labextension
+	rm -rf dist && $(PY) -m build --outdir dist . >/dev/null && ls -l dist
+
+smoke-wheel: dist
+	PYTHON=$(PYTHON) bash tools/smoke-wheel.sh dist/nbbench-*.whl
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache site
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache site nbbench/labextension labextension/lib labextension/node_modules

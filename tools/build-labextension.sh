@@ -12,9 +12,9 @@ JLPM="$BIN/jlpm"
 command -v node >/dev/null || { echo "build-labextension: Node.js is needed to build the extension" >&2; exit 1; }
 CORE="$("$PY" -c 'import jupyterlab, os; print(os.path.join(os.path.dirname(jupyterlab.__file__), "staging"))')"
 start=$(date +%s)
-if [ ! -d node_modules ] || [ package.json -nt node_modules ] || [ yarn.lock -nt node_modules ]; then
+if [ ! -f node_modules/.installed ] || [ package.json -nt node_modules/.installed ] || [ yarn.lock -nt node_modules/.installed ]; then
   "$JLPM" install --mode=skip-build >/dev/null
-  touch node_modules
+  touch node_modules/.installed
 fi
 rm -rf lib tsconfig.tsbuildinfo ../nbbench/labextension
 node_modules/.bin/tsc
