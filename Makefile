@@ -66,13 +66,14 @@ gpu-check: setup
 	PYTHONPATH=. $(PY) bench/gpu_check.py $(GPU_CHECK_ARGS)
 
 # The documentation site (mkdocs-material, mkdocs.yml): built into site/ with warnings as
-# errors.  Needs only the docs extra; the tutorials are rendered with their committed
-# outputs, never executed.  `make reference` rewrites docs/reference/ from the code
-# (tests/test_docs.py fails when it is stale); `make notebooks-outputs` re-runs every
-# tutorial and keeps its outputs (a few minutes of CPU).
+# errors.  Needs only the docs extra: no torch and no test extra (a venv made by this target
+# has just that); the tutorials are rendered with their committed outputs, never executed.
+# `make reference` rewrites docs/reference/ from the code (tests/test_docs.py fails when it is
+# stale); `make notebooks-outputs` re-runs every tutorial and keeps its outputs (a few minutes of CPU).
 DOCS_STAMP := $(VENV)/.nbbench-docs-installed
 
-$(DOCS_STAMP): pyproject.toml | $(STAMP)
+$(DOCS_STAMP): pyproject.toml
+	@[ -x $(PY) ] || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q -e '.[docs]'
 	@touch $(DOCS_STAMP)
 
