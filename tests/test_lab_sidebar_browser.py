@@ -116,9 +116,17 @@ def test_sidebar_status_bar_and_a_dd_from_the_form(tmp_path):
                 timeout=30_000,
             )
             assert "GPU" in status.inner_text()
-            time.sleep(2.0)
+            time.sleep(8.0)  # a few more samples in the charts
             side.screenshot(path=str(SHOTS / "lab-sidebar.png"))
             page.locator("#jp-main-statusbar").screenshot(path=str(SHOTS / "lab-statusbar.png"))
+
+            # the browser holds the login cookie: a POST carrying it without the XSRF token is refused
+            code = page.evaluate(
+                "async () => (await fetch('/user/someone/nbbench/api/runs', {method: 'POST',"
+                " credentials: 'same-origin', body: JSON.stringify({probe: 'doctor'})})).status"
+            )
+            assert code == 403
+            assert page.evaluate("async () => (await fetch('/user/someone/nbbench/api/history')).status") == 200
 
             # a bad path: one error line, nothing runs
             side.locator(".jp-nbbench-probe").select_option("dd")
@@ -147,6 +155,7 @@ def test_sidebar_status_bar_and_a_dd_from_the_form(tmp_path):
                 timeout=30_000,
             )
             assert not [p for p in data.iterdir() if p.name.startswith(".nbbench")]
+            side.evaluate("e => { e.scrollTop = e.scrollHeight; }")  # the lower half: kernels, results, the form
             time.sleep(1.0)
             side.screenshot(path=str(SHOTS / "lab-sidebar-run.png"))
 
