@@ -90,35 +90,47 @@ __all__ = [
 REGISTRY: dict[str, tuple[str, str]] = {
     "gpu": ("nbbench.commands.gpu:GpuCommand", "check the GPU stack: CUDA, driver, versions, a short benchmark"),
     "env": ("nbbench.commands.env:EnvCommand", "environment fingerprint; export exact package versions"),
-    "dd": ("nbbench.commands.storage:DdCommand", "sequential write then read, like dd (direct or buffered)"),
+    "dd": ("nbbench.commands.storage.disk:DdCommand", "sequential write then read, like dd (direct or buffered)"),
     "randread": (
-        "nbbench.commands.storage:RandreadCommand",
+        "nbbench.commands.storage.disk:RandreadCommand",
         "random reads at a block size and queue depth, IOPS and latency",
     ),
-    "files": ("nbbench.commands.storage:FilesCommand", "read many small files the way an image dataset is read"),
-    "disk": ("nbbench.commands.storage:DiskCommand", "a preset set of storage tests (CrystalDiskMark, MLPerf)"),
+    "files": ("nbbench.commands.storage.disk:FilesCommand", "read many small files the way an image dataset is read"),
+    "disk": ("nbbench.commands.storage.disk:DiskCommand", "a preset set of storage tests (CrystalDiskMark, MLPerf)"),
     "checkpoint": (
-        "nbbench.commands.ckpt:CheckpointCommand",
+        "nbbench.commands.storage.ckpt:CheckpointCommand",
         "save a model-like checkpoint and load it back (torch.save, DCP)",
     ),
     "shards": (
-        "nbbench.commands.ckpt:ShardsCommand",
+        "nbbench.commands.storage.ckpt:ShardsCommand",
         "read large shard files as parallel sequential streams (WebDataset-like)",
     ),
-    "s3": ("nbbench.commands.objects:S3Command", "GET throughput, time to first byte and a concurrency sweep from S3"),
+    "s3": (
+        "nbbench.commands.storage.objects:S3Command",
+        "GET throughput, time to first byte and a concurrency sweep from S3",
+    ),
     "make-dataset": (
-        "nbbench.commands.dataset:MakeDatasetCommand",
+        "nbbench.commands.storage.dataset:MakeDatasetCommand",
         "make a synthetic ImageNet-like folder tree or tar shards to try the probes",
     ),
-    "monitor": ("nbbench.commands.monitor:MonitorCommand", "sample GPU, CPU and disk while a cell (or command) runs"),
+    "monitor": (
+        "nbbench.commands.monitors.monitor:MonitorCommand",
+        "sample GPU, CPU and disk while a cell (or command) runs",
+    ),
     "watch": (
-        "nbbench.commands.watch:WatchCommand",
+        "nbbench.commands.monitors.watch:WatchCommand",
         "a background monitor for the kernel's life: live view, marks, /metrics",
     ),
-    "mark": ("nbbench.commands.watch:MarkCommand", "a labelled mark on the background monitor's timeline"),
-    "loader": ("nbbench.commands.loader:LoaderCommand", "DataLoader throughput with the data-wait / compute split"),
-    "sweep": ("nbbench.commands.sweep:SweepCommand", "sweep num_workers / batch size / pin_memory and recommend"),
-    "feed": ("nbbench.commands.feed:FeedCommand", "how many accelerators can this storage and CPU feed"),
+    "mark": ("nbbench.commands.monitors.watch:MarkCommand", "a labelled mark on the background monitor's timeline"),
+    "loader": (
+        "nbbench.commands.pipeline.loader:LoaderCommand",
+        "DataLoader throughput with the data-wait / compute split",
+    ),
+    "sweep": (
+        "nbbench.commands.pipeline.sweep:SweepCommand",
+        "sweep num_workers / batch size / pin_memory and recommend",
+    ),
+    "feed": ("nbbench.commands.pipeline.feed:FeedCommand", "how many accelerators can this storage and CPU feed"),
     "vs": (
         "nbbench.commands.interleave:VsCommand",
         "two or more settings of one probe, interleaved A B A B …, compared",
@@ -224,8 +236,40 @@ class Command:
     #: phase, named by "too short to trust" advice (None: "run it longer")
     scale: tuple[str, str, str] | None = None
 
+    #: the probe it runs, by its name in :data:`nbbench.probes.catalog.PROBES` (None: it runs none)
+    probe: str | None = None
+    #: options of its parser that only the front end reads (a live plot's switch): never handed to
+    #: the probe or the ranks.  Every other option is in :meth:`params`.
+    front_only: frozenset[str] = frozenset()
+
     def add_arguments(self, parser) -> None:
-        """Declare this subcommand's own options (argparse API)."""
+        """Declare this subcommand's own options (argparse API): the one declaration its parser (CLI and
+        magic), the panel's fields, :meth:`params` (what the probe and every rank receive), ``--repeat``
+        and the reference docs are all read from."""
+
+    @classmethod
+    def own_options(cls) -> tuple[str, ...]:
+        """The ``dest`` of every option :meth:`add_arguments` declares, less the ranks' own
+        (``--ranks``, ``--nnodes``…: how to run, not what) and :attr:`front_only`."""
+        cached = cls.__dict__.get("_own_options")
+        if cached is None:
+            scratch = argparse.ArgumentParser(add_help=False)
+            cls.add_arguments(cls, scratch)
+            skip = RANK_OPTIONS | cls.front_only
+            cached = tuple(a.dest for a in scratch._actions if a.dest != argparse.SUPPRESS and a.dest not in skip)
+            cls._own_options = cached
+        return cached
+
+    def params(self, args: argparse.Namespace) -> dict[str, Any]:
+        """The parameter object: each declared option's value by its name, the same dict for the probe
+        called here and for the job every rank runs (:func:`nbbench.commands.ranks.dispatch`)."""
+        return {dest: getattr(args, dest) for dest in self.own_options()}
+
+    def call_probe(self, params: dict[str, Any], **runtime: Any) -> Any:
+        """:attr:`probe` called with ``params`` (see :meth:`nbbench.probes.catalog.Probe.call`)."""
+        from ..probes import catalog
+
+        return catalog.get(self.probe).call(params, **runtime)
 
     def run(self, args: argparse.Namespace, ctx: Context) -> Any:
         raise NotImplementedError
@@ -265,6 +309,10 @@ class Invocation:
 
 
 _RAISING: dict[type, type] = {}
+
+#: the options of many-rank runs (:func:`nbbench.commands.ranks.add_rank_options`): how a probe is run,
+#: never a parameter of it
+RANK_OPTIONS = frozenset({"ranks", "nnodes", "rdzv_host", "backend", "no_dist"})
 
 
 def _raising(base: type) -> type:

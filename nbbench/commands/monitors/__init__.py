@@ -1,0 +1,2 @@
+"""Monitoring subcommands: monitor (a cell or a command), watch and mark (the kernel-long background
+monitor), and what they share (common.py)."""
