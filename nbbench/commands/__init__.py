@@ -34,25 +34,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..results import ProbeError
+from . import ending as _ending
 from .context import Context
-from .ending import (
-    EXIT_CHECK_FAILED,
-    EXIT_CODES,
-    EXIT_FAILED,
-    EXIT_INTERRUPTED,
-    EXIT_OK,
-    EXIT_USAGE,
-    RaiseAfterFinish,
-    execute,
-    exit_code,
-    finish,
-    outcome,
-    returns_value,
-    save_results,
-    show,
-    to_json,
-    verdict,
-)
+from .ending import *  # noqa: F403  (the finish step's names, re-exported: ending.__all__)
 
 __all__ = [
     "Command",
@@ -68,22 +52,7 @@ __all__ = [
     "parse",
     "defaults",
     "build_parser",
-    "execute",
-    "finish",
-    "show",
-    "save_results",
-    "outcome",
-    "verdict",
-    "exit_code",
-    "returns_value",
-    "to_json",
-    "RaiseAfterFinish",
-    "EXIT_OK",
-    "EXIT_FAILED",
-    "EXIT_USAGE",
-    "EXIT_CHECK_FAILED",
-    "EXIT_INTERRUPTED",
-    "EXIT_CODES",
+    *_ending.__all__,
 ]
 
 # name: ("module:Class", one-line help).  Order is the order of the help listing.

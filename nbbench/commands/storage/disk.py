@@ -12,9 +12,9 @@ panel (:func:`describe_path`) in :mod:`nbbench.commands.storage.pathinfo`.
 from __future__ import annotations
 
 from ...probes import limits
-from .. import Command, options, ranks
+from .. import options, ranks
 
-__all__ = ["DdCommand", "RandreadCommand", "FilesCommand", "DiskCommand"]
+__all__ = ["PathProbeCommand", "DdCommand", "RandreadCommand", "FilesCommand", "DiskCommand"]
 
 _PATH_HELP = (
     "a directory (a new .nbbench-* temp file is written there and removed), "
@@ -102,7 +102,28 @@ def _run_probe(ctx, desc: str, fn):
     return ctx.run_probe(desc, fn)
 
 
-class DdCommand(ranks.RankedCommand):
+class PathProbeCommand(ranks.RankedCommand):
+    """A probe on one PATH: its :meth:`params` to the ranks (where its parser takes ``--ranks``) or to the
+    probe here, on the target inspected once in the main thread, with a progress bar and Stop."""
+
+    def target(self, args):
+        return _target(args.path)
+
+    def preflight(self, params: dict, target) -> None:
+        """Refusals before the bar (free space, memory): none by default."""
+
+    def run(self, args, ctx):
+        params = self.params(args)
+        desc = f"{self.name} {args.path}"
+        value = ranks.dispatch(self.name, self.probe, args, ctx, params, desc)
+        if value is not ranks.LOCAL:
+            return value
+        target = self.target(args)
+        self.preflight(params, target)
+        return _run_probe(ctx, desc, lambda p, c: self.call_probe(params, path=target, progress=p, cancel=c))
+
+
+class DdCommand(PathProbeCommand):
     probe = "dd"
     measures = True
     scale = ("--size", "size", "size")
@@ -136,18 +157,8 @@ class DdCommand(ranks.RankedCommand):
         _add_jobs(parser)
         ranks.add_rank_options(parser)
 
-    def run(self, args, ctx):
-        params = self.params(args)
-        value = ranks.dispatch(self.name, self.probe, args, ctx, params, f"dd {args.path}")
-        if value is not ranks.LOCAL:
-            return value
-        target = _target(args.path)
-        return _run_probe(
-            ctx, f"dd {args.path}", lambda p, c: self.call_probe(params, path=target, progress=p, cancel=c)
-        )
 
-
-class RandreadCommand(ranks.RankedCommand):
+class RandreadCommand(PathProbeCommand):
     probe = "randread"
     measures = True
     scale = ("--runtime", "runtime", "duration")
@@ -180,18 +191,8 @@ class RandreadCommand(ranks.RankedCommand):
         _add_buffers(parser)
         ranks.add_rank_options(parser, file_per_rank=True)
 
-    def run(self, args, ctx):
-        params = self.params(args)
-        value = ranks.dispatch(self.name, self.probe, args, ctx, params, f"randread {args.path}")
-        if value is not ranks.LOCAL:
-            return value
-        target = _target(args.path)
-        return _run_probe(
-            ctx, f"randread {args.path}", lambda p, c: self.call_probe(params, path=target, progress=p, cancel=c)
-        )
 
-
-class FilesCommand(ranks.RankedCommand):
+class FilesCommand(PathProbeCommand):
     probe = "files"
     measures = True
     scale = ("--sample", "sample", "count")
@@ -220,18 +221,8 @@ class FilesCommand(ranks.RankedCommand):
         parser.add_argument("--seed", type=options.nonneg_int, default=0, help="the sample's seed")
         ranks.add_rank_options(parser)
 
-    def run(self, args, ctx):
-        params = self.params(args)
-        value = ranks.dispatch(self.name, self.probe, args, ctx, params, f"files {args.path}")
-        if value is not ranks.LOCAL:
-            return value
-        target = _target(args.path)
-        return _run_probe(
-            ctx, f"files {args.path}", lambda p, c: self.call_probe(params, path=target, progress=p, cancel=c)
-        )
 
-
-class DiskCommand(Command):
+class DiskCommand(PathProbeCommand):
     probe = "disk"
     measures = True
     scale = ("--runtime", "runtime", "duration")
@@ -269,7 +260,7 @@ class DiskCommand(Command):
 
     def run(self, args, ctx):
         params = self.params(args)
-        target = _target(args.path)
+        target = self.target(args)
         return _run_probe(
             ctx, f"disk {args.preset}", lambda p, c: self.call_probe(params, path=target, progress=p, cancel=c)
         )
