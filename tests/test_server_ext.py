@@ -112,6 +112,12 @@ async def test_history_lists_stored_results_with_their_summary(jp_fetch):
     assert data["runs"][0]["metrics"]["read_bytes_per_s"] == 1.5e9
     page = await jp_fetch("nbbench", "report", str(rid))
     assert page.code == 200 and b"<html" in page.body
+    with pytest.raises(tornado.httpclient.HTTPClientError) as err:  # no token: no page (a redirect to the login)
+        await jp_fetch("nbbench", "report", str(rid), headers={"Authorization": ""}, follow_redirects=False)
+    assert err.value.code in (302, 403)
+    with pytest.raises(tornado.httpclient.HTTPClientError) as err:
+        await jp_fetch("nbbench", "report", str(rid + 100))
+    assert err.value.code == 404
 
 
 async def test_a_run_with_a_bad_path_is_one_error_line(jp_fetch):

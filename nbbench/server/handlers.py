@@ -193,14 +193,18 @@ class ReportHandler(JupyterHandler):
     """A stored result's report (or two results' comparison) as a page the sidebar opens in a tab."""
 
     @tornado.web.authenticated
-    def get(self, ids: str):
+    async def get(self, ids: str):
+        import asyncio
+        import functools
+
         from ..report import report
         from ..results import ProbeError
         from ..store import StoreError
 
         runs = [int(i) for i in ids.split(",") if i]
-        try:
-            rep = report(fmt="html", out="-", runs=runs, run_doctor=False, title=f"nbbench — run {ids}")
+        make = functools.partial(report, fmt="html", out="-", runs=runs, run_doctor=False, title=f"nbbench — run {ids}")
+        try:  # off the server's event loop: the environment fingerprint and the figures take a moment
+            rep = await asyncio.get_running_loop().run_in_executor(None, make)
         except (ProbeError, StoreError, KeyError) as exc:
             raise tornado.web.HTTPError(404, str(exc)) from None
         self.set_header("Content-Type", "text/html; charset=utf-8")
