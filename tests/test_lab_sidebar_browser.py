@@ -167,6 +167,9 @@ def test_sidebar_status_bar_and_a_dd_from_the_form(tmp_path):
             body = page.frame_locator(".jp-nbbench-report iframe").locator("h1")
             body.wait_for(timeout=60_000)
             assert "nbbench" in body.inner_text()
+            # the palette's "open the last report": a second report tab
+            page.evaluate("() => window.jupyterapp.commands.execute('nbbench:open-last-report')")
+            page.wait_for_function("() => document.querySelectorAll('.jp-nbbench-report iframe').length >= 2")
         finally:
             (tmp_path / STOP).write_text("")
             ctx.close()

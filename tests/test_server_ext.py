@@ -118,6 +118,11 @@ async def test_history_lists_stored_results_with_their_summary(jp_fetch):
     with pytest.raises(tornado.httpclient.HTTPClientError) as err:
         await jp_fetch("nbbench", "report", str(rid + 100))
     assert err.value.code == 404
+    # two picked in the sidebar: one page with both and their comparison
+    other = default_store().save(Result(kind="dd", status="ok", metrics={"read_bytes_per_s": 1.2e9}))
+    page = await jp_fetch("nbbench", "report", f"{rid},{other}")
+    text = page.body.decode()
+    assert page.code == 200 and "2 results" in text and "compar" in text.lower()
 
 
 async def test_a_run_with_a_bad_path_is_one_error_line(jp_fetch):

@@ -222,7 +222,7 @@ def setup_handlers(web_app, live, runs) -> list[str]:
         (url_path_join(base, "api", "history"), HistoryHandler),
         (url_path_join(base, "api", "runs"), RunsHandler),
         (url_path_join(base, "api", "runs", r"(\d+)"), RunHandler),
-        (url_path_join(base, "report", r"(\d+(?:,\d+)*)"), ReportHandler),
+        (url_path_join(base, "report", r"(\d+(?:(?:,|%2C|%2c)\d+)*)"), ReportHandler),  # the comma, or escaped
     ]
     web_app.add_handlers(".*$", routes)
     return [r for r, _ in routes]
