@@ -83,13 +83,14 @@ export class LiveChart {
       this.plot.setSize({ width, height: HEIGHT });
     }
     this.plot.setData([t, ...ys] as uPlot.AlignedData);
-    const latest = this.specs
-      .map((s, i) => {
-        const v = ys[i].length ? ys[i][ys[i].length - 1] : null;
-        return `${s.label} ${this.format(v)}`;
-      })
-      .join(' · ');
-    this.last.textContent = ` — ${latest}`;
+    // the latest figure of each series, in its line's colour (the chart's legend)
+    const parts: HTMLElement[] = this.specs.map((s, i) => {
+      const v = ys[i].length ? ys[i][ys[i].length - 1] : null;
+      const span = el('span', 'jp-nbbench-series', `\u25cf ${s.label} ${this.format(v)}`);
+      span.style.color = s.stroke;
+      return span;
+    });
+    this.last.replaceChildren(document.createTextNode(' \u2014 '), ...parts);
   }
 
   dispose(): void {
