@@ -108,7 +108,10 @@ $(LABEXT_MODULES): labextension/package.json labextension/yarn.lock | $(STAMP)
 	cd labextension && ../$(BIN)/jlpm install --mode=skip-build >/dev/null
 	@touch $@
 
-labextension: $(LABEXT_MODULES)
+LABEXT_BUILT := nbbench/labextension/package.json
+labextension: $(LABEXT_BUILT)
+
+$(LABEXT_BUILT): $(LABEXT_MODULES) labextension/tsconfig.json $(wildcard labextension/src/*.ts labextension/style/* labextension/schema/*)
 	bash tools/build-labextension.sh $(PY)
 
 # sdist and wheel (the extension's build inside) into dist/, then the wheel installed into a
