@@ -120,6 +120,12 @@ def test_sidebar_status_bar_and_a_dd_from_the_form(tmp_path):
             side.screenshot(path=str(SHOTS / "lab-sidebar.png"))
             page.locator("#jp-main-statusbar").screenshot(path=str(SHOTS / "lab-statusbar.png"))
 
+            # a click on the status-bar item opens the sidebar
+            page.evaluate("() => window.jupyterapp.shell.collapseRight()")
+            side.wait_for(state="hidden", timeout=10_000)
+            status.click()
+            side.wait_for(state="visible", timeout=10_000)
+
             # the browser holds the login cookie: a POST carrying it without the XSRF token is refused
             code = page.evaluate(
                 "async () => (await fetch('/user/someone/nbbench/api/runs', {method: 'POST',"
@@ -170,6 +176,22 @@ def test_sidebar_status_bar_and_a_dd_from_the_form(tmp_path):
             # the palette's "open the last report": a second report tab
             page.evaluate("() => window.jupyterapp.commands.execute('nbbench:open-last-report')")
             page.wait_for_function("() => document.querySelectorAll('.jp-nbbench-report iframe').length >= 2")
+
+            # the settings: charts off, after a reload the sidebar shows none (the other sections stay)
+            page.evaluate(
+                "async () => window.jupyterapp.serviceManager.settings.save('nbbench:plugin',"
+                " JSON.stringify({showCharts: false}))"
+            )
+            page.goto(lab.url("train.ipynb"))
+            page.wait_for_function(
+                "() => !!window.jupyterapp && window.jupyterapp.commands.hasCommand('nbbench:open-sidebar')"
+            )
+            page.evaluate("() => window.jupyterapp.commands.execute('nbbench:open-sidebar')")
+            side.wait_for(state="visible", timeout=30_000)
+            page.wait_for_function(
+                "() => document.querySelector('#nbbench-sidebar .jp-nbbench-charts').hidden === true", timeout=30_000
+            )
+            assert side.locator(".jp-nbbench-run").is_visible()
         finally:
             (tmp_path / STOP).write_text("")
             ctx.close()
