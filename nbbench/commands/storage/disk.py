@@ -41,13 +41,18 @@ def _add_cache(parser, default_help="O_DIRECT where the filesystem accepts it (d
     )
 
 
-def _add_engine(parser, choices=("builtin", "dd", "fio")):
+def _add_engine(parser, pattern, timed=False):
+    """--engine with the choices the engine registry declares for the probe's jobs
+    (:func:`nbbench.probes._engines.registry.engine_names`)."""
+    from ...probes._engines.registry import DEFAULT, engine_names
+
+    choices = engine_names(pattern, timed=timed, queue=timed)
     parser.add_argument(
         "--engine",
-        choices=list(choices),
-        default="builtin",
-        help="builtin (default, nothing to install), "
-        + ", ".join(c for c in choices if c != "builtin")
+        choices=choices,
+        default=DEFAULT,
+        help=f"{DEFAULT} (default, nothing to install), "
+        + ", ".join(c for c in choices if c != DEFAULT)
         + " (the system tool; one result schema)",
     )
 
@@ -152,7 +157,7 @@ class DdCommand(PathProbeCommand):
             help="default: both in a directory, read on a file or device",
         )
         _add_cache(parser)
-        _add_engine(parser)
+        _add_engine(parser, "seq")
         _add_buffers(parser)
         _add_jobs(parser)
         ranks.add_rank_options(parser)
@@ -187,7 +192,7 @@ class RandreadCommand(PathProbeCommand):
             "--warm", action="store_true", help="with --buffered: read the region once first, measuring the page cache"
         )
         _add_cache(parser)
-        _add_engine(parser, ("builtin", "fio"))
+        _add_engine(parser, "rand", timed=True)
         _add_buffers(parser)
         ranks.add_rank_options(parser, file_per_rank=True)
 
@@ -254,7 +259,7 @@ class DiskCommand(PathProbeCommand):
             help="reads only, also in a directory",
         )
         _add_cache(parser)
-        _add_engine(parser, ("builtin", "fio"))
+        _add_engine(parser, None, timed=True)
         _add_buffers(parser)
         _add_jobs(parser, threads_alias=True)
 
