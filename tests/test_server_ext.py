@@ -7,13 +7,28 @@ already goes through a non-root base_url; one test also runs under ``/user/someo
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import time
 
 import pytest
 import tornado.httpclient
 
-pytest_plugins = ["pytest_jupyter.jupyter_server"]
+# pytest-jupyter's fixtures (jp_fetch, jp_serverapp, jp_base_url, …) imported into this module only.  Not
+# `pytest_plugins = ["pytest_jupyter.jupyter_server"]`: that registers the plugin for the whole session, and its
+# autouse fixtures (a new event loop and a ServerApp clean-up around every test) and its hooks (it calls every
+# test function itself) would reach the rest of the suite.  So its coroutine tests run through _run below.
+from pytest_jupyter.jupyter_server import *  # noqa: E402, F403
+
+
+def _run(test):
+    """Run an ``async def`` test on the event loop pytest-jupyter's autouse ``jp_asyncio_loop`` set."""
+
+    @functools.wraps(test)
+    def wrapper(*args, **kwargs):
+        return asyncio.get_event_loop().run_until_complete(test(*args, **kwargs))
+
+    return wrapper
 
 
 @pytest.fixture
@@ -38,15 +53,18 @@ async def _status_without_token(jp_fetch, *parts, method="GET", body=None):
 
 
 @pytest.mark.parametrize("path", [("api", "metrics"), ("api", "kernels"), ("api", "history"), ("api", "runs")])
+@_run
 async def test_every_route_refuses_a_request_without_a_token(jp_fetch, path):
     assert await _status_without_token(jp_fetch, *path) == 403
 
 
+@_run
 async def test_a_post_without_token_or_xsrf_is_refused(jp_fetch):
     code = await _status_without_token(jp_fetch, "api", "runs", method="POST", body=json.dumps({"probe": "doctor"}))
     assert code == 403
 
 
+@_run
 async def test_metrics_shape_and_figures_that_move(jp_fetch):
     first = await _json(jp_fetch, "api", "metrics")
     for key in ("cpu", "memory", "disk", "disks", "net", "gpus", "verdict", "history", "sampler"):
@@ -66,6 +84,7 @@ async def test_metrics_shape_and_figures_that_move(jp_fetch):
     assert isinstance(later["verdict"]["line"], str) and later["verdict"]["machine"]
 
 
+@_run
 async def test_the_sampler_is_shared_and_stops_when_no_client_asks(jp_fetch, jp_serverapp):
     live = jp_serverapp.web_app.settings["nbbench_live"]
     await _json(jp_fetch, "api", "metrics")
@@ -79,6 +98,7 @@ async def test_the_sampler_is_shared_and_stops_when_no_client_asks(jp_fetch, jp_
     assert live.running and live.starts == 2  # the next client starts a fresh one
 
 
+@_run
 async def test_kernels_lists_a_running_kernel_with_its_figures(jp_fetch):
     r = await jp_fetch("api", "kernels", method="POST", body=json.dumps({"name": "python3"}))
     kid = json.loads(r.body)["id"]
@@ -99,6 +119,7 @@ async def test_kernels_lists_a_running_kernel_with_its_figures(jp_fetch):
         await jp_fetch("api", "kernels", kid, method="DELETE")
 
 
+@_run
 async def test_history_lists_stored_results_with_their_summary(jp_fetch):
     from nbbench.results import Result
     from nbbench.store import default_store
@@ -125,6 +146,7 @@ async def test_history_lists_stored_results_with_their_summary(jp_fetch):
     assert page.code == 200 and "2 results" in text and "compar" in text.lower()
 
 
+@_run
 async def test_a_run_with_a_bad_path_is_one_error_line(jp_fetch):
     with pytest.raises(tornado.httpclient.HTTPClientError) as err:
         await jp_fetch("nbbench", "api", "runs", method="POST", body=json.dumps({"probe": "dd", "target": "/no/such"}))
@@ -133,6 +155,7 @@ async def test_a_run_with_a_bad_path_is_one_error_line(jp_fetch):
     assert "/no/such" in msg and "\n" not in msg
 
 
+@_run
 async def test_a_dd_run_lands_in_the_store_and_can_be_stopped(jp_fetch, tmp_path):
     body = json.dumps({"probe": "dd", "target": str(tmp_path), "size": "4M"})
     run = await _json(jp_fetch, "api", "runs", method="POST", body=body)
@@ -164,6 +187,7 @@ class TestUnderAJupyterHubPrefix:
     def jp_base_url(self):
         return "/user/someone/"
 
+    @_run
     async def test_metrics_under_the_prefix(self, jp_fetch, jp_serverapp):
         assert jp_serverapp.base_url == "/user/someone/"
         data = await _json(jp_fetch, "api", "metrics")
