@@ -38,7 +38,12 @@ def _load_jupyter_server_extension(server_app):
     )
     runs = ProbeRuns(root=root)
     routes = setup_handlers(server_app.web_app, live, runs)
-    server_app.web_app.settings.setdefault("nbbench_shutdown", []).extend([live.stop, runs.stop_all])
+    # a function-style extension gets no stop hook from jupyter_server: at the server process's exit,
+    # a probe still running (its own process group) is interrupted as Stop would, and the sampler stopped
+    import atexit
+
+    atexit.register(runs.stop_all)
+    atexit.register(live.stop)
     server_app.log.info("nbbench: %d routes under %s", len(routes), routes[0].rsplit("/api/", 1)[0] + "/")
 
 
