@@ -47,7 +47,18 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("ui", ("nbbench.ui",)),
     ("report", ("nbbench.report", "nbbench.exporters")),
     ("commands", ("nbbench.commands",)),
-    ("front", ("nbbench", "nbbench._moved", "nbbench.__main__", "nbbench.magics", "nbbench.cli", "nbbench.panel")),
+    (
+        "front",
+        (
+            "nbbench",
+            "nbbench._moved",
+            "nbbench.__main__",
+            "nbbench.magics",
+            "nbbench.cli",
+            "nbbench.panel",
+            "nbbench.server",
+        ),
+    ),
 ]
 
 #: (importing module prefix, imported module prefix): why this upward import is fine.
