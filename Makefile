@@ -18,7 +18,8 @@ PYTEST_ARGS ?=
 # side by side share an xdist group (tests/conftest.py: XDIST_GROUPS) and run on one worker
 JOBS        ?= 2
 
-.PHONY: lab test setup unit notebooks stress-test bench gpu-check clean docs reference notebooks-outputs lint
+.PHONY: lab test setup unit notebooks stress-test bench gpu-check clean docs reference notebooks-outputs lint \
+	labextension lint-ts dist smoke-wheel
 
 setup: $(STAMP)
 
@@ -65,13 +66,14 @@ gpu-check: setup
 	PYTHONPATH=. $(PY) bench/gpu_check.py $(GPU_CHECK_ARGS)
 
 # The documentation site (mkdocs-material, mkdocs.yml): built into site/ with warnings as
-# errors.  Needs only the docs extra; the tutorials are rendered with their committed
-# outputs, never executed.  `make reference` rewrites docs/reference/ from the code
-# (tests/test_docs.py fails when it is stale); `make notebooks-outputs` re-runs every
-# tutorial and keeps its outputs (a few minutes of CPU).
+# errors.  Needs only the docs extra: no torch and no test extra (a venv made by this target
+# has just that); the tutorials are rendered with their committed outputs, never executed.
+# `make reference` rewrites docs/reference/ from the code (tests/test_docs.py fails when it is
+# stale); `make notebooks-outputs` re-runs every tutorial and keeps its outputs (a few minutes of CPU).
 DOCS_STAMP := $(VENV)/.nbbench-docs-installed
 
-$(DOCS_STAMP): pyproject.toml | $(STAMP)
+$(DOCS_STAMP): pyproject.toml
+	@[ -x $(PY) ] || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q -e '.[docs]'
 	@touch $(DOCS_STAMP)
 
@@ -85,10 +87,40 @@ reference: setup
 notebooks-outputs: setup
 	PYTHONPATH=. MPLBACKEND=Agg $(PY) tools/notebook_outputs.py
 
-# Style: ruff (configured in pyproject.toml); CI runs it, and so does pre-commit.
+LABEXT_MODULES := labextension/node_modules/.installed
+
+# Style: ruff (configured in pyproject.toml); CI runs it, and so does pre-commit.  The
+# lab extension's TypeScript: type-checked (tsc --noEmit) and prettier-checked (`make lint-ts`,
+# part of `make lint` where Node.js is installed; CI installs it).
 lint: setup
 	$(PY) -m ruff check nbbench tests tools bench
 	$(PY) -m ruff format --check nbbench tests tools bench
+	@if command -v node >/dev/null 2>&1; then $(MAKE) --no-print-directory lint-ts; \
+	else echo "lint: no Node.js here: the TypeScript is not checked (CI checks it)"; fi
+
+lint-ts: $(LABEXT_MODULES)
+	cd labextension && node_modules/.bin/tsc --noEmit && \
+	  node_modules/.bin/prettier --check "src/**/*.ts" "style/**/*.css" "schema/*.json"
+
+# The JupyterLab extension (labextension/, TypeScript) built with jlpm and @jupyterlab/builder
+# into nbbench/labextension/ (not committed); the wheel ships it as shared data.  Needs Node.js.
+$(LABEXT_MODULES): labextension/package.json labextension/yarn.lock | $(STAMP)
+	cd labextension && ../$(BIN)/jlpm install --mode=skip-build >/dev/null
+	@touch $@
+
+LABEXT_BUILT := nbbench/labextension/package.json
+labextension: $(LABEXT_BUILT)
+
+$(LABEXT_BUILT): $(LABEXT_MODULES) labextension/tsconfig.json $(wildcard labextension/src/*.ts labextension/style/* labextension/schema/*)
+	bash tools/build-labextension.sh $(PY)
+
+# sdist and wheel (the extension's build inside) into dist/, then the wheel installed into a
+# fresh venv and checked: the CLI, %load_ext in a kernel, both extensions listed as enabled
+dist: labextension
+	rm -rf dist && $(PY) -m build --outdir dist . >/dev/null && ls -l dist
+
+smoke-wheel: dist
+	PYTHON=$(PYTHON) bash tools/smoke-wheel.sh dist/nbbench-*.whl
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache site
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache site nbbench/labextension labextension/lib labextension/node_modules

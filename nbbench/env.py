@@ -4,6 +4,8 @@
 the parts that identify the environment, not of volatile readings like free
 memory), so the store keeps each distinct environment once.
 
+The container's limits (CPU quota, cpuset, memory, pids, /dev/shm, stall counters) are read by
+:mod:`nbbench.limits` (one reader); the fingerprint keeps them under ``limits``.
 The cgroup and CPU helpers here (:func:`usable_cpus`, :func:`cgroup_cpu_limit`,
 :func:`cgroup_memory_limit`, :func:`container_kind`, :func:`nofile_limits`) take a
 ``root`` argument so they can be tested on fixture trees; the doctor and the
@@ -24,6 +26,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from .limits.cgroups import read_limits
 from .nvml import get_nvml, is_na
 from .version import __version__
 
@@ -78,29 +81,9 @@ def container_kind(root: str | os.PathLike = "/") -> str | None:
 
 # ------------------------------------------------------------------------ CPUs
 def cgroup_cpu_limit(root: str | os.PathLike = "/") -> float | None:
-    """CPUs allowed by the cgroup quota (v2 ``cpu.max`` or v1 cfs quota), None if unlimited."""
-    r = Path(root)
-    text = _read(r / "sys/fs/cgroup/cpu.max")
-    if text:
-        parts = text.split()
-        if parts and parts[0] != "max" and len(parts) >= 2:
-            try:
-                return int(parts[0]) / int(parts[1])
-            except (ValueError, ZeroDivisionError):
-                return None
-        return None
-    for base in ("sys/fs/cgroup/cpu,cpuacct", "sys/fs/cgroup/cpu"):
-        q = _read(r / base / "cpu.cfs_quota_us")
-        p = _read(r / base / "cpu.cfs_period_us")
-        if q and p:
-            try:
-                quota, period = int(q), int(p)
-            except ValueError:
-                return None
-            if quota > 0 and period > 0:
-                return quota / period
-            return None
-    return None
+    """CPUs allowed by the cgroup quota (v2 ``cpu.max`` or v1 cfs quota, the tightest of this process's
+    cgroup and its ancestors: :func:`nbbench.limits.read_limits`), None if unlimited."""
+    return read_limits(root)["cpu_quota"]
 
 
 def usable_cpus(root: str | os.PathLike = "/") -> dict[str, Any]:
@@ -134,26 +117,9 @@ def cpu_model(root: str | os.PathLike = "/") -> str:
 
 # ---------------------------------------------------------------------- memory
 def cgroup_memory_limit(root: str | os.PathLike = "/") -> int | None:
-    """Bytes allowed by the cgroup (v2 ``memory.max`` or v1 limit), None if unlimited."""
-    r = Path(root)
-    text = _read(r / "sys/fs/cgroup/memory.max")
-    if text is not None:
-        text = text.strip()
-        if text and text != "max":
-            try:
-                return int(text)
-            except ValueError:
-                return None
-        return None
-    text = _read(r / "sys/fs/cgroup/memory/memory.limit_in_bytes")
-    if text:
-        try:
-            v = int(text.strip())
-        except ValueError:
-            return None
-        # v1 reports "unlimited" as a huge page-aligned number
-        return v if v < 2**60 else None
-    return None
+    """Bytes allowed by the cgroup (v2 ``memory.max`` or v1 limit, the tightest of this process's cgroup
+    and its ancestors: :func:`nbbench.limits.read_limits`), None if unlimited."""
+    return read_limits(root)["memory_limit_bytes"]
 
 
 # ------------------------------------------------ /dev/shm and open-file limit
@@ -223,6 +189,18 @@ def _memory() -> dict[str, Any]:
     except Exception:  # noqa: BLE001
         total = None
     return {"total_bytes": total, "cgroup_limit_bytes": cgroup_memory_limit()}
+
+
+#: the limits that identify an environment (not the cgroup's path: a pod's changes every run)
+LIMIT_KEYS = ("cgroup", "cpu_quota", "cpu_period_us", "cpuset_count", "memory_limit_bytes", "pids_max", "shm_bytes")
+
+
+def _limits() -> dict[str, Any]:
+    lim = read_limits()
+    out = {k: lim.get(k) for k in LIMIT_KEYS}
+    out["throttling"] = bool(lim.get("throttling"))
+    out["psi"] = lim.get("psi")
+    return out
 
 
 # -------------------------------------------------------------------- packages
@@ -295,6 +273,7 @@ _IDENTITY = (
     "cpu_model",
     "cpus",
     "memory",
+    "limits",
     "python",
     "packages_sha256",
     "torch",
@@ -320,6 +299,7 @@ def fingerprint(refresh: bool = False, import_torch: bool = True) -> dict[str, A
             "cpu_model": cpu_model(),
             "cpus": {k: cpus[k] for k in ("logical", "affinity", "cgroup_quota", "usable")},
             "memory": _memory(),
+            "limits": _limits(),
             "python": {
                 "version": platform.python_version(),
                 "implementation": platform.python_implementation(),

@@ -48,6 +48,7 @@ XDIST_GROUPS = {
         "test_monitor_notebook.py",
         "test_harness.py",
         "test_panel_notebook.py",
+        "test_lab_sidebar_browser.py",
     ),
     "ranks": ("test_ranks.py", "test_ckpt_ranks.py"),
 }

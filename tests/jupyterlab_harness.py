@@ -89,6 +89,9 @@ class JupyterLab:
         start_timeout: float = 90.0,
         env: dict | None = None,
         python: str = sys.executable,
+        base_url: str = "/",
+        extra_args: list[str] | None = None,
+        labextensions: dict[str, str | os.PathLike] | None = None,
     ):
         self.root = Path(root)
         self.start_timeout = start_timeout
@@ -100,6 +103,11 @@ class JupyterLab:
         self.log_path = self.state / "server.log"
         self.proc: subprocess.Popen | None = None
         self.extra_env = env or {}
+        #: the server's base_url ("/user/someone/": as behind JupyterHub)
+        self.base_url = "/" + base_url.strip("/") + "/" if base_url.strip("/") else "/"
+        self.extra_args = list(extra_args or [])
+        #: prebuilt lab extensions made visible to this server only (name -> its built folder)
+        self.labextensions = dict(labextensions or {})
 
     # -------------------------------------------------------------- state
     def _env(self) -> dict:
@@ -125,6 +133,11 @@ class JupyterLab:
         env.update({"MPLBACKEND": "Agg", "JUPYTER_PLATFORM_DIRS": "1", "PYTHONUNBUFFERED": "1"})
         env.pop("JUPYTER_TOKEN", None)
         env.update(self.extra_env)
+        for name, built in self.labextensions.items():
+            link = dirs["JUPYTER_DATA_DIR"] / "labextensions" / name
+            link.parent.mkdir(parents=True, exist_ok=True)
+            if not link.exists():
+                link.symlink_to(Path(built).resolve(), target_is_directory=True)
         return env
 
     # ------------------------------------------------------------ control
@@ -147,6 +160,8 @@ class JupyterLab:
             f"--LabApp.workspaces_dir={env['JUPYTERLAB_WORKSPACES_DIR']}",
             "--ServerApp.shutdown_no_activity_timeout=600",
             "--MappingKernelManager.cull_idle_timeout=0",
+            f"--ServerApp.base_url={self.base_url}",
+            *self.extra_args,
         ]
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             cmd.append("--allow-root")  # CI containers run as root
@@ -170,11 +185,11 @@ class JupyterLab:
         return self
 
     def api(self, path: str) -> str:
-        return f"http://127.0.0.1:{self.port}/api/{path}?token={self.token}"
+        return f"http://127.0.0.1:{self.port}{self.base_url}api/{path}?token={self.token}"
 
     def url(self, notebook: str) -> str:
         """A fresh workspace (``?reset``) showing ``notebook`` (relative to the root)."""
-        return f"http://127.0.0.1:{self.port}/lab/tree/{notebook}?reset&token={self.token}"
+        return f"http://127.0.0.1:{self.port}{self.base_url}lab/tree/{notebook}?reset&token={self.token}"
 
     def log_tail(self, n: int = 4000) -> str:
         try:

@@ -26,6 +26,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "nbbench.results",
             "nbbench.store",
             "nbbench.env",
+            "nbbench.limits",
             "nbbench.topology",
             "nbbench.compare",
             "nbbench.accelerators",
@@ -46,7 +47,18 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("ui", ("nbbench.ui",)),
     ("report", ("nbbench.report", "nbbench.exporters")),
     ("commands", ("nbbench.commands",)),
-    ("front", ("nbbench", "nbbench._moved", "nbbench.__main__", "nbbench.magics", "nbbench.cli", "nbbench.panel")),
+    (
+        "front",
+        (
+            "nbbench",
+            "nbbench._moved",
+            "nbbench.__main__",
+            "nbbench.magics",
+            "nbbench.cli",
+            "nbbench.panel",
+            "nbbench.server",
+        ),
+    ),
 ]
 
 #: (importing module prefix, imported module prefix): why this upward import is fine.  Empty: a

@@ -206,8 +206,8 @@ def test_default_sources_are_cpu_disk_procs_net_and_gpu_and_import_is_light():
     with m:
         time.sleep(0.15)
     names = [s.name for s in m.sources]
-    assert names == ["cpu", "disk", "proc", "net", "gpu"]
-    assert [s.name for s in Monitor(net="none").open().sources] == ["cpu", "disk", "proc", "gpu"]
+    assert names == ["cpu", "disk", "proc", "stall", "net", "gpu"]
+    assert [s.name for s in Monitor(net="none").open().sources] == ["cpu", "disk", "proc", "stall", "gpu"]
     res = m.result()
     assert res.metrics["cpu_mean_pct"] is not None
     # no GPU on this machine (or a fake-free CI): N/A with a reason, never an exception

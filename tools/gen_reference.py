@@ -101,7 +101,8 @@ def commands_page() -> str:
         lines += [f"## {name}\n", _cell(cmd.description or cmd.help) + "\n"]
         usage = parser.format_usage().replace("usage: ", "").strip()
         lines += ["```", "usage: " + " ".join(usage.split()), "```", ""]
-        own = [a for a in parser._actions if a.dest not in COMMON]
+        # options with help=SUPPRESS are kept for old command lines, never offered: not listed
+        own = [a for a in parser._actions if a.dest not in COMMON and a.help is not argparse.SUPPRESS]
         if cmd.cell:
             lines.append(
                 f"Also a cell magic: `%%iobench {name}` times the cell's body "

@@ -25,8 +25,21 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-#: the text/plain of a bare ipywidgets container (a progress bar's HBox): nothing to read without a kernel
-WIDGET_REPR = re.compile(r"^(HBox|VBox|Box|GridBox|HTML|Label|Output|FloatProgress|IntProgress)\(")
+#: the text/plain of a bare ipywidgets container (a progress bar's HBox), or of the control panel's widget
+#: (its static snapshot follows it as HTML): nothing to read without a kernel
+WIDGET_REPR = re.compile(
+    r"^(?:(HBox|VBox|Box|GridBox|HTML|Label|Output|FloatProgress|IntProgress)\(|<nbbench control panel: )"
+)
+
+
+#: a link in an HTML output to a file the run wrote (a report in its temporary folder): dead once committed
+FILE_LINK = re.compile(r"<a href='(?![a-z]+:|#)[^']*'[^>]*>([^<]*)</a>")
+
+
+def unlink_files(html: str) -> str:
+    """Links to local files (relative or absolute paths, no scheme) become the path as code: on the
+    documentation site they would point into the run's temporary folder."""
+    return FILE_LINK.sub(lambda m: f"<code>{m.group(1)}</code>", html)
 
 
 def strip_widget_state(nb) -> None:
@@ -49,6 +62,9 @@ def strip_widget_state(nb) -> None:
             data = out.get("data")
             if data and WIDGET_VIEW in data:
                 del data[WIDGET_VIEW]
+            if data and "text/html" in data:
+                html = data["text/html"]
+                data["text/html"] = unlink_files("".join(html) if isinstance(html, list) else html)
             out.get("metadata", {}).pop("transient", None)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from . import Command
 
-_CHECKS = ("shm", "nofile", "mount", "block", "vm", "cpu", "memory", "gpu", "jupyter", "ssh")
+_CHECKS = ("shm", "nofile", "mount", "block", "vm", "cpu", "memory", "limits", "gpu", "jupyter", "ssh")
 
 
 class DoctorCommand(Command):
@@ -13,7 +13,9 @@ class DoctorCommand(Command):
         "Audit the settings behind fast numbers and what is exposed: /dev/shm for DataLoader "
         "workers, the open-file limit, PATH's mount (filesystem, atime options, O_DIRECT) and its "
         "block device (read-ahead, scheduler, rotational, queue depth), vm.dirty ratios and swap, "
-        "usable CPUs and the memory limit, the GPU stack, running Jupyter servers without a token "
+        "usable CPUs and the memory limit, the container's limits (CPU quota, cpuset, pids, /dev/shm) and "
+        "the stalls measured so far (quota throttling, pressure stall information), the GPU stack, "
+        "running Jupyter servers without a token "
         "or bound beyond loopback, and sshd allowing passwords or root. Each finding has a status "
         "(ok / warn / fail / n/a), the evidence and the fix."
     )

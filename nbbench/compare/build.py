@@ -49,11 +49,18 @@ def _env_diff(runs: list[Result], store) -> list[str]:
         "packages_sha256",
     )
     differ = [k for k in keys if len({json.dumps(e.get(k), sort_keys=True, default=str) for e in envs}) > 1]
-    if not differ:
+    from ..limits import limits_difference
+
+    limits = [w for e in envs[1:] for w in limits_difference(envs[0].get("limits"), e.get("limits"))]
+    if not differ and not limits:
         return []
-    return [
-        f"the runs come from different environments ({', '.join(differ)} differ): that is what this comparison measures"
-    ]
+    out = [f"{w}: the container's limits differ" for w in dict.fromkeys(limits)]
+    if differ:
+        out.append(
+            f"the runs come from different environments ({', '.join(differ)} differ): "
+            "that is what this comparison measures"
+        )
+    return out
 
 
 def compare(

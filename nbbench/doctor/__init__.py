@@ -21,13 +21,13 @@ from ..progress import call_progress
 from ..results import ProbeError
 from ..results.system.doctor import DoctorResult
 from ..topology import find_mount, read_mounts
-from . import exposure, gpu, storage, system
+from . import exposure, gpu, limits, storage, system
 from .base import CHECK_STATUSES, Check, Unreadable, na
 
 __all__ = ["doctor", "DoctorResult", "Check", "CHECK_STATUSES", "CHECKS"]
 
 # check group names, in run order (select with doctor(checks=[...]))
-CHECKS = ("shm", "nofile", "mount", "block", "vm", "cpu", "memory", "gpu", "jupyter", "ssh")
+CHECKS = ("shm", "nofile", "mount", "block", "vm", "cpu", "memory", "limits", "gpu", "jupyter", "ssh")
 
 _BADGE = {"ok": "#2e7d32", "warn": "#ef6c00", "fail": "#c62828", "n/a": "#757575"}
 
@@ -125,6 +125,7 @@ def doctor(
         "vm": lambda: [system.check_dirty(root), system.check_swap(root)],
         "cpu": lambda: system.check_cpus(root),
         "memory": run_memory,
+        "limits": lambda: [limits.check_limits(root, workers), limits.check_stalls(root, workers)],
         "gpu": lambda: (
             gpu.check_gpu(gpu_check) if (live or gpu_check) else [na("gpu", "not checked on a fixture root", "gpu")]
         ),

@@ -16,6 +16,8 @@ monitor).  Names follow Prometheus conventions: base units in the name, ratios 0
     nbbench_network_receive_bytes_per_second{interface="eth0"}
     nbbench_network_receive_bytes_total{interface="eth0"}   since the monitor started
     nbbench_process_read_bytes_per_second{pid="…",role="worker",worker="2",name="pt_data_worker"}
+    nbbench_cgroup_cpu_throttled_ratio                  throttled by the CPU quota, per second (cpu.stat)
+    nbbench_pressure_io_waiting_ratio{scope="system"}   PSI io some, the cgroup's or the system's
 
 It binds 127.0.0.1 unless a host is given; any other address gets :data:`EXPOSED_WARNING`.
 Port 0 picks a free port (:attr:`MetricsServer.url` says which).  One small object, so
@@ -26,6 +28,8 @@ from __future__ import annotations
 
 import ipaddress
 from typing import Any
+
+from .stalls import PROMETHEUS
 
 __all__ = ["MetricsServer", "MonitorCollector", "parse_address", "EXPOSED_WARNING", "families"]
 
@@ -159,10 +163,16 @@ def families(monitor) -> list:
     rec = monitor.latest() or {}
     disk = monitor.source("disk") if hasattr(monitor, "source") else None
     device = getattr(getattr(disk, "device", None), "name", None) or "system-wide"
+    stall = monitor.source("stall") if hasattr(monitor, "source") else None
+    scope = [(getattr(stall, "labels", None) or {}).get("psi_scope", "none")]
     for k, v in rec.items():
         if v is None or v.__class__ not in (float, int):
             continue
-        if k in _HOST:
+        if k in PROMETHEUS:  # the container's stall figures (PSI with its scope: cgroup or system)
+            name, scale, doc = PROMETHEUS[k]
+            psi = k.startswith("stall.psi_")
+            _fam(out, name, doc, ["scope"] if psi else ()).add_metric(scope if psi else [], v * scale)
+        elif k in _HOST:
             name, scale, doc = _HOST[k]
             _fam(out, name, doc).add_metric([], v * scale)
         elif k in _DISK:

@@ -154,8 +154,14 @@ class Monitor(RecordBuffer):
         from .cpu import CpuSource
         from .disk import DiskSource
         from .procs import ProcessTreeSource
+        from .stalls import StallSource
 
-        out: list[Any] = [CpuSource(), DiskSource(path=self.path), ProcessTreeSource(table=self.procs_interval)]
+        out: list[Any] = [
+            CpuSource(),
+            DiskSource(path=self.path),
+            ProcessTreeSource(table=self.procs_interval),
+            StallSource(),
+        ]
         if self.net != "none":
             from .net import NetSource
 

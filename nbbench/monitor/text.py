@@ -18,8 +18,9 @@ def _gpu_indices(rec: dict) -> list[int]:
 
 
 def format_status(rec: dict | None, t0: float | None = None, max_gpus: int = 4) -> str:
-    """``'12.3 s  tree 0.98 cores read() 2.00 MB/s write() 40.0 MB/s  machine CPU 45%  GPU0 87% 12.1 GiB
-    disk R 320 MB/s W 0 B/s  net rx …'``; '' without a record."""
+    """``'12.3 s  tree 0.98 cores read() 2.00 MB/s write() 40.0 MB/s  machine CPU 45%  throttled  48%
+    PSI cpu 12% io 3%  GPU0 87% 12.1 GiB  disk R 320 MB/s W 0 B/s  net rx …'``; '' without a record.
+    The throttling and PSI figures only where measured and above zero."""
     if not rec:
         return ""
     parts = []
@@ -37,6 +38,13 @@ def format_status(rec: dict | None, t0: float | None = None, max_gpus: int = 4) 
     cpu = rec.get("cpu.util_pct")
     if cpu is not None:
         parts.append(f"machine CPU {cpu:3.0f}%")
+    thr = rec.get("stall.cpu_throttled_pct")
+    if thr:  # measured stalls, where there were any: throttling by the quota, PSI waits
+        parts.append(f"throttled {thr:3.0f}%")
+    waits = [(r, rec.get(f"stall.psi_{r}_some_pct")) for r in ("cpu", "io", "memory")]
+    waits = [f"{r} {v:.0f}%" for r, v in waits if v is not None and v >= 1]
+    if waits:
+        parts.append("PSI " + " ".join(waits))
     gpus = _gpu_indices(rec)
     for i in gpus[:max_gpus]:
         u = rec.get(f"gpu{i}.util_pct")

@@ -27,15 +27,26 @@ def _short(text: str, n: int = 90) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
+#: the stall figures the CPU panel draws where they were measured (throttling only under a quota)
+STALL_FIELDS = ("stall.cpu_throttled_pct", "stall.psi_cpu_some_pct", "stall.psi_io_some_pct")
+
+
+def _stalls_of(fields, quota) -> list[str]:
+    """The stall fields worth a line: those measured, throttling only where a quota was set."""
+    return [f for f in STALL_FIELDS if f in fields and (f != "stall.cpu_throttled_pct" or quota not in (None, "none"))]
+
+
 def monitor_panels(
     gpu_info: list[dict] | None = None,
     gpu_note: str = "",
     disk_label: str = "disk",
     gpus: bool = True,
     net_label: str | None = None,
+    stalls=None,
 ) -> list[Subplot]:
     """The default panels of ``%%iobench monitor``: GPU kernel-active %, GPU memory, CPU, disk MB/s
-    and, with ``net_label`` (the interfaces watched), network receive / transmit MB/s."""
+    and, with ``net_label`` (the interfaces watched), network receive / transmit MB/s.  ``stalls``: the
+    stall fields measured (of :data:`STALL_FIELDS`), drawn dashed in the CPU panel."""
     gpu_info = gpu_info or []
     panels = []
     if gpus and gpu_info:
@@ -75,10 +86,17 @@ def monitor_panels(
     panels.append(
         Subplot(
             "CPU, whole machine",
-            ["cpu.util_pct", "cpu.iowait_pct"],
+            ["cpu.util_pct", "cpu.iowait_pct", *[f for f in STALL_FIELDS if f in (stalls or ())]],
             unit="%",
             ylim=(0, 105),
-            labels={"cpu.util_pct": "busy", "cpu.iowait_pct": "iowait"},
+            labels={
+                "cpu.util_pct": "busy",
+                "cpu.iowait_pct": "iowait",
+                "stall.cpu_throttled_pct": "throttled by the quota",
+                "stall.psi_cpu_some_pct": "waiting for CPU (PSI)",
+                "stall.psi_io_some_pct": "waiting on I/O (PSI)",
+            },
+            styles={"stall.*": {"linestyle": "--"}},
         )
     )
     panels.append(
@@ -122,11 +140,20 @@ def monitor_plot_kwargs(monitor, title: str = "nbbench monitor") -> dict:
     for src in getattr(monitor, "sources", []) or []:
         if getattr(src, "name", "") == "disk":
             disk = (getattr(src, "labels", {}) or {}).get("disk_device", "disk")
+    stall = next((s for s in getattr(monitor, "sources", []) or [] if getattr(s, "name", "") == "stall"), None)
+    stalls = _stalls_of(
+        [f for _, f in getattr(stall, "_keys", ())], (getattr(stall, "labels", None) or {}).get("cpu_quota")
+    )
     # the reason in short (the result's card says it whole, once)
     subtitle = f"GPU {': '.join(note.split(': ')[:2])}" if not info and note and note != "not monitored" else ""
     return {
         "panels": monitor_panels(
-            info, note, disk_label=disk, gpus=getattr(monitor, "gpus", "all") != [], net_label=_net_label(monitor)
+            info,
+            note,
+            disk_label=disk,
+            gpus=getattr(monitor, "gpus", "all") != [],
+            net_label=_net_label(monitor),
+            stalls=stalls,
         ),
         "title": title,
         "subtitle": subtitle,
@@ -163,7 +190,13 @@ def monitor_figure(res, **kwargs):
     if "net.rx_bytes_per_s" in tl and not quiet:  # no traffic: the card's "idle:" line, not an empty panel
         net = str(res.labels.get("net_interfaces", "")).split(":", 1)[0] or "network"
     kw = {
-        "panels": monitor_panels(gpu_info, note, disk_label=res.labels.get("disk_device", "disk"), net_label=net),
+        "panels": monitor_panels(
+            gpu_info,
+            note,
+            disk_label=res.labels.get("disk_device", "disk"),
+            net_label=net,
+            stalls=_stalls_of(tl, res.labels.get("cpu_quota")),
+        ),
         "title": title,
         "subtitle": subtitle,
         "t0": 0.0,

@@ -36,6 +36,7 @@ from .dataloader import close_loader, make_loader, require_torch
 from .feedlimit import feed_answer, feed_limits, per_accelerator
 from .imagefolder import ImageFolderDataset
 from .loader import bench_loader
+from .stallwindow import quota_note
 
 __all__ = ["feed", "FeedResult", "evict_files", "warm_files", "COLD_METHODS"]
 
@@ -319,6 +320,7 @@ def feed(
         if evict_info:
             res.extra["evict"] = evict_info
         status, reason = _summarise(res, runs)
+        quota_note(res, nw)
         if s3:
             ds.label_requests(res)
         measured = res.metrics.get("cold_measured_s") or res.metrics.get("warm_measured_s") or 0

@@ -26,6 +26,7 @@ from ...results.pipeline.loader import LoaderResult
 from .batches import batch_info, leaves
 from .dataloader import check_worker_tempdir, close_loader, describe_loader, worker_exit_note, worker_failure_reason
 from .loadermon import gpu_util_mean, start_monitor, stop_monitor
+from .stallwindow import StallWindow
 from .steps import CudaStep, EmulatedStep, resolve_step
 
 __all__ = ["bench_loader", "LoaderResult", "input_bound_band", "predicted_au_pct", "worker_failure_reason"]
@@ -114,6 +115,7 @@ def bench_loader(
         res.extra["matmuls_per_step"] = stepper.reps
 
     mon, mon_started, mon_reason = start_monitor(monitor)
+    stalls = StallWindow()  # the container's throttling / memory-limit counters over the run
     run = _Run()
     try:
         _loop(run, loader, stepper, batch_size, warmup, steps, duration, epochs, window_s, on_window, progress, cancel)
@@ -162,6 +164,7 @@ def bench_loader(
     else:
         res.metrics["gpu_util_mean_pct"] = None
     stop_monitor(mon, mon_started)
+    stalls.apply(res, res.labels.get("num_workers"))
     _warn(res, run, steps, duration, stepper is not None)
     # the bar ends on the result's own figures, not on the last window's
     final = {k: res.metrics.get(k) for k in ("samples_per_s", "au_pct", "data_wait_pct")}

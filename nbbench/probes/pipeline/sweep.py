@@ -45,6 +45,7 @@ from .imagefolder import ImageFolderDataset
 from .loader import bench_loader
 from .loadermon import start_monitor, stop_monitor
 from .preflight import check_configs, preflight
+from .stallwindow import quota_note
 from .steps import resolve_step
 from .sweepconfigs import as_list, config_text, default_workers, grid, recommend
 
@@ -207,6 +208,7 @@ def sweep(
         stop_monitor(mon, mon_started)
 
     recommend(res, within_pct, au_target_pct)
+    quota_note(res, max((c.get("num_workers") or 0 for c in configs), default=None))
     rows = res.configs
     res.metrics["configs_count"] = len(rows)
     res.metrics["failed_count"] = sum(1 for r in rows if r["status"] == "failed")
@@ -303,6 +305,7 @@ def _measure(
         "measured_s",
         "steps_count",
         "gpu_util_mean_pct",
+        "cpu_throttled_pct",
     ):
         row[k] = m.get(k)
     row["input_bound"] = r.labels.get("input_bound")

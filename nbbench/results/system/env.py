@@ -27,6 +27,14 @@ def _mem(m: dict) -> str:
     return f"{total} (cgroup limit {format_bytes(lim, binary=True) if lim else 'none'})"
 
 
+def _limits(lim) -> str | None:
+    """The container's limits in one line (:func:`nbbench.limits.verdict.limits_summary`); None before
+    they were kept."""
+    from ..limits.verdict import limits_summary
+
+    return limits_summary(lim) if lim else None
+
+
 def _torch(t) -> str:
     """'2.13.0+cpu, CPU-only build' / '2.7.1+cu126, CUDA 12.6, cuDNN 90501'."""
     if not t:
@@ -66,6 +74,7 @@ ENV_ROWS = (
     ("CPU", lambda f: f.get("cpu_model")),
     ("usable CPUs", lambda f: _cpus(f.get("cpus") or {})),
     ("memory", lambda f: _mem(f.get("memory") or {})),
+    ("container limits", lambda f: _limits(f.get("limits"))),
     ("GPUs", lambda f: _gpus(f.get("gpus"))),
     (
         "Python",

@@ -185,9 +185,46 @@ class MonitorResult(Result):
         return cpu / wall if isinstance(cpu, (int, float)) and wall else None
 
     def verdict_words(self) -> str:
-        """One verdict on what the monitored tree was doing, from the figures the answer shows
-        (:func:`monitor_verdict`)."""
-        return monitor_verdict(self.metrics, self.labels)
+        """One verdict on what the monitored tree was doing: what the kernel measured (throttling by
+        the CPU quota, pressure stalls, memory-limit events: :func:`nbbench.limits.stall_verdict`),
+        else the inference from the figures the answer shows (:func:`monitor_verdict`), labelled
+        as inferred.  A result from before the stall counters were kept gives the inference alone."""
+        inferred = monitor_verdict(self.metrics, self.labels)
+        if "stall_counters" not in self.labels:
+            return inferred
+        from ..limits.verdict import stall_verdict
+
+        lab = self.labels
+        quota = lab.get("cpu_quota") if isinstance(lab.get("cpu_quota"), (int, float)) else None
+        lim = {"cpu_quota": quota, "memory_limit_bytes": lab.get("memory_limit_bytes"), "psi": lab.get("psi_scope")}
+        workers = self.metrics.get("proc_workers_count") or None
+        return stall_verdict(self.metrics, lim, inferred, workers=workers)
+
+    def stall_line(self) -> str:
+        """The measured stall figures in one line: 'stalls: throttled 48 % of the time (98 % of
+        periods, 0.5-CPU quota) · PSI (system-wide) cpu 12 % · io 3.1 % · memory 0 %'; '' where none
+        was read."""
+        m, lab = self.metrics, self.labels
+        parts = []
+        if m.get("cpu_throttled_pct") is not None:
+            q = lab.get("cpu_quota")
+            quota = f"{q:g}-CPU quota" if isinstance(q, (int, float)) else "no CPU quota"
+            per = m.get("cpu_throttled_periods_pct")
+            per_txt = f"{format_sig(per)} % of periods, " if per is not None else ""
+            parts.append(f"throttled {format_sig(m['cpu_throttled_pct'])} % of the time ({per_txt}{quota})")
+        psi = [
+            f"{r} {format_sig(m[f'psi_{r}_some_pct'])} %"
+            for r in ("cpu", "io", "memory")
+            if m.get(f"psi_{r}_some_pct") is not None
+        ]
+        if psi:
+            scope = {"system": "system-wide", "cgroup": "the cgroup's"}.get(lab.get("psi_scope"), "")
+            parts.append(f"PSI some{f' ({scope})' if scope else ''} " + SEP.join(psi))
+        if m.get("memory_limit_events_count"):
+            parts.append(f"memory limit hit {m['memory_limit_events_count']} times")
+        if m.get("memory_oom_kills_count"):
+            parts.append(f"{m['memory_oom_kills_count']} OOM kills")
+        return ("stalls: " + SEP.join(parts)) if parts else ""
 
     def answer_line(self) -> str:
         """What the monitored cell / command / process tree used, the figures first, then one
@@ -284,7 +321,7 @@ class MonitorResult(Result):
         """The machine's figures, what stayed idle, the notes not already said (those said in
         short are folded whole)."""
         quiet, said = self.quiet_line(), self._said_notes()
-        lines = [x for x in (self.machine_line(), f"idle: {quiet}" if quiet else "") if x]
+        lines = [x for x in (self.machine_line(), self.stall_line(), f"idle: {quiet}" if quiet else "") if x]
         return lines + [f"note: {n}" for n in self.notes if n not in said]
 
     def procs_lines(self, n: int = 8) -> list[str]:
