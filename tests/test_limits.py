@@ -333,7 +333,7 @@ def test_the_monitor_serves_plots_and_prints_the_stall_figures(v2):
 
 
 def test_the_environment_card_has_a_row_of_limits(v2):
-    from nbbench.results.env import env_rows
+    from nbbench.results.system.env import env_rows
 
     rows = dict(env_rows({"limits": limits.read_limits(v2)}))
     assert rows["container limits"] == (

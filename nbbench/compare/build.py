@@ -9,6 +9,7 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from ..limits import limits_difference
 from ..results import ProbeError, Result
 from ..store import default_store
 from .gate import parse_pct
@@ -49,7 +50,6 @@ def _env_diff(runs: list[Result], store) -> list[str]:
         "packages_sha256",
     )
     differ = [k for k in keys if len({json.dumps(e.get(k), sort_keys=True, default=str) for e in envs}) > 1]
-    from ..limits import limits_difference
 
     limits = [w for e in envs[1:] for w in limits_difference(envs[0].get("limits"), e.get("limits"))]
     if not differ and not limits:

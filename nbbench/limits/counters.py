@@ -21,6 +21,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .cgroups import stall_files
+
 __all__ = [
     "StallReader",
     "window",
@@ -165,8 +167,6 @@ class StallReader:
     ``sources`` names the files.  A file that fails later is dropped (its figures become None)."""
 
     def __init__(self, root: str | os.PathLike = "/", pid: int | str = "self"):
-        from .cgroups import stall_files
-
         self.root = str(root)
         found = stall_files(root, pid)
         self.scope: str | None = found["psi_scope"]

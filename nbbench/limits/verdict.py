@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..units import format_bytes
+
 __all__ = [
     "stall_findings",
     "stall_verdict",
@@ -60,8 +62,6 @@ def quota_words(cpus: float | None) -> str:
 
 
 def _gib(n: int) -> str:
-    from ..units import format_bytes
-
     return format_bytes(n, binary=True)
 
 

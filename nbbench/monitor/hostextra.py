@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from ..env import usable_cpus
 from .procfs import ProcFile
 
 __all__ = ["HostExtraSource", "parse_psi", "parse_cpu_stat", "parse_diskstats", "whole_disks"]
@@ -120,8 +121,6 @@ class HostExtraSource:
             return False
 
     def open(self) -> None:
-        from ..env import usable_cpus
-
         cpus = usable_cpus(self.root)
         self.labels.update(cpu_quota=cpus["cgroup_quota"], cpus_usable=cpus["usable"], cpus_logical=cpus["logical"])
         for kind in _PSI:

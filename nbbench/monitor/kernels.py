@@ -5,7 +5,7 @@ watched process (``track({pid: name})``, from any thread: applied at the next sa
 samples them all on the monitor's thread.  It adds nothing to the monitor's records (a
 record's field names stay fixed); :meth:`KernelTreesSource.figures` gives each tree's latest
 rates and, over the last ``window_s`` seconds, its totals and the monitor's verdict on them
-(:func:`nbbench.results.monitor.monitor_verdict`: "CPU-bound (2 cores)", "waiting on storage",
+(:func:`nbbench.results.system.monitor.monitor_verdict`: "CPU-bound (2 cores)", "waiting on storage",
 "idle", …), with where its CPU went (the kernel itself or its child processes — a
 DataLoader's workers).
 
@@ -21,6 +21,10 @@ import threading
 from collections import deque
 from typing import Any
 
+from ..results.system.monitor import monitor_verdict
+from .procfs import counted
+from .procs import ProcessTreeSource
+
 __all__ = ["KernelTreesSource", "tree_verdict"]
 
 #: a tree is busy (worth a verdict line) when it used this many cores, or moved this many bytes/s
@@ -31,8 +35,6 @@ BUSY_BYTES_PER_S = 1e6
 def tree_verdict(window: list[tuple[float, dict]], machine: dict | None = None, labels: dict | None = None) -> str:
     """The monitor's verdict on one tree from its samples ``[(t, fields)]`` (rates) and the
     machine's means over the same window (``cpu_mean_pct``, ``gpu_count``, ``gpu_util_mean_pct``)."""
-    from ..results.monitor import monitor_verdict
-
     if len(window) < 2:
         return ""
     wall = window[-1][0] - window[0][0]
@@ -68,8 +70,6 @@ class KernelTreesSource:
             self._wanted = {int(p): str(n) for p, n in pids.items()}
 
     def _sync(self) -> None:
-        from .procs import ProcessTreeSource
-
         with self._lock:
             wanted = dict(self._wanted)
         for pid in [p for p in self._trees if p not in wanted]:
@@ -104,8 +104,6 @@ class KernelTreesSource:
 
     def _child_cpu(self, tree, pid: int, now: float) -> float | None:
         """% of one core used by the tree's children since the previous sample (the rest is the kernel's)."""
-        from .procfs import counted
-
         last = tree._last
         total = sum(counted(c)[0] for p, c in last.items() if p != pid)
         prev = getattr(tree, "_nbb_child_prev", None)

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..limits import FIGURES, StallReader, read_limits, window
+
 __all__ = ["StallSource", "PROMETHEUS"]
 
 #: record field -> (Prometheus name without the prefix, scale, help): the exporter serves these
@@ -79,8 +81,6 @@ class StallSource:
         self.every_s = 0.5
 
     def open(self) -> None:
-        from ..limits import FIGURES, StallReader, read_limits
-
         self.limits = read_limits(self.root, self.pid)
         self._reader = StallReader(self.root, self.pid)
         have = self._reader.available
@@ -114,7 +114,6 @@ class StallSource:
         prev, self._prev = self._prev, cur
         if self._first is None:
             self._first = cur
-        from ..limits import window
 
         fig = window(prev, cur)
         self.last = {f: fig[k] for k, f in self._keys}
@@ -131,8 +130,6 @@ class StallSource:
 
     def summary(self) -> dict[str, Any]:
         """The run's figures, from the first and the last sample."""
-        from ..limits import window
-
         if self._first is None or self._prev is None or self._prev is self._first:
             return {}
         fig = window(self._first, self._prev)

@@ -49,7 +49,7 @@ def _gpu_indices(rec: dict) -> list[int]:
 
 
 def machine_figures(records: list[dict], labels: dict) -> dict[str, Any]:
-    """The machine's means over ``records`` in the terms :func:`~nbbench.results.monitor.monitor_verdict`
+    """The machine's means over ``records`` in the terms :func:`~nbbench.results.system.monitor.monitor_verdict`
     reads (``wall_s``, ``cpu_mean_pct``, ``cpu_iowait_mean_pct``, ``gpu_count``, ``gpu_util_mean_pct``,
     ``net_rx_bytes``…)."""
     if len(records) < 2:
@@ -196,7 +196,7 @@ class LiveSampler:
 
     def snapshot(self, kernels: list[dict] | None = None) -> dict[str, Any]:
         """The JSON of ``api/metrics``: the latest figures, the charts' history, the verdict line."""
-        from ..results.monitor import monitor_verdict
+        from ..results.system.monitor import monitor_verdict
 
         m = self._monitor
         recs = m.records()[-HISTORY_POINTS:] if m is not None else []

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...limits import FIGURES, stall_findings, window, worker_bound
+
 __all__ = ["StallWindow", "quota_note"]
 
 
@@ -39,8 +41,6 @@ class StallWindow:
         if self.fig is None:
             self.fig = {}
             if self._reader is not None:
-                from ...limits import window
-
                 self.available, self.scope = self._reader.available, self._reader.scope
                 try:
                     self.fig = window(self._a, self._reader.sample())
@@ -52,8 +52,6 @@ class StallWindow:
 
     def apply(self, res, workers: int | None = None) -> list[str]:
         """Keep the figures in ``res`` and warn with what the container's limits did; returns the words."""
-        from ...limits import FIGURES, stall_findings, worker_bound
-
         fig = self.stop()
         if self._reader is None:
             return []

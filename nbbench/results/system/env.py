@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ...limits.verdict import limits_summary
 from ...units import format_bytes
 from ..base import Result, register
 from ..present.rule import SEP, Section
@@ -30,8 +31,6 @@ def _mem(m: dict) -> str:
 def _limits(lim) -> str | None:
     """The container's limits in one line (:func:`nbbench.limits.verdict.limits_summary`); None before
     they were kept."""
-    from ..limits.verdict import limits_summary
-
     return limits_summary(lim) if lim else None
 
 

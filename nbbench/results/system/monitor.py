@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ...limits.verdict import stall_verdict
 from ...units import format_bytes, format_many, format_metric, format_sig
 from .. import drawing
 from ..base import Result, register
@@ -192,7 +193,6 @@ class MonitorResult(Result):
         inferred = monitor_verdict(self.metrics, self.labels)
         if "stall_counters" not in self.labels:
             return inferred
-        from ..limits.verdict import stall_verdict
 
         lab = self.labels
         quota = lab.get("cpu_quota") if isinstance(lab.get("cpu_quota"), (int, float)) else None
