@@ -259,6 +259,26 @@ def test_the_cycle_check_sees_a_deferred_import(tmp_path):
     assert cycles({"a": {"b"}, "b": {"c"}}) == []
 
 
+def test_every_import_of_nbbench_names_a_module_that_exists():
+    """A relative import one level off (a module moved into a subpackage, a branch merged onto the
+    move) fails only when its function runs; here it fails at once.  Compiled modules count
+    (``_ioloop``: a ``.c`` source beside it)."""
+
+    def exists(target: str) -> bool:
+        if target in MODULES:
+            return True
+        stem = ROOT.parent.joinpath(*target.split("."))
+        return stem.with_suffix(".c").exists() or any(stem.parent.glob(stem.name + ".*.so"))
+
+    missing = [
+        f"{_rel(path)}:{line}: {target}"
+        for mod, path in MODULES.items()
+        for target, line in imports_of(mod, path)
+        if target.startswith("nbbench.") and not exists(target)
+    ]
+    assert missing == [], "imports of modules that do not exist:\n" + "\n".join(sorted(set(missing)))
+
+
 def test_the_check_catches_a_new_upward_import(tmp_path, monkeypatch):
     # a probe that reaches into the UI, inside a function: the walk must see it
     fake = tmp_path / "nbbench" / "probes" / "sneaky.py"
