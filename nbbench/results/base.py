@@ -24,7 +24,6 @@ qualifies it, then the details folded (:meth:`Result.sections`).
 from __future__ import annotations
 
 import copy
-import json
 import math
 import time
 from collections.abc import Callable
@@ -280,10 +279,14 @@ class Result(ResultView):
         )
 
     def to_json(self, **kw) -> str:
+        import json  # stdlib, but 2 ms: kept out of `import nbbench` and `nbbench --help`
+
         return json.dumps(self.to_dict(), default=_json_default, allow_nan=True, **kw)
 
     @classmethod
     def from_json(cls, text: str) -> Result:
+        import json
+
         return cls.from_dict(json.loads(text))
 
     def __eq__(self, other):
