@@ -105,6 +105,14 @@ REGISTRY: dict[str, tuple[str, str]] = {
         "nbbench.commands.ckpt:ShardsCommand",
         "read large shard files as parallel sequential streams (WebDataset-like)",
     ),
+    "collectives": (
+        "nbbench.commands.gpunode:CollectivesCommand",
+        "nccl-tests on N ranks: all-reduce, all-gather… busbw by size, checked, against the GPU link",
+    ),
+    "copies": (
+        "nbbench.commands.gpunode:CopiesCommand",
+        "host↔device pageable vs pinned, and the GPU-to-GPU bandwidth and latency matrix",
+    ),
     "s3": ("nbbench.commands.objects:S3Command", "GET throughput, time to first byte and a concurrency sweep from S3"),
     "make-dataset": (
         "nbbench.commands.dataset:MakeDatasetCommand",
