@@ -104,9 +104,10 @@ def read_health(
         t = threading.Thread(target=work, name="nbbench-gpu-load", daemon=True)
         t.start()
         time.sleep(min(interval * 2, seconds / 4))  # past the ramp
-        while not done.wait(interval):
+        while not done.is_set():
             for i, h in enumerate(handles):
                 samples[i].append(_under_load(nv, h))
+            done.wait(interval)
         t.join()
         if err:
             loaded = False
@@ -116,14 +117,13 @@ def read_health(
             load_error = None
     findings = []
     for i, h in enumerate(handles):
-        if loaded and not samples[i]:
-            samples[i].append(_under_load(nv, h))  # a load too short for the interval: one reading at its end
-        findings += _judge_load(i, samples[i], loaded, nv, h)
+        findings += _judge_load(i, samples[i], loaded and bool(samples[i]), nv, h)
         findings += _static(i, nv, h)
     findings += _xids(nv, events, handles)
     out = {"findings": findings, "loaded": loaded, "gpus": len(handles)}
     if load is not None and not loaded:
         out["load_error"] = load_error
+        findings.append(_f(None, "load", "warn", f"the load failed ({load_error}): clocks and links not judged"))
     return out
 
 
@@ -144,7 +144,7 @@ def _num(v):
 
 def _judge_load(i, samples, loaded, nv, h) -> list[dict]:
     if not loaded:
-        why = "no load ran (links train down and clocks drop at idle): not judged"
+        why = "no reading under load (links train down and clocks drop at idle): not judged"
         return [_f(i, "clocks under load", None, why), _f(i, "PCIe link under load", None, why)]
     out = []
     seen = 0
