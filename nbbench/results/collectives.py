@@ -48,29 +48,24 @@ def _size(n) -> str:
 
 
 def table_rows(rows: list[dict]) -> list[list[str]]:
-    """nccl-tests' columns, one line per row (a row that did not run says why); the rates of one
-    column in one prefix (:func:`~nbbench.units.format_many`)."""
-    from ..units import format_many
+    """nccl-tests' columns, one line per row (a row that did not run says why); each rate in its own prefix."""
 
-    ran = [r for r in rows if not r.get("error")]
-    cols = {
-        k: dict(zip(map(id, ran), format_many([r.get(k) for r in ran], "B/s")))
-        for k in ("algbw_bytes_per_s", "busbw_bytes_per_s")
-    }
-    lo = dict(zip(map(id, ran), format_many([r.get("busbw_min_bytes_per_s") for r in ran], "B/s")))
-    hi = dict(zip(map(id, ran), format_many([r.get("busbw_max_bytes_per_s") for r in ran], "B/s")))
+    def rate(v) -> str:
+        return "N/A" if v is None else format_rate(v, "bytes/s")
+
     out = []
     for r in rows:
         head = [r["op"], _size(r.get("size_bytes")), str(r.get("count")), r.get("dtype") or "", r.get("redop") or "—"]
         if r.get("error"):
             out.append(head + [r.get("placement") or "", "—", "—", "—", "—", "—", r["error"]])
             continue
-        k = id(r)
-        spread = f"{lo[k].split()[0]}…{hi[k]}" if r.get("busbw_min_bytes_per_s") is not None else "N/A"
+        lo, hi = r.get("busbw_min_bytes_per_s"), r.get("busbw_max_bytes_per_s")
+        spread = f"{rate(lo)} … {rate(hi)}" if lo is not None and hi is not None else "N/A"
         wrong = "N/A" if r.get("wrong") is None else str(r["wrong"])
         t = f"{r['time_us']:.1f}"
         out.append(
-            head + [r["placement"], t, cols["algbw_bytes_per_s"][k], cols["busbw_bytes_per_s"][k], spread, wrong, ""]
+            head
+            + [r["placement"], t, rate(r.get("algbw_bytes_per_s")), rate(r.get("busbw_bytes_per_s")), spread, wrong, ""]
         )
     return out
 
@@ -136,7 +131,7 @@ class CollectivesResult(Result):
         elif self.labels.get("backend") == "nccl":
             out.append("NCCL's transport is not known (NCCL_DEBUG was set by the user: its lines went elsewhere).")
         env = self.extra.get("nccl_env") or {}
-        if env:
+        if env and self.labels.get("backend") == "nccl":
             out.append("NCCL variables in force: " + ", ".join(f"{k}={v}" for k, v in env.items()) + ".")
         missing = self.extra.get("missing_forms") or []
         if missing:
