@@ -170,6 +170,13 @@ class CollectivesResult(Result):
         return out + [s for s in super().sections() if s.css != "nbbench-metrics"]
 
     def figure(self):
+        """busbw by size, one line per operation, the expected link dashed (:mod:`nbbench.plots.gpunode`)."""
         from ..plots.gpunode import busbw_figure
 
         return busbw_figure(self)
+
+    def png(self) -> bytes:
+        """:meth:`figure` as PNG bytes (``IPython.display.Image(r.png())``)."""
+        from ..plots.gpunode import busbw_png
+
+        return busbw_png(self)
