@@ -1,14 +1,43 @@
 """nbbench: Jupyter-native benchmarks for GPU training containers.
 
-``%load_ext nbbench`` registers ``%iobench``; the same probes are plain functions
-in :mod:`nbbench.probes` and a terminal CLI (``nbbench``).  Importing this package
-is cheap: torch, pynvml, matplotlib and ipywidgets load only when used.
+``%load_ext nbbench`` registers ``%iobench``; the same probes are a terminal CLI (``nbbench``) and
+plain functions at the top of this package, under the subcommands' names — ``nbbench.dd(...)``,
+``nbbench.randread(...)``, ``nbbench.files(...)``, ``nbbench.disk(...)``, ``nbbench.checkpoint(...)``,
+``nbbench.shards(...)``, ``nbbench.s3(...)``, ``nbbench.gpu()``, ``nbbench.bench_loader(...)``,
+``nbbench.sweep(...)``, ``nbbench.feed(...)`` — each returning a result (:data:`nbbench.probes.catalog.PUBLIC`:
+the same table the commands and the ranks call through, so these names do not move when modules do).
+Importing this package is cheap: torch, pynvml, matplotlib and ipywidgets load only when used.
 """
 
 from __future__ import annotations
 
-from .results import ProbeError, Result  # noqa: E402  (light: stdlib only)
-from .version import __version__  # noqa: E402
+from . import _moved
+from .results import ProbeError, Result  # light: stdlib only
+from .version import __version__
+
+_moved.install()  # old deep paths (nbbench.probes.disk, nbbench.dist…) import with a DeprecationWarning
+
+#: the probes callable from the top of the package (names as the subcommands; see nbbench.probes.catalog)
+PROBE_NAMES = (
+    "gpu",
+    "dd",
+    "randread",
+    "files",
+    "disk",
+    "checkpoint",
+    "shards",
+    "s3",
+    "bench_loader",
+    "loader",
+    "sweep",
+    "feed",
+)
+#: the datasets and loaders the probes read, for a user's own DataLoader
+HELPERS = {
+    "ImageFolderDataset": "nbbench.probes.pipeline.imagefolder",
+    "TarShardDataset": "nbbench.probes.shards.tarshards",
+    "make_loader": "nbbench.probes.pipeline.dataloader",
+}
 
 __all__ = [
     "__version__",
@@ -21,6 +50,8 @@ __all__ = [
     "monitor",
     "watch",
     "mark",
+    *PROBE_NAMES,
+    *HELPERS,
 ]
 
 
@@ -84,6 +115,12 @@ def __getattr__(name):
     # (`monitor` and `panel` are callable packages: the call opens a monitor / the control panel)
     import importlib
 
+    if name in PROBE_NAMES:
+        from .probes import catalog
+
+        return catalog.function(name)
+    if name in HELPERS:
+        return getattr(importlib.import_module(HELPERS[name]), name)
     if name in (
         "monitor",
         "panel",

@@ -46,7 +46,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("ui", ("nbbench.ui",)),
     ("report", ("nbbench.report", "nbbench.exporters")),
     ("commands", ("nbbench.commands",)),
-    ("front", ("nbbench", "nbbench.__main__", "nbbench.magics", "nbbench.cli", "nbbench.panel")),
+    ("front", ("nbbench", "nbbench._moved", "nbbench.__main__", "nbbench.magics", "nbbench.cli", "nbbench.panel")),
 ]
 
 #: (importing module prefix, imported module prefix): why this upward import is fine.

@@ -232,8 +232,40 @@ class Command:
     #: phase, named by "too short to trust" advice (None: "run it longer")
     scale: tuple[str, str, str] | None = None
 
+    #: the probe it runs, by its name in :data:`nbbench.probes.catalog.PROBES` (None: it runs none)
+    probe: str | None = None
+    #: options of its parser that only the front end reads (a live plot's switch): never handed to
+    #: the probe or the ranks.  Every other option is in :meth:`params`.
+    front_only: frozenset[str] = frozenset()
+
     def add_arguments(self, parser) -> None:
-        """Declare this subcommand's own options (argparse API)."""
+        """Declare this subcommand's own options (argparse API): the one declaration its parser (CLI and
+        magic), the panel's fields, :meth:`params` (what the probe and every rank receive), ``--repeat``
+        and the reference docs are all read from."""
+
+    @classmethod
+    def own_options(cls) -> tuple[str, ...]:
+        """The ``dest`` of every option :meth:`add_arguments` declares, less the ranks' own
+        (``--ranks``, ``--nnodes``…: how to run, not what) and :attr:`front_only`."""
+        cached = cls.__dict__.get("_own_options")
+        if cached is None:
+            scratch = argparse.ArgumentParser(add_help=False)
+            cls.add_arguments(cls, scratch)
+            skip = RANK_OPTIONS | cls.front_only
+            cached = tuple(a.dest for a in scratch._actions if a.dest != argparse.SUPPRESS and a.dest not in skip)
+            cls._own_options = cached
+        return cached
+
+    def params(self, args: argparse.Namespace) -> dict[str, Any]:
+        """The parameter object: each declared option's value by its name, the same dict for the probe
+        called here and for the job every rank runs (:func:`nbbench.commands.ranks.dispatch`)."""
+        return {dest: getattr(args, dest) for dest in self.own_options()}
+
+    def call_probe(self, params: dict[str, Any], **runtime: Any) -> Any:
+        """:attr:`probe` called with ``params`` (see :meth:`nbbench.probes.catalog.Probe.call`)."""
+        from ..probes import catalog
+
+        return catalog.get(self.probe).call(params, **runtime)
 
     def run(self, args: argparse.Namespace, ctx: Context) -> Any:
         raise NotImplementedError
@@ -273,6 +305,10 @@ class Invocation:
 
 
 _RAISING: dict[type, type] = {}
+
+#: the options of many-rank runs (:func:`nbbench.commands.ranks.add_rank_options`): how a probe is run,
+#: never a parameter of it
+RANK_OPTIONS = frozenset({"ranks", "nnodes", "rdzv_host", "backend", "no_dist"})
 
 
 def _raising(base: type) -> type:

@@ -30,6 +30,7 @@ def _scale(text: str) -> float:
 
 
 class CheckpointCommand(ranks.RankedCommand):
+    probe = "checkpoint"
     measures = True
     scale = ("--size", "size", "size")
     description = (
@@ -94,56 +95,21 @@ class CheckpointCommand(ranks.RankedCommand):
 
     def run(self, args, ctx):
         from ..probes.checkpoint.preflight import preflight
-        from ..probes.checkpoint.probe import checkpoint
 
-        value = ranks.dispatch(
-            "checkpoint",
-            "checkpoint",
-            args,
-            ctx,
-            dict(
-                path=args.path,
-                model=args.model,
-                size=args.size,
-                scale=args.scale,
-                optimizer=args.optimizer,
-                device=args.device,
-                dcp=args.dcp,
-                seed=args.seed,
-            ),
-            f"checkpoint {args.path}",
-        )
+        params = self.params(args)
+        value = ranks.dispatch(self.name, self.probe, args, ctx, params, f"checkpoint {args.path}")
         if value is not ranks.LOCAL:
             return value
         target = _target(args.path)
-        preflight(
-            target,
-            model=args.model,
-            size=args.size,
-            scale=args.scale,
-            optimizer=args.optimizer,
-            device=args.device,
-            dcp=args.dcp,
-        )  # every refusal before the bar
+        # every refusal before the bar
+        preflight(target, **{k: v for k, v in params.items() if k not in ("path", "seed")})
         return _run_probe(
-            ctx,
-            f"checkpoint {args.path}",
-            lambda p, c: checkpoint(
-                target,
-                model=args.model,
-                size=args.size,
-                scale=args.scale,
-                optimizer=args.optimizer,
-                device=args.device,
-                dcp=args.dcp,
-                seed=args.seed,
-                progress=p,
-                cancel=c,
-            ),
+            ctx, f"checkpoint {args.path}", lambda p, c: self.call_probe(params, path=target, progress=p, cancel=c)
         )
 
 
 class ShardsCommand(ranks.RankedCommand):
+    probe = "shards"
     measures = True
     scale = ("--max-bytes", "max_bytes", "size")
     description = (
@@ -196,48 +162,11 @@ class ShardsCommand(ranks.RankedCommand):
         ranks.add_rank_options(parser)
 
     def run(self, args, ctx):
-        from ..probes.shards.probe import shards
-
-        value = ranks.dispatch(
-            "shards",
-            "shards",
-            args,
-            ctx,
-            dict(
-                path=args.path,
-                streams=args.streams,
-                bs=args.bs,
-                min_size=args.min_size,
-                cold=args.cold,
-                warm=args.warm,
-                seed=args.seed,
-                max_bytes=args.max_bytes,
-                **_s3_options(args),
-            ),
-            f"shards {args.path}",
-        )
+        params = self.params(args)
+        value = ranks.dispatch(self.name, self.probe, args, ctx, params, f"shards {args.path}")
         if value is not ranks.LOCAL:
             return value
         target = args.path if str(args.path).startswith("s3://") else _target(args.path)
         return _run_probe(
-            ctx,
-            f"shards {args.path}",
-            lambda p, c: shards(
-                target,
-                streams=args.streams,
-                bs=args.bs,
-                min_size=args.min_size,
-                cold=args.cold,
-                warm=args.warm,
-                seed=args.seed,
-                max_bytes=args.max_bytes,
-                progress=p,
-                cancel=c,
-                **_s3_options(args),
-            ),
+            ctx, f"shards {args.path}", lambda p, c: self.call_probe(params, path=target, progress=p, cancel=c)
         )
-
-
-def _s3_options(args) -> dict:
-    """--endpoint-url / --region, passed on only where given (a folder's run takes neither)."""
-    return {k: getattr(args, k) for k in ("endpoint_url", "region") if getattr(args, k, None)}

@@ -87,26 +87,8 @@ class FeedCommand(ranks.RankedCommand):
     def run(self, args, ctx):
         from ..probes.pipeline.feed import feed
 
-        value = ranks.dispatch(
-            "feed",
-            "feed",
-            args,
-            ctx,
-            dict(
-                path=po.dataset_path(args.path),
-                accelerator=args.accelerator,
-                batch_size=args.batch_size,
-                workers=args.workers,
-                decode=args.decode,
-                duration=args.duration,
-                warmup=args.warmup,
-                cold=args.cold,
-                size=args.size,
-                max_files=args.max_files,
-                **po.s3_params(args, args.path),
-            ),
-            f"feed {args.path}",
-        )
+        params = dict(self.params(args), path=po.dataset_path(args.path))
+        value = ranks.dispatch(self.name, "feed", args, ctx, params, f"feed {args.path}")
         if value is not ranks.LOCAL:
             return value
         path = args.path if is_s3(args.path) else os.path.expanduser(args.path)

@@ -25,6 +25,7 @@ __all__ = ["LoaderCommand"]
 
 class LoaderCommand(ranks.RankedCommand):
     measures = True
+    front_only = frozenset({"no_plot"})  # the live plot: drawn here, never by a rank
     scale = ("--duration", "duration", "duration")
     name = "loader"
     description = (
@@ -190,18 +191,7 @@ class LoaderCommand(ranks.RankedCommand):
 
     def _run_ranked(self, args, ctx):
         epochs = None if not args.epochs else args.epochs
-        params = dict(
-            batch_size=args.batch_size,
-            workers=args.workers,
-            decode=args.decode,
-            size=args.size,
-            steps=args.steps,
-            duration=args.duration,
-            warmup=args.warmup,
-            step=po.step_of(args),
-            accelerator=args.accelerator,
-            epochs=epochs,
-        )
+        params = self.params(args)
         plot = _live_plot(ctx, args) if args.ranks is not None else None
         try:
             value = po.ranked(

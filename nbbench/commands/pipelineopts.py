@@ -37,10 +37,10 @@ def accelerator_type(text: str) -> str:
 
 
 def step_of(args) -> object:
-    if getattr(args, "emulate", None):
-        return f"emulate:{args.emulate}"
-    step = getattr(args, "step", "none")
-    return None if step in (None, "none") else step
+    """The compute step the options name (:func:`nbbench.probes.pipeline.params.step_of`)."""
+    from ..probes.pipeline.params import step_of as _step_of
+
+    return _step_of(vars(args))
 
 
 def add_step_options(parser) -> None:

@@ -70,7 +70,7 @@ def _add_jobs(parser, threads_alias: bool = False):
     parser.add_argument(
         "--jobs",
         type=options.jobs,
-        default=None,
+        default=1,
         help="independent I/O loops in as many processes, as fio's numjobs; figures summed "
         "over them (1-256, default 1)",
     )
@@ -78,7 +78,7 @@ def _add_jobs(parser, threads_alias: bool = False):
         parser.add_argument(
             "--threads",
             type=options.jobs,
-            default=None,
+            default=1,
             help="deprecated: an alias of --jobs (processes measure better than threads sharing one interpreter)",
         )
 
@@ -103,6 +103,7 @@ def _run_probe(ctx, desc: str, fn):
 
 
 class DdCommand(ranks.RankedCommand):
+    probe = "dd"
     measures = True
     scale = ("--size", "size", "size")
     description = (
@@ -136,48 +137,18 @@ class DdCommand(ranks.RankedCommand):
         ranks.add_rank_options(parser)
 
     def run(self, args, ctx):
-        from ..probes.storage import disk
-
-        value = ranks.dispatch(
-            "dd",
-            "dd",
-            args,
-            ctx,
-            dict(
-                path=args.path,
-                bs=args.bs,
-                size=args.size,
-                count=args.count,
-                direct=args.direct,
-                engine=args.engine,
-                mode=args.mode,
-                jobs=args.jobs or 1,
-            ),
-            f"dd {args.path}",
-        )
+        params = self.params(args)
+        value = ranks.dispatch(self.name, self.probe, args, ctx, params, f"dd {args.path}")
         if value is not ranks.LOCAL:
             return value
         target = _target(args.path)
         return _run_probe(
-            ctx,
-            f"dd {args.path}",
-            lambda p, c: disk.dd(
-                target,
-                bs=args.bs,
-                size=args.size,
-                count=args.count,
-                direct=args.direct,
-                engine=args.engine,
-                mode=args.mode,
-                buffers=args.buffers,
-                jobs=args.jobs or 1,
-                progress=p,
-                cancel=c,
-            ),
+            ctx, f"dd {args.path}", lambda p, c: self.call_probe(params, path=target, progress=p, cancel=c)
         )
 
 
 class RandreadCommand(ranks.RankedCommand):
+    probe = "randread"
     measures = True
     scale = ("--runtime", "runtime", "duration")
     description = (
@@ -210,55 +181,18 @@ class RandreadCommand(ranks.RankedCommand):
         ranks.add_rank_options(parser, file_per_rank=True)
 
     def run(self, args, ctx):
-        from ..probes.storage import disk
-
-        value = ranks.dispatch(
-            "randread",
-            "randread",
-            args,
-            ctx,
-            dict(
-                path=args.path,
-                bs=args.bs,
-                qd=args.qd,
-                runtime=args.runtime,
-                ramp=args.ramp,
-                size=args.size,
-                direct=args.direct,
-                engine=args.engine,
-                jobs=args.jobs or 1,
-                threads=args.threads or 1,
-                warm=args.warm,
-                file_per_rank=args.file_per_rank,
-            ),
-            f"randread {args.path}",
-        )
+        params = self.params(args)
+        value = ranks.dispatch(self.name, self.probe, args, ctx, params, f"randread {args.path}")
         if value is not ranks.LOCAL:
             return value
         target = _target(args.path)
         return _run_probe(
-            ctx,
-            f"randread {args.path}",
-            lambda p, c: disk.randread(
-                target,
-                bs=args.bs,
-                qd=args.qd,
-                runtime=args.runtime,
-                ramp=args.ramp,
-                size=args.size,
-                direct=args.direct,
-                engine=args.engine,
-                jobs=args.jobs or 1,
-                threads=args.threads or 1,
-                warm=args.warm,
-                buffers=args.buffers,
-                progress=p,
-                cancel=c,
-            ),
+            ctx, f"randread {args.path}", lambda p, c: self.call_probe(params, path=target, progress=p, cancel=c)
         )
 
 
 class FilesCommand(ranks.RankedCommand):
+    probe = "files"
     measures = True
     scale = ("--sample", "sample", "count")
     description = (
@@ -287,29 +221,18 @@ class FilesCommand(ranks.RankedCommand):
         ranks.add_rank_options(parser)
 
     def run(self, args, ctx):
-        from ..probes.storage import files
-
-        value = ranks.dispatch(
-            "files",
-            "files",
-            args,
-            ctx,
-            dict(path=args.path, sample=args.sample, threads=args.threads, cold=args.cold, seed=args.seed),
-            f"files {args.path}",
-        )
+        params = self.params(args)
+        value = ranks.dispatch(self.name, self.probe, args, ctx, params, f"files {args.path}")
         if value is not ranks.LOCAL:
             return value
         target = _target(args.path)
         return _run_probe(
-            ctx,
-            f"files {args.path}",
-            lambda p, c: files.read_files(
-                target, sample=args.sample, threads=args.threads, cold=args.cold, seed=args.seed, progress=p, cancel=c
-            ),
+            ctx, f"files {args.path}", lambda p, c: self.call_probe(params, path=target, progress=p, cancel=c)
         )
 
 
 class DiskCommand(Command):
+    probe = "disk"
     measures = True
     scale = ("--runtime", "runtime", "duration")
     description = (
@@ -345,25 +268,8 @@ class DiskCommand(Command):
         _add_jobs(parser, threads_alias=True)
 
     def run(self, args, ctx):
-        from ..probes.storage import disk
-
+        params = self.params(args)
         target = _target(args.path)
         return _run_probe(
-            ctx,
-            f"disk {args.preset}",
-            lambda p, c: disk.preset(
-                target,
-                name=args.preset,
-                size=args.size,
-                runtime=args.runtime,
-                ramp=args.ramp,
-                direct=args.direct,
-                engine=args.engine,
-                write=args.write,
-                buffers=args.buffers,
-                jobs=args.jobs or 1,
-                threads=args.threads or 1,
-                progress=p,
-                cancel=c,
-            ),
+            ctx, f"disk {args.preset}", lambda p, c: self.call_probe(params, path=target, progress=p, cancel=c)
         )

@@ -70,18 +70,7 @@ class SweepCommand(ranks.RankedCommand):
     def run(self, args, ctx):
         from ..probes.pipeline.sweep import sweep
 
-        params = dict(
-            num_workers=args.workers,
-            batch_size=args.batch_size,
-            pin_memory=args.pin_memory,
-            prefetch_factor=args.prefetch,
-            persistent_workers=args.persistent,
-            step=po.step_of(args),
-            duration=args.duration,
-            warmup=args.warmup,
-            decode=args.decode,
-            size=args.size,
-        )
+        params = self.params(args)
         if is_s3(args.source):
             raise ProbeError(
                 "sweep takes a folder, a notebook dataset or --dataset module:function, not an s3:// "

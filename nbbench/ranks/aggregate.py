@@ -272,6 +272,9 @@ def _rank_row(rec: dict, phases: list[Phase], rates: dict) -> dict:
         "reason": rec.get("reason"),
         "metrics": dict(rec.get("metrics") or {}),
     }
+    ran = (rec.get("result") or {}).get("params")
+    if ran:  # what this rank's probe was called with, as it says itself
+        row["params"] = dict(ran)
     series = {}
     for ph in phases:
         tr = (rec.get("tracks") or {}).get(ph.name)

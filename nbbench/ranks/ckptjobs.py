@@ -155,18 +155,9 @@ class CheckpointJob(RankJob):
         return f"cuda:{self.local_rank}" if d == "cuda" else d  # each rank its own GPU, as DDP
 
     def run(self, progress, cancel) -> Result:
-        from ..probes.checkpoint.probe import checkpoint
-
-        p = self.params
-        return checkpoint(
-            p["path"],
-            model=p.get("model", "transformer"),
-            size=p.get("size"),
-            scale=p.get("scale", 1.0),
-            optimizer=p.get("optimizer", True),
+        return self.call_probe(
             device=self._device(),
-            dcp=p.get("dcp", True),
-            seed=int(p.get("seed", 0)) + 1000 * self.rank,
+            seed=int(self.params.get("seed", 0)) + 1000 * self.rank,
             rank=self.rank,
             world_size=self.world_size,
             progress=progress,
@@ -307,7 +298,6 @@ class ShardsJob(RankJob):
     def run(self, progress, cancel) -> Result:
         from ..env import usable_cpus
         from ..probes._engines import cache
-        from ..probes.shards.probe import shards
 
         p = self.params
         streams, max_bytes = p.get("streams"), p.get("max_bytes")
@@ -316,21 +306,14 @@ class ShardsJob(RankJob):
         if max_bytes is None:  # half the page cache, shared among the host's ranks (the warm pass stays warm)
             ram = cache.memory_bytes()
             max_bytes = max(1, ram // 2 // self.local_world) if ram else 0
-        return shards(
-            p["path"],
+        return self.call_probe(
             streams=streams,
-            bs=p.get("bs", "1M"),
-            min_size=p.get("min_size", "1M"),
-            cold=p.get("cold", True),
-            warm=p.get("warm", True),
-            seed=p.get("seed", 0),
             max_bytes=max_bytes,
             rank=self.rank,
             world_size=self.world_size,
             progress=progress,
             cancel=cancel,
             ready=self.ready,
-            **{k: p[k] for k in ("endpoint_url", "region") if p.get(k)},
         )
 
     def tracks(self, res, clock):

@@ -49,24 +49,6 @@ class DdJob(RankJob):
     def preflight(self, env) -> None:
         self.local_checks(env.world_size)
 
-    def run(self, progress, cancel) -> Result:
-        from ..probes.storage import disk
-
-        p = self.params
-        return disk.dd(
-            p["path"],
-            bs=p.get("bs", "1M"),
-            size=p.get("size", "1G"),
-            count=p.get("count"),
-            direct=p.get("direct"),
-            engine=p.get("engine", "builtin"),
-            mode=p.get("mode"),
-            jobs=p.get("jobs", 1),
-            progress=progress,
-            cancel=cancel,
-            ready=self.ready,
-        )
-
     def tracks(self, res, clock):
         out = {}
         for op in ("write", "read"):
@@ -149,23 +131,12 @@ class RandreadJob(RankJob):
             self._session = None
 
     def run(self, progress, cancel) -> Result:
-        from ..probes.storage import disk
-
         p = self.params
         where = self._shared_path or p["path"]
         size = self.region if self._shared_path else p.get("size")
-        res = disk.randread(
-            where,
-            bs=p.get("bs", "4k"),
-            qd=p.get("qd", 1),
-            runtime=p.get("runtime", 10),
-            ramp=p.get("ramp", 1),
+        res = self.call_probe(
+            path=where,
             size=size,
-            direct=p.get("direct"),
-            engine=p.get("engine", "builtin"),
-            jobs=p.get("jobs", 1),
-            threads=p.get("threads", 1),
-            warm=p.get("warm", False),
             seed=p.get("seed", 0) + 1000 * self.rank,
             progress=progress,
             cancel=cancel,
@@ -211,20 +182,7 @@ class FilesJob(RankJob):
             raise ProbeError(f"{t.path} is not a directory: files reads the files of a tree")
 
     def run(self, progress, cancel) -> Result:
-        from ..probes.storage import files
-
-        p = self.params
-        return files.read_files(
-            p["path"],
-            sample=p.get("sample", 1000),
-            threads=p.get("threads", 8),
-            cold=p.get("cold", False),
-            seed=p.get("seed", 0),
-            progress=progress,
-            cancel=cancel,
-            shard=(self.rank, self.world_size),
-            ready=self.ready,
-        )
+        return self.call_probe(shard=(self.rank, self.world_size), progress=progress, cancel=cancel, ready=self.ready)
 
     def tracks(self, res, clock):
         tr = self._track(

@@ -145,6 +145,7 @@ class LoaderJob(RankJob):
 
         from ..probes.pipeline.dataloader import close_loader, make_loader
         from ..probes.pipeline.loader import bench_loader
+        from ..probes.pipeline.params import loader_kwargs
         from ..probes.pipeline.steps import resolve_step
 
         p = self.params
@@ -164,7 +165,8 @@ class LoaderJob(RankJob):
             if s3:
                 ds.close()
             raise
-        step = p.get("step")
+        run = loader_kwargs(p)
+        step = run["step"]
         device = f"cuda:{self.local_rank}" if step == "gpu" else None
         inner = resolve_step(step, cancel=cancel, device=device)
         stop = threading.Event()
@@ -172,9 +174,7 @@ class LoaderJob(RankJob):
         if p.get("steps") is None and duration is None:
             duration = 10.0
         synced = self._synced = SyncedStep(inner, p.get("warmup", 2), duration, p.get("steps"), cancel, stop)
-        acc = p.get("accelerator") or (
-            step[len("emulate:") :] if isinstance(step, str) and step.startswith("emulate:") else None
-        )
+        acc = run["accelerator"]
         try:
             try:
                 res = bench_loader(
@@ -186,7 +186,7 @@ class LoaderJob(RankJob):
                     progress=progress,
                     cancel=stop,
                     accelerator=acc,
-                    epochs=p.get("epochs"),
+                    epochs=run["epochs"],
                     monitor=False,
                     device=device,
                 )

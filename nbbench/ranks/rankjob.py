@@ -66,7 +66,17 @@ class RankJob:
         pass
 
     def run(self, progress, cancel) -> Result:
-        raise NotImplementedError
+        """The probe on this rank's part: by default the probe of :attr:`kind`, called with the parameter
+        object as it came (:meth:`call_probe`)."""
+        return self.call_probe(progress=progress, cancel=cancel, ready=self.ready)
+
+    def call_probe(self, **runtime) -> Result:
+        """The probe :attr:`kind` names (:data:`nbbench.probes.catalog.PROBES`) called with :attr:`params`,
+        the command's parameter object unchanged, and ``runtime`` (progress, cancel, ready, and what
+        this rank sets for itself: its seed, its shard), which wins over a parameter of the same name."""
+        from ..probes import catalog
+
+        return catalog.get(self.kind).call(self.params, **runtime)
 
     def tracks(self, res: Result, clock) -> dict[str, dict]:
         return {}

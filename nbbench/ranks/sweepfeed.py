@@ -40,24 +40,12 @@ class SweepJob(LoaderJob):
     phases: list = []
 
     def run(self, progress, cancel) -> Result:
+        from ..probes.pipeline.params import sweep_kwargs
         from ..probes.pipeline.sweep import sweep
 
         p = self.params
         ds = _Shard(_dataset(p), self.rank, self.world_size)
-        kw = {
-            k: p[k]
-            for k in (
-                "num_workers",
-                "batch_size",
-                "pin_memory",
-                "prefetch_factor",
-                "persistent_workers",
-                "step",
-                "duration",
-                "warmup",
-            )
-            if k in p
-        }
+        kw = sweep_kwargs(p)
         res = sweep(ds, progress=progress, cancel=cancel, monitor=False, **kw)
         res.params["path"] = p.get("path") or p.get("dataset")
         return res
@@ -97,25 +85,11 @@ class FeedJob(LoaderJob):
 
         from ..probes.pipeline.feed import feed
         from ..probes.pipeline.imagefolder import ImageFolderDataset
+        from ..probes.pipeline.params import feed_kwargs
         from ..probes.storage.files import shard_of
 
         p = self.params
-        kw = {
-            k: p[k]
-            for k in (
-                "accelerator",
-                "batch_size",
-                "duration",
-                "warmup",
-                "cold",
-                "size",
-                "max_files",
-                "decode",
-                "endpoint_url",
-                "region",
-            )
-            if k in p
-        }
+        kw = feed_kwargs(p)
         if s3_job(p):  # the rank's share of the shards or objects, copied locally (the warm pass reads the copy)
             ds = s3_dataset(p, self.rank, self.world_size)
             try:

@@ -143,6 +143,11 @@ def s3(
     progress=None,
     cancel=None,
 ) -> S3Result:
+    """GET throughput from ``s3://BUCKET/PREFIX`` (``nbbench s3``): time to first byte per object size class,
+    a concurrency sweep up to ``max_streams`` with its knee, then ``runtime`` seconds at ``streams``
+    (default: the knee); with ``write=True`` also PUTs ``write_count`` objects of ``write_size`` under a new
+    prefix of its own, removed at the end.  Credentials come from the AWS configuration and are never
+    recorded; requests, retries and throttling are counted."""
     u = _c.parse_url(url)
     if streams is not None and streams < 1:
         raise ProbeError(f"streams must be 1 or more, not {streams}")

@@ -64,7 +64,7 @@ PRESETS: dict[str, dict[str, Any]] = {
 
 def preset(
     path,
-    name="cdm",
+    preset="cdm",
     size="1G",
     runtime=5,
     ramp=1,
@@ -88,9 +88,9 @@ def preset(
     ``jobs``: every test runs T × ``jobs`` jobs (independent processes; ``threads`` is a
     deprecated alias).  Other parameters (``buffers`` too) as :func:`~nbbench.probes.storage.disk.randread`.
     """
-    if name not in PRESETS:
-        raise ProbeError(f"unknown preset {name!r}: choose from {', '.join(PRESETS)}")
-    p = PRESETS[name]
+    if preset not in PRESETS:
+        raise ProbeError(f"unknown preset {preset!r}: choose from {', '.join(PRESETS)}")
+    p = PRESETS[preset]
     jobs, deprecated = check_jobs(jobs, threads)
     engine = check_engine(engine)
     devlimits.check_buffers(buffers, engine)
@@ -107,7 +107,7 @@ def preset(
     tests = p["tests"]
     params = {
         "path": target.path,
-        "preset": name,
+        "preset": preset,
         "size": region,
         "runtime": runtime_s,
         "ramp": ramp_s,
