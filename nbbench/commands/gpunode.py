@@ -97,28 +97,16 @@ class CollectivesCommand(ranks.RankedCommand):
         from ..probes.gpunode.busbw import DEFAULT_MAX, DEFAULT_MAX_CPU, size_ladder
 
         maxbytes = args.maxbytes
-        if maxbytes is None:
-            maxbytes = DEFAULT_MAX if args.backend == "nccl" else DEFAULT_MAX_CPU
+        if maxbytes is None:  # nccl-tests' 128M; on CPU 1M (a short run); never below -b
+            maxbytes = max(args.minbytes, DEFAULT_MAX if args.backend == "nccl" else DEFAULT_MAX_CPU)
         if args.redop == "avg" and args.dtype not in ("half", "float", "double", "bfloat16"):
             raise ProbeError(f"-o avg needs a float type, not {args.dtype}")
         try:
             sizes = size_ladder(args.minbytes, maxbytes, args.stepfactor)
         except ValueError as exc:
             raise ProbeError(str(exc)) from None
-        params = dict(
-            ops=list(args.ops),
-            sizes=sizes,
-            minbytes=args.minbytes,
-            maxbytes=maxbytes,
-            stepfactor=args.stepfactor,
-            iters=args.iters,
-            warmup=args.warmup,
-            check=bool(args.check),
-            redop=args.redop,
-            dtype=args.dtype,
-            backend=args.backend,
-            inject_wrong=args.inject_wrong,
-        )
+        params = self.params(args)  # every option, as typed; the ladder and the default -e derived from them
+        params.update(sizes=sizes, maxbytes=maxbytes, check=bool(args.check), backend=args.backend)
         value = ranks.dispatch("collectives", "collectives", args, ctx, params, "collectives")
         if value is ranks.LOCAL:
             raise ProbeError(
