@@ -374,6 +374,14 @@ def test_command_takes_nccl_tests_option_names():
     assert (long.args.redop, long.args.dtype, long.args.warmup) == ("min", "int32", 0)
 
 
+def test_in_a_notebook_o_returns_the_result_and_the_reduction_is_op():
+    from nbbench.commands import Context, parse
+
+    ctx = Context(prog="%iobench", returns_result=True)
+    inv = parse(["collectives", "--ranks", "2", "-o", "--op", "max"], ctx)
+    assert inv.args.return_result is True and inv.args.redop == "max"
+
+
 def test_command_without_ranks_says_how_to_run_it():
     from nbbench.commands import Context, execute, parse
 
@@ -399,6 +407,7 @@ def test_three_gloo_ranks_table_and_factors():
         assert r["wrong"] == 0
     assert res["metrics"]["wrong_count"] == 0
     assert "torch.distributed has no out-of-place all_reduce" in res["extra"]["missing_forms"]
+    assert res["labels"]["sizes"] == "1.00 KiB … 16.0 KiB ×2"  # -e given: no CPU note
 
 
 @pytest.mark.slow

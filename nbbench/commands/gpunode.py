@@ -21,6 +21,12 @@ _DTYPES = ("int8", "uint8", "int32", "int64", "half", "float", "double", "bfloat
 _REDOPS = ("sum", "prod", "max", "min", "avg")
 
 
+def _b(n: int) -> str:
+    from ..units import format_bytes
+
+    return format_bytes(n, binary=True)
+
+
 def _check(text: str) -> int:
     v = options.nonneg_int(text)
     if v > 1:
@@ -107,6 +113,11 @@ class CollectivesCommand(ranks.RankedCommand):
             raise ProbeError(str(exc)) from None
         params = self.params(args)  # every option, as typed; the ladder and the default -e derived from them
         params.update(sizes=sizes, maxbytes=maxbytes, check=bool(args.check), backend=args.backend)
+        params["ladder"] = f"{_b(sizes[0])} … {_b(sizes[-1])} ×{args.stepfactor}" + (
+            " (gloo on CPU: -e 1M unless given, to keep a CPU run short; nccl-tests' default is 128M)"
+            if args.maxbytes is None and args.backend != "nccl"
+            else ""
+        )
         value = ranks.dispatch("collectives", "collectives", args, ctx, params, "collectives")
         if value is ranks.LOCAL:
             raise ProbeError(

@@ -141,6 +141,8 @@ class CollectivesJob(RankJob):
 
         res.extra["missing_forms"] = missing_forms(self.params.get("ops") or [])
         res.labels["backend"] = backend
+        if self.params.get("ladder"):
+            res.labels["sizes"] = self.params["ladder"]
         res.labels["device"] = "one GPU per rank (its local rank)" if backend == "nccl" else "CPU"
         if self.params.get("inject_wrong") is not None:
             res.labels["injected"] = f"a wrong value was put in rank {self.params['inject_wrong']}'s results (a test)"

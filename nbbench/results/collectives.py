@@ -75,7 +75,7 @@ class CollectivesResult(Result):
     """One collectives run on N ranks."""
 
     SUMMARY = ("all_reduce_busbw_bytes_per_s", "all_gather_busbw_bytes_per_s", "wrong_count")
-    QUALIFIERS = ("backend", "ranks", "hosts", "device")
+    QUALIFIERS = ("backend", "ranks", "hosts", "device", "sizes")
     FINDINGS = "checks"
 
     @property
