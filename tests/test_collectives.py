@@ -306,6 +306,26 @@ def test_result_round_trips_shows_its_table_and_draws(tmp_path):
     assert png[:4] == b"\x89PNG"
 
 
+def test_the_plot_draws_the_expected_link_and_the_report_shows_it(tmp_path):
+    from nbbench.exporters.html import export
+    from nbbench.plots.gpunode import busbw_figure
+
+    res = _result()
+    res.labels["backend"] = "nccl"
+    res.extra["expected_link"] = {"kind": "nvlink", "name": "NVLink 4 × 18 links", "bytes_per_s": 450e9}
+    fig = busbw_figure(res)
+    texts = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert "NVLink 4 × 18 links: 450 GB/s one way" in texts and "all_reduce (out-of-place)" in texts
+    dashed = [ln for ln in fig.axes[0].get_lines() if ln.get_linestyle() == "--"]
+    assert len(dashed) == 1 and dashed[0].get_ydata()[0] == pytest.approx(450.0)
+    from nbbench.report import build
+    from nbbench.store import Store
+
+    data = build(runs=[res], run_doctor=False, store=Store(str(tmp_path / "s.db")), compare_runs=False)
+    html = export(data)
+    assert "nccl-tests table" in html and "collectives float sum ×3 ranks samples" in html  # the plot's img
+
+
 def test_compare_sees_busbw_per_size_beyond_the_noise():
     from nbbench.compare.build import compare
 
