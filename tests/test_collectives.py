@@ -158,6 +158,33 @@ def test_the_check_passes_a_right_result_and_catches_a_wrong_one():
     assert all(v == 0 for k, v in wrong.items() if k[0] != "all_gather")
 
 
+def test_an_op_the_backend_lacks_is_a_row_saying_so():
+    class NoAlltoall(_OneRankDist):
+        def all_to_all_single(self, out, inp):
+            raise RuntimeError("ProcessGroupGloo does not support alltoall\nmore")
+
+    rows, _ = run_collectives(
+        ops=["alltoall", "all_reduce"], sizes=[64, 128], iters=1, warmup=0, check=True, torch=torch, dist=NoAlltoall()
+    )
+    (bad,) = [r for r in rows if r["op"] == "alltoall"]  # said once, the larger size not tried again
+    assert bad["error"] == "the backend cannot run alltoall out-of-place: ProcessGroupGloo does not support alltoall"
+    assert [r["wrong"] for r in rows if r["op"] == "all_reduce"] == [0, 0]
+
+
+def test_nccl_debug_captured_into_a_registered_file_then_removed():
+    from nbbench import tempfiles
+    from nbbench.probes.gpunode.nccl import capture, read_captured
+
+    env = {}
+    path, ours = capture(env)
+    assert env["NCCL_DEBUG"] == "INFO" and env["NCCL_DEBUG_FILE"] == path and path in tempfiles.registered()
+    with open(path, "w") as f:
+        f.write(RECORDED)
+    lines = read_captured(path, env, ours)
+    assert parse_transport(lines)["main"] == "SHM" and env == {} and path not in tempfiles.registered()
+    assert capture({"NCCL_DEBUG": "WARN"}) == (None, [])  # the user's own setting is left alone
+
+
 def test_a_stop_on_any_rank_stops_every_rank_at_the_same_step():
     ev = SimpleNamespace(is_set=lambda: True)
 

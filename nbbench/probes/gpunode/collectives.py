@@ -178,7 +178,7 @@ def run_collectives(
     flag = torch.zeros(1, device=device)
     steps = [(op, s) for op in ops for s in sizes]
     rows: list[dict] = []
-    broken: dict[str, str] = {}
+    broken: dict[tuple[str, str], str] = {}  # (op, placement) the backend refused: not tried again
     stopped = False
     for i, (op, size) in enumerate(steps):
         flag.fill_(1.0 if cancel is not None and cancel.is_set() else 0.0)
@@ -188,12 +188,12 @@ def run_collectives(
             break
         count, nbytes = counts(op, size, elem, world)
         for placement, why_not in _placements(op):
-            if why_not or op in broken:  # a form torch lacks (said once: :func:`missing_forms`), a broken op
+            if why_not or (op, placement) in broken:  # a form torch lacks (said once: missing_forms), a broken one
                 continue
             row = {"op": op, "placement": placement, "size_bytes": nbytes, "asked_bytes": size, "count": count}
             row.update({"dtype": dtype, "redop": redop if OPS[op].reduces else None})
             if op == "sendrecv" and world < 2:
-                broken[op] = row["error"] = "sendrecv needs 2 ranks or more"
+                broken[(op, placement)] = row["error"] = "sendrecv needs 2 ranks or more"
                 rows.append(row)
                 continue
             if count == 0:
@@ -223,8 +223,7 @@ def run_collectives(
                 )
             except (RuntimeError, ValueError, AttributeError, NotImplementedError) as exc:
                 msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                broken[op] = f"the backend cannot run {op}: {msg[:160]}"
-                row["error"] = broken[op]
+                broken[(op, placement)] = row["error"] = f"the backend cannot run {op} {placement}: {msg[:160]}"
             rows.append(row)
         if progress is not None:
             progress((i + 1) / len(steps), {})

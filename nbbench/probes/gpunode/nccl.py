@@ -89,11 +89,12 @@ def capture(env: dict | None = None) -> tuple[str | None, list[str]]:
     the user already set ``NCCL_DEBUG`` / ``NCCL_DEBUG_FILE``.  ``(the file, the variables set)``."""
     import tempfile
 
+    from ... import tempfiles
+
     env = os.environ if env is None else env
     if env.get("NCCL_DEBUG") or env.get("NCCL_DEBUG_FILE"):
         return None, []
-    fd, path = tempfile.mkstemp(prefix="nbbench-nccl-", suffix=".log")
-    os.close(fd)
+    path = tempfiles.create(tempfile.gettempdir(), "nccl").path  # registered: removed even if the rank is killed
     env["NCCL_DEBUG"] = "INFO"
     env["NCCL_DEBUG_SUBSYS"] = env.get("NCCL_DEBUG_SUBSYS") or "INIT,P2P,NET,GRAPH,ENV"
     env["NCCL_DEBUG_FILE"] = path
@@ -113,7 +114,6 @@ def read_captured(path: str | None, env: dict | None = None, ours: Iterable[str]
     except OSError:
         return []
     finally:
-        try:
-            os.remove(path)
-        except OSError:
-            pass
+        from ... import tempfiles
+
+        tempfiles.remove(path)
