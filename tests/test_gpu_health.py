@@ -249,7 +249,7 @@ def test_copies_with_a_fake_torch_two_gpus():
     mx = res.extra["matrix"]
     assert [[v is None for v in row] for row in mx["bw"]] == [[True, False], [False, True]]
     assert mx["lat_us"][0][1] == pytest.approx(2000.0)
-    assert "GPU→GPU bandwidth, direct" in res.text_table()
+    assert "GPU 0 → GPU 1" in res.text_table() and "through host memory" in res.text_table()
     back = type(res).from_dict(res.to_dict())
     assert back.extra["matrix"] == mx and back.kind == "copies"
     fig = res.figure()

@@ -23,22 +23,26 @@ from .base import Result, register
 from .present import SEP, Section
 from .verdict import worst_verdict
 
-__all__ = ["CollectivesResult", "table_rows", "TABLE_HEAD"]
+__all__ = ["CollectivesResult", "table_rows", "spread_rows", "TABLE_HEAD"]
 
+#: nccl-tests' columns: the operation and size, then out-of-place and in-place side by side
 TABLE_HEAD = [
     "op",
     "size",
     "count",
     "type",
     "redop",
-    "placement",
-    "time (µs)",
+    "out-of-place µs",
     "algbw",
     "busbw",
-    "busbw min…max",
+    "#wrong",
+    "in-place µs",
+    "algbw",
+    "busbw",
     "#wrong",
     "note",
 ]
+_PLACES = ("out-of-place", "in-place")
 
 
 def _size(n) -> str:
@@ -47,25 +51,56 @@ def _size(n) -> str:
     return format_bytes(n, binary=True) if n else "0 B"
 
 
+def _rate(v) -> str:
+    return "N/A" if v is None else format_rate(v, "bytes/s")
+
+
 def table_rows(rows: list[dict]) -> list[list[str]]:
-    """nccl-tests' columns, one line per row (a row that did not run says why); each rate in its own prefix."""
+    """nccl-tests' table: one line per operation and size, out-of-place and in-place side by side ("—"
+    where torch.distributed has no such form); a row that did not run says why in the note."""
+    lines: dict[tuple, dict] = {}
+    for r in rows:
+        lines.setdefault((r["op"], r.get("asked_bytes")), {})[r.get("placement")] = r
+    out = []
+    for pair in lines.values():
+        first = next(iter(pair.values()))
+        cells = [first["op"], _size(first.get("size_bytes")), str(first.get("count")), first.get("dtype") or ""]
+        cells.append(first.get("redop") or "—")
+        notes = []
+        for place in _PLACES:
+            r = pair.get(place)
+            if r is None or r.get("error"):
+                cells += ["—"] * 4
+                if r is not None:
+                    notes.append(r["error"])
+                continue
+            wrong = "N/A" if r.get("wrong") is None else str(r["wrong"])
+            cells += [
+                f"{r['time_us']:.1f}",
+                _rate(r.get("algbw_bytes_per_s")),
+                _rate(r.get("busbw_bytes_per_s")),
+                wrong,
+            ]
+        out.append(cells + ["; ".join(dict.fromkeys(notes))])
+    return out
 
-    def rate(v) -> str:
-        return "N/A" if v is None else format_rate(v, "bytes/s")
 
+def spread_rows(rows: list[dict]) -> list[list[str]]:
+    """Each timed row's busbw over its calls (slowest … fastest) and the calls' coefficient of variation."""
     out = []
     for r in rows:
-        head = [r["op"], _size(r.get("size_bytes")), str(r.get("count")), r.get("dtype") or "", r.get("redop") or "—"]
-        if r.get("error"):
-            out.append(head + [r.get("placement") or "", "—", "—", "—", "—", "—", r["error"]])
-            continue
         lo, hi = r.get("busbw_min_bytes_per_s"), r.get("busbw_max_bytes_per_s")
-        spread = f"{rate(lo)} … {rate(hi)}" if lo is not None and hi is not None else "N/A"
-        wrong = "N/A" if r.get("wrong") is None else str(r["wrong"])
-        t = f"{r['time_us']:.1f}"
+        if lo is None or hi is None:
+            continue
+        cv = r.get("time_cv_pct")
         out.append(
-            head
-            + [r["placement"], t, rate(r.get("algbw_bytes_per_s")), rate(r.get("busbw_bytes_per_s")), spread, wrong, ""]
+            [
+                r["op"],
+                _size(r.get("size_bytes")),
+                r["placement"],
+                f"{_rate(lo)} … {_rate(hi)}",
+                "N/A" if cv is None else f"{cv:.0f} %",
+            ]
         )
     return out
 
@@ -75,7 +110,7 @@ class CollectivesResult(Result):
     """One collectives run on N ranks."""
 
     SUMMARY = ("all_reduce_busbw_bytes_per_s", "all_gather_busbw_bytes_per_s", "wrong_count")
-    QUALIFIERS = ("backend", "ranks", "hosts", "device", "sizes")
+    QUALIFIERS = ("backend", "ranks", "hosts", "device")
     FINDINGS = "checks"
 
     @property
@@ -162,9 +197,17 @@ class CollectivesResult(Result):
                     table_rows(self.rows),
                     head=list(TABLE_HEAD),
                     folded=False,
-                    align="lrrlll" + "r" * 5 + "l",
-                    note="time: one call, mean over the ranks and the timed calls; busbw = algbw × factor "
+                    align="lrrll" + "r" * 8 + "l",
+                    note="µs: one call, mean over the ranks and the timed calls; busbw = algbw × factor "
                     "(all_reduce 2(n−1)/n; all_gather, reduce_scatter, alltoall (n−1)/n; broadcast, sendrecv 1)",
+                )
+            )
+            out.append(
+                Section(
+                    "busbw over the timed calls",
+                    spread_rows(self.rows),
+                    head=["op", "size", "placement", "slowest … fastest call", "time CV"],
+                    align="lrlrr",
                 )
             )
         return out + [s for s in super().sections() if s.css != "nbbench-metrics"]

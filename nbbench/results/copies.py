@@ -40,31 +40,31 @@ class CopiesResult(Result):
         return SEP.join(bits) or "no figures"
 
     def sections(self) -> list[Section]:
-        out = []
+        """The GPU-to-GPU pairs (the matrix as rows; the heat map is :meth:`figure`)."""
         mx = self.extra.get("matrix")
-        if mx:
-            n = len(mx["bw"])
-            for key, title, fmt in (
-                ("bw", "GPU→GPU bandwidth, direct (src row → dst column)", "bw"),
-                ("bw_host", "GPU→GPU bandwidth through host memory (peer access off)", "bw"),
-                ("lat_us", "GPU→GPU latency, 4-byte copy (µs)", "lat"),
-            ):
-                rows = []
-                for i in range(n):
-                    vals = mx[key][i]
-                    if fmt == "bw":
-                        cells = format_many([v for v in vals], "B/s")
-                        cells = ["—" if vals[j] is None else cells[j] for j in range(n)]
-                    else:
-                        cells = ["—" if v is None else f"{v:.1f}" for v in vals]
-                    rows.append([f"GPU {i}"] + cells)
-                out.append(Section(title, rows, head=["src \\ dst"] + [f"GPU {j}" for j in range(n)], folded=False))
-            peer = mx.get("peer") or []
-            if peer:
-                rows = [
-                    [f"GPU {i}"] + ["—" if v is None else ("on" if v else "off") for v in r] for i, r in enumerate(peer)
-                ]
-                out.append(Section("peer access", rows, head=["src \\ dst"] + [f"GPU {j}" for j in range(n)]))
+        if not mx:
+            return super().sections()
+        n = len(mx["bw"])
+        rows = []
+        for i in range(n):
+            for j in range(n):
+                if i == j:
+                    continue
+                peer = (mx.get("peer") or [[None] * n] * n)[i][j]
+                lat = mx["lat_us"][i][j]
+                rows.append(
+                    [
+                        f"GPU {i} → GPU {j}",
+                        "N/A" if mx["bw"][i][j] is None else format_rate(mx["bw"][i][j], "bytes/s"),
+                        "N/A" if mx["bw_host"][i][j] is None else format_rate(mx["bw_host"][i][j], "bytes/s"),
+                        "N/A" if lat is None else f"{lat:.1f}",
+                        "N/A" if peer is None else ("on" if peer else "off"),
+                    ]
+                )
+        head = ["pair", "direct", "through host memory", "latency µs (4 B)", "peer access"]
+        out = [
+            Section(f"GPU→GPU copies of {mx.get('bytes', 0) >> 20} MiB", rows, head=head, folded=False, align="lrrrl")
+        ]
         return out + super().sections()
 
     def figure(self):

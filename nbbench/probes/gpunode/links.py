@@ -109,8 +109,7 @@ def link_verdict(
     at = f"{op} plateaus at {format_rate(bw, 'bytes/s')} busbw"
     short = plateau["to_bytes"] < full_size
     note = (
-        f" (inferred from sizes up to {format_bytes(plateau['to_bytes'], binary=True)}: busbw may still rise at "
-        "larger sizes)"
+        f" (inferred: the ladder stops below {format_bytes(full_size, binary=True)}, busbw may still rise)"
         if short
         else ""
     )
