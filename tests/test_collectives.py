@@ -326,7 +326,7 @@ def test_result_round_trips_shows_its_table_and_draws(tmp_path):
     back = Result.from_dict(json.loads(res.to_json()))
     assert type(back).__name__ == "CollectivesResult" and back.rows == res.rows and back.verdict == "ok"
     text = back.text_table()
-    assert "nccl-tests table" in text and "busbw min…max" in text and "all_reduce" in text
+    assert "nccl-tests table" in text and "in-place µs" in text and "all_reduce" in text
     from nbbench.plots.gpunode import busbw_png
 
     png = busbw_png(back)
