@@ -2,9 +2,10 @@
 
 One line per check — its name, the figure with its unit, the expected range with its
 source, and PASS / FAIL / N/A / SKIP (why) — then a summary line; the exit code is 0 when
-no line says FAIL, else 1.  About 3 minutes on one GPU; each check has its own time limit
-and all of them together at most --budget seconds (280), so it ends within 5 minutes
-whatever hangs.  The checks, in the order they run (``--only`` takes their names):
+no line says FAIL, else 1.  About 3 minutes on one GPU before copies, health and collectives
+(at most 120 s more, not yet timed on a GPU); each check has its own time limit and all of
+them together at most --budget seconds (280), so it ends within 5 minutes whatever hangs.
+The checks, in the order they run (``--only`` takes their names):
 
   gpu         nbbench's gpu check: verdicts, device fields, versions; 8192x8192 matmuls
               (fp32, tf32, bf16) against the device's published dense peak; host<->device
