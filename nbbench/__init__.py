@@ -75,7 +75,7 @@ def history(kind=None, label=None):
 
 
 def watch(stop: bool = False, **options):
-    """The dashboard that stays, from Python: ``%iobench watch`` (see :mod:`nbbench.commands.watch`).
+    """The dashboard that stays, from Python: ``%iobench watch`` (see :mod:`nbbench.commands.monitors.watch`).
 
     ``nbbench.watch(interval=1.0, window="10m", serve=None, gpus="all", path=None, net="auto",
     procs=1.0, no_plot=False)`` starts this process's background monitor and, in a Jupyter
@@ -86,7 +86,7 @@ def watch(stop: bool = False, **options):
     """
     from . import commands
     from .commands.context import Context
-    from .commands.watch import invocation
+    from .commands.monitors.watch import invocation
     from .ui.kernel import in_kernel
 
     if in_kernel():

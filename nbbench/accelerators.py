@@ -35,7 +35,6 @@ __all__ = [
     "get_accelerator",
     "names",
     "AU_TARGET_PCT",
-    "parse_emulate",
     "input_bound_band",
     "predicted_au_pct",
     "BAND_MODERATE_PCT",
@@ -125,13 +124,6 @@ def get_accelerator(name) -> Accelerator:
     if len(parts) == 2 and f"{parts[1]}-{parts[0]}" in ACCELERATORS:
         return ACCELERATORS[f"{parts[1]}-{parts[0]}"]
     raise ValueError(f"unknown accelerator {name!r}: choose from {', '.join(ACCELERATORS)}")
-
-
-def parse_emulate(step) -> Accelerator | None:
-    """The accelerator named by ``step="emulate:NAME"``; None for any other step."""
-    if isinstance(step, str) and step.lower().startswith("emulate:"):
-        return get_accelerator(step)
-    return None
 
 
 def input_bound_band(data_wait_pct: float | None) -> str | None:

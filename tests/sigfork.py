@@ -71,9 +71,9 @@ if __name__ == "__main__":
     from nbbench.cli import main
 
     for mod in (
-        "nbbench.commands.storage",
-        "nbbench.commands.dataset",
-        "nbbench.commands.ckpt",
+        "nbbench.commands.storage.disk",
+        "nbbench.commands.storage.dataset",
+        "nbbench.commands.storage.ckpt",
         "nbbench.commands.doctor",
         "nbbench.store",
         "nbbench.env",

@@ -223,7 +223,7 @@ def test_cli_json_stdout_is_only_json_even_when_the_program_prints(capfd):
 def test_ctrl_c_winds_the_program_down(monkeypatch):
     import subprocess
 
-    from nbbench.commands import monitor as mod
+    from nbbench.commands.monitors import monitor as mod
 
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     t = time.monotonic()

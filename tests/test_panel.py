@@ -337,7 +337,7 @@ def test_cli_panel_says_it_needs_a_notebook(capsys):
 
 
 def test_rate_plot_panels_follow_the_reported_units():
-    from nbbench.ui.panel.rateplot import PanelProgress, rate_panels
+    from nbbench.ui.rateplot import PanelProgress, rate_panels
 
     titles = [p.title for p in rate_panels(["read_bytes_per_s", "iops", "lat_mean_ns", "cpu_util_pct"])]
     assert titles == ["bandwidth", "IOPS"]

@@ -377,7 +377,7 @@ def test_live_plot_legend_text_wraps_instead_of_being_cut():
 
 
 def test_a_figure_first_seen_in_the_last_report_gets_no_lone_legend_entry():
-    from nbbench.ui.panel.rateplot import PanelProgress
+    from nbbench.ui.rateplot import PanelProgress
 
     made = []
 
@@ -416,7 +416,7 @@ def test_table_headers_are_padded_like_their_cells():
 def test_the_dataloader_tabs_final_frame_draws_what_the_accelerators_need():
     """feed's result says the samples/s one accelerator needs: the panel's final frame draws it
     as a target line on the samples/s panel (the live plot had only the throughput)."""
-    from nbbench.ui.panel.rateplot import PanelProgress
+    from nbbench.ui.rateplot import PanelProgress
 
     made = []
 

@@ -231,8 +231,8 @@ def test_the_live_time_axis_follows_the_run_length():
 
 
 def test_the_panel_rate_plot_spans_the_expected_run(monkeypatch):
+    from nbbench.ui import rateplot
     from nbbench.ui.liveplot import LivePlot
-    from nbbench.ui.panel import rateplot
 
     clock = [1000.0]
     monkeypatch.setattr(rateplot.time, "monotonic", lambda: clock[0])
@@ -343,7 +343,7 @@ def test_metrics_without_a_direction_are_never_green_or_red():
 # ------------------------------------------------------------ sweep
 def test_the_sweep_live_plot_never_joins_two_configurations():
     from nbbench.ui.liveplot import LivePlot
-    from nbbench.ui.panel.rateplot import PanelProgress
+    from nbbench.ui.rateplot import PanelProgress
 
     made = []
 

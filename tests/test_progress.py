@@ -107,7 +107,7 @@ def test_probes_report_how_far_in_their_own_terms(tmp_path):
 
 def test_the_panels_bar_plots_rates_only():
     pytest.importorskip("ipywidgets")
-    from nbbench.ui.panel.rateplot import PanelProgress
+    from nbbench.ui.rateplot import PanelProgress
 
     made = []
 

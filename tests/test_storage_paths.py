@@ -222,7 +222,7 @@ def test_bad_values(tmp_path):
     with pytest.raises(ProbeError, match="sequential"):
         disk.randread(tmp_path, engine="dd")
     with pytest.raises(ProbeError, match="preset"):
-        disk.preset(tmp_path, name="nope")
+        disk.preset(tmp_path, preset="nope")
     with pytest.raises(ProbeError, match="size"):
         disk.dd(tmp_path, size="12 parsecs")
     assert os.listdir(tmp_path) == []

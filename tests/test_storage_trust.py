@@ -177,7 +177,7 @@ def test_every_pseudo_filesystem_is_refused_before_use(tmp_path, monkeypatch, fs
 
 
 def test_panel_path_check_refuses_pseudo_files():
-    from nbbench.commands.pathinfo import describe_path
+    from nbbench.commands.storage.pathinfo import describe_path
 
     info = describe_path("/proc")
     assert not info.ok and "not storage" in info.error

@@ -34,25 +34,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..results import ProbeError
+from . import ending as _ending
 from .context import Context
-from .ending import (
-    EXIT_CHECK_FAILED,
-    EXIT_CODES,
-    EXIT_FAILED,
-    EXIT_INTERRUPTED,
-    EXIT_OK,
-    EXIT_USAGE,
-    RaiseAfterFinish,
-    execute,
-    exit_code,
-    finish,
-    outcome,
-    returns_value,
-    save_results,
-    show,
-    to_json,
-    verdict,
-)
+from .ending import *  # noqa: F403  (the finish step's names, re-exported: ending.__all__)
 
 __all__ = [
     "Command",
@@ -68,43 +52,12 @@ __all__ = [
     "parse",
     "defaults",
     "build_parser",
-    "execute",
-    "finish",
-    "show",
-    "save_results",
-    "outcome",
-    "verdict",
-    "exit_code",
-    "returns_value",
-    "to_json",
-    "RaiseAfterFinish",
-    "EXIT_OK",
-    "EXIT_FAILED",
-    "EXIT_USAGE",
-    "EXIT_CHECK_FAILED",
-    "EXIT_INTERRUPTED",
-    "EXIT_CODES",
+    *_ending.__all__,
 ]
 
 # name: ("module:Class", one-line help).  Order is the order of the help listing.
 REGISTRY: dict[str, tuple[str, str]] = {
     "gpu": ("nbbench.commands.gpu:GpuCommand", "check the GPU stack: CUDA, driver, versions, a short benchmark"),
-    "env": ("nbbench.commands.env:EnvCommand", "environment fingerprint; export exact package versions"),
-    "dd": ("nbbench.commands.storage:DdCommand", "sequential write then read, like dd (direct or buffered)"),
-    "randread": (
-        "nbbench.commands.storage:RandreadCommand",
-        "random reads at a block size and queue depth, IOPS and latency",
-    ),
-    "files": ("nbbench.commands.storage:FilesCommand", "read many small files the way an image dataset is read"),
-    "disk": ("nbbench.commands.storage:DiskCommand", "a preset set of storage tests (CrystalDiskMark, MLPerf)"),
-    "checkpoint": (
-        "nbbench.commands.ckpt:CheckpointCommand",
-        "save a model-like checkpoint and load it back (torch.save, DCP)",
-    ),
-    "shards": (
-        "nbbench.commands.ckpt:ShardsCommand",
-        "read large shard files as parallel sequential streams (WebDataset-like)",
-    ),
     "collectives": (
         "nbbench.commands.gpunode:CollectivesCommand",
         "nccl-tests on N ranks: all-reduce, all-gather… busbw by size, checked, against the GPU link",
@@ -113,20 +66,48 @@ REGISTRY: dict[str, tuple[str, str]] = {
         "nbbench.commands.gpunode:CopiesCommand",
         "host↔device pageable vs pinned, and the GPU-to-GPU bandwidth and latency matrix",
     ),
-    "s3": ("nbbench.commands.objects:S3Command", "GET throughput, time to first byte and a concurrency sweep from S3"),
+    "env": ("nbbench.commands.env:EnvCommand", "environment fingerprint; export exact package versions"),
+    "dd": ("nbbench.commands.storage.disk:DdCommand", "sequential write then read, like dd (direct or buffered)"),
+    "randread": (
+        "nbbench.commands.storage.disk:RandreadCommand",
+        "random reads at a block size and queue depth, IOPS and latency",
+    ),
+    "files": ("nbbench.commands.storage.disk:FilesCommand", "read many small files the way an image dataset is read"),
+    "disk": ("nbbench.commands.storage.disk:DiskCommand", "a preset set of storage tests (CrystalDiskMark, MLPerf)"),
+    "checkpoint": (
+        "nbbench.commands.storage.ckpt:CheckpointCommand",
+        "save a model-like checkpoint and load it back (torch.save, DCP)",
+    ),
+    "shards": (
+        "nbbench.commands.storage.ckpt:ShardsCommand",
+        "read large shard files as parallel sequential streams (WebDataset-like)",
+    ),
+    "s3": (
+        "nbbench.commands.storage.objects:S3Command",
+        "GET throughput, time to first byte and a concurrency sweep from S3",
+    ),
     "make-dataset": (
-        "nbbench.commands.dataset:MakeDatasetCommand",
+        "nbbench.commands.storage.dataset:MakeDatasetCommand",
         "make a synthetic ImageNet-like folder tree or tar shards to try the probes",
     ),
-    "monitor": ("nbbench.commands.monitor:MonitorCommand", "sample GPU, CPU and disk while a cell (or command) runs"),
+    "monitor": (
+        "nbbench.commands.monitors.monitor:MonitorCommand",
+        "sample GPU, CPU and disk while a cell (or command) runs",
+    ),
     "watch": (
-        "nbbench.commands.watch:WatchCommand",
+        "nbbench.commands.monitors.watch:WatchCommand",
         "a background monitor for the kernel's life: live view, marks, /metrics",
     ),
-    "mark": ("nbbench.commands.watch:MarkCommand", "a labelled mark on the background monitor's timeline"),
-    "loader": ("nbbench.commands.loader:LoaderCommand", "DataLoader throughput with the data-wait / compute split"),
-    "sweep": ("nbbench.commands.sweep:SweepCommand", "sweep num_workers / batch size / pin_memory and recommend"),
-    "feed": ("nbbench.commands.feed:FeedCommand", "how many accelerators can this storage and CPU feed"),
+    "mark": ("nbbench.commands.monitors.watch:MarkCommand", "a labelled mark on the background monitor's timeline"),
+    "loader": (
+        "nbbench.commands.pipeline.loader:LoaderCommand",
+        "DataLoader throughput with the data-wait / compute split",
+    ),
+    "sweep": (
+        "nbbench.commands.pipeline.sweep:SweepCommand",
+        "sweep num_workers / batch size / pin_memory and recommend",
+    ),
+    "feed": ("nbbench.commands.pipeline.feed:FeedCommand", "how many accelerators can this storage and CPU feed"),
     "vs": (
         "nbbench.commands.interleave:VsCommand",
         "two or more settings of one probe, interleaved A B A B …, compared",

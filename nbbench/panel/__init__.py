@@ -4,7 +4,7 @@ Layer: front end, beside the magic (:mod:`nbbench.magics`) and the CLI
 (:mod:`nbbench.cli`).  Like them it reaches the probes only through
 :mod:`nbbench.commands`: each Run parses its tab's subcommand line with
 :func:`nbbench.commands.parse`, runs and ends it with :func:`nbbench.commands.execute`;
-the PATH field is described by :func:`nbbench.commands.pathinfo.describe_path`.  It
+the PATH field is described by :func:`nbbench.commands.storage.pathinfo.describe_path`.  It
 may import everything below it (commands, report, ui, plots, measure, core),
 ipywidgets and IPython.
 

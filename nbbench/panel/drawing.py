@@ -25,7 +25,7 @@ class RunDrawing(RunnerHost):
     """The panel's answers to its runner: progress, live plot, status and result, in the run's area."""
 
     def make_progress(self, desc: str):
-        from ..ui.panel.rateplot import PanelProgress
+        from ..ui.rateplot import PanelProgress
 
         record = self.runner.record
         area = self._run_area

@@ -1,7 +1,7 @@
 """The panel's PATH field, checked as you type.
 
 Every keystroke (debounced) describes the path in a helper thread with
-:func:`nbbench.commands.pathinfo.describe_path` — the storage subcommands' own view of
+:func:`nbbench.commands.storage.pathinfo.describe_path` — the storage subcommands' own view of
 it: what the path is (directory, file, block device, or why it cannot be used), its
 filesystem and device, the free space against the write rule, and whether O_DIRECT
 works there — and shows the answer under the field.  The field never raises: a path
@@ -14,7 +14,7 @@ import html
 import threading
 from collections.abc import Callable
 
-from ..commands.pathinfo import PathInfo, describe_path
+from ..commands.storage.pathinfo import PathInfo, describe_path
 
 __all__ = ["PathInfo", "check_path", "PathField"]
 

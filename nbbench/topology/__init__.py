@@ -29,64 +29,9 @@ Layer: the bottom (with units, results, store, env).  Only the standard library;
 
 from __future__ import annotations
 
-from .blockdev import (
-    QUEUE_ATTRIBUTES,
-    BlockDevice,
-    Queue,
-    block_device,
-    device_by_devno,
-    device_by_name,
-    device_of_path,
-    device_of_source,
-    parse_scheduler,
-)
-from .mounts import (
-    HOSTSHARE_FILESYSTEMS,
-    MEMORY_FILESYSTEMS,
-    MOUNTINFO,
-    NETWORK_FILESYSTEMS,
-    OBJECT_FUSE_CLIENTS,
-    PSEUDO_FILESYSTEMS,
-    Mount,
-    Unreadable,
-    find_mount,
-    fs_kind,
-    is_memory_backed,
-    is_pseudo,
-    mount_of,
-    object_storage_mount,
-    parse_mountinfo,
-    read_mounts,
-    read_text,
-    under,
-)
+from . import blockdev as _blockdev
+from . import mounts as _mounts
+from .blockdev import *  # noqa: F403  (the names each submodule's __all__ lists)
+from .mounts import *  # noqa: F403
 
-__all__ = [
-    "Unreadable",
-    "under",
-    "read_text",
-    "MOUNTINFO",
-    "Mount",
-    "parse_mountinfo",
-    "read_mounts",
-    "find_mount",
-    "mount_of",
-    "fs_kind",
-    "is_memory_backed",
-    "is_pseudo",
-    "MEMORY_FILESYSTEMS",
-    "PSEUDO_FILESYSTEMS",
-    "NETWORK_FILESYSTEMS",
-    "OBJECT_FUSE_CLIENTS",
-    "object_storage_mount",
-    "HOSTSHARE_FILESYSTEMS",
-    "parse_scheduler",
-    "Queue",
-    "QUEUE_ATTRIBUTES",
-    "BlockDevice",
-    "device_by_devno",
-    "device_by_name",
-    "device_of_source",
-    "block_device",
-    "device_of_path",
-]
+__all__ = [*_mounts.__all__, *_blockdev.__all__]

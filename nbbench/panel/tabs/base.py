@@ -21,7 +21,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "Tab",
-    "command_defaults",
     "size_text",
     "unavailable_reason",
     "need_path",
@@ -99,18 +98,6 @@ def unavailable_reason(name: str) -> str | None:
         return None
     except (ImportError, AttributeError) as exc:
         return f"{type(exc).__name__}: {exc}"
-
-
-def command_defaults(name: str) -> dict[str, Any]:
-    """The defaults the subcommand's parser declares (dest -> default), {} when not available.
-
-    From :func:`nbbench.commands.defaults`: the parser :func:`nbbench.commands.parse` uses."""
-    from ..runner import PanelContext
-
-    try:
-        return commands.defaults(name, PanelContext())
-    except Exception:  # noqa: BLE001 - a subcommand not built yet: the tab's own fallbacks
-        return {}
 
 
 def command_options(name: str) -> dict[str, Any]:

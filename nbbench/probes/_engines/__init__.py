@@ -1,6 +1,9 @@
 """I/O engines behind :mod:`nbbench.probes.storage.disk`.
 
-* :mod:`.job`       the job description, its outcome, the offsets and the meter every engine shares
+* :mod:`.registry`  the engines declared once (names, what each runs), the job every storage probe
+                    hands them (:class:`~.registry.IoJob`) and the one check; the dispatcher that runs
+                    it is :func:`nbbench.probes.storage.io_job.run_job`
+* :mod:`.job`       the builtin engine's job description, its outcome, the offsets and the meter
 * :mod:`.builtin`   the builtin engine: sync at QD1, io_uring rings deeper, else threads
 * :mod:`.uring`     io_uring through raw syscalls (ctypes): batched submit + reap, the loop chosen
 * :mod:`.uring_setup` the ring: syscalls, set-up, mapped rings, availability, registration

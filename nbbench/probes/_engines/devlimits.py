@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from ... import topology
 from ...results import ProbeError
 from ...units import format_bytes
+from . import registry
 
 __all__ = [
     "RequestLimits",
@@ -49,14 +50,11 @@ HUGE = 2 << 20
 BUFFERS = {"pages": "page-aligned (4 KiB pages)", "huge": "2 MiB huge pages"}
 
 
-def check_buffers(buffers: str, engine: str) -> None:
-    """ProbeError unless ``buffers`` is a known kind, and "huge" only on the builtin engine."""
+def check_buffers(buffers: str) -> None:
+    """ProbeError unless ``buffers`` is a known kind (which engine has which: the engine registry,
+    :func:`~.registry.check`)."""
     if buffers not in BUFFERS:
         raise ProbeError(f"buffers must be {' or '.join(BUFFERS)}, not {buffers!r}")
-    if buffers != "pages" and engine != "builtin":
-        raise ProbeError(
-            f"buffers {buffers!r} is the builtin engine's option: {engine} uses its own page-aligned buffers"
-        )
 
 
 @dataclass
@@ -204,10 +202,10 @@ def split_sentence(
     return f"{head}: with {who}, each {size} I/O goes to the device as {n} requests ({how})"
 
 
-def buffers_label(buffers: str, engine: str = "builtin", huge_fraction: float | None = None) -> str:
+def buffers_label(buffers: str, engine: str = registry.DEFAULT, huge_fraction: float | None = None) -> str:
     """The ``buffers`` label: the builtin engine's kind (with the share of huge pages the
     kernel granted), or the external tool's own."""
-    if engine != "builtin":
+    if not registry.get(engine).in_process:  # an external tool: its own buffers
         return f"{engine}'s own: {BUFFERS['pages']}"
     text = BUFFERS.get(buffers, buffers)
     if buffers == "huge" and huge_fraction is not None and huge_fraction < 0.999:
@@ -237,9 +235,10 @@ def annotate(
     outs = [o for o in outs if o is not None]
     fracs = [o.extra["huge_fraction"] for o in outs if "huge_fraction" in o.extra]
     segs = [o.extra["buffer_segments"] for o in outs if "buffer_segments" in o.extra]
-    measured = max(segs) if segs and engine == "builtin" else None
+    ours = registry.get(engine).in_process  # the job used our buffer pool (else a tool's own buffers)
+    measured = max(segs) if segs and ours else None
     label = buffers_label(buffers, engine, min(fracs) if fracs else None)
-    own = [o.extra["buffers_used"] for o in outs if "buffers_used" in o.extra] if engine == "builtin" else []
+    own = [o.extra["buffers_used"] for o in outs if "buffers_used" in o.extra] if ours else []
     if own:  # buffered reads into os.pread's own bytes objects, not into the pool
         label = own[0] if len(own) == len(outs) else f"{label}; reads: {own[0]}"
     res.labels["buffers"] = label
@@ -268,7 +267,7 @@ def annotate(
     if not direct:
         res.labels["request_split"] = "not applicable: buffered I/O, the page cache forms the device's requests"
         return
-    eff = "pages" if engine != "builtin" or (fracs and min(fracs) < 0.999) else buffers
+    eff = "pages" if not ours or (fracs and min(fracs) < 0.999) else buffers
     # one stable wording, in "how it was measured": the bound for the buffer kind, never this
     # run's luck (how contiguous its buffer happened to be is the buffer_segments label)
     n, limit = requests_per_io(lim, bs, eff)
@@ -277,7 +276,7 @@ def annotate(
         res.labels["request_split"] = f"no: one request per {size} I/O"
     else:
         res.labels["request_split"] = f"yes: up to {n} requests per {size} I/O ({limit})"
-    text = split_sentence(lim, bs, eff, "" if engine == "builtin" else f"{engine}'s")
+    text = split_sentence(lim, bs, eff, "" if ours else f"{engine}'s")
     if text:
         res.labels["request_shape"] = text
     pn, _ = requests_per_io(lim, bs, "pages")

@@ -55,6 +55,7 @@ class BufferPool:
             extra["huge_fraction"] = self.huge_fraction
         if self.segments is not None:
             extra["buffer_segments"] = self.segments
+        extra["buffer_pool_bytes"] = sum(v.nbytes for v in self.views)  # the memory the I/Os cycle through
 
     def release(self) -> None:
         for v in self.views + ([self.span] if self.span is not None else []):
@@ -258,8 +259,10 @@ def _run_sync_compiled(spec: JobSpec, loop) -> JobOutput:
 
 
 def run_sync_python(spec: JobSpec) -> JobOutput:
-    """QD1 in this thread, in Python.  Writes cycle through a pool of random buffers (no two
-    neighbouring blocks alike, so deduplicating storage cannot shortcut them).
+    """QD1 in this thread, in Python.  Writes cycle through a pool of random buffers (16 MiB at most:
+    no two neighbouring blocks alike, and a source that is not one cache-hot buffer — a
+    deduplicating store still sees the pool repeat; bench/dd_write_vs_dd.py measures what the
+    pool's size costs against dd's one rewritten buffer).
 
     The system calls are fio's psync ones where Python allows: ``pwrite64`` (``os.pwrite``
     from the pool) for writes, ``pread64`` (``os.pread``, into the bytes object it returns)

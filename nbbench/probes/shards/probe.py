@@ -29,6 +29,7 @@ from ...progress import call_progress
 from ...results import ProbeError
 from ...results.shards import ShardsResult
 from ...units import format_bytes, parse_size
+from .._engines import registry
 from ..storage.files import _open_noatime, shard_of
 from ..storage.target import inspect
 from .streams import keep_pass, read_pass
@@ -172,7 +173,7 @@ def shards(
     res = ShardsResult(params=params)
     res.labels.update(
         {
-            "engine": "builtin",
+            "engine": registry.BUILTIN.name,
             "cache": "buffered-cold" if cold else "buffered-warm",
             **target.labels(),
             "shard_format": fmt,

@@ -30,6 +30,7 @@ from ...results import ProbeError
 from ...results.hist import LatencyHistogram
 from ...results.storage import FilesResult
 from .. import limits
+from .._engines import registry
 from .target import inspect
 
 __all__ = ["read_files", "walk", "FilesResult", "TreeIndex", "shard_of"]
@@ -180,7 +181,7 @@ def read_files(
     t0 = time.perf_counter()
     idx = walk(target.path, sample, seed, cancel, progress, keep)
     walk_s = time.perf_counter() - t0
-    res.labels = {"engine": "builtin", "cache": "buffered-warm", "cache_drop": "none", **target.labels()}
+    res.labels = {"engine": registry.BUILTIN.name, "cache": "buffered-warm", "cache_drop": "none", **target.labels()}
     if target.memory:
         res.labels.update({"cache": "memory", "cache_drop": "none (the data live in RAM)"})
         res.warn(target.memory_warning())

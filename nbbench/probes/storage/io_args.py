@@ -8,8 +8,10 @@ import os
 
 from ...results import ProbeError
 from ...units import format_bytes, parse_duration, parse_size
+from .._engines import registry
 
-ENGINES = ("builtin", "dd", "fio")
+#: the engine names (declared in :mod:`nbbench.probes._engines.registry`)
+ENGINES = tuple(registry.ENGINES)
 #: the file a read probe writes first in a directory, unless a size is given
 DEFAULT_READ_FILE = 1 << 30
 
@@ -29,10 +31,8 @@ def duration_arg(value, name: str) -> float:
 
 
 def check_engine(engine: str) -> str:
-    engine = (engine or "builtin").lower()
-    if engine not in ENGINES:
-        raise ProbeError(f"unknown engine {engine!r}: choose from {', '.join(ENGINES)}")
-    return engine
+    """The engine's name (case-insensitive; None: the default), or a ProbeError naming the choices."""
+    return registry.get(engine).name
 
 
 def check_bs(bs: int) -> None:

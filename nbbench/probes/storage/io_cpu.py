@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 
 from ...results import Result
+from .._engines import registry
 from .._engines.job import JobOutput
 
 __all__ = ["CPU_BOUND_PCT", "cpu_bound_warning"]
@@ -31,7 +32,7 @@ def cpu_bound_warning(res: Result, out: JobOutput, engine: str) -> None:
     warning saying which one — one job's thread (then ``--jobs`` spreads the I/Os over more
     cores) or all usable cores (then only less CPU per I/O helps: ``--engine fio``)."""
     pct, per_io = out.extra.get("engine_cpu_pct"), out.extra.get("engine_cpu_ns_per_io")
-    if engine != "builtin" or pct is None or per_io is None:
+    if not registry.get(engine).in_process or pct is None or per_io is None:
         return
     res.metrics["engine_cpu_pct"] = pct
     res.metrics["engine_cpu_per_io_ns"] = per_io

@@ -1,6 +1,7 @@
-"""Running one job on an open :class:`~nbbench.probes.storage.io_session.Session` (:func:`run_job`) and
-turning its output into a result (:func:`fill_job_result`, :func:`short_transfer`: a job that moved less
-than a block).
+"""Running one job on an open :class:`~nbbench.probes.storage.io_session.Session` (:func:`run_job`, the
+one dispatcher: every storage probe's job, sequential or random, size or time based, goes through it to
+the engine the registry declares, :mod:`nbbench.probes._engines.registry`) and turning its output into a
+result (:func:`fill_job_result`, :func:`short_transfer`: a job that moved less than a block).
 """
 
 from __future__ import annotations
@@ -8,94 +9,117 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from ...results import ProbeError, Result
+from ...results import Result
 from ...units import format_bytes
+from .._engines import registry
 from .._engines.builtin import run_builtin, run_threads_of
 from .._engines.job import JobOutput, JobSpec
+from .._engines.registry import RAND, IoJob
 from .io_cpu import cpu_bound_warning
 
 if TYPE_CHECKING:
     from .io_session import Session
 
 
-def run_job(
-    s: Session,
-    engine: str,
-    *,
-    op: str,
-    pattern: str,
-    bs: int,
-    qd: int,
-    threads: int,
-    region: int,
-    runtime: float,
-    ramp: float,
-    cache_mode: str,
-    cancel,
-    progress,
-    seed: int = 0,
-    builtin_path: str | None = None,
-    buffers: str = "pages",
-    jobs: int = 1,
-) -> JobOutput:
-    """One job on the session's file with ``engine`` (builtin or fio; dd runs sequential transfers only);
-    ``jobs`` > 1: that many independent copies in as many processes (:mod:`._engines.multijob`)."""
-    key = f"{op}_bytes_per_s"
-    if engine == "builtin":
-        fd = s.fd if op == "read" else s._write_fd()
-        if not s.direct and hasattr(os, "posix_fadvise"):
-            # as fio's fadvise_hint: no readahead for random I/O, more for sequential
-            advice = os.POSIX_FADV_RANDOM if pattern == "rand" else os.POSIX_FADV_SEQUENTIAL
-            try:
-                os.posix_fadvise(fd, 0, 0, advice)
-            except OSError:
-                pass
-        spec = JobSpec(
-            fd=fd,
-            op=op,
-            pattern=pattern,
-            bs=bs,
-            qd=qd,
-            region=region,
-            runtime=runtime,
-            ramp=ramp,
-            cancel=cancel,
-            progress=progress,
-            progress_key=key,
-            seed=seed,
-            threads=threads,
-            force=builtin_path,
-            buffers=buffers,
-        )
-        if jobs > 1:
-            from .._engines.multijob import run_jobs
+def run_job(s: Session, job: IoJob) -> JobOutput:
+    """Run ``job`` on the session's file with the job's engine — the one dispatcher of the storage
+    probes (dd's sequential passes, randread, the presets' rows, ``--jobs``).  The engine is checked
+    first (:func:`~.._engines.registry.check`: one sentence where it cannot run the job)."""
+    engine = registry.check(job)
+    return _RUNNERS[engine.name](s, job)
 
-            return run_jobs(spec, jobs)
-        return run_threads_of(spec, threads, run_builtin)
-    if engine == "dd":
-        raise ProbeError("the dd engine does sequential dd transfers only; use --engine builtin or fio here")
+
+def _run_builtin(s: Session, job: IoJob) -> JobOutput:
+    """The builtin engine on the session's descriptors: ``jobs`` > 1 in as many processes
+    (:mod:`.._engines.multijob`), else ``threads`` copies of one (QD1 loop, io_uring or threads)."""
+    fd = s.fd if job.op == "read" else s._write_fd()
+    if job.timed and not s.direct and hasattr(os, "posix_fadvise"):
+        # as fio's fadvise_hint: no readahead for random I/O, more for sequential (a size-based
+        # pass, dd's, reads with the kernel's default readahead, as dd does)
+        advice = os.POSIX_FADV_RANDOM if job.pattern == RAND else os.POSIX_FADV_SEQUENTIAL
+        try:
+            os.posix_fadvise(fd, 0, 0, advice)
+        except OSError:
+            pass
+    spec = JobSpec(
+        fd=fd,
+        op=job.op,
+        pattern=job.pattern,
+        bs=job.bs,
+        qd=job.qd,
+        region=job.region,
+        runtime=job.runtime,
+        ramp=job.ramp,
+        total=job.total,
+        fsync_end=job.fsync_end,
+        cancel=job.cancel,
+        progress=job.progress,
+        progress_key=job.progress_key,
+        seed=job.seed,
+        threads=job.threads,
+        force=job.builtin_path,
+        buffers=job.buffers,
+    )
+    if job.jobs > 1:
+        from .._engines.multijob import run_jobs
+
+        return run_jobs(spec, job.jobs)
+    return run_threads_of(spec, job.threads, run_builtin)
+
+
+def _run_dd(s: Session, job: IoJob) -> JobOutput:
+    """The system dd: a write copies /dev/zero into the session's file, a read copies it to /dev/null."""
+    from .._engines.extern import run_dd
+
+    write = job.op == "write"
+    return s.run_extern(
+        "dd",
+        lambda: run_dd(
+            src="/dev/zero" if write else s.path,
+            dst=s.path if write else "/dev/null",
+            bs=job.bs,
+            count=job.total // job.bs,
+            direct=s.direct,
+            op=job.op,
+            fsync_end=job.fsync_end,
+            cancel=job.cancel,
+            progress=job.progress,
+            progress_key=job.progress_key,
+        ),
+    )
+
+
+def _run_fio(s: Session, job: IoJob) -> JobOutput:
+    """The system fio on the session's file by name (given its size first: fio replaces a shorter file)."""
     from .._engines.extern import run_fio
 
+    size = job.total if job.total is not None else job.region
     return s.run_extern(
         "fio",
         lambda: run_fio(
             s.path,
-            op=op,
-            pattern=pattern,
-            bs=bs,
-            qd=qd,
-            size=region,
-            runtime=runtime,
-            ramp=ramp,
+            op=job.op,
+            pattern=job.pattern,
+            bs=job.bs,
+            qd=job.qd,
+            size=size,
+            runtime=job.runtime,
+            ramp=job.ramp,
             direct=s.direct,
-            invalidate=(cache_mode == "buffered-cold"),
-            cancel=cancel,
-            progress=progress,
-            progress_key=key,
-            threads=threads * jobs,
+            # a cold read starts with the file's cache dropped, as a buffered size-based pass does
+            invalidate=job.cache_mode == "buffered-cold" or (job.total is not None and not s.direct),
+            fsync_end=job.fsync_end,
+            cancel=job.cancel,
+            progress=job.progress,
+            progress_key=job.progress_key,
+            threads=job.threads * job.jobs,
         ),
-        presize=region,
+        presize=size,
     )
+
+
+#: each declared engine's runner (a test checks that every engine of the registry has one)
+_RUNNERS = {registry.BUILTIN.name: _run_builtin, registry.DD.name: _run_dd, registry.FIO.name: _run_fio}
 
 
 def fill_job_result(
@@ -131,7 +155,7 @@ def fill_job_result(
         res, s.target.path, bs, res.params.get("buffers", "pages"), engine, s.direct, (out,), target=s.target
     )
     # the builtin engine's merged output sums its jobs' depths; fio's reached depth is per job
-    per = res.params.get("threads", 1) * res.params.get("jobs", 1) if engine == "builtin" else 1
+    per = res.params.get("threads", 1) * res.params.get("jobs", 1) if registry.get(engine).in_process else 1
     qd_asked = res.params.get("qd", 1) * per
     if out.qd_mean and out.qd_mean < 0.9 * qd_asked and out.ios > 100:
         res.warn(

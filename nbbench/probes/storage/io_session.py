@@ -15,6 +15,7 @@ import os
 from typing import Any
 
 from ...units import format_bytes
+from .._engines import registry
 from .._engines.job import JobSpec
 from .target import StorageTarget, open_read
 
@@ -35,7 +36,7 @@ class Session:
         write: bool = False,
         cancel=None,
         progress=None,
-        engine: str = "builtin",
+        engine: str = registry.DEFAULT,
         keep_name: bool = False,
     ):
         self.target = target
@@ -49,7 +50,7 @@ class Session:
         self.dwfd = -1  # its O_DIRECT write fd, when direct
         # descriptors only: the name goes as soon as they are open — unless others open it by name
         # (``keep_name``: the one file every rank reads; rank 0 removes it at the end)
-        self.unlink = engine == "builtin" and not keep_name
+        self.unlink = registry.get(engine).in_process and not keep_name
         self.region = target.size
         self._direct_req = direct_req
         self._what = what

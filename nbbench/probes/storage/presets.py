@@ -9,11 +9,13 @@ read samples the size MLPerf Storage's workloads read.  Every test is one job on
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from ...results import ProbeError
 from ...results.storage import DiskPresetResult, IoJobResult
-from .._engines import devlimits
+from .._engines import devlimits, registry
+from .._engines.registry import IoJob
 from .io_args import DEFAULT_READ_FILE, check_engine, check_jobs, duration_arg, os_error, size_arg
 from .io_job import fill_job_result, run_job, stage_progress
 from .io_session import Session
@@ -69,7 +71,7 @@ def preset(
     runtime=5,
     ramp=1,
     direct=None,
-    engine="builtin",
+    engine=registry.DEFAULT,
     progress=None,
     cancel=None,
     write=None,
@@ -93,11 +95,15 @@ def preset(
     p = PRESETS[preset]
     jobs, deprecated = check_jobs(jobs, threads)
     engine = check_engine(engine)
-    devlimits.check_buffers(buffers, engine)
-    if engine == "dd":
-        raise ProbeError("presets need queue depths; use --engine builtin or fio")
+    devlimits.check_buffers(buffers)
     runtime_s = duration_arg(runtime, "runtime")
     ramp_s = duration_arg(ramp, "ramp")
+    jobs_of = [
+        IoJob(engine=engine, pattern=pat, bs=bs, qd=qd, runtime=runtime_s, ramp=ramp_s, jobs=t * jobs, buffers=buffers)
+        for _, pat, bs, qd, t in p["tests"]
+    ]
+    for job in jobs_of:  # every row's job, before the file is written
+        registry.check(job, f"disk --preset {preset}")
     target = inspect(path, write=bool(write))
     region = target.read_region(None if size is None else size_arg(size, "size"), DEFAULT_READ_FILE)
     region = max(region, p.get("min_size", 0)) if target.kind == "dir" else min(region, target.size)
@@ -133,7 +139,7 @@ def preset(
             return res.finish("interrupted", "cancelled while writing the test file")
         k = 0
         cache_mode = "direct"
-        for test, pattern, bs, qd, t in tests:
+        for row, (test, pattern, bs, qd, t) in enumerate(tests):
             for op in ops:
                 if cancel is not None and cancel.is_set():
                     interrupted = True
@@ -159,23 +165,15 @@ def preset(
                 )
                 try:
                     cache_mode = s.prepare_read(region) if op == "read" else ("direct" if s.direct else "buffered")
-                    out = run_job(
-                        s,
-                        engine,
+                    job = dataclasses.replace(
+                        jobs_of[row],
                         op=op,
-                        pattern=pattern,
-                        bs=bs,
-                        qd=qd,
-                        threads=1,
-                        jobs=t * jobs,
                         region=region,
-                        runtime=runtime_s,
-                        ramp=ramp_s,
                         cache_mode=cache_mode,
                         cancel=cancel,
                         progress=stage_progress(progress, lo, hi),
-                        buffers=buffers,
                     )
+                    out = run_job(s, job)
                 except OSError as exc:
                     raise os_error(exc, s.path, s.direct) from None
                 failed = fill_job_result(sub, s, out, engine, cache_mode, op, region, bs)

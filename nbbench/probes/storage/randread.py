@@ -8,7 +8,8 @@ from __future__ import annotations
 from ...results import ProbeError
 from ...results.storage import RandreadResult
 from .. import limits
-from .._engines import devlimits
+from .._engines import devlimits, registry
+from .._engines.registry import RAND, IoJob
 from .io_args import DEFAULT_READ_FILE, check_bs, check_engine, check_jobs, duration_arg, os_error, size_arg
 from .io_job import fill_job_result, run_job, stage_progress
 from .io_session import Session
@@ -25,7 +26,7 @@ def randread(
     ramp=1,
     size=None,
     direct=None,
-    engine="builtin",
+    engine=registry.DEFAULT,
     threads=1,
     progress=None,
     cancel=None,
@@ -60,7 +61,7 @@ def randread(
         :func:`~nbbench.probes.storage.disk.dd`).
     """
     engine = check_engine(engine)
-    devlimits.check_buffers(buffers, engine)
+    devlimits.check_buffers(buffers)
     bs_b = size_arg(bs, "bs")
     check_bs(bs_b)
     qd = limits.check("qd", qd, limits.RANDREAD_QD)
@@ -69,8 +70,21 @@ def randread(
     ramp_s = duration_arg(ramp, "ramp")
     if runtime_s <= 0:
         raise ProbeError("runtime must be more than 0 s")
-    if engine == "dd":
-        raise ProbeError("the dd engine does sequential transfers only; use --engine builtin or fio for randread")
+    job = IoJob(
+        engine=engine,
+        op="read",
+        pattern=RAND,
+        bs=bs_b,
+        qd=qd,
+        runtime=runtime_s,
+        ramp=ramp_s,
+        jobs=jobs,
+        seed=seed,
+        buffers=buffers,
+        builtin_path=builtin_path,
+        cancel=cancel,
+    )
+    registry.check(job, "randread")
     target = inspect(path, write=False)
     region = target.read_region(None if size is None else size_arg(size, "size"), DEFAULT_READ_FILE)
     region = target.whole_blocks(region, bs_b, "the region must hold")
@@ -101,25 +115,9 @@ def randread(
             cache_mode = s.prepare_read(region, warm=warm)
             if ready is not None:
                 ready("read")
-            out = run_job(
-                s,
-                engine,
-                op="read",
-                pattern="rand",
-                bs=bs_b,
-                qd=qd,
-                threads=1,
-                jobs=jobs,
-                region=region,
-                runtime=runtime_s,
-                ramp=ramp_s,
-                cache_mode=cache_mode,
-                cancel=cancel,
-                progress=stage_progress(progress, 0.15 if fill else 0.0, 1.0),
-                seed=seed,
-                builtin_path=builtin_path,
-                buffers=buffers,
-            )
+            job.region, job.cache_mode = region, cache_mode
+            job.progress = stage_progress(progress, 0.15 if fill else 0.0, 1.0)
+            out = run_job(s, job)
         except OSError as exc:
             raise os_error(exc, s.path, s.direct) from None
         failed = fill_job_result(res, s, out, engine, cache_mode, "read", region, bs_b)

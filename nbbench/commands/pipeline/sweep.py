@@ -7,11 +7,11 @@ line (``loader`` and ``feed`` read one).  torch is needed and imported when it r
 
 from __future__ import annotations
 
-from ..probes.objects.client import is_s3
-from ..probes.pipeline.dataloader import require_torch
-from ..results import ProbeError
-from . import options, ranks
-from . import pipelineopts as po
+from ...probes.objects.client import is_s3
+from ...probes.pipeline.dataloader import require_torch
+from ...results import ProbeError
+from .. import options, ranks
+from . import options as po
 
 __all__ = ["SweepCommand"]
 
@@ -68,7 +68,7 @@ class SweepCommand(ranks.RankedCommand):
         ranks.add_rank_options(parser)
 
     def run(self, args, ctx):
-        from ..probes.pipeline.sweep import sweep
+        from ...probes.pipeline.sweep import sweep
 
         params = self.params(args)
         if is_s3(args.source):
@@ -83,13 +83,13 @@ class SweepCommand(ranks.RankedCommand):
         if args.source is None and not args.dataset:
             raise ProbeError("give a dataset variable, a dataset folder or --dataset module:function")
         if args.dataset:
-            from ..ranks.loaderjobs import load_dataset
+            from ...ranks.loaderjobs import load_dataset
 
             target, is_dir = load_dataset(args.dataset), False
         else:
             target, is_dir = po.resolve(ctx, args.source, "dataset")
         if is_dir:
-            from ..probes.pipeline.imagefolder import ImageFolderDataset
+            from ...probes.pipeline.imagefolder import ImageFolderDataset
 
             target = ImageFolderDataset(target, decode=args.decode, size=args.size)
         if 0 in args.prefetch:

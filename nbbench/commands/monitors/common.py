@@ -7,7 +7,7 @@ import argparse
 import sys
 import time
 
-from ..results import ProbeError
+from ...results import ProbeError
 
 __all__ = ["live_metrics", "add_monitor_options", "start_server", "serve_address", "interfaces", "serve_here"]
 
@@ -41,8 +41,8 @@ def final_metrics(res) -> dict:
 
 
 def _interval(text: str) -> float:
-    from ..probes.limits import MONITOR_INTERVAL_S
-    from .options import duration
+    from ...probes.limits import MONITOR_INTERVAL_S
+    from ..options import duration
 
     v = duration(text)
     lo, hi = MONITOR_INTERVAL_S
@@ -55,7 +55,7 @@ def _interval(text: str) -> float:
 
 def serve_address(text: str) -> str:
     """``--serve``: ``PORT`` (on 127.0.0.1), ``HOST:PORT``, ``[::1]:PORT``; 0 picks a free port."""
-    from ..monitor.exporter import parse_address
+    from ...monitor.exporter import parse_address
 
     try:
         host, port, _ = parse_address(text)
@@ -66,7 +66,7 @@ def serve_address(text: str) -> str:
 
 def interfaces(text: str):
     """``--net``: ``auto``, ``all``, ``none`` or interface names ``eth0,lo``."""
-    from ..monitor.net import parse_interfaces
+    from ...monitor.net import parse_interfaces
 
     try:
         return parse_interfaces(text.strip())
@@ -75,7 +75,7 @@ def interfaces(text: str):
 
 
 def _table_interval(text: str) -> float:
-    from .options import duration
+    from ..options import duration
 
     v = duration(text)
     if 0 < v < 0.05:
@@ -85,7 +85,7 @@ def _table_interval(text: str) -> float:
 
 def add_monitor_options(parser, interval: float = 0.2) -> None:
     """The options ``monitor`` and ``watch`` share: what to sample, how often, where to serve it."""
-    from ..probes.limits import MONITOR_INTERVAL_S
+    from ...probes.limits import MONITOR_INTERVAL_S
 
     lo, hi = MONITOR_INTERVAL_S
     parser.add_argument(
@@ -144,7 +144,7 @@ def serve_here(spec, environ=None):
     monitor's figures are the host's: GPUs, CPU, disks, network) and the other ranks say where."""
     if spec is None:
         return None, None
-    from ..ranks import rankenv
+    from ...ranks import rankenv
 
     env = rankenv.detect(environ)
     if env is None or env.local_rank == 0:
@@ -163,7 +163,7 @@ def start_server(args, ctx, mon):
         ctx.echo(note)
     if spec is None:
         return None
-    from ..monitor.exporter import MetricsServer
+    from ...monitor.exporter import MetricsServer
 
     srv = MetricsServer.from_text(mon, spec)
     try:
@@ -182,7 +182,7 @@ def _gpus(text: str):
     t = text.strip().lower()
     if t in ("all", "none"):
         return t
-    from .options import int_list
+    from ..options import int_list
 
     return int_list(text)
 

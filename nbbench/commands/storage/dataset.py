@@ -6,8 +6,8 @@ bar, cancellable; the datasets module is imported inside ``run`` so ``--help`` s
 
 from __future__ import annotations
 
-from . import Command, options
-from .storage import _run_probe
+from .. import Command, options
+from .disk import _run_probe
 
 __all__ = ["MakeDatasetCommand"]
 
@@ -43,7 +43,7 @@ class MakeDatasetCommand(Command):
         )
 
     def run(self, args, ctx):
-        from .. import datasets
+        from ... import datasets
 
         if args.shards:
             root = _run_probe(
@@ -78,7 +78,7 @@ class MakeDatasetCommand(Command):
         return str(root)
 
     def show(self, value, args, ctx) -> None:
-        from .. import datasets
+        from ... import datasets
 
         try:
             ctx.echo(f"{value}: {datasets.describe(value)}")

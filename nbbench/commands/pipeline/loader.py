@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import os
 
-from ..probes.objects.client import is_s3
-from ..probes.pipeline.dataloader import require_torch
-from ..results import ProbeError
-from . import options, ranks
-from . import pipelineopts as po
+from ...probes.objects.client import is_s3
+from ...probes.pipeline.dataloader import require_torch
+from ...results import ProbeError
+from .. import options, ranks
+from . import options as po
 
 __all__ = ["LoaderCommand"]
 
@@ -92,8 +92,8 @@ class LoaderCommand(ranks.RankedCommand):
         ranks.add_rank_options(parser)
 
     def run(self, args, ctx):
-        from ..probes.pipeline.loader import bench_loader
-        from ..ranks.rankenv import detect
+        from ...probes.pipeline.loader import bench_loader
+        from ...ranks.rankenv import detect
 
         if args.ranks is not None or args.dataset or detect(no_dist=args.no_dist) is not None:
             return self._run_ranked(args, ctx)
@@ -104,13 +104,13 @@ class LoaderCommand(ranks.RankedCommand):
         accelerator = args.accelerator
         if is_dir:
             require_torch("loader on a folder")
-            from ..env import usable_cpus
-            from ..probes.pipeline.dataloader import make_loader
-            from ..probes.pipeline.imagefolder import ImageFolderDataset
-            from ..probes.shards.tarshards import TarShardDataset, has_tar_shards
+            from ...env import usable_cpus
+            from ...probes.pipeline.dataloader import make_loader
+            from ...probes.pipeline.imagefolder import ImageFolderDataset
+            from ...probes.shards.tarshards import TarShardDataset, has_tar_shards
 
             if is_s3(target):  # tar shards (copied first to count their samples) or image objects, by GETs
-                from ..probes.objects.s3dataset import open_s3_dataset
+                from ...probes.objects.s3dataset import open_s3_dataset
 
                 ds = open_s3_dataset(
                     target,
@@ -173,7 +173,7 @@ class LoaderCommand(ranks.RankedCommand):
             )
         finally:
             if dl is not None:
-                from ..probes.pipeline.dataloader import close_loader
+                from ...probes.pipeline.dataloader import close_loader
 
                 close_loader(dl, force=True)
             if ds is not None and hasattr(ds, "close"):
@@ -201,10 +201,10 @@ class LoaderCommand(ranks.RankedCommand):
             if plot is not None:
                 plot.stop()
         if value is ranks.LOCAL:  # --dataset alone: one process
-            from ..env import usable_cpus
-            from ..probes.pipeline.dataloader import close_loader, make_loader
-            from ..probes.pipeline.loader import bench_loader
-            from ..ranks.loaderjobs import load_dataset
+            from ...env import usable_cpus
+            from ...probes.pipeline.dataloader import close_loader, make_loader
+            from ...probes.pipeline.loader import bench_loader
+            from ...ranks.loaderjobs import load_dataset
 
             ds = load_dataset(args.dataset)
             nw = usable_cpus()["usable_int"] if args.workers is None else args.workers
@@ -247,7 +247,7 @@ def _plot_targets(plot, accelerator, span_s) -> None:
         return
     try:
         if accelerator:
-            from ..accelerators import get_accelerator
+            from ...accelerators import get_accelerator
 
             acc = get_accelerator(accelerator)
             plot.set_need(acc.needed_samples_per_s(), acc.name)

@@ -21,15 +21,15 @@ from __future__ import annotations
 
 import argparse
 
-from ..results import ProbeError, Result
-from . import Command, Invocation, defaults, get_command
-from .monitoring import add_monitor_options
+from ...results import ProbeError, Result
+from .. import Command, Invocation, defaults, get_command
+from .common import add_monitor_options
 
 __all__ = ["WatchCommand", "MarkCommand", "invocation"]
 
 
 def _window(text: str) -> float:
-    from .options import duration
+    from ..options import duration
 
     v = duration(text)
     if v < 10:
@@ -75,9 +75,9 @@ class WatchCommand(Command):
 
     # ----------------------------------------------------------------- start
     def _start(self, args, ctx):
-        from ..monitor import background
+        from ...monitor import background
+        from .common import serve_here
         from .monitor import _check_path
-        from .monitoring import serve_here
 
         serve, note = serve_here(args.serve)
         if note:
@@ -119,7 +119,7 @@ class WatchCommand(Command):
         """The front end's live view: the timeline of the last --window and the process table under it,
         updating in place while other cells run (None where views do not show)."""
         try:
-            from ..plots.monitor import monitor_plot_kwargs
+            from ...plots.monitor import monitor_plot_kwargs
 
             kw = monitor_plot_kwargs(mon, title=f"nbbench watch — the last {args.window / 60:g} min")
             return ctx.watch_view(mon, window_s=args.window, capacity=int(1.2 * args.window / args.interval) + 10, **kw)
@@ -129,7 +129,7 @@ class WatchCommand(Command):
 
     # ------------------------------------------------------------------ stop
     def _stop(self, args, ctx):
-        from ..monitor import background
+        from ...monitor import background
 
         bg = background.current()
         if bg is None:
@@ -156,7 +156,7 @@ class MarkCommand(Command):
         parser.add_argument("text", nargs="+", metavar="TEXT", help="the label")
 
     def run(self, args, ctx):
-        from ..monitor import background
+        from ...monitor import background
 
         text = " ".join(args.text)
         bg = background.current()
@@ -185,7 +185,7 @@ def invocation(ctx, name: str = "watch", **options) -> Invocation:
     values = defaults(name, ctx)
     types = {"window": _window}
     if name == "watch":
-        from .monitoring import _gpus, _interval, _table_interval, interfaces, serve_address
+        from .common import _gpus, _interval, _table_interval, interfaces, serve_address
 
         types.update(interval=_interval, procs=_table_interval, net=interfaces, serve=serve_address, gpus=_gpus)
     for key, v in options.items():

@@ -24,8 +24,8 @@ from collections.abc import Callable
 from nbbench.plots.rates import rate_panels, tag_styles
 from nbbench.units import metric_label
 
-from ...progress import figures
-from ..progress import NotebookProgress
+from ..progress import figures
+from .progress import NotebookProgress
 
 __all__ = ["PanelProgress", "rate_panels"]
 

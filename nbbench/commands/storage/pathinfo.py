@@ -1,7 +1,7 @@
 """What the storage probes would make of a path: :class:`PathInfo` and :func:`describe_path`.
 
 The control panel's PATH field shows it (:mod:`nbbench.panel.pathfield`); the path is
-inspected by the same :func:`nbbench.commands.storage._target` the storage subcommands use.
+inspected by the same :func:`nbbench.commands.storage.disk._target` the storage subcommands use.
 """
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from ..results import ProbeError
-from ..units import format_bytes
-from .storage import _target
+from ...results import ProbeError
+from ...units import format_bytes
+from .disk import _target
 
 __all__ = ["PathInfo", "describe_path"]
 
@@ -64,15 +64,15 @@ class PathInfo:
 
 def _direct_in_dir(directory: str) -> tuple[bool, str | None]:
     """Try one aligned O_DIRECT write on a new temporary file (the probes' own kind, removed at once)."""
-    from .. import tempfiles
-    from ..probes.storage.target import direct_io_supported
+    from ... import tempfiles
+    from ...probes.storage.target import direct_io_supported
 
     with tempfiles.temp_file(directory, "odirect") as tf:
         return direct_io_supported(tf.fd, write=True)
 
 
 def _direct_on_file(path: str) -> tuple[bool, str | None]:
-    from ..probes.storage.target import direct_io_supported, open_read
+    from ...probes.storage.target import direct_io_supported, open_read
 
     fd = open_read(path)
     try:
@@ -85,7 +85,7 @@ def describe_path(path: str, try_direct: bool = True) -> PathInfo:
     """Check ``path`` the way the storage probes will (never raises): what it is, its filesystem
     and device, the free space against the write rule, whether O_DIRECT works there (tried: one
     aligned I/O on a new temporary file in a directory, read-only on a file or device)."""
-    from ..probes.storage import target as pathcheck
+    from ...probes.storage import target as pathcheck
 
     text = (path or "").strip()
     if not text:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import os
 
-from ..probes.objects.client import is_s3
-from ..probes.pipeline.dataloader import require_torch
-from ..results import ProbeError
-from . import options, ranks
-from . import pipelineopts as po
+from ...probes.objects.client import is_s3
+from ...probes.pipeline.dataloader import require_torch
+from ...results import ProbeError
+from .. import options, ranks
+from . import options as po
 
 __all__ = ["FeedCommand"]
 
@@ -85,7 +85,7 @@ class FeedCommand(ranks.RankedCommand):
         ranks.add_rank_options(parser)
 
     def run(self, args, ctx):
-        from ..probes.pipeline.feed import feed
+        from ...probes.pipeline.feed import feed
 
         params = dict(self.params(args), path=po.dataset_path(args.path))
         value = ranks.dispatch(self.name, "feed", args, ctx, params, f"feed {args.path}")

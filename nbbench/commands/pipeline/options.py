@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse
 import os
 
-from ..probes.objects.client import is_s3
-from ..results import ProbeError
-from . import options, ranks
+from ...probes.objects.client import is_s3
+from ...results import ProbeError
+from .. import options, ranks
 
 __all__ = [
     "accelerator_type",
@@ -28,7 +28,7 @@ __all__ = [
 
 
 def accelerator_type(text: str) -> str:
-    from ..accelerators import get_accelerator
+    from ...accelerators import get_accelerator
 
     try:
         return get_accelerator(text).name
@@ -38,7 +38,7 @@ def accelerator_type(text: str) -> str:
 
 def step_of(args) -> object:
     """The compute step the options name (:func:`nbbench.probes.pipeline.params.step_of`)."""
-    from ..probes.pipeline.params import step_of as _step_of
+    from ...probes.pipeline.params import step_of as _step_of
 
     return _step_of(vars(args))
 
@@ -109,7 +109,7 @@ def add_dataset_option(parser) -> None:
 
 def ranked(name: str, kind: str, args, ctx, what: str, params: dict, desc: str, plot=None):
     """Rank mode or ``--ranks``: the folder (or --dataset) and the options as plain values; else LOCAL."""
-    from ..ranks.rankenv import detect
+    from ...ranks.rankenv import detect
 
     if args.ranks is None and detect(no_dist=args.no_dist) is None:
         return ranks.LOCAL

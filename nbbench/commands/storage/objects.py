@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import Command, options
+from .. import Command, options
 
 __all__ = ["S3Command"]
 
@@ -21,8 +21,8 @@ def _url(text: str) -> str:
     """An s3:// URL, checked as the command line is parsed (a bad one is a usage error)."""
     import argparse
 
-    from ..probes.objects.client import parse_url
-    from ..results import ProbeError
+    from ...probes.objects.client import parse_url
+    from ...results import ProbeError
 
     try:
         return str(parse_url(text))
@@ -33,8 +33,8 @@ def _url(text: str) -> str:
 def _endpoint(text: str) -> str:
     import argparse
 
-    from ..probes.objects.client import check_endpoint
-    from ..results import ProbeError
+    from ...probes.objects.client import check_endpoint
+    from ...results import ProbeError
 
     try:
         check_endpoint(text)
@@ -141,14 +141,14 @@ class S3Command(Command):
         )
 
     def run(self, args, ctx):
-        from ..probes.objects import s3
-        from ..results import ProbeError
+        from ...probes.objects import s3
+        from ...results import ProbeError
 
         if args.runtime <= 0 or args.sweep_runtime <= 0:
             raise ProbeError("--runtime and --sweep-runtime must be more than 0 s")
         if args.write:  # SIGTERM / SIGHUP: the keys written are deleted first, then the temp-file clean-up
-            from .. import tempfiles
-            from ..probes.objects import writes
+            from ... import tempfiles
+            from ...probes.objects import writes
 
             tempfiles.install_handlers()
             writes.install_handlers()
@@ -179,6 +179,6 @@ class S3Command(Command):
         """The card, then the concurrency sweep's picture where images show (drawn only there)."""
         ctx.display(value)
         if (value.samples.get("sweep") or [])[1:]:
-            from ..plots import figure_png
+            from ...plots import figure_png
 
             ctx.display_image(lambda: figure_png(value.plot()))

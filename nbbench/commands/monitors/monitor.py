@@ -24,9 +24,9 @@ import shutil
 import sys
 import time
 
-from ..results import ProbeError
-from . import Command, RaiseAfterFinish
-from .monitoring import _StatusLine, _wind_down, add_monitor_options, final_metrics, live_metrics, start_server  # noqa: F401
+from ...results import ProbeError
+from .. import Command, RaiseAfterFinish
+from .common import _StatusLine, _wind_down, add_monitor_options, final_metrics, live_metrics, start_server  # noqa: F401
 
 __all__ = ["MonitorCommand", "live_metrics"]
 
@@ -65,7 +65,7 @@ class MonitorCommand(Command):
     cell_required = True
 
     def add_arguments(self, parser) -> None:
-        from .options import duration
+        from ..options import duration
 
         add_monitor_options(parser)
         parser.add_argument(
@@ -118,7 +118,7 @@ class MonitorCommand(Command):
         )
 
     def _monitor(self, args, recent_s: float | None = None):
-        from ..monitor import Monitor
+        from ...monitor import Monitor
 
         try:
             return Monitor(
@@ -145,7 +145,7 @@ class MonitorCommand(Command):
         if getattr(args, "no_plot", False):
             return None
         try:
-            from ..ui.liveplot import monitor_plot_kwargs
+            from ...ui.liveplot import monitor_plot_kwargs
 
             plot = ctx.live_plot(**monitor_plot_kwargs(mon))
             if plot is not None:
@@ -252,7 +252,7 @@ class MonitorCommand(Command):
 
         if shutil.which(command[0]) is None and not os.path.exists(command[0]):
             raise ProbeError(f"command not found: {command[0]}")
-        from ..monitor import format_status
+        from ...monitor import format_status
 
         mon = self._monitor(args)
         mon.open()

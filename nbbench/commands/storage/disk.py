@@ -5,16 +5,16 @@ Each parses its options, runs the probe of :mod:`nbbench.probes.storage.disk` /
 the notebook's interrupt button set the cancel event: the probe removes its temp
 file and returns an ``interrupted`` result) with a progress bar, and returns the
 result.  Probe modules are imported inside ``run`` so ``--help`` stays light.
-``make-dataset`` is in :mod:`nbbench.commands.dataset`; the PATH check of the control
-panel (:func:`describe_path`) in :mod:`nbbench.commands.pathinfo`.
+``make-dataset`` is in :mod:`nbbench.commands.storage.dataset`; the PATH check of the control
+panel (:func:`describe_path`) in :mod:`nbbench.commands.storage.pathinfo`.
 """
 
 from __future__ import annotations
 
-from ..probes import limits
-from . import Command, options, ranks
+from ...probes import limits
+from .. import options, ranks
 
-__all__ = ["DdCommand", "RandreadCommand", "FilesCommand", "DiskCommand"]
+__all__ = ["PathProbeCommand", "DdCommand", "RandreadCommand", "FilesCommand", "DiskCommand"]
 
 _PATH_HELP = (
     "a directory (a new .nbbench-* temp file is written there and removed), "
@@ -41,13 +41,18 @@ def _add_cache(parser, default_help="O_DIRECT where the filesystem accepts it (d
     )
 
 
-def _add_engine(parser, choices=("builtin", "dd", "fio")):
+def _add_engine(parser, pattern, timed=False):
+    """--engine with the choices the engine registry declares for the probe's jobs
+    (:func:`nbbench.probes._engines.registry.engine_names`)."""
+    from ...probes._engines.registry import DEFAULT, engine_names
+
+    choices = engine_names(pattern, timed=timed, queue=timed)
     parser.add_argument(
         "--engine",
-        choices=list(choices),
-        default="builtin",
-        help="builtin (default, nothing to install), "
-        + ", ".join(c for c in choices if c != "builtin")
+        choices=choices,
+        default=DEFAULT,
+        help=f"{DEFAULT} (default, nothing to install), "
+        + ", ".join(c for c in choices if c != DEFAULT)
         + " (the system tool; one result schema)",
     )
 
@@ -58,9 +63,9 @@ def _target(path):
     The one place commands ask the storage probes about a path: inspected once, here in
     the main thread, so missing / FIFO / socket / device errors come before any bar; the
     probe then takes the target as it is.  Also the control panel's PATH field
-    (:func:`nbbench.commands.pathinfo.describe_path`).
+    (:func:`nbbench.commands.storage.pathinfo.describe_path`).
     """
-    from ..probes.storage.target import inspect
+    from ...probes.storage.target import inspect
 
     # read=False: a read-only dataset tree is fine for files / feed / sweep
     return inspect(path, write=False, read=False)
@@ -96,13 +101,34 @@ def _add_buffers(parser):
 
 def _run_probe(ctx, desc: str, fn):
     """Make the progress bar here in the main thread, run the probe cancellably."""
-    from .. import tempfiles
+    from ... import tempfiles
 
     tempfiles.install_handlers()  # SIGTERM/SIGHUP clean-up; only works from the main thread
     return ctx.run_probe(desc, fn)
 
 
-class DdCommand(ranks.RankedCommand):
+class PathProbeCommand(ranks.RankedCommand):
+    """A probe on one PATH: its :meth:`params` to the ranks (where its parser takes ``--ranks``) or to the
+    probe here, on the target inspected once in the main thread, with a progress bar and Stop."""
+
+    def target(self, args):
+        return _target(args.path)
+
+    def preflight(self, params: dict, target) -> None:
+        """Refusals before the bar (free space, memory): none by default."""
+
+    def run(self, args, ctx):
+        params = self.params(args)
+        desc = f"{self.name} {args.path}"
+        value = ranks.dispatch(self.name, self.probe, args, ctx, params, desc)
+        if value is not ranks.LOCAL:
+            return value
+        target = self.target(args)
+        self.preflight(params, target)
+        return _run_probe(ctx, desc, lambda p, c: self.call_probe(params, path=target, progress=p, cancel=c))
+
+
+class DdCommand(PathProbeCommand):
     probe = "dd"
     measures = True
     scale = ("--size", "size", "size")
@@ -131,23 +157,13 @@ class DdCommand(ranks.RankedCommand):
             help="default: both in a directory, read on a file or device",
         )
         _add_cache(parser)
-        _add_engine(parser)
+        _add_engine(parser, "seq")
         _add_buffers(parser)
         _add_jobs(parser)
         ranks.add_rank_options(parser)
 
-    def run(self, args, ctx):
-        params = self.params(args)
-        value = ranks.dispatch(self.name, self.probe, args, ctx, params, f"dd {args.path}")
-        if value is not ranks.LOCAL:
-            return value
-        target = _target(args.path)
-        return _run_probe(
-            ctx, f"dd {args.path}", lambda p, c: self.call_probe(params, path=target, progress=p, cancel=c)
-        )
 
-
-class RandreadCommand(ranks.RankedCommand):
+class RandreadCommand(PathProbeCommand):
     probe = "randread"
     measures = True
     scale = ("--runtime", "runtime", "duration")
@@ -176,22 +192,12 @@ class RandreadCommand(ranks.RankedCommand):
             "--warm", action="store_true", help="with --buffered: read the region once first, measuring the page cache"
         )
         _add_cache(parser)
-        _add_engine(parser, ("builtin", "fio"))
+        _add_engine(parser, "rand", timed=True)
         _add_buffers(parser)
         ranks.add_rank_options(parser, file_per_rank=True)
 
-    def run(self, args, ctx):
-        params = self.params(args)
-        value = ranks.dispatch(self.name, self.probe, args, ctx, params, f"randread {args.path}")
-        if value is not ranks.LOCAL:
-            return value
-        target = _target(args.path)
-        return _run_probe(
-            ctx, f"randread {args.path}", lambda p, c: self.call_probe(params, path=target, progress=p, cancel=c)
-        )
 
-
-class FilesCommand(ranks.RankedCommand):
+class FilesCommand(PathProbeCommand):
     probe = "files"
     measures = True
     scale = ("--sample", "sample", "count")
@@ -220,18 +226,8 @@ class FilesCommand(ranks.RankedCommand):
         parser.add_argument("--seed", type=options.nonneg_int, default=0, help="the sample's seed")
         ranks.add_rank_options(parser)
 
-    def run(self, args, ctx):
-        params = self.params(args)
-        value = ranks.dispatch(self.name, self.probe, args, ctx, params, f"files {args.path}")
-        if value is not ranks.LOCAL:
-            return value
-        target = _target(args.path)
-        return _run_probe(
-            ctx, f"files {args.path}", lambda p, c: self.call_probe(params, path=target, progress=p, cancel=c)
-        )
 
-
-class DiskCommand(Command):
+class DiskCommand(PathProbeCommand):
     probe = "disk"
     measures = True
     scale = ("--runtime", "runtime", "duration")
@@ -263,13 +259,13 @@ class DiskCommand(Command):
             help="reads only, also in a directory",
         )
         _add_cache(parser)
-        _add_engine(parser, ("builtin", "fio"))
+        _add_engine(parser, None, timed=True)
         _add_buffers(parser)
         _add_jobs(parser, threads_alias=True)
 
     def run(self, args, ctx):
         params = self.params(args)
-        target = _target(args.path)
+        target = self.target(args)
         return _run_probe(
             ctx, f"disk {args.preset}", lambda p, c: self.call_probe(params, path=target, progress=p, cancel=c)
         )

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import argparse
 
-from ..probes.checkpoint.models import MODELS as _MODELS
-from . import options, ranks
-from .storage import _run_probe, _target
+from ...probes.checkpoint.models import MODELS as _MODELS
+from .. import options, ranks
+from .disk import PathProbeCommand
 
 __all__ = ["CheckpointCommand", "ShardsCommand"]
 
@@ -29,7 +29,7 @@ def _scale(text: str) -> float:
     return v
 
 
-class CheckpointCommand(ranks.RankedCommand):
+class CheckpointCommand(PathProbeCommand):
     probe = "checkpoint"
     measures = True
     scale = ("--size", "size", "size")
@@ -93,22 +93,13 @@ class CheckpointCommand(ranks.RankedCommand):
         parser.add_argument("--seed", type=options.nonneg_int, default=0, help="the random fill's seed")
         ranks.add_rank_options(parser)
 
-    def run(self, args, ctx):
-        from ..probes.checkpoint.preflight import preflight
+    def preflight(self, params, target) -> None:
+        from ...probes.checkpoint.preflight import preflight
 
-        params = self.params(args)
-        value = ranks.dispatch(self.name, self.probe, args, ctx, params, f"checkpoint {args.path}")
-        if value is not ranks.LOCAL:
-            return value
-        target = _target(args.path)
-        # every refusal before the bar
         preflight(target, **{k: v for k, v in params.items() if k not in ("path", "seed")})
-        return _run_probe(
-            ctx, f"checkpoint {args.path}", lambda p, c: self.call_probe(params, path=target, progress=p, cancel=c)
-        )
 
 
-class ShardsCommand(ranks.RankedCommand):
+class ShardsCommand(PathProbeCommand):
     probe = "shards"
     measures = True
     scale = ("--max-bytes", "max_bytes", "size")
@@ -161,12 +152,5 @@ class ShardsCommand(ranks.RankedCommand):
         parser.add_argument("--region", default=None, help="with s3://: the region (default: the AWS configuration)")
         ranks.add_rank_options(parser)
 
-    def run(self, args, ctx):
-        params = self.params(args)
-        value = ranks.dispatch(self.name, self.probe, args, ctx, params, f"shards {args.path}")
-        if value is not ranks.LOCAL:
-            return value
-        target = args.path if str(args.path).startswith("s3://") else _target(args.path)
-        return _run_probe(
-            ctx, f"shards {args.path}", lambda p, c: self.call_probe(params, path=target, progress=p, cancel=c)
-        )
+    def target(self, args):
+        return args.path if str(args.path).startswith("s3://") else super().target(args)
