@@ -363,6 +363,34 @@ def test_compare_sees_busbw_per_size_beyond_the_noise():
     assert "all_reduce_busbw_at_1MiB_bytes_per_s" in g.metrics
     ri = g.interval("all_reduce_busbw_at_1MiB_bytes_per_s", 1)
     assert ri is not None and ri.ratio == pytest.approx(0.5, rel=0.05)
+    names = g.names
+    assert (
+        f"{names[1]}'s all_reduce busbw is 50 % below {names[0]}'s at every size (1KiB to 1MiB), beyond the noise"
+        in (g.notes)
+    )
+
+
+def test_size_note_from_the_size_the_change_starts():
+    from nbbench.compare.build import compare
+
+    def slow_above(res, from_bytes, factor):
+        for k in list(res.metrics):
+            if "_busbw_at_" in k:
+                tag = k.split("_busbw_at_")[1].split("_bytes")[0]
+                from nbbench.compare.sizes import tag_bytes
+
+                if tag_bytes(tag) >= from_bytes:
+                    res.metrics[k] *= factor
+        return res
+
+    a = [_result(1.0 + 0.01 * i) for i in range(3)]
+    b = [slow_above(_result(1.0 + 0.01 * i), 1 << 18, 0.59) for i in range(3)]
+    (g,) = compare([a, b]).groups
+    want = f"{g.names[1]}'s all_reduce busbw is 41 % below {g.names[0]}'s at 256KiB and above, beyond the noise"
+    assert want in g.notes, g.notes
+    a2 = [_result(1.0 + 0.01 * i) for i in range(3)]
+    (g2,) = compare([a, a2]).groups
+    assert not [n for n in g2.notes if "beyond the noise" in n]  # the same speed: nothing said
 
 
 # ------------------------------------------------------------------- command
