@@ -120,7 +120,8 @@ def _matrix(torch, n: int, nbytes: int, iters: int, u8) -> dict:
 
             def through_host(i=i, j=j):
                 bounce.copy_(bufs[i], non_blocking=True)
-                bufs[j].copy_(bounce, non_blocking=True)
+                bufs[j].copy_(bounce, non_blocking=True)  # on GPU j's stream: the timing event is on GPU i's
+                torch.cuda.synchronize(j)  # so the copy into j is done before the end event is recorded
 
             staged[i][j] = _rate(nbytes, _time_ms(torch, through_host, iters))[0]
             times = _time_ms(torch, lambda: small[j].copy_(small[i]), iters)
