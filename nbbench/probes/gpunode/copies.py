@@ -119,7 +119,7 @@ def _matrix(torch, n: int, nbytes: int, iters: int, u8) -> dict:
             bw[i][j] = _rate(nbytes, _time_ms(torch, lambda: bufs[j].copy_(bufs[i]), iters))[0]
 
             def through_host(i=i, j=j):
-                bounce.copy_(bufs[i], non_blocking=True)
+                bounce.copy_(bufs[i])  # blocking: GPU j's stream must not read the bounce buffer before it is full
                 bufs[j].copy_(bounce, non_blocking=True)  # on GPU j's stream: the timing event is on GPU i's
                 torch.cuda.synchronize(j)  # so the copy into j is done before the end event is recorded
 
