@@ -514,3 +514,52 @@ def test_a_wrong_value_on_one_rank_is_caught():
     assert all(r["wrong"] == 1 and r["wrong_ranks"] == [1] for r in rows)
     (c,) = [v for v in res["extra"]["verdicts"] if v["check"] == "correctness"]
     assert c["status"] == "fail" and "rank(s) 1" in c["message"]
+
+
+def test_rank_zero_builds_the_nccl_result_transport_links_and_verdicts(monkeypatch):
+    """The NCCL path of rank 0's aggregate, from synthetic per-rank records (no GPU here): the transport
+    every rank parsed merged, the expected link from NVML (faked), a verdict per op and the check's."""
+    from nbbench.probes.gpunode import links as links_mod
+    from nbbench.ranks.colljobs import CollectivesJob
+    from nbbench.ranks.rank import build_result
+
+    fake_links = {"gpus": 8, "nvlink_links": 18, "nvlink_version": 4, "pcie_gen_max": 5, "pcie_width_max": 16}
+    monkeypatch.setattr(links_mod, "read_links", lambda nv=None: dict(fake_links))
+    n, size = 8, 128 << 20
+    t_fast = size / (380e9 / bb.bus_factor("all_reduce", n)) * 1e6  # µs giving 380 GB/s busbw
+    records = []
+    for r in range(n):
+        rows = [
+            dict(_rank_rows("all_reduce", [t_fast, t_fast], size=size), placement="in-place", redop="sum"),
+            dict(_rank_rows("all_gather", [t_fast * 40, t_fast * 40], size=size)),
+        ]
+        transport = parse_transport(RECORDED.splitlines()[3:4])  # P2P/CUMEM on every rank
+        records.append(
+            {
+                "rank": r,
+                "host": "gpu-node-1",
+                "status": "ok",
+                "metrics": {},
+                "tracks": {},
+                "result": {
+                    "kind": "collectives",
+                    "params": {"backend": "nccl"},
+                    "samples": {"rows": rows},
+                    "extra": {"transport": transport, "nccl_env": {"NCCL_P2P_DISABLE": "1"}},
+                },
+            }
+        )
+    job = CollectivesJob({"backend": "nccl", "ops": ["all_reduce", "all_gather"], "ladder": "8 B … 128 MiB ×2"})
+    res = build_result(job, records, None, "nccl", launcher="test")
+    assert res.extra["transport"]["main"] == "P2P" and res.extra["transport"]["transports"] == {"P2P": 8}
+    assert res.extra["expected_link"]["name"] == "NVLink 4 × 18 links"
+    v = {x["check"]: x for x in res.extra["verdicts"]}
+    assert (
+        v["all_reduce busbw vs link"]["status"] == "ok"
+        and "84% of NVLink 4 × 18 links" in v["all_reduce busbw vs link"]["message"]
+    )
+    slow = v["all_gather busbw vs link"]
+    assert slow["status"] == "warn" and "NCCL_P2P_DISABLE=1 is set" in slow["message"]
+    assert v["correctness"]["status"] == "ok" and res.verdict == "warn"
+    assert res.labels["sizes"] == "8 B … 128 MiB ×2" and res.labels["ranks"] == 8
+    assert "NCCL used P2P (channels: P2P 8)." in res.story()
