@@ -7,7 +7,7 @@ thermal and hardware slowdown) and the PCIe link's generation and width against 
 registered before the load collects the Xid errors raised during it.  Then what load does not
 change: ECC errors, row remapping (pending, failed; retired pages on GPUs before Ampere),
 persistence and MIG mode, NVLink links down or with errors, the fabric manager's state on NVSwitch
-systems, the power limit against its default.  Each reading is a finding — ``{"gpu", "check",
+systems, the power limit against its default (:mod:`.readings`).  Each reading is a finding — ``{"gpu", "check",
 "status": ok | warn | fail | None (not judged), "message", "fix"}`` — what ``nvidia-smi -q`` and DCGM's
 diagnostics read, with what a user or admin can do about it.
 """
@@ -19,6 +19,9 @@ import time
 from collections.abc import Callable
 
 from ...nvml import Nvml, get_nvml, is_na
+from .readings import finding as _f
+from .readings import power_w as _power
+from .readings import static_findings as _static
 
 __all__ = ["read_health", "matmul_load", "as_verdicts", "REASONS", "XID_WORDS"]
 
@@ -57,12 +60,6 @@ XID_WORDS = {
     120: "GSP error",
 }
 _XID_EVENT = 0x8  # nvmlEventTypeXidCriticalError
-_NVLINK_MAX = 18
-_FABRIC = {1: "not started", 2: "in progress", 3: "completed"}
-
-
-def _f(gpu, check, status, message, fix=""):
-    return {"gpu": gpu, "check": check, "status": status, "message": message, "fix": fix}
 
 
 def read_health(
@@ -182,160 +179,6 @@ def _judge_load(i, samples, loaded, nv, h) -> list[dict]:
             "nvidia-smi -q -d PCIE under load; host↔device copies run at a fraction of their speed meanwhile"
         )
         out.append(_f(i, "PCIe link under load", "fail" if ratio <= 0.25 or w < wmax else "warn", now, fix))
-    return out
-
-
-def _power(nv, h):
-    lim = nv.call("nvmlDeviceGetPowerManagementLimit", h)
-    dflt = nv.call("nvmlDeviceGetPowerManagementDefaultLimit", h)
-    return (None if is_na(lim) else lim / 1000.0), (None if is_na(dflt) else dflt / 1000.0)
-
-
-def _static(i, nv, h) -> list[dict]:
-    out = []
-    unc = nv.call("nvmlDeviceGetTotalEccErrors", h, 1, 0)  # uncorrected, volatile (since the last reset)
-    if not is_na(unc):
-        out.append(
-            _f(
-                i,
-                "ECC",
-                "fail",
-                f"{unc} uncorrected ECC error(s) since the last reset",
-                "drain the node; reset the GPU (nvidia-smi -r); repeated: RMA",
-            )
-            if unc
-            else _f(i, "ECC", "ok", "no uncorrected ECC error since the last reset")
-        )
-    rr = nv.call("nvmlDeviceGetRemappedRows", h)
-    if not is_na(rr):
-        corr, unc_rows, pending, failure = (int(x) for x in rr)
-        rows = f"{corr} correctable and {unc_rows} uncorrectable row(s) remapped"
-        if failure:
-            out.append(_f(i, "row remapping", "fail", f"row remapping failed ({rows})", "the GPU needs RMA"))
-        elif pending:
-            out.append(
-                _f(
-                    i,
-                    "row remapping",
-                    "warn",
-                    f"a row remap is pending ({rows})",
-                    "reset the GPU (nvidia-smi -r) or reboot to apply it",
-                )
-            )
-        else:
-            out.append(_f(i, "row remapping", "ok", f"none pending ({rows})"))
-    else:
-        pend = nv.call("nvmlDeviceGetRetiredPagesPendingStatus", h)
-        if not is_na(pend):
-            out.append(
-                _f(i, "retired pages", "warn", "a page retirement is pending", "reset the GPU or reboot")
-                if pend
-                else _f(i, "retired pages", "ok", "no page retirement pending")
-            )
-    pm = nv.call("nvmlDeviceGetPersistenceMode", h)
-    if not is_na(pm):
-        out.append(
-            _f(i, "persistence mode", "ok", "on")
-            if pm
-            else _f(
-                i,
-                "persistence mode",
-                "warn",
-                "off: the driver unloads between jobs, each start pays its set-up",
-                "nvidia-smi -pm 1, or run nvidia-persistenced (admin)",
-            )
-        )
-    mig = nv.call("nvmlDeviceGetMigMode", h)
-    if not is_na(mig):
-        cur, pend = (int(mig[0]), int(mig[1])) if isinstance(mig, (list, tuple)) else (int(mig), int(mig))
-        if cur:
-            out.append(
-                _f(
-                    i,
-                    "MIG",
-                    "warn",
-                    "MIG is on: a process sees one slice, collectives between slices "
-                    "use no NVLink and NVML's utilisation and PCIe figures are N/A",
-                    "nvidia-smi -mig 0 (admin) where jobs need whole GPUs",
-                )
-            )
-        else:
-            out.append(_f(i, "MIG", "ok", "off" + (" (a change is pending a reset)" if pend != cur else "")))
-    out += _nvlink(i, nv, h)
-    fab = nv.call("nvmlDeviceGetGpuFabricInfo", h)
-    if not is_na(fab) and getattr(fab, "state", 0) in _FABRIC:
-        st, status = fab.state, getattr(fab, "status", 0)
-        if st == 3 and not status:
-            out.append(_f(i, "fabric manager", "ok", "NVSwitch fabric registration completed"))
-        else:
-            out.append(
-                _f(
-                    i,
-                    "fabric manager",
-                    "fail",
-                    f"NVSwitch fabric registration {_FABRIC[st]}" + (f" (status {status})" if status else ""),
-                    "start the fabric manager (systemctl start nvidia-fabricmanager) with the driver's "
-                    "version; until then CUDA fails or NVLink is unusable",
-                )
-            )
-    lim, dflt = _power(nv, h)
-    if lim is not None and dflt is not None:
-        if lim < 0.95 * dflt:
-            out.append(
-                _f(
-                    i,
-                    "power limit",
-                    "warn",
-                    f"{lim:.0f} W, below the default {dflt:.0f} W: clocks drop under load",
-                    f"nvidia-smi -pl {dflt:.0f} (admin)",
-                )
-            )
-        else:
-            out.append(_f(i, "power limit", "ok", f"{lim:.0f} W (default {dflt:.0f} W)"))
-    return out
-
-
-def _nvlink(i, nv, h) -> list[dict]:
-    states = []
-    for link in range(_NVLINK_MAX):
-        st = nv.call("nvmlDeviceGetNvLinkState", h, link)
-        if is_na(st):
-            break
-        states.append(int(st))
-    if not states or not any(states):
-        return []  # no NVLink (or none this GPU reports)
-    out = []
-    down = [k for k, s in enumerate(states) if not s]
-    if down:
-        out.append(
-            _f(
-                i,
-                "NVLink",
-                "fail",
-                f"link(s) {', '.join(map(str, down))} down of {len(states)}",
-                "check the NVLink bridge or baseboard; nvidia-smi nvlink -s; reset the GPU; persists: RMA",
-            )
-        )
-    errs = {}
-    for link, s in enumerate(states):
-        if not s:
-            continue
-        for counter, name in ((0, "replay"), (1, "recovery"), (2, "CRC flit"), (3, "CRC data")):
-            v = nv.call("nvmlDeviceGetNvLinkErrorCounter", h, link, counter)
-            if not is_na(v) and v:
-                errs[name] = errs.get(name, 0) + int(v)
-    if errs:
-        out.append(
-            _f(
-                i,
-                "NVLink errors",
-                "warn",
-                "errors on active links: " + ", ".join(f"{n} {k}" for k, n in errs.items()),
-                "nvidia-smi nvlink -e; errors that grow under load: reseat or RMA",
-            )
-        )
-    elif not down:
-        out.append(_f(i, "NVLink", "ok", f"{sum(states)} links up, no errors"))
     return out
 
 
