@@ -101,14 +101,22 @@ def matrix_figure(res):
     if not mx or len(mx.get("bw") or []) < 2:
         return None
     n = len(mx["bw"])
-    vals = [[(v or 0.0) / 1e9 for v in row] for row in mx["bw"]]
+    import matplotlib
+
+    nan = float("nan")
+    vals = [[nan if v is None else v / 1e9 for v in row] for row in mx["bw"]]
+    top = max((v for row in vals for v in row if v == v), default=1.0)
     fig = Figure(figsize=figsize(max(8.0, 1.1 * n + 3), max(4.0, 0.9 * n + 2), 100), dpi=100)
     ax = fig.add_subplot(1, 1, 1)
-    im = ax.imshow(vals, cmap="viridis", vmin=0)
+    cmap = matplotlib.colormaps["viridis"].copy()
+    cmap.set_bad("#eeeeee")  # the diagonal: no copy to itself
+    im = ax.imshow(vals, cmap=cmap, vmin=0)
     for i in range(n):
         for j in range(n):
-            text = "—" if mx["bw"][i][j] is None else f"{vals[i][j]:.0f}"
-            ax.text(j, i, text, ha="center", va="center", color="white", fontsize=FONT["value"])
+            v = vals[i][j]
+            text = "—" if v != v else f"{v:.0f}"
+            ink = "black" if v != v or v > 0.6 * top else "white"  # readable on yellow and on purple
+            ax.text(j, i, text, ha="center", va="center", color=ink, fontsize=FONT["value"])
     ax.set_xticks(range(n))
     ax.set_yticks(range(n))
     ax.set_xticklabels([f"GPU {j}" for j in range(n)], fontsize=FONT["tick"])
