@@ -108,8 +108,7 @@ def matrix_figure(res):
     top = max((v for row in vals for v in row if v == v), default=1.0)
     fig = Figure(figsize=figsize(max(8.0, 1.1 * n + 3), max(4.0, 0.9 * n + 2), 100), dpi=100)
     ax = fig.add_subplot(1, 1, 1)
-    cmap = matplotlib.colormaps["viridis"].copy()
-    cmap.set_bad("#eeeeee")  # the diagonal: no copy to itself
+    cmap = matplotlib.colormaps["viridis"].with_extremes(bad="#eeeeee")  # the diagonal: no copy to itself
     im = ax.imshow(vals, cmap=cmap, vmin=0)
     for i in range(n):
         for j in range(n):
