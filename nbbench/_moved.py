@@ -10,10 +10,9 @@ a meta path finder maps it to the module's new home and warns once, naming the n
 from __future__ import annotations
 
 import importlib
-import importlib.abc
-import importlib.util
 import sys
 import warnings
+from importlib.machinery import ModuleSpec
 
 #: old module -> new module (a package prefix maps every module under it)
 MOVED: dict[str, str] = {
@@ -56,7 +55,9 @@ def new_name(old: str) -> str | None:
     return None
 
 
-class _Alias(importlib.abc.Loader):
+class _Alias:
+    """A loader (duck-typed: importlib.abc would import importlib.resources, 10 ms at start-up)."""
+
     def __init__(self, new: str):
         self.new = new
 
@@ -70,7 +71,7 @@ class _Alias(importlib.abc.Loader):
         module.__loader__ = self.real_spec.loader
 
 
-class MovedFinder(importlib.abc.MetaPathFinder):
+class MovedFinder:
     """Finds an old path only (every other import goes on to the usual finders at once)."""
 
     def find_spec(self, fullname, path=None, target=None):
@@ -85,7 +86,7 @@ class MovedFinder(importlib.abc.MetaPathFinder):
             DeprecationWarning,
             stacklevel=3,
         )
-        return importlib.util.spec_from_loader(fullname, _Alias(new))
+        return ModuleSpec(fullname, _Alias(new))
 
 
 def install() -> None:

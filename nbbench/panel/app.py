@@ -254,9 +254,6 @@ class ControlPanel(RunDrawing):
     def show_error(self, message: str, details: str | None = None) -> None:
         self.area.show_error(message, details)
 
-    def clear_error(self) -> None:
-        self.area.error.value = ""
-
     def set_status(self, state: str, text: str) -> None:
         self.area.set_status(state, text)
 

@@ -163,9 +163,6 @@ class Watchdog(threading.Thread):
         self._seen = {r: (-1, now) for r in range(self.control.world_size) if r != self.rank}
         self._armed = True
 
-    def disarm(self) -> None:
-        self._armed = False
-
     def progress(self, fraction, metrics) -> None:
         """A progress callback for the probe: the latest state, published on the next beat."""
         with self._lock:

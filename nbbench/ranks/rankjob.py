@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..results import Result, result_class
+from ..results import Result
 from ..results.hist import LatencyHistogram
 from .aggregate import Phase, track_from_windows
 
@@ -92,10 +92,6 @@ class RankJob:
     def monitor_path(self) -> str | None:
         """Where the host's disk is watched (the probe's path)."""
         return self.params.get("path")
-
-    def failed_result(self, reason: str) -> Result:
-        res = result_class(self.kind)(params=dict(self.params))
-        return res.fail(reason)
 
     # ----------------------------------------------------------- helpers
     def _room(self, nranks: int) -> None:

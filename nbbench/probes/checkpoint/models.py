@@ -130,10 +130,6 @@ class Plan:
     def count(self) -> int:
         return len(self.specs)
 
-    @property
-    def largest_bytes(self) -> int:
-        return max((s.nbytes for s in self.specs), default=0)
-
 
 # ------------------------------------------------------------------- shapes
 def decoder_params(layers: int, hidden: int, ffn: int, vocab: int, heads: int, kv_heads: int):

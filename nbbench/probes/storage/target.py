@@ -82,10 +82,6 @@ class StorageTarget:
             "O_DIRECT or the page cache do; run the probe on the disk you want to measure"
         )
 
-    @property
-    def writable_dir(self) -> bool:
-        return self.kind == "dir"
-
     def labels(self) -> dict:
         out = {
             "path": self.path,
