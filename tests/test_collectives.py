@@ -563,3 +563,14 @@ def test_rank_zero_builds_the_nccl_result_transport_links_and_verdicts(monkeypat
     assert v["correctness"]["status"] == "ok" and res.verdict == "warn"
     assert res.labels["sizes"] == "8 B … 128 MiB ×2" and res.labels["ranks"] == 8
     assert "NCCL used P2P (channels: P2P 8)." in res.story()
+
+
+def test_nccl_without_a_gpu_is_one_line_before_any_rank_starts():
+    from nbbench.ranks.colljobs import CollectivesJob
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is visible here")
+    with pytest.raises(ProbeError) as e:
+        CollectivesJob({"backend": "nccl"}).local_checks(2)
+    assert str(e.value) == "no GPU visible: --backend nccl needs a GPU per rank (use --backend gloo on CPU)"
+    CollectivesJob({"backend": "gloo"}).local_checks(2)  # gloo: nothing to check

@@ -106,7 +106,7 @@ class CollectivesCommand(ranks.RankedCommand):
         if maxbytes is None:  # nccl-tests' 128M; on CPU 1M (a short run); never below -b
             maxbytes = max(args.minbytes, DEFAULT_MAX if args.backend == "nccl" else DEFAULT_MAX_CPU)
         if args.redop == "avg" and args.dtype not in ("half", "float", "double", "bfloat16"):
-            raise ProbeError(f"-o avg needs a float type, not {args.dtype}")
+            raise ProbeError(f"--op avg needs a float type (-d half, float, double, bfloat16), not {args.dtype}")
         try:
             sizes = size_ladder(args.minbytes, maxbytes, args.stepfactor)
         except ValueError as exc:

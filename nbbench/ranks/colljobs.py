@@ -40,6 +40,18 @@ class CollectivesJob(RankJob):
     def monitor_path(self) -> str | None:
         return None
 
+    def local_checks(self, nranks: int) -> None:
+        """In the launching process, before any rank starts: NCCL needs a GPU per local rank (one line)."""
+        if self.params.get("backend") != "nccl":
+            return
+        import torch
+
+        n = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if n == 0:
+            raise ProbeError("no GPU visible: --backend nccl needs a GPU per rank (use --backend gloo on CPU)")
+        if n < nranks:
+            raise ProbeError(f"--ranks {nranks} --backend nccl needs {nranks} GPUs on this host: {n} visible")
+
     def preflight(self, env) -> None:
         if self.params.get("backend") == "nccl":
             import torch

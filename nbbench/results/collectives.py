@@ -154,6 +154,8 @@ class CollectivesResult(Result):
 
     def story(self) -> list[str]:
         """The plateau's meaning, the transport NCCL used and the variables in force."""
+        if self.status == "failed" or not self.rows:
+            return []  # the reason is the answer
         out = ["busbw: the plateau, median of the three largest sizes (algbw × the operation's factor)."]
         t = self.extra.get("transport")
         if t and t.get("main"):
@@ -164,7 +166,9 @@ class CollectivesResult(Result):
                 + "."
             )
         elif self.labels.get("backend") == "nccl":
-            out.append("NCCL's transport is not known (NCCL_DEBUG was set by the user: its lines went elsewhere).")
+            out.append(
+                "NCCL's transport is not known: NCCL_DEBUG was set outside nbbench, so its lines went where it says."
+            )
         env = self.extra.get("nccl_env") or {}
         if env and self.labels.get("backend") == "nccl":
             out.append("NCCL variables in force: " + ", ".join(f"{k}={v}" for k, v in env.items()) + ".")
