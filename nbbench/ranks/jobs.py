@@ -17,6 +17,7 @@ from ..results import ProbeError, Result
 from ..units import parse_size
 from .aggregate import Phase
 from .ckptjobs import CheckpointJob, ShardsJob
+from .colljobs import CollectivesJob
 from .rankjob import RankJob, merge_hists, sum_metrics
 
 __all__ = ["RankJob", "DdJob", "RandreadJob", "FilesJob", "CheckpointJob", "ShardsJob", "job_for", "JOBS"]
@@ -209,6 +210,7 @@ JOBS: dict[str, type[RankJob]] = {
     "files": FilesJob,
     "checkpoint": CheckpointJob,
     "shards": ShardsJob,
+    "collectives": CollectivesJob,
 }
 
 

@@ -62,6 +62,8 @@ KINDS: dict[str, str] = {
     "doctor": "nbbench.results.doctor:DoctorResult",
     "env": "nbbench.results.env:EnvResult",
     "vs": "nbbench.results.interleave:InterleaveResult",
+    "collectives": "nbbench.results.collectives:CollectivesResult",
+    "copies": "nbbench.results.copies:CopiesResult",
 }
 #: kinds registered at run time with :func:`register` (user code, tests)
 _REGISTRY: dict[str, type[Result]] = {}
