@@ -86,6 +86,7 @@ class FeedCommand(ranks.RankedCommand):
 
     def run(self, args, ctx):
         from ...probes.pipeline.feed import feed
+        from ...probes.pipeline.params import feed_kwargs
 
         params = dict(self.params(args), path=po.dataset_path(args.path))
         value = ranks.dispatch(self.name, "feed", args, ctx, params, f"feed {args.path}")
@@ -98,23 +99,8 @@ class FeedCommand(ranks.RankedCommand):
                 "of .tar shards, or s3://BUCKET/PREFIX of tar shards or image objects"
             )
         require_torch("feed")
+        kwargs = feed_kwargs(params)  # what a rank's feed takes too (ranks.sweepfeed)
         return ctx.run_probe(
             f"feed {args.path}",
-            lambda p, cancel: feed(
-                path,
-                accelerator=args.accelerator,
-                batch_size=args.batch_size,
-                num_workers=args.workers,
-                decode=args.decode,
-                duration=args.duration,
-                warmup=args.warmup,
-                cold=args.cold,
-                size=args.size,
-                max_files=args.max_files,
-                count=args.count,
-                progress=p,
-                cancel=cancel,
-                endpoint_url=args.endpoint_url,
-                region=args.region,
-            ),
+            lambda p, cancel: feed(path, num_workers=args.workers, progress=p, cancel=cancel, **kwargs),
         )

@@ -68,6 +68,7 @@ class SweepCommand(ranks.RankedCommand):
         ranks.add_rank_options(parser)
 
     def run(self, args, ctx):
+        from ...probes.pipeline.params import sweep_kwargs
         from ...probes.pipeline.sweep import sweep
 
         params = self.params(args)
@@ -96,22 +97,10 @@ class SweepCommand(ranks.RankedCommand):
             raise ProbeError("--prefetch values must be 1 or more")
         if 0 in args.batch_size:
             raise ProbeError("--batch-size values must be 1 or more")
-        step = po.step_of(args)
+        kwargs = sweep_kwargs(params)  # what a rank's sweep takes too (ranks.sweepfeed)
         res = ctx.run_probe(
             f"sweep {args.source or args.dataset}",
-            lambda p, cancel: sweep(
-                target,
-                num_workers=args.workers,
-                batch_size=args.batch_size,
-                pin_memory=args.pin_memory,
-                prefetch_factor=args.prefetch,
-                persistent_workers=args.persistent,
-                step=step,
-                duration=args.duration,
-                warmup=args.warmup,
-                progress=p,
-                cancel=cancel,
-            ),
+            lambda p, cancel: sweep(target, progress=p, cancel=cancel, **kwargs),
         )
         if is_dir:
             res.params["path"] = str(target.root)
