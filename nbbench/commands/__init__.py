@@ -186,9 +186,7 @@ def add_common_options(parser, ctx: Context, saves: bool = True) -> None:
         parser.add_argument(
             "--label", metavar="TEXT", default=None, help="label the stored result (for history and compare)"
         )
-        parser.add_argument(
-            "--no-save", dest="no_save", action="store_true", help="do not save the result in the store"
-        )
+        parser.add_argument("--no-save", action="store_true", help="do not save the result in the store")
 
 
 class Command:

@@ -44,7 +44,6 @@ class GpuCommand(Command):
         )
         p.add_argument(
             "--load-seconds",
-            dest="load_seconds",
             type=float,
             default=5.0,
             metavar="S",

@@ -96,7 +96,7 @@ class CollectivesCommand(ranks.RankedCommand):
             default=list(_OPS),
             help="operations, comma-separated (default all: " + ",".join(_OPS) + ")",
         )
-        parser.add_argument("--inject-wrong", dest="inject_wrong", type=options.nonneg_int, help=argparse.SUPPRESS)
+        parser.add_argument("--inject-wrong", type=options.nonneg_int, help=argparse.SUPPRESS)
         ranks.add_rank_options(parser)
 
     def run(self, args, ctx):
@@ -141,9 +141,7 @@ class CopiesCommand(Command):
         parser.add_argument(
             "--bytes", dest="nbytes", type=options.size, default="256M", help="host↔device copy size (default 256M)"
         )
-        parser.add_argument(
-            "--p2p-bytes", dest="p2p_bytes", type=options.size, default="64M", help="GPU→GPU copy size (default 64M)"
-        )
+        parser.add_argument("--p2p-bytes", type=options.size, default="64M", help="GPU→GPU copy size (default 64M)")
         parser.add_argument(
             "-n", "--iters", type=options.int_range(1, 1000), default=10, help="timed copies each (default 10)"
         )

@@ -53,9 +53,7 @@ class FeedCommand(ranks.RankedCommand):
             default=1,
             help="how many such accelerators you mean to feed (1): what limits it is judged against their need",
         )
-        parser.add_argument(
-            "--batch-size", dest="batch_size", type=options.positive_int, default=64, help="batch size (64)"
-        )
+        parser.add_argument("--batch-size", type=options.positive_int, default=64, help="batch size (64)")
         parser.add_argument(
             "--workers", type=options.nonneg_int, default=None, help="num_workers (default the usable CPUs)"
         )
@@ -75,7 +73,6 @@ class FeedCommand(ranks.RankedCommand):
         )
         parser.add_argument(
             "--max-files",
-            dest="max_files",
             type=options.positive_int,
             default=20000,
             help="a random subset of a larger folder (20000)",

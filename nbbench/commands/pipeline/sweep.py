@@ -45,19 +45,14 @@ class SweepCommand(ranks.RankedCommand):
             default=None,
             help="num_workers values, e.g. 0,2,4,8 (default 0,1,2,4… up to the usable CPUs)",
         )
-        parser.add_argument(
-            "--batch-size", dest="batch_size", type=options.int_list, default=[64], help="batch sizes, e.g. 64,256 (64)"
-        )
+        parser.add_argument("--batch-size", type=options.int_list, default=[64], help="batch sizes, e.g. 64,256 (64)")
         parser.add_argument(
             "--pin-memory",
-            dest="pin_memory",
             type=options.bool_list,
             default=[False],
             help="pin_memory values, e.g. false,true (false)",
         )
-        parser.add_argument(
-            "--prefetch", dest="prefetch", type=options.int_list, default=[2], help="prefetch_factor values (2)"
-        )
+        parser.add_argument("--prefetch", type=options.int_list, default=[2], help="prefetch_factor values (2)")
         parser.add_argument("--no-persistent", dest="persistent", action="store_false", help="persistent_workers=False")
         parser.add_argument(
             "--duration", type=options.duration, default=2.0, help="measured seconds per configuration (2)"
