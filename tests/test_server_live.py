@@ -65,9 +65,8 @@ def test_verdict_line_words():
         line
         == "kernel train.ipynb: CPU-bound in its 4 child processes (4 cores); GPU 0 idle 62 %; machine: partly busy"
     )
-    assert verdict_line("idle", [], [], "no GPU visible: NVML unavailable — details") == (
-        "no GPU visible: NVML unavailable; machine: idle"
-    )
+    # the reason is said once, on the GPU line under the verdict (the metrics' gpu_note), not in the verdict too
+    assert verdict_line("idle", [], [], "no GPU visible: NVML unavailable — details") == "no GPU visible; machine: idle"
 
 
 def test_machine_figures_average_the_window():

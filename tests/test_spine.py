@@ -41,7 +41,7 @@ def _actions(name: str) -> dict[str, argparse.Action]:
 
 
 #: values tried in turn until one parses to something other than the default
-CANDIDATES = ["3M", "3", "2.5", "0.5", "2,3", "false,true", "a100-unet3d", "mod:fn", "x", "1", "0"]
+CANDIDATES = ["3M", "3", "2.5", "0.5", "2,3", "false,true", "a100-unet3d", "mod:fn", "x", "1", "0", "all_reduce"]
 
 
 def _other_value(action: argparse.Action) -> list[str]:
@@ -84,7 +84,8 @@ def test_every_ranked_command_is_found():
 @pytest.mark.parametrize("name,dest", list(_cases()))
 def test_each_option_arrives_in_the_ranks_job(name, dest, tmp_path, capture):
     action = _actions(name)[dest]
-    argv = [name, str(tmp_path), *_other_value(action), "--ranks", "2"]
+    positional = any(not a.option_strings for a in _actions(name).values())  # collectives takes no path
+    argv = [name, *([str(tmp_path)] if positional else []), *_other_value(action), "--ranks", "2"]
     ctx = Context(frontend="cli")
     try:
         inv = commands.parse(argv, ctx)

@@ -4,8 +4,9 @@
 # the jupyterlab package (its jlpm, and its staging package.json: the versions of the shared
 # JupyterLab packages the extension is built against).  Usage: tools/build-labextension.sh PYTHON
 set -euo pipefail
-cd "$(dirname "$0")/../labextension"
 PY="${1:-python3}"
+case "$PY" in */*) PY="$(cd "$(dirname "$PY")" && pwd)/$(basename "$PY")" ;; esac  # before the cd below
+cd "$(dirname "$0")/../labextension"
 BIN="$(dirname "$("$PY" -c 'import sys; print(sys.executable)')")"
 JLPM="$BIN/jlpm"
 [ -x "$JLPM" ] || { echo "build-labextension: no jlpm next to $PY (install jupyterlab)" >&2; exit 1; }

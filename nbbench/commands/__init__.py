@@ -58,6 +58,14 @@ __all__ = [
 # name: ("module:Class", one-line help).  Order is the order of the help listing.
 REGISTRY: dict[str, tuple[str, str]] = {
     "gpu": ("nbbench.commands.gpu:GpuCommand", "check the GPU stack: CUDA, driver, versions, a short benchmark"),
+    "collectives": (
+        "nbbench.commands.gpunode:CollectivesCommand",
+        "nccl-tests on N ranks: all-reduce, all-gather… busbw by size, checked, against the GPU link",
+    ),
+    "copies": (
+        "nbbench.commands.gpunode:CopiesCommand",
+        "host↔device pageable vs pinned, and the GPU-to-GPU bandwidth and latency matrix",
+    ),
     "env": ("nbbench.commands.env:EnvCommand", "environment fingerprint; export exact package versions"),
     "dd": ("nbbench.commands.storage.disk:DdCommand", "sequential write then read, like dd (direct or buffered)"),
     "randread": (
@@ -178,9 +186,7 @@ def add_common_options(parser, ctx: Context, saves: bool = True) -> None:
         parser.add_argument(
             "--label", metavar="TEXT", default=None, help="label the stored result (for history and compare)"
         )
-        parser.add_argument(
-            "--no-save", dest="no_save", action="store_true", help="do not save the result in the store"
-        )
+        parser.add_argument("--no-save", action="store_true", help="do not save the result in the store")
 
 
 class Command:

@@ -35,6 +35,20 @@ class GpuCommand(Command):
             help="timed iterations per benchmark inside one run, {} to {}, median reported (default 10); "
             "--repeat N repeats the whole run".format(*limits.GPU_ITERS),
         )
+        p.add_argument(
+            "--health",
+            action="store_true",
+            help="read each GPU's health through NVML under a short matmul load: clocks event reasons, PCIe link "
+            "vs its maximum, ECC, row remaps, Xid during the run, persistence, MIG, NVLink, fabric manager, "
+            "power limit (findings are checks: they set the exit code)",
+        )
+        p.add_argument(
+            "--load-seconds",
+            type=float,
+            default=5.0,
+            metavar="S",
+            help="with --health: how long the load runs (default 5)",
+        )
         # the old name, kept working but not shown: "--repeat" (whole runs) is another option
         p.add_argument(
             "--repeats", dest="iters", type=options.int_range(limits.GPU_ITERS), default=10, help=argparse.SUPPRESS
@@ -43,4 +57,10 @@ class GpuCommand(Command):
     def run(self, args, ctx):
         from ..probes.gpu import check
 
-        return check(benchmark=args.bench, matmul_size=args.size, repeats=args.iters)
+        return check(
+            benchmark=args.bench,
+            matmul_size=args.size,
+            repeats=args.iters,
+            health=args.health,
+            health_seconds=args.load_seconds,
+        )

@@ -80,7 +80,6 @@ class CompareCommand(Command):
 
         p.add_argument(
             "--fail-if-worse",
-            dest="fail_if_worse",
             type=percentage,
             default=None,
             metavar="PCT",

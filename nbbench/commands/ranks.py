@@ -58,7 +58,6 @@ def add_rank_options(parser, file_per_rank: bool = False) -> None:
     )
     g.add_argument(
         "--rdzv-host",
-        dest="rdzv_host",
         default=None,
         metavar="HOST",
         help="with --nnodes: the host:port the printed lines meet at (default: a placeholder)",
@@ -71,14 +70,12 @@ def add_rank_options(parser, file_per_rank: bool = False) -> None:
     )
     g.add_argument(
         "--no-dist",
-        dest="no_dist",
         action="store_true",
         help="never act as a rank, even where WORLD_SIZE/RANK or SLURM_* say this is one",
     )
     if file_per_rank:
         g.add_argument(
             "--file-per-rank",
-            dest="file_per_rank",
             action="store_true",
             help="in a directory: each rank reads a file of its own (default: one file rank 0 "
             "writes, read by every rank)",

@@ -16,6 +16,7 @@ from .gate import parse_pct
 from .likeness import HIDDEN_PARAMS, MODE_LABELS, TARGET_LABELS
 from .model import Comparison, ComparisonGroup, _num
 from .select import pools_by_kind, resolve
+from .sizes import size_notes
 
 __all__ = ["compare"]
 
@@ -102,6 +103,7 @@ def compare(
         if missing:
             g.notes.append(f"{', '.join(missing)} {'has' if len(missing) == 1 else 'have'} no {kind} run")
         _like_for_like(g)
+        g.notes += size_notes(g)  # a figure per size (collectives' busbw): from which size on it changed
         g.notes += _env_diff(runs, store)
         cmp.groups.append(g)
     if not cmp.groups:

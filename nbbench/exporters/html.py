@@ -138,6 +138,8 @@ def export(data, path=None, files=None) -> str:
             parts.append(f"<pre>{esc(str(r))}</pre><div class='warn'>(its HTML view failed: {esc(str(exc))})</div>")
         try:
             fig, why = sample_plot(r)
+            if fig is None and r.kind in ("collectives", "copies"):  # by size / the GPU matrix, not over time
+                fig, why = r.figure(), None
         except Exception:  # noqa: BLE001
             fig, why = None, None
         if fig is not None:

@@ -65,12 +65,16 @@ def check(
     matmul_size: int = 4096,
     copy_bytes: int = 256 * 2**20,
     repeats: int = 10,
+    health: bool = False,
+    health_seconds: float = 5.0,
 ) -> GpuCheckResult:
     """Check the GPU stack.
 
     ``torch``: the torch module (default: import it; ``None`` = not installed).
     ``nvml``: an :class:`~nbbench.nvml.Nvml` (default: the real one).
     ``benchmark``: when CUDA works, time matmuls and host↔device copies.
+    ``health``: read the GPUs' health through NVML while a matmul load runs ``health_seconds`` on each
+    (:mod:`nbbench.probes.gpunode.health`); its judged findings are verdicts, so they gate the exit code.
     """
     from .limits import check as within
 
@@ -252,6 +256,12 @@ def check(
             res.labels["benchmark"] = f"median of {repeats} after warm-up, CUDA events"
         except Exception as exc:  # noqa: BLE001 - a failed benchmark is a verdict
             verdict("sanity benchmark", "fail", f"the matmul/copy benchmark failed: {exc}")
+    if health:
+        from .gpunode.health import as_verdicts, matmul_load, read_health
+
+        h = read_health(nv, load=matmul_load(torch) if cuda_ok else None, seconds=health_seconds)
+        res.extra["health"] = h
+        verdicts += as_verdicts(h)
     res.extra["verdicts"] = verdicts
     return res.finish("ok")
 

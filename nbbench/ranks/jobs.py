@@ -17,6 +17,7 @@ from ..results import ProbeError, Result
 from ..units import parse_size
 from .aggregate import Phase
 from .ckptjobs import CheckpointJob, ShardsJob
+from .colljobs import CollectivesJob
 from .rankjob import RankJob, merge_hists, sum_metrics
 
 # The probes are imported inside the jobs' methods: a rank, which unpickles its job, loads only
@@ -31,6 +32,7 @@ class DdJob(RankJob):
 
     kind = "dd"
     phases = [Phase("write", ("write_bytes_per_s",), "write_bw"), Phase("read", ("read_bytes_per_s",), "read_bw")]
+    tracked = {op: (f"{op}_elapsed_s", {f"{op}_bytes_per_s": f"{op}_total_bytes"}) for op in ("write", "read")}
 
     def __init__(self, params):
         super().__init__(params)
@@ -51,15 +53,6 @@ class DdJob(RankJob):
     def preflight(self, env) -> None:
         self.local_checks(env.world_size)
 
-    def tracks(self, res, clock):
-        out = {}
-        for op in ("write", "read"):
-            key = f"{op}_bytes_per_s"
-            tr = self._track(res, clock, op, f"{op}_bw", {key: key}, f"{op}_elapsed_s", {key: f"{op}_total_bytes"})
-            if tr is not None:
-                out[op] = tr
-        return out
-
     def finish(self, res, records):
         sum_metrics(res, records, ("write_total_bytes", "read_total_bytes"))
 
@@ -72,6 +65,7 @@ class RandreadJob(RankJob):
 
     kind = "randread"
     phases = [Phase("read", ("iops", "read_bytes_per_s"), "bw")]
+    tracked = {"read": ("runtime_s", {"iops": "ios_count", "read_bytes_per_s": "read_total_bytes"})}
 
     def __init__(self, params):
         super().__init__(params)
@@ -151,18 +145,6 @@ class RandreadJob(RankJob):
             res.labels["shared_file"] = "no: a file per rank"
         return res
 
-    def tracks(self, res, clock):
-        tr = self._track(
-            res,
-            clock,
-            "read",
-            "bw",
-            {"iops": "iops", "read_bytes_per_s": "read_bytes_per_s"},
-            "runtime_s",
-            {"iops": "ios_count", "read_bytes_per_s": "read_total_bytes"},
-        )
-        return {"read": tr} if tr is not None else {}
-
     def finish(self, res, records):
         merge_hists(res, records)
         res.labels["file_per_rank"] = bool(self.params.get("file_per_rank"))
@@ -175,6 +157,7 @@ class FilesJob(RankJob):
 
     kind = "files"
     phases = [Phase("read", ("files_per_s", "read_bytes_per_s"), "bw")]
+    tracked = {"read": ("elapsed_s", {"files_per_s": "files_count", "read_bytes_per_s": "read_total_bytes"})}
 
     def preflight(self, env) -> None:
         from ..probes.storage.target import inspect
@@ -185,18 +168,6 @@ class FilesJob(RankJob):
 
     def run(self, progress, cancel) -> Result:
         return self.call_probe(shard=(self.rank, self.world_size), progress=progress, cancel=cancel, ready=self.ready)
-
-    def tracks(self, res, clock):
-        tr = self._track(
-            res,
-            clock,
-            "read",
-            "bw",
-            {"files_per_s": "files_per_s", "read_bytes_per_s": "read_bytes_per_s"},
-            "elapsed_s",
-            {"files_per_s": "files_count", "read_bytes_per_s": "read_total_bytes"},
-        )
-        return {"read": tr} if tr is not None else {}
 
     def finish(self, res, records):
         merge_hists(res, records)
@@ -212,6 +183,7 @@ JOBS: dict[str, type[RankJob]] = {
     "files": FilesJob,
     "checkpoint": CheckpointJob,
     "shards": ShardsJob,
+    "collectives": CollectivesJob,
 }
 
 

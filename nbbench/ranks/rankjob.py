@@ -81,8 +81,20 @@ class RankJob:
 
         return catalog.get(self.kind).call(self.params, **runtime)
 
+    #: phase name -> (the metric holding its seconds, rate -> the metric holding its total): what the
+    #: default :meth:`tracks` needs to put each of :attr:`phases`' windows on the common clock
+    tracked: dict[str, tuple[str, dict[str, str]]] = {}
+
     def tracks(self, res: Result, clock) -> dict[str, dict]:
-        return {}
+        """Each tracked phase's rates over its windows, on the common clock (what the aggregate sums)."""
+        out = {}
+        for ph in self.phases:
+            if ph.name in self.tracked:
+                elapsed_key, totals = self.tracked[ph.name]
+                tr = self._track(res, clock, ph.name, ph.series, {k: k for k in ph.keys}, elapsed_key, totals)
+                if tr is not None:
+                    out[ph.name] = tr
+        return out
 
     def finish(self, res: Result, records: list[dict]) -> None:
         pass

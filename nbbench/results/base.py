@@ -61,6 +61,8 @@ KINDS: dict[str, str] = {
     "doctor": "nbbench.results.system.doctor:DoctorResult",
     "env": "nbbench.results.system.env:EnvResult",
     "vs": "nbbench.results.interleave:InterleaveResult",
+    "collectives": "nbbench.results.collectives:CollectivesResult",
+    "copies": "nbbench.results.copies:CopiesResult",
 }
 #: kinds registered at run time with :func:`register` (user code, tests)
 _REGISTRY: dict[str, type[Result]] = {}

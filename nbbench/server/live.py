@@ -84,8 +84,8 @@ def verdict_line(machine: str, gpus: list[dict], kernels: list[dict], gpu_note: 
         u = g.get("util_pct")
         if u is not None:
             parts.append(f"GPU {g['index']} {'busy' if u >= 50 else 'idle'} {100 - u if u < 50 else u:.0f} %")
-    if not gpus and gpu_note:  # the reason's first words (the metrics' gpu_note has it whole)
-        parts.append(gpu_note.split(" — ")[0])
+    if not gpus and gpu_note:  # "no GPU visible": the reason is said once, in the metrics' gpu_note
+        parts.append(gpu_note.split(":")[0])
     if machine:
         parts.append(f"machine: {machine}")
     return "; ".join(parts)

@@ -75,7 +75,7 @@ class MonitorCommand(Command):
             metavar="S",
             help="no cell or program: watch for S seconds (0: until Stop / Ctrl-C)",
         )
-        parser.add_argument("--no-plot", dest="no_plot", action="store_true", help="no live plot, only the summary")
+        parser.add_argument("--no-plot", action="store_true", help="no live plot, only the summary")
         parser.add_argument(
             "command",
             nargs=argparse.REMAINDER,

@@ -62,7 +62,7 @@ class WatchCommand(Command):
         parser.add_argument(
             "--stop", action="store_true", help="stop the background monitor and save it as a monitor run"
         )
-        parser.add_argument("--no-plot", dest="no_plot", action="store_true", help="no live view")
+        parser.add_argument("--no-plot", action="store_true", help="no live view")
 
     def run(self, args, ctx):
         if args.stop:

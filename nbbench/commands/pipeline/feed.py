@@ -53,9 +53,7 @@ class FeedCommand(ranks.RankedCommand):
             default=1,
             help="how many such accelerators you mean to feed (1): what limits it is judged against their need",
         )
-        parser.add_argument(
-            "--batch-size", dest="batch_size", type=options.positive_int, default=64, help="batch size (64)"
-        )
+        parser.add_argument("--batch-size", type=options.positive_int, default=64, help="batch size (64)")
         parser.add_argument(
             "--workers", type=options.nonneg_int, default=None, help="num_workers (default the usable CPUs)"
         )
@@ -75,7 +73,6 @@ class FeedCommand(ranks.RankedCommand):
         )
         parser.add_argument(
             "--max-files",
-            dest="max_files",
             type=options.positive_int,
             default=20000,
             help="a random subset of a larger folder (20000)",
@@ -86,6 +83,7 @@ class FeedCommand(ranks.RankedCommand):
 
     def run(self, args, ctx):
         from ...probes.pipeline.feed import feed
+        from ...probes.pipeline.params import feed_kwargs
 
         params = dict(self.params(args), path=po.dataset_path(args.path))
         value = ranks.dispatch(self.name, "feed", args, ctx, params, f"feed {args.path}")
@@ -98,23 +96,8 @@ class FeedCommand(ranks.RankedCommand):
                 "of .tar shards, or s3://BUCKET/PREFIX of tar shards or image objects"
             )
         require_torch("feed")
+        kwargs = feed_kwargs(params)  # what a rank's feed takes too (ranks.sweepfeed)
         return ctx.run_probe(
             f"feed {args.path}",
-            lambda p, cancel: feed(
-                path,
-                accelerator=args.accelerator,
-                batch_size=args.batch_size,
-                num_workers=args.workers,
-                decode=args.decode,
-                duration=args.duration,
-                warmup=args.warmup,
-                cold=args.cold,
-                size=args.size,
-                max_files=args.max_files,
-                count=args.count,
-                progress=p,
-                cancel=cancel,
-                endpoint_url=args.endpoint_url,
-                region=args.region,
-            ),
+            lambda p, cancel: feed(path, num_workers=args.workers, progress=p, cancel=cancel, **kwargs),
         )

@@ -81,14 +81,13 @@ class LoaderCommand(ranks.RankedCommand):
         )
         parser.add_argument(
             "--batch-size",
-            dest="batch_size",
             type=options.positive_int,
             default=64,
             help="for a folder: batch size (64)",
         )
         po.add_dir_loader_options(parser, "")
         po.add_s3_options(parser)
-        parser.add_argument("--no-plot", dest="no_plot", action="store_true", help="no live plot")
+        parser.add_argument("--no-plot", action="store_true", help="no live plot")
         ranks.add_rank_options(parser)
 
     def run(self, args, ctx):

@@ -75,7 +75,6 @@ def add_dir_loader_options(parser, workers_default_help: str) -> None:
 def add_s3_options(parser) -> None:
     parser.add_argument(
         "--endpoint-url",
-        dest="endpoint_url",
         default=None,
         help="for an s3:// dataset: an S3-compatible endpoint, e.g. http://127.0.0.1:9000",
     )

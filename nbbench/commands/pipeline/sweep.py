@@ -45,19 +45,14 @@ class SweepCommand(ranks.RankedCommand):
             default=None,
             help="num_workers values, e.g. 0,2,4,8 (default 0,1,2,4… up to the usable CPUs)",
         )
-        parser.add_argument(
-            "--batch-size", dest="batch_size", type=options.int_list, default=[64], help="batch sizes, e.g. 64,256 (64)"
-        )
+        parser.add_argument("--batch-size", type=options.int_list, default=[64], help="batch sizes, e.g. 64,256 (64)")
         parser.add_argument(
             "--pin-memory",
-            dest="pin_memory",
             type=options.bool_list,
             default=[False],
             help="pin_memory values, e.g. false,true (false)",
         )
-        parser.add_argument(
-            "--prefetch", dest="prefetch", type=options.int_list, default=[2], help="prefetch_factor values (2)"
-        )
+        parser.add_argument("--prefetch", type=options.int_list, default=[2], help="prefetch_factor values (2)")
         parser.add_argument("--no-persistent", dest="persistent", action="store_false", help="persistent_workers=False")
         parser.add_argument(
             "--duration", type=options.duration, default=2.0, help="measured seconds per configuration (2)"
@@ -68,6 +63,7 @@ class SweepCommand(ranks.RankedCommand):
         ranks.add_rank_options(parser)
 
     def run(self, args, ctx):
+        from ...probes.pipeline.params import sweep_kwargs
         from ...probes.pipeline.sweep import sweep
 
         params = self.params(args)
@@ -96,22 +92,10 @@ class SweepCommand(ranks.RankedCommand):
             raise ProbeError("--prefetch values must be 1 or more")
         if 0 in args.batch_size:
             raise ProbeError("--batch-size values must be 1 or more")
-        step = po.step_of(args)
+        kwargs = sweep_kwargs(params)  # what a rank's sweep takes too (ranks.sweepfeed)
         res = ctx.run_probe(
             f"sweep {args.source or args.dataset}",
-            lambda p, cancel: sweep(
-                target,
-                num_workers=args.workers,
-                batch_size=args.batch_size,
-                pin_memory=args.pin_memory,
-                prefetch_factor=args.prefetch,
-                persistent_workers=args.persistent,
-                step=step,
-                duration=args.duration,
-                warmup=args.warmup,
-                progress=p,
-                cancel=cancel,
-            ),
+            lambda p, cancel: sweep(target, progress=p, cancel=cancel, **kwargs),
         )
         if is_dir:
             res.params["path"] = str(target.root)

@@ -127,14 +127,12 @@ class ShardsCommand(PathProbeCommand):
         parser.add_argument("--bs", type=options.size, default="1M", help="each read's size (default 1M)")
         parser.add_argument(
             "--min-size",
-            dest="min_size",
             type=options.size,
             default="1M",
             help="without .tar or chunk files: read files of this size or more (default 1M)",
         )
         parser.add_argument(
             "--max-bytes",
-            dest="max_bytes",
             type=options.size,
             default=None,
             help="read at most this much, a random subset of the shards (default: half the "
@@ -145,7 +143,6 @@ class ShardsCommand(PathProbeCommand):
         parser.add_argument("--seed", type=options.nonneg_int, default=0, help="the shuffle's seed")
         parser.add_argument(
             "--endpoint-url",
-            dest="endpoint_url",
             default=None,
             help="with s3://: an S3-compatible endpoint, e.g. http://127.0.0.1:9000",
         )

@@ -36,7 +36,6 @@ class MakeDatasetCommand(Command):
         )
         parser.add_argument(
             "--shard-size",
-            dest="shard_size",
             type=options.size,
             default="32M",
             help="about this size each shard (default 32M)",

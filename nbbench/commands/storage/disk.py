@@ -26,7 +26,6 @@ def _add_cache(parser, default_help="O_DIRECT where the filesystem accepts it (d
     g = parser.add_mutually_exclusive_group()
     g.add_argument(
         "--direct",
-        dest="direct",
         action="store_const",
         const=True,
         default=None,

@@ -64,7 +64,6 @@ class S3Command(Command):
         )
         parser.add_argument(
             "--endpoint-url",
-            dest="endpoint_url",
             type=_endpoint,
             default=None,
             help="an S3-compatible endpoint, e.g. http://127.0.0.1:9000 (default: AWS's)",
@@ -78,7 +77,6 @@ class S3Command(Command):
         )
         parser.add_argument(
             "--max-streams",
-            dest="max_streams",
             type=_streams,
             default=32,
             help="the sweep's last level: 1, 2, 4, … up to this (default 32)",
@@ -96,14 +94,12 @@ class S3Command(Command):
         )
         parser.add_argument(
             "--sweep-runtime",
-            dest="sweep_runtime",
             type=options.duration,
             default=1.5,
             help="seconds per sweep level (default 1.5)",
         )
         parser.add_argument(
             "--part-size",
-            dest="part_size",
             type=options.size,
             default="8M",
             help="ranged GETs' part size (default 8M), against whole-object GETs",
@@ -113,7 +109,6 @@ class S3Command(Command):
         )
         parser.add_argument(
             "--max-keys",
-            dest="max_keys",
             type=options.positive_int,
             default=100_000,
             help="list at most this many keys (default 100000)",
@@ -127,14 +122,12 @@ class S3Command(Command):
         )
         parser.add_argument(
             "--write-size",
-            dest="write_size",
             type=options.size,
             default="8M",
             help="with --write: each PUT's size (default 8M)",
         )
         parser.add_argument(
             "--write-count",
-            dest="write_count",
             type=_write_count,
             default=16,
             help="with --write: how many PUTs (default 16, at most 10000)",

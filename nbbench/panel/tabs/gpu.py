@@ -16,6 +16,7 @@ OPTION_FIELDS = {
         ("--no-bench", "sanity benchmark when CUDA works (matmul FLOP/s, host↔device copies)"),
         ("--size", "matmul N", "160px"),
         ("--iters", "iterations", "150px"),
+        ("--health", "health under load (NVML: clocks, PCIe link, ECC, row remaps, Xid, NVLink…)"),
     ]
 }
 #: left out on purpose, and why (tests/test_panel_options.py fails on an option neither shown nor here)
@@ -28,6 +29,7 @@ NOT_FIELDS = {
     "--label": "the panel's 'label' field",
     "--repeat": "the 'runs' field (repeat_field), shared by the measuring tabs",
     "--repeats": "the old name of --iters, hidden in the parser too",
+    "--load-seconds": "the health read's load length: its default (5 s) trains the links up; %iobench sets it",
 }
 
 
@@ -51,7 +53,7 @@ class GpuTab(Tab):
             "<span style='color:#555'>Checks torch's CUDA build against the driver, lists the devices "
             "(PCIe link, MIG, memory) and gives a verdict per check. Without a GPU it says why.</span>"
         )
-        kids = [help_, self.bench, self.bench_box]
+        kids = [help_, self.bench, self.bench_box, self.opts["--health"]]
         if note:
             kids.append(w.HTML(f"<span style='color:#c62828'>not available: {note}</span>"))
         return w.VBox(kids)

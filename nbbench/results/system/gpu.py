@@ -100,11 +100,16 @@ class GpuCheckResult(Result):
     def story(self) -> list[str]:
         """What to do about it: the rest of the reason after what the answer said ("fix: install
         a CUDA build, e.g. pip install torch …"); nothing said twice."""
+        out = [
+            f"health: {f['message']}"
+            for f in (self.extra.get("health") or {}).get("findings") or []
+            if f.get("gpu") is None and f.get("status") is None  # "no GPU visible: …": said once
+        ]
         if self.available or not self.reason:
-            return []
+            return out
         said = first_clause(self.reason)
         rest = self.reason[len(said) :].lstrip(": ").strip()
-        return [f"fix: {rest}"] if rest else []
+        return ([f"fix: {rest}"] if rest else []) + out
 
     def sections(self) -> list[Section]:
         """The checks (open, each with its status) but the one the answer already says, the
