@@ -46,3 +46,19 @@ def test_a_registered_drawer_is_the_one_called(monkeypatch):
 def test_an_unknown_drawer_says_so():
     with pytest.raises(drawing.NoDrawer, match="no drawer for 'no-such-figure'"):
         drawing.draw("no-such-figure")
+
+
+def test_every_drawer_the_package_asks_for_is_registered():
+    import re
+    from pathlib import Path
+
+    from nbbench.plots import backend
+
+    root = Path(backend.__file__).resolve().parents[1]
+    asked = {
+        m.group(1)
+        for p in root.rglob("*.py")
+        for m in re.finditer(r"drawing\.draw(?:er)?\(\s*\"([a-z_0-9]+)\"", p.read_text())
+    }
+    assert asked and asked <= set(backend.DRAWERS), sorted(asked - set(backend.DRAWERS))
+    assert all(drawing.drawer(name) is fn for name, fn in backend.DRAWERS.items())

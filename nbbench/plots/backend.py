@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ..results import drawing
 from .compare import bar_chart
+from .gpunode import busbw_figure, busbw_png, matrix_figure
 from .monitor import monitor_figure
 from .objects import s3_sweep_figure
 from .png import figure_png
@@ -16,6 +17,9 @@ from .sweep import sweep_figure, sweep_png
 
 DRAWERS = {
     "png": figure_png,
+    "busbw": busbw_figure,
+    "busbw_png": busbw_png,
+    "copy_matrix": matrix_figure,
     "compare": bar_chart,
     "monitor": monitor_figure,
     "s3_sweep": s3_sweep_figure,

@@ -19,6 +19,7 @@ Metrics: ``{op}_busbw_bytes_per_s`` (the plateau: median of the three largest si
 from __future__ import annotations
 
 from ..units import format_rate
+from . import drawing
 from .base import Result, register
 from .present import SEP, Section
 from .verdict import worst_verdict
@@ -217,13 +218,10 @@ class CollectivesResult(Result):
         return out + [s for s in super().sections() if s.css != "nbbench-metrics"]
 
     def figure(self):
-        """busbw by size, one line per operation, the expected link dashed (:mod:`nbbench.plots.gpunode`)."""
-        from ..plots.gpunode import busbw_figure
-
-        return busbw_figure(self)
+        """busbw by size, one line per operation, the expected link dashed (the "busbw" drawer:
+        :mod:`nbbench.results.drawing`)."""
+        return drawing.draw("busbw", self)
 
     def png(self) -> bytes:
         """:meth:`figure` as PNG bytes (``IPython.display.Image(r.png())``)."""
-        from ..plots.gpunode import busbw_png
-
-        return busbw_png(self)
+        return drawing.draw("busbw_png", self)

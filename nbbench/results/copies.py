@@ -11,6 +11,7 @@ src row → dst column), ``bw_host`` (staged through pinned host memory: peer ac
 from __future__ import annotations
 
 from ..units import format_many, format_rate
+from . import drawing
 from .base import Result, register
 from .present import SEP, Section
 
@@ -68,6 +69,5 @@ class CopiesResult(Result):
         return out + super().sections()
 
     def figure(self):
-        from ..plots.gpunode import matrix_figure
-
-        return matrix_figure(self)
+        """The GPU→GPU copy matrix (the "copy_matrix" drawer: :mod:`nbbench.results.drawing`)."""
+        return drawing.draw("copy_matrix", self)
