@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 
+from ..probes.gpunode.table import primary_rows
 from .style import FONT, draw_measured, draw_target, figsize
 
 __all__ = ["busbw_figure", "busbw_png", "matrix_figure"]
@@ -16,8 +17,6 @@ _COLOURS = ("#1565c0", "#2e7d32", "#ef6c00", "#6a1b9a", "#00838f", "#c62828")
 def busbw_figure(res, ax=None):
     """busbw (GB/s) by size of a :class:`~nbbench.results.collectives.CollectivesResult`; None without rows."""
     from matplotlib.figure import Figure
-
-    from ..probes.gpunode.table import primary_rows
 
     rows = res.rows
     if not any(r.get("busbw_bytes_per_s") for r in rows):

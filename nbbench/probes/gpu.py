@@ -20,6 +20,7 @@ from typing import Any
 from ..nvml import NAValue, Nvml, get_nvml, is_na
 from ..results.system.gpu import GpuCheckResult
 from .gpudevices import list_devices
+from .gpunode.health import as_verdicts, matmul_load, read_health
 from .limits import GPU_ITERS, GPU_MATMUL_SIZE
 
 __all__ = ["check", "GpuCheckResult", "cuda_version_str", "parse_version"]
@@ -257,8 +258,6 @@ def check(
         except Exception as exc:  # noqa: BLE001 - a failed benchmark is a verdict
             verdict("sanity benchmark", "fail", f"the matmul/copy benchmark failed: {exc}")
     if health:
-        from .gpunode.health import as_verdicts, matmul_load, read_health
-
         h = read_health(nv, load=matmul_load(torch) if cuda_ok else None, seconds=health_seconds)
         res.extra["health"] = h
         verdicts += as_verdicts(h)

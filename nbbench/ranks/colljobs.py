@@ -15,6 +15,9 @@ import os
 from ..results import ProbeError, Result, result_class
 from .rankjob import RankJob
 
+# The probes are imported inside the jobs' methods: a rank, which unpickles its job, loads only
+# the probe that job runs.
+
 __all__ = ["CollectivesJob"]
 
 

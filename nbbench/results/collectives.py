@@ -18,7 +18,7 @@ Metrics: ``{op}_busbw_bytes_per_s`` (the plateau: median of the three largest si
 
 from __future__ import annotations
 
-from ..units import format_rate
+from ..units import format_bytes, format_rate
 from . import drawing
 from .base import Result, register
 from .present import SEP, Section
@@ -47,8 +47,6 @@ _PLACES = ("out-of-place", "in-place")
 
 
 def _size(n) -> str:
-    from ..units import format_bytes
-
     return format_bytes(n, binary=True) if n else "0 B"
 
 

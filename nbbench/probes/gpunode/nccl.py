@@ -20,6 +20,8 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 
+from ... import tempfiles
+
 __all__ = ["parse_transport", "nccl_env", "capture", "read_captured", "TRANSPORT_WORDS", "INFLUENCE"]
 
 _VIA = re.compile(r"NCCL INFO Channel \d+(?:/\d+)?\s*:.*?\bvia\s+(\S+)")
@@ -88,8 +90,6 @@ def capture(env: dict | None = None) -> tuple[str | None, list[str]]:
     """Before the NCCL communicator is made: ask NCCL for its INFO lines in a file of our own, unless
     the user already set ``NCCL_DEBUG`` / ``NCCL_DEBUG_FILE``.  ``(the file, the variables set)``."""
     import tempfile
-
-    from ... import tempfiles
 
     env = os.environ if env is None else env
     if env.get("NCCL_DEBUG") or env.get("NCCL_DEBUG_FILE"):
