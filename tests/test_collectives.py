@@ -302,7 +302,7 @@ def test_verdict_pcie_node_and_gloo():
 
 # ------------------------------------------------------- result, plot, compare
 def _result(scale=1.0, n=3):
-    from nbbench.results.collectives import CollectivesResult
+    from nbbench.results.system.collectives import CollectivesResult
 
     sizes = [1 << 10, 1 << 14, 1 << 18, 1 << 20]
     per_rank = [

@@ -15,7 +15,7 @@ _COLOURS = ("#1565c0", "#2e7d32", "#ef6c00", "#6a1b9a", "#00838f", "#c62828")
 
 
 def busbw_figure(res, ax=None):
-    """busbw (GB/s) by size of a :class:`~nbbench.results.collectives.CollectivesResult`; None without rows."""
+    """busbw (GB/s) by size of a :class:`~nbbench.results.system.collectives.CollectivesResult`; None without rows."""
     from matplotlib.figure import Figure
 
     rows = res.rows
@@ -92,7 +92,7 @@ def busbw_png(res) -> bytes:
 
 
 def matrix_figure(res):
-    """The GPU-to-GPU bandwidth matrix of a :class:`~nbbench.results.copies.CopiesResult` as a heat map
+    """The GPU-to-GPU bandwidth matrix of a :class:`~nbbench.results.system.copies.CopiesResult` as a heat map
     (direct copies; GB/s written in each cell); None with fewer than two GPUs."""
     from matplotlib.figure import Figure
 

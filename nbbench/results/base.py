@@ -61,8 +61,8 @@ KINDS: dict[str, str] = {
     "doctor": "nbbench.results.system.doctor:DoctorResult",
     "env": "nbbench.results.system.env:EnvResult",
     "vs": "nbbench.results.interleave:InterleaveResult",
-    "collectives": "nbbench.results.collectives:CollectivesResult",
-    "copies": "nbbench.results.copies:CopiesResult",
+    "collectives": "nbbench.results.system.collectives:CollectivesResult",
+    "copies": "nbbench.results.system.copies:CopiesResult",
 }
 #: kinds registered at run time with :func:`register` (user code, tests)
 _REGISTRY: dict[str, type[Result]] = {}

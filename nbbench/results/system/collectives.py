@@ -18,11 +18,11 @@ Metrics: ``{op}_busbw_bytes_per_s`` (the plateau: median of the three largest si
 
 from __future__ import annotations
 
-from ..units import format_bytes, format_rate
-from . import drawing
-from .base import Result, register
-from .present import SEP, Section
-from .verdict import worst_verdict
+from ...units import format_bytes, format_rate
+from .. import drawing
+from ..base import Result, register
+from ..present import SEP, Section
+from ..verdict import worst_verdict
 
 __all__ = ["CollectivesResult", "table_rows", "spread_rows", "TABLE_HEAD"]
 

@@ -10,10 +10,10 @@ src row → dst column), ``bw_host`` (staged through pinned host memory: peer ac
 
 from __future__ import annotations
 
-from ..units import format_many, format_rate
-from . import drawing
-from .base import Result, register
-from .present import SEP, Section
+from ...units import format_many, format_rate
+from .. import drawing
+from ..base import Result, register
+from ..present import SEP, Section
 
 __all__ = ["CopiesResult"]
 
