@@ -15,7 +15,15 @@ from collections.abc import Mapping
 from ...nvml import Nvml, get_nvml, is_na
 from ...units import format_bytes, format_rate
 
-__all__ = ["read_links", "expected_link", "link_verdict", "NVLINK_VERSIONS", "NVLINK_GBPS", "PCIE_LANE_GBPS", "OK_FRACTION"]
+__all__ = [
+    "read_links",
+    "expected_link",
+    "link_verdict",
+    "NVLINK_VERSIONS",
+    "NVLINK_GBPS",
+    "PCIE_LANE_GBPS",
+    "OK_FRACTION",
+]
 
 #: what ``nvmlDeviceGetNvLinkVersion`` returns is a code of ``nvmlNvlinkVersion_t``, not the version
 #: (an A100 answers 5 for NVLink 3.1, an H100 6 for 4.0): code -> the version's name
