@@ -104,7 +104,7 @@ class MovedFinder:
             f"{fullname} has moved to {new}; import that (or call the probe as nbbench.NAME(...)): "
             "the old path goes in a later release",
             DeprecationWarning,
-            stacklevel=3,
+            stacklevel=2,  # the import statement's line (the frames between are importlib's own, skipped)
         )
         return ModuleSpec(fullname, _Alias(new))
 

@@ -269,12 +269,12 @@ class LinkNvml(FakePynvml):
         return 1
 
     def nvmlDeviceGetNvLinkVersion(self, h, link):
-        return 4
+        return 6  # nvmlNvlinkVersion_t's code for NVLink 4.0, what an H100 answers
 
 
 def test_verdict_pcie_class_on_an_nvlink_node_names_the_variable():
     links = read_links(Nvml(LinkNvml([fake_device(links=18, gen_max=5) for _ in range(8)])))
-    assert links["nvlink_links"] == 18 and links["nvlink_version"] == 4 and links["gpus"] == 8
+    assert links["nvlink_links"] == 18 and links["nvlink_version"] == "4.0" and links["gpus"] == 8
     exp = expected_link(links, hosts=1, backend="nccl")
     assert exp["kind"] == "nvlink" and exp["bytes_per_s"] == pytest.approx(450e9)
     pl = {"busbw": 21e9, "algbw": 12e9, "from_bytes": 32 << 20, "to_bytes": 128 << 20, "placement": "out-of-place"}
@@ -282,10 +282,10 @@ def test_verdict_pcie_class_on_an_nvlink_node_names_the_variable():
     v = link_verdict("all_reduce", pl, exp, links, transport, {"NCCL_P2P_DISABLE": "1"})
     print(v["message"])
     assert v["status"] == "warn"
-    assert v["message"].startswith("all_reduce plateaus at 21.0 GB/s busbw, 5% of NVLink 4 × 18 links")
+    assert v["message"].startswith("all_reduce plateaus at 21.0 GB/s busbw, 5% of NVLink 4.0 × 18 links")
     assert "PCIe-class on a node with NVLink: NCCL_P2P_DISABLE=1 is set; NCCL used SHM" in v["message"]
     good = link_verdict("all_reduce", dict(pl, busbw=380e9), exp, links, {"main": "P2P"}, {})
-    assert good["status"] == "ok" and "84% of NVLink 4 × 18 links" in good["message"]
+    assert good["status"] == "ok" and "84% of NVLink 4.0 × 18 links" in good["message"]
 
 
 def test_verdict_pcie_node_and_gloo():
@@ -339,10 +339,10 @@ def test_the_plot_draws_the_expected_link_and_the_report_shows_it(tmp_path):
 
     res = _result()
     res.labels["backend"] = "nccl"
-    res.extra["expected_link"] = {"kind": "nvlink", "name": "NVLink 4 × 18 links", "bytes_per_s": 450e9}
+    res.extra["expected_link"] = {"kind": "nvlink", "name": "NVLink 4.0 × 18 links", "bytes_per_s": 450e9}
     fig = busbw_figure(res)
     texts = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
-    assert "NVLink 4 × 18 links: 450 GB/s one way" in texts and "all_reduce (out-of-place)" in texts
+    assert "NVLink 4.0 × 18 links: 450 GB/s one way" in texts and "all_reduce (out-of-place)" in texts
     dashed = [ln for ln in fig.axes[0].get_lines() if ln.get_linestyle() == "--"]
     assert len(dashed) == 1 and dashed[0].get_ydata()[0] == pytest.approx(450.0)
     from nbbench.report import build
@@ -523,7 +523,7 @@ def test_rank_zero_builds_the_nccl_result_transport_links_and_verdicts(monkeypat
     from nbbench.ranks.colljobs import CollectivesJob
     from nbbench.ranks.rank import build_result
 
-    fake_links = {"gpus": 8, "nvlink_links": 18, "nvlink_version": 4, "pcie_gen_max": 5, "pcie_width_max": 16}
+    fake_links = {"gpus": 8, "nvlink_links": 18, "nvlink_version": "4.0", "pcie_gen_max": 5, "pcie_width_max": 16}
     monkeypatch.setattr(links_mod, "read_links", lambda nv=None: dict(fake_links))
     n, size = 8, 128 << 20
     t_fast = size / (380e9 / bb.bus_factor("all_reduce", n)) * 1e6  # µs giving 380 GB/s busbw
@@ -552,11 +552,11 @@ def test_rank_zero_builds_the_nccl_result_transport_links_and_verdicts(monkeypat
     job = CollectivesJob({"backend": "nccl", "ops": ["all_reduce", "all_gather"], "ladder": "8 B … 128 MiB ×2"})
     res = build_result(job, records, None, "nccl", launcher="test")
     assert res.extra["transport"]["main"] == "P2P" and res.extra["transport"]["transports"] == {"P2P": 8}
-    assert res.extra["expected_link"]["name"] == "NVLink 4 × 18 links"
+    assert res.extra["expected_link"]["name"] == "NVLink 4.0 × 18 links"
     v = {x["check"]: x for x in res.extra["verdicts"]}
     assert (
         v["all_reduce busbw vs link"]["status"] == "ok"
-        and "84% of NVLink 4 × 18 links" in v["all_reduce busbw vs link"]["message"]
+        and "84% of NVLink 4.0 × 18 links" in v["all_reduce busbw vs link"]["message"]
     )
     slow = v["all_gather busbw vs link"]
     assert slow["status"] == "warn" and "NCCL_P2P_DISABLE=1 is set" in slow["message"]
@@ -574,3 +574,22 @@ def test_nccl_without_a_gpu_is_one_line_before_any_rank_starts():
         CollectivesJob({"backend": "nccl"}).local_checks(2)
     assert str(e.value) == "no GPU visible: --backend nccl needs a GPU per rank (use --backend gloo on CPU)"
     CollectivesJob({"backend": "gloo"}).local_checks(2)  # gloo: nothing to check
+
+
+@pytest.mark.parametrize("code,name,gbps", [(5, "3.1", 25.0), (6, "4.0", 25.0), (7, "5.0", 50.0), (99, None, None)])
+def test_nvlink_version_is_read_from_nvmls_code(code, name, gbps):
+    """nvmlDeviceGetNvLinkVersion answers a code of nvmlNvlinkVersion_t (an A100 says 5 for NVLink 3.1):
+    read as a version number, an H100's 6 would have missed the table and been judged against PCIe."""
+
+    class Coded(LinkNvml):
+        def nvmlDeviceGetNvLinkVersion(self, h, link):
+            return code
+
+    links = read_links(Nvml(Coded([fake_device(links=12, gen_max=4) for _ in range(2)])))
+    assert links["nvlink_version"] == name
+    exp = expected_link(links, hosts=1, backend="nccl")
+    if gbps is None:
+        assert exp["kind"] == "pcie"
+    else:
+        assert exp["kind"] == "nvlink" and exp["bytes_per_s"] == gbps * 12 * 1e9
+        assert f"NVLink {name} × 12 links" == exp["name"]

@@ -33,7 +33,7 @@ def _coll(n=8, busbw=380e9, wrong=0, status="ok"):
         "samples": {"rows": rows},
         "metrics": {"wrong_count": wrong, "all_reduce_busbw_bytes_per_s": busbw},
         "extra": {
-            "expected_link": {"kind": "nvlink", "name": "NVLink 4 × 18 links", "bytes_per_s": 450e9},
+            "expected_link": {"kind": "nvlink", "name": "NVLink 4.0 × 18 links", "bytes_per_s": 450e9},
             "transport": {"main": "P2P", "transports": {"P2P": 24}},
             "nccl_env": {},
             "verdicts": [{"check": "all_reduce busbw vs link", "status": status, "message": "m"}],

@@ -238,9 +238,25 @@ def test_child_argv_keeps_what_was_typed():
 
     from nbbench.commands.ranks import child_argv
 
-    args = Namespace(_nbbench_argv=["/d", "--ranks", "2", "-o", "--nnodes=3", "--rdzv-host", "h", "--size", "1G"])
+    args = Namespace(
+        _nbbench_argv=["/d", "--ranks", "2", "-o", "--nnodes=3", "--rdzv-host", "h", "--size", "1G"],
+        return_result=True,  # the notebook's -o: return the result (the launcher's business, not the ranks')
+    )
     assert child_argv("dd", args) == ["dd", "/d", "--ranks", "2", "--nnodes=3", "--rdzv-host", "h", "--size", "1G"]
     assert child_argv("dd", args, strip_ranks=True) == ["dd", "/d", "--size", "1G"]
+
+
+def test_a_commands_own_o_with_a_value_reaches_the_ranks():
+    """On the CLI collectives takes nccl-tests' -o OP; dropping -o there left its value, and every rank
+    failed on 'unrecognized arguments: max'. (Found in review.)"""
+    from nbbench import commands
+    from nbbench.commands.context import Context
+    from nbbench.commands.ranks import child_argv
+
+    inv = commands.parse(["collectives", "--ranks", "2", "-o", "max"], Context(frontend="cli"))
+    argv = child_argv("collectives", inv.args)
+    assert argv == ["collectives", "--ranks", "2", "-o", "max"]
+    assert commands.parse(argv, Context(frontend="cli")).args.redop == "max"
 
 
 def test_units_of_last_done_figures():
@@ -262,7 +278,9 @@ def test_the_ranks_never_get_no_dist_or_they_would_launch_ranks_of_their_own():
 
     from nbbench.commands.ranks import child_argv
 
-    ns = argparse.Namespace(_nbbench_argv=["--ranks", "2", "--no-dist", "/data", "--no-di", "--no-save", "-o"])
+    ns = argparse.Namespace(
+        _nbbench_argv=["--ranks", "2", "--no-dist", "/data", "--no-di", "--no-save", "-o"], return_result=True
+    )
     assert child_argv("files", ns) == ["files", "--ranks", "2", "/data", "--no-save"]
 
 

@@ -193,3 +193,29 @@ class TestUnderAJupyterHubPrefix:
         data = await _json(jp_fetch, "api", "metrics")
         assert "cpu" in data
         assert await _status_without_token(jp_fetch, "api", "metrics") == 403
+
+
+@pytest.fixture
+def read_only_authorizer():
+    """An Authorizer that lets users read nbbench's figures but not run probes (a custom Jupyter deployment)."""
+    from jupyter_server.auth.authorizer import Authorizer
+
+    class ReadOnly(Authorizer):
+        def is_authorized(self, handler, user, action, resource):
+            return not (resource == "nbbench" and action == "execute")
+
+    return ReadOnly
+
+
+@_run
+async def test_jupyters_authorizer_decides_who_may_run_a_probe(jp_fetch, jp_serverapp, read_only_authorizer):
+    """Authenticated is not authorised: with an Authorizer that refuses nbbench's 'execute', figures are
+    read but a run is refused (403) and none starts."""
+    jp_serverapp.web_app.settings["authorizer"] = read_only_authorizer(parent=jp_serverapp)
+    metrics = await _json(jp_fetch, "api", "metrics")
+    assert "cpu" in metrics
+    with pytest.raises(tornado.httpclient.HTTPClientError) as err:
+        await jp_fetch("nbbench", "api", "runs", method="POST", body=json.dumps({"probe": "doctor"}))
+    assert err.value.code == 403
+    listed = await _json(jp_fetch, "api", "runs")
+    assert listed["runs"] == []

@@ -86,12 +86,15 @@ def child_argv(name: str, args, strip_ranks: bool = False) -> list[str]:
     """The subcommand's command line for the ranks (as typed; ``-o`` and ``--no-dist`` left out, and with
     ``strip_ranks`` the --ranks / --nnodes / --rdzv-host options)."""
     rest = list(getattr(args, "_nbbench_argv", None) or [])
+    # -o is the notebook's "return the result" flag (no value) only where the front end declared it; on the
+    # CLI a command may take -o for its own option with a value (collectives' reduction op, as nccl-tests)
+    returns = hasattr(args, "return_result")
     out, skip = [], False
     for a in rest:
         if skip:
             skip = False
             continue
-        if a in _DROP or _is_no_dist(a):
+        if (a in _DROP and returns) or _is_no_dist(a):
             continue
         if a in _DROP_ALWAYS:
             skip = True

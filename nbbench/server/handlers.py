@@ -21,6 +21,7 @@ import math
 import time
 
 import tornado.web
+from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler, JupyterHandler
 from jupyter_server.utils import url_path_join
 
@@ -43,6 +44,9 @@ def _clean(value):
 
 
 class _Base(APIHandler):
+    #: Jupyter's authorizer is asked for 'nbbench' (read; execute for starting or stopping a probe)
+    auth_resource = "nbbench"
+
     @property
     def live(self):
         return self.settings["nbbench_live"]
@@ -93,6 +97,7 @@ class _Base(APIHandler):
 
 class MetricsHandler(_Base):
     @tornado.web.authenticated
+    @authorized
     async def get(self):
         self.live.touch()
         kernels = await self.kernel_pids()
@@ -102,6 +107,7 @@ class MetricsHandler(_Base):
 
 class KernelsHandler(_Base):
     @tornado.web.authenticated
+    @authorized
     async def get(self):
         self.live.touch()
         kernels = await self.kernel_pids()
@@ -146,6 +152,7 @@ def history_rows(limit: int = 20) -> dict:
 
 class HistoryHandler(_Base):
     @tornado.web.authenticated
+    @authorized
     def get(self):
         try:
             limit = max(1, min(200, int(self.get_argument("limit", "20"))))
@@ -156,10 +163,12 @@ class HistoryHandler(_Base):
 
 class RunsHandler(_Base):
     @tornado.web.authenticated
+    @authorized
     def get(self):
         self.send({"probes": PROBES, "runs": self.runs.list()})
 
     @tornado.web.authenticated
+    @authorized("execute")  # runs a probe on this machine, or stops one
     def post(self):
         try:
             body = json.loads(self.request.body or b"{}")
@@ -180,19 +189,23 @@ class RunHandler(_Base):
         return run
 
     @tornado.web.authenticated
+    @authorized
     def get(self, run_id: str):
         self.send(self._run(run_id).to_dict())
 
     @tornado.web.authenticated
+    @authorized("execute")  # runs a probe on this machine, or stops one
     def delete(self, run_id: str):
         self._run(run_id)
         self.send(self.runs.stop(int(run_id)).to_dict())
 
 
 class ReportHandler(JupyterHandler):
+    auth_resource = "nbbench"
     """A stored result's report (or two results' comparison) as a page the sidebar opens in a tab."""
 
     @tornado.web.authenticated
+    @authorized
     async def get(self, ids: str):
         import asyncio
         import functools

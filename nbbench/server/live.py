@@ -136,21 +136,28 @@ class LiveSampler:
             self._monitor = Monitor(interval=self.interval, sources=sources, capacity=max(HISTORY_POINTS, 600))
             self._monitor.start()
             self.starts += 1
-            if self._reaper is None or not self._reaper.is_alive():
+            if self._reaper is None:
                 self._wake.clear()
                 self._reaper = threading.Thread(target=self._reap, name="nbbench-live-reaper", daemon=True)
                 self._reaper.start()
 
     def _reap(self) -> None:
+        # every way out clears self._reaper under the lock, so that a touch() after it starts a new
+        # reaper (a thread still alive for a moment after its last lock would otherwise be trusted)
         while True:
             with self._lock:
                 if not self.running:
+                    self._reaper = None
                     return
                 left = self._last_asked + self.idle_s - time.monotonic()
                 if left <= 0:
                     self._stop_locked()
+                    self._reaper = None
                     return
             if self._wake.wait(timeout=left):
+                with self._lock:
+                    if self._reaper is threading.current_thread():
+                        self._reaper = None
                 return
 
     def _stop_locked(self) -> None:

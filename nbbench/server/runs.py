@@ -42,6 +42,9 @@ def probe_argv(probe: str, target: str | None = None, size: str | None = None, r
         raise RunError(f"unknown probe {probe!r}: choose from {', '.join(PROBES)}")
     want = PROBES[probe]
     argv = [probe]
+    for name, value in (("target", target), ("size", size)):
+        if value is not None and not isinstance(value, str):
+            raise RunError(f"{name} must be text, not {type(value).__name__}")
     target = (target or "").strip()
     if want == "path":
         path = target or "."
@@ -138,17 +141,22 @@ class ProbeRuns:
             run = _Run(self._next, argv, self.root)
             self._next += 1
             self._runs[run.id] = run
-        run.before = _newest_run_id()
         env = dict(os.environ, PYTHONUNBUFFERED="1", COLUMNS="100")
-        run.proc = subprocess.Popen(
-            [self.python, "-m", "nbbench", *argv],
-            cwd=self.root,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            env=env,
-            start_new_session=True,
-        )
+        try:
+            run.before = _newest_run_id()
+            run.proc = subprocess.Popen(
+                [self.python, "-m", "nbbench", *argv],
+                cwd=self.root,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+            )
+        except Exception as exc:  # noqa: BLE001 - never a run left "running" that no process serves
+            run.state, run.ended = "failed", time.time()
+            run.error = f"could not start {argv[0]}: {exc}"
+            raise RunError(run.error) from None
         threading.Thread(target=self._follow, args=(run,), name=f"nbbench-run-{run.id}", daemon=True).start()
         return run
 
@@ -169,8 +177,13 @@ class ProbeRuns:
                     del run.lines[:-200]
         if buf.strip():
             run.lines.append(buf.decode("utf-8", "replace").rstrip())
+        proc.stdout.close()
         run.returncode = proc.wait()
         run.ended = time.time()
+        with self._lock:  # the sidebar lists the last 20; older finished runs are forgotten
+            for old in sorted(self._runs)[:-20]:
+                if self._runs[old].state != "running":
+                    del self._runs[old]
         from ..store import StoreError, default_store
 
         try:
@@ -199,13 +212,17 @@ class ProbeRuns:
             return run
 
         def kill_later():
-            try:
-                run.proc.wait(timeout=self.grace_s)
-            except subprocess.TimeoutExpired:
+            # SIGINT first (the probe stops and cleans up), then SIGTERM (its temp-file clean-up runs on that
+            # too), SIGKILL only when both went unheard
+            for sig in (signal.SIGTERM, signal.SIGKILL):
                 try:
-                    os.killpg(run.proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+                    run.proc.wait(timeout=self.grace_s)
+                    return
+                except subprocess.TimeoutExpired:
+                    try:
+                        os.killpg(run.proc.pid, sig)
+                    except ProcessLookupError:
+                        return
 
         threading.Thread(target=kill_later, daemon=True).start()
         return run

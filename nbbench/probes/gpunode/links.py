@@ -15,10 +15,21 @@ from collections.abc import Mapping
 from ...nvml import Nvml, get_nvml, is_na
 from ...units import format_bytes, format_rate
 
-__all__ = ["read_links", "expected_link", "link_verdict", "NVLINK_GBPS", "PCIE_LANE_GBPS", "OK_FRACTION"]
+__all__ = [
+    "read_links",
+    "expected_link",
+    "link_verdict",
+    "NVLINK_VERSIONS",
+    "NVLINK_GBPS",
+    "PCIE_LANE_GBPS",
+    "OK_FRACTION",
+]
 
-#: NVLink, one link, one direction, GB/s by version (V100: 2, A100: 3, H100: 4, B200: 5)
-NVLINK_GBPS = {1: 20.0, 2: 25.0, 3: 25.0, 4: 25.0, 5: 50.0}
+#: what ``nvmlDeviceGetNvLinkVersion`` returns is a code of ``nvmlNvlinkVersion_t``, not the version
+#: (an A100 answers 5 for NVLink 3.1, an H100 6 for 4.0): code -> the version's name
+NVLINK_VERSIONS = {1: "1.0", 2: "2.0", 3: "2.2", 4: "3.0", 5: "3.1", 6: "4.0", 7: "5.0"}
+#: NVLink, one link, one direction, GB/s by version (V100: 2.0, A100: 3.x, H100: 4.0, B200: 5.0)
+NVLINK_GBPS = {"1.0": 20.0, "2.0": 25.0, "2.2": 25.0, "3.0": 25.0, "3.1": 25.0, "4.0": 25.0, "5.0": 50.0}
 #: PCIe, one lane, one direction, GB/s by generation (after encoding)
 PCIE_LANE_GBPS = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
 #: a plateau at this fraction of the link's speed or more is what the link gives (nccl-tests on
@@ -46,7 +57,7 @@ def read_links(nv: Nvml | None = None) -> dict:
             if st:
                 up += 1
                 v = nv.call("nvmlDeviceGetNvLinkVersion", h, i)
-                if not is_na(v):
+                if not is_na(v) and int(v) in NVLINK_VERSIONS:
                     versions.append(int(v))
         links.append(up)
         g, w = nv.call("nvmlDeviceGetMaxPcieLinkGeneration", h), nv.call("nvmlDeviceGetMaxPcieLinkWidth", h)
@@ -56,7 +67,7 @@ def read_links(nv: Nvml | None = None) -> dict:
             widths.append(int(w))
     if links:
         out["nvlink_links"] = min(links)
-    out["nvlink_version"] = min(versions) if versions else None
+    out["nvlink_version"] = NVLINK_VERSIONS[min(versions)] if versions else None  # "4.0", read from its code
     out["pcie_gen_max"] = min(gens) if gens else None
     out["pcie_width_max"] = min(widths) if widths else None
     return out

@@ -95,10 +95,13 @@ def capture(env: dict | None = None) -> tuple[str | None, list[str]]:
     if env.get("NCCL_DEBUG") or env.get("NCCL_DEBUG_FILE"):
         return None, []
     path = tempfiles.create(tempfile.gettempdir(), "nccl").path  # registered: removed even if the rank is killed
+    ours = ["NCCL_DEBUG", "NCCL_DEBUG_FILE"]
     env["NCCL_DEBUG"] = "INFO"
-    env["NCCL_DEBUG_SUBSYS"] = env.get("NCCL_DEBUG_SUBSYS") or "INIT,P2P,NET,GRAPH,ENV"
     env["NCCL_DEBUG_FILE"] = path
-    return path, ["NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE"]
+    if not env.get("NCCL_DEBUG_SUBSYS"):  # a user's own subsystem list stays, and is reported as theirs
+        env["NCCL_DEBUG_SUBSYS"] = "INIT,P2P,NET,GRAPH,ENV"
+        ours.append("NCCL_DEBUG_SUBSYS")
+    return path, ours
 
 
 def read_captured(path: str | None, env: dict | None = None, ours: Iterable[str] = ()) -> list[str]:
