@@ -237,7 +237,7 @@ def test_vs_says_no_significant_change_for_equal_settings(fake):
         (["dd /tmp"], "two or more settings"),
         (["dd /tmp", "randread /tmp"], "different probes"),
         (["dd /tmp --repeat 3", "dd /tmp"], "--rounds"),
-        (["history", "history"], "does not measure; vs compares settings of gpu, dd, randread, files, disk"),
+        (["history", "history"], "does not measure; vs compares settings of gpu, collectives, copies, dd, randread"),
         (["dd /tmp --json", "dd /tmp"], "belongs to vs"),
         (["dd /tmp --frobnicate", "dd /tmp"], "setting 'dd /tmp --frobnicate'"),
         (["dd -h", "dd /tmp"], "nbbench dd --help"),
