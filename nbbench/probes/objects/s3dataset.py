@@ -107,21 +107,15 @@ class S3TarShardDataset(S3Source, TarShardDataset):
         region: str | None = None,
         cache_dir=None,
         decode: str = "auto",
-        size: int = 224,
-        flip: bool = True,
-        scale=(0.08, 1.0),
-        ratio=(3 / 4, 4 / 3),
-        dtype: str = "uint8",
         rank: int | None = None,
         world_size: int | None = None,
         seed: int = 0,
         bs: int = 1 << 20,
         max_bytes: int | None = DEFAULT_MAX_BYTES,
         listing=None,
+        **transform,  # size, flip, scale, ratio, dtype: CropFlip.init_transform's
     ):
-        if decode not in ("auto", "pil", "none"):
-            raise ProbeError(f"decode must be 'auto', 'pil' or 'none', not {decode!r}")
-        self.init_transform(size, flip, scale, ratio, dtype)
+        self.init_transform(decode, **transform)
         u, kind, found, pages = listing or list_dataset(str(url), endpoint_url, region)
         if kind != "tar":
             raise ProbeError(f"no .tar shards under {u} (its {len(found)} objects are images)")

@@ -60,11 +60,6 @@ class S3ImageDataset(S3Source, CropFlip):
         region: str | None = None,
         cache_dir=None,
         decode: str = "auto",
-        size: int = 224,
-        flip: bool = True,
-        scale=(0.08, 1.0),
-        ratio=(3 / 4, 4 / 3),
-        dtype: str = "uint8",
         rank: int | None = None,
         world_size: int | None = None,
         seed: int = 0,
@@ -72,12 +67,11 @@ class S3ImageDataset(S3Source, CropFlip):
         copy: bool = True,
         listing=None,
         bs: int = 1 << 20,
+        **transform,  # size, flip, scale, ratio, dtype: CropFlip.init_transform's
     ):
         from .s3dataset import DEFAULT_MAX_BYTES
 
-        if decode not in ("auto", "pil", "none"):
-            raise ProbeError(f"decode must be 'auto', 'pil' or 'none', not {decode!r}")
-        self.init_transform(size, flip, scale, ratio, dtype)
+        self.init_transform(decode, **transform)
         u, kind, found, pages = listing or list_dataset(str(url), endpoint_url, region)
         if kind != "images":
             raise ProbeError(f"no image objects under {u}: it holds tar shards (read them as shards)")

@@ -83,18 +83,12 @@ class ImageFolderDataset(CropFlip):
         self,
         root,
         decode: str = "auto",
-        size: int = 224,
-        flip: bool = True,
-        scale=(0.08, 1.0),
-        ratio=(3 / 4, 4 / 3),
-        dtype: str = "uint8",
         extensions=None,
         limit: int | None = None,
+        **transform,  # size, flip, scale, ratio, dtype: CropFlip.init_transform's
     ):
         self.root = Path(os.path.expanduser(str(root))).absolute()
-        if decode not in ("auto", "pil", "none"):
-            raise ProbeError(f"decode must be 'auto', 'pil' or 'none', not {decode!r}")
-        self.init_transform(size, flip, scale, ratio, dtype)
+        self.init_transform(decode, **transform)
         exts = None if decode == "none" and extensions is None else tuple(extensions or IMAGE_EXTENSIONS)
         if decode == "auto" and extensions is None:
             exts = None  # decide after looking at the files

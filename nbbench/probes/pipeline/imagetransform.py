@@ -38,12 +38,30 @@ class SampleError(ProbeError):
         super().__init__(last, advice)
 
 
+#: how a built-in dataset reads a sample: decoded with Pillow, as bytes, or auto (Pillow when they are images)
+DECODES = ("auto", "pil", "none")
+
+
 class CropFlip:
-    """Mixin: ``self.size``, ``flip``, ``scale``, ``ratio``, ``dtype`` and the transform they define."""
+    """Mixin: ``self.size``, ``flip``, ``scale``, ``ratio``, ``dtype`` and the transform they define.
+
+    The one declaration of the transform's options: every built-in dataset (image folder, tar shards,
+    their S3 forms) takes them as keywords and hands them here, so a new option or default is written once.
+    """
 
     def init_transform(
-        self, size: int = 224, flip: bool = True, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3), dtype: str = "uint8"
+        self,
+        decode: str = "auto",
+        size: int = 224,
+        flip: bool = True,
+        scale=(0.08, 1.0),
+        ratio=(3 / 4, 4 / 3),
+        dtype: str = "uint8",
     ) -> None:
+        """``decode`` checked (the dataset resolves "auto" itself); the crop ``size`` in pixels, random
+        horizontal ``flip``, torchvision's RandomResizedCrop ``scale`` and ``ratio``, the tensor ``dtype``."""
+        if decode not in DECODES:
+            raise ProbeError(f"decode must be 'auto', 'pil' or 'none', not {decode!r}")
         if dtype not in ("uint8", "float32"):
             raise ProbeError(f"dtype must be 'uint8' or 'float32', not {dtype!r}")
         self.size = int(size)

@@ -73,20 +73,14 @@ class TarShardDataset(CropFlip, IterableDataset):
         self,
         root,
         decode: str = "auto",
-        size: int = 224,
-        flip: bool = True,
-        scale=(0.08, 1.0),
-        ratio=(3 / 4, 4 / 3),
-        dtype: str = "uint8",
         rank: int | None = None,
         world_size: int | None = None,
         seed: int = 0,
         bs: int = 1 << 20,
+        **transform,  # size, flip, scale, ratio, dtype: CropFlip.init_transform's
     ):
         self.root = os.path.abspath(os.path.expanduser(str(root)))
-        if decode not in ("auto", "pil", "none"):
-            raise ProbeError(f"decode must be 'auto', 'pil' or 'none', not {decode!r}")
-        self.init_transform(size, flip, scale, ratio, dtype)
+        self.init_transform(decode, **transform)
         files, fmt = find_shards(self.root)
         if fmt != "tar" or not files:
             raise ProbeError(f"no .tar shards under {self.root} (nbbench make-dataset DIR --shards 8 makes some)")
