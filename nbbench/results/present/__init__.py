@@ -12,28 +12,7 @@ Layer: core (inside :mod:`nbbench.results`; imports only the core).
 from __future__ import annotations
 
 # the rule's names, as nbbench.results.present named them before it was a package
-from .rule import (
-    ANSWER_SEP,
-    SEP,
-    TONE_COLOURS,
-    TONES,
-    Presentation,
-    Rendered,
-    Section,
-    render_html,
-    render_text,
-    tone_of,
-)
+from . import rule as _rule
+from .rule import *  # noqa: F403
 
-__all__ = [
-    "Section",
-    "Presentation",
-    "Rendered",
-    "TONES",
-    "TONE_COLOURS",
-    "tone_of",
-    "render_text",
-    "render_html",
-    "SEP",
-    "ANSWER_SEP",
-]
+__all__ = list(_rule.__all__)
