@@ -1,8 +1,10 @@
-"""Shared by the comparison benches: the load average and a two-level (bimodal) check."""
+"""Shared by the benches: the load average, a two-level (bimodal) check, and a busy loop calibrated to a
+duration (what the overhead benches measure a sampler beside)."""
 
 from __future__ import annotations
 
 import statistics
+import time
 
 
 def loadavg() -> str:
@@ -27,3 +29,23 @@ def bimodal(values: list[float]) -> tuple[int, float, int, float] | None:
         return None
     lo, hi = v[: i + 1], v[i + 1 :]
     return len(lo), statistics.median(lo), len(hi), statistics.median(hi)
+
+
+def work(n: int) -> int:
+    """A pure-Python busy loop of ``n`` steps."""
+    x = 0
+    for i in range(n):
+        x += i * i % 7
+    return x
+
+
+def calibrate(seconds: float) -> int:
+    """The steps of :func:`work` that take about ``seconds`` here, now."""
+    n = 100_000
+    while True:
+        t = time.perf_counter()
+        work(n)
+        dt = time.perf_counter() - t
+        if dt > 0.1:
+            return max(1, int(n * seconds / dt))
+        n *= 2

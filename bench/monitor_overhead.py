@@ -45,25 +45,9 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
+from _common import calibrate, work  # noqa: E402
+
 from nbbench.monitor import Monitor  # noqa: E402
-
-
-def work(n: int) -> int:
-    x = 0
-    for i in range(n):
-        x += i * i % 7
-    return x
-
-
-def calibrate(seconds: float) -> int:
-    n = 100_000
-    while True:
-        t = time.perf_counter()
-        work(n)
-        dt = time.perf_counter() - t
-        if dt > 0.1:
-            return max(1, int(n * seconds / dt))
-        n *= 2
 
 
 class _Handle:

@@ -34,6 +34,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
+from _common import calibrate, work  # noqa: E402
+
 from nbbench.server.live import LiveSampler  # noqa: E402
 
 KERNEL = (
@@ -41,24 +43,6 @@ KERNEL = (
     "kids = [subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(3600)']) for _ in range({n})]\n"
     "time.sleep(3600)\n"
 )
-
-
-def work(n: int) -> int:
-    x = 0
-    for i in range(n):
-        x += i * i % 7
-    return x
-
-
-def calibrate(seconds: float) -> int:
-    n = 100_000
-    while True:
-        t = time.perf_counter()
-        work(n)
-        dt = time.perf_counter() - t
-        if dt > 0.1:
-            return max(1, int(n * seconds / dt))
-        n *= 2
 
 
 def sampler_cpu_s(live: LiveSampler) -> float:
