@@ -479,3 +479,33 @@ def test_a_temp_dir_too_long_for_a_workers_socket_is_refused_in_one_line(tmp_pat
     )
     assert p.returncode == 1 and "too long for the Unix socket" in p.stderr and "Traceback" not in p.stderr, p.stderr
     assert make_loader(list(range(4)), batch_size=2, num_workers=0) is not None
+
+
+def test_loader_dataset_alone_runs_in_one_process_like_a_folder(tmp_path, monkeypatch):
+    """``loader --dataset module:function`` without --ranks: one process, the DataLoader made here with
+    --workers / --batch-size (the same path as a folder), the result's path the function's name."""
+    pytest.importorskip("torch")
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    (tmp_path / "tinyds.py").write_text(
+        "import torch\nfrom torch.utils.data import TensorDataset\n\n"
+        "def make():\n    return TensorDataset(torch.zeros(64, 3, 8, 8), torch.zeros(64, dtype=torch.long))\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    env = dict(
+        __import__("os").environ,
+        PYTHONPATH=f"{tmp_path}:{root}",
+        NBBENCH_HOME=str(tmp_path / "home"),
+        MPLBACKEND="Agg",
+    )
+    argv = ["loader", "--dataset", "tinyds:make", "--steps", "3", "--workers", "0", "--batch-size", "8", "--json"]
+    p = subprocess.run(
+        [sys.executable, "-m", "nbbench", *argv, "--no-save"], env=env, cwd=tmp_path, capture_output=True, text=True
+    )
+    assert p.returncode == 0, p.stderr[-2000:]
+    res = json.loads(p.stdout)
+    assert res["status"] == "ok" and res["params"]["path"] == "tinyds:make"
+    assert res["metrics"]["batch_size"] == 8 and res["metrics"]["samples_count"] == 3 * 8

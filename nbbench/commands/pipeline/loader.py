@@ -95,16 +95,21 @@ class LoaderCommand(ranks.RankedCommand):
         from ...ranks.rankenv import detect
 
         if args.ranks is not None or args.dataset or detect(no_dist=args.no_dist) is not None:
-            return self._run_ranked(args, ctx)
-        if args.loader is None:
+            value = self._run_ranked(args, ctx)
+            if value is not ranks.LOCAL:
+                return value  # else --dataset alone: one process, a DataLoader made here as for a folder
+        if args.loader is None and not args.dataset:
             raise ProbeError("give a DataLoader variable, a dataset folder or --dataset module:function")
-        target, is_dir = (args.loader, True) if is_s3(args.loader) else po.resolve(ctx, args.loader, "DataLoader")
         dl = ds = None
         accelerator = args.accelerator
+        if args.dataset:
+            from ...ranks.loaderjobs import load_dataset
+
+            target, is_dir, ds = args.dataset, False, load_dataset(args.dataset)
+        else:
+            target, is_dir = (args.loader, True) if is_s3(args.loader) else po.resolve(ctx, args.loader, "DataLoader")
         if is_dir:
             require_torch("loader on a folder")
-            from ...env import usable_cpus
-            from ...probes.pipeline.dataloader import make_loader
             from ...probes.pipeline.imagefolder import ImageFolderDataset
             from ...probes.shards.tarshards import TarShardDataset, has_tar_shards
 
@@ -123,11 +128,15 @@ class LoaderCommand(ranks.RankedCommand):
                 ds = (TarShardDataset if has_tar_shards(target) else ImageFolderDataset)(
                     target, decode=args.decode, size=args.size
                 )
+            if accelerator is None and not args.emulate:
+                accelerator = "h100-resnet50"
+        if ds is not None:  # a folder, an s3:// prefix or --dataset: the DataLoader is made here
+            from ...env import usable_cpus
+            from ...probes.pipeline.dataloader import make_loader
+
             nw = usable_cpus()["usable_int"] if args.workers is None else args.workers
             dl = make_loader(ds, args.batch_size, nw, persistent_workers=nw > 0)
             loader = dl
-            if accelerator is None and not args.emulate:
-                accelerator = "h100-resnet50"
         else:
             loader = target
             if isinstance(loader, (str, bytes, os.PathLike)):
@@ -145,7 +154,7 @@ class LoaderCommand(ranks.RankedCommand):
                     f"(a DataLoader); for a dataset use {ctx.command_text('sweep', args.loader)}"
                 )
         step = po.step_of(args)
-        epochs = args.epochs if args.epochs is not None else (0 if is_dir else 1)
+        epochs = args.epochs if args.epochs is not None else (0 if ds is not None else 1)
         epochs = None if epochs == 0 else epochs
         plot = _live_plot(ctx, args)
         _plot_targets(
@@ -155,7 +164,7 @@ class LoaderCommand(ranks.RankedCommand):
         )
         try:
             res = ctx.run_probe(
-                f"loader {args.loader}",
+                f"loader {args.loader or args.dataset}",
                 lambda p, cancel: bench_loader(
                     loader,
                     steps=args.steps,
@@ -175,21 +184,20 @@ class LoaderCommand(ranks.RankedCommand):
                 from ...probes.pipeline.dataloader import close_loader
 
                 close_loader(dl, force=True)
-            if ds is not None and hasattr(ds, "close"):
+            if is_dir and hasattr(ds, "close"):  # a dataset made here (a user's --dataset is theirs)
                 ds.close()
             if plot is not None:
                 plot.stop()
         if plot is not None:
             plot.finish(res)
-        if is_dir:
+        if ds is not None:
             res.params["path"] = str(target)
-            if is_s3(target):
-                res.labels["dataset"] = ds.describe()
-                ds.label_requests(res)
+        if is_dir and is_s3(target):
+            res.labels["dataset"] = ds.describe()
+            ds.label_requests(res)
         return res
 
     def _run_ranked(self, args, ctx):
-        epochs = None if not args.epochs else args.epochs
         params = self.params(args)
         plot = _live_plot(ctx, args) if args.ranks is not None else None
         try:
@@ -199,34 +207,7 @@ class LoaderCommand(ranks.RankedCommand):
         finally:
             if plot is not None:
                 plot.stop()
-        if value is ranks.LOCAL:  # --dataset alone: one process
-            from ...env import usable_cpus
-            from ...probes.pipeline.dataloader import close_loader, make_loader
-            from ...probes.pipeline.loader import bench_loader
-            from ...ranks.loaderjobs import load_dataset
-
-            ds = load_dataset(args.dataset)
-            nw = usable_cpus()["usable_int"] if args.workers is None else args.workers
-            dl = make_loader(ds, args.batch_size, nw, persistent_workers=nw > 0)
-            try:
-                value = ctx.run_probe(
-                    f"loader {args.dataset}",
-                    lambda p, cancel: bench_loader(
-                        dl,
-                        steps=args.steps,
-                        duration=args.duration,
-                        warmup=args.warmup,
-                        step=po.step_of(args),
-                        progress=p,
-                        cancel=cancel,
-                        accelerator=args.accelerator,
-                        epochs=epochs,
-                    ),
-                )
-            finally:
-                close_loader(dl, force=True)
-            value.params["path"] = args.dataset
-        elif plot is not None and hasattr(value, "metrics"):
+        if value is not ranks.LOCAL and plot is not None and hasattr(value, "metrics"):
             plot.finish(value)
         return value
 
