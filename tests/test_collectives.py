@@ -593,3 +593,17 @@ def test_nvlink_version_is_read_from_nvmls_code(code, name, gbps):
     else:
         assert exp["kind"] == "nvlink" and exp["bytes_per_s"] == gbps * 12 * 1e9
         assert f"NVLink {name} × 12 links" == exp["name"]
+
+
+def test_a_check_that_would_only_see_overflow_is_refused_before_any_rank_starts():
+    """int8 with -o prod over 8 ranks reaches 2^8: the check would call every element wrong. Refused in one
+    line naming a way out; 4 ranks (16), or -c 0, or a wider type run."""
+    from nbbench.probes.gpunode.busbw import check_exact
+    from nbbench.ranks.jobs import job_for
+
+    with pytest.raises(ProbeError, match=r"-d int8 -o prod over 8 ranks: results reach 256, past the 127"):
+        job_for("collectives", {"dtype": "int8", "redop": "prod", "check": 1}).local_checks(8)
+    job_for("collectives", {"dtype": "int8", "redop": "prod", "check": 1}).local_checks(4)
+    job_for("collectives", {"dtype": "int8", "redop": "prod", "check": 0}).local_checks(8)
+    assert check_exact("int32", "prod", 8) is None and check_exact("bfloat16", "sum", 86) is not None
+    assert check_exact("bfloat16", "sum", 85) is None and check_exact("uint8", "max", 1000) is None

@@ -43,8 +43,18 @@ class CollectivesJob(RankJob):
     def monitor_path(self) -> str | None:
         return None
 
+    def _exact(self, nranks: int) -> None:
+        from ..probes.gpunode.busbw import check_exact
+
+        p = self.params
+        why = check_exact(p.get("dtype", "float"), p.get("redop", "sum"), nranks) if p.get("check", 1) else None
+        if why:
+            raise ProbeError(why)
+
     def local_checks(self, nranks: int) -> None:
-        """In the launching process, before any rank starts: NCCL needs a GPU per local rank (one line)."""
+        """In the launching process, before any rank starts: the check can be exact; NCCL needs a GPU per
+        local rank (one line each)."""
+        self._exact(nranks)
         if self.params.get("backend") != "nccl":
             return
         import torch
@@ -56,6 +66,7 @@ class CollectivesJob(RankJob):
             raise ProbeError(f"--ranks {nranks} --backend nccl needs {nranks} GPUs on this host: {n} visible")
 
     def preflight(self, env) -> None:
+        self._exact(env.world_size)
         if self.params.get("backend") == "nccl":
             import torch
 

@@ -81,6 +81,32 @@ DTYPES: dict[str, tuple[str, int]] = {
     "bfloat16": ("bfloat16", 2),
 }
 
+#: the largest whole number each type holds exactly (the correctness check compares exact values)
+EXACT_UP_TO: dict[str, int] = {
+    "int8": 127,
+    "uint8": 255,
+    "int32": 2**31 - 1,
+    "int64": 2**63 - 1,
+    "half": 2048,
+    "float": 2**24,
+    "double": 2**53,
+    "bfloat16": 256,
+}
+
+
+def check_exact(dtype: str, redop: str, n: int) -> str | None:
+    """Why ``-c 1`` cannot check ``redop`` over ``n`` ranks in ``dtype`` exactly (the inputs are 1..3, 1..2
+    for prod: the largest result is 2^n for prod, 3n for sum and avg, 3 for max and min), else None."""
+    top = 2**n if redop == "prod" else 3 * n if redop in ("sum", "avg") else 3
+    limit = EXACT_UP_TO.get(dtype)
+    if limit is None or top <= limit:
+        return None
+    return (
+        f"-d {dtype} -o {redop} over {n} ranks: results reach {top}, past the {limit} {dtype} holds exactly, so "
+        "the check would report wrong results that are only overflow; use a wider -d, fewer ranks, or -c 0"
+    )
+
+
 #: nccl-tests' -o names -> torch.distributed.ReduceOp attribute
 REDOPS: dict[str, str] = {"sum": "SUM", "prod": "PRODUCT", "max": "MAX", "min": "MIN", "avg": "AVG"}
 
