@@ -5,24 +5,43 @@ from __future__ import annotations
 import os
 import time
 
-from nbbench.monitor.hostextra import HostExtraSource, parse_cpu_stat, parse_diskstats, parse_psi
+from nbbench.monitor.hostextra import HostExtraSource, parse_diskstats
 from nbbench.monitor.kernels import KernelTreesSource, tree_verdict
 
-PSI = "some avg10=1.00 avg60=0.50 avg300=0.10 total=2500000\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=1000\n"
 DISKSTATS = """ 252       0 vda 100 0 2048 10 50 0 4096 20 0 30 30 0 0 0 0
  252       1 vda1 90 0 1024 10 50 0 4096 20 0 30 30 0 0 0 0
    7       0 loop0 5 0 80 0 0 0 0 0 0 0 0 0 0 0 0
 """
 
 
-def test_psi_totals_are_read_from_the_total_field():
-    assert parse_psi(PSI) == {"some": 2.5e6, "full": 1000.0}
+def test_stall_figures_come_from_the_one_limits_reader(tmp_path):
+    """The watcher's PSI and throttling are nbbench.limits' window over the cgroup's own counters (found from
+    /proc/self/cgroup), not a second parser of the same files: a v2 fixture tree with a quota and PSI."""
+    root = tmp_path
+    (root / "proc/self").mkdir(parents=True)
+    (root / "proc/self/cgroup").write_text("0::/pod\n")
+    (root / "proc/self/mountinfo").write_text("30 20 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n")
+    pod = root / "sys/fs/cgroup/pod"
+    pod.mkdir(parents=True)
+    (pod / "cpu.max").write_text("50000 100000\n")
+    stat = pod / "cpu.stat"
+    cpu = pod / "cpu.pressure"
 
+    def write(periods, throttled, usec, some):
+        stat.write_text(f"usage_usec 1\nnr_periods {periods}\nnr_throttled {throttled}\nthrottled_usec {usec}\n")
+        cpu.write_text(f"some avg10=0 avg60=0 avg300=0 total={some}\nfull avg10=0 avg60=0 avg300=0 total=0\n")
 
-def test_cpu_stat_v2_microseconds_and_v1_nanoseconds():
-    assert parse_cpu_stat("usage_usec 10\nnr_periods 50\nnr_throttled 7\nthrottled_usec 2500000\n") == (2.5, 7.0)
-    assert parse_cpu_stat("nr_periods 50\nnr_throttled 3\nthrottled_time 1500000000\n") == (1.5, 3.0)
-    assert parse_cpu_stat("usage_usec 10\n") == (None, None)
+    write(100, 10, 1_000_000, 0)
+    src = HostExtraSource(root=str(root))
+    src.open()
+    first = src.sample(10.0)
+    write(110, 15, 1_500_000, 250_000)  # over 1 s: 0.5 s throttled in 5 of 10 periods; 0.25 s some-pressure
+    second = src.sample(11.0)
+    src.close()
+    assert first["cgroup.throttled_pct"] is None and first["psi.cpu_some_pct"] is None
+    assert second["cgroup.throttled_pct"] == 50.0 and second["cgroup.throttled_periods"] == 5
+    assert second["psi.cpu_some_pct"] == 25.0 and second["psi.cpu_full_pct"] == 0.0
+    assert src.labels["psi_scope"] == "cgroup"
 
 
 def test_diskstats_keeps_whole_physical_disks_in_bytes():

@@ -3,22 +3,24 @@
 Fields (rates over the interval since the previous sample; None on the first; a field is
 left out, with a reason in :attr:`HostExtraSource.na`, where this machine does not expose it):
 
-- ``psi.cpu_some_pct``, ``psi.io_some_pct``, ``psi.io_full_pct``, ``psi.memory_some_pct``,
-  ``psi.memory_full_pct``: pressure stall information (``/proc/pressure/*``, Linux 4.20+),
-  the share of the interval in which some (or all) runnable tasks waited for that
-  resource — computed from the ``total=`` microsecond counters, not the kernel's
-  10 s averages, so each sample covers exactly its interval;
-- ``cgroup.throttled_pct``: the share of the interval this container's cgroup was held back
-  by its CPU quota (``cpu.stat`` ``throttled_usec``, v2; ``throttled_time`` in ns, v1), and
-  ``cgroup.throttled_periods``: quota periods throttled in the interval;
+- ``psi.<resource>_<some|full>_pct``: pressure stall information, the share of the interval in
+  which some (or all) runnable tasks waited for the CPU, I/O or memory — from the ``total=``
+  microsecond counters, so each sample covers exactly its interval; the cgroup's own files on
+  cgroup v2, else ``/proc/pressure`` (label ``psi_scope``);
+- ``cgroup.throttled_pct``: throttled time per second of the interval, % (summed over CPUs: it may
+  pass 100 % when several wait), and ``cgroup.throttled_periods``: quota periods throttled in the
+  interval — of the cgroup that carries this process's CPU quota.
+
+The stall counters are read and turned into figures by :mod:`nbbench.limits` (one reader for the
+monitor, the loader runs, the doctor and this watcher), found from ``/proc/self/cgroup``.
 - ``mem.cached_bytes``: the page cache (``Cached:`` in ``/proc/meminfo``, whole machine);
 - ``dev.<name>.read_bytes_per_s``, ``dev.<name>.write_bytes_per_s``: each physical disk
   (``/proc/diskstats``; partitions, loop, ram, dm and md devices left out, as
   :mod:`nbbench.monitor.disk` counts them).
 
 Labels: ``cpu_quota`` (cores the cgroup allows, None: no quota), ``cpus_usable`` (affinity
-and quota together, :func:`nbbench.env.usable_cpus`).  Files stay open and are re-read with
-``pread`` (:class:`~nbbench.monitor.procfs.ProcFile`): about ten small reads a sample.
+and quota together, :func:`nbbench.env.usable_cpus`), ``psi_scope``.  Files stay open and are
+re-read with ``pread``: about ten small reads a sample.
 """
 
 from __future__ import annotations
@@ -27,43 +29,12 @@ import os
 from typing import Any
 
 from ..env import usable_cpus
+from ..limits.counters import StallReader, window
 from .procfs import ProcFile
 
-__all__ = ["HostExtraSource", "parse_psi", "parse_cpu_stat", "parse_diskstats", "whole_disks"]
+__all__ = ["HostExtraSource", "parse_diskstats", "whole_disks"]
 
-_PSI = ("cpu", "io", "memory")
 _VIRTUAL_PREFIXES = ("loop", "ram", "zram", "dm-", "md", "sr", "fd", "nbd", "zd")
-_CGROUP_STATS = ("/sys/fs/cgroup/cpu.stat", "/sys/fs/cgroup/cpu,cpuacct/cpu.stat", "/sys/fs/cgroup/cpu/cpu.stat")
-
-
-def parse_psi(text: str) -> dict[str, float]:
-    """``{"some": total_us, "full": total_us}`` from a /proc/pressure file's text."""
-    out = {}
-    for line in text.splitlines():
-        kind, _, rest = line.partition(" ")
-        for part in rest.split():
-            k, _, v = part.partition("=")
-            if k == "total":
-                out[kind] = float(v)
-    return out
-
-
-def parse_cpu_stat(text: str) -> tuple[float | None, float | None]:
-    """(throttled seconds, throttled periods) from a cgroup ``cpu.stat`` (v2 µs or v1 ns)."""
-    vals = {}
-    for line in text.splitlines():
-        k, _, v = line.partition(" ")
-        try:
-            vals[k] = float(v)
-        except ValueError:
-            continue
-    if "throttled_usec" in vals:
-        seconds = vals["throttled_usec"] / 1e6
-    elif "throttled_time" in vals:
-        seconds = vals["throttled_time"] / 1e9
-    else:
-        seconds = None
-    return seconds, vals.get("nr_throttled")
 
 
 def whole_disks(sys_block: str = "/sys/block") -> set[str] | None:
@@ -112,6 +83,8 @@ class HostExtraSource:
         self._prev: dict[str, float] = {}
         self._t: float | None = None
         self._disks: set[str] | None = None
+        self._stalls: StallReader | None = None
+        self._stall_prev: dict | None = None
 
     def _open(self, key: str, path: str) -> bool:
         try:
@@ -123,10 +96,11 @@ class HostExtraSource:
     def open(self) -> None:
         cpus = usable_cpus(self.root)
         self.labels.update(cpu_quota=cpus["cgroup_quota"], cpus_usable=cpus["usable"], cpus_logical=cpus["logical"])
-        for kind in _PSI:
-            if not self._open(f"psi.{kind}", f"/proc/pressure/{kind}"):
-                self.na[f"psi.{kind}_some_pct"] = "no /proc/pressure here (Linux before 4.20, or PSI off)"
-        if not any(self._open("cgroup", p) for p in _CGROUP_STATS if os.path.exists(p)):
+        self._stalls = StallReader(self.root)
+        self.labels["psi_scope"] = self._stalls.scope
+        if "psi" not in self._stalls.available:
+            self.na["psi.cpu_some_pct"] = "no pressure stall information here (Linux before 4.20, or PSI off)"
+        if "throttling" not in self._stalls.available:
             self.na["cgroup.throttled_pct"] = "no cgroup cpu.stat readable here"
         elif cpus["cgroup_quota"] is None:
             self.notes.append("this cgroup has no CPU quota: throttling stays 0")
@@ -145,22 +119,10 @@ class HostExtraSource:
             return None
 
     def sample(self, now: float) -> dict:
-        if self._t is None and not self._files:
+        if self._stalls is None and self._t is None:  # not opened yet (a source the Monitor did not open)
             self.open()
         counters: dict[str, float] = {}
-        out: dict[str, Any] = {}
-        for kind in _PSI:
-            text = self._read(f"psi.{kind}")
-            if text is not None:
-                for which, us in parse_psi(text).items():
-                    counters[f"psi.{kind}_{which}_pct"] = us / 1e6
-        text = self._read("cgroup")
-        if text is not None:
-            seconds, periods = parse_cpu_stat(text)
-            if seconds is not None:
-                counters["cgroup.throttled_pct"] = seconds
-            if periods is not None:
-                counters["cgroup.throttled_periods"] = periods
+        out: dict[str, Any] = self._stall_figures(now)
         text = self._read("meminfo")
         if text is not None:
             out["mem.cached_bytes"] = _cached(text)
@@ -175,13 +137,25 @@ class HostExtraSource:
             if tprev is None or key not in prev or now <= tprev:
                 out[key] = None
                 continue
-            delta = max(0.0, v - prev[key])
-            if key.endswith("_periods"):
-                out[key] = delta
-            elif key.endswith("_pct"):  # seconds stalled per second of interval, as %
-                out[key] = round(min(100.0, 100.0 * delta / (now - tprev)), 2)
-            else:
-                out[key] = round(delta / (now - tprev), 1)
+            out[key] = round(max(0.0, v - prev[key]) / (now - tprev), 1)
+        return out
+
+    def _stall_figures(self, now: float) -> dict[str, Any]:
+        """The interval's PSI shares and throttling, from :func:`nbbench.limits.counters.window`."""
+        if self._stalls is None:
+            return {}
+        cur = self._stalls.sample(now)
+        prev, self._stall_prev = self._stall_prev, cur
+        fig = window(prev, cur)
+        out: dict[str, Any] = {}
+        for res, pair in cur["psi"].items():
+            for kind, total in zip(("some", "full"), pair):
+                if total is not None:
+                    out[f"psi.{res}_{kind}_pct"] = fig.get(f"psi_{res}_{kind}_pct")
+        if cur["cpu"] is not None:
+            out["cgroup.throttled_pct"] = fig["cpu_throttled_pct"]
+            had = prev.get("cpu") if prev else None
+            out["cgroup.throttled_periods"] = max(0, cur["cpu"][1] - had[1]) if had else None
         return out
 
     def close(self) -> None:
@@ -191,3 +165,6 @@ class HostExtraSource:
             except OSError:
                 pass
         self._files = {}
+        if self._stalls is not None:
+            self._stalls.close()
+            self._stalls = None
