@@ -61,6 +61,13 @@ class _Base(APIHandler):
         self.set_header("Cache-Control", "no-store")
         self.finish(json.dumps(_clean(data)))
 
+    async def watch_kernels(self) -> dict[int, dict]:
+        """A client asked: the sampler runs on, and follows the server's local kernels (returned)."""
+        self.live.touch()
+        kernels = await self.kernel_pids()
+        self.live.track_kernels({pid: k["path"] or k["id"][:8] for pid, k in kernels.items()})
+        return kernels
+
     async def kernel_pids(self) -> dict[int, dict]:
         """pid -> {kernel id, name, notebook path, execution state} of the server's local kernels."""
         km = self.kernel_manager
@@ -99,9 +106,7 @@ class MetricsHandler(_Base):
     @tornado.web.authenticated
     @authorized
     async def get(self):
-        self.live.touch()
-        kernels = await self.kernel_pids()
-        self.live.track_kernels({pid: k["path"] or k["id"][:8] for pid, k in kernels.items()})
+        await self.watch_kernels()
         self.send(self.live.snapshot())
 
 
@@ -109,9 +114,7 @@ class KernelsHandler(_Base):
     @tornado.web.authenticated
     @authorized
     async def get(self):
-        self.live.touch()
-        kernels = await self.kernel_pids()
-        self.live.track_kernels({pid: k["path"] or k["id"][:8] for pid, k in kernels.items()})
+        kernels = await self.watch_kernels()
         figures = {f["pid"]: f for f in self.live.kernel_figures()}
         out = []
         for pid, k in kernels.items():
