@@ -162,6 +162,8 @@ def test_every_probe_option_is_a_keyword_of_its_function():
 def test_the_python_api_is_the_catalog():
     import nbbench
 
+    # the list `import nbbench` keeps (importing the catalog there would load nbbench.probes) is the catalog's
+    assert set(nbbench.PROBE_NAMES) == set(catalog.PUBLIC)
     for name in nbbench.PROBE_NAMES:
         fn = getattr(nbbench, name)
         assert fn is catalog.function(name), name
