@@ -138,10 +138,13 @@ def test_parser_defaults_are_the_probes_own(name):
             continue
         want = defaults[dest]
         have = p.default
-        if isinstance(have, str) and isinstance(want, int):  # "1M" as the function writes it, 1048576 parsed
-            from nbbench.units import parse_size
+        from nbbench.units import parse_size
 
+        # "1M" as the parser or the function writes it, 1048576 parsed
+        if isinstance(have, str) and isinstance(want, int):
             have = parse_size(have)
+        if isinstance(want, str) and isinstance(have, int):
+            want = parse_size(want)
         if have != want:
             differ[dest] = (want, p.default)
     assert not differ, f"{name}: parser default vs the probe's: {differ}"

@@ -217,10 +217,15 @@ class Command:
     #: the probe or the ranks.  Every other option is in :meth:`params`.
     front_only: frozenset[str] = frozenset()
 
+    #: this subcommand's own options as data (:class:`nbbench.commands.options.Opt`, ``Group`` and parser
+    #: helpers): the one declaration its parser (CLI and magic), the panel's fields, :meth:`params` (what the
+    #: probe and every rank receive), ``--repeat`` and the reference docs are all read from
+    arguments: tuple = ()
+
     def add_arguments(self, parser) -> None:
-        """Declare this subcommand's own options (argparse API): the one declaration its parser (CLI and
-        magic), the panel's fields, :meth:`params` (what the probe and every rank receive), ``--repeat``
-        and the reference docs are all read from."""
+        """Add :attr:`arguments` to ``parser`` (a command whose options depend on the parser overrides it)."""
+        for add in self.arguments:
+            add(parser)
 
     @classmethod
     def own_options(cls) -> tuple[str, ...]:
@@ -285,7 +290,7 @@ class Invocation:
 
 _RAISING: dict[type, type] = {}
 
-#: the options of many-rank runs (:func:`nbbench.commands.ranks.add_rank_options`): how a probe is run,
+#: the options of many-rank runs (:data:`nbbench.commands.ranks.OPTIONS`): how a probe is run,
 #: never a parameter of it
 RANK_OPTIONS = frozenset({"ranks", "nnodes", "rdzv_host", "backend", "no_dist"})
 
@@ -316,9 +321,9 @@ def build_parser(cmd: Command, ctx: Context):
     )
     add_common_options(parser, ctx, saves=cmd.saves)
     if cmd.measures:
-        from .repeat import add_repeat_option
+        from .repeat import REPEAT
 
-        add_repeat_option(parser)
+        REPEAT(parser)
     cmd.add_arguments(parser)
     return parser
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from . import Command
+from .options import Opt, choice_list, positive_int
 
 _CHECKS = ("shm", "nofile", "mount", "block", "vm", "cpu", "memory", "limits", "gpu", "jupyter", "ssh")
 
@@ -21,37 +22,30 @@ class DoctorCommand(Command):
     )
     epilog = "Example: %iobench doctor /dataset   ·   nbbench doctor /dataset --json"
 
-    def add_arguments(self, p) -> None:
-        from .options import choice_list, positive_int
-
-        p.add_argument(
+    arguments = (
+        Opt(
             "path",
+            help="the directory to check storage for (default: the current directory)",
+            metavar="PATH",
             nargs="?",
             default=None,
-            metavar="PATH",
-            help="the directory to check storage for (default: the current directory)",
-        )
-        p.add_argument(
+        ),
+        Opt(
             "--checks",
-            type=choice_list(_CHECKS),
-            default=None,
+            choice_list(_CHECKS),
+            None,
+            f"only these checks, comma-separated ({','.join(_CHECKS)})",
             metavar="LIST",
-            help=f"only these checks, comma-separated ({','.join(_CHECKS)})",
-        )
-        p.add_argument(
-            "--skip",
-            type=choice_list(_CHECKS),
-            default=None,
-            metavar="LIST",
-            help="leave these checks out, e.g. --skip gpu",
-        )
-        p.add_argument(
+        ),
+        Opt("--skip", choice_list(_CHECKS), None, "leave these checks out, e.g. --skip gpu", metavar="LIST"),
+        Opt(
             "--workers",
-            type=positive_int,
-            default=None,
+            positive_int,
+            None,
+            "DataLoader workers /dev/shm must serve (default: min(8, usable CPUs))",
             metavar="N",
-            help="DataLoader workers /dev/shm must serve (default: min(8, usable CPUs))",
-        )
+        ),
+    )
 
     def run(self, args, ctx):
         from ..doctor import CHECKS, doctor

@@ -7,6 +7,7 @@ import sys
 from ..results import ProbeError
 from ..results.system.env import EnvResult
 from . import Command
+from .options import Opt
 
 
 class EnvCommand(Command):
@@ -18,13 +19,14 @@ class EnvCommand(Command):
     )
     saves = False
 
-    def add_arguments(self, p) -> None:
-        p.add_argument(
+    arguments = (
+        Opt(
             "--export",
-            choices=["requirements", "conda"],
+            ["requirements", "conda"],
             help="write exact package versions: requirements (name==version) or conda (explicit list)",
-        )
-        p.add_argument("--out", metavar="FILE", help="file to write the export to (default: print it)")
+        ),
+        Opt("--out", help="file to write the export to (default: print it)", metavar="FILE"),
+    )
 
     def run(self, args, ctx):
         from .. import env, envexport

@@ -6,6 +6,7 @@ import argparse
 
 from ..probes import limits
 from . import Command, options
+from .options import Opt
 
 
 class GpuCommand(Command):
@@ -18,41 +19,34 @@ class GpuCommand(Command):
         "matmul FLOP/s (fp32, tf32, bf16) and host↔device copies, pageable vs pinned."
     )
 
-    def add_arguments(self, p) -> None:
-        p.add_argument("--no-bench", dest="bench", action="store_false", help="skip the matmul/copy sanity benchmark")
-        p.add_argument(
+    arguments = (
+        Opt("--no-bench", "store_false", help="skip the matmul/copy sanity benchmark", dest="bench"),
+        Opt(
             "--size",
-            type=options.int_range(limits.GPU_MATMUL_SIZE),
-            default=4096,
+            options.int_range(limits.GPU_MATMUL_SIZE),
+            4096,
+            "matmul size N (N×N by N×N, {} to {}; default 4096)".format(*limits.GPU_MATMUL_SIZE),
             metavar="N",
-            help="matmul size N (N×N by N×N, {} to {}; default 4096)".format(*limits.GPU_MATMUL_SIZE),
-        )
-        p.add_argument(
+        ),
+        Opt(
             "--iters",
-            type=options.int_range(limits.GPU_ITERS),
-            default=10,
-            metavar="R",
-            help="timed iterations per benchmark inside one run, {} to {}, median reported (default 10); "
+            options.int_range(limits.GPU_ITERS),
+            10,
+            "timed iterations per benchmark inside one run, {} to {}, median reported (default 10); "
             "--repeat N repeats the whole run".format(*limits.GPU_ITERS),
-        )
-        p.add_argument(
+            metavar="R",
+        ),
+        Opt(
             "--health",
-            action="store_true",
+            "store_true",
             help="read each GPU's health through NVML under a short matmul load: clocks event reasons, PCIe link "
             "vs its maximum, ECC, row remaps, Xid during the run, persistence, MIG, NVLink, fabric manager, "
             "power limit (findings are checks: they set the exit code)",
-        )
-        p.add_argument(
-            "--load-seconds",
-            type=float,
-            default=5.0,
-            metavar="S",
-            help="with --health: how long the load runs (default 5)",
-        )
+        ),
+        Opt("--load-seconds", float, 5.0, "with --health: how long the load runs (default 5)", metavar="S"),
         # the old name, kept working but not shown: "--repeat" (whole runs) is another option
-        p.add_argument(
-            "--repeats", dest="iters", type=options.int_range(limits.GPU_ITERS), default=10, help=argparse.SUPPRESS
-        )
+        Opt("--repeats", options.int_range(limits.GPU_ITERS), 10, argparse.SUPPRESS, dest="iters"),
+    )
 
     def run(self, args, ctx):
         from ..probes.gpu import check

@@ -13,6 +13,7 @@ import argparse
 
 from ..results import ProbeError
 from . import Command, options, ranks
+from .options import Opt
 
 __all__ = ["CollectivesCommand", "CopiesCommand"]
 
@@ -55,49 +56,31 @@ class CollectivesCommand(ranks.RankedCommand):
         "           torchrun --nproc-per-node 8 -m nbbench collectives --backend nccl --ops all_reduce"
     )
 
-    def add_arguments(self, parser) -> None:
-        has_o = "-o" in parser._option_string_actions  # the notebook's -o: return the result
-        parser.add_argument("-b", "--minbytes", type=options.size, default=8, help="smallest size (default 8)")
-        parser.add_argument(
-            "-e",
-            "--maxbytes",
-            type=options.size,
-            default=None,
-            help="largest size (default 128M with nccl, 1M with gloo on CPU)",
-        )
-        parser.add_argument(
-            "-f", "--stepfactor", type=options.int_range(2, 1024), default=2, help="size ×F each step (default 2)"
-        )
-        parser.add_argument(
-            "-n", "--iters", type=options.int_range(1, 100000), default=20, help="timed calls per size (default 20)"
-        )
-        parser.add_argument(
-            "-w",
+    arguments = (
+        Opt("--minbytes", options.size, 8, "smallest size (default 8)", short="-b"),
+        Opt("--maxbytes", options.size, None, "largest size (default 128M with nccl, 1M with gloo on CPU)", short="-e"),
+        Opt("--stepfactor", options.int_range(2, 1024), 2, "size ×F each step (default 2)", short="-f"),
+        Opt("--iters", options.int_range(1, 100000), 20, "timed calls per size (default 20)", short="-n"),
+        Opt(
             "--warmup_iters",
+            options.int_range(0, 100000),
+            5,
+            "untimed calls first (default 5)",
+            short="-w",
             dest="warmup",
-            type=options.int_range(0, 100000),
-            default=5,
-            help="untimed calls first (default 5)",
-        )
-        parser.add_argument(
-            "-c", "--check", type=_check, default=1, help="1: check every result on every rank (default), 0: do not"
-        )
-        parser.add_argument(
-            *(["--op"] if has_o else ["-o", "--op"]),
-            dest="redop",
-            choices=_REDOPS,
-            default="sum",
-            help="reduction (default sum; avg needs a float type)",
-        )
-        parser.add_argument("-d", "--datatype", dest="dtype", choices=_DTYPES, default="float", help="default float")
-        parser.add_argument(
+        ),
+        Opt("--check", _check, 1, "1: check every result on every rank (default), 0: do not", short="-c"),
+        Opt("--op", _REDOPS, "sum", "reduction (default sum; avg needs a float type)", short="-o", dest="redop"),
+        Opt("--datatype", _DTYPES, "float", "default float", short="-d", dest="dtype"),
+        Opt(
             "--ops",
-            type=options.choice_list(_OPS),
-            default=list(_OPS),
-            help="operations, comma-separated (default all: " + ",".join(_OPS) + ")",
-        )
-        parser.add_argument("--inject-wrong", type=options.nonneg_int, help=argparse.SUPPRESS)
-        ranks.add_rank_options(parser)
+            options.choice_list(_OPS),
+            list(_OPS),
+            "operations, comma-separated (default all: " + ",".join(_OPS) + ")",
+        ),
+        Opt("--inject-wrong", options.nonneg_int, help=argparse.SUPPRESS),
+        ranks.OPTIONS,
+    )
 
     def run(self, args, ctx):
         from ..probes.gpunode.busbw import DEFAULT_MAX, DEFAULT_MAX_CPU, size_ladder
@@ -137,15 +120,12 @@ class CopiesCommand(Command):
         "latency of a 4-byte copy. Needs a GPU; with none it says so in one line."
     )
 
-    def add_arguments(self, parser) -> None:
-        parser.add_argument(
-            "--bytes", dest="nbytes", type=options.size, default="256M", help="host↔device copy size (default 256M)"
-        )
-        parser.add_argument("--p2p-bytes", type=options.size, default="64M", help="GPU→GPU copy size (default 64M)")
-        parser.add_argument(
-            "-n", "--iters", type=options.int_range(1, 1000), default=10, help="timed copies each (default 10)"
-        )
-        parser.add_argument("--no-matrix", dest="matrix", action="store_false", help="host↔device only")
+    arguments = (
+        Opt("--bytes", options.size, "256M", "host↔device copy size (default 256M)", dest="nbytes"),
+        Opt("--p2p-bytes", options.size, "64M", "GPU→GPU copy size (default 64M)"),
+        Opt("--iters", options.int_range(1, 1000), 10, "timed copies each (default 10)", short="-n"),
+        Opt("--no-matrix", "store_false", help="host↔device only", dest="matrix"),
+    )
 
     def run(self, args, ctx):
         from ..probes.gpunode.copies import copies, need_gpu
@@ -153,5 +133,5 @@ class CopiesCommand(Command):
         need_gpu()  # before the bar: "no GPU visible: …", one line
         return ctx.run_probe(
             "copies",
-            lambda p, c: copies(nbytes=args.nbytes, p2p_bytes=args.p2p_bytes, iters=args.iters, matrix=args.matrix),
+            lambda p, c: copies(**self.params(args)),
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from . import Command
+from .options import Opt, nonneg_int, percentage, positive_int
 
 
 def _csv(text: str) -> list[str]:
@@ -27,12 +28,11 @@ class HistoryCommand(Command):
     saves = False
     expression = True
 
-    def add_arguments(self, p) -> None:
-        from .options import positive_int
-
-        p.add_argument("--kind", default=None, metavar="K", help="only runs of this kind (dd, randread, loader, …)")
-        p.add_argument("--label", default=None, metavar="L", help="only runs with this label")
-        p.add_argument("--last", type=positive_int, default=None, metavar="N", help="only the newest N runs")
+    arguments = (
+        Opt("--kind", None, None, "only runs of this kind (dd, randread, loader, …)", metavar="K"),
+        Opt("--label", None, None, "only runs with this label", metavar="L"),
+        Opt("--last", positive_int, None, "only the newest N runs", metavar="N"),
+    )
 
     def run(self, args, ctx):
         from ..store import default_store
@@ -66,27 +66,25 @@ class CompareCommand(Command):
     saves = False
     expression = True
 
-    def add_arguments(self, p) -> None:
-        p.add_argument("refs", nargs="+", metavar="RUN_OR_LABEL", help="run ids or labels; the first is the baseline")
-        p.add_argument(
+    arguments = (
+        Opt("refs", help="run ids or labels; the first is the baseline", metavar="RUN_OR_LABEL", nargs="+"),
+        Opt(
             "--metrics",
-            type=_csv,
-            default=None,
+            _csv,
+            None,
+            "only these metric keys, comma-separated (e.g. read_bytes_per_s,iops)",
             metavar="LIST",
-            help="only these metric keys, comma-separated (e.g. read_bytes_per_s,iops)",
-        )
-        p.add_argument("--png", default=None, metavar="FILE", help="also write the bar chart to FILE (PNG)")
-        from .options import percentage
-
-        p.add_argument(
+        ),
+        Opt("--png", None, None, "also write the bar chart to FILE (PNG)", metavar="FILE"),
+        Opt(
             "--fail-if-worse",
-            type=percentage,
-            default=None,
+            percentage,
+            None,
+            "a gate for CI: exit 3 when a headline figure is significantly worse than the baseline (its 95 %% "
+            "interval wholly on the worse side) and worse by more than PCT (e.g. 5%%); else 0",
             metavar="PCT",
-            help="a gate for CI: exit 3 when a headline figure is significantly worse than the "
-            "baseline (its 95 %% interval wholly on the worse side) and worse by more than PCT "
-            "(e.g. 5%%); else 0",
-        )
+        ),
+    )
 
     def run(self, args, ctx):
         from ..compare import compare
@@ -135,46 +133,31 @@ class ReportCommand(Command):
     )
     saves = False
 
-    def add_arguments(self, p) -> None:
-        from .options import nonneg_int
-
-        p.add_argument(
-            "--format",
-            dest="fmt",
-            choices=("html", "md", "json"),
-            default=None,
-            help="html (default; or from --out's suffix), md or json",
-        )
-        p.add_argument(
+    arguments = (
+        Opt("--format", ("html", "md", "json"), None, "html (default; or from --out's suffix), md or json", dest="fmt"),
+        Opt(
             "--out",
-            default=None,
+            None,
+            None,
+            "where to write it ('-': print it; default nbbench-report-DATE-TIME.EXT here)",
             metavar="FILE",
-            help="where to write it ('-': print it; default nbbench-report-DATE-TIME.EXT here)",
-        )
-        p.add_argument(
-            "--runs",
-            type=_csv,
-            default=None,
-            metavar="LIST",
-            help="run ids or labels, comma-separated (default: the latest --last runs)",
-        )
-        p.add_argument(
-            "--last",
-            type=nonneg_int,
-            default=10,
-            metavar="N",
-            help="with no --runs: the newest N runs (default 10; 0 = all)",
-        )
-        p.add_argument("--kind", default=None, metavar="K", help="with no --runs: only runs of this kind")
-        p.add_argument("--label", default=None, metavar="L", help="with no --runs: only runs with this label")
-        p.add_argument(
+        ),
+        Opt(
+            "--runs", _csv, None, "run ids or labels, comma-separated (default: the latest --last runs)", metavar="LIST"
+        ),
+        Opt("--last", nonneg_int, 10, "with no --runs: the newest N runs (default 10; 0 = all)", metavar="N"),
+        Opt("--kind", None, None, "with no --runs: only runs of this kind", metavar="K"),
+        Opt("--label", None, None, "with no --runs: only runs with this label", metavar="L"),
+        Opt(
             "--path",
-            default=None,
+            None,
+            None,
+            "the directory the doctor checks (default: the results' path, else here)",
             metavar="PATH",
-            help="the directory the doctor checks (default: the results' path, else here)",
-        )
-        p.add_argument("--no-doctor", dest="doctor", action="store_false", help="leave the doctor's findings out")
-        p.add_argument("--force", action="store_true", help="replace --out if it exists")
+        ),
+        Opt("--no-doctor", "store_false", help="leave the doctor's findings out", dest="doctor"),
+        Opt("--force", "store_true", help="replace --out if it exists"),
+    )
 
     def run(self, args, ctx):
         from ..report import report

@@ -15,6 +15,7 @@ import copy
 import shlex
 
 from . import Command, HelpRequested, UsageProblem, parse
+from .options import Opt
 from .repeat import repeat_count
 
 __all__ = ["VsCommand", "compare_settings"]
@@ -31,20 +32,21 @@ class VsCommand(Command):
         'probe\'s own command line in quotes, e.g. "dd /data --direct" "dd /data --buffered".'
     )
 
-    def add_arguments(self, parser) -> None:
-        parser.add_argument(
+    arguments = (
+        Opt(
             "settings",
-            nargs="+",
-            metavar="SETTING",
             help="a command line of a measuring subcommand, quoted; two or more, the same subcommand",
-        )
-        parser.add_argument(
+            metavar="SETTING",
+            nargs="+",
+        ),
+        Opt(
             "--rounds",
-            type=repeat_count,
-            default=5,
+            repeat_count,
+            5,
+            "rounds: each setting runs once per round, in the order given (default 5)",
             metavar="N",
-            help="rounds: each setting runs once per round, in the order given (default 5)",
-        )
+        ),
+    )
 
     def run(self, args, ctx):
         invs = _parse_settings(args.settings, ctx)

@@ -14,6 +14,8 @@ from .. import units
 from ..probes import limits as _limits
 
 __all__ = [
+    "Opt",
+    "Group",
     "size",
     "duration",
     "positive_int",
@@ -154,3 +156,54 @@ def choice_list(choices):
         return vals
 
     return parse
+
+
+_UNSET = object()
+
+
+class Opt:
+    """One option of a subcommand, declared as data: ``Opt(FLAG, KIND, DEFAULT, HELP, **argparse)``.
+
+    KIND is how its text is read: a function (argparse's ``type``), a list or tuple of choices, or an
+    action name (``"store_true"``, ``"store_false"``, ``"store_const"``); a FLAG without dashes is a
+    positional argument; a ``short`` flag the front end already uses itself (the notebook's ``-o``) is left
+    out, the long one stays.  A command lists its options in its ``arguments`` table
+    (:attr:`nbbench.commands.Command.arguments`); calling one adds it to a parser, so a table holds
+    :class:`Group` entries and parser helpers beside them.
+    """
+
+    __slots__ = ("flags", "kind", "default", "help", "kw")
+
+    def __init__(self, flag: str, kind=None, default=_UNSET, help: str | None = None, short: str = "", **kw):
+        self.flags = (short, flag) if short else (flag,)
+        self.kind, self.default, self.help, self.kw = kind, default, help, kw
+
+    def __call__(self, parser):
+        kw = dict(self.kw)
+        if isinstance(self.kind, str):
+            kw["action"] = self.kind
+        elif isinstance(self.kind, (list, tuple)):
+            kw["choices"] = self.kind
+        elif self.kind is not None:
+            kw["type"] = self.kind
+        if self.default is not _UNSET:
+            kw["default"] = self.default
+        taken = getattr(parser, "_option_string_actions", {})
+        flags = [f for f in self.flags[:-1] if f not in taken] + [self.flags[-1]]
+        return parser.add_argument(*flags, help=self.help, **kw)
+
+    def __repr__(self) -> str:
+        return f"Opt({'/'.join(self.flags)})"
+
+
+class Group:
+    """Options shown under one heading (``title``) or of which one at most is given (``exclusive``)."""
+
+    def __init__(self, *items, title: str | None = None, exclusive: bool = False):
+        self.items, self.title, self.exclusive = items, title, exclusive
+
+    def __call__(self, parser):
+        g = parser.add_mutually_exclusive_group() if self.exclusive else parser.add_argument_group(self.title)
+        for add in self.items:
+            add(g)
+        return g

@@ -8,6 +8,7 @@ nothing itself; each run started from the panel is saved like the magics' runs.
 from __future__ import annotations
 
 from . import Command
+from .options import Opt
 
 TABS = ("GPU", "Storage", "DataLoader", "Monitor", "History")
 
@@ -31,15 +32,16 @@ class PanelCommand(Command):
     )
     saves = False
 
-    def add_arguments(self, p) -> None:
-        p.add_argument(
+    arguments = (
+        Opt(
             "path",
+            help="a directory, file or block device to start with (may be typed in the panel)",
+            metavar="PATH",
             nargs="?",
             default=None,
-            metavar="PATH",
-            help="a directory, file or block device to start with (may be typed in the panel)",
-        )
-        p.add_argument("--tab", type=_tab, default=None, metavar="TAB", help=f"the tab shown first: {', '.join(TABS)}")
+        ),
+        Opt("--tab", _tab, None, f"the tab shown first: {', '.join(TABS)}", metavar="TAB"),
+    )
 
     def run(self, args, ctx):
         panel = ctx.open_panel(args.path, tab=args.tab)  # the front end's: the panel is a front end itself

@@ -1,7 +1,7 @@
 """``--ranks N`` and rank mode for the subcommands that opt in (dd, randread, files, checkpoint, shards,
 loader, sweep, feed).
 
-:func:`add_rank_options` declares the options once; a command's ``run`` starts with
+:data:`OPTIONS` declares the options once; a command's ``run`` starts with
 ``value = ranks.dispatch(...)`` and goes on with its local code when it gets :data:`LOCAL`:
 
 * this process is a rank (torchrun / srun / a PyTorchJob set the environment; never in a
@@ -16,7 +16,7 @@ loader, sweep, feed).
   ``--nnodes M`` > 1 print the torchrun and srun lines to run on each host instead.
 
 A new probe opts in with three pieces (as checkpoint and shards did): this
-module's :func:`add_rank_options` in its ``add_arguments``, :func:`dispatch` at the top of
+module's :data:`OPTIONS` in its ``arguments``, :func:`dispatch` at the top of
 its ``run``, and its rank part, a :class:`nbbench.ranks.jobs.RankJob` in ``dist.jobs.JOBS``.
 """
 
@@ -26,8 +26,9 @@ import os
 
 from ..results import ProbeError
 from . import Command, options
+from .options import Group, Opt
 
-__all__ = ["add_rank_options", "dispatch", "RankedCommand", "LOCAL", "child_argv"]
+__all__ = ["OPTIONS", "OPTIONS_FILE_PER_RANK", "dispatch", "RankedCommand", "LOCAL", "child_argv"]
 
 #: what :func:`dispatch` returns when the command should run as usual, in this process alone
 LOCAL = object()
@@ -38,48 +39,47 @@ _DROP = ("-o",)
 _DROP_ALWAYS = ("--repeat",)
 
 
-def add_rank_options(parser, file_per_rank: bool = False) -> None:
-    """The options of many-rank runs (one group, the same for every command that opts in)."""
-    g = parser.add_argument_group("many ranks (torch.distributed; see docs/guide/ranks.md)")
-    g.add_argument(
+_RANKS = (
+    Opt(
         "--ranks",
-        type=options.positive_int,
-        default=None,
-        metavar="N",
-        help="run N ranks on this host as child processes (one per GPU, as DDP does; they meet through "
+        options.positive_int,
+        None,
+        "run N ranks on this host as child processes (one per GPU, as DDP does; they meet through "
         "a private directory and loopback, no network port) and report what they get together",
-    )
-    g.add_argument(
+        metavar="N",
+    ),
+    Opt(
         "--nnodes",
-        type=options.positive_int,
-        default=1,
+        options.positive_int,
+        1,
+        "with --ranks: M hosts sharing the path; prints the torchrun and srun lines to run",
         metavar="M",
-        help="with --ranks: M hosts sharing the path; prints the torchrun and srun lines to run",
-    )
-    g.add_argument(
+    ),
+    Opt(
         "--rdzv-host",
-        default=None,
+        None,
+        None,
+        "with --nnodes: the host:port the printed lines meet at (default: a placeholder)",
         metavar="HOST",
-        help="with --nnodes: the host:port the printed lines meet at (default: a placeholder)",
-    )
-    g.add_argument(
+    ),
+    Opt(
         "--backend",
-        choices=("gloo", "nccl"),
-        default="gloo",
-        help="process group backend: gloo (default, no GPU needed) or nccl (a GPU per rank)",
-    )
-    g.add_argument(
-        "--no-dist",
-        action="store_true",
-        help="never act as a rank, even where WORLD_SIZE/RANK or SLURM_* say this is one",
-    )
-    if file_per_rank:
-        g.add_argument(
-            "--file-per-rank",
-            action="store_true",
-            help="in a directory: each rank reads a file of its own (default: one file rank 0 "
-            "writes, read by every rank)",
-        )
+        ("gloo", "nccl"),
+        "gloo",
+        "process group backend: gloo (default, no GPU needed) or nccl (a GPU per rank)",
+    ),
+    Opt("--no-dist", "store_true", help="never act as a rank, even where WORLD_SIZE/RANK or SLURM_* say this is one"),
+)
+_FILE_PER_RANK = Opt(
+    "--file-per-rank",
+    "store_true",
+    help="in a directory: each rank reads a file of its own (default: one file rank 0 writes, read by every rank)",
+)
+_TITLE = "many ranks (torch.distributed; see docs/guide/ranks.md)"
+#: the options of many-rank runs (one group, the same for every command that opts in), an entry of a
+#: command's ``arguments``; :data:`OPTIONS_FILE_PER_RANK` adds ``--file-per-rank``
+OPTIONS = Group(*_RANKS, title=_TITLE)
+OPTIONS_FILE_PER_RANK = Group(*_RANKS, _FILE_PER_RANK, title=_TITLE)
 
 
 def child_argv(name: str, args, strip_ranks: bool = False) -> list[str]:

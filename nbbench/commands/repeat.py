@@ -1,6 +1,6 @@
 """``--repeat N``: whole runs of a measuring subcommand, kept in one result.
 
-Declared once (:func:`add_repeat_option`, which :func:`nbbench.commands.build_parser` adds to
+Declared once (:data:`REPEAT`, which :func:`nbbench.commands.build_parser` adds to
 every command whose class sets ``measures = True``) and run once (:func:`run`, which
 :func:`nbbench.commands.execute` calls for every command): the command's own ``run`` is called
 N times — each run as one run is (a new temporary file, the cache dropped as its options say,
@@ -19,33 +19,28 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["REPEAT_MAX", "repeat_count", "add_repeat_option", "run", "scale_of"]
+from .options import Opt, int_range
+
+__all__ = ["REPEAT_MAX", "repeat_count", "REPEAT", "run", "scale_of"]
 
 #: the most runs ``--repeat`` takes
 REPEAT_MAX = 100
 
 
-def _repeat_type():
-    from .options import int_range
-
-    return int_range(1, REPEAT_MAX)
-
-
 #: ``--repeat``'s value: a whole number from 1 to :data:`REPEAT_MAX` (else a usage error); an
 #: :class:`~nbbench.commands.options.IntRange`, so the panel's "runs" field reads its limits from here
-repeat_count = _repeat_type()
+repeat_count = int_range(1, REPEAT_MAX)
 
 
-def add_repeat_option(parser) -> None:
-    """The one declaration of ``--repeat N``."""
-    parser.add_argument(
-        "--repeat",
-        type=repeat_count,
-        default=1,
-        metavar="N",
-        help=f"run the probe N times (1-{REPEAT_MAX}, default 1), each run as one run is; the "
-        "result gives the median of the runs with their spread (min…max), and every run",
-    )
+#: the one declaration of ``--repeat N``
+REPEAT = Opt(
+    "--repeat",
+    repeat_count,
+    1,
+    f"run the probe N times (1-{REPEAT_MAX}, default 1), each run as one run is; the result gives the median of "
+    "the runs with their spread (min…max), and every run",
+    metavar="N",
+)
 
 
 def scale_of(cmd, args) -> tuple[str, Any, str] | None:

@@ -176,7 +176,7 @@ class FilesJob(RankJob):
 
 
 #: probe kind -> its rank part.  A new probe opts in with a RankJob subclass here, and in its
-#: command ``commands.ranks.add_rank_options(parser)`` and ``commands.ranks.dispatch(...)``.
+#: command ``commands.ranks.OPTIONS`` (in its ``arguments``) and ``commands.ranks.dispatch(...)``.
 JOBS: dict[str, type[RankJob]] = {
     "dd": DdJob,
     "randread": RandreadJob,

@@ -7,9 +7,11 @@ import argparse
 import sys
 import time
 
+from ...probes.limits import MONITOR_INTERVAL_S
 from ...results import ProbeError
+from ..options import Opt
 
-__all__ = ["live_metrics", "add_monitor_options", "start_server", "serve_address", "interfaces", "serve_here"]
+__all__ = ["live_metrics", "monitor_options", "start_server", "serve_address", "interfaces", "serve_here"]
 
 # record fields shown next to a progress bar (--duration), as metric keys (their unit is in the key)
 _LIVE = (
@@ -83,56 +85,57 @@ def _table_interval(text: str) -> float:
     return v
 
 
-def add_monitor_options(parser, interval: float = 0.2) -> None:
+def monitor_options(interval: float = 0.2) -> tuple:
     """The options ``monitor`` and ``watch`` share: what to sample, how often, where to serve it."""
-    from ...probes.limits import MONITOR_INTERVAL_S
-
     lo, hi = MONITOR_INTERVAL_S
-    parser.add_argument(
-        "--interval",
-        type=_interval,
-        default=interval,
-        metavar="S",
-        help=f"seconds between samples, {lo:g} to {hi:g} (default {interval:g}; 500ms, 1s also work)",
-    )
-    parser.add_argument(
-        "--gpu",
-        dest="gpus",
-        type=_gpus,
-        default="all",
-        metavar="all|none|0,1",
-        help="which GPUs to sample (NVML indices; default all)",
-    )
-    parser.add_argument(
-        "--path",
-        default=None,
-        metavar="DIR",
-        help="watch the block device behind DIR (default: the current directory); "
-        "system-wide disk figures are always taken too",
-    )
-    parser.add_argument(
-        "--net",
-        type=interfaces,
-        default="auto",
-        metavar="IF[,IF]|all|none",
-        help="network interfaces (default: every one but loopback, each byte counted once; "
-        "lo: loopback; all: every one; none: no network figures)",
-    )
-    parser.add_argument(
-        "--procs",
-        type=_table_interval,
-        default=1.0,
-        metavar="S",
-        help="update the per-process table (reads, writes, CPU, RSS/PSS, GPU memory per process) every "
-        "S seconds (default 1; 0: no table)",
-    )
-    parser.add_argument(
-        "--serve",
-        type=serve_address,
-        default=None,
-        metavar="[HOST:]PORT",
-        help="serve the latest samples at http://HOST:PORT/metrics for Prometheus while it runs "
-        "(host 127.0.0.1 unless given; port 0 picks a free one)",
+    return (
+        Opt(
+            "--interval",
+            _interval,
+            interval,
+            f"seconds between samples, {lo:g} to {hi:g} (default {interval:g}; 500ms, 1s also work)",
+            metavar="S",
+        ),
+        Opt(
+            "--gpu",
+            _gpus,
+            "all",
+            "which GPUs to sample (NVML indices; default all)",
+            metavar="all|none|0,1",
+            dest="gpus",
+        ),
+        Opt(
+            "--path",
+            None,
+            None,
+            "watch the block device behind DIR (default: the current directory); system-wide disk figures are "
+            "always taken too",
+            metavar="DIR",
+        ),
+        Opt(
+            "--net",
+            interfaces,
+            "auto",
+            "network interfaces (default: every one but loopback, each byte counted once; lo: loopback; all: "
+            "every one; none: no network figures)",
+            metavar="IF[,IF]|all|none",
+        ),
+        Opt(
+            "--procs",
+            _table_interval,
+            1.0,
+            "update the per-process table (reads, writes, CPU, RSS/PSS, GPU memory per process) every S seconds "
+            "(default 1; 0: no table)",
+            metavar="S",
+        ),
+        Opt(
+            "--serve",
+            serve_address,
+            None,
+            "serve the latest samples at http://HOST:PORT/metrics for Prometheus while it runs (host 127.0.0.1 "
+            "unless given; port 0 picks a free one)",
+            metavar="[HOST:]PORT",
+        ),
     )
 
 

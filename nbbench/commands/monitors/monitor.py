@@ -26,7 +26,8 @@ import time
 
 from ...results import ProbeError
 from .. import Command, RaiseAfterFinish
-from .common import _StatusLine, _wind_down, add_monitor_options, final_metrics, live_metrics, start_server  # noqa: F401
+from ..options import Opt, duration
+from .common import _StatusLine, _wind_down, final_metrics, live_metrics, monitor_options, start_server  # noqa: F401
 
 __all__ = ["MonitorCommand", "live_metrics"]
 
@@ -64,24 +65,23 @@ class MonitorCommand(Command):
     #: code is monitored as a cell (%%iobench monitor); without a cell it needs -- COMMAND or --duration
     cell_required = True
 
-    def add_arguments(self, parser) -> None:
-        from ..options import duration
-
-        add_monitor_options(parser)
-        parser.add_argument(
+    arguments = (
+        *monitor_options(),
+        Opt(
             "--duration",
-            type=duration,
-            default=None,
+            duration,
+            None,
+            "no cell or program: watch for S seconds (0: until Stop / Ctrl-C)",
             metavar="S",
-            help="no cell or program: watch for S seconds (0: until Stop / Ctrl-C)",
-        )
-        parser.add_argument("--no-plot", action="store_true", help="no live plot, only the summary")
-        parser.add_argument(
+        ),
+        Opt("--no-plot", "store_true", help="no live plot, only the summary"),
+        Opt(
             "command",
-            nargs=argparse.REMAINDER,
-            metavar="-- COMMAND ARGS",
             help="the program to run and monitor, after --",
-        )
+            metavar="-- COMMAND ARGS",
+            nargs=argparse.REMAINDER,
+        ),
+    )
 
     # ------------------------------------------------------------------ run
     def run(self, args, ctx):

@@ -23,7 +23,8 @@ import argparse
 
 from ...results import ProbeError, Result
 from .. import Command, Invocation, defaults, get_command
-from .common import add_monitor_options
+from ..options import Opt
+from .common import monitor_options
 
 __all__ = ["WatchCommand", "MarkCommand", "invocation"]
 
@@ -50,19 +51,18 @@ class WatchCommand(Command):
         "mark TEXT. Memory stays bounded: the window at full rate, older samples as 10 s / 1 min means."
     )
 
-    def add_arguments(self, parser) -> None:
-        add_monitor_options(parser, interval=1.0)
-        parser.add_argument(
+    arguments = (
+        *monitor_options(interval=1.0),
+        Opt(
             "--window",
-            type=_window,
-            default=600.0,
+            _window,
+            600.0,
+            "the view shows the last S seconds, kept at full rate (default 10m)",
             metavar="S",
-            help="the view shows the last S seconds, kept at full rate (default 10m)",
-        )
-        parser.add_argument(
-            "--stop", action="store_true", help="stop the background monitor and save it as a monitor run"
-        )
-        parser.add_argument("--no-plot", action="store_true", help="no live view")
+        ),
+        Opt("--stop", "store_true", help="stop the background monitor and save it as a monitor run"),
+        Opt("--no-plot", "store_true", help="no live view"),
+    )
 
     def run(self, args, ctx):
         if args.stop:
@@ -152,8 +152,7 @@ class MarkCommand(Command):
     )
     saves = False
 
-    def add_arguments(self, parser) -> None:
-        parser.add_argument("text", nargs="+", metavar="TEXT", help="the label")
+    arguments = (Opt("text", help="the label", metavar="TEXT", nargs="+"),)
 
     def run(self, args, ctx):
         from ...monitor import background

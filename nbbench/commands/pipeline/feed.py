@@ -14,6 +14,7 @@ from ...probes.objects.client import is_s3
 from ...probes.pipeline.dataloader import require_torch
 from ...results import ProbeError
 from .. import options, ranks
+from ..options import Opt
 from . import options as po
 
 __all__ = ["FeedCommand"]
@@ -33,53 +34,41 @@ class FeedCommand(ranks.RankedCommand):
     )
     epilog = "example:  nbbench feed /dataset/train --accelerator h100-resnet50 --json"
 
-    def add_arguments(self, parser) -> None:
-        parser.add_argument(
+    arguments = (
+        Opt(
             "path",
+            help="an image folder (root/CLASS/IMAGE), a folder of .tar shards (000123.jpg + 000123.cls samples, "
+            "streamed), or s3://BUCKET/PREFIX of tar shards or image objects",
             metavar="DIR",
-            help="an image folder (root/CLASS/IMAGE), a folder of .tar "
-            "shards (000123.jpg + 000123.cls samples, streamed), or "
-            "s3://BUCKET/PREFIX of tar shards or image objects",
-        )
-        parser.add_argument(
+        ),
+        Opt(
             "--accelerator",
-            type=po.accelerator_type,
-            default="h100-resnet50",
-            help="h100-resnet50 (default), a100-resnet50, h100-unet3d, a100-unet3d, h100-cosmoflow",
-        )
-        parser.add_argument(
+            po.accelerator_type,
+            "h100-resnet50",
+            "h100-resnet50 (default), a100-resnet50, h100-unet3d, a100-unet3d, h100-cosmoflow",
+        ),
+        Opt(
             "--count",
-            type=options.positive_int,
-            default=1,
-            help="how many such accelerators you mean to feed (1): what limits it is judged against their need",
-        )
-        parser.add_argument("--batch-size", type=options.positive_int, default=64, help="batch size (64)")
-        parser.add_argument(
-            "--workers", type=options.nonneg_int, default=None, help="num_workers (default the usable CPUs)"
-        )
-        parser.add_argument(
-            "--duration",
-            type=options.duration,
-            default=5.0,
-            help="measured seconds per run (5); the cold run stops after one pass",
-        )
-        parser.add_argument("--warmup", type=options.nonneg_int, default=2, help="warm-up steps (2)")
-        parser.add_argument(
+            options.positive_int,
+            1,
+            "how many such accelerators you mean to feed (1): what limits it is judged against their need",
+        ),
+        Opt("--batch-size", options.positive_int, 64, "batch size (64)"),
+        Opt("--workers", options.nonneg_int, None, "num_workers (default the usable CPUs)"),
+        Opt("--duration", options.duration, 5.0, "measured seconds per run (5); the cold run stops after one pass"),
+        Opt("--warmup", options.nonneg_int, 2, "warm-up steps (2)"),
+        Opt(
             "--cold",
-            choices=("auto", "fadvise", "drop_caches", "none"),
-            default="auto",
-            help="how to make the cache cold: per-file fadvise (auto), drop_caches (root, "
-            "whole machine) or none (warm run only)",
-        )
-        parser.add_argument(
-            "--max-files",
-            type=options.positive_int,
-            default=20000,
-            help="a random subset of a larger folder (20000)",
-        )
-        po.add_dir_loader_options(parser, "")
-        po.add_s3_options(parser)
-        ranks.add_rank_options(parser)
+            ("auto", "fadvise", "drop_caches", "none"),
+            "auto",
+            "how to make the cache cold: per-file fadvise (auto), drop_caches (root, whole machine) or none (warm "
+            "run only)",
+        ),
+        Opt("--max-files", options.positive_int, 20000, "a random subset of a larger folder (20000)"),
+        *po.DIR_LOADER,
+        *po.S3,
+        ranks.OPTIONS,
+    )
 
     def run(self, args, ctx):
         from ...probes.pipeline.feed import feed

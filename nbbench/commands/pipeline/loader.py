@@ -18,6 +18,7 @@ from ...probes.objects.client import is_s3
 from ...probes.pipeline.dataloader import require_torch
 from ...results import ProbeError
 from .. import options, ranks
+from ..options import Opt
 from . import options as po
 
 __all__ = ["LoaderCommand"]
@@ -39,56 +40,40 @@ class LoaderCommand(ranks.RankedCommand):
         "           nbbench loader /dataset/train --workers 8 --batch-size 256 --emulate a100-resnet50"
     )
 
-    def add_arguments(self, parser) -> None:
-        parser.add_argument(
+    arguments = (
+        Opt(
             "loader",
+            help="a DataLoader variable in the notebook, a dataset folder (an image tree or .tar shards), or "
+            "s3://BUCKET/PREFIX of tar shards or image objects",
             metavar="LOADER",
             nargs="?",
             default=None,
-            help="a DataLoader variable in the notebook, a dataset folder (an image tree or "
-            ".tar shards), or s3://BUCKET/PREFIX of tar shards or image objects",
-        )
-        po.add_dataset_option(parser)
-        parser.add_argument("--steps", type=options.positive_int, default=None, help="measured steps")
-        parser.add_argument(
-            "--duration",
-            type=options.duration,
-            default=None,
-            help="measured seconds (default 10 s when --steps is not given)",
-        )
-        parser.add_argument(
-            "--warmup", type=options.nonneg_int, default=2, help="steps after the first batch run but not measured (2)"
-        )
-        parser.add_argument(
+        ),
+        po.DATASET,
+        Opt("--steps", options.positive_int, None, "measured steps"),
+        Opt("--duration", options.duration, None, "measured seconds (default 10 s when --steps is not given)"),
+        Opt("--warmup", options.nonneg_int, 2, "steps after the first batch run but not measured (2)"),
+        Opt(
             "--epochs",
-            type=options.nonneg_int,
-            default=None,
-            help="passes over the loader at most; 0: as many as --steps/--duration need "
-            "(default 1 for a variable, 0 for a folder)",
-        )
-        po.add_step_options(parser)
-        parser.add_argument(
+            options.nonneg_int,
+            None,
+            "passes over the loader at most; 0: as many as --steps/--duration need (default 1 for a variable, 0 "
+            "for a folder)",
+        ),
+        *po.STEP,
+        Opt(
             "--accelerator",
-            type=po.accelerator_type,
-            default=None,
-            help="for the loader alone: whose need to compare with (default h100-resnet50 for a folder)",
-        )
-        parser.add_argument(
-            "--workers",
-            type=options.nonneg_int,
-            default=None,
-            help="for a folder: num_workers (default the usable CPUs)",
-        )
-        parser.add_argument(
-            "--batch-size",
-            type=options.positive_int,
-            default=64,
-            help="for a folder: batch size (64)",
-        )
-        po.add_dir_loader_options(parser, "")
-        po.add_s3_options(parser)
-        parser.add_argument("--no-plot", action="store_true", help="no live plot")
-        ranks.add_rank_options(parser)
+            po.accelerator_type,
+            None,
+            "for the loader alone: whose need to compare with (default h100-resnet50 for a folder)",
+        ),
+        Opt("--workers", options.nonneg_int, None, "for a folder: num_workers (default the usable CPUs)"),
+        Opt("--batch-size", options.positive_int, 64, "for a folder: batch size (64)"),
+        *po.DIR_LOADER,
+        *po.S3,
+        Opt("--no-plot", "store_true", help="no live plot"),
+        ranks.OPTIONS,
+    )
 
     def run(self, args, ctx):
         from ...probes.pipeline.loader import bench_loader

@@ -12,16 +12,17 @@ import os
 from ...probes.objects.client import is_s3
 from ...results import ProbeError
 from .. import options, ranks
+from ..options import Opt
 
 __all__ = [
     "accelerator_type",
     "step_of",
-    "add_step_options",
-    "add_dir_loader_options",
-    "add_s3_options",
+    "STEP",
+    "DIR_LOADER",
+    "S3",
+    "DATASET",
     "dataset_path",
     "s3_params",
-    "add_dataset_option",
     "ranked",
     "resolve",
 ]
@@ -43,44 +44,48 @@ def step_of(args) -> object:
     return _step_of(vars(args))
 
 
-def add_step_options(parser) -> None:
-    parser.add_argument(
+#: the compute step: --emulate an accelerator or --step none / gpu
+STEP = (
+    Opt(
         "--emulate",
+        accelerator_type,
+        None,
+        "compute step: sleep like this accelerator (MLPerf Storage): h100-resnet50, a100-resnet50, h100-unet3d, "
+        "a100-unet3d, h100-cosmoflow",
         metavar="ACCEL",
-        type=accelerator_type,
-        default=None,
-        help="compute step: sleep like this accelerator (MLPerf Storage): h100-resnet50, "
-        "a100-resnet50, h100-unet3d, a100-unet3d, h100-cosmoflow",
-    )
-    parser.add_argument(
+    ),
+    Opt(
         "--step",
-        choices=("none", "gpu"),
-        default="none",
-        help="compute step when not emulating: none (the loader alone) or gpu "
-        "(a real CUDA step: non-blocking copy + matmuls)",
-    )
-
-
-def add_dir_loader_options(parser, workers_default_help: str) -> None:
-    parser.add_argument(
+        ("none", "gpu"),
+        "none",
+        "compute step when not emulating: none (the loader alone) or gpu (a real CUDA step: non-blocking copy + "
+        "matmuls)",
+    ),
+)
+#: how a folder's images are read
+DIR_LOADER = (
+    Opt(
         "--decode",
-        choices=("auto", "pil", "none"),
-        default="auto",
-        help="for a directory: decode with Pillow (random-resized crop + flip), bytes only, "
-        "or auto (Pillow when the files are images)",
-    )
-    parser.add_argument("--size", type=options.positive_int, default=224, help="crop size in pixels (224)")
-
-
-def add_s3_options(parser) -> None:
-    parser.add_argument(
-        "--endpoint-url",
-        default=None,
-        help="for an s3:// dataset: an S3-compatible endpoint, e.g. http://127.0.0.1:9000",
-    )
-    parser.add_argument(
-        "--region", default=None, help="for an s3:// dataset: the region (default: the AWS configuration)"
-    )
+        ("auto", "pil", "none"),
+        "auto",
+        "for a directory: decode with Pillow (random-resized crop + flip), bytes only, or auto (Pillow when the "
+        "files are images)",
+    ),
+    Opt("--size", options.positive_int, 224, "crop size in pixels (224)"),
+)
+#: where an s3:// dataset is
+S3 = (
+    Opt("--endpoint-url", None, None, "for an s3:// dataset: an S3-compatible endpoint, e.g. http://127.0.0.1:9000"),
+    Opt("--region", None, None, "for an s3:// dataset: the region (default: the AWS configuration)"),
+)
+DATASET = Opt(
+    "--dataset",
+    None,
+    None,
+    "a function returning a map-style Dataset (importable by every rank with --ranks), instead of a folder or "
+    "a notebook variable",
+    metavar="MODULE:FUNCTION",
+)
 
 
 def dataset_path(src: str) -> str:
@@ -94,16 +99,6 @@ def s3_params(args, src) -> dict:
     if not is_s3(src):
         return {}
     return {k: getattr(args, k) for k in ("endpoint_url", "region") if getattr(args, k, None)}
-
-
-def add_dataset_option(parser) -> None:
-    parser.add_argument(
-        "--dataset",
-        metavar="MODULE:FUNCTION",
-        default=None,
-        help="a function returning a map-style Dataset (importable by every rank with --ranks), "
-        "instead of a folder or a notebook variable",
-    )
 
 
 def ranked(name: str, kind: str, args, ctx, what: str, params: dict, desc: str, plot=None):

@@ -11,6 +11,7 @@ from ...probes.objects.client import is_s3
 from ...probes.pipeline.dataloader import require_torch
 from ...results import ProbeError
 from .. import options, ranks
+from ..options import Opt
 from . import options as po
 
 __all__ = ["SweepCommand"]
@@ -30,37 +31,31 @@ class SweepCommand(ranks.RankedCommand):
         "           nbbench sweep /dataset/train --workers 0,4,8 --emulate h100-resnet50"
     )
 
-    def add_arguments(self, parser) -> None:
-        parser.add_argument(
+    arguments = (
+        Opt(
             "source",
+            help="a dataset variable in the notebook (a DataLoader: its dataset), or a folder",
             metavar="DATASET",
             nargs="?",
             default=None,
-            help="a dataset variable in the notebook (a DataLoader: its dataset), or a folder",
-        )
-        po.add_dataset_option(parser)
-        parser.add_argument(
+        ),
+        po.DATASET,
+        Opt(
             "--workers",
-            type=options.int_list,
-            default=None,
-            help="num_workers values, e.g. 0,2,4,8 (default 0,1,2,4… up to the usable CPUs)",
-        )
-        parser.add_argument("--batch-size", type=options.int_list, default=[64], help="batch sizes, e.g. 64,256 (64)")
-        parser.add_argument(
-            "--pin-memory",
-            type=options.bool_list,
-            default=[False],
-            help="pin_memory values, e.g. false,true (false)",
-        )
-        parser.add_argument("--prefetch", type=options.int_list, default=[2], help="prefetch_factor values (2)")
-        parser.add_argument("--no-persistent", dest="persistent", action="store_false", help="persistent_workers=False")
-        parser.add_argument(
-            "--duration", type=options.duration, default=2.0, help="measured seconds per configuration (2)"
-        )
-        parser.add_argument("--warmup", type=options.nonneg_int, default=2, help="warm-up steps (2)")
-        po.add_step_options(parser)
-        po.add_dir_loader_options(parser, "")
-        ranks.add_rank_options(parser)
+            options.int_list,
+            None,
+            "num_workers values, e.g. 0,2,4,8 (default 0,1,2,4… up to the usable CPUs)",
+        ),
+        Opt("--batch-size", options.int_list, [64], "batch sizes, e.g. 64,256 (64)"),
+        Opt("--pin-memory", options.bool_list, [False], "pin_memory values, e.g. false,true (false)"),
+        Opt("--prefetch", options.int_list, [2], "prefetch_factor values (2)"),
+        Opt("--no-persistent", "store_false", help="persistent_workers=False", dest="persistent"),
+        Opt("--duration", options.duration, 2.0, "measured seconds per configuration (2)"),
+        Opt("--warmup", options.nonneg_int, 2, "warm-up steps (2)"),
+        *po.STEP,
+        *po.DIR_LOADER,
+        ranks.OPTIONS,
+    )
 
     def run(self, args, ctx):
         from ...probes.pipeline.params import sweep_kwargs

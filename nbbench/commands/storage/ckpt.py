@@ -14,6 +14,7 @@ import argparse
 
 from ...probes.checkpoint.models import MODELS as _MODELS
 from .. import options, ranks
+from ..options import Opt
 from .disk import PathProbeCommand
 
 __all__ = ["CheckpointCommand", "ShardsCommand"]
@@ -50,48 +51,35 @@ class CheckpointCommand(PathProbeCommand):
         "           nbbench checkpoint /shared/ckpt --size 1G --ranks 8   (each rank its own state and files)"
     )
 
-    def add_arguments(self, parser) -> None:
-        parser.add_argument(
-            "path", metavar="DIR", help="a directory (new .nbbench-* temp files are written there and removed)"
-        )
-        parser.add_argument(
+    arguments = (
+        Opt("path", help="a directory (new .nbbench-* temp files are written there and removed)", metavar="DIR"),
+        Opt(
             "--model",
-            choices=_MODELS,
-            default="transformer",
-            help="the state dict's shape: transformer (default), resnet50, or an MLPerf preset",
-        )
-        parser.add_argument(
+            _MODELS,
+            "transformer",
+            "the state dict's shape: transformer (default), resnet50, or an MLPerf preset",
+        ),
+        Opt(
             "--size",
-            type=options.size,
-            default=None,
-            help="the state's size (transformer: default 512M; resnet50: default its own, "
-            "~195 MiB); presets take MLPerf's size — use --scale",
-        )
-        parser.add_argument(
-            "--scale",
-            type=_scale,
-            default=1.0,
-            help="a factor on the size, e.g. 0.01 for a preset on a small disk (default 1)",
-        )
-        parser.add_argument(
+            options.size,
+            None,
+            "the state's size (transformer: default 512M; resnet50: default its own, ~195 MiB); presets take "
+            "MLPerf's size — use --scale",
+        ),
+        Opt("--scale", _scale, 1.0, "a factor on the size, e.g. 0.01 for a preset on a small disk (default 1)"),
+        Opt(
             "--no-optimizer",
-            dest="optimizer",
-            action="store_false",
+            "store_false",
             help="weights only (default: with the optimizer state, as training saves it)",
-        )
-        parser.add_argument(
-            "--device",
-            default="cpu",
-            help="cpu (default) or cuda / cuda:N: built on, saved from and loaded back to the GPU",
-        )
-        parser.add_argument(
-            "--no-dcp",
-            dest="dcp",
-            action="store_false",
-            help="torch.save / torch.load only, no torch.distributed.checkpoint",
-        )
-        parser.add_argument("--seed", type=options.nonneg_int, default=0, help="the random fill's seed")
-        ranks.add_rank_options(parser)
+            dest="optimizer",
+        ),
+        Opt("--device", None, "cpu", "cpu (default) or cuda / cuda:N: built on, saved from and loaded back to the GPU"),
+        Opt(
+            "--no-dcp", "store_false", help="torch.save / torch.load only, no torch.distributed.checkpoint", dest="dcp"
+        ),
+        Opt("--seed", options.nonneg_int, 0, "the random fill's seed"),
+        ranks.OPTIONS,
+    )
 
     def preflight(self, params, target) -> None:
         from ...probes.checkpoint.preflight import preflight
@@ -114,40 +102,35 @@ class ShardsCommand(PathProbeCommand):
         "          nbbench shards /shared/shards --ranks 8   (each rank its own shards, each shard read once)"
     )
 
-    def add_arguments(self, parser) -> None:
-        parser.add_argument(
+    arguments = (
+        Opt(
             "path",
+            help="a folder of .tar shards, .bin/.parquet/.mds chunks, or other large files (read only); or "
+            "s3://BUCKET/PREFIX",
             metavar="DIR",
-            help="a folder of .tar shards, .bin/.parquet/.mds chunks, or "
-            "other large files (read only); or s3://BUCKET/PREFIX",
-        )
-        parser.add_argument(
-            "--streams", type=options.positive_int, default=None, help="parallel streams (default the usable CPUs)"
-        )
-        parser.add_argument("--bs", type=options.size, default="1M", help="each read's size (default 1M)")
-        parser.add_argument(
+        ),
+        Opt("--streams", options.positive_int, None, "parallel streams (default the usable CPUs)"),
+        Opt("--bs", options.size, "1M", "each read's size (default 1M)"),
+        Opt(
             "--min-size",
-            type=options.size,
-            default="1M",
-            help="without .tar or chunk files: read files of this size or more (default 1M)",
-        )
-        parser.add_argument(
+            options.size,
+            "1M",
+            "without .tar or chunk files: read files of this size or more (default 1M)",
+        ),
+        Opt(
             "--max-bytes",
-            type=options.size,
-            default=None,
-            help="read at most this much, a random subset of the shards (default: half the "
-            "memory, so the warm pass is warm; 0: all)",
-        )
-        parser.add_argument("--no-cold", dest="cold", action="store_false", help="skip the cold pass")
-        parser.add_argument("--no-warm", dest="warm", action="store_false", help="skip the warm pass")
-        parser.add_argument("--seed", type=options.nonneg_int, default=0, help="the shuffle's seed")
-        parser.add_argument(
-            "--endpoint-url",
-            default=None,
-            help="with s3://: an S3-compatible endpoint, e.g. http://127.0.0.1:9000",
-        )
-        parser.add_argument("--region", default=None, help="with s3://: the region (default: the AWS configuration)")
-        ranks.add_rank_options(parser)
+            options.size,
+            None,
+            "read at most this much, a random subset of the shards (default: half the memory, so the warm pass is "
+            "warm; 0: all)",
+        ),
+        Opt("--no-cold", "store_false", help="skip the cold pass", dest="cold"),
+        Opt("--no-warm", "store_false", help="skip the warm pass", dest="warm"),
+        Opt("--seed", options.nonneg_int, 0, "the shuffle's seed"),
+        Opt("--endpoint-url", None, None, "with s3://: an S3-compatible endpoint, e.g. http://127.0.0.1:9000"),
+        Opt("--region", None, None, "with s3://: the region (default: the AWS configuration)"),
+        ranks.OPTIONS,
+    )
 
     def target(self, args):
         return args.path if str(args.path).startswith("s3://") else super().target(args)

@@ -7,6 +7,7 @@ bar, cancellable; the datasets module is imported inside ``run`` so ``--help`` s
 from __future__ import annotations
 
 from .. import Command, options
+from ..options import Opt
 from .disk import _run_probe
 
 __all__ = ["MakeDatasetCommand"]
@@ -20,61 +21,35 @@ class MakeDatasetCommand(Command):
     )
     saves = False
 
-    def add_arguments(self, parser) -> None:
-        parser.add_argument("path", metavar="DIR", help="a new or empty directory")
-        parser.add_argument("--files", type=options.positive_int, default=1000, help="number of files (default 1000)")
-        parser.add_argument("--size", type=options.size, default="110k", help="about this size each (default 110k)")
-        parser.add_argument("--classes", type=options.positive_int, default=10, help="class folders (default 10)")
-        parser.add_argument("--jpeg", action="store_true", help="real JPEG images (Pillow) instead of random bytes")
-        parser.add_argument("--seed", type=options.nonneg_int, default=0, help="same seed, same bytes")
-        parser.add_argument(
+    arguments = (
+        Opt("path", help="a new or empty directory", metavar="DIR"),
+        Opt("--files", options.positive_int, 1000, "number of files (default 1000)"),
+        Opt("--size", options.size, "110k", "about this size each (default 110k)"),
+        Opt("--classes", options.positive_int, 10, "class folders (default 10)"),
+        Opt("--jpeg", "store_true", help="real JPEG images (Pillow) instead of random bytes"),
+        Opt("--seed", options.nonneg_int, 0, "same seed, same bytes"),
+        Opt(
             "--shards",
-            type=options.positive_int,
-            default=None,
-            help="write N tar shards (000123.jpg + 000123.cls samples, JPEGs of about --size) "
-            "instead of a folder tree; --files and --jpeg do not apply",
-        )
-        parser.add_argument(
-            "--shard-size",
-            type=options.size,
-            default="32M",
-            help="about this size each shard (default 32M)",
-        )
+            options.positive_int,
+            None,
+            "write N tar shards (000123.jpg + 000123.cls samples, JPEGs of about --size) instead of a folder tree; "
+            "--files and --jpeg do not apply",
+        ),
+        Opt("--shard-size", options.size, "32M", "about this size each shard (default 32M)"),
+    )
 
     def run(self, args, ctx):
         from ... import datasets
 
+        kw = self.params(args)
+        path = kw.pop("path")
         if args.shards:
-            root = _run_probe(
-                ctx,
-                f"make-dataset {args.path}",
-                lambda p, c: datasets.make_tar_shards(
-                    args.path,
-                    shards=args.shards,
-                    shard_size=args.shard_size,
-                    size=args.size,
-                    classes=args.classes,
-                    seed=args.seed,
-                    progress=p,
-                    cancel=c,
-                ),
-            )
-            return str(root)
-        root = _run_probe(
-            ctx,
-            f"make-dataset {args.path}",
-            lambda p, c: datasets.make_image_folder(
-                args.path,
-                files=args.files,
-                size=args.size,
-                classes=args.classes,
-                jpeg=args.jpeg,
-                seed=args.seed,
-                progress=p,
-                cancel=c,
-            ),
-        )
-        return str(root)
+            make, other = datasets.make_tar_shards, ("files", "jpeg")
+        else:
+            make, other = datasets.make_image_folder, ("shards", "shard_size")
+        for k in other:
+            del kw[k]
+        return str(_run_probe(ctx, f"make-dataset {path}", lambda p, c: make(path, progress=p, cancel=c, **kw)))
 
     def show(self, value, args, ctx) -> None:
         from ... import datasets

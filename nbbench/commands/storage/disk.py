@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from ...probes import limits
 from .. import options, ranks
+from ..options import Group, Opt
 
 __all__ = ["PathProbeCommand", "DdCommand", "RandreadCommand", "FilesCommand", "DiskCommand"]
 
@@ -22,38 +23,39 @@ _PATH_HELP = (
 )
 
 
-def _add_cache(parser, default_help="O_DIRECT where the filesystem accepts it (default)"):
-    g = parser.add_mutually_exclusive_group()
-    g.add_argument(
+#: --direct / --buffered: at most one of them
+CACHE = Group(
+    Opt(
         "--direct",
-        action="store_const",
+        "store_const",
+        None,
+        "O_DIRECT: bypass the page cache; O_DIRECT where the filesystem accepts it (default)",
         const=True,
-        default=None,
-        help=f"O_DIRECT: bypass the page cache; {default_help}",
-    )
-    g.add_argument(
+    ),
+    Opt(
         "--buffered",
-        dest="direct",
-        action="store_const",
-        const=False,
+        "store_const",
         help="through the page cache (its cache is dropped before reads; writes end with fdatasync)",
-    )
+        dest="direct",
+        const=False,
+    ),
+    exclusive=True,
+)
 
 
-def _add_engine(parser, pattern, timed=False):
+def engine(pattern, timed=False):
     """--engine with the choices the engine registry declares for the probe's jobs
-    (:func:`nbbench.probes._engines.registry.engine_names`)."""
-    from ...probes._engines.registry import DEFAULT, engine_names
+    (:func:`nbbench.probes._engines.registry.engine_names`), an entry of a command's ``arguments``."""
 
-    choices = engine_names(pattern, timed=timed, queue=timed)
-    parser.add_argument(
-        "--engine",
-        choices=choices,
-        default=DEFAULT,
-        help=f"{DEFAULT} (default, nothing to install), "
-        + ", ".join(c for c in choices if c != DEFAULT)
-        + " (the system tool; one result schema)",
-    )
+    def add(parser):
+        from ...probes._engines.registry import DEFAULT, engine_names
+
+        choices = engine_names(pattern, timed=timed, queue=timed)
+        others = ", ".join(c for c in choices if c != DEFAULT)
+        help = f"{DEFAULT} (default, nothing to install), {others} (the system tool; one result schema)"
+        return Opt("--engine", choices, DEFAULT, help)(parser)
+
+    return add
 
 
 def _target(path):
@@ -70,32 +72,28 @@ def _target(path):
     return inspect(path, write=False, read=False)
 
 
-def _add_jobs(parser, threads_alias: bool = False):
-    parser.add_argument(
-        "--jobs",
-        type=options.jobs,
-        default=1,
-        help="independent I/O loops in as many processes, as fio's numjobs; figures summed "
-        "over them (1-256, default 1)",
-    )
-    if threads_alias:
-        parser.add_argument(
-            "--threads",
-            type=options.jobs,
-            default=1,
-            help="deprecated: an alias of --jobs (processes measure better than threads sharing one interpreter)",
-        )
-
-
-def _add_buffers(parser):
-    parser.add_argument(
-        "--buffers",
-        choices=["pages", "huge"],
-        default="pages",
-        help="builtin engine's I/O buffers: pages (default: ordinary page-aligned memory, the "
-        "request shape of dd and fio) or huge (2 MiB huge pages: a 1 MiB I/O stays one "
-        "segment; labelled, not comparable with dd's and fio's figures where that splits)",
-    )
+PATH = Opt("path", help=_PATH_HELP, metavar="PATH")
+JOBS = Opt(
+    "--jobs",
+    options.jobs,
+    1,
+    "independent I/O loops in as many processes, as fio's numjobs; figures summed over them (1-256, default 1)",
+)
+#: randread's and disk's --threads, an alias kept for old command lines
+THREADS = Opt(
+    "--threads",
+    options.jobs,
+    1,
+    "deprecated: an alias of --jobs (processes measure better than threads sharing one interpreter)",
+)
+BUFFERS = Opt(
+    "--buffers",
+    ["pages", "huge"],
+    "pages",
+    "builtin engine's I/O buffers: pages (default: ordinary page-aligned memory, the request shape of dd and "
+    "fio) or huge (2 MiB huge pages: a 1 MiB I/O stays one segment; labelled, not comparable with dd's and "
+    "fio's figures where that splits)",
+)
 
 
 def _run_probe(ctx, desc: str, fn):
@@ -137,29 +135,18 @@ class DdCommand(PathProbeCommand):
         "K/M/G = powers of 1024, KB/MB/GB = powers of 1000, KiB/MiB/GiB explicit."
     )
 
-    def add_arguments(self, parser) -> None:
-        parser.add_argument("path", metavar="PATH", help=_PATH_HELP)
-        parser.add_argument("--bs", type=options.size, default="1M", help="block size (default 1M = 1 MiB)")
-        parser.add_argument(
-            "--size", type=options.size, default="1G", help="bytes to write and read (default 1G; 512M, 4GiB, 1.5G…)"
-        )
-        parser.add_argument(
-            "--count",
-            type=options.positive_int,
-            default=None,
-            help="number of blocks, as dd's count (overrides --size)",
-        )
-        parser.add_argument(
-            "--mode",
-            choices=["both", "write", "read"],
-            default=None,
-            help="default: both in a directory, read on a file or device",
-        )
-        _add_cache(parser)
-        _add_engine(parser, "seq")
-        _add_buffers(parser)
-        _add_jobs(parser)
-        ranks.add_rank_options(parser)
+    arguments = (
+        PATH,
+        Opt("--bs", options.size, "1M", "block size (default 1M = 1 MiB)"),
+        Opt("--size", options.size, "1G", "bytes to write and read (default 1G; 512M, 4GiB, 1.5G…)"),
+        Opt("--count", options.positive_int, None, "number of blocks, as dd's count (overrides --size)"),
+        Opt("--mode", ["both", "write", "read"], None, "default: both in a directory, read on a file or device"),
+        CACHE,
+        engine("seq"),
+        BUFFERS,
+        JOBS,
+        ranks.OPTIONS,
+    )
 
 
 class RandreadCommand(PathProbeCommand):
@@ -171,29 +158,26 @@ class RandreadCommand(PathProbeCommand):
         "mean/stddev and fio's 17 percentiles, and the queue depth reached."
     )
 
-    def add_arguments(self, parser) -> None:
-        parser.add_argument("path", metavar="PATH", help=_PATH_HELP)
-        parser.add_argument("--bs", type=options.size, default="4k", help="block size (default 4k)")
-        parser.add_argument(
-            "--qd", type=options.int_range(limits.RANDREAD_QD), default=1, help="I/Os in flight (default 1)"
-        )
-        _add_jobs(parser, threads_alias=True)
-        parser.add_argument("--runtime", type=options.duration, default=10.0, help="seconds measured (default 10)")
-        parser.add_argument("--ramp", type=options.duration, default=1.0, help="seconds not counted first (default 1)")
-        parser.add_argument(
+    arguments = (
+        PATH,
+        Opt("--bs", options.size, "4k", "block size (default 4k)"),
+        Opt("--qd", options.int_range(limits.RANDREAD_QD), 1, "I/Os in flight (default 1)"),
+        JOBS,
+        THREADS,
+        Opt("--runtime", options.duration, 10.0, "seconds measured (default 10)"),
+        Opt("--ramp", options.duration, 1.0, "seconds not counted first (default 1)"),
+        Opt(
             "--size",
-            type=options.size,
-            default=None,
-            help="region read: default 1G in a directory (written first, not timed), "
-            "the whole file or device otherwise",
-        )
-        parser.add_argument(
-            "--warm", action="store_true", help="with --buffered: read the region once first, measuring the page cache"
-        )
-        _add_cache(parser)
-        _add_engine(parser, "rand", timed=True)
-        _add_buffers(parser)
-        ranks.add_rank_options(parser, file_per_rank=True)
+            options.size,
+            None,
+            "region read: default 1G in a directory (written first, not timed), the whole file or device otherwise",
+        ),
+        Opt("--warm", "store_true", help="with --buffered: read the region once first, measuring the page cache"),
+        CACHE,
+        engine("rand", timed=True),
+        BUFFERS,
+        ranks.OPTIONS_FILE_PER_RANK,
+    )
 
 
 class FilesCommand(PathProbeCommand):
@@ -206,24 +190,19 @@ class FilesCommand(PathProbeCommand):
         "latency, the tree's size distribution."
     )
 
-    def add_arguments(self, parser) -> None:
-        parser.add_argument("path", metavar="DIR", help="the tree, e.g. /dataset/train (read only)")
-        parser.add_argument(
+    arguments = (
+        Opt("path", help="the tree, e.g. /dataset/train (read only)", metavar="DIR"),
+        Opt(
             "--sample",
-            type=options.int_range(limits.FILES_SAMPLE),
-            default=1000,
-            help="files to read, a random sample of the tree (default 1000)",
-        )
-        parser.add_argument(
-            "--threads", type=options.int_range(limits.FILES_THREADS), default=8, help="reader threads (default 8)"
-        )
-        parser.add_argument(
-            "--cold",
-            action="store_true",
-            help="drop the page cache first (root: drop_caches, else posix_fadvise per file)",
-        )
-        parser.add_argument("--seed", type=options.nonneg_int, default=0, help="the sample's seed")
-        ranks.add_rank_options(parser)
+            options.int_range(limits.FILES_SAMPLE),
+            1000,
+            "files to read, a random sample of the tree (default 1000)",
+        ),
+        Opt("--threads", options.int_range(limits.FILES_THREADS), 8, "reader threads (default 8)"),
+        Opt("--cold", "store_true", help="drop the page cache first (root: drop_caches, else posix_fadvise per file)"),
+        Opt("--seed", options.nonneg_int, 0, "the sample's seed"),
+        ranks.OPTIONS,
+    )
 
 
 class DiskCommand(PathProbeCommand):
@@ -236,31 +215,19 @@ class DiskCommand(PathProbeCommand):
         "sample reads), mlperf-unet3d (~147 MB samples)."
     )
 
-    def add_arguments(self, parser) -> None:
-        parser.add_argument("path", metavar="PATH", help=_PATH_HELP)
-        parser.add_argument(
-            "--preset",
-            choices=["cdm", "cdm-nvme", "mlperf-resnet50", "mlperf-unet3d"],
-            default="cdm",
-            help="which set (default cdm)",
-        )
-        parser.add_argument("--size", type=options.size, default="1G", help="test file size (default 1G)")
-        parser.add_argument("--runtime", type=options.duration, default=5.0, help="seconds per test (default 5)")
-        parser.add_argument(
-            "--ramp", type=options.duration, default=1.0, help="seconds not counted per test (default 1)"
-        )
-        parser.add_argument(
-            "--no-write",
-            dest="write",
-            action="store_const",
-            const=False,
-            default=None,
-            help="reads only, also in a directory",
-        )
-        _add_cache(parser)
-        _add_engine(parser, None, timed=True)
-        _add_buffers(parser)
-        _add_jobs(parser, threads_alias=True)
+    arguments = (
+        PATH,
+        Opt("--preset", ["cdm", "cdm-nvme", "mlperf-resnet50", "mlperf-unet3d"], "cdm", "which set (default cdm)"),
+        Opt("--size", options.size, "1G", "test file size (default 1G)"),
+        Opt("--runtime", options.duration, 5.0, "seconds per test (default 5)"),
+        Opt("--ramp", options.duration, 1.0, "seconds not counted per test (default 1)"),
+        Opt("--no-write", "store_const", None, "reads only, also in a directory", dest="write", const=False),
+        CACHE,
+        engine(None, timed=True),
+        BUFFERS,
+        JOBS,
+        THREADS,
+    )
 
     def run(self, args, ctx):
         params = self.params(args)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .. import Command, options
+from ..options import Opt
 
 __all__ = ["S3Command"]
 
@@ -44,6 +45,7 @@ def _endpoint(text: str) -> str:
 
 
 class S3Command(Command):
+    probe = "s3"
     measures = True
     scale = ("--runtime", "runtime", "duration")
     description = (
@@ -58,83 +60,37 @@ class S3Command(Command):
         "          nbbench s3 s3://bench/shards/ --endpoint-url http://127.0.0.1:9000 --streams 16 --no-sweep"
     )
 
-    def add_arguments(self, parser) -> None:
-        parser.add_argument(
-            "path", metavar="URL", type=_url, help="s3://BUCKET/PREFIX: the objects whose keys start with PREFIX"
-        )
-        parser.add_argument(
-            "--endpoint-url",
-            type=_endpoint,
-            default=None,
-            help="an S3-compatible endpoint, e.g. http://127.0.0.1:9000 (default: AWS's)",
-        )
-        parser.add_argument("--region", default=None, help="the region (default: from the AWS configuration)")
-        parser.add_argument(
+    arguments = (
+        Opt("url", _url, help="s3://BUCKET/PREFIX: the objects whose keys start with PREFIX", metavar="URL"),
+        Opt(
+            "--endpoint-url", _endpoint, None, "an S3-compatible endpoint, e.g. http://127.0.0.1:9000 (default: AWS's)"
+        ),
+        Opt("--region", None, None, "the region (default: from the AWS configuration)"),
+        Opt(
             "--streams",
-            type=_streams_or_knee,
-            default=None,
-            help="concurrent GET streams of the measured phase (default: the sweep's knee, else 8)",
-        )
-        parser.add_argument(
-            "--max-streams",
-            type=_streams,
-            default=32,
-            help="the sweep's last level: 1, 2, 4, … up to this (default 32)",
-        )
-        parser.add_argument(
-            "--no-sweep",
-            dest="sweep",
-            action="store_const",
-            const=False,
-            default=None,
-            help="skip the concurrency sweep",
-        )
-        parser.add_argument(
-            "--runtime", type=options.duration, default=5.0, help="seconds of the measured phase (default 5)"
-        )
-        parser.add_argument(
-            "--sweep-runtime",
-            type=options.duration,
-            default=1.5,
-            help="seconds per sweep level (default 1.5)",
-        )
-        parser.add_argument(
-            "--part-size",
-            type=options.size,
-            default="8M",
-            help="ranged GETs' part size (default 8M), against whole-object GETs",
-        )
-        parser.add_argument(
-            "--no-ranged", dest="ranged", action="store_const", const=False, default=None, help="skip the ranged GETs"
-        )
-        parser.add_argument(
-            "--max-keys",
-            type=options.positive_int,
-            default=100_000,
-            help="list at most this many keys (default 100000)",
-        )
-        parser.add_argument("--seed", type=options.nonneg_int, default=0, help="the shuffle's seed")
-        parser.add_argument(
+            _streams_or_knee,
+            None,
+            "concurrent GET streams of the measured phase (default: the sweep's knee, else 8)",
+        ),
+        Opt("--max-streams", _streams, 32, "the sweep's last level: 1, 2, 4, … up to this (default 32)"),
+        Opt("--no-sweep", "store_false", help="skip the concurrency sweep", dest="sweep"),
+        Opt("--runtime", options.duration, 5.0, "seconds of the measured phase (default 5)"),
+        Opt("--sweep-runtime", options.duration, 1.5, "seconds per sweep level (default 1.5)"),
+        Opt("--part-size", options.size, "8M", "ranged GETs' part size (default 8M), against whole-object GETs"),
+        Opt("--no-ranged", "store_false", help="skip the ranged GETs", dest="ranged"),
+        Opt("--max-keys", options.positive_int, 100_000, "list at most this many keys (default 100000)"),
+        Opt("--seed", options.nonneg_int, 0, "the shuffle's seed"),
+        Opt(
             "--write",
-            action="store_true",
+            "store_true",
             help="also PUT new objects (and one multipart upload) under a new prefix "
             "PREFIX/.nbbench-HOST-PID-RANDOM/, never overwriting a key, all deleted at the end",
-        )
-        parser.add_argument(
-            "--write-size",
-            type=options.size,
-            default="8M",
-            help="with --write: each PUT's size (default 8M)",
-        )
-        parser.add_argument(
-            "--write-count",
-            type=_write_count,
-            default=16,
-            help="with --write: how many PUTs (default 16, at most 10000)",
-        )
+        ),
+        Opt("--write-size", options.size, "8M", "with --write: each PUT's size (default 8M)"),
+        Opt("--write-count", _write_count, 16, "with --write: how many PUTs (default 16, at most 10000)"),
+    )
 
     def run(self, args, ctx):
-        from ...probes.objects import s3
         from ...results import ProbeError
 
         if args.runtime <= 0 or args.sweep_runtime <= 0:
@@ -145,28 +101,8 @@ class S3Command(Command):
 
             tempfiles.install_handlers()
             writes.install_handlers()
-        return ctx.run_probe(
-            f"s3 {args.path}",
-            lambda p, c: s3(
-                args.path,
-                endpoint_url=args.endpoint_url,
-                region=args.region,
-                streams=args.streams,
-                max_streams=args.max_streams,
-                sweep=args.sweep is not False,
-                runtime=args.runtime,
-                sweep_runtime=args.sweep_runtime,
-                part_size=args.part_size,
-                ranged=args.ranged is not False,
-                max_keys=args.max_keys,
-                seed=args.seed,
-                write=args.write,
-                write_size=args.write_size,
-                write_count=args.write_count,
-                progress=p,
-                cancel=c,
-            ),
-        )
+        params = self.params(args)
+        return ctx.run_probe(f"s3 {args.url}", lambda p, c: self.call_probe(params, progress=p, cancel=c))
 
     def show(self, value, args, ctx) -> None:
         """The card, then the concurrency sweep's picture where images show (drawn only there)."""

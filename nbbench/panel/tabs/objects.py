@@ -82,7 +82,7 @@ class ObjectsTab(Tab):
     def fields(self) -> dict[str, str]:
         from ..wording import field_names
 
-        return {**COMMON_FIELDS, **field_names(list(self.opts.items())), "path": self.url.description}
+        return {**COMMON_FIELDS, **field_names(list(self.opts.items())), "url": self.url.description}
 
     def job(self, path, label):
         url = self.url.value.strip()
