@@ -176,7 +176,7 @@ def clock(monkeypatch):
     return slept
 
 
-@pytest.mark.parametrize("mode", ["each", "batch", "single", "vector"])
+@pytest.mark.parametrize("mode", ["each", "batch", "vector"])
 def test_a_refused_submission_is_followed_by_reaping_not_a_spin(tmp_path, monkeypatch, mode):
     pytest.importorskip("numpy")
     kernel = FakeKernel()
@@ -221,7 +221,7 @@ def test_an_exception_mid_pass_in_each_mode_leaves_nothing_stale(tmp_path, monke
     assert kernel.after  # completions were still to come: the drain waited for them
 
 
-@pytest.mark.parametrize("mode", ["each", "batch", "single", "vector"])
+@pytest.mark.parametrize("mode", ["each", "batch", "vector"])
 def test_refused_with_nothing_in_flight_backs_off(tmp_path, monkeypatch, clock, mode):
     """EAGAIN with none of ours in the kernel (memory short): the loop sleeps, longer each time,
     instead of resubmitting at once, and goes on once the kernel takes submissions again."""

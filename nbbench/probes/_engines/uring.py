@@ -20,7 +20,7 @@ SQPOLL (``sqpoll``) 0.84, its kernel thread burning a core of two; this loop 0.9
 one ring of 32 and 0.98 over two rings of 16; two later full bench runs gave one ring
 0.97 both times and two rings 0.93-0.94, so one ring serves QD32 and only deeper queues
 are split over rings of 32 (``nbbench.probes._engines.builtin.ring_count``).  Other loops stay selectable through
-``NBBENCH_URING_MODE=batch|sqpoll|single|vector``; ``io_path`` names the one that ran.
+``NBBENCH_URING_MODE=batch|sqpoll|vector``; ``io_path`` names the one that ran.
 Where ``pip install`` built the C extension, ``each`` and ``batch`` run in C
 (:func:`.uring_vec.loop_compiled`, ``_ioloop.ring_loop``: the same ring, no Python per I/O);
 without it, buffered I/O defaults to ``vector`` (:mod:`.uring_vec`: reaping and re-arming
@@ -42,8 +42,8 @@ import time
 from . import uring_setup
 from .job import JobOutput, JobSpec, Meter, Offsets
 from .sync import _is_direct, aligned_buffers
-from .uring_loop import loop_batched, loop_single
-from .uring_setup import IORING_ENTER_GETEVENTS, NR_IO_URING_ENTER, Ring
+from .uring_loop import loop_batched
+from .uring_setup import Ring, layout
 from .uring_vec import compiled_ring, loop_compiled, loop_vector
 
 __all__ = ["run_uring"]
@@ -60,15 +60,14 @@ def run_uring(spec: JobSpec) -> JobOutput:
         entries <<= 1
     # "each" (default): fio's pattern, one io_uring_enter per re-armed entry, one wait per reaped batch;
     # "batch": re-armed entries submitted together with the wait; "sqpoll": a kernel thread submits;
-    # "single": the previous loop (one entry per enter, completions flushed on every call)
     # default: "each" (fio's pattern, measured best against fio on a real device), in C where the extension
     # was built (uring_vec.loop_compiled: 5.5 µs of CPU per O_DIRECT I/O against 7.8 in Python, 1.7 against
     # 3.7 on the page cache); without it, buffered I/O takes "vector", where the page cache completes a pass's
     # I/Os at once (1.7 µs against 3.7 for the Python "each")
     ring_c = compiled_ring()
     mode = os.environ.get("NBBENCH_URING_MODE", "") or ("each" if ring_c or _is_direct(spec.fd) else "vector")
-    if mode not in ("each", "batch", "sqpoll", "single", "vector"):
-        raise ValueError(f"NBBENCH_URING_MODE={mode!r}: use each, batch, sqpoll, single or vector")
+    if mode not in ("each", "batch", "sqpoll", "vector"):
+        raise ValueError(f"NBBENCH_URING_MODE={mode!r}: use each, batch, sqpoll or vector")
     compiled = ring_c if mode in ("each", "batch") else None
     ring = None
     if mode == "sqpoll":
@@ -87,7 +86,6 @@ def run_uring(spec: JobSpec) -> JobOutput:
     extras = uring_setup.arm(ring, spec.fd, write, base, bs, qd)
     how = {
         "each": ", one submit per I/O, completions reaped in batches",
-        "single": ", one submit per I/O, completions flushed per submit",
         "batch": ", re-armed I/Os submitted in batches",
         "sqpoll": ", SQPOLL kernel submission thread",
         "vector": ", completions reaped and slots re-armed with numpy, re-armed I/Os submitted in batches",
@@ -97,15 +95,8 @@ def run_uring(spec: JobSpec) -> JobOutput:
         f"{qd} in flight" + (", " + ", ".join(extras) if extras else "") + ")"
     )
     pool.record(out.extra)
-    sq32, cq32, sqe64 = ring.sq32, ring.cq32, ring.sqe64
-    sq_mask = sq32[ring.sq_mask_off // 4]
-    cq_mask = cq32[ring.cq_mask_off // 4]
-    sq_tail_i = ring.sq_tail // 4
-    sq_arr_i = ring.sq_array // 4
-    cq_head_i = ring.cq_head // 4
-    cq_tail_i = ring.cq_tail // 4
-    cqe64_i = ring.cqes // 8
-    cqe32_i = ring.cqes // 4 + 2
+    sq32, sqe64 = ring.sq32, ring.sqe64
+    sq_mask, _, sq_tail_i, sq_arr_i, *_ = layout(ring)
     raw = uring_setup.enter_fn()
     pc = time.perf_counter_ns
     vector = mode == "vector"
@@ -138,47 +129,12 @@ def run_uring(spec: JobSpec) -> JobOutput:
     try:
         if compiled is not None:
             done, error, qsum, qn, now = loop_compiled(
-                compiled, ring, pc, offs, vstate, meter, sub_t, bs, st, sq_mask, cq_mask, mode == "each"
+                compiled, ring, pc, offs, vstate, meter, sub_t, bs, st, mode == "each"
             )
         elif vector:
-            done, error, qsum, qn, now = loop_vector(
-                ring,
-                raw,
-                pc,
-                offs,
-                vstate,
-                meter,
-                sub_t,
-                bs,
-                st,
-                sq_mask,
-                cq_mask,
-                sq_tail_i,
-                cq_head_i,
-                cq_tail_i,
-                NR_IO_URING_ENTER,
-                IORING_ENTER_GETEVENTS,
-            )
+            done, error, qsum, qn, now = loop_vector(ring, raw, pc, offs, vstate, meter, sub_t, bs, st)
         else:
-            args = (
-                ring,
-                raw,
-                pc,
-                it,
-                meter,
-                sub_t,
-                bs,
-                st,
-                sq_mask,
-                cq_mask,
-                sq_tail_i,
-                sq_arr_i,
-                cq_head_i,
-                cq_tail_i,
-                cqe64_i,
-                cqe32_i,
-            )
-            done, error, qsum, qn, now = loop_single(*args) if mode == "single" else loop_batched(*args, mode)
+            done, error, qsum, qn, now = loop_batched(ring, raw, pc, it, meter, sub_t, bs, st, mode)
         drained = True  # the loops return with nothing in flight
         meter.finish(now, done)
         if write and spec.fsync_end and not out.interrupted:

@@ -1,51 +1,30 @@
-"""The io_uring submit/reap loops in Python, one I/O at a time (:mod:`.uring` sets the ring up
-and picks the loop): :func:`loop_batched` (``each``, ``batch``, ``sqpoll``) and
-:func:`loop_single`.  The per-I/O work is inlined on purpose: a function call per completion
-costs a measurable share of the ~4 µs of Python per I/O.  Each returns ``(done, error, qsum,
-qn, now)``; ``st`` = [tail, submitted, inflight] is the primed ring's state they start from
-(after an exception the caller's drain counts from the ring itself: :func:`.uring_setup.drain`).
+"""The io_uring submit/reap loop in Python, one I/O at a time (:mod:`.uring` sets the ring up and
+picks the loop): :func:`loop_batched` (``each``, ``batch``, ``sqpoll``).  The per-I/O work is inlined on
+purpose: a function call per completion costs a measurable share of the ~4 µs of Python per I/O.  It
+returns ``(done, error, qsum, qn, now)``; ``st`` = [tail, submitted, inflight] is the primed ring's state
+it starts from (after an exception the caller's drain counts from the ring itself:
+:func:`.uring_setup.drain`).
 """
 
 from __future__ import annotations
 
-import ctypes
-import errno
-import os
-
 from .uring_setup import (
-    BUSY,
     IORING_ENTER_GETEVENTS,
     IORING_ENTER_SQ_WAKEUP,
     IORING_SQ_NEED_WAKEUP,
     NR_IO_URING_ENTER,
     BusyWait,
+    layout,
 )
 
-__all__ = ["loop_batched", "loop_single"]
+__all__ = ["loop_batched"]
 
 
-def loop_batched(
-    ring,
-    raw,
-    pc,
-    it,
-    meter,
-    sub_t,
-    bs,
-    st,
-    sq_mask,
-    cq_mask,
-    sq_tail_i,
-    sq_arr_i,
-    cq_head_i,
-    cq_tail_i,
-    cqe64_i,
-    cqe32_i,
-    mode,
-):
+def loop_batched(ring, raw, pc, it, meter, sub_t, bs, st, mode):
     """One ``io_uring_enter(to_submit=re-armed, min_complete=1)`` per pass; every completion
     found on the ring is reaped and its slot re-armed; the SQ tail is advanced once."""
     sq32, cq32, cqi32, cq64, sqe64 = ring.sq32, ring.cq32, ring.cqi32, ring.cq64, ring.sqe64
+    sq_mask, cq_mask, sq_tail_i, sq_arr_i, cq_head_i, cq_tail_i, cqe64_i, cqe32_i = layout(ring)
     rfd = ring.fd
     flags_i = ring.sq_flags // 4
     tail, submitted, inflight = st
@@ -79,12 +58,8 @@ def loop_batched(
         else:
             r = raw(ENTER, rfd, tail - submitted, 1, GETEV, None, 0)
         if r < 0:
-            e = ctypes.get_errno()
-            if e == errno.EINTR:
+            if busy.failed(inflight > tail - submitted, submitted):
                 continue
-            if e not in BUSY:
-                raise OSError(e, os.strerror(e))
-            busy(inflight > tail - submitted, submitted)
             r = 0  # reap what completed, then submit again
         if not sqpoll:
             submitted += r
@@ -122,96 +97,6 @@ def loop_batched(
                         submitted += r
             else:
                 inflight -= 1
-        cq32[cq_head_i] = head & 0xFFFFFFFF
-        if now >= nev:
-            go = meter.event(now, done, inflight) and go
-            nev = meter.next_event
-    return done, error, qsum, qn, now
-
-
-def loop_single(
-    ring,
-    raw,
-    pc,
-    it,
-    meter,
-    sub_t,
-    bs,
-    st,
-    sq_mask,
-    cq_mask,
-    sq_tail_i,
-    sq_arr_i,
-    cq_head_i,
-    cq_tail_i,
-    cqe64_i,
-    cqe32_i,
-):
-    """The earlier loop (``single``): ``NBBENCH_URING_BATCH`` entries (1) submitted per call,
-    completions flushed on every call."""
-    sq32, cq32, cqi32, cq64, sqe64 = ring.sq32, ring.cq32, ring.cqi32, ring.cq64, ring.sqe64
-    rfd = ring.fd
-    tail, submitted, inflight = st
-    app = meter.lats.append
-    nev = meter.next_event
-    done = 0
-    error = None
-    go = True
-    qsum = 0
-    qn = 0
-    now = pc()
-    batch = int(os.environ.get("NBBENCH_URING_BATCH", "1"))
-    ENTER = NR_IO_URING_ENTER
-    GETEV = IORING_ENTER_GETEVENTS
-    busy = BusyWait(raw, rfd)
-    while inflight:
-        qsum += inflight
-        qn += 1
-        # Submit one entry per call and reap after each, like fio: a batch submitted in
-        # one call keeps the completions that arrive meanwhile waiting to be re-armed
-        # (measured here: 11 per call gave 0.8 of fio at QD32, 1 per call 0.98).
-        # min_complete=0 flushes completions without sleeping; sleep only when all
-        # re-armed entries are in the kernel.
-        pend = tail - submitted
-        if pend > batch:
-            sq32[sq_tail_i] = (submitted + batch) & 0xFFFFFFFF
-            r = raw(ENTER, rfd, batch, 0, GETEV, None, 0)
-        else:
-            sq32[sq_tail_i] = tail & 0xFFFFFFFF
-            r = raw(ENTER, rfd, pend, 1, GETEV, None, 0)
-        if r < 0:
-            e = ctypes.get_errno()
-            if e == errno.EINTR:
-                continue
-            if e not in BUSY:
-                raise OSError(e, os.strerror(e))
-            busy(inflight > tail - submitted, submitted)
-            r = 0  # reap what completed, then submit again
-        submitted += r
-        now = pc()
-        head = cq32[cq_head_i]
-        ctail = cq32[cq_tail_i]
-        while head != ctail:
-            i = head & cq_mask
-            s = cq64[cqe64_i + 2 * i]
-            res = cqi32[cqe32_i + 4 * i]
-            head += 1
-            app(now - sub_t[s])
-            if res != bs:
-                if error is None:
-                    error = res
-                go = False
-            else:
-                done += 1
-            if go:
-                off = next(it, None)
-                if off is not None:
-                    sqe64[s * 8 + 1] = off
-                    sq32[sq_arr_i + (tail & sq_mask)] = s
-                    tail += 1
-                    sub_t[s] = now
-                    continue
-            inflight -= 1
         cq32[cq_head_i] = head & 0xFFFFFFFF
         if now >= nev:
             go = meter.event(now, done, inflight) and go

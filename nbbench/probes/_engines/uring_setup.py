@@ -250,6 +250,23 @@ DRAIN_LIMIT_S = 10.0
 _sleep, _clock = time.sleep, time.monotonic  # module names: the tests put a fake clock here
 
 
+def layout(ring) -> tuple[int, ...]:
+    """(sq_mask, cq_mask, sq_tail_i, sq_arr_i, cq_head_i, cq_tail_i, cqe64_i, cqe32_i): the ring's masks,
+    and its fields as indices into its 32- and 64-bit views, which every loop reads per I/O."""
+    r = ring
+    sq_mask, cq_mask = r.sq32[r.sq_mask_off // 4], r.cq32[r.cq_mask_off // 4]
+    return (
+        sq_mask,
+        cq_mask,
+        r.sq_tail // 4,
+        r.sq_array // 4,
+        r.cq_head // 4,
+        r.cq_tail // 4,
+        r.cqes // 8,
+        r.cqes // 4 + 2,
+    )
+
+
 class BusyWait:
     """What every submit/reap loop does after ``io_uring_enter`` failed with EAGAIN or EBUSY (no
     memory for requests, or the completion queue full or overflowing): submitting again without
@@ -265,6 +282,17 @@ class BusyWait:
     def __init__(self, raw, rfd: int, flags: int = IORING_ENTER_GETEVENTS):
         self.raw, self.rfd, self.flags = raw, rfd, flags
         self.mark, self.t0, self.delay = None, 0.0, BACKOFF_MIN_S
+
+    def failed(self, in_kernel: bool, progress: int) -> bool:
+        """After ``io_uring_enter`` returned < 0: True for EINTR (enter again); EAGAIN / EBUSY: wait as
+        :meth:`__call__` does and False (reap what completed, then submit again); any other error raises."""
+        e = ctypes.get_errno()
+        if e == errno.EINTR:
+            return True
+        if e not in BUSY:
+            raise OSError(e, os.strerror(e))
+        self(in_kernel, progress)
+        return False
 
     def __call__(self, in_kernel: bool, progress: int) -> None:
         if in_kernel:

@@ -13,11 +13,9 @@ two (a slow device at a modest depth) — see docs/guide/engines.md for what was
 
 from __future__ import annotations
 
-import ctypes
-import errno
 import os
 
-from .uring_setup import BUSY, BusyWait
+from .uring_setup import IORING_ENTER_GETEVENTS, NR_IO_URING_ENTER, BusyWait, layout
 
 __all__ = ["loop_vector", "loop_compiled", "compiled_ring"]
 
@@ -33,14 +31,15 @@ def compiled_ring():
     return ring_loop
 
 
-def loop_compiled(ring_loop, ring, pc, offs, vstate, meter, sub_list, bs, st, sq_mask, cq_mask, each: bool):
+def loop_compiled(ring_loop, ring, pc, offs, vstate, meter, sub_list, bs, st, each: bool):
     """The "each" / "batch" loop in C (``_ioloop.c``): Python runs only at the meter's events, when
     the offsets chunk runs low and to take the latencies — no Python per I/O."""
     import numpy as np
 
     sub = np.array(sub_list, dtype=np.int64)
     lats = np.empty(max(8192, 4 * ring.cq_entries), dtype=np.int64)
-    layout = (ring.sq_tail, ring.sq_array, sq_mask, ring.cq_head, ring.cq_tail, cq_mask, ring.cqes)
+    sq_mask, cq_mask = layout(ring)[:2]
+    fields = (ring.sq_tail, ring.sq_array, sq_mask, ring.cq_head, ring.cq_tail, cq_mask, ring.cqes)
     chunk, pos = vstate
     chunk = np.ascontiguousarray(chunk, dtype=np.int64)
     final = False
@@ -63,7 +62,7 @@ def loop_compiled(ring_loop, ring, pc, offs, vstate, meter, sub_list, bs, st, sq
             ring.sq_mm,
             ring.cq_mm,
             ring.sqe_mm,
-            layout,
+            fields,
             chunk,
             pos,
             final,
@@ -85,29 +84,14 @@ def loop_compiled(ring_loop, ring, pc, offs, vstate, meter, sub_list, bs, st, sq
     return state[4], error, qsum, qn, now
 
 
-def loop_vector(
-    ring,
-    raw,
-    pc,
-    offs,
-    vstate,
-    meter,
-    sub_list,
-    bs,
-    st,
-    sq_mask,
-    cq_mask,
-    sq_tail_i,
-    cq_head_i,
-    cq_tail_i,
-    enter_nr,
-    getevents,
-):
+def loop_vector(ring, raw, pc, offs, vstate, meter, sub_list, bs, st):
     """Run until nothing is in flight from ``st`` = [tail, submitted, inflight], the primed ring's
     state; ``vstate`` = [the current offsets chunk, the position in it]."""
     import numpy as np
 
     sq32, cq32, rfd = ring.sq32, ring.cq32, ring.fd
+    sq_mask, cq_mask, sq_tail_i, _, cq_head_i, cq_tail_i, _, _ = layout(ring)
+    enter_nr, getevents = NR_IO_URING_ENTER, IORING_ENTER_GETEVENTS
     cqe_dt = np.dtype([("ud", "<u8"), ("res", "<i4"), ("flags", "<u4")])
     cqes = np.frombuffer(ring.cq_mm, dtype=cqe_dt, count=ring.cq_entries, offset=ring.cqes)
     sq_arr = np.frombuffer(ring.sq_mm, dtype=np.uint32, count=ring.sq_entries, offset=ring.sq_array)
@@ -148,12 +132,8 @@ def loop_vector(
             sq32[sq_tail_i] = tail & 0xFFFFFFFF
             r = raw(enter_nr, rfd, tail - submitted, 1, getevents, None, 0)
             if r < 0:
-                e = ctypes.get_errno()
-                if e == errno.EINTR:
+                if busy.failed(inflight > tail - submitted, submitted):
                     continue
-                if e not in BUSY:
-                    raise OSError(e, os.strerror(e))
-                busy(inflight > tail - submitted, submitted)
                 r = 0  # reap what completed, then submit again
             submitted += r
             now = pc()
