@@ -4,9 +4,8 @@ expected link's own speed as a dashed line where it is known (NVLink, PCIe; none
 
 from __future__ import annotations
 
-import io
-
 from ..probes.gpunode.table import primary_rows
+from .png import figure_png
 from .style import FONT, draw_measured, draw_target, figsize
 
 __all__ = ["busbw_figure", "busbw_png", "matrix_figure"]
@@ -79,16 +78,11 @@ def _size_formatter():
 
 
 def busbw_png(res) -> bytes:
-    """:func:`busbw_figure` as PNG bytes."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
+    """:func:`busbw_figure` as PNG bytes (its own dpi, or more where it is narrow: :func:`.png.figure_png`)."""
     fig = busbw_figure(res)
     if fig is None:
         raise ValueError("no busbw figures: nothing to plot")
-    FigureCanvasAgg(fig)
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    return buf.getvalue()
+    return figure_png(fig, dpi=fig.dpi)
 
 
 def matrix_figure(res):

@@ -100,29 +100,26 @@ def monitor_panels(
         )
     )
     panels.append(
-        Subplot(
-            f"Disk ({disk_label})",
-            ["disk.read_bytes_per_s", "disk.write_bytes_per_s"],
-            unit="MB/s",
-            scale=1e-6,
-            labels={"disk.read_bytes_per_s": "read", "disk.write_bytes_per_s": "write"},
-            ymax_min=10.0,
+        _in_out(
+            f"Disk ({disk_label})", {"disk.read_bytes_per_s": "read", "disk.write_bytes_per_s": "write"}, ymax_min=10.0
         )
     )
     if net_label is not None:
         panels.append(
-            Subplot(
+            _in_out(
                 f"Network ({_short(net_label, 60)})",
-                ["net.rx_bytes_per_s", "net.tx_bytes_per_s"],
-                unit="MB/s",
-                scale=1e-6,
-                labels={"net.rx_bytes_per_s": "receive", "net.tx_bytes_per_s": "transmit"},
+                {"net.rx_bytes_per_s": "receive", "net.tx_bytes_per_s": "transmit"},
                 ymax_min=1.0,
                 quiet_below=NET_QUIET_BYTES_PER_S,
                 quiet_text="no network traffic",
             )
         )
     return panels
+
+
+def _in_out(title: str, labels: dict[str, str], **style) -> Subplot:
+    """Two byte rates (read and write, receive and transmit) in MB/s."""
+    return Subplot(title, list(labels), unit="MB/s", scale=1e-6, labels=labels, **style)
 
 
 def _net_label(monitor) -> str | None:

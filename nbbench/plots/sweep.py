@@ -3,9 +3,8 @@ configurations as crosses, the recommendation as a star, the accelerator's need 
 
 from __future__ import annotations
 
-import io
-
 from .loader import need_label
+from .png import figure_png
 from .style import FONT, draw_measured, draw_target, figsize
 
 __all__ = ["sweep_figure", "sweep_png"]
@@ -94,13 +93,8 @@ def sweep_figure(res, ax=None):
 
 
 def sweep_png(res) -> bytes:
-    """:func:`sweep_figure` as PNG bytes (Agg, the figure's own dpi)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
+    """:func:`sweep_figure` as PNG bytes (its own dpi, or more where it is narrow: :func:`.png.figure_png`)."""
     fig = sweep_figure(res)
     if fig is None:
         raise ValueError("fewer than two configurations: nothing to plot")
-    FigureCanvasAgg(fig)
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    return buf.getvalue()
+    return figure_png(fig, dpi=fig.dpi)

@@ -157,16 +157,9 @@ class CheckpointJob(RankJob):
         d = str(self.params.get("device") or "cpu")
         return f"cuda:{self.local_rank}" if d == "cuda" else d  # each rank its own GPU, as DDP
 
-    def run(self, progress, cancel) -> Result:
-        return self.call_probe(
-            device=self._device(),
-            seed=int(self.params.get("seed", 0)) + 1000 * self.rank,
-            rank=self.rank,
-            world_size=self.world_size,
-            progress=progress,
-            cancel=cancel,
-            ready=self.ready,
-        )
+    def own(self):
+        seed = int(self.params.get("seed", 0)) + 1000 * self.rank
+        return {"device": self._device(), "seed": seed, "rank": self.rank, "world_size": self.world_size}
 
     def tracks(self, res, clock):
         out = {}
@@ -298,7 +291,7 @@ class ShardsJob(RankJob):
     def preflight(self, env) -> None:
         self._split(env.world_size)
 
-    def run(self, progress, cancel) -> Result:
+    def own(self):
         from ..env import usable_cpus
         from ..probes._engines import cache
 
@@ -309,15 +302,7 @@ class ShardsJob(RankJob):
         if max_bytes is None:  # half the page cache, shared among the host's ranks (the warm pass stays warm)
             ram = cache.memory_bytes()
             max_bytes = max(1, ram // 2 // self.local_world) if ram else 0
-        return self.call_probe(
-            streams=streams,
-            max_bytes=max_bytes,
-            rank=self.rank,
-            world_size=self.world_size,
-            progress=progress,
-            cancel=cancel,
-            ready=self.ready,
-        )
+        return {"streams": streams, "max_bytes": max_bytes, "rank": self.rank, "world_size": self.world_size}
 
     def tracks(self, res, clock):
         out = {}

@@ -126,18 +126,15 @@ class RandreadJob(RankJob):
             self._session.close()
             self._session = None
 
-    def run(self, progress, cancel) -> Result:
+    def own(self):
         p = self.params
         where = self._shared_path or p["path"]
         size = self.region if self._shared_path else p.get("size")
-        res = self.call_probe(
-            path=where,
-            size=size,
-            seed=p.get("seed", 0) + 1000 * self.rank,
-            progress=progress,
-            cancel=cancel,
-            ready=self.ready,
-        )
+        return {"path": where, "size": size, "seed": p.get("seed", 0) + 1000 * self.rank}
+
+    def run(self, progress, cancel) -> Result:
+        p = self.params
+        res = super().run(progress, cancel)
         if self._shared_path:
             res.params["path"] = os.path.abspath(p["path"])
             res.labels["shared_file"] = "one file written by rank 0, read by every rank"
@@ -166,8 +163,8 @@ class FilesJob(RankJob):
         if t.kind != "dir":
             raise ProbeError(f"{t.path} is not a directory: files reads the files of a tree")
 
-    def run(self, progress, cancel) -> Result:
-        return self.call_probe(shard=(self.rank, self.world_size), progress=progress, cancel=cancel, ready=self.ready)
+    def own(self):
+        return {"shard": (self.rank, self.world_size)}
 
     def finish(self, res, records):
         merge_hists(res, records)

@@ -69,9 +69,14 @@ class RankJob:
         pass
 
     def run(self, progress, cancel) -> Result:
-        """The probe on this rank's part: by default the probe of :attr:`kind`, called with the parameter
-        object as it came (:meth:`call_probe`)."""
-        return self.call_probe(progress=progress, cancel=cancel, ready=self.ready)
+        """The probe on this rank's part: the probe of :attr:`kind`, called with the parameter object as it
+        came and what this rank sets for itself (:meth:`own`)."""
+        return self.call_probe(progress=progress, cancel=cancel, ready=self.ready, **self.own())
+
+    def own(self) -> dict[str, Any]:
+        """The parameters this rank sets for itself (its seed, its shard, its share of the host): none by
+        default; they win over the parameter object's."""
+        return {}
 
     def call_probe(self, **runtime) -> Result:
         """The probe :attr:`kind` names (:data:`nbbench.probes.catalog.PROBES`) called with :attr:`params`,

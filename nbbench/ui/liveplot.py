@@ -48,14 +48,12 @@ __all__ = ["LivePlot", "Subplot", "for_monitor", "monitor_plot_kwargs", "in_kern
 class LivePlot:
     """A :class:`~nbbench.plots.timeline.Timeline` shown live, its frames pushed as PNGs.
 
-    ``LivePlot(panels, title="", window_s=None, max_fps=4.0, cpu_budget=0.012, max_rest_s=5.0,
-    figsize=None, dpi=80, target="auto", show=True, annotate=None, status=None,
-    max_points=400, capacity=50000, t0=None, blit=True, min_span_s=10.0, span_s=None, min_plot_s=0.0,
-    subtitle="")``
+    ``LivePlot(panels, title="", *, max_fps=4.0, cpu_budget=0.012, max_rest_s=5.0, target="auto",
+    show=True, **timeline)``
 
-    - ``panels``, ``title``, ``window_s``, ``figsize``, ``dpi``, ``annotate``, ``status``, ``max_points``,
-      ``capacity``, ``t0``, ``blit``, ``min_span_s``, ``span_s``, ``min_plot_s``, ``subtitle``: what
-      is drawn, as :class:`~nbbench.plots.timeline.Timeline` takes them (:attr:`timeline`).
+    - ``panels``, ``title`` and ``timeline`` (``window_s``, ``figsize``, ``dpi``, ``annotate``, ``status``,
+      ``max_points``, ``capacity``, ``t0``, ``blit``, ``min_span_s``, ``span_s``, ``min_plot_s``,
+      ``subtitle``): what is drawn, as :class:`~nbbench.plots.timeline.Timeline` takes them (:attr:`timeline`).
     - ``cpu_budget``: share of one core the drawing thread may use (0.012 = 1.2 %).
     - ``max_rest_s``: the longest rest after a frame (5 s): a frame so costly that the budget would
       buy a longer one (a full redraw beside a GIL-bound cell on a busy machine) still leaves the
@@ -76,42 +74,15 @@ class LivePlot:
         self,
         panels: Iterable[Any] | None = None,
         title: str = "",
-        window_s: float | None = None,
+        *,
         max_fps: float = 4.0,
         cpu_budget: float = 0.012,
         max_rest_s: float = 5.0,
-        figsize: tuple[float, float] | None = None,
-        dpi: int = 80,
         target: str = "auto",
         show: bool = True,
-        annotate: Callable[[Any, dict, dict], None] | None = None,
-        status: Callable[[], str] | None = None,
-        max_points: int = 400,
-        capacity: int = 50_000,
-        t0: float | None = None,
-        blit: bool = True,
-        min_span_s: float = 10.0,
-        span_s: float | None = None,
-        min_plot_s: float = 0.0,
-        subtitle: str = "",
+        **timeline: Any,
     ):
-        self.timeline = Timeline(
-            panels,
-            title=title,
-            window_s=window_s,
-            figsize=figsize,
-            dpi=dpi,
-            annotate=annotate,
-            status=status,
-            max_points=max_points,
-            capacity=capacity,
-            t0=t0,
-            blit=blit,
-            min_span_s=min_span_s,
-            span_s=span_s,
-            min_plot_s=min_plot_s,
-            subtitle=subtitle,
-        )
+        self.timeline = Timeline(panels, title=title, **timeline)
         self.max_fps = max(0.1, float(max_fps))
         self.cpu_budget = max(1e-4, float(cpu_budget))
         self.max_rest_s = max(1.0 / self.max_fps, float(max_rest_s))

@@ -156,6 +156,19 @@ def sweep(
         res.labels["gpu_util"] = f"N/A: {mon_reason}"
     status, reason = "ok", None
     n = len(configs)
+    # what every configuration's loader is made with, and how each is timed
+    made = dict(persistent_workers=persistent_workers, shuffle=shuffle, collate_fn=collate_fn, **(loader_kwargs or {}))
+    timed = dict(
+        duration=duration,
+        warmup=warmup,
+        step=step,
+        cancel=cancel,
+        monitor=mon if mon is not None else False,
+        device=device,
+        accelerator=acc_name,
+        au_target_pct=au_target_pct,
+        epochs=None,
+    )
     try:
         for i, cfg in enumerate(configs):
             if cancel is not None and cancel.is_set():
@@ -166,22 +179,7 @@ def sweep(
             if row.pop("skip", False):
                 row["status"] = "skipped"
             else:
-                _measure(
-                    row,
-                    dataset,
-                    persistent_workers,
-                    shuffle,
-                    collate_fn,
-                    step,
-                    duration,
-                    warmup,
-                    acc_name,
-                    au_target_pct,
-                    cancel,
-                    mon if mon is not None else False,
-                    device,
-                    loader_kwargs or {},
-                )
+                _measure(row, dataset, made, timed)
                 if row.get("status") == "interrupted":
                     res.samples.setdefault("configs", []).append(row)
                     status, reason = "interrupted", f"cancelled during configuration {i + 1} of {n}"
@@ -235,22 +233,7 @@ def _loader_note(source: dict) -> str:
     return s + "."
 
 
-def _measure(
-    row,
-    dataset,
-    persistent_workers,
-    shuffle,
-    collate_fn,
-    step,
-    duration,
-    warmup,
-    acc_name,
-    au_target_pct,
-    cancel,
-    monitor,
-    device,
-    loader_kwargs,
-) -> None:
+def _measure(row, dataset, made: dict, timed: dict) -> None:
     """Measure one configuration into ``row``; worker crashes become its failure."""
     dl = None
     try:
@@ -261,24 +244,10 @@ def _measure(
                 row["num_workers"],
                 row["pin_memory"],
                 row["prefetch_factor"],
-                persistent_workers,
-                shuffle,
-                collate_fn,
-                **loader_kwargs,
+                **made,
             )
             # a small dataset is gone round again (persistent workers: as in training, the restart counts)
-            r = bench_loader(
-                dl,
-                duration=duration,
-                warmup=warmup,
-                step=step,
-                cancel=cancel,
-                monitor=monitor,
-                device=device,
-                accelerator=acc_name,
-                au_target_pct=au_target_pct,
-                epochs=None,
-            )
+            r = bench_loader(dl, **timed)
         finally:
             if dl is not None:
                 close_loader(dl, force=True)
