@@ -93,6 +93,25 @@ class ProbeError(Exception):
         return self.text()
 
 
+class metric:
+    """A read-only attribute that is ``metrics[KEY]`` (``labels[KEY]`` with ``store="labels"``: :func:`label`),
+    None where it is absent; KEY is the attribute's own name unless given."""
+
+    def __init__(self, key: str | None = None, store: str = "metrics"):
+        self.key, self.store = key, store
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.key = self.key or name
+
+    def __get__(self, obj, owner=None):
+        return self if obj is None else getattr(obj, self.store).get(self.key)
+
+
+def label(key: str | None = None) -> metric:
+    """A read-only attribute that is ``labels[KEY]`` (see :class:`metric`)."""
+    return metric(key, "labels")
+
+
 def register(kind: str):
     """Class decorator: results of ``kind`` are rebuilt as this class by from_dict.
 

@@ -7,7 +7,7 @@ shared with :mod:`nbbench.probes.pipeline.feedlimit`.
 from __future__ import annotations
 
 from ...units import format_metric
-from ..base import Result, register
+from ..base import Result, label, metric, register
 from ..present.rule import SEP, Section
 from .loader import _accelerator_names, feeds_phrase
 
@@ -36,13 +36,9 @@ class FeedResult(Result):
     def headline(self) -> str:
         return f"feed {self.params.get('path', '')} → {self.labels.get('accelerator', '')}".strip()
 
-    @property
-    def accelerators_fed(self) -> int | None:
-        return self.metrics.get("accelerators_fed_count")
+    accelerators_fed = metric("accelerators_fed_count")
 
-    @property
-    def limiter(self) -> str | None:
-        return self.labels.get("limiter")
+    limiter = label()
 
     @property
     def answer(self) -> str:

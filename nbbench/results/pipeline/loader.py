@@ -19,7 +19,7 @@ import statistics
 
 from ...accelerators import AU_TARGET_PCT, get_accelerator, input_bound_band
 from ...units import format_many, format_metric
-from ..base import Result, register
+from ..base import Result, label, metric, register
 from ..present.rule import SEP
 
 __all__ = ["LoaderResult", "loader_figures", "feeds_phrase"]
@@ -169,13 +169,9 @@ class LoaderResult(Result):
             store.update(derived)
         return self
 
-    @property
-    def au_pct(self) -> float | None:
-        return self.metrics.get("au_pct")
+    au_pct = metric()
 
-    @property
-    def input_bound(self) -> str | None:
-        return self.labels.get("input_bound")
+    input_bound = label()
 
     @property
     def meets_au_target(self) -> bool | None:

@@ -14,7 +14,7 @@ a label (``cache_read``, ``cache_read_warm``, ``cache_dcp_read``, ``cache_dcp_re
 from __future__ import annotations
 
 from ...units import format_bytes, format_metric
-from ..base import Result, register
+from ..base import Result, metric, register
 
 __all__ = ["CheckpointResult"]
 
@@ -34,13 +34,9 @@ class CheckpointResult(Result):
     def headline(self) -> str:
         return f"checkpoint {self.params.get('model', '')} {self.params.get('path', '')}".strip()
 
-    @property
-    def write_bytes_per_s(self) -> float | None:
-        return self.metrics.get("write_bytes_per_s")
+    write_bytes_per_s = metric()
 
-    @property
-    def read_bytes_per_s(self) -> float | None:
-        return self.metrics.get("read_bytes_per_s")
+    read_bytes_per_s = metric()
 
     def answer(self) -> str:
         """The result in one sentence: how fast a checkpoint goes to storage and comes back."""

@@ -6,7 +6,7 @@ import math
 from typing import Any
 
 from ...units import format_bytes, format_many, format_metric, format_si, format_sig, percentile_name
-from ..base import Result, register
+from ..base import Result, metric, register
 from ..hist import PERCENTILES, LatencyHistogram, percentile_key
 from ..present.rule import SEP, Section
 
@@ -98,13 +98,9 @@ class DiskResult(_StorageMixin, Result):
         what = f"{_block(size)} in {_block(bs)} blocks" if size and bs else ""
         return [("", what)] * bool(what) + super().qualifiers()
 
-    @property
-    def write_bytes_per_s(self) -> float | None:
-        return self.metrics.get("write_bytes_per_s")
+    write_bytes_per_s = metric()
 
-    @property
-    def read_bytes_per_s(self) -> float | None:
-        return self.metrics.get("read_bytes_per_s")
+    read_bytes_per_s = metric()
 
 
 @register("io")

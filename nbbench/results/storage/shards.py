@@ -13,7 +13,7 @@ shards, bytes, seconds and rate; ``samples["bw"]`` the aggregate in 500 ms windo
 from __future__ import annotations
 
 from ...units import format_bytes, format_metric
-from ..base import Result, register
+from ..base import Result, metric, register
 from ..hist import LatencyHistogram
 
 __all__ = ["ShardsResult", "shards_what", "samples_phrase", "warm_phrase", "ttfb_phrase"]
@@ -59,9 +59,7 @@ class ShardsResult(Result):
     def headline(self) -> str:
         return f"shards {self.params.get('path', '')}".strip()
 
-    @property
-    def read_bytes_per_s(self) -> float | None:
-        return self.metrics.get("read_bytes_per_s")
+    read_bytes_per_s = metric()
 
     def streams_frame(self, warm: bool = False):
         """One row per stream: shards, bytes, seconds (from the pass's start to its last byte), bytes_per_s."""
