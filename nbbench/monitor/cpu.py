@@ -19,26 +19,21 @@ import sys
 from typing import Any
 
 from . import procfs
-from .procfs import read_cpu_times, read_meminfo
+from .procfs import HostSource, read_cpu_times, read_meminfo
 
 __all__ = ["CpuSource"]
 
 _SLOW_S = 0.5  # memory figures are read at most this often
 
 
-class CpuSource:
+class CpuSource(HostSource):
     """Whole-machine CPU and memory figures (see the module doc)."""
 
     name = "cpu"
 
     def __init__(self, per_core: bool = True, fast: bool = True):
+        super().__init__(fast)
         self.per_core = per_core
-        self.want_fast = fast
-        self.fast = False
-        self.notes: list[str] = []
-        self.na: dict[str, str] = {}
-        self.labels: dict[str, Any] = {}
-        self._psutil = None
         self._f_stat = None
         self._f_mem = None
         self._cpu_prev = None

@@ -25,7 +25,7 @@ from typing import Any
 
 from .. import topology
 from . import procfs
-from .procfs import read_diskstats
+from .procfs import HostSource, read_diskstats
 
 __all__ = ["DiskSource", "watched_device", "describe"]
 
@@ -90,21 +90,16 @@ def physical_disks(names, root: str | os.PathLike = "/") -> list[str]:
     return out
 
 
-class DiskSource:
+class DiskSource(HostSource):
     """Disk figures for ``path`` and the whole machine (see the module doc)."""
 
     name = "disk"
 
     def __init__(self, path: str | os.PathLike | None = None, root: str | os.PathLike = "/", fast: bool = True):
+        super().__init__(fast)
         self.path = os.fspath(path) if path is not None else os.getcwd()
         self.root = root
-        self.want_fast = fast
-        self.fast = False
-        self.notes: list[str] = []
-        self.na: dict[str, str] = {}
-        self.labels: dict[str, Any] = {}
         self.device: topology.BlockDevice | None = None
-        self._psutil = None
         self._f_disk = None
         self._physical: list[str] = []
         self._wanted: frozenset | None = None

@@ -32,7 +32,7 @@ import sys
 from typing import Any
 
 from . import procfs
-from .procfs import read_net_dev
+from .procfs import HostSource, read_net_dev
 
 __all__ = ["NetSource", "parse_interfaces", "default_interfaces", "metric_name"]
 
@@ -76,21 +76,16 @@ def default_interfaces(names, root: str = "/") -> tuple[list[str], str]:
     return virt, "every interface but loopback, bridges and ifb"
 
 
-class NetSource:
+class NetSource(HostSource):
     """Network figures of some interfaces (see the module doc)."""
 
     name = "net"
 
     def __init__(self, interfaces="auto", fast: bool = True, root: str = "/"):
+        super().__init__(fast)
         self.spec = parse_interfaces(interfaces)
-        self.want_fast = fast
-        self.fast = False
         self.root = root
-        self.notes: list[str] = []
-        self.na: dict[str, str] = {}
-        self.labels: dict[str, Any] = {}
         self.interfaces: list[str] = []
-        self._psutil = None
         self._f = None
         self._wanted: frozenset | None = None
         self._prev: dict[str, tuple] = {}

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 from collections import namedtuple
+from typing import Any
 
 __all__ = [
     "available",
@@ -85,6 +86,19 @@ NetCounters = namedtuple("NetCounters", "bytes_recv packets_recv bytes_sent pack
 
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+class HostSource:
+    """What the sources reading /proc share: ``fast`` (reading /proc directly; ``want_fast``: asked for,
+    else psutil), ``notes``, ``na`` (figure -> why it is not available) and ``labels``."""
+
+    def __init__(self, fast: bool = True):
+        self.want_fast = fast
+        self.fast = False
+        self.notes: list[str] = []
+        self.na: dict[str, str] = {}
+        self.labels: dict[str, Any] = {}
+        self._psutil = None
 
 
 class ProcFile:

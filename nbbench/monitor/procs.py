@@ -36,7 +36,7 @@ import sys
 from typing import Any
 
 from .gpuprocs import GpuProcesses
-from .procfs import COUNTED, ProcReader, children_of, counted, process_reader
+from .procfs import COUNTED, HostSource, ProcReader, children_of, counted, process_reader
 from .proctable import ProcessTable
 
 __all__ = ["ProcessTreeSource"]
@@ -62,24 +62,19 @@ _TOTALS = (
 _CANCELLED = "proc_write_cancelled_bytes"
 
 
-class ProcessTreeSource:
+class ProcessTreeSource(HostSource):
     """Figures of process ``pid`` (default: this one) and its descendants (see the module doc)."""
 
     name = "proc"
 
     def __init__(self, pid: int | None = None, fast: bool = True, table: float | None = 1.0, pss: bool = True):
+        super().__init__(fast)
         self.pid = pid if pid is not None else os.getpid()
         self.table_interval = float(table) if table else None
         self.want_pss = pss
         self.table = None  # a ProcessTable once opened (with table=...)
         self._last: dict[int, Any] = {}
         self._own = self.pid == os.getpid()
-        self.want_fast = fast
-        self.fast = False
-        self.notes: list[str] = []
-        self.na: dict[str, str] = {}
-        self.labels: dict[str, Any] = {}
-        self._psutil = None
         self._procs: dict[int, Any] = {}  # pid -> reader (this process first)
         self._child_scan_t = -1e9
         self._children_fast = True
