@@ -56,9 +56,6 @@ def _block(n) -> str:
             return f"{n // scale} {unit}" if n % scale == 0 else format_bytes(n, True)
     return f"{int(n)} B"
 
-    def headline(self) -> str:
-        return f"{self.kind} {self.params.get('path', '')}".strip()
-
 
 def percentiles_frame(runs, unit: str | None = None):
     """Latency percentiles side by side, as people read them: one row per run, columns
