@@ -17,7 +17,7 @@ loader, sweep, feed).
 
 A new probe opts in with three pieces (as checkpoint and shards did): this
 module's :data:`OPTIONS` in its ``arguments``, :func:`dispatch` at the top of
-its ``run``, and its rank part, a :class:`nbbench.ranks.jobs.RankJob` in ``dist.jobs.JOBS``.
+its ``run``, and its rank part, a :class:`nbbench.ranks.rankjob.RankJob` in ``nbbench.ranks.jobs.JOBS``.
 """
 
 from __future__ import annotations
