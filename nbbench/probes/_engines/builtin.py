@@ -103,12 +103,5 @@ def run_threads_of(spec: JobSpec, nthreads: int, runner) -> JobOutput:
         merged.extra.update(
             engine_cpu_pct=top.extra["engine_cpu_pct"], engine_cpu_ns_per_io=top.extra["engine_cpu_ns_per_io"]
         )
-    anchors = [o.extra["t0_unix"] for o in outs if "t0_unix" in o.extra]
-    if anchors:
-        merged.extra["t0_unix"] = min(anchors)
-    n = min(len(o.windows) for o in outs)
-    merged.windows = [
-        [outs[0].windows[i][0], sum(o.windows[i][1] for o in outs), sum(o.windows[i][2] for o in outs)]
-        for i in range(n)
-    ]
+    merged.add_timeline(outs)
     return merged

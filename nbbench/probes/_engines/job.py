@@ -75,6 +75,17 @@ class JobOutput:
     def iops(self) -> float:
         return self.ios / self.elapsed_s if self.elapsed_s > 0 else float("nan")
 
+    def add_timeline(self, outs: list[JobOutput]) -> None:
+        """The timeline of parallel loops' ``outs`` as one: the earliest start, and their windows summed
+        (bytes/s, IOPS) on the first one's clock, as long as the shortest."""
+        anchors = [o.extra["t0_unix"] for o in outs if "t0_unix" in o.extra]
+        if anchors:
+            self.extra["t0_unix"] = min(anchors)
+        n = min(len(o.windows) for o in outs)
+        self.windows = [
+            [outs[0].windows[i][0], *(sum(o.windows[i][k] for o in outs) for k in (1, 2))] for i in range(n)
+        ]
+
 
 RAND_CHUNK = 16384  # random offsets drawn at a time (numpy, ~0.7 ms), between I/Os, not inside one
 

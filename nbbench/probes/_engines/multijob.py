@@ -135,14 +135,7 @@ def merge_outputs(outs: list[JobOutput], io_path: str) -> JobOutput:
     shorts = [o.extra["short_io"] for o in outs if "short_io" in o.extra]
     if shorts:
         m.extra["short_io"] = shorts[0]
-    anchors = [o.extra["t0_unix"] for o in outs if "t0_unix" in o.extra]
-    if anchors:
-        m.extra["t0_unix"] = min(anchors)
-    n = min(len(o.windows) for o in outs)
-    m.windows = [
-        [outs[0].windows[i][0], sum(o.windows[i][1] for o in outs), sum(o.windows[i][2] for o in outs)]
-        for i in range(n)
-    ]
+    m.add_timeline(outs)
     return m
 
 

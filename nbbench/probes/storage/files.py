@@ -300,6 +300,11 @@ def _read_all(picks, threads: int, cancel, progress) -> dict:
     lats = [array("q") for _ in range(threads)]
     pc = time.perf_counter_ns
 
+    def failed(path, why: str) -> None:
+        with lock:
+            state["errors"] += 1
+            state["first_error"] = state["first_error"] or f"{path}: {why}"
+
     def worker(i: int):
         buf = bytearray(1 << 20)
         bufs = [buf]
@@ -317,16 +322,12 @@ def _read_all(picks, threads: int, cancel, progress) -> dict:
             try:
                 fd = _open_noatime(item[0])
             except OSError as exc:
-                with lock:
-                    state["errors"] += 1
-                    state["first_error"] = state["first_error"] or f"{item[0]}: {exc.strerror or exc}"
+                failed(item[0], exc.strerror or exc)
                 continue
             try:
                 st = os.fstat(fd)
                 if not stat.S_ISREG(st.st_mode):
-                    with lock:
-                        state["errors"] += 1
-                        state["first_error"] = state["first_error"] or f"{item[0]}: not a regular file"
+                    failed(item[0], "not a regular file")
                     continue
                 got = 0
                 while True:
@@ -335,9 +336,7 @@ def _read_all(picks, threads: int, cancel, progress) -> dict:
                         break
                     got += k
             except OSError as exc:
-                with lock:
-                    state["errors"] += 1
-                    state["first_error"] = state["first_error"] or f"{item[0]}: {exc.strerror or exc}"
+                failed(item[0], exc.strerror or exc)
                 continue
             finally:
                 os.close(fd)
