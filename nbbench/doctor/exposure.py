@@ -293,66 +293,34 @@ def check_sshd(root: str = "/") -> list[Check]:
         + first_file_hint("passwordauthentication")
     )
     cond = [c for c in cfg.conditional.get("passwordauthentication", []) if c.value.lower() == "yes"]
+    name = "ssh password login"
     if pa == "yes":
-        out.append(Check("ssh password login", "fail", f"PasswordAuthentication yes ({pa_where})", fix, group, data))
+        out.append(Check(name, "fail", f"PasswordAuthentication yes ({pa_where})", fix, group, data))
     elif kbd == "yes" and pam == "yes":
-        out.append(
-            Check(
-                "ssh password login",
-                "warn",
-                f"PasswordAuthentication {pa} ({pa_where}), but KbdInteractiveAuthentication yes "
-                f"({kbd_where}) with UsePAM yes still asks for passwords",
-                fix,
-                group,
-                data,
-            )
-        )
+        why = f"but KbdInteractiveAuthentication yes ({kbd_where}) with UsePAM yes still asks for passwords"
+        out.append(Check(name, "warn", f"PasswordAuthentication {pa} ({pa_where}), {why}", fix, group, data))
     elif cond:
-        out.append(
-            Check(
-                "ssh password login",
-                "warn",
-                f"PasswordAuthentication {pa} ({pa_where}), but yes for some users: "
-                + "; ".join(c.where() for c in cond),
-                fix,
-                group,
-                data,
-            )
-        )
+        why = "but yes for some users: " + "; ".join(c.where() for c in cond)
+        out.append(Check(name, "warn", f"PasswordAuthentication {pa} ({pa_where}), {why}", fix, group, data))
     else:
-        out.append(Check("ssh password login", "ok", f"PasswordAuthentication {pa} ({pa_where})", "", group, data))
+        out.append(Check(name, "ok", f"PasswordAuthentication {pa} ({pa_where})", "", group, data))
 
     pr, pr_where = get("permitrootlogin", "prohibit-password")
     data = {"PermitRootLogin": pr, "files": cfg.files}
     fix = "set PermitRootLogin prohibit-password (keys only) or no, and reload sshd" + first_file_hint(
         "permitrootlogin"
     )
+    condr = [c for c in cfg.conditional.get("permitrootlogin", []) if c.value.lower() == "yes"]
+    name = "ssh root login"
     if pr == "yes":
         out.append(
-            Check(
-                "ssh root login",
-                "fail",
-                f"PermitRootLogin yes ({pr_where}): root may log in with a password",
-                fix,
-                group,
-                data,
-            )
+            Check(name, "fail", f"PermitRootLogin yes ({pr_where}): root may log in with a password", fix, group, data)
         )
+    elif condr:
+        why = "but yes for " + "; ".join(c.where() for c in condr)
+        out.append(Check(name, "warn", f"PermitRootLogin {pr} ({pr_where}), {why}", fix, group, data))
     else:
-        condr = [c for c in cfg.conditional.get("permitrootlogin", []) if c.value.lower() == "yes"]
-        if condr:
-            out.append(
-                Check(
-                    "ssh root login",
-                    "warn",
-                    f"PermitRootLogin {pr} ({pr_where}), but yes for " + "; ".join(c.where() for c in condr),
-                    fix,
-                    group,
-                    data,
-                )
-            )
-        else:
-            out.append(Check("ssh root login", "ok", f"PermitRootLogin {pr} ({pr_where})", "", group, data))
+        out.append(Check(name, "ok", f"PermitRootLogin {pr} ({pr_where})", "", group, data))
     for p in cfg.problems:
         out[0].evidence += f" (note: {p})"
     return out
