@@ -303,7 +303,7 @@ def test_the_monitor_serves_plots_and_prints_the_stall_figures(v2):
     from nbbench.monitor.exporter import families
     from nbbench.monitor.stalls import StallSource
     from nbbench.monitor.text import format_status
-    from nbbench.plots.monitor import monitor_panels
+    from nbbench.plots.monitor import monitor_subplots
 
     src = StallSource(root=str(v2))
     src.every_s = 0.0  # read at every sample
@@ -326,9 +326,9 @@ def test_the_monitor_serves_plots_and_prints_the_stall_figures(v2):
     assert res.stall_line().startswith("stalls: throttled ")
     from nbbench.plots.monitor import monitor_plot_kwargs
 
-    cpu = next(p for p in monitor_plot_kwargs(mon)["panels"] if p.title.startswith("CPU"))
+    cpu = next(p for p in monitor_plot_kwargs(mon)["subplots"] if p.title.startswith("CPU"))
     assert "stall.cpu_throttled_pct" in cpu.series and "stall.psi_io_some_pct" in cpu.series  # a quota: throttling
-    plain = next(p for p in monitor_panels() if p.title.startswith("CPU"))
+    plain = next(p for p in monitor_subplots() if p.title.startswith("CPU"))
     assert plain.series == ["cpu.util_pct", "cpu.iowait_pct"]  # nothing measured: no empty legend entries
 
 

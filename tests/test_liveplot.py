@@ -209,7 +209,7 @@ def test_for_monitor_and_result_figure():
     m.stop()
     assert png.startswith(PNG)
     assert plot.names()  # cpu and disk series came through the subscription
-    assert [p.title for p in plot.panels][0].startswith("CPU")  # no GPU monitored: no GPU panels
+    assert [p.title for p in plot.subplots][0].startswith("CPU")  # no GPU monitored: no GPU panels
     fig = monitor_figure(m.result())
     lines = [ln for ax in fig.axes for ln in ax.get_lines()]
     assert lines and all(not ln.get_animated() for ln in lines)
@@ -265,21 +265,21 @@ def test_pause_holds_live_frames(monkeypatch):
 
 
 def test_a_quiet_network_panel_is_left_out_of_the_final_frame_and_said_in_words():
-    from nbbench.plots.monitor import monitor_panels
+    from nbbench.plots.monitor import monitor_subplots
     from nbbench.plots.subplot import fold_quiet
     from nbbench.plots.timeline import Timeline
 
-    tl = Timeline(monitor_panels(net_label="eth0"), title="t")
+    tl = Timeline(monitor_subplots(net_label="eth0"), title="t")
     for i in range(10):
         tl.add(float(i), {"cpu.util_pct": 50.0 + i, "net.rx_bytes_per_s": 40.0, "net.tx_bytes_per_s": 0.0})
-    n = len(tl.panels)
+    n = len(tl.subplots)
     assert fold_quiet(tl) == ["no network traffic"]
-    assert len(tl.panels) == n - 1 and "no network traffic" in tl.subtitle
+    assert len(tl.subplots) == n - 1 and "no network traffic" in tl.subtitle
     fig = tl.figure
     assert fig is not None and len(fig.axes) == n - 1
     cpu_ax = next(ax for ax in fig.axes if ax.get_title(loc="left").startswith("CPU"))
     assert any(len(line.get_xdata()) == 10 for line in cpu_ax.lines)  # the panels left still draw their data
-    busy = Timeline(monitor_panels(net_label="eth0"), title="t")
+    busy = Timeline(monitor_subplots(net_label="eth0"), title="t")
     for i in range(10):
         busy.add(float(i), {"cpu.util_pct": 50.0, "net.rx_bytes_per_s": 5e6})
-    assert fold_quiet(busy) == [] and len(busy.panels) == n
+    assert fold_quiet(busy) == [] and len(busy.subplots) == n

@@ -264,7 +264,7 @@ def test_the_disk_source_names_the_results_path_and_the_live_plots_disk_panel(tm
     m = Monitor(interval=0.05, gpus="none")  # no path: the current directory's disk
     m.open()
     disk = next(s for s in m.sources if s.name == "disk")
-    titles = [p.title for p in monitor_plot_kwargs(m)["panels"]]
+    titles = [p.title for p in monitor_plot_kwargs(m)["subplots"]]
     assert f"Disk ({disk.labels['disk_device']})" in titles and disk.labels["disk_device"] != "disk"
     with m:
         time.sleep(0.1)

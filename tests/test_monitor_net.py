@@ -232,9 +232,9 @@ def test_net_none_leaves_the_source_out_and_monitor_plot_has_a_network_panel():
     from nbbench.plots.monitor import monitor_plot_kwargs
 
     m = Monitor(interval=0.05, gpus="none", net="lo").open()
-    titles = [p.title for p in monitor_plot_kwargs(m)["panels"]]
+    titles = [p.title for p in monitor_plot_kwargs(m)["subplots"]]
     assert titles[-1] == "Network (lo)"
     m.stop()
     m = Monitor(interval=0.05, gpus="none", net="none").open()
-    assert not any(t.startswith("Network") for t in (p.title for p in monitor_plot_kwargs(m)["panels"]))
+    assert not any(t.startswith("Network") for t in (p.title for p in monitor_plot_kwargs(m)["subplots"]))
     m.stop()

@@ -337,17 +337,17 @@ def test_cli_panel_says_it_needs_a_notebook(capsys):
 
 
 def test_rate_plot_panels_follow_the_reported_units():
-    from nbbench.ui.rateplot import PanelProgress, rate_panels
+    from nbbench.ui.rateplot import PanelProgress, rate_subplots
 
-    titles = [p.title for p in rate_panels(["read_bytes_per_s", "iops", "lat_mean_ns", "cpu_util_pct"])]
+    titles = [p.title for p in rate_subplots(["read_bytes_per_s", "iops", "lat_mean_ns", "cpu_util_pct"])]
     assert titles == ["bandwidth", "IOPS"]
-    assert rate_panels(["cpu_util_pct"]) == []
+    assert rate_subplots(["cpu_util_pct"]) == []
 
     made = []
 
     class FakePlot:
-        def __init__(self, panels, title):
-            self.panels, self.title, self.points, self.closed = panels, title, [], False
+        def __init__(self, subplots, title):
+            self.subplots, self.title, self.points, self.closed = subplots, title, [], False
             made.append(self)
 
         def add(self, t, values):
@@ -365,7 +365,7 @@ def test_rate_plot_panels_follow_the_reported_units():
     (plot,) = made
     assert plot.title == "dd /x: live rate" and plot.closed
     assert plot.points == [{"write_bytes_per_s": 5e8}, {"read_bytes_per_s": 9e8}]
-    assert plot.panels[0].labels == {"write_bytes_per_s": "write", "read_bytes_per_s": "read"}
+    assert plot.subplots[0].labels == {"write_bytes_per_s": "write", "read_bytes_per_s": "read"}
     assert "MB/s" in p.label.value  # the bar's live rate, as the magics show it
 
 

@@ -382,8 +382,8 @@ def test_a_figure_first_seen_in_the_last_report_gets_no_lone_legend_entry():
     made = []
 
     class FakePlot:
-        def __init__(self, panels, title):
-            self.panels, self.points = panels, []
+        def __init__(self, subplots, title):
+            self.subplots, self.points = subplots, []
             made.append(self)
 
         def add(self, t, values):
@@ -399,7 +399,7 @@ def test_a_figure_first_seen_in_the_last_report_gets_no_lone_legend_entry():
     p.wait_plot()
     (plot,) = made
     assert all("warm_samples_per_s" not in pt for pt in plot.points)
-    assert all("warm_samples_per_s" not in panel.labels for panel in plot.panels)
+    assert all("warm_samples_per_s" not in panel.labels for panel in plot.subplots)
 
 
 def test_table_headers_are_padded_like_their_cells():
@@ -421,15 +421,15 @@ def test_the_dataloader_tabs_final_frame_draws_what_the_accelerators_need():
     made = []
 
     class FakePlot:
-        def __init__(self, panels, title):
-            self.panels, self.targets_at_close = panels, None
+        def __init__(self, subplots, title):
+            self.subplots, self.targets_at_close = subplots, None
             made.append(self)
 
         def add(self, t, values):
             pass
 
         def close(self):
-            self.targets_at_close = [dict(p.targets) for p in self.panels]
+            self.targets_at_close = [dict(p.targets) for p in self.subplots]
 
     p = PanelProgress("feed /x", make_plot=lambda **kw: FakePlot(**kw))
     p(0.5, {"samples_per_s": 300.0})

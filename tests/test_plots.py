@@ -72,7 +72,7 @@ def test_a_line_only_through_five_points_fewer_are_marked_values_and_targets_are
 
 
 def test_the_loaders_measured_au_is_solid_and_its_target_dashed():
-    from nbbench.plots.loader import loader_panels
+    from nbbench.plots.loader import loader_subplots
 
-    au = loader_panels()[1]
+    au = loader_subplots()[1]
     assert "linestyle" not in au.styles.get("loader.au_pct", {})

@@ -112,7 +112,7 @@ def test_the_panels_bar_plots_rates_only():
     made = []
 
     class FakePlot:
-        def __init__(self, panels, title):
+        def __init__(self, subplots, title):
             self.points = []
             made.append(self)
 

@@ -18,9 +18,9 @@ that draw, so importing them stays light.
   figure behind every live plot)
 * :mod:`.timedata`  :class:`TimelineData`: a timeline's series and marks, kept
   thread-safe, and its plain-text summary
-* :mod:`.monitor`   the monitor's panels, a stored monitor run's figure
-* :mod:`.loader`    the loader benchmark's panels and AU gauge
-* :mod:`.rates`     panels for the rates a probe reports with its progress
+* :mod:`.monitor`   the monitor's subplots, a stored monitor run's figure
+* :mod:`.loader`    the loader benchmark's subplots and AU gauge
+* :mod:`.rates`     subplots for the rates a probe reports with its progress
 * :mod:`.compare`   a comparison's bar chart
 * :mod:`.samples`   a result's raw sample series (reports), or the sentence saying why
   there is no plot (a run shorter than two windows)

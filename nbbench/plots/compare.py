@@ -1,4 +1,4 @@
-"""A comparison's bar chart: one panel per headline metric, a bar per reference, value and change.
+"""A comparison's bar chart: one subplot per headline metric, a bar per reference, value and change.
 
 A reference with several runs draws its median with a whisker from the slowest to the
 fastest run.  A change beyond the noise is written with its 95 % interval and coloured
@@ -29,7 +29,7 @@ _WIDTH_IN, _DPI = 8.0, 100
 
 
 def bar_chart(g: ComparisonGroup, max_metrics: int = 6, metrics: Sequence[str] | None = None):
-    """One horizontal bar panel per metric, a bar per reference, labelled with value and change
+    """One horizontal bar subplot per metric, a bar per reference, labelled with value and change
     (or "no significant change");
     the caveats (:func:`caveats`) under the title.  None when no metric has a value.
 

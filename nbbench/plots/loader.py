@@ -9,7 +9,7 @@ from ..units import format_metric
 from .style import FONT, TARGET
 from .subplot import Subplot
 
-__all__ = ["loader_panels", "need_label", "need_targets", "AUGauge"]
+__all__ = ["loader_subplots", "need_label", "need_targets", "AUGauge"]
 
 
 def need_label(accelerator: str | None, au_target_pct: float = 90.0, need: float | None = None) -> str:
@@ -19,16 +19,16 @@ def need_label(accelerator: str | None, au_target_pct: float = 90.0, need: float
 
 
 def need_targets(need: float | None, accelerator: str | None = None, au_target_pct: float = 90.0) -> dict:
-    """A throughput panel's ``targets``: the need line, labelled (:func:`need_label`); none without a need."""
+    """A throughput subplot's ``targets``: the need line, labelled (:func:`need_label`); none without a need."""
     return {need_label(accelerator, au_target_pct, need): need} if need else {}
 
 
-def loader_panels(
+def loader_subplots(
     gpu_note: str = "", need: float | None = None, accelerator: str | None = None, au_target_pct: float = 90.0
 ) -> list[Subplot]:
     """Throughput over 1 s windows, with the samples/s the accelerator needs (``need``) as a
     target line; AU per window with GPU kernel-active % and the AU target line
-    (``gpu_note``: why the GPU is N/A, in the panel's title)."""
+    (``gpu_note``: why the GPU is N/A, in the subplot's title)."""
     return [
         Subplot(
             "throughput over 1 s windows",
@@ -51,7 +51,7 @@ def loader_panels(
 
 
 class AUGauge:
-    """A bar from 0 to 100 % beside the panels: the AU, green at or above ``target_pct``
+    """A bar from 0 to 100 % beside the subplots: the AU, green at or above ``target_pct``
     (drawn as a line), orange below it, "—" without a value."""
 
     def __init__(self, target_pct: float = 90.0):
@@ -63,7 +63,7 @@ class AUGauge:
     def draw(self, fig, au: float | None) -> None:
         """Add the gauge to ``fig`` on first use, then show ``au``."""
         if self.ax is None:
-            ax = fig.add_axes([0.885, 0.075, 0.035, 0.17])  # under the AU panel's legend
+            ax = fig.add_axes([0.885, 0.075, 0.035, 0.17])  # under the AU subplot's legend
             ax.set_xlim(0, 1)
             ax.set_ylim(0, 100)
             ax.set_xticks([])

@@ -1,4 +1,4 @@
-"""The monitor's timeline: its default panels (GPU kernel-active %, GPU memory, CPU, disk,
+"""The monitor's timeline: its default subplots (GPU kernel-active %, GPU memory, CPU, disk,
 network), the specification of a live monitor plot, and a stored monitor run's figure
 (with its labelled marks as vertical lines)."""
 
@@ -9,7 +9,7 @@ from ..results.system.monitor import NET_QUIET_BYTES_PER_S, net_quiet
 from .subplot import Subplot
 from .timeline import Timeline
 
-__all__ = ["monitor_panels", "monitor_plot_kwargs", "monitor_figure"]
+__all__ = ["monitor_subplots", "monitor_plot_kwargs", "monitor_figure"]
 
 
 def _gpu_info(monitor) -> tuple[list[dict], str]:
@@ -27,7 +27,7 @@ def _short(text: str, n: int = 90) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-#: the stall figures the CPU panel draws where they were measured (throttling only under a quota)
+#: the stall figures the CPU subplot draws where they were measured (throttling only under a quota)
 STALL_FIELDS = ("stall.cpu_throttled_pct", "stall.psi_cpu_some_pct", "stall.psi_io_some_pct")
 
 
@@ -36,7 +36,7 @@ def _stalls_of(fields, quota) -> list[str]:
     return [f for f in STALL_FIELDS if f in fields and (f != "stall.cpu_throttled_pct" or quota not in (None, "none"))]
 
 
-def monitor_panels(
+def monitor_subplots(
     gpu_info: list[dict] | None = None,
     gpu_note: str = "",
     disk_label: str = "disk",
@@ -44,11 +44,11 @@ def monitor_panels(
     net_label: str | None = None,
     stalls=None,
 ) -> list[Subplot]:
-    """The default panels of ``%%iobench monitor``: GPU kernel-active %, GPU memory, CPU, disk MB/s
+    """The default subplots of ``%%iobench monitor``: GPU kernel-active %, GPU memory, CPU, disk MB/s
     and, with ``net_label`` (the interfaces watched), network receive / transmit MB/s.  ``stalls``: the
-    stall fields measured (of :data:`STALL_FIELDS`), drawn dashed in the CPU panel."""
+    stall fields measured (of :data:`STALL_FIELDS`), drawn dashed in the CPU subplot."""
     gpu_info = gpu_info or []
-    panels = []
+    subplots = []
     if gpus and gpu_info:
         labels, mlabels, util, mem = {}, {}, [], []
         for d in gpu_info:
@@ -61,7 +61,7 @@ def monitor_panels(
             mem.append(f"gpu{i}.mem_used_bytes")
             mlabels[f"gpu{i}.mem_used_bytes"] = f"GPU{i} used"
         total = max((d.get("mem_total_bytes") or 0 for d in gpu_info), default=0)
-        panels.append(
+        subplots.append(
             Subplot(
                 "GPU kernel-active % (share of time a kernel ran)",
                 util,
@@ -72,7 +72,7 @@ def monitor_panels(
                 note=gpu_note,
             )
         )
-        panels.append(
+        subplots.append(
             Subplot(
                 "GPU memory used",
                 mem,
@@ -83,7 +83,7 @@ def monitor_panels(
                 note=gpu_note,
             )
         )
-    panels.append(
+    subplots.append(
         Subplot(
             "CPU, whole machine",
             ["cpu.util_pct", "cpu.iowait_pct", *[f for f in STALL_FIELDS if f in (stalls or ())]],
@@ -99,13 +99,13 @@ def monitor_panels(
             styles={"stall.*": {"linestyle": "--"}},
         )
     )
-    panels.append(
+    subplots.append(
         _in_out(
             f"Disk ({disk_label})", {"disk.read_bytes_per_s": "read", "disk.write_bytes_per_s": "write"}, ymax_min=10.0
         )
     )
     if net_label is not None:
-        panels.append(
+        subplots.append(
             _in_out(
                 f"Network ({_short(net_label, 60)})",
                 {"net.rx_bytes_per_s": "receive", "net.tx_bytes_per_s": "transmit"},
@@ -114,7 +114,7 @@ def monitor_panels(
                 quiet_text="no network traffic",
             )
         )
-    return panels
+    return subplots
 
 
 def _in_out(title: str, labels: dict[str, str], **style) -> Subplot:
@@ -131,7 +131,7 @@ def _net_label(monitor) -> str | None:
 
 def monitor_plot_kwargs(monitor, title: str = "nbbench monitor") -> dict:
     """Keyword arguments for a live plot (:class:`~nbbench.ui.liveplot.LivePlot`, or a
-    :class:`Timeline`) showing an opened or started monitor: panels, title, status line, t0."""
+    :class:`Timeline`) showing an opened or started monitor: subplots, title, status line, t0."""
     info, note = _gpu_info(monitor)
     disk = "disk"
     for src in getattr(monitor, "sources", []) or []:
@@ -144,7 +144,7 @@ def monitor_plot_kwargs(monitor, title: str = "nbbench monitor") -> dict:
     # the reason in short (the result's card says it whole, once)
     subtitle = f"GPU {': '.join(note.split(': ')[:2])}" if not info and note and note != "not monitored" else ""
     return {
-        "panels": monitor_panels(
+        "subplots": monitor_subplots(
             info,
             note,
             disk_label=disk,
@@ -164,7 +164,7 @@ def monitor_figure(res, **kwargs):
     """A Figure of a stored :class:`~nbbench.results.system.monitor.MonitorResult`'s timeline; None
     when it has fewer than two samples (nothing to draw but empty axes or dots).
 
-    ``kwargs`` go to :class:`Timeline` (``dpi``, ``figsize``, ``title``, ``panels``…)."""
+    ``kwargs`` go to :class:`Timeline` (``dpi``, ``figsize``, ``title``, ``subplots``…)."""
     tl = res.samples.get("timeline") or {}
     gpu_info = [
         {
@@ -184,10 +184,10 @@ def monitor_figure(res, **kwargs):
     net = None
 
     quiet = net_quiet(res.metrics)
-    if "net.rx_bytes_per_s" in tl and not quiet:  # no traffic: the card's "idle:" line, not an empty panel
+    if "net.rx_bytes_per_s" in tl and not quiet:  # no traffic: the card's "idle:" line, not an empty subplot
         net = str(res.labels.get("net_interfaces", "")).split(":", 1)[0] or "network"
     kw = {
-        "panels": monitor_panels(
+        "subplots": monitor_subplots(
             gpu_info,
             note,
             disk_label=res.labels.get("disk_device", "disk"),

@@ -83,10 +83,10 @@ def _windowed(entry: str) -> bool:
     return entry in ("bw", "windows") or entry.endswith("_bw")
 
 
-def _panels(result, window: float) -> tuple[list, list]:
-    """The panels worth drawing (windowed series first), and each over-time entry too short to
+def _subplots(result, window: float) -> tuple[list, list]:
+    """The subplots worth drawing (windowed series first), and each over-time entry too short to
     plot with its length."""
-    panels, short = [], []  # panels: (entry, x, {col: y}, xlabel)
+    subplots, short = [], []  # subplots: (entry, x, {col: y}, xlabel)
     for name, data in (result.samples or {}).items():
         span = _time_span(data)
         if span is not None and too_short(span, window):
@@ -101,9 +101,9 @@ def _panels(result, window: float) -> tuple[list, list]:
             by_unit.setdefault(unit_of(k), {})[k] = v
         for unit, group in by_unit.items():
             if unit or len(by_unit) == 1:  # unitless columns beside real ones (per-step counts): left out
-                panels.append((name, x, group, xlabel))
-    panels.sort(key=lambda p: not _windowed(p[0]))
-    return panels, short
+                subplots.append((name, x, group, xlabel))
+    subplots.sort(key=lambda p: not _windowed(p[0]))
+    return subplots, short
 
 
 def _short_text(short: list, window: float) -> str:
@@ -116,7 +116,7 @@ def _short_text(short: list, window: float) -> str:
     )
 
 
-def sample_plot(result, max_panels: int = 3) -> tuple[Any, str | None]:
+def sample_plot(result, max_subplots: int = 3) -> tuple[Any, str | None]:
     """``(figure, None)``, or ``(None, sentence)`` when there is nothing worth a plot: "the run
     lasted 30 ms, shorter than two 500 ms windows: no plot".  The sentence is None too when
     the result has no series at all (a histogram, a table)."""
@@ -124,13 +124,13 @@ def sample_plot(result, max_panels: int = 3) -> tuple[Any, str | None]:
     from matplotlib.figure import Figure
 
     window = window_of(result)
-    panels, short = _panels(result, window)
-    panels = panels[:max_panels]
-    if not panels:
+    subplots, short = _subplots(result, window)
+    subplots = subplots[:max_subplots]
+    if not subplots:
         return None, (_short_text(short, window) if short else None)
-    # two panels a row: a report stays scannable and each panel readable
-    cols = min(2, len(panels))
-    rows = -(-len(panels) // cols)
+    # two subplots a row: a report stays scannable and each subplot readable
+    cols = min(2, len(subplots))
+    rows = -(-len(subplots) // cols)
     fig = Figure(figsize=figsize(_WIDTH_IN, 0.7 + 3.0 * rows, _DPI), dpi=_DPI, layout="constrained")
     FigureCanvasAgg(fig)
     axes = fig.subplots(rows, cols, squeeze=False).ravel()
@@ -145,8 +145,8 @@ def sample_plot(result, max_panels: int = 3) -> tuple[Any, str | None]:
         "samples/s": (m.get("needed_samples_per_s"), "need"),
         "%": ((result.params or {}).get("au_target_pct"), "AU"),
     }
-    for ax, (name, x, group, xlabel) in zip(axes, panels):
-        _draw_panel(
+    for ax, (name, x, group, xlabel) in zip(axes, subplots):
+        _draw_subplot(
             ax,
             name,
             x,
@@ -157,12 +157,12 @@ def sample_plot(result, max_panels: int = 3) -> tuple[Any, str | None]:
             result.labels.get("accelerator"),
             cols,
         )
-    for ax in axes[len(panels) :]:
+    for ax in axes[len(subplots) :]:
         ax.set_axis_off()
     return fig, None
 
 
-def _draw_panel(ax, name, x, group, xlabel, window, targets, accelerator, n_cols) -> None:
+def _draw_subplot(ax, name, x, group, xlabel, window, targets, accelerator, n_cols) -> None:
     from .style import display_unit, draw_measured, draw_target, duration_text
 
     key = next(iter(group))
@@ -208,7 +208,7 @@ def _draw_panel(ax, name, x, group, xlabel, window, targets, accelerator, n_cols
         ax.spines[side].set_visible(False)
 
 
-def result_figure(result, max_panels: int = 3):
+def result_figure(result, max_subplots: int = 3):
     """Line plots of the result's numeric sample series, grouped by unit; None when it has
     none worth a plot (see :func:`sample_plot` for the sentence saying why)."""
-    return sample_plot(result, max_panels)[0]
+    return sample_plot(result, max_subplots)[0]

@@ -34,10 +34,10 @@ class Subplot:
     ylim: tuple[float, float] | None = None
     labels: dict[str, str] = field(default_factory=dict)
     styles: dict[str, dict] = field(default_factory=dict)
-    note: str = ""  # shown inside the axes when the panel has no data (e.g. "N/A: no GPU")
+    note: str = ""  # shown inside the axes when the subplot has no data (e.g. "N/A: no GPU")
     ymax_min: float = 1.0  # autoscaled top never below this (in display units)
     targets: dict[str, float] = field(default_factory=dict)
-    #: a panel whose series all stay below this (stored units) is left out of the final frame,
+    #: a subplot whose series all stay below this (stored units) is left out of the final frame,
     #: said in a few words instead (``quiet_text``: "no network traffic"): no empty plot
     quiet_below: float | None = None
     quiet_text: str = ""
@@ -73,27 +73,27 @@ def nice_ceil(x: float) -> float:
     return 10.0 ** (exp + 1)
 
 
-def draw_targets(ax, panel: Subplot) -> list:
-    """The panel's target lines on ``ax`` (dashed, green), each labelled in the legend (wrapped
+def draw_targets(ax, subplot: Subplot) -> list:
+    """The subplot's target lines on ``ax`` (dashed, green), each labelled in the legend (wrapped
     to the legend's column); returns the artists drawn."""
     import textwrap
 
     out = []
-    for label, value in panel.targets.items():
+    for label, value in subplot.targets.items():
         if value is None or not math.isfinite(value):
             continue
         text = "\n".join(textwrap.wrap(label, 19, break_long_words=False)) or label
-        out.append(ax.axhline(value * panel.scale, color=TARGET, linestyle="--", linewidth=1.4, zorder=1, label=text))
+        out.append(ax.axhline(value * subplot.scale, color=TARGET, linestyle="--", linewidth=1.4, zorder=1, label=text))
     return out
 
 
 def fold_quiet(timeline) -> list[str]:
     """Leave out of ``timeline`` (a :class:`~nbbench.plots.timeline.Timeline`, before its final
-    frame) the panels whose series all stayed below their ``quiet_below``, saying them in its
+    frame) the subplots whose series all stayed below their ``quiet_below``, saying them in its
     subtitle instead ("no network traffic"); returns those words.  The figure is rebuilt with
-    the panels left."""
+    the subplots left."""
     keep, said = [], []
-    for p in timeline.panels:
+    for p in timeline.subplots:
         if p.quiet_below is not None:
             values = [v for name in timeline.names() if p.matches(name) for v in timeline.series(name)[1]]
             if not values or max(values) < p.quiet_below:
@@ -103,9 +103,9 @@ def fold_quiet(timeline) -> list[str]:
     if not said or not keep:
         return []
     w, h = timeline.figsize
-    timeline.figsize = (w, max(2.5, h - 1.9 * (len(timeline.panels) - len(keep))))
-    timeline.panels = keep
-    with timeline._lock:  # series -> panel indices: the indices moved
+    timeline.figsize = (w, max(2.5, h - 1.9 * (len(timeline.subplots) - len(keep))))
+    timeline.subplots = keep
+    with timeline._lock:  # series -> subplot indices: the indices moved
         timeline._match.clear()
         timeline._match.update({k: tuple(i for i, p in enumerate(keep) if p.matches(k)) for k in timeline._series})
     timeline._fig, timeline._axes, timeline._lines, timeline._legend_n = None, [], {}, {}

@@ -2,7 +2,7 @@
 
 :class:`TimelineData` keeps the points (thread-safe: a sampler thread adds them, a drawing
 thread takes snapshots; bounded: ``capacity`` points per series) and the vertical marks,
-routes each series to the panels that show it, says whether there is a plot worth drawing
+routes each series to the subplots that show it, says whether there is a plot worth drawing
 (:meth:`~TimelineData.has_plot`) and sums the series up as text for terminals
 (:meth:`~TimelineData.text`).  Drawing is :class:`~.timeline.Timeline`'s; nothing here
 imports matplotlib.
@@ -24,20 +24,20 @@ __all__ = ["TimelineData"]
 
 
 class TimelineData:
-    """Named series over a shared time axis, routed to ``panels`` (see :class:`~.timeline.Timeline`
+    """Named series over a shared time axis, routed to ``subplots`` (see :class:`~.timeline.Timeline`
     for the arguments); the base of :class:`~.timeline.Timeline`."""
 
     def __init__(
         self,
-        panels: Iterable[Any] | None = None,
+        subplots: Iterable[Any] | None = None,
         title: str = "",
         capacity: int = 50_000,
         t0: float | None = None,
         min_plot_s: float = 0.0,
     ):
-        self.panels = [as_subplot(p) for p in (panels or [Subplot("", ["*"])])]
-        if not self.panels:
-            raise ValueError("a plot needs at least one panel")
+        self.subplots = [as_subplot(p) for p in (subplots or [Subplot("", ["*"])])]
+        if not self.subplots:
+            raise ValueError("a plot needs at least one subplot")
         self.title = title
         self.capacity = max(100, int(capacity))
         self.t0 = t0
@@ -49,7 +49,7 @@ class TimelineData:
         self._lock = threading.Lock()
 
     def add(self, t: float, values: Mapping[str, Any]) -> None:
-        """Append one point per series in ``values`` (those the panels show) at time ``t``.
+        """Append one point per series in ``values`` (those the subplots show) at time ``t``.
 
         Thread-safe and cheap (a sampler thread calls it); None values are gaps.
         """
@@ -60,7 +60,7 @@ class TimelineData:
             for k, v in values.items():
                 m = match.get(k)
                 if m is None:
-                    m = match[k] = tuple(i for i, p in enumerate(self.panels) if p.matches(k))
+                    m = match[k] = tuple(i for i, p in enumerate(self.subplots) if p.matches(k))
                 if not m or v is None or v.__class__ not in (float, int):
                     continue
                 s = self._series.get(k)
@@ -75,7 +75,7 @@ class TimelineData:
         self.add(rec["t"], rec)
 
     def mark(self, t: float, label: str = "") -> None:
-        """A vertical line at time ``t`` (monotonic s) on every panel, labelled on the top one."""
+        """A vertical line at time ``t`` (monotonic s) on every subplot, labelled on the top one."""
         with self._lock:
             self._marks.append((t, label))
             self.dirty = True
@@ -125,14 +125,14 @@ class TimelineData:
 
     # ----------------------------------------------------------------- text
     def text(self) -> str:
-        """Per series: last, mean and max, in the panel's unit (a terminal summary)."""
+        """Per series: last, mean and max, in the subplot's unit (a terminal summary)."""
         lines = [self.title] if self.title else []
         with self._lock:
             data = {k: list(s[1]) for k, s in self._series.items()}
             span = max((s[0][-1] - (self.t0 or s[0][0]) for s in self._series.values() if s[0]), default=0.0)
         if span:
             lines.append(f"{span:.1f} s")
-        for i, p in enumerate(self.panels):
+        for i, p in enumerate(self.subplots):
             names = [k for k in data if i in self._match.get(k, ())]
             if not names:
                 if p.note:

@@ -6,11 +6,11 @@ subplot per :class:`~.subplot.Subplot`, into a ``matplotlib.figure.Figure`` on t
 the figure behind every live plot (:class:`nbbench.ui.liveplot.LivePlot` pushes its
 frames into a notebook) and behind a stored monitor run's ``.figure()``.
 
-Redrawing is cheap: axis limits move in 1-2-2.5-5 steps (:func:`~.panel.nice_ceil`) and the
+Redrawing is cheap: axis limits move in 1-2-2.5-5 steps (:func:`~.subplot.nice_ceil`) and the
 time axis starts at ``min_span_s``, so most frames only redraw the lines and the
 status line over a cached background (blitting).
 
-``annotate(fig, axes, data)`` (called on every render with the figure, a dict panel
+``annotate(fig, axes, data)`` (called on every render with the figure, a dict subplot
 title -> Axes and a dict series -> (times, values)) and ``status()`` (a line of text
 above the plot) are hooks for gauges and annotations.  An ``annotate`` that returns
 the list of artists it changes (e.g. ``[bar, label]``) keeps the fast path: those are
@@ -42,11 +42,11 @@ __all__ = ["Timeline"]
 class Timeline(TimelineData):
     """Named series over a shared time axis and the Figure that draws them.
 
-    ``Timeline(panels=None, title="", window_s=None, figsize=None, dpi=80, annotate=None,
+    ``Timeline(subplots=None, title="", window_s=None, figsize=None, dpi=80, annotate=None,
     status=None, max_points=400, capacity=50000, t0=None, blit=True, min_span_s=10.0, span_s=None,
     min_plot_s=0.0, subtitle="")``
 
-    - ``panels``: :class:`Subplot` objects or dicts of their fields (default: one panel
+    - ``subplots``: :class:`Subplot` objects or dicts of their fields (default: one subplot
       showing every series).
     - ``window_s``: show only the last N seconds (None: everything); the shown range moves in
       steps of a tenth of the window, so most frames only redraw the lines.
@@ -72,7 +72,7 @@ class Timeline(TimelineData):
 
     def __init__(
         self,
-        panels: Iterable[Any] | None = None,
+        subplots: Iterable[Any] | None = None,
         title: str = "",
         window_s: float | None = None,
         figsize: tuple[float, float] | None = None,
@@ -88,11 +88,11 @@ class Timeline(TimelineData):
         min_plot_s: float = 0.0,
         subtitle: str = "",
     ):
-        super().__init__(panels, title=title, capacity=capacity, t0=t0, min_plot_s=min_plot_s)
+        super().__init__(subplots, title=title, capacity=capacity, t0=t0, min_plot_s=min_plot_s)
         self.subtitle = subtitle
         self.window_s = window_s
         self.dpi = dpi
-        self.figsize = _min_width(*(figsize or (10.0, 0.9 + 1.9 * len(self.panels))), dpi)
+        self.figsize = _min_width(*(figsize or (10.0, 0.9 + 1.9 * len(self.subplots))), dpi)
         self.annotate = annotate
         self.status = status
         self.max_points = max(10, int(max_points))
@@ -124,7 +124,7 @@ class Timeline(TimelineData):
 
         fig = Figure(figsize=self.figsize, dpi=self.dpi)
         FigureCanvasAgg(fig)
-        n = len(self.panels)
+        n = len(self.subplots)
         w_in, h_in = self.figsize
         # a long title wraps (never cut mid-word); the layout makes room for its lines and the status line
         title = wrap(self.title, w_in * self.dpi * 0.97, FONT["suptitle"], self.dpi)
@@ -138,7 +138,7 @@ class Timeline(TimelineData):
         head_in += line_in if self.status is not None else 0.0
         fig.subplots_adjust(left=0.085, right=0.80, top=1.0 - (head_in + 0.3) / h_in, bottom=0.55 / h_in, hspace=0.38)
         axes = fig.subplots(n, 1, sharex=True, squeeze=False)[:, 0]
-        for ax, p in zip(axes, self.panels):
+        for ax, p in zip(axes, self.subplots):
             ax.set_title(p.title, fontsize=FONT["title"], loc="left", pad=4)
             if p.unit:
                 ax.set_ylabel(p.unit, fontsize=FONT["label"])
@@ -147,7 +147,7 @@ class Timeline(TimelineData):
             if p.ylim is not None:
                 ax.set_ylim(*p.ylim)
         axes[-1].set_xlabel("time (s)", fontsize=FONT["label"])
-        for i, (ax, p) in enumerate(zip(axes, self.panels)):
+        for i, (ax, p) in enumerate(zip(axes, self.subplots)):
             fixed = [n for n in p.series if not any(ch in n for ch in "*?[")]
             for name in fixed:
                 (line,) = ax.plot(
@@ -216,7 +216,7 @@ class Timeline(TimelineData):
         data, marks, t0 = self._snapshot()
         tmin, xmax, rel = self._visible(data, t0)
         key: list = [round(tmin, 3), xmax, len(marks)]
-        for i, (ax, p) in enumerate(zip(self._axes, self.panels)):
+        for i, (ax, p) in enumerate(zip(self._axes, self.subplots)):
             vmax = 0.0
             names = [k for k in rel if i in self._match.get(k, ())]
             for name in names:
@@ -314,7 +314,7 @@ class Timeline(TimelineData):
         if self.annotate is None:
             return []
         try:
-            extra = self.annotate(self._fig, {p.title: ax for p, ax in zip(self.panels, self._axes)}, rel)
+            extra = self.annotate(self._fig, {p.title: ax for p, ax in zip(self.subplots, self._axes)}, rel)
         except Exception:  # noqa: BLE001
             extra = None
         if isinstance(extra, (list, tuple)):

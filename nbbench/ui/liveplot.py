@@ -17,7 +17,7 @@ Generic use (the DataLoader sweep draws throughput next to GPU utilisation)::
     plot = LivePlot([Subplot("throughput", ["loader.samples_per_s"], unit="samples/s"),
                      Subplot("GPU kernel-active %", ["gpu*.util_pct"], unit="%", ylim=(0, 100))],
                     title="DataLoader sweep")
-    plot.attach(monitor)          # every monitor record feeds the plot (fields matching the panels)
+    plot.attach(monitor)          # every monitor record feeds the plot (fields matching the subplots)
     plot.start()                  # shows it (in a notebook) and starts the drawing thread
     plot.add(time.monotonic(), {"loader.samples_per_s": 5120.0})   # your own series, any thread
     plot.mark(time.monotonic(), "workers=8")                          # a labelled vertical line
@@ -48,10 +48,10 @@ __all__ = ["LivePlot", "Subplot", "for_monitor", "monitor_plot_kwargs", "in_kern
 class LivePlot:
     """A :class:`~nbbench.plots.timeline.Timeline` shown live, its frames pushed as PNGs.
 
-    ``LivePlot(panels, title="", *, max_fps=4.0, cpu_budget=0.012, max_rest_s=5.0, target="auto",
+    ``LivePlot(subplots, title="", *, max_fps=4.0, cpu_budget=0.012, max_rest_s=5.0, target="auto",
     show=True, **timeline)``
 
-    - ``panels``, ``title`` and ``timeline`` (``window_s``, ``figsize``, ``dpi``, ``annotate``, ``status``,
+    - ``subplots``, ``title`` and ``timeline`` (``window_s``, ``figsize``, ``dpi``, ``annotate``, ``status``,
       ``max_points``, ``capacity``, ``t0``, ``blit``, ``min_span_s``, ``span_s``, ``min_plot_s``,
       ``subtitle``): what is drawn, as :class:`~nbbench.plots.timeline.Timeline` takes them (:attr:`timeline`).
     - ``cpu_budget``: share of one core the drawing thread may use (0.012 = 1.2 %).
@@ -72,7 +72,7 @@ class LivePlot:
 
     def __init__(
         self,
-        panels: Iterable[Any] | None = None,
+        subplots: Iterable[Any] | None = None,
         title: str = "",
         *,
         max_fps: float = 4.0,
@@ -82,7 +82,7 @@ class LivePlot:
         show: bool = True,
         **timeline: Any,
     ):
-        self.timeline = Timeline(panels, title=title, **timeline)
+        self.timeline = Timeline(subplots, title=title, **timeline)
         self.max_fps = max(0.1, float(max_fps))
         self.cpu_budget = max(1e-4, float(cpu_budget))
         self.max_rest_s = max(1.0 / self.max_fps, float(max_rest_s))
@@ -110,8 +110,8 @@ class LivePlot:
 
     # ------------------------------------------------------------------ data
     @property
-    def panels(self) -> list[Subplot]:
-        return self.timeline.panels
+    def subplots(self) -> list[Subplot]:
+        return self.timeline.subplots
 
     @property
     def title(self) -> str:
@@ -127,7 +127,7 @@ class LivePlot:
         self.timeline.t0 = value
 
     def add(self, t: float, values: Mapping[str, Any]) -> None:
-        """Append one point per series in ``values`` (those the panels show) at time ``t``.
+        """Append one point per series in ``values`` (those the subplots show) at time ``t``.
 
         Thread-safe and cheap (the sampler thread calls it); None values are gaps.
         """
@@ -147,7 +147,7 @@ class LivePlot:
         return self
 
     def mark(self, t: float, label: str = "") -> None:
-        """A vertical line at time ``t`` (monotonic s) on every panel, labelled on the top one."""
+        """A vertical line at time ``t`` (monotonic s) on every subplot, labelled on the top one."""
         self.timeline.mark(t, label)
 
     def series(self, name: str) -> tuple[list[float], list[float]]:
@@ -276,7 +276,7 @@ class LivePlot:
         if not final:
             return None
 
-        fold_quiet(self.timeline)  # an idle panel (no network traffic) is a few words, not an empty plot
+        fold_quiet(self.timeline)  # an idle subplot (no network traffic) is a few words, not an empty plot
         self.note = self.timeline.no_plot_text()
         if self.note is not None:  # no empty axes or lone dot left behind: the sentence instead
             self._push_note(self.note)
@@ -302,14 +302,14 @@ class LivePlot:
         return self.final_png or self.render_png(compress_level=6)
 
     def text(self) -> str:
-        """Per series: last, mean and max, in the panel's unit (a terminal summary)."""
+        """Per series: last, mean and max, in the subplot's unit (a terminal summary)."""
         return self.timeline.text()
 
     def __repr__(self) -> str:
-        return f"<LivePlot {self.title!r} panels={len(self.panels)} frames={self.frames} target={self.target}>"
+        return f"<LivePlot {self.title!r} subplots={len(self.subplots)} frames={self.frames} target={self.target}>"
 
 
 def for_monitor(monitor, **kwargs) -> LivePlot:
-    """A LivePlot with the default monitor panels, attached to a started ``monitor``."""
+    """A LivePlot with the default monitor subplots, attached to a started ``monitor``."""
     kwargs = dict(monitor_plot_kwargs(monitor), **kwargs)
     return LivePlot(**kwargs).attach(monitor)

@@ -1,7 +1,7 @@
 """The loader benchmark's live plot: throughput and GPU utilisation on one time axis,
 with an AU gauge and its 90 % line.
 
-What is drawn is :mod:`nbbench.plots.loader`'s (the panels, :class:`~nbbench.plots.loader.AUGauge`);
+What is drawn is :mod:`nbbench.plots.loader`'s (the subplots, :class:`~nbbench.plots.loader.AUGauge`);
 this shows it live through :class:`nbbench.ui.liveplot.LivePlot` (PNG frames pushed
 through a display handle, a last frame drawn on the main thread so the final picture
 stays in the notebook), fed by a :class:`nbbench.monitor.Monitor` sampling NVML GPU
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 
-from ..plots.loader import AUGauge, loader_panels, need_targets
+from ..plots.loader import AUGauge, loader_subplots, need_targets
 from ..probes.pipeline.loadermon import nvml_reason as _nvml_reason
 from ..units import format_metric
 from .liveplot import LivePlot
@@ -69,9 +69,9 @@ class LoaderPlot:
         self.samples_last: float | None = None
         self.gauge = AUGauge(au_target_pct)
         t0 = getattr(monitor, "t_start", None) or time.monotonic()
-        self.panels = loader_panels(note, need, accelerator, au_target_pct)
+        self.subplots = loader_subplots(note, need, accelerator, au_target_pct)
         self.plot = LivePlot(
-            self.panels,
+            self.subplots,
             title=title,
             subtitle=f"GPU N/A: {note}" if note else "",
             figsize=(10.0, 6.6),
@@ -93,8 +93,8 @@ class LoaderPlot:
 
     # ----------------------------------------------------------------- data
     def set_need(self, need: float | None, accelerator: str | None = None) -> None:
-        """The samples/s ``accelerator`` needs at the AU target: a target line on the throughput panel."""
-        self.panels[0].targets = need_targets(need, accelerator, self.au_target_pct)
+        """The samples/s ``accelerator`` needs at the AU target: a target line on the throughput subplot."""
+        self.subplots[0].targets = need_targets(need, accelerator, self.au_target_pct)
         self.plot.timeline.dirty = True
 
     def set_span(self, seconds: float | None) -> None:

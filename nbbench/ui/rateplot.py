@@ -4,9 +4,9 @@
 the live rate the magics show) that also hands each report's metrics to a
 :class:`~nbbench.ui.liveplot.LivePlot` — so every probe that reports progress (dd's
 write then read bandwidth, randread's IOPS, files/s, samples/s…) gets a timeline
-in the panel, with no code of its own.  The plot's panels are chosen from the
+in the panel, with no code of its own.  The plot's subplots are chosen from the
 units in the first report's keys (``read_bytes_per_s`` → MB/s, ``iops`` → kIOPS) by
-:func:`nbbench.plots.rates.rate_panels`.
+:func:`nbbench.plots.rates.rate_subplots`.
 
 The time axis starts when the probe did and spans the run's expected length, estimated
 from the progress fraction (a randread of 3 s shows 0–3 s, not a 10 s window).  A probe
@@ -22,19 +22,19 @@ import time
 from collections.abc import Callable
 
 from nbbench.plots.loader import need_targets
-from nbbench.plots.rates import rate_panels, tag_styles
+from nbbench.plots.rates import rate_subplots, tag_styles
 from nbbench.units import metric_label
 
 from ..progress import figures
 from .progress import NotebookProgress
 
-__all__ = ["PanelProgress", "rate_panels"]
+__all__ = ["PanelProgress", "rate_subplots"]
 
 
 class PanelProgress(NotebookProgress):
     """A NotebookProgress (not displayed by itself) that also feeds a live rate plot.
 
-    ``make_plot(panels=…, title=…)`` returns a started LivePlot (or None: no plot).  It
+    ``make_plot(subplots=…, title=…)`` returns a started LivePlot (or None: no plot).  It
     is called once, in a thread of its own, at the first report that carries a rate:
     the probe calling ``progress`` never waits for matplotlib (points reported in the
     meantime are kept and drawn once the plot exists).
@@ -53,7 +53,7 @@ class PanelProgress(NotebookProgress):
         self._pending: list = []
         self._last_point = 0.0
         self._keys: set[str] = set()
-        self._panels: list = []
+        self._subplots: list = []
         self._closing: threading.Thread | None = None
         self._t0 = time.monotonic()  # the probe starts now: the plot's time origin
         self._span: float | None = None
@@ -100,19 +100,19 @@ class PanelProgress(NotebookProgress):
             new = set(metrics) - self._keys
             self._keys |= new
             if self._maker is None and new:
-                self._panels = rate_panels(sorted(self._keys))
-                if not self._panels:
+                self._subplots = rate_subplots(sorted(self._keys))
+                if not self._subplots:
                     return
                 if tag is not None:  # styled before the figure is built (in the thread below)
-                    for panel in self._panels:
-                        tag_styles(panel, metrics)
+                    for subplot in self._subplots:
+                        tag_styles(subplot, metrics)
                 self._maker = threading.Thread(target=self._create, name="nbbench-panel-rateplot", daemon=True)
                 self._maker.start()
             if self._maker is None:
                 return
             for k in new:  # legend text: 'read', not 'read_bytes_per_s'
-                for panel in self._panels:
-                    panel.labels.setdefault(k, metric_label(k))
+                for subplot in self._subplots:
+                    subplot.labels.setdefault(k, metric_label(k))
             # a new series (dd's read after its write) or configuration is drawn from its first report on
             changed = tag is not None and tag != self._tag
             if not new and not changed and now - self._last_point < self.plot_interval:
@@ -124,8 +124,8 @@ class PanelProgress(NotebookProgress):
                 if self._tag is not None:
                     points.insert(0, (now - 1e-6, dict.fromkeys(point, math.nan)))
                 self._tag = tag
-                for panel in self._panels:
-                    tag_styles(panel, point)
+                for subplot in self._subplots:
+                    tag_styles(subplot, point)
             span = self._expected_span(now)
             plot = self.plot
             if plot is None:
@@ -140,7 +140,7 @@ class PanelProgress(NotebookProgress):
         plot = None
         if make is not None:
             try:
-                plot = make(panels=self._panels, title=f"{self.desc}: live rate")
+                plot = make(subplots=self._subplots, title=f"{self.desc}: live rate")
             except Exception:  # noqa: BLE001 - no plot rather than no measurement
                 plot = None
         with self._plot_lock:
@@ -183,15 +183,15 @@ class PanelProgress(NotebookProgress):
 
     def _need_line(self) -> None:
         """A result that says what the accelerators need (feed, loader with an emulated
-        accelerator: ``needed_samples_per_s``) gets that target line on the samples/s panel of
+        accelerator: ``needed_samples_per_s``) gets that target line on the samples/s subplot of
         the final frame — the one comparison that matters for a DataLoader."""
         final = self._final or {}
         need = final.get("needed_samples_per_s")
         if not isinstance(need, (int, float)) or isinstance(need, bool) or not need > 0:
             return
-        for panel in self._panels:
-            if panel.matches("samples_per_s"):
-                panel.targets = need_targets(float(need), None, final.get("au_target_pct") or 90.0)
+        for subplot in self._subplots:
+            if subplot.matches("samples_per_s"):
+                subplot.targets = need_targets(float(need), None, final.get("au_target_pct") or 90.0)
 
     def wait_plot(self, timeout: float | None = 30) -> None:
         """Wait until the plot's last frame is drawn (for tests and scripts)."""

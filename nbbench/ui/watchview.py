@@ -85,7 +85,7 @@ def table_html(rows: list[dict], limit: int = 8) -> str:
 
 
 class WatchView:
-    """The live view of a started ``monitor``: ``WatchView(monitor, panels=…, title=…, window_s=600,
+    """The live view of a started ``monitor``: ``WatchView(monitor, subplots=…, title=…, window_s=600,
     max_fps=1.0, cpu_budget=0.01, max_rest_s=5.0, table_every=2.0, **timeline_kwargs)``;
     :attr:`widget` is what to display, :meth:`close` draws the last frame and stops."""
 

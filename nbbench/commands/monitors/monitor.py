@@ -186,7 +186,7 @@ class MonitorCommand(Command):
                 f"{ctx.command_text('monitor', cell=True)} needs code: put the cell's code below its first line"
             )
         mon = self._monitor(args)
-        mon.open()  # sources first: the plot's panels depend on which GPUs there are
+        mon.open()  # sources first: the plot's subplots depend on which GPUs there are
         plot = srv = None
         try:
             plot = self._plot(args, ctx, mon)
