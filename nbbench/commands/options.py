@@ -186,8 +186,8 @@ class Opt:
             kw["choices"] = self.kind
         elif self.kind is not None:
             kw["type"] = self.kind
-        if self.default is not _UNSET:
-            kw["default"] = self.default
+        if self.default is not _UNSET:  # a list default copied: each parser its own
+            kw["default"] = list(self.default) if isinstance(self.default, list) else self.default
         taken = getattr(parser, "_option_string_actions", {})
         flags = [f for f in self.flags[:-1] if f not in taken] + [self.flags[-1]]
         return parser.add_argument(*flags, help=self.help, **kw)

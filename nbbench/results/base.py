@@ -106,6 +106,9 @@ class metric:
     def __get__(self, obj, owner=None):
         return self if obj is None else getattr(obj, self.store).get(self.key)
 
+    def __set__(self, obj, value) -> None:
+        raise AttributeError(f"{self.key} is read from the result's {self.store}: set {self.store}[{self.key!r}]")
+
 
 def label(key: str | None = None) -> metric:
     """A read-only attribute that is ``labels[KEY]`` (see :class:`metric`)."""

@@ -20,7 +20,7 @@ OPTION_FIELDS = {
         ("--max-streams", "sweep up to", "170px"),
         ("--runtime", "runtime", "150px"),
         ("--part-size", "ranged part", "170px"),
-        ("--no-sweep", "no concurrency sweep (measure at 'streams' only)"),
+        ("--no-sweep", "concurrency sweep (1, 2, 4, … streams; untick: measure at 'streams' only)"),
         ("--write", "write test: PUTs under a new prefix, all deleted"),
     ]
 }

@@ -156,8 +156,9 @@ def sweep(
         res.labels["gpu_util"] = f"N/A: {mon_reason}"
     status, reason = "ok", None
     n = len(configs)
-    # what every configuration's loader is made with, and how each is timed
-    made = dict(persistent_workers=persistent_workers, shuffle=shuffle, collate_fn=collate_fn, **(loader_kwargs or {}))
+    # what every configuration's loader is made with (loader_kwargs beside them: a clash fails each
+    # configuration, as a loader that cannot be made does), and how each is timed
+    made = dict(persistent_workers=persistent_workers, shuffle=shuffle, collate_fn=collate_fn)
     timed = dict(
         duration=duration,
         warmup=warmup,
@@ -179,7 +180,7 @@ def sweep(
             if row.pop("skip", False):
                 row["status"] = "skipped"
             else:
-                _measure(row, dataset, made, timed)
+                _measure(row, dataset, made, loader_kwargs or {}, timed)
                 if row.get("status") == "interrupted":
                     res.samples.setdefault("configs", []).append(row)
                     status, reason = "interrupted", f"cancelled during configuration {i + 1} of {n}"
@@ -233,7 +234,7 @@ def _loader_note(source: dict) -> str:
     return s + "."
 
 
-def _measure(row, dataset, made: dict, timed: dict) -> None:
+def _measure(row, dataset, made: dict, loader_kwargs: dict, timed: dict) -> None:
     """Measure one configuration into ``row``; worker crashes become its failure."""
     dl = None
     try:
@@ -245,6 +246,7 @@ def _measure(row, dataset, made: dict, timed: dict) -> None:
                 row["pin_memory"],
                 row["prefetch_factor"],
                 **made,
+                **loader_kwargs,
             )
             # a small dataset is gone round again (persistent workers: as in training, the restart counts)
             r = bench_loader(dl, **timed)
