@@ -61,6 +61,7 @@ __all__ = [
 
 def load_ipython_extension(ipython) -> None:
     """``%load_ext nbbench``."""
+    # loaded when called: `import nbbench` stays light
     from .magics import load_ipython_extension as _load
 
     _load(ipython)
@@ -68,6 +69,7 @@ def load_ipython_extension(ipython) -> None:
 
 def default_store():
     """The default results store (see :mod:`nbbench.store`)."""
+    # loaded when called: `import nbbench` stays light
     from .store import default_store as _default
 
     return _default()
@@ -88,6 +90,7 @@ def watch(stop: bool = False, **options):
     saved :class:`~nbbench.results.system.monitor.MonitorResult`.  The sampler lives in
     :mod:`nbbench.monitor.background` (no widgets); this function is the front end that draws.
     """
+    # loaded when called: `import nbbench` stays light
     from . import commands
     from .commands.context import Context
     from .commands.monitors.watch import invocation
@@ -106,6 +109,7 @@ def watch(stop: bool = False, **options):
 def mark(text: str = ""):
     """A labelled mark on the background monitor's timeline (``%iobench mark TEXT``); returns
     ``(monotonic t, text)``.  Raises RuntimeError when no :func:`watch` runs."""
+    # loaded when called: `import nbbench` stays light
     from .monitor import background
 
     try:
@@ -120,6 +124,7 @@ def __getattr__(name):
     import importlib
 
     if name in PROBE_NAMES:
+        # the probe table, looked up when nbbench.NAME is first used
         from .probes import catalog
 
         return catalog.function(name)

@@ -33,6 +33,7 @@ class TerminalContext(Context):
     prog: str = "nbbench"
 
     def progress(self, desc: str = ""):
+        # loaded when a command runs: `nbbench --help` stays light
         from .progress import NullProgress, TerminalProgress
 
         if self.quiet:

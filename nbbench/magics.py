@@ -74,6 +74,7 @@ class NotebookContext(Context):
 
     def progress(self, desc: str = ""):
         if self.quiet:
+            # ui/ loads ipywidgets: only when a bar is drawn
             from .progress import NullProgress
 
             return NullProgress(desc)
@@ -107,6 +108,7 @@ class NotebookContext(Context):
         if self.quiet:
             return None
         try:
+            # ui/ loads matplotlib: only when a plot is drawn
             from .ui.liveplot import LivePlot
         except ImportError:
             return None
@@ -116,6 +118,7 @@ class NotebookContext(Context):
     def watch_view(self, monitor, **kwargs):
         if self.quiet:
             return None
+        # ui/ loads matplotlib: only when a view is drawn
         from .ui.kernel import in_kernel
 
         if not in_kernel():  # terminal IPython: no widgets
@@ -129,11 +132,13 @@ class NotebookContext(Context):
     def loader_plot(self):
         if self.quiet:
             return None
+        # ui/ loads matplotlib: only when a plot is drawn
         from .ui.loaderplot import LoaderPlot
 
         return LoaderPlot.start()
 
     def open_panel(self, path, tab=None):
+        # the panel loads ipywidgets: only when it is opened
         from .panel import panel
 
         return panel(path, tab=tab, user_ns=self.user_ns)
@@ -216,6 +221,7 @@ def _display_comparison(cmp) -> None:
 
 def load_ipython_extension(ipython) -> None:
     ipython.register_magics(IOBenchMagics)
+    # loaded by %load_ext, not by `import nbbench`
     from .compare import Comparison
 
     ipython.display_formatter.ipython_display_formatter.for_type(Comparison, _display_comparison)

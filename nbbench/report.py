@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .compare import compare
+from .doctor import doctor
 from .exporters import FORMATS, exporter
 from .exporters.fio import is_disk_result, to_fio
 from .exporters.summary import doctor_scope, summary
@@ -209,8 +210,6 @@ def build(
             except KeyError:
                 data.notes.append(f"the environment {r.env_id} of run {r.run_id} is not in the store")
     if run_doctor:
-        from .doctor import doctor
-
         if path is None:
             for r in results:
                 p = r.params.get("path")

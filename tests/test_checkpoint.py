@@ -346,8 +346,6 @@ def test_reports_history_and_compare_take_both_kinds(tmp_path):
 def test_the_memory_room_counts_the_cgroup(tmp_path, monkeypatch):
     import psutil
 
-    import nbbench.env
-
     cg = tmp_path / "sys/fs/cgroup"
     cg.mkdir(parents=True)
     (cg / "memory.current").write_text(str(3 * GIB) + "\n")
@@ -356,7 +354,7 @@ def test_the_memory_room_counts_the_cgroup(tmp_path, monkeypatch):
     monkeypatch.setattr(
         ckptpre, "_cgroup_used", lambda: (2 * GIB, "in use in the cgroup (less its inactive file cache)")
     )
-    monkeypatch.setattr(nbbench.env, "cgroup_memory_limit", lambda: 4 * GIB)
+    monkeypatch.setattr(ckptpre, "cgroup_memory_limit", lambda: 4 * GIB)
     monkeypatch.setattr(psutil, "virtual_memory", lambda: SimpleNamespace(available=64 * GIB))
     room, how = ckptpre.memory_room()
     assert room == 2 * GIB and "cgroup limit 4.00 GiB less 2.00 GiB in use in the cgroup" in how

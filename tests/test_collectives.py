@@ -519,12 +519,12 @@ def test_a_wrong_value_on_one_rank_is_caught():
 def test_rank_zero_builds_the_nccl_result_transport_links_and_verdicts(monkeypatch):
     """The NCCL path of rank 0's aggregate, from synthetic per-rank records (no GPU here): the transport
     every rank parsed merged, the expected link from NVML (faked), a verdict per op and the check's."""
-    from nbbench.probes.gpunode import links as links_mod
+    from nbbench.ranks import colljobs
     from nbbench.ranks.colljobs import CollectivesJob
     from nbbench.ranks.rank import build_result
 
     fake_links = {"gpus": 8, "nvlink_links": 18, "nvlink_version": "4.0", "pcie_gen_max": 5, "pcie_width_max": 16}
-    monkeypatch.setattr(links_mod, "read_links", lambda nv=None: dict(fake_links))
+    monkeypatch.setattr(colljobs, "read_links", lambda nv=None: dict(fake_links))
     n, size = 8, 128 << 20
     t_fast = size / (380e9 / bb.bus_factor("all_reduce", n)) * 1e6  # µs giving 380 GB/s busbw
     records = []

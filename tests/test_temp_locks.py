@@ -65,11 +65,10 @@ def test_fio_writes_a_presized_temp_file_in_place_and_an_empty_one_is_caught(tmp
 
 @pytest.mark.parametrize("engine", [pytest.param("fio", marks=needs_fio), "dd"])
 def test_the_disk_probe_with_fio_or_dd_keeps_its_lock_on_the_file_it_measures(tmp_path, monkeypatch, engine):
-    from nbbench.probes._engines import extern
-    from nbbench.probes.storage import disk
+    from nbbench.probes.storage import disk, io_job
 
     seen = []
-    real = getattr(extern, f"run_{engine}")
+    real = getattr(io_job, f"run_{engine}")
 
     def spy(*a, **kw):
         out = real(*a, **kw)
@@ -77,7 +76,7 @@ def test_the_disk_probe_with_fio_or_dd_keeps_its_lock_on_the_file_it_measures(tm
         seen.append(templock.same(_lock_fd(path), path))
         return out
 
-    monkeypatch.setattr(extern, f"run_{engine}", spy)
+    monkeypatch.setattr(io_job, f"run_{engine}", spy)
     res = disk.dd(str(tmp_path), bs="64K", size="1M", engine=engine, direct=False)
     assert res.status == "ok", res.error
     assert seen == [True, True]  # after the write and after the read
@@ -85,10 +84,9 @@ def test_the_disk_probe_with_fio_or_dd_keeps_its_lock_on_the_file_it_measures(tm
 
 
 def test_a_tool_that_replaces_the_file_fails_the_run_in_one_line(tmp_path, monkeypatch):
-    from nbbench.probes._engines import extern
-    from nbbench.probes.storage import disk
+    from nbbench.probes.storage import disk, io_job
 
-    real = extern.run_dd
+    real = io_job.run_dd
 
     def replacing(**kw):
         if kw["op"] == "write":
@@ -96,7 +94,7 @@ def test_a_tool_that_replaces_the_file_fails_the_run_in_one_line(tmp_path, monke
             open(kw["dst"], "xb").close()  # what fio does to a short file: a new inode under the name
         return real(**kw)
 
-    monkeypatch.setattr(extern, "run_dd", replacing)
+    monkeypatch.setattr(io_job, "run_dd", replacing)
     with pytest.raises(ProbeError, match=r"^dd replaced the temporary file \S+ with a new one .*result dropped$"):
         disk.dd(str(tmp_path), bs="64K", size="1M", engine="dd", direct=False)
     assert list(tmp_path.iterdir()) == []

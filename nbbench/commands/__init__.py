@@ -23,7 +23,9 @@ everything below it (core, measure, plots, ui, report) and never a front end
 (``magics``, ``cli``, ``panel``).
 
 The registry below maps each name to ``module:Class`` and a one-line help, so
-listing subcommands imports nothing heavy.
+listing subcommands imports nothing heavy.  Inside a command module the probe, plot and ui
+modules it runs are imported in ``run`` / ``show``: making its parser (``--help``, the panel's
+fields, the reference) loads none of them.
 """
 
 from __future__ import annotations

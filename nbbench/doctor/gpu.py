@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..probes import gpu as _gpu
 from ..results.advice import entry
 from .base import Check, na
 
@@ -27,11 +28,7 @@ def from_verdicts(verdicts: list[dict]) -> list[Check]:
 
 def check_gpu(check=None) -> list[Check]:
     """``check``: the GPU check function (default ``nbbench.probes.gpu.check``), called with benchmark=False."""
-    if check is None:
-        try:
-            from ..probes.gpu import check
-        except ImportError as exc:
-            return [na("gpu", f"the GPU check is not available: {exc}", "gpu")]
+    check = check or _gpu.check
     try:
         res = check(benchmark=False)
     except Exception as exc:  # noqa: BLE001 - one broken check must not stop the doctor

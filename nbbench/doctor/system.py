@@ -6,7 +6,7 @@ import os
 import re
 
 from ..env import cgroup_memory_limit, nofile_limits, parse_limits, shm_usage, usable_cpus
-from ..topology import Mount, read_mounts
+from ..topology import Mount, find_mount, read_mounts
 from ..units import format_bytes
 from .base import Check, Unreadable, na, read_text, under
 
@@ -160,8 +160,6 @@ def _int_file(root, path) -> int:
 def proc_sys_read_only(root: str = "/") -> bool:
     """Whether /proc/sys cannot be written here (a container mounts it read-only): from the
     mount table under ``root`` (its ``ro`` option), or on a live system from access(2)."""
-    from ..topology import find_mount, read_mounts
-
     try:
         m = find_mount("/proc/sys/vm", read_mounts(root))
     except Exception:  # noqa: BLE001 - no mount table: ask the kernel when live

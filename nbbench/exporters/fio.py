@@ -12,6 +12,7 @@ import time
 from typing import Any
 
 from ..results import Result
+from ..units import parse_size
 from ..version import __version__
 
 __all__ = ["is_disk_result", "to_fio", "DISK_KINDS"]
@@ -42,8 +43,6 @@ def _dir(r: Result, d: str, single: bool) -> dict[str, Any] | None:
     bs = r.params.get("bs_bytes") or r.params.get("bs")
     if isinstance(bs, str):
         try:
-            from ..units import parse_size
-
             bs = parse_size(bs)
         except ValueError:
             bs = None

@@ -73,6 +73,7 @@ def monitor(
 def __getattr__(name):
     # the sources are imported when first named: importing this package stays light
     if name == "CpuSource":
+        # each source loaded when first named (the package's lazy API)
         from .cpu import CpuSource
 
         return CpuSource

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import time
 
-from .procfs import COUNTED, ProcCounters, counted
+from .procfs import COUNTED, ProcCounters, counted, proc_identity
 from .procviews import TableViews
 from .pss import PssReader
 
@@ -293,8 +293,6 @@ class ProcessTable(TableViews):
         """Name, parent and start time, read once when the process is first seen."""
         try:
             if self.fast:
-                from .procfs import proc_identity
-
                 r.name, r.ppid, r.start = proc_identity(r.pid)
             else:
                 p = self.ps.Process(r.pid)

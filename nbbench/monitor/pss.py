@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import time
 
+from .procfs import ProcFile, read_pss
+
 __all__ = ["PssReader"]
 
 
@@ -45,8 +47,6 @@ class PssReader:
         pss = None
         try:
             if self.fast:
-                from .procfs import ProcFile, read_pss
-
                 if row.pss_file is None:
                     row.pss_file = ProcFile(f"/proc/{row.pid}/smaps_rollup", 4096)
                 pss = read_pss(row.pss_file)

@@ -33,7 +33,13 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol, runtime_checkable
 
+from .disk import DiskSource
+from .gpu import NvmlGpuSource
+from .net import NetSource, parse_interfaces
+from .procs import ProcessTreeSource
 from .records import RecordBuffer
+from .result import build_result
+from .stalls import StallSource
 
 __all__ = ["Monitor", "Source", "DEFAULT_CAPACITY"]
 
@@ -119,7 +125,6 @@ class Monitor(RecordBuffer):
         if recent_s:
             capacity = max(int(capacity), int(1.5 * float(recent_s) / interval) + 10)
         super().__init__(interval, capacity, recent_s=recent_s)
-        from .net import parse_interfaces
 
         self.net = parse_interfaces(net)
         self.procs_interval = float(procs) if procs else None
@@ -152,9 +157,6 @@ class Monitor(RecordBuffer):
         # here, not at the top: each source's module imports this one (Source), and a monitor
         # built with its own sources never loads them
         from .cpu import CpuSource
-        from .disk import DiskSource
-        from .procs import ProcessTreeSource
-        from .stalls import StallSource
 
         out: list[Any] = [
             CpuSource(),
@@ -163,12 +165,8 @@ class Monitor(RecordBuffer):
             StallSource(),
         ]
         if self.net != "none":
-            from .net import NetSource
-
             out.append(NetSource(self.net))
         if self.gpus != []:
-            from .gpu import NvmlGpuSource
-
             out.append(NvmlGpuSource(gpus=self.gpus, nvml=self._nvml))
         return out
 
@@ -407,7 +405,6 @@ class Monitor(RecordBuffer):
 
     def result(self, status: str = "ok", reason: str | None = None, params: dict | None = None):
         """A :class:`~nbbench.monitor.result.MonitorResult` of the run (stops the monitor first)."""
-        from .result import build_result
 
         if self._running:
             self.stop()

@@ -34,6 +34,7 @@ def panel(path=None, **kwargs):
     user's), ``display`` (True: display it now, for use inside a function).
     """
     show_now = kwargs.pop("display", False)
+    # the app loads ipywidgets: only when a panel is opened
     from .app import ControlPanel
 
     p = ControlPanel(path, **kwargs)
@@ -46,6 +47,7 @@ def panel(path=None, **kwargs):
 
 def __getattr__(name):
     if name == "ControlPanel":
+        # the app loads ipywidgets: only when it is named
         from .app import ControlPanel
 
         return ControlPanel

@@ -30,6 +30,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from .. import tempfiles
 from ..results import ProbeError
 from ..ui.warmup import warm_up
 from .area import RunArea, value_widgets
@@ -37,6 +38,7 @@ from .drawing import RunDrawing
 from .pathfield import PathField, PathInfo
 from .runner import Job, PanelRunner, RunRecord
 from .snapshot import Snapshot
+from .tabs import TAB_CLASSES
 
 __all__ = ["ControlPanel"]
 
@@ -48,9 +50,6 @@ class ControlPanel(RunDrawing):
         self, path: str | None = None, tab: str | None = None, store=None, user_ns: dict | None = None, checker=None
     ):
         import ipywidgets as w
-
-        from .. import tempfiles
-        from .tabs import TAB_CLASSES
 
         # the write probes' temp files are removed on SIGTERM/SIGHUP (a kernel stop) only if the
         # handlers were installed from the main thread: the panel's runs happen in another one

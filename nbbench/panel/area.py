@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 
+from ..results import Result
 from .views import error_html, notes_html, status_html, to_html
 from .wording import panel_words
 
@@ -164,7 +165,6 @@ def value_widgets(roots) -> list:
 
 
 def _reason(value) -> str:
-    from ..results import Result
 
     results = value if isinstance(value, (list, tuple)) else [value]
     for r in results:

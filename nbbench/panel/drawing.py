@@ -14,6 +14,7 @@ import html
 import threading
 from typing import Any
 
+from ..ui.rateplot import PanelProgress
 from .area import RunArea
 from .runner import RunnerHost, RunRecord
 from .views import to_html
@@ -25,7 +26,6 @@ class RunDrawing(RunnerHost):
     """The panel's answers to its runner: progress, live plot, status and result, in the run's area."""
 
     def make_progress(self, desc: str):
-        from ..ui.rateplot import PanelProgress
 
         record = self.runner.record
         area = self._run_area
@@ -83,6 +83,7 @@ class RunDrawing(RunnerHost):
 
     def _live_plot(self, area: RunArea, **kwargs):
         try:
+            # loads matplotlib: only when a live plot is drawn
             from ..ui.liveplot import LivePlot
         except ImportError:
             return None

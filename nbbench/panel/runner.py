@@ -28,7 +28,10 @@ from typing import Any
 
 from .. import commands
 from ..commands import Command, Context, HelpRequested, Invocation, UsageProblem
+from ..progress import NullProgress
 from ..results import ProbeError
+from ..results.present.summaries import outcome_word
+from . import panel
 from .wording import panel_words
 
 __all__ = ["Job", "PanelRunner", "PanelContext", "RunRecord", "RunnerHost", "command_job", "parse_command"]
@@ -126,7 +129,6 @@ class RunRecord:
     def outcome(self) -> str:
         """How the run went in words that keep "did it run" and "what its checks found" apart:
         'ran · checks: fail', 'ran', 'interrupted', 'failed' — never "ok" over a failed check."""
-        from ..results.present.summaries import outcome_word
 
         if self.status == "ok":
             word = outcome_word("ok", self.verdict)
@@ -154,7 +156,6 @@ class RunnerHost:
     """What a runner needs from its panel; every method may be called from any thread."""
 
     def make_progress(self, desc: str):
-        from ..progress import NullProgress
 
         return NullProgress(desc)
 
@@ -260,7 +261,6 @@ class PanelContext(Context):
         return self.host.live_plot(**kwargs)
 
     def open_panel(self, path, tab=None):
-        from . import panel
 
         return panel(path, tab=tab, user_ns=self.user_ns)
 

@@ -24,6 +24,8 @@ import html
 import threading
 import uuid
 
+from .pathfield import render_info
+
 __all__ = ["Snapshot", "snapshot_html"]
 
 _esc = html.escape
@@ -86,7 +88,6 @@ def _history_html(tab) -> str:
 
 def snapshot_html(panel, when: _dt.datetime | None = None) -> str:
     """The panel's state as one HTML block (see the module doc)."""
-    from .pathfield import render_info
 
     when = when or _dt.datetime.now()
     ran = [

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..units import metric_label, unit_of
 from .loader import need_label
-from .style import FONT, duration_text, figsize, too_short, wrap
+from .style import FONT, display_unit, draw_measured, draw_target, duration_text, figsize, too_short, wrap
 
 __all__ = ["sample_series", "result_figure", "sample_plot", "window_of"]
 
@@ -163,8 +163,6 @@ def sample_plot(result, max_subplots: int = 3) -> tuple[Any, str | None]:
 
 
 def _draw_subplot(ax, name, x, group, xlabel, window, targets, accelerator, n_cols) -> None:
-    from .style import display_unit, draw_measured, draw_target, duration_text
-
     key = next(iter(group))
     unit = unit_of(key)
     ymax = max(max(y) for y in group.values())

@@ -22,6 +22,7 @@ from ..results.system.gpu import GpuCheckResult
 from .gpudevices import list_devices
 from .gpunode.health import as_verdicts, matmul_load, read_health
 from .limits import GPU_ITERS, GPU_MATMUL_SIZE
+from .limits import check as within
 
 __all__ = ["check", "GpuCheckResult", "cuda_version_str", "parse_version"]
 
@@ -77,7 +78,6 @@ def check(
     ``health``: read the GPUs' health through NVML while a matmul load runs ``health_seconds`` on each
     (:mod:`nbbench.probes.gpunode.health`); its judged findings are verdicts, so they gate the exit code.
     """
-    from .limits import check as within
 
     matmul_size = within("matmul_size", matmul_size, GPU_MATMUL_SIZE)
     repeats = within("repeats", repeats, GPU_ITERS)

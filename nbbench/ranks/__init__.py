@@ -37,6 +37,7 @@ __all__ = ["detect", "RankEnv", "hostname"]
 
 def __getattr__(name):
     if name in ("detect", "RankEnv", "hostname"):
+        # loaded when first named (the package's lazy API)
         from . import rankenv
 
         return getattr(rankenv, name)

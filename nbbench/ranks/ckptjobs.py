@@ -26,8 +26,18 @@ from __future__ import annotations
 
 import os
 
+from .. import tempsweep
+from ..env import usable_cpus
+from ..probes._engines import cache
+from ..probes.checkpoint.models import plan
+from ..probes.checkpoint.preflight import check_memory, disk_bytes
+from ..probes.objects.s3shards import list_shards
+from ..probes.pipeline.dataloader import require_torch
+from ..probes.shards.probe import find_shards, shard_rank
+from ..probes.storage.target import inspect
 from ..results import ProbeError, Result
-from ..units import format_bytes, format_metric
+from ..results.storage.shards import samples_phrase, shards_what, ttfb_phrase, warm_phrase
+from ..units import format_bytes, format_metric, parse_size
 from .aggregate import Phase, track_from_windows
 from .rankjob import RankJob, merge_hists, rank_metric, sum_metrics
 
@@ -90,8 +100,6 @@ class CheckpointJob(RankJob):
         self.local_rank = env.local_rank
 
     def _plan(self):
-        from ..probes.checkpoint.models import plan
-        from ..probes.pipeline.dataloader import require_torch
 
         require_torch("checkpoint")
         p = self.params
@@ -99,8 +107,6 @@ class CheckpointJob(RankJob):
 
     def _checks(self, nranks: int, local_ranks: int) -> None:
         """The directory holds ``nranks`` × what one rank writes; this host's memory ``local_ranks`` states."""
-        from ..probes.checkpoint.preflight import check_memory, disk_bytes
-        from ..probes.storage.target import inspect
 
         pl = self._plan()
         target = inspect(self.params["path"], write=True)
@@ -173,7 +179,6 @@ class CheckpointJob(RankJob):
         return out
 
     def sweep_left(self) -> int:
-        from .. import tempsweep
 
         return tempsweep.sweep_stale(self.params["path"])[0]
 
@@ -255,13 +260,8 @@ class ShardsJob(RankJob):
 
     def _split(self, nranks: int) -> None:
         """Every rank gets at least one shard (else a rank would have nothing to read)."""
-        from ..probes.shards.probe import find_shards, shard_rank
-        from ..probes.storage.target import inspect
-        from ..units import parse_size
 
         if str(self.params["path"]).startswith("s3://"):
-            from ..probes.objects.s3shards import list_shards
-
             url, found, fmt = list_shards(
                 self.params["path"], self.params.get("endpoint_url"), self.params.get("region")
             )
@@ -292,8 +292,6 @@ class ShardsJob(RankJob):
         self._split(env.world_size)
 
     def own(self):
-        from ..env import usable_cpus
-        from ..probes._engines import cache
 
         p = self.params
         streams, max_bytes = p.get("streams"), p.get("max_bytes")
@@ -392,7 +390,6 @@ class ShardsJob(RankJob):
             res.extra["answer"] = self._answer(res)
 
     def _answer(self, res) -> str:
-        from ..results.storage.shards import samples_phrase, shards_what, ttfb_phrase, warm_phrase
 
         m, lab = res.metrics, res.labels
         what = shards_what(m, lab)

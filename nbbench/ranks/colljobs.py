@@ -12,6 +12,11 @@ from __future__ import annotations
 
 import os
 
+from ..probes.gpunode.busbw import check_exact
+from ..probes.gpunode.collectives import missing_forms, run_collectives
+from ..probes.gpunode.links import expected_link, link_verdict, read_links
+from ..probes.gpunode.nccl import capture, nccl_env, parse_transport, read_captured
+from ..probes.gpunode.table import combine, metrics, plateau
 from ..results import ProbeError, Result, result_class
 from .rankjob import RankJob
 
@@ -36,15 +41,12 @@ class CollectivesJob(RankJob):
         super().bind(env)
         self.local_rank = env.local_rank
         if self.params.get("backend") == "nccl":
-            from ..probes.gpunode.nccl import capture
-
             self._capture = capture()  # before the communicator is made (lazily, at the first collective)
 
     def monitor_path(self) -> str | None:
         return None
 
     def _exact(self, nranks: int) -> None:
-        from ..probes.gpunode.busbw import check_exact
 
         p = self.params
         why = check_exact(p.get("dtype", "float"), p.get("redop", "sum"), nranks) if p.get("check", 1) else None
@@ -86,8 +88,6 @@ class CollectivesJob(RankJob):
         return "cpu"
 
     def run(self, progress, cancel) -> Result:
-        from ..probes.gpunode.collectives import run_collectives
-        from ..probes.gpunode.nccl import nccl_env, parse_transport, read_captured
 
         p = self.params
         res = result_class(self.kind)(params=dict(p))
@@ -121,8 +121,6 @@ class CollectivesJob(RankJob):
         return res.finish("interrupted" if stopped else "ok", "stopped before the last size" if stopped else None)
 
     def finish(self, res: Result, records: list[dict]) -> None:
-        from ..probes.gpunode.links import expected_link, link_verdict, read_links
-        from ..probes.gpunode.table import combine, metrics, plateau
 
         recs = sorted(records, key=lambda r: r["rank"])
         per_rank = [((r.get("result") or {}).get("samples") or {}).get("rows") or [] for r in recs]
@@ -163,7 +161,6 @@ class CollectivesJob(RankJob):
                 }
             )
         res.extra["verdicts"] = verdicts
-        from ..probes.gpunode.collectives import missing_forms
 
         res.extra["missing_forms"] = missing_forms(self.params.get("ops") or [])
         res.labels["backend"] = backend

@@ -13,8 +13,12 @@ from __future__ import annotations
 
 import os
 
+from ..probes.storage.io_args import DEFAULT_READ_FILE
+from ..probes.storage.io_session import Session
+from ..probes.storage.target import inspect
 from ..results import ProbeError, Result
 from ..units import parse_size
+from . import group
 from .aggregate import Phase
 from .ckptjobs import CheckpointJob, ShardsJob
 from .colljobs import CollectivesJob
@@ -42,7 +46,6 @@ class DdJob(RankJob):
         self.write_bytes = 0 if p.get("mode") == "read" else total
 
     def local_checks(self, nranks: int) -> None:
-        from ..probes.storage.target import inspect
 
         if self.params.get("mode") in (None, "both", "write"):
             t = inspect(self.params["path"], write=self.params.get("mode") == "write", read=False)
@@ -72,13 +75,11 @@ class RandreadJob(RankJob):
         self._session = None
         self._shared_path: str | None = None
         self.kind_of_path: str | None = None
-        from ..probes.storage.io_args import DEFAULT_READ_FILE
 
         size = self.params.get("size")
         self.region = parse_size(size) if size is not None else DEFAULT_READ_FILE
 
     def _dir(self) -> bool:
-        from ..probes.storage.target import inspect
 
         t = inspect(self.params["path"], write=False)
         self.kind_of_path = t.kind
@@ -93,8 +94,6 @@ class RandreadJob(RankJob):
         self.local_checks(env.world_size)
 
     def setup(self, env) -> None:
-        from . import group
-
         if self.kind_of_path != "dir" or self.params.get("file_per_rank"):
             return
         err = None
@@ -111,8 +110,6 @@ class RandreadJob(RankJob):
         self._shared_path = shared["path"]
 
     def _write_shared(self) -> str:
-        from ..probes.storage.io_session import Session
-        from ..probes.storage.target import inspect
 
         target = inspect(self.params["path"], write=True)
         # the other ranks open it by name (on other hosts too): its name stays until rank 0 removes it
@@ -157,7 +154,6 @@ class FilesJob(RankJob):
     tracked = {"read": ("elapsed_s", {"files_per_s": "files_count", "read_bytes_per_s": "read_total_bytes"})}
 
     def preflight(self, env) -> None:
-        from ..probes.storage.target import inspect
 
         t = inspect(self.params["path"], write=False, read=False)
         if t.kind != "dir":
@@ -187,6 +183,7 @@ JOBS: dict[str, type[RankJob]] = {
 def job_for(kind: str, params: dict) -> RankJob:
     """The job of probe ``kind`` with ``params`` (the probe function's own keyword arguments + path)."""
     if kind in ("loader", "sweep", "feed"):
+        # here, not at the top: .loaderjobs imports this module
         from .loaderjobs import job_for as loader_job
 
         return loader_job(kind, params)

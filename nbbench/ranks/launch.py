@@ -38,7 +38,7 @@ import tempfile
 import time
 from collections.abc import Callable
 
-from .. import sigchain, tempfiles
+from .. import sigchain, tempfiles, tempsweep
 from ..results import ProbeError, Result
 from .control import Control, open_file_store, remove_left_files
 from .rank import build_result
@@ -160,8 +160,6 @@ def launch(
     backend: str = "gloo",
 ) -> Result:
     """Run ``nbbench ARGV`` as ``nproc`` local ranks and return the one aggregate result."""
-    from .. import tempfiles, tempsweep
-
     need_torch()
     install_handlers()
     tmp = tempfile.gettempdir()

@@ -26,6 +26,15 @@ from __future__ import annotations
 
 import importlib
 
+from ..accelerators import get_accelerator, input_bound_band
+from ..env import usable_cpus
+from ..probes.objects.client import is_s3
+from ..probes.pipeline.dataloader import close_loader, make_loader
+from ..probes.pipeline.imagefolder import ImageFolderDataset
+from ..probes.pipeline.loader import bench_loader
+from ..probes.pipeline.params import loader_kwargs
+from ..probes.pipeline.steps import resolve_step
+from ..probes.storage.target import inspect
 from ..results import ProbeError, Result
 from .aggregate import Phase, track
 from .jobs import RankJob
@@ -51,14 +60,13 @@ def load_dataset(spec: str):
 
 def s3_job(p: dict) -> bool:
     """Is the job's dataset an s3:// prefix (of tar shards or image objects), not a --dataset function?"""
-    from ..probes.objects.client import is_s3
-
     return not p.get("dataset") and is_s3(p.get("path"))
 
 
 def s3_dataset(p: dict, rank: int, world_size: int, copy: bool = True):
     """This rank's share of the tar shards or image objects under the job's s3:// prefix (to be closed; copied
     locally with ``copy``: tar shards always are)."""
+    # loads torch (a tar-shard dataset): only for an s3:// dataset
     from ..probes.objects.s3dataset import open_s3_dataset
 
     return open_s3_dataset(
@@ -77,6 +85,7 @@ def s3_checks(p: dict, nranks: int, local_copies: bool | None = False) -> None:
     """For an s3:// dataset, before the ranks start: every rank has a share of it, and with ``local_copies`` (the
     launcher: every rank on this host) their local copies fit together (else one line)."""
     if s3_job(p):
+        # loads torch (a tar-shard dataset): only for an s3:// dataset
         from ..probes.objects.s3dataset import check_shares
 
         check_shares(p["path"], nranks, p.get("endpoint_url"), p.get("region"), local_copies=local_copies)
@@ -89,16 +98,12 @@ _FOREVER = 1e9
 def _dataset(p: dict):
     if p.get("dataset"):
         return load_dataset(p["dataset"])
-    from ..probes.pipeline.imagefolder import ImageFolderDataset
-
     return ImageFolderDataset(p["path"], decode=p.get("decode", "auto"), size=p.get("size", 224))
 
 
 def _workers(p: dict, env_local_world: int) -> int:
     if p.get("workers") is not None:
         return int(p["workers"])
-    from ..env import usable_cpus
-
     return max(0, usable_cpus()["usable_int"] // max(1, env_local_world))
 
 
@@ -132,8 +137,6 @@ class LoaderJob(RankJob):
             except ImportError as exc:
                 raise ProbeError(f"cannot import {mod} for --dataset: {exc}") from None
         else:
-            from ..probes.storage.target import inspect
-
             t = inspect(p.get("path"), write=False, read=False)
             if t.kind != "dir":
                 raise ProbeError(f"{t.path} is not a directory: give a dataset folder (root/CLASS/IMAGE)")
@@ -145,11 +148,6 @@ class LoaderJob(RankJob):
         import threading
 
         from torch.utils.data.distributed import DistributedSampler
-
-        from ..probes.pipeline.dataloader import close_loader, make_loader
-        from ..probes.pipeline.loader import bench_loader
-        from ..probes.pipeline.params import loader_kwargs
-        from ..probes.pipeline.steps import resolve_step
 
         p = self.params
         s3 = s3_job(p)
@@ -296,8 +294,6 @@ class LoaderJob(RankJob):
             if vals:
                 res.metrics[k] = max(vals) if k == "steps_count" else sum(vals)
         _label_unequal(res, per)
-        from ..accelerators import get_accelerator, input_bound_band
-
         if waits:
             res.labels["input_bound"] = input_bound_band(res.metrics["max_rank_data_wait_pct"])
             res.labels["input_bound_basis"] = "the rank that waited most for data (every rank waits for it)"
@@ -340,6 +336,7 @@ def _of(per, rank, key):
 def job_for(kind: str, params: dict) -> RankJob:
     if kind == "loader":
         return LoaderJob(params)
+    # here, not at the top: .sweepfeed imports this module
     from .sweepfeed import FeedJob, SweepJob
 
     return {"sweep": SweepJob, "feed": FeedJob}[kind](params)

@@ -35,6 +35,7 @@ from ..units import format_metric, metric_label
 from . import group
 from .aggregate import combine
 from .control import DEAD_AFTER_S, Control, Gate, Watchdog, connect_launcher_store, remove_left_files
+from .hoststats import HostStats
 from .rankenv import RankEnv, hostname
 from .spawn import ENV_PARENT
 
@@ -129,8 +130,6 @@ def _run(job, env, backend, control, wd, cancel, host, under_launcher, start_tim
         wd.arm()
         stats = None
         if env.local_rank == 0:
-            from .hoststats import HostStats
-
             stats = HostStats(job.monitor_path()).start()
         res, error = None, None
         gate = job.ready = Gate(control, world, cancel)

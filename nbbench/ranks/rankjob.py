@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..probes import catalog
+from ..probes.storage.target import inspect
 from ..results import Result
 from ..results.hist import LatencyHistogram
 from .aggregate import Phase, track_from_windows
@@ -82,7 +84,6 @@ class RankJob:
         """The probe :attr:`kind` names (:data:`nbbench.probes.catalog.PROBES`) called with :attr:`params`,
         the command's parameter object unchanged, and ``runtime`` (progress, cancel, ready, and what
         this rank sets for itself: its seed, its shard), which wins over a parameter of the same name."""
-        from ..probes import catalog
 
         return catalog.get(self.kind).call(self.params, **runtime)
 
@@ -117,7 +118,6 @@ class RankJob:
     def _room(self, nranks: int) -> None:
         if not self.write_bytes:
             return
-        from ..probes.storage.target import inspect
 
         target = inspect(self.params["path"], write=False, read=False)
         if target.kind == "dir":

@@ -11,7 +11,15 @@ store, warm from its local copy (said so).
 
 from __future__ import annotations
 
+from ..accelerators import get_accelerator
+from ..probes.pipeline.feed import feed
+from ..probes.pipeline.imagefolder import ImageFolderDataset
+from ..probes.pipeline.params import feed_kwargs, sweep_kwargs
+from ..probes.pipeline.sweep import sweep
+from ..probes.pipeline.sweepconfigs import recommend
+from ..probes.storage.files import shard_of
 from ..results import ProbeError, Result
+from ..units import format_metric
 from .loaderjobs import LoaderJob, _dataset, _workers, s3_dataset, s3_job
 
 # The probes are imported inside the jobs' methods: a rank, which unpickles its job, loads only
@@ -43,8 +51,6 @@ class SweepJob(LoaderJob):
     phases: list = []
 
     def run(self, progress, cancel) -> Result:
-        from ..probes.pipeline.params import sweep_kwargs
-        from ..probes.pipeline.sweep import sweep
 
         p = self.params
         ds = _Shard(_dataset(p), self.rank, self.world_size)
@@ -54,7 +60,6 @@ class SweepJob(LoaderJob):
         return res
 
     def finish(self, res, records):
-        from ..probes.pipeline.sweepconfigs import recommend
 
         rows = [((r.get("result") or {}).get("samples") or {}).get("configs") or [] for r in records]
         if not rows or not rows[0]:
@@ -86,11 +91,6 @@ class FeedJob(LoaderJob):
     def run(self, progress, cancel) -> Result:
         import os
 
-        from ..probes.pipeline.feed import feed
-        from ..probes.pipeline.imagefolder import ImageFolderDataset
-        from ..probes.pipeline.params import feed_kwargs
-        from ..probes.storage.files import shard_of
-
         p = self.params
         kw = feed_kwargs(p)
         if s3_job(p):  # the rank's share of the shards or objects, copied locally (the warm pass reads the copy)
@@ -116,7 +116,6 @@ class FeedJob(LoaderJob):
         )
 
     def finish(self, res, records):
-        from ..accelerators import get_accelerator
 
         ms = [((r.get("result") or {}).get("metrics") or {}) for r in records]
         acc = get_accelerator(res.labels.get("accelerator") or self.params.get("accelerator", "h100-resnet50"))
@@ -138,7 +137,6 @@ class FeedJob(LoaderJob):
         warm = res.metrics.get("warm_samples_per_s")
         res.metrics["accelerators_fed_warm_count"] = acc.how_many(warm) if warm else None
         res.metrics.pop("au_one_accelerator_pct", None)
-        from ..units import format_metric
 
         s3 = s3_job(self.params)
         if s3:

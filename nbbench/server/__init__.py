@@ -24,6 +24,7 @@ def _jupyter_server_extension_points():
 
 def _load_jupyter_server_extension(server_app):
     """Called by jupyter_server when the extension loads: one sampler and one runner for the server."""
+    # tornado and the sampler: only when jupyter_server loads the extension
     from .handlers import setup_handlers
     from .live import LiveSampler
     from .runs import ProbeRuns

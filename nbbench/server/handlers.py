@@ -25,6 +25,9 @@ from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler, JupyterHandler
 from jupyter_server.utils import url_path_join
 
+from ..report import report
+from ..results import ProbeError
+from ..store import StoreError, default_store
 from .runs import PROBES, ProbeRuns, RunError
 
 __all__ = ["setup_handlers"]
@@ -126,7 +129,6 @@ class KernelsHandler(_Base):
 def history_rows(limit: int = 20) -> dict:
     """The store's newest ``limit`` results: id, kind, label, status, verdict, the summary line
     (the answer with its spread, as the result words it) and the numeric metrics."""
-    from ..store import StoreError, default_store
 
     try:
         store = default_store()
@@ -212,10 +214,6 @@ class ReportHandler(JupyterHandler):
     async def get(self, ids: str):
         import asyncio
         import functools
-
-        from ..report import report
-        from ..results import ProbeError
-        from ..store import StoreError
 
         runs = [int(i) for i in ids.split(",") if i]
         make = functools.partial(report, fmt="html", out="-", runs=runs, run_doctor=False, title=f"nbbench — run {ids}")

@@ -18,6 +18,11 @@ import threading
 import time
 from typing import Any
 
+from ..monitor import CpuSource, DiskSource, Monitor, NetSource, NvmlGpuSource
+from ..monitor.hostextra import HostExtraSource
+from ..monitor.kernels import KernelTreesSource
+from ..results.system.monitor import monitor_verdict
+
 __all__ = ["LiveSampler", "machine_figures", "verdict_line"]
 
 #: points of history sent with each snapshot (the charts' width)
@@ -123,9 +128,6 @@ class LiveSampler:
             self._last_asked = time.monotonic()
             if self.running:
                 return
-            from ..monitor import CpuSource, DiskSource, Monitor, NetSource, NvmlGpuSource
-            from ..monitor.hostextra import HostExtraSource
-            from ..monitor.kernels import KernelTreesSource
 
             self._kernels = KernelTreesSource()
             self._extra = HostExtraSource()
@@ -203,7 +205,6 @@ class LiveSampler:
 
     def snapshot(self, kernels: list[dict] | None = None) -> dict[str, Any]:
         """The JSON of ``api/metrics``: the latest figures, the charts' history, the verdict line."""
-        from ..results.system.monitor import monitor_verdict
 
         m = self._monitor
         recs = m.records()[-HISTORY_POINTS:] if m is not None else []

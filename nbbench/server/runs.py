@@ -22,6 +22,9 @@ import threading
 import time
 from typing import Any
 
+from ..commands import Context, HelpRequested, UsageProblem, parse
+from ..store import StoreError, default_store
+
 __all__ = ["PROBES", "ProbeRuns", "RunError", "probe_argv"]
 
 #: what the form offers, and what each takes: "path" (a directory here), "url" or nothing
@@ -36,7 +39,6 @@ class RunError(ValueError):
 
 def probe_argv(probe: str, target: str | None = None, size: str | None = None, root: str | None = None) -> list[str]:
     """The CLI's argv for one sidebar run, checked with :func:`nbbench.commands.parse`."""
-    from ..commands import Context, HelpRequested, UsageProblem, parse
 
     if probe not in PROBES:
         raise RunError(f"unknown probe {probe!r}: choose from {', '.join(PROBES)}")
@@ -70,7 +72,6 @@ def probe_argv(probe: str, target: str | None = None, size: str | None = None, r
 
 
 def _newest_run_id() -> int:
-    from ..store import StoreError, default_store
 
     try:
         h = default_store().history(limit=1)
@@ -184,7 +185,6 @@ class ProbeRuns:
             for old in sorted(self._runs)[:-20]:
                 if self._runs[old].state != "running":
                     del self._runs[old]
-        from ..store import StoreError, default_store
 
         try:
             h = default_store().history(limit=20)

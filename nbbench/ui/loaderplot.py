@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 
+from ..monitor import Monitor
 from ..plots.loader import AUGauge, loader_subplots, need_targets
 from ..probes.pipeline.loadermon import nvml_reason as _nvml_reason
 from ..units import format_metric
@@ -55,8 +56,6 @@ class LoaderPlot:
             monitor = None
         elif monitor is None:
             try:
-                from ..monitor import Monitor
-
                 monitor = Monitor(interval=interval, gpus="all")
                 monitor.start()
             except Exception:  # noqa: BLE001 - the plot still shows throughput

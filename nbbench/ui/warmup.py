@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import threading
 
+from ..env import fingerprint
+
 __all__ = ["preload_plotting", "warm_up"]
 
 
@@ -39,8 +41,6 @@ def warm_up(plotting: bool = True) -> None:
         except (AttributeError, OSError):
             pass
         try:
-            from ..env import fingerprint
-
             fingerprint()
         except Exception:  # noqa: BLE001 - the save will say what is wrong
             pass

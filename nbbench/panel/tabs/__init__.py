@@ -11,6 +11,7 @@ __all__ = ["Tab", "TAB_CLASSES"]
 
 
 def TAB_CLASSES():
+    # the tabs load ipywidgets: only when the panel is built
     from .gpu import GpuTab
     from .history import HistoryTab
     from .loader import LoaderTab

@@ -12,7 +12,9 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from ... import commands
+from ...commands import options
 from ...results import ProbeError
+from ..runner import PanelContext
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..app import ControlPanel
@@ -103,7 +105,6 @@ def unavailable_reason(name: str) -> str | None:
 def command_options(name: str) -> dict[str, Any]:
     """The subcommand's options as its parser declares them: ``{"--threads": argparse.Action}``
     (the flag, dest, default, choices, type and its limits, help), {} when not available."""
-    from ..runner import PanelContext
 
     try:
         ctx = PanelContext()
@@ -115,7 +116,6 @@ def command_options(name: str) -> dict[str, Any]:
 
 def _default_text(action) -> str:
     """An option's default as a person types it (1073741824 -> '1G', 10.0 s -> '10s')."""
-    from ...commands import options
 
     d = action.default
     if d is None:
@@ -147,8 +147,6 @@ def option_field(
     parser's choices ({"pil": "Pillow decode + crop"}); ``choices``: for an option whose
     type checks a registry (an accelerator's name), that registry's names ("" = not given)."""
     import ipywidgets as w
-
-    from ...commands import options
 
     action = command_options(command).get(flag)
     if action is None:

@@ -8,6 +8,7 @@ Every field is an option of the ``gpu`` subcommand, built from its parser
 from __future__ import annotations
 
 from ..runner import command_job
+from ..wording import field_names
 from .base import COMMON_FIELDS, Tab, option_fields, options_argv, repeat_field, repeat_opts, show, unavailable_reason
 
 #: the subcommand's options shown as fields: (flag, the field's name in the panel, width)
@@ -62,7 +63,6 @@ class GpuTab(Tab):
         return "Run GPU check"
 
     def fields(self) -> dict[str, str]:
-        from ..wording import field_names
 
         return {**COMMON_FIELDS, **field_names(list(self.opts.items())), "--no-bench": "sanity benchmark"}
 

@@ -9,9 +9,14 @@ from __future__ import annotations
 
 import html
 
+from nbbench.plots import figure_png
+
 from ...commands.history import history_text
+from ...compare import compare
 from ...results import ProbeError
+from ...store import default_store
 from ...units import metric_label
+from ..views import error_html, to_html
 from .base import Tab
 
 ALL = "all kinds"
@@ -87,7 +92,6 @@ class HistoryTab(Tab):
     def store(self):
         if self.panel.store is not None:
             return self.panel.store
-        from ...store import default_store
 
         return default_store()
 
@@ -136,7 +140,6 @@ class HistoryTab(Tab):
 
     # -------------------------------------------------------------- actions
     def show_selected(self) -> None:
-        from ..views import to_html
 
         st = self.store()
         self._clear_charts()
@@ -151,7 +154,6 @@ class HistoryTab(Tab):
         try:
             if len(ids) < 2:
                 raise ProbeError("select two or more runs to compare (ctrl/shift-click)")
-            from ...compare import compare
 
             st = self.store()
             comparison = compare([st.get(i) for i in ids], store=st)
@@ -162,8 +164,6 @@ class HistoryTab(Tab):
         except Exception as exc:  # noqa: BLE001 - shown, never swallowed
             import traceback
 
-            from ..views import error_html
-
             self._clear_charts()
             self.out.value = error_html(f"{type(exc).__name__}: {exc}", traceback.format_exc())
             return None
@@ -173,8 +173,6 @@ class HistoryTab(Tab):
     def show_comparison(self, comparison) -> None:
         """The sentences, the table (% against the first) and one bar chart per kind."""
         import ipywidgets as w
-
-        from nbbench.plots import figure_png
 
         self.out.value = headline_html(comparison) + comparison.html(images=False)
         images = []
@@ -196,7 +194,6 @@ class HistoryTab(Tab):
 
 
 def _error(msg: str) -> str:
-    from ..views import error_html
 
     return error_html(msg)
 

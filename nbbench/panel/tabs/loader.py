@@ -10,6 +10,8 @@ their parsers (:func:`~.base.option_field`).
 
 from __future__ import annotations
 
+from ...accelerators import names
+from ...results import ProbeError
 from ..runner import command_job
 from ..wording import field_names
 from .base import (
@@ -33,8 +35,6 @@ ACTIONS = {
 
 def _accelerators() -> list[str]:
     try:
-        from ...accelerators import names
-
         return list(names())
     except Exception:  # noqa: BLE001
         return ["h100-resnet50"]
@@ -173,8 +173,6 @@ class LoaderTab(Tab):
         name = self.action.value
         target = need_path(path, name)
         if path.kind != "dir":
-            from ...results import ProbeError
-
             raise ProbeError(f"{target} is not a directory: {name} reads an image folder (root/CLASS/IMAGE)")
         opts = options_argv(self.opts[name]) + ranks_opts(self.ranks)
         if name == "feed":

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from ...results import ProbeError
 from ..runner import command_job
+from ..wording import field_names
 from .base import COMMON_FIELDS, FIT, Tab, option_fields, options_argv, show
 
 #: the subcommand's options shown as fields: (flag, the field's name in the panel, width)
@@ -79,7 +80,6 @@ class MonitorTab(Tab):
         return "Start monitor"
 
     def fields(self) -> dict[str, str]:
-        from ..wording import field_names
 
         return {**COMMON_FIELDS, **field_names(list(self.opts.items())), "--path": "PATH"}
 

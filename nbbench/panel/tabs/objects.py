@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ...results import ProbeError
 from ..runner import command_job
+from ..wording import field_names
 from .base import COMMON_FIELDS, FIT, Tab, option_fields, options_argv, unavailable_reason
 
 #: the subcommand's options shown as fields: (flag, the field's name in the panel, width)
@@ -80,7 +81,6 @@ class ObjectsTab(Tab):
         return "Run s3"
 
     def fields(self) -> dict[str, str]:
-        from ..wording import field_names
 
         return {**COMMON_FIELDS, **field_names(list(self.opts.items())), "url": self.url.description}
 

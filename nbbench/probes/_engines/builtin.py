@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 
+from . import sync, uring, uring_setup
 from .job import JobOutput, JobSpec
 
 __all__ = ["run_builtin", "ring_count", "run_threads_of"]
@@ -14,7 +15,6 @@ __all__ = ["run_builtin", "ring_count", "run_threads_of"]
 
 def run_builtin(spec: JobSpec, path: str | None = None) -> JobOutput:
     """The builtin engine: QD1 sync loop; deeper queues io_uring, else threads."""
-    from . import sync, uring, uring_setup
 
     forced = spec.force
     if forced == "threads":

@@ -15,6 +15,8 @@ import mmap
 import os
 import random
 
+from ...env import cgroup_memory_limit
+
 __all__ = ["drop_file", "drop_all", "resident_fraction", "preload", "memory_bytes", "looks_zero", "sparse_fraction"]
 
 
@@ -101,8 +103,6 @@ def memory_bytes() -> int:
         except (ValueError, OSError):
             total = 0
     try:
-        from ...env import cgroup_memory_limit
-
         lim = cgroup_memory_limit()
         if lim and (not total or lim < total):
             total = int(lim)

@@ -27,6 +27,7 @@ import time
 from ...progress import call_progress
 from ...results import ProbeError
 from ...results.hist import PERCENTILES, percentile_key
+from . import uring_setup
 from .job import JobOutput
 
 __all__ = ["fio_path", "dd_path", "run_fio", "run_dd", "FIO_INSTALL_HINT", "parse_dd_summary", "parse_fio_json"]
@@ -173,8 +174,6 @@ def run_fio(
 ) -> JobOutput:
     fio = fio_path()
     if ioengine is None:
-        from . import uring_setup
-
         ioengine = "io_uring" if uring_setup.available()[0] else "libaio"
     rw = {
         ("read", "rand"): "randread",

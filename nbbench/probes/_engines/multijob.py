@@ -36,6 +36,9 @@ import subprocess
 import sys
 import threading
 
+from ...results import ProbeError
+from ...results.hist import LatencyHistogram
+from .builtin import run_builtin, run_threads_of
 from .job import JobOutput, JobSpec
 
 __all__ = ["run_jobs", "merge_outputs", "JOBS_MAX"]
@@ -80,7 +83,6 @@ def _encode(out: JobOutput) -> dict:
 
 
 def _decode(d: dict) -> JobOutput:
-    from ...results.hist import LatencyHistogram
 
     return JobOutput(
         ios=d["ios"],
@@ -153,7 +155,6 @@ def _env() -> dict:
 def run_jobs(spec: JobSpec, jobs: int) -> JobOutput:
     """``jobs`` worker processes, each running ``spec`` (its part, see :func:`job_specs`) with the
     builtin engine (``spec.threads`` threads each); outputs merged (:func:`merge_outputs`)."""
-    from ...results import ProbeError
 
     specs = job_specs(spec, jobs)
     procs: list[subprocess.Popen] = []
@@ -316,7 +317,6 @@ def _worker() -> int:
     spec.cancel = threading.Event()
     if report:
         spec.progress = lambda frac, metrics: put({"p": [frac, metrics]})
-    from .builtin import run_builtin, run_threads_of
 
     put({"ready": os.getpid()})
     if (sys.stdin.readline() or "stop").strip() != "go":

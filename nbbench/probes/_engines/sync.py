@@ -176,6 +176,7 @@ def compiled_loop():
     if os.environ.get("NBBENCH_IO_LOOP", "").lower() == "python":
         return None
     try:
+        # the C extension, where pip built it
         from . import _ioloop
     except ImportError:
         return None

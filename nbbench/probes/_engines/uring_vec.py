@@ -25,6 +25,7 @@ def compiled_ring():
     if os.environ.get("NBBENCH_IO_LOOP", "").lower() == "python":
         return None
     try:
+        # the C extension, where pip built it
         from ._ioloop import ring_loop
     except ImportError:
         return None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 
+from ...env import cgroup_memory_limit
 from ...results import ProbeError
 from ...units import format_bytes
 from ..pipeline.dataloader import require_torch
@@ -24,8 +25,6 @@ _SAVE_OVERHEAD, _DCP_OVERHEAD = 1024, 4096
 def memory_room() -> tuple[int, str]:
     """Bytes of memory a new allocation can take without swapping, and where that figure comes from."""
     import psutil
-
-    from ...env import cgroup_memory_limit
 
     avail = int(psutil.virtual_memory().available)
     how = f"{format_bytes(avail, binary=True)} available (psutil)"

@@ -117,6 +117,4 @@ def read_captured(path: str | None, env: dict | None = None, ours: Iterable[str]
     except OSError:
         return []
     finally:
-        from ... import tempfiles
-
         tempfiles.remove(path)

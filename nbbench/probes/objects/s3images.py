@@ -29,6 +29,7 @@ from ...units import format_bytes
 from ..pipeline.imagefolder import collate_records
 from ..pipeline.imagetransform import CropFlip, SampleError, pil_can_open
 from ..shards.probe import _subset, shard_rank
+from .client import explain
 from .s3source import S3Source, list_dataset
 
 __all__ = ["S3ImageDataset", "labelled"]
@@ -69,6 +70,7 @@ class S3ImageDataset(S3Source, CropFlip):
         bs: int = 1 << 20,
         **transform,  # size, flip, scale, ratio, dtype: CropFlip.init_transform's
     ):
+        # here, not at the top: .s3dataset imports this module
         from .s3dataset import DEFAULT_MAX_BYTES
 
         self.init_transform(decode, **transform)
@@ -175,8 +177,6 @@ class S3ImageDataset(S3Source, CropFlip):
         try:
             data = body.read()
         except Exception as exc:  # noqa: BLE001 - a connection cut mid-body, a key deleted meanwhile
-            from .client import explain
-
             raise SampleError(f"{key}: {explain(exc, self.url, self.endpoint_url)}") from None
         finally:
             body.close()

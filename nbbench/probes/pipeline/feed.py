@@ -174,6 +174,7 @@ def feed(
 
         ds = open_s3_dataset(path, endpoint_url=endpoint_url, region=region, decode=decode, size=size, seed=seed)
     else:
+        # loads torch (TarShardDataset is an IterableDataset): only for a local folder
         from ..shards.tarshards import TarShardDataset, has_tar_shards
 
         ds = (

@@ -15,6 +15,9 @@ from __future__ import annotations
 
 import re
 
+from ... import monitor as monmod
+from ...nvml import get_nvml
+
 __all__ = ["start_monitor", "stop_monitor", "gpu_util_mean", "nvml_reason", "gpu_util_over", "gpu_fields"]
 
 _GPU_UTIL = re.compile(r"^gpu(\d+)\.util_pct$")
@@ -69,8 +72,6 @@ def gpu_util_over(monitor, t0: float, t1: float, gpus: list[int] | None = None) 
 def nvml_reason() -> str | None:
     """Why there is no GPU utilisation to read here (None when NVML works)."""
     try:
-        from ...nvml import get_nvml
-
         ok = get_nvml().init()
     except Exception as exc:  # noqa: BLE001
         return f"NVML unavailable: {exc}"
@@ -93,8 +94,6 @@ def start_monitor(monitor):
         if reason is not None and monitor is not True:
             return None, False, reason
         try:
-            from ... import monitor as monmod
-
             m = monmod.Monitor(interval=0.2)
             m.start()
             return m, True, reason

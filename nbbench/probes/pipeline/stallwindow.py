@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...limits import FIGURES, stall_findings, window, worker_bound
+from ...limits import FIGURES, StallReader, read_limits, stall_findings, window, worker_bound
 
 __all__ = ["StallWindow", "quota_note"]
 
@@ -28,8 +28,6 @@ class StallWindow:
         self.available: list[str] = []
         self.scope: str | None = None
         try:
-            from ...limits import StallReader, read_limits
-
             self.limits = read_limits(root)
             self._reader = StallReader(root)
             self._a = self._reader.sample()
@@ -84,8 +82,6 @@ class StallWindow:
 def quota_note(res, workers: int | None) -> str:
     """Warn where the CPU quota bounds ``workers`` (the most a feed or sweep runs); returns the words."""
     try:
-        from ...limits import read_limits, worker_bound
-
         text = worker_bound(read_limits(), workers)
     except Exception:  # noqa: BLE001
         return ""

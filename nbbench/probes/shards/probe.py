@@ -117,6 +117,7 @@ def shards(
     and ``region`` for S3-compatible stores): one pass, from the store, the same figures.
     """
     if str(path).startswith("s3://"):
+        # here, not at the top: ..objects.s3shards imports this module
         from ..objects.s3shards import s3_shards
 
         return s3_shards(

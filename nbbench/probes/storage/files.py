@@ -30,7 +30,7 @@ from ...results import ProbeError
 from ...results.hist import LatencyHistogram
 from ...results.storage.local import FilesResult
 from .. import limits
-from .._engines import registry
+from .._engines import cache, registry
 from .target import inspect
 
 __all__ = ["read_files", "walk", "FilesResult", "TreeIndex", "shard_of"]
@@ -221,8 +221,6 @@ def read_files(
     random.Random(seed + 1).shuffle(picks)
     sample_bytes = sum(s for _, s in picks)
     if cold and not target.memory:
-        from .._engines import cache
-
         ok, method = cache.drop_all() if os.geteuid() == 0 else (False, "not root")
         if ok:
             res.labels["cache_drop"] = f"{method}: the whole machine's page cache"
@@ -247,8 +245,6 @@ def read_files(
             res.labels["cache_drop"] = f"posix_fadvise(DONTNEED) per file ({dropped} files; {method})"
         res.labels["cache"] = "buffered-cold"
     elif not target.memory:
-        from .._engines import cache
-
         ram = cache.memory_bytes()
         if ram and sample_bytes < 2 * ram:
             res.warn("warm run: files read before may come from the page cache; use --cold to measure the storage")

@@ -8,6 +8,7 @@ import os
 
 from ...results import ProbeError
 from ...units import format_bytes, parse_duration, parse_size
+from .. import limits
 from .._engines import registry
 
 #: the engine names (declared in :mod:`nbbench.probes._engines.registry`)
@@ -43,7 +44,6 @@ def check_bs(bs: int) -> None:
 def check_jobs(jobs, threads=1) -> tuple[int, str | None]:
     """``(jobs, warning)``: ``jobs`` (1-256), or the deprecated ``threads`` where only that was given
     (the warning says so)."""
-    from .. import limits
 
     jobs, threads = limits.check("jobs", jobs, limits.JOBS), limits.check("threads", threads, limits.JOBS)
     if threads > 1:

@@ -11,9 +11,11 @@ from typing import TYPE_CHECKING, Any
 
 from ...results import Result
 from ...units import format_bytes
-from .._engines import registry
+from .._engines import devlimits, registry
 from .._engines.builtin import run_builtin, run_threads_of
+from .._engines.extern import run_dd, run_fio
 from .._engines.job import JobOutput, JobSpec
+from .._engines.multijob import run_jobs
 from .._engines.registry import RAND, IoJob
 from .io_cpu import cpu_bound_warning
 
@@ -61,15 +63,12 @@ def _run_builtin(s: Session, job: IoJob) -> JobOutput:
         buffers=job.buffers,
     )
     if job.jobs > 1:
-        from .._engines.multijob import run_jobs
-
         return run_jobs(spec, job.jobs)
     return run_threads_of(spec, job.threads, run_builtin)
 
 
 def _run_dd(s: Session, job: IoJob) -> JobOutput:
     """The system dd: a write copies /dev/zero into the session's file, a read copies it to /dev/null."""
-    from .._engines.extern import run_dd
 
     write = job.op == "write"
     return s.run_extern(
@@ -91,7 +90,6 @@ def _run_dd(s: Session, job: IoJob) -> JobOutput:
 
 def _run_fio(s: Session, job: IoJob) -> JobOutput:
     """The system fio on the session's file by name (given its size first: fio replaces a shorter file)."""
-    from .._engines.extern import run_fio
 
     size = job.total if job.total is not None else job.region
     return s.run_extern(
@@ -149,7 +147,6 @@ def fill_job_result(
         res.samples["lat_hist"] = out.hist.to_dict()
     if out.extra.get("fio_iodepth_level"):
         res.samples["fio_iodepth_level"] = out.extra["fio_iodepth_level"]
-    from .._engines import devlimits
 
     devlimits.annotate(
         res, s.target.path, bs, res.params.get("buffers", "pages"), engine, s.direct, (out,), target=s.target

@@ -14,9 +14,11 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from ... import tempfiles, tempsweep
 from ...units import format_bytes
-from .._engines import registry
+from .._engines import cache, registry
 from .._engines.job import JobSpec
+from .._engines.sync import run_sync
 from .target import StorageTarget, open_read
 
 
@@ -91,8 +93,6 @@ class Session:
     def _open(self) -> None:
         t = self.target
         if t.kind == "dir":
-            from ... import tempfiles
-
             self._sweep(t.path)
             self.tmp = tempfiles.create(t.path, self._what)
             self.path = self.tmp.path
@@ -115,7 +115,6 @@ class Session:
                 self.fd = open_read(t.path, direct=True)
 
     def _sweep(self, directory: str) -> None:
-        from ... import tempsweep
 
         n, nbytes, kept = tempsweep.sweep_stale(directory)
         if n:
@@ -130,7 +129,6 @@ class Session:
 
     def _fill_file(self, size: int) -> None:
         """Write ``size`` bytes of random data (not timed) so reads have real data to read."""
-        from .._engines.sync import run_sync
 
         fd = self._write_fd()
         outer = self._progress
@@ -190,7 +188,6 @@ class Session:
     # ------------------------------------------------------------- caches
     def prepare_read(self, region: int, warm: bool = False) -> str:
         """Set up the cache before a timed read; returns the cache label."""
-        from .._engines import cache
 
         if self.target.memory:
             self.labels["cache_drop"] = "none (the data live in RAM)"
@@ -224,7 +221,6 @@ class Session:
         return "buffered-cold"
 
     def buffered_warnings(self, region: int, cache_mode: str) -> None:
-        from .._engines import cache
 
         if cache_mode in ("direct", "memory") or self.target.memory:
             return
@@ -237,7 +233,6 @@ class Session:
             )
 
     def data_warnings(self, region: int, bs: int) -> None:
-        from .._engines import cache
 
         if self.target.kind == "file":
             try:
