@@ -39,7 +39,6 @@ from ..results import ProbeError
 from . import ending as _ending
 from .context import Context
 from .ending import *  # noqa: F403  (the finish step's names, re-exported: ending.__all__)
-from .options import Opt
 
 __all__ = [
     "Command",
@@ -170,31 +169,26 @@ class _HelpAction(argparse.Action):
         raise HelpRequested(parser.format_help())
 
 
-#: ``-o``, where the front end returns values (``ctx.returns_result``)
-RETURN = Opt("-o", "store_true", help="return the result object (like %%timeit -o)", dest="return_result")
-#: what every subcommand takes besides ``-h``
-COMMON = (
-    Opt("--quiet", "store_true", help="print nothing but errors", short="-q"),
-    Opt(
-        "--details",
-        "store_true",
-        help="show the details too: every figure, the latency percentiles, how it was measured",
-        short="-v",
-    ),
-    Opt("--json", "store_true", help="print the result as JSON (its to_dict())"),
-)
-#: what a subcommand whose results are saved takes
-SAVING = (
-    Opt("--label", None, None, "label the stored result (for history and compare)", metavar="TEXT"),
-    Opt("--no-save", "store_true", help="do not save the result in the store"),
-)
-
-
 def add_common_options(parser, ctx: Context, saves: bool = True) -> None:
     """Options every subcommand takes; ``-o`` only where the front end returns values (``ctx.returns_result``)."""
     parser.add_argument("-h", "--help", action=_HelpAction, help="show this help and return")
-    for add in (RETURN,) * ctx.returns_result + COMMON + SAVING * saves:
-        add(parser)
+    if ctx.returns_result:
+        parser.add_argument(
+            "-o", dest="return_result", action="store_true", help="return the result object (like %%timeit -o)"
+        )
+    parser.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
+    parser.add_argument(
+        "-v",
+        "--details",
+        action="store_true",
+        help="show the details too: every figure, the latency percentiles, how it was measured",
+    )
+    parser.add_argument("--json", action="store_true", help="print the result as JSON (its to_dict())")
+    if saves:
+        parser.add_argument(
+            "--label", metavar="TEXT", default=None, help="label the stored result (for history and compare)"
+        )
+        parser.add_argument("--no-save", action="store_true", help="do not save the result in the store")
 
 
 class Command:
