@@ -202,23 +202,24 @@ def check_block(root: str, m: Mount | None, want_read_ahead_kb: int = 2048) -> l
     out: list[Check] = []
     base = {"device": bd.name, "disk": bd.disk, "slaves": bd.physical}
 
+    def add(name, status, evidence, fix="", **data):
+        out.append(Check(name, status, evidence, fix, group, {**base, **data}))
+
     # read-ahead: the seed's `blockdev --setra 4096` counts 512-byte sectors = 2048 KiB
     ra = q.read_ahead_kb
     if ra is None:
         out.append(na("read-ahead", q.errors["read_ahead_kb"], group))
+    elif ra >= want_read_ahead_kb:
+        add("read-ahead", "ok", f"{ra} KiB ({bd.queue_dir}/read_ahead_kb) for {desc}", read_ahead_kb=ra)
     else:
         ev = f"{ra} KiB ({bd.queue_dir}/read_ahead_kb) for {desc}"
+        ev += f": below {want_read_ahead_kb} KiB, so sequential reads of large files arrive in small pieces"
         fix = (
             f"blockdev --setra {want_read_ahead_kb * 2} {dev}  ({want_read_ahead_kb * 2} × 512-byte sectors "
             f"= {want_read_ahead_kb} KiB; as root on the host, or echo {want_read_ahead_kb} > "
             f"{bd.queue_dir}/read_ahead_kb)"
         )
-        status = "ok" if ra >= want_read_ahead_kb else "warn"
-        if status == "warn":
-            ev += f": below {want_read_ahead_kb} KiB, so sequential reads of large files arrive in small pieces"
-        out.append(
-            Check("read-ahead", status, ev, fix if status == "warn" else "", group, {**base, "read_ahead_kb": ra})
-        )
+        add("read-ahead", "warn", ev, fix, read_ahead_kb=ra)
 
     rot = q.rotational
     if "scheduler" in q.errors:
@@ -226,82 +227,38 @@ def check_block(root: str, m: Mount | None, want_read_ahead_kb: int = 2048) -> l
     else:
         text, sched = q.schedulers, q.scheduler
         ev = f"{sched} ({bd.queue_dir}/scheduler: {text})"
-        data = {**base, "scheduler": sched, "available": text}
+        data = {"scheduler": sched, "available": text}
         if rot == 1 and sched == "none":
-            out.append(
-                Check(
-                    "I/O scheduler",
-                    "warn",
-                    ev + ": a rotational disk without a scheduler seeks more",
-                    f"echo mq-deadline > {bd.queue_dir}/scheduler (on the host)",
-                    group,
-                    data,
-                )
-            )
+            fix = f"echo mq-deadline > {bd.queue_dir}/scheduler (on the host)"
+            add("I/O scheduler", "warn", ev + ": a rotational disk without a scheduler seeks more", fix, **data)
         elif rot == 0 and sched == "bfq":
-            out.append(
-                Check(
-                    "I/O scheduler",
-                    "warn",
-                    ev + ": bfq costs CPU per request on fast SSD/NVMe",
-                    f"echo none > {bd.queue_dir}/scheduler (on the host)",
-                    group,
-                    data,
-                )
-            )
+            fix = f"echo none > {bd.queue_dir}/scheduler (on the host)"
+            add("I/O scheduler", "warn", ev + ": bfq costs CPU per request on fast SSD/NVMe", fix, **data)
         else:
-            out.append(Check("I/O scheduler", "ok", ev, "", group, data))
+            add("I/O scheduler", "ok", ev, **data)
 
     if rot is None:
         out.append(na("rotational", f"{bd.queue_dir}/rotational could not be read", group))
     elif rot == 1:
         ev = f"1 ({bd.queue_dir}/rotational): the kernel treats {bd.disk} as a spinning disk"
         if bd.disk.startswith(("vd", "xvd")):  # nothing to do: the flag says nothing of the host's storage
-            out.append(
-                Check(
-                    "rotational",
-                    "info",
-                    ev + "; virtual disks report 1 whatever the host's storage is (randread measures it)",
-                    "",
-                    group,
-                    {**base, "rotational": 1},
-                )
-            )
+            why = "; virtual disks report 1 whatever the host's storage is (randread measures it)"
+            add("rotational", "info", ev + why, rotational=1)
             return out
-        out.append(
-            Check(
-                "rotational",
-                "warn",
-                ev,
-                "random reads of many small files are slow on spinning disks: keep datasets on SSD/NVMe, "
-                "or pack them into large sequential shards",
-                group,
-                {**base, "rotational": 1},
-            )
+        fix = (
+            "random reads of many small files are slow on spinning disks: keep datasets on SSD/NVMe, or pack them "
+            "into large sequential shards"
         )
+        add("rotational", "warn", ev, fix, rotational=1)
     else:
-        out.append(
-            Check(
-                "rotational", "ok", f"0 ({bd.queue_dir}/rotational): solid-state", "", group, {**base, "rotational": 0}
-            )
-        )
+        add("rotational", "ok", f"0 ({bd.queue_dir}/rotational): solid-state", rotational=0)
 
     nr = q.nr_requests
     if nr is None:
         out.append(na("queue depth", q.errors["nr_requests"], group))
+    elif nr < 64:
+        ev = f"{nr} requests ({bd.queue_dir}/nr_requests): a short queue limits parallel reads from many workers"
+        add("queue depth", "warn", ev, f"echo 256 > {bd.queue_dir}/nr_requests (on the host)", nr_requests=nr)
     else:
-        ev = f"{nr} requests ({bd.queue_dir}/nr_requests)"
-        if nr < 64:
-            out.append(
-                Check(
-                    "queue depth",
-                    "warn",
-                    ev + ": a short queue limits parallel reads from many workers",
-                    f"echo 256 > {bd.queue_dir}/nr_requests (on the host)",
-                    group,
-                    {**base, "nr_requests": nr},
-                )
-            )
-        else:
-            out.append(Check("queue depth", "ok", ev, "", group, {**base, "nr_requests": nr}))
+        add("queue depth", "ok", f"{nr} requests ({bd.queue_dir}/nr_requests)", nr_requests=nr)
     return out

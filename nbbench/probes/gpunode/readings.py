@@ -30,105 +30,73 @@ def power_w(nv, h):
 def static_findings(i, nv, h) -> list[dict]:
     """GPU ``i``'s findings that load does not change (a reading NVML does not give is left out)."""
     out = []
+
+    def add(check, status, message, fix=""):
+        out.append(finding(i, check, status, message, fix))
+
     unc = nv.call("nvmlDeviceGetTotalEccErrors", h, 1, 0)  # uncorrected, volatile (since the last reset)
-    if not is_na(unc):
-        out.append(
-            finding(
-                i,
-                "ECC",
-                "fail",
-                f"{unc} uncorrected ECC error(s) since the last reset",
-                "drain the node; reset the GPU (nvidia-smi -r); repeated: RMA",
-            )
-            if unc
-            else finding(i, "ECC", "ok", "no uncorrected ECC error since the last reset")
-        )
+    if not is_na(unc) and unc:
+        fix = "drain the node; reset the GPU (nvidia-smi -r); repeated: RMA"
+        add("ECC", "fail", f"{unc} uncorrected ECC error(s) since the last reset", fix)
+    elif not is_na(unc):
+        add("ECC", "ok", "no uncorrected ECC error since the last reset")
     rr = nv.call("nvmlDeviceGetRemappedRows", h)
     if not is_na(rr):
         corr, unc_rows, pending, failure = (int(x) for x in rr)
         rows = f"{corr} correctable and {unc_rows} uncorrectable row(s) remapped"
         if failure:
-            out.append(finding(i, "row remapping", "fail", f"row remapping failed ({rows})", "the GPU needs RMA"))
+            add("row remapping", "fail", f"row remapping failed ({rows})", "the GPU needs RMA")
         elif pending:
-            out.append(
-                finding(
-                    i,
-                    "row remapping",
-                    "warn",
-                    f"a row remap is pending ({rows})",
-                    "reset the GPU (nvidia-smi -r) or reboot to apply it",
-                )
+            add(
+                "row remapping",
+                "warn",
+                f"a row remap is pending ({rows})",
+                "reset the GPU (nvidia-smi -r) or reboot to apply it",
             )
         else:
-            out.append(finding(i, "row remapping", "ok", f"none pending ({rows})"))
+            add("row remapping", "ok", f"none pending ({rows})")
     else:
         pend = nv.call("nvmlDeviceGetRetiredPagesPendingStatus", h)
-        if not is_na(pend):
-            out.append(
-                finding(i, "retired pages", "warn", "a page retirement is pending", "reset the GPU or reboot")
-                if pend
-                else finding(i, "retired pages", "ok", "no page retirement pending")
-            )
+        if not is_na(pend) and pend:
+            add("retired pages", "warn", "a page retirement is pending", "reset the GPU or reboot")
+        elif not is_na(pend):
+            add("retired pages", "ok", "no page retirement pending")
     pm = nv.call("nvmlDeviceGetPersistenceMode", h)
-    if not is_na(pm):
-        out.append(
-            finding(i, "persistence mode", "ok", "on")
-            if pm
-            else finding(
-                i,
-                "persistence mode",
-                "warn",
-                "off: the driver unloads between jobs, each start pays its set-up",
-                "nvidia-smi -pm 1, or run nvidia-persistenced (admin)",
-            )
-        )
+    if not is_na(pm) and pm:
+        add("persistence mode", "ok", "on")
+    elif not is_na(pm):
+        why = "off: the driver unloads between jobs, each start pays its set-up"
+        add("persistence mode", "warn", why, "nvidia-smi -pm 1, or run nvidia-persistenced (admin)")
     mig = nv.call("nvmlDeviceGetMigMode", h)
     if not is_na(mig):
         cur, pend = (int(mig[0]), int(mig[1])) if isinstance(mig, (list, tuple)) else (int(mig), int(mig))
         if cur:
-            out.append(
-                finding(
-                    i,
-                    "MIG",
-                    "warn",
-                    "MIG is on: a process sees one slice, collectives between slices "
-                    "use no NVLink and NVML's utilisation and PCIe figures are N/A",
-                    "nvidia-smi -mig 0 (admin) where jobs need whole GPUs",
-                )
+            why = (
+                "MIG is on: a process sees one slice, collectives between slices use no NVLink and NVML's "
+                "utilisation and PCIe figures are N/A"
             )
+            add("MIG", "warn", why, "nvidia-smi -mig 0 (admin) where jobs need whole GPUs")
         else:
-            out.append(finding(i, "MIG", "ok", "off" + (" (a change is pending a reset)" if pend != cur else "")))
+            add("MIG", "ok", "off" + (" (a change is pending a reset)" if pend != cur else ""))
     out += _nvlink(i, nv, h)
     fab = nv.call("nvmlDeviceGetGpuFabricInfo", h)
     if not is_na(fab) and getattr(fab, "state", 0) in _FABRIC:
         st, status = fab.state, getattr(fab, "status", 0)
         if st == 3 and not status:
-            out.append(finding(i, "fabric manager", "ok", "NVSwitch fabric registration completed"))
+            add("fabric manager", "ok", "NVSwitch fabric registration completed")
         else:
-            out.append(
-                finding(
-                    i,
-                    "fabric manager",
-                    "fail",
-                    f"NVSwitch fabric registration {_FABRIC[st]}" + (f" (status {status})" if status else ""),
-                    "start the fabric manager (systemctl start nvidia-fabricmanager) with the driver's "
-                    "version; until then CUDA fails or NVLink is unusable",
-                )
+            fix = (
+                "start the fabric manager (systemctl start nvidia-fabricmanager) with the driver's version; until "
+                "then CUDA fails or NVLink is unusable"
             )
+            state = f"NVSwitch fabric registration {_FABRIC[st]}" + (f" (status {status})" if status else "")
+            add("fabric manager", "fail", state, fix)
     lim, dflt = power_w(nv, h)
-    if lim is not None and dflt is not None:
-        if lim < 0.95 * dflt:
-            out.append(
-                finding(
-                    i,
-                    "power limit",
-                    "warn",
-                    f"{lim:.0f} W, below the default {dflt:.0f} W: clocks drop under load",
-                    f"nvidia-smi -pl {dflt:.0f} (admin)",
-                )
-            )
-        else:
-            out.append(finding(i, "power limit", "ok", f"{lim:.0f} W (default {dflt:.0f} W)"))
+    if lim is not None and dflt is not None and lim < 0.95 * dflt:
+        why = f"{lim:.0f} W, below the default {dflt:.0f} W: clocks drop under load"
+        add("power limit", "warn", why, f"nvidia-smi -pl {dflt:.0f} (admin)")
+    elif lim is not None and dflt is not None:
+        add("power limit", "ok", f"{lim:.0f} W (default {dflt:.0f} W)")
     return out
 
 
@@ -144,15 +112,8 @@ def _nvlink(i, nv, h) -> list[dict]:
     out = []
     down = [k for k, s in enumerate(states) if not s]
     if down:
-        out.append(
-            finding(
-                i,
-                "NVLink",
-                "fail",
-                f"link(s) {', '.join(map(str, down))} down of {len(states)}",
-                "check the NVLink bridge or baseboard; nvidia-smi nvlink -s; reset the GPU; persists: RMA",
-            )
-        )
+        fix = "check the NVLink bridge or baseboard; nvidia-smi nvlink -s; reset the GPU; persists: RMA"
+        out.append(finding(i, "NVLink", "fail", f"link(s) {', '.join(map(str, down))} down of {len(states)}", fix))
     errs = {}
     for link, s in enumerate(states):
         if not s:
@@ -162,13 +123,10 @@ def _nvlink(i, nv, h) -> list[dict]:
             if not is_na(v) and v:
                 errs[name] = errs.get(name, 0) + int(v)
     if errs:
+        found = "errors on active links: " + ", ".join(f"{n} {k}" for k, n in errs.items())
         out.append(
             finding(
-                i,
-                "NVLink errors",
-                "warn",
-                "errors on active links: " + ", ".join(f"{n} {k}" for k, n in errs.items()),
-                "nvidia-smi nvlink -e; errors that grow under load: reseat or RMA",
+                i, "NVLink errors", "warn", found, "nvidia-smi nvlink -e; errors that grow under load: reseat or RMA"
             )
         )
     elif not down:
