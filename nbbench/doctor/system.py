@@ -68,15 +68,8 @@ def check_shm(
         workers = min(8, usable_cpus(root)["usable_int"])
     need = shm_need_bytes(workers, batch_bytes, prefetch_factor)
     if not shm:
-        return Check(
-            name,
-            "fail",
-            "/dev/shm is not a mount point in /proc/self/mountinfo: DataLoader workers "
-            "(num_workers > 0) pass batches through shared memory there",
-            SHM_FIX,
-            group,
-            {"need_bytes": need},
-        )
+        why = "/dev/shm is not a mount point in /proc/self/mountinfo: DataLoader workers (num_workers > 0) pass "
+        return Check(name, "fail", why + "batches through shared memory there", SHM_FIX, group, {"need_bytes": need})
     m = shm[-1]
     size = used = None
     where = f"/proc/self/mountinfo ({m.fstype} size={m.option('size')})"
@@ -102,19 +95,11 @@ def check_shm(
         f"need about {_gib(need)}"
     )
     if size <= 2 * DOCKER_SHM_BYTES:
-        return Check(
-            name,
-            "fail",
-            ev + f" — this is Docker's {_gib(DOCKER_SHM_BYTES)} default: DataLoader "
-            "workers die with 'Bus error' or 'No space left on device'",
-            SHM_FIX,
-            group,
-            data,
-        )
+        why = f" — this is Docker's {_gib(DOCKER_SHM_BYTES)} default: DataLoader workers die with 'Bus error' or "
+        return Check(name, "fail", ev + why + "'No space left on device'", SHM_FIX, group, data)
     if size < need:
-        return Check(
-            name, "warn", ev, SHM_FIX + f" (at least {_gib(need)}), or lower num_workers / batch size", group, data
-        )
+        fix = SHM_FIX + f" (at least {_gib(need)}), or lower num_workers / batch size"
+        return Check(name, "warn", ev, fix, group, data)
     return Check(name, "ok", ev, "", group, data)
 
 
@@ -134,14 +119,8 @@ def check_nofile(root: str = "/", want: int = 65536) -> Check:
         "resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))"
     )
     if s is not None and s < 1024:
-        return Check(
-            name,
-            "fail",
-            ev + ": many DataLoader workers over many files fail with 'Too many open files'",
-            fix,
-            group,
-            data,
-        )
+        why = ": many DataLoader workers over many files fail with 'Too many open files'"
+        return Check(name, "fail", ev + why, fix, group, data)
     if (s is not None and s < want) or (h is not None and h < want):
         if s is not None and h is not None and s < h and h >= want:
             fix = f"raise the soft limit to the hard one: ulimit -n {h} (no privilege needed)"
@@ -199,14 +178,8 @@ def check_dirty(root: str = "/", ratio: int = 15, background: int = 5) -> Check:
     if r > ratio or b > background:
         why = f": above {ratio} / {background}, so large writes (checkpoints) pile up and then stall in one long flush"
         if proc_sys_read_only(root):  # one note: only the host can change it
-            return Check(
-                name,
-                "info",
-                ev + why + "; /proc/sys is read-only here: a host setting",
-                "",
-                group,
-                {**data, "read_only": True},
-            )
+            why += "; /proc/sys is read-only here: a host setting"
+            return Check(name, "info", ev + why, "", group, {**data, "read_only": True})
         return Check(name, "warn", ev + why, fix, group, data)
     return Check(name, "ok", ev, "", group, data)
 
@@ -238,22 +211,19 @@ def check_swap(root: str = "/") -> Check:
     data = {"total_bytes": total, "used_bytes": used, "swappiness": swappiness}
     sw = f", vm.swappiness {swappiness}" if swappiness is not None else ""
     if total == 0:
-        return Check(
-            name,
-            "ok",
-            f"no swap (/proc/meminfo SwapTotal 0){sw}: running out of memory ends in the OOM killer, not a slow crawl",
-            "",
-            group,
-            data,
-        )
+        why = "running out of memory ends in the OOM killer, not a slow crawl"
+        return Check(name, "ok", f"no swap (/proc/meminfo SwapTotal 0){sw}: {why}", "", group, data)
     ev = f"{_gib(total)} swap, {_gib(used)} in use (/proc/meminfo){sw}"
     if used > max(256 * 2**20, 0.25 * total):
+        fix = (
+            "lower num_workers / prefetch_factor or batch size, or give the machine more memory; "
+            "sysctl -w vm.swappiness=10 on the host makes the kernel prefer dropping cache"
+        )
         return Check(
             name,
             "warn",
             ev + ": memory is short, so workers and the page cache are being swapped out",
-            "lower num_workers / prefetch_factor or batch size, or give the machine more memory; "
-            "sysctl -w vm.swappiness=10 on the host makes the kernel prefer dropping cache",
+            fix,
             group,
             data,
         )
@@ -282,17 +252,12 @@ def check_cpus(root: str = "/") -> Check:
     data = dict(c)
     if c["usable"] < c["logical"]:
         n = c["usable_int"]
-        return Check(
-            name,
-            "warn",
-            ev + ": tools that size themselves by os.cpu_count() (DataLoader num_workers "
-            "recipes, torch's thread pool) oversubscribe",
-            f"use num_workers ≤ {n} and torch.set_num_threads({n}) "
-            "(nbbench.env.usable_cpus()['usable_int']), or raise the container's CPU limit "
-            "(docker --cpus, Kubernetes resources.limits.cpu)",
-            group,
-            data,
+        why = ": tools that size themselves by os.cpu_count() (DataLoader num_workers recipes, torch's thread pool) "
+        fix = (
+            f"use num_workers ≤ {n} and torch.set_num_threads({n}) (nbbench.env.usable_cpus()['usable_int']), or "
+            "raise the container's CPU limit (docker --cpus, Kubernetes resources.limits.cpu)"
         )
+        return Check(name, "warn", ev + why + "oversubscribe", fix, group, data)
     return Check(name, "ok", ev, "", group, data)
 
 
@@ -318,22 +283,11 @@ def check_memory(root: str = "/", shm_bytes: int | None = None) -> Check:
         return Check(name, "ok", f"no cgroup memory limit ({src or 'no cgroup memory file'}); {tot}", "", group, data)
     ev = f"cgroup limit {_gib(limit)} ({src}); {tot}"
     if shm_bytes and shm_bytes > limit:
-        return Check(
-            name,
-            "warn",
-            ev + f"; /dev/shm ({_gib(shm_bytes)}) is larger than the limit and its pages count "
-            "against it: filling it gets the container OOM-killed",
-            "raise the container's memory limit (docker --memory, resources.limits.memory) or size /dev/shm below it",
-            group,
-            data,
-        )
+        why = f"; /dev/shm ({_gib(shm_bytes)}) is larger than the limit and its pages count against it: filling it "
+        fix = "raise the container's memory limit (docker --memory, resources.limits.memory) or size /dev/shm below it"
+        return Check(name, "warn", ev + why + "gets the container OOM-killed", fix, group, data)
     if total and limit < 0.25 * total:
-        return Check(
-            name,
-            "warn",
-            ev + ": DataLoader workers, pinned memory and the page cache all count against it",
-            "raise the container's memory limit (docker --memory, Kubernetes resources.limits.memory)",
-            group,
-            data,
-        )
+        why = ": DataLoader workers, pinned memory and the page cache all count against it"
+        fix = "raise the container's memory limit (docker --memory, Kubernetes resources.limits.memory)"
+        return Check(name, "warn", ev + why, fix, group, data)
     return Check(name, "ok", ev, "", group, data)
