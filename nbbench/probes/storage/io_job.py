@@ -31,6 +31,16 @@ def run_job(s: Session, job: IoJob) -> JobOutput:
     return _RUNNERS[engine.name](s, job)
 
 
+def _live(job: IoJob) -> dict:
+    """What every engine takes of a job while it runs: the flush at its end, Stop, the progress bar."""
+    return {
+        "fsync_end": job.fsync_end,
+        "cancel": job.cancel,
+        "progress": job.progress,
+        "progress_key": job.progress_key,
+    }
+
+
 def _run_builtin(s: Session, job: IoJob) -> JobOutput:
     """The builtin engine on the session's descriptors: ``jobs`` > 1 in as many processes
     (:mod:`.._engines.multijob`), else ``threads`` copies of one (QD1 loop, io_uring or threads)."""
@@ -53,14 +63,11 @@ def _run_builtin(s: Session, job: IoJob) -> JobOutput:
         runtime=job.runtime,
         ramp=job.ramp,
         total=job.total,
-        fsync_end=job.fsync_end,
-        cancel=job.cancel,
-        progress=job.progress,
-        progress_key=job.progress_key,
         seed=job.seed,
         threads=job.threads,
         force=job.builtin_path,
         buffers=job.buffers,
+        **_live(job),
     )
     if job.jobs > 1:
         return run_jobs(spec, job.jobs)
@@ -80,10 +87,7 @@ def _run_dd(s: Session, job: IoJob) -> JobOutput:
             count=job.total // job.bs,
             direct=s.direct,
             op=job.op,
-            fsync_end=job.fsync_end,
-            cancel=job.cancel,
-            progress=job.progress,
-            progress_key=job.progress_key,
+            **_live(job),
         ),
     )
 
@@ -106,11 +110,8 @@ def _run_fio(s: Session, job: IoJob) -> JobOutput:
             direct=s.direct,
             # a cold read starts with the file's cache dropped, as a buffered size-based pass does
             invalidate=job.cache_mode == "buffered-cold" or (job.total is not None and not s.direct),
-            fsync_end=job.fsync_end,
-            cancel=job.cancel,
-            progress=job.progress,
-            progress_key=job.progress_key,
             threads=job.threads * job.jobs,
+            **_live(job),
         ),
         presize=size,
     )

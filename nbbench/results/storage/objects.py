@@ -134,39 +134,26 @@ class S3Result(Result):
         rows = self.samples.get("sweep") or []
         if rows:
             k = self.metrics.get("knee_streams_count")
+            figs = (("x_bytes_per_s", "get_bytes_per_s"), ("requests_per_s", "requests_per_s"), ("x_ns", "ttfb_p50_ns"))
+            table = [[f"{r['streams']}{' (knee)' if r['streams'] == k else ''}", *_cells(r, figs)] for r in rows]
             out.append(
                 Section(
-                    "concurrency sweep",
-                    head=["streams", "GET", "requests/s", "TTFB p50"],
-                    rows=[
-                        [
-                            f"{r['streams']}{' (knee)' if r['streams'] == k else ''}",
-                            format_metric("x_bytes_per_s", r.get("get_bytes_per_s")),
-                            format_metric("requests_per_s", r.get("requests_per_s")),
-                            format_metric("x_ns", r.get("ttfb_p50_ns")),
-                        ]
-                        for r in rows
-                    ],
-                    folded=False,
+                    "concurrency sweep", head=["streams", "GET", "requests/s", "TTFB p50"], rows=table, folded=False
                 )
             )
         cls = self.samples.get("classes") or []
         if cls:
+            figs = (("x_ns", "ttfb_p50_ns"), ("x_ns", "lat_p50_ns"), ("x_ns", "lat_p99_ns"))
+            figs += (("x_bytes_per_s", "request_bytes_per_s"),)
+            head = ["objects", "requests", "TTFB p50", "latency p50", "latency p99", "one request's rate"]
             out.append(
                 Section(
-                    "by object size",
-                    head=["objects", "requests", "TTFB p50", "latency p50", "latency p99", "one request's rate"],
-                    rows=[
-                        [
-                            c["class"],
-                            str(c["requests"]),
-                            format_metric("x_ns", c.get("ttfb_p50_ns")),
-                            format_metric("x_ns", c.get("lat_p50_ns")),
-                            format_metric("x_ns", c.get("lat_p99_ns")),
-                            format_metric("x_bytes_per_s", c.get("request_bytes_per_s")),
-                        ]
-                        for c in cls
-                    ],
+                    "by object size", head=head, rows=[[c["class"], str(c["requests"]), *_cells(c, figs)] for c in cls]
                 )
             )
         return out + super().sections()
+
+
+def _cells(row: dict, figures) -> list[str]:
+    """``row``'s figures as a table shows them: (how it is formatted, its key) each."""
+    return [format_metric(how, row.get(key)) for how, key in figures]
