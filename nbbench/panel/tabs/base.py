@@ -31,6 +31,8 @@ __all__ = [
     "repeat_field",
     "repeat_opts",
     "COMMON_FIELDS",
+    "LEFT_OUT",
+    "LEFT_OUT_RUNS",
     "show",
     "FIT",
     "command_options",
@@ -41,6 +43,23 @@ __all__ = [
 
 #: a layout width that fits the widget's whole text (its description and its longest option)
 FIT = "max-content"
+
+#: the options every subcommand takes that no tab shows as fields, and why: each tab's NOT_FIELDS adds its
+#: own (tests/test_panel_options.py fails on an option neither shown nor left out)
+LEFT_OUT = {
+    "--help": "the tab's own text says what it runs",
+    "--json": "the panel shows the card; the result's JSON is in History",
+    "--quiet": "no terminal progress in the panel",
+    "--details": "the card folds the details itself",
+    "--no-save": "the panel's 'save' box",
+    "--label": "the panel's 'label' field",
+}
+#: the same for --repeat and the ranks' options
+LEFT_OUT_RUNS = {
+    "--repeat": "the 'runs' field (repeat_field), shared by the measuring tabs",
+    "--ranks": "the 'ranks' field (ranks_field)",
+    **dict.fromkeys(("--nnodes", "--rdzv-host", "--backend", "--no-dist"), "many hosts run from a terminal"),
+}
 
 
 class Tab:

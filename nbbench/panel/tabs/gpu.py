@@ -9,7 +9,18 @@ from __future__ import annotations
 
 from ..runner import command_job
 from ..wording import field_names
-from .base import COMMON_FIELDS, Tab, option_fields, options_argv, repeat_field, repeat_opts, show, unavailable_reason
+from .base import (
+    COMMON_FIELDS,
+    LEFT_OUT,
+    LEFT_OUT_RUNS,
+    Tab,
+    option_fields,
+    options_argv,
+    repeat_field,
+    repeat_opts,
+    show,
+    unavailable_reason,
+)
 
 #: the subcommand's options shown as fields: (flag, the field's name in the panel, width)
 OPTION_FIELDS = {
@@ -22,13 +33,8 @@ OPTION_FIELDS = {
 }
 #: left out on purpose, and why (tests/test_panel_options.py fails on an option neither shown nor here)
 NOT_FIELDS = {
-    "--help": "the tab's own text says what the check does",
-    "--json": "the panel shows the card; the result's JSON is in History",
-    "--quiet": "no terminal progress in the panel",
-    "--details": "the card folds the details itself",
-    "--no-save": "the panel's 'save' box",
-    "--label": "the panel's 'label' field",
-    "--repeat": "the 'runs' field (repeat_field), shared by the measuring tabs",
+    **LEFT_OUT,
+    "--repeat": LEFT_OUT_RUNS["--repeat"],
     "--repeats": "the old name of --iters, hidden in the parser too",
     "--load-seconds": "the health read's load length: its default (5 s) trains the links up; %iobench sets it",
 }

@@ -16,6 +16,8 @@ from ..runner import command_job
 from ..wording import field_names
 from .base import (
     COMMON_FIELDS,
+    LEFT_OUT,
+    LEFT_OUT_RUNS,
     Tab,
     need_path,
     option_fields,
@@ -75,31 +77,11 @@ def option_spec(accels: list[str]) -> dict[str, list]:
 
 #: options the panel leaves out on purpose (see NOT_FIELDS in the Storage tab)
 NOT_FIELDS = {
-    "--repeat",  # the tab's one "runs" field, shown for feed
-    "--json",
-    "--quiet",
-    "--verbose",
-    "--label",
-    "--no-save",
-    "--details",
-    "--help",
-    "--count",
-    "--warmup",
-    "--max-files",
-    "--step",
-    "--size",
-    "--dataset",
-    "--seed",
-    "--no-persistent",
-    "--ranks",
-    "--nnodes",
-    "--rdzv-host",
-    "--backend",
-    "--no-dist",
-    "--no-plot",
-    "--endpoint-url",
-    "--region",
-}  # object storage: the panel's PATH is a folder
+    *LEFT_OUT,
+    *LEFT_OUT_RUNS,
+    *("--count", "--warmup", "--max-files", "--step", "--size", "--dataset", "--seed", "--no-persistent", "--no-plot"),
+    *("--endpoint-url", "--region"),  # object storage: the panel's PATH is a folder
+}
 
 
 class LoaderTab(Tab):

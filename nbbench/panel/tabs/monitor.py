@@ -14,7 +14,7 @@ from __future__ import annotations
 from ...results import ProbeError
 from ..runner import command_job
 from ..wording import field_names
-from .base import COMMON_FIELDS, FIT, Tab, option_fields, options_argv, show
+from .base import COMMON_FIELDS, FIT, LEFT_OUT, Tab, option_fields, options_argv, show
 
 #: the subcommand's options shown as fields: (flag, the field's name in the panel, width)
 OPTION_FIELDS = {
@@ -28,12 +28,7 @@ OPTION_FIELDS = {
 }
 #: left out on purpose, and why (tests/test_panel_options.py fails on an option neither shown nor here)
 NOT_FIELDS = {
-    "--help": "the tab's own text says what the monitor samples",
-    "--json": "the panel shows the card; the result's JSON is in History",
-    "--quiet": "no terminal progress in the panel",
-    "--details": "the card folds the details itself",
-    "--no-save": "the panel's 'save' box",
-    "--label": "the panel's 'label' field",
+    **LEFT_OUT,
     "--path": "the panel's PATH field (a folder: the disk behind it is watched)",
     "--no-plot": "the panel's 'live plot' box",
     "--serve": "a /metrics server outlives a panel run badly: nbbench watch --serve or %iobench monitor",

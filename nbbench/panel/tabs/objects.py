@@ -10,7 +10,7 @@ from __future__ import annotations
 from ...results import ProbeError
 from ..runner import command_job
 from ..wording import field_names
-from .base import COMMON_FIELDS, FIT, Tab, option_fields, options_argv, unavailable_reason
+from .base import COMMON_FIELDS, FIT, LEFT_OUT, Tab, option_fields, options_argv, unavailable_reason
 
 #: the subcommand's options shown as fields: (flag, the field's name in the panel, width)
 OPTION_FIELDS = {
@@ -27,15 +27,10 @@ OPTION_FIELDS = {
 }
 #: left out on purpose (tests/test_panel_options.py fails on an option neither shown nor here)
 NOT_FIELDS = {
-    "--json",
-    "--quiet",
-    "--label",
-    "--no-save",
-    "--details",
-    "--help",
+    *LEFT_OUT,
+    "--repeat",
     "--sweep-runtime",
     "--no-ranged",
-    "--repeat",
     "--max-keys",
     "--seed",
     "--write-size",

@@ -12,6 +12,8 @@ from ..wording import field_names
 from .base import (
     COMMON_FIELDS,
     FIT,
+    LEFT_OUT,
+    LEFT_OUT_RUNS,
     Tab,
     need_path,
     option_fields,
@@ -67,28 +69,12 @@ OPTION_FIELDS = {
 #: the options the panel leaves out on purpose (the panel's own fields, or not for a panel);
 #: tests/test_panel_options.py fails on an option that is neither a field nor here
 NOT_FIELDS = {
-    "--json",
-    "--quiet",
-    "--verbose",
-    "--label",
-    "--no-save",
-    "--details",
-    "--help",
-    "--direct",
-    "--buffered",
-    "--mode",
-    "--count",
-    "--buffers",
-    "--ranks",
-    "--nnodes",
-    "--rdzv-host",
-    "--backend",
-    "--no-dist",
-    "--file-per-rank",
-    "--seed",
-    "--repeat",  # --repeat: the tab's one "runs" field
-    "--threads",
-}  # randread's and disk's deprecated alias of --jobs (files' own --threads is a field)
+    *LEFT_OUT,
+    *LEFT_OUT_RUNS,
+    *("--direct", "--buffered"),  # the cache menu
+    *("--mode", "--count", "--buffers", "--file-per-rank", "--seed"),
+    "--threads",  # randread's and disk's deprecated alias of --jobs (files' own --threads is a field)
+}
 CACHE = (
     ("auto: direct where the filesystem accepts it", "auto"),
     ("direct (O_DIRECT)", "direct"),
