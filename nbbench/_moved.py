@@ -16,52 +16,22 @@ import sys
 import warnings
 from importlib.machinery import ModuleSpec
 
+#: the modules of probes/ and results/ that moved into a subject's folder, under the same name
+_PROBES = {
+    "storage": "disk files presets target io_session io_cpu",
+    "pipeline": "loader sweep feed feedlimit dataloader imagefolder imagetransform batches steps loadermon",
+    "shards": "tarshards tarwalk",
+}
+_RESULTS = {"storage": "checkpoint shards objects", "pipeline": "loader sweep feed", "system": "gpu monitor doctor env"}
+_RESULTS["present"] = "view summaries"  # nbbench.results.storage and .present keep their names: packages now
+
 #: old module -> new module (a package prefix maps every module under it)
 MOVED: dict[str, str] = {
-    **{
-        f"nbbench.probes.{old}": f"nbbench.probes.{new}"
-        for old, new in {
-            "disk": "storage.disk",
-            "files": "storage.files",
-            "presets": "storage.presets",
-            "target": "storage.target",
-            "io_session": "storage.io_session",
-            "io_cpu": "storage.io_cpu",
-            "loader": "pipeline.loader",
-            "sweep": "pipeline.sweep",
-            "feed": "pipeline.feed",
-            "feedlimit": "pipeline.feedlimit",
-            "dataloader": "pipeline.dataloader",
-            "imagefolder": "pipeline.imagefolder",
-            "imagetransform": "pipeline.imagetransform",
-            "batches": "pipeline.batches",
-            "steps": "pipeline.steps",
-            "loadermon": "pipeline.loadermon",
-            "ckptio": "checkpoint.saveload",
-            "ckptmodels": "checkpoint.models",
-            "tarshards": "shards.tarshards",
-            "tarwalk": "shards.tarwalk",
-        }.items()
-    },
+    **{f"nbbench.probes.{m}": f"nbbench.probes.{sub}.{m}" for sub, ms in _PROBES.items() for m in ms.split()},
+    "nbbench.probes.ckptio": "nbbench.probes.checkpoint.saveload",
+    "nbbench.probes.ckptmodels": "nbbench.probes.checkpoint.models",
     "nbbench.dist": "nbbench.ranks",
-    # results/ grouped by subject (nbbench.results.storage and .present keep their names: packages now)
-    **{
-        f"nbbench.results.{old}": f"nbbench.results.{new}"
-        for old, new in {
-            "checkpoint": "storage.checkpoint",
-            "shards": "storage.shards",
-            "objects": "storage.objects",
-            "loader": "pipeline.loader",
-            "sweep": "pipeline.sweep",
-            "feed": "pipeline.feed",
-            "gpu": "system.gpu",
-            "monitor": "system.monitor",
-            "doctor": "system.doctor",
-            "env": "system.env",
-            "view": "present.view",
-            "summaries": "present.summaries",
-        }.items()
-    },
+    **{f"nbbench.results.{m}": f"nbbench.results.{sub}.{m}" for sub, ms in _RESULTS.items() for m in ms.split()},
 }
 
 

@@ -72,25 +72,8 @@ MEMORY_FILESYSTEMS = frozenset({"tmpfs", "ramfs", "hugetlbfs", "devtmpfs"})
 HOSTSHARE_FILESYSTEMS = frozenset({"9p", "virtiofs", "vboxsf", "vmhgfs", "fuse.vmhgfs-fuse"})
 #: the kernel's own files (no storage behind them: sizes are made up, reads are generated)
 PSEUDO_FILESYSTEMS = frozenset(
-    {
-        "proc",
-        "sysfs",
-        "cgroup",
-        "cgroup2",
-        "debugfs",
-        "tracefs",
-        "securityfs",
-        "configfs",
-        "bpf",
-        "pstore",
-        "efivarfs",
-        "fusectl",
-        "mqueue",
-        "devpts",
-        "binfmt_misc",
-        "autofs",
-        "nsfs",
-    }
+    {"proc", "sysfs", "cgroup", "cgroup2", "debugfs", "tracefs", "securityfs", "configfs", "bpf", "pstore"}
+    | {"efivarfs", "fusectl", "mqueue", "devpts", "binfmt_misc", "autofs", "nsfs"}
 )
 
 
