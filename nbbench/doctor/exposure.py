@@ -118,27 +118,19 @@ def assess_server(info: dict[str, Any], listening: list[str] | None = None) -> C
             if wide
             else "any local user or process (and anything that can reach this port through a tunnel or port mapping)"
         )
-        return Check(
-            name,
-            "fail",
-            ev + f": {where} can run code as this user",
+        fix = (
             "restart it with a token or a password (jupyter server password), not with an empty "
             "--IdentityProvider.token= / --ServerApp.token=, and bind it to 127.0.0.1 "
-            "(--ServerApp.ip=127.0.0.1) behind an SSH tunnel",
-            group,
-            data,
+            "(--ServerApp.ip=127.0.0.1) behind an SSH tunnel"
         )
+        return Check(name, "fail", ev + f": {where} can run code as this user", fix, group, data)
     if wide:
-        return Check(
-            name,
-            "warn",
-            ev + f": reachable beyond loopback ({', '.join(wide)}) — the token is the only guard "
-            "and travels in URLs" + ("" if info.get("secure") else ", over plain http"),
+        why = f": reachable beyond loopback ({', '.join(wide)}) — the token is the only guard and travels in URLs"
+        fix = (
             "bind to 127.0.0.1 (--ServerApp.ip=127.0.0.1) and reach it through ssh -L 8888:127.0.0.1:8888, "
-            "or put it behind TLS and a login (JupyterHub)",
-            group,
-            data,
+            "or put it behind TLS and a login (JupyterHub)"
         )
+        return Check(name, "warn", ev + why + ("" if info.get("secure") else ", over plain http"), fix, group, data)
     return Check(name, "ok", ev, "", group, data)
 
 
@@ -163,16 +155,8 @@ def check_jupyter(runtime_dir: str | None = None, servers: Iterable[dict] | None
     servers = list(servers)
     if not servers:
         where = runtime_dir or "the Jupyter runtime directory"
-        return [
-            Check(
-                name,
-                "ok",
-                f"no running Jupyter server found in {where} (jupyter_server.serverapp.list_running_servers)",
-                "",
-                group,
-                {"runtime_dir": runtime_dir},
-            )
-        ]
+        found = f"no running Jupyter server found in {where} (jupyter_server.serverapp.list_running_servers)"
+        return [Check(name, "ok", found, "", group, {"runtime_dir": runtime_dir})]
     out = []
     for info in servers:
         pid = info.get("pid")

@@ -93,47 +93,24 @@ def detect(environ=None, modules=None, no_dist: bool = False) -> RankEnv | None:
     world = _int(env, "WORLD_SIZE")
     rank = _int(env, "RANK")
     store = env.get("NBBENCH_LAUNCH_STORE") or ""
+    port = _int(env, "MASTER_PORT", DEFAULT_PORT) or DEFAULT_PORT
     if store.startswith("file:") and world is not None and rank is not None:  # nbbench's --ranks (even 1)
-        return RankEnv(
-            rank,
-            world,
-            _int(env, "LOCAL_RANK", rank) or 0,
-            _int(env, "LOCAL_WORLD_SIZE") or world,
-            "",
-            0,
-            "nbbench",
-            store[len("file:") :],
-        )
+        local, local_world = _int(env, "LOCAL_RANK", rank) or 0, _int(env, "LOCAL_WORLD_SIZE") or world
+        return RankEnv(rank, world, local, local_world, "", 0, "nbbench", store[len("file:") :])
     # a launcher's child marked as nbbench's: one rank (WORLD_SIZE 1) is a rank too
     launched = bool(store)
     if world is not None and (world > 1 or launched) and rank is not None and env.get("MASTER_ADDR"):
         local = _int(env, "LOCAL_RANK", 0) or 0
         local_world = _int(env, "LOCAL_WORLD_SIZE") or _int(env, "LOCAL_SIZE") or 0
         source = "torchrun" if env.get("TORCHELASTIC_RUN_ID") else "env"
-        return RankEnv(
-            rank,
-            world,
-            local,
-            local_world or 0,
-            env["MASTER_ADDR"],
-            _int(env, "MASTER_PORT", DEFAULT_PORT) or DEFAULT_PORT,
-            source,
-        )
+        return RankEnv(rank, world, local, local_world or 0, env["MASTER_ADDR"], port, source)
     ntasks = _int(env, "SLURM_NTASKS") or _int(env, "SLURM_NPROCS")
     if env.get("SLURM_STEP_ID") is not None and ntasks is not None and ntasks > 1:
         rank = _int(env, "SLURM_PROCID", 0) or 0
         local = _int(env, "SLURM_LOCALID", 0) or 0
         local_world = _tasks_on_this_node(env)
         addr = env.get("MASTER_ADDR") or first_host(env.get("SLURM_JOB_NODELIST") or env.get("SLURM_NODELIST") or "")
-        return RankEnv(
-            rank,
-            ntasks,
-            local,
-            local_world,
-            addr or "127.0.0.1",
-            _int(env, "MASTER_PORT", DEFAULT_PORT) or DEFAULT_PORT,
-            "slurm",
-        )
+        return RankEnv(rank, ntasks, local, local_world, addr or "127.0.0.1", port, "slurm")
     return None
 
 
