@@ -143,8 +143,12 @@ class S3Result(Result):
             )
         cls = self.samples.get("classes") or []
         if cls:
-            figs = (("x_ns", "ttfb_p50_ns"), ("x_ns", "lat_p50_ns"), ("x_ns", "lat_p99_ns"))
-            figs += (("x_bytes_per_s", "request_bytes_per_s"),)
+            figs = (
+                ("x_ns", "ttfb_p50_ns"),
+                ("x_ns", "lat_p50_ns"),
+                ("x_ns", "lat_p99_ns"),
+                ("x_bytes_per_s", "request_bytes_per_s"),
+            )
             head = ["objects", "requests", "TTFB p50", "latency p50", "latency p99", "one request's rate"]
             out.append(
                 Section(
